@@ -1,0 +1,50 @@
+import type { WindowLimits } from '../limits/types';
+
+/** What the store keeps of a key: never the key itself, only its hash. */
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  plan: string;
+  /** The key's own limits; null means the plan's. */
+  limits: WindowLimits | null;
+  /** SHA-256 of the full key, hex. */
+  hash: string;
+  createdAt: string;
+  updatedAt: string;
+  revokedAt: string | null;
+}
+
+export interface NewKeyInput {
+  name: string;
+  plan: string;
+  limits?: WindowLimits | null;
+}
+
+export interface KeyPatch {
+  name?: string;
+  plan?: string;
+  limits?: WindowLimits | null;
+}
+
+/** A change another instance must see: its cache entry for `hash` is stale. */
+export interface KeyChange {
+  id: string;
+  hash: string;
+}
+
+/**
+ * Where keys live: Redis (shared by every instance) or in process (persisted under DATA_DIR).
+ * Every mutation publishes a KeyChange so each instance's cache drops the entry.
+ */
+export interface KeyStore {
+  /** Stores a record whose hash the caller computed; the caller holds the only copy of the key. */
+  insert(record: ApiKeyRecord): Promise<void>;
+  findByHash(hash: string): Promise<ApiKeyRecord | null>;
+  get(id: string): Promise<ApiKeyRecord | null>;
+  list(): Promise<ApiKeyRecord[]>;
+  update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null>;
+  revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null>;
+  /** Called for every change, from this instance or another; returns an unsubscribe function. */
+  onChange(listener: (change: KeyChange) => void): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,79 @@
+/** Per-minute and per-day allowances of one API key. */
+export interface WindowLimits {
+  perMinute: number;
+  perDay: number;
+}
+
+export type WindowName = 'minute' | 'day';
+
+/** One window as a client sees it in the rate-limit headers. */
+export interface WindowState {
+  limit: number;
+  remaining: number;
+  /** Epoch milliseconds at which this window starts afresh. */
+  resetAt: number;
+}
+
+export interface BanSettings {
+  /** Refusals (429) tolerated within `windowSeconds`; one more bans the key. */
+  threshold: number;
+  windowSeconds: number;
+  durationSeconds: number;
+}
+
+export type KeyDecision =
+  | {
+      outcome: 'allowed';
+      minute: WindowState;
+      day: WindowState;
+      /** Epoch ms of the decision, from the store's clock (Redis TIME with Redis). */
+      now: number;
+    }
+  | {
+      outcome: 'limited';
+      /** The window(s) that refused; the request consumed nothing. */
+      refusedBy: WindowName;
+      minute: WindowState;
+      day: WindowState;
+      /** Milliseconds until the binding window frees a unit. */
+      retryAfterMs: number;
+      /** True when this refusal pushed the key over the ban threshold. */
+      bannedNow: boolean;
+      now: number;
+    }
+  | {
+      outcome: 'banned';
+      /** Epoch ms when the ban ends. */
+      bannedUntil: number;
+      now: number;
+    };
+
+/** What the admin API shows for a key: both windows without consuming, and any ban. */
+export interface KeyUsage {
+  minute: WindowState;
+  day: WindowState;
+  bannedUntil: number | null;
+}
+
+/**
+ * Per-key windows and bans. Minute windows are aligned to the UTC minute, day windows to the UTC
+ * calendar day. `consume` decides both windows and the ban together, atomically, in at most one
+ * store round trip; a refused request consumes nothing.
+ */
+export interface KeyLimiter {
+  consume(keyId: string, limits: WindowLimits): Promise<KeyDecision>;
+  usage(keyId: string, limits: WindowLimits): Promise<KeyUsage>;
+  unban(keyId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Per-client-address limit for requests without a valid key. */
+export interface AddressDecision {
+  allowed: boolean;
+  window: WindowState;
+  retryAfterMs: number;
+}
+
+export interface AddressLimiter {
+  consume(address: string): Promise<AddressDecision>;
+}

@@ -1,0 +1,240 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/** Numbers may arrive as strings from the environment; anything else is left for zod to refuse. */
+const numeric = (schema: z.ZodNumber) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : v), schema);
+
+const port = numeric(z.number().int().min(0).max(65535));
+const positiveInt = numeric(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER));
+const durationMs = numeric(z.number().int().min(1).max(3_600_000));
+const instant = z.iso.datetime({ offset: true });
+const httpUrl = z.url({ protocol: /^https?$/ });
+
+export const windowLimitsSchema = z.strictObject({ perMinute: positiveInt, perDay: positiveInt });
+export type WindowLimits = z.infer<typeof windowLimitsSchema>;
+
+/** A plan either fixes both limits or (enterprise) leaves them to each key. */
+const planSchema = z.strictObject({ perMinute: positiveInt.optional(), perDay: positiveInt.optional() }).refine(
+  (p) => (p.perMinute === undefined) === (p.perDay === undefined),
+  { message: 'a plan sets both perMinute and perDay, or neither (limits then come from each key)' },
+);
+
+const deprecationSchema = z.strictObject({
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+  /** Route template under the base path, e.g. `/pets/{petId}`. */
+  path: z.string().regex(/^\/[A-Za-z0-9_{}\/-]*$/),
+  deprecatedAt: instant,
+  sunset: instant,
+  successor: z.string().min(1),
+  docs: z.string().min(1),
+});
+export type DeprecationConfig = z.infer<typeof deprecationSchema>;
+
+export const appEnvSchema = z.enum(['development', 'staging', 'production']);
+export type AppEnv = z.infer<typeof appEnvSchema>;
+
+/** The whole configuration: this schema is the type, and every default lives in config/default.yaml. */
+export const configSchema = z
+  .strictObject({
+    env: appEnvSchema,
+    server: z.strictObject({
+      host: z.string().min(1),
+      port,
+      adminPort: port,
+      /** Origin clients use to reach the gateway; absolute URLs in `Link` headers are built on it. */
+      publicBaseUrl: httpUrl.nullable(),
+      /** Socket addresses whose `X-Forwarded-For` is believed. */
+      trustedProxies: z.array(z.string().min(1)),
+      maxBodyBytes: positiveInt,
+      maxHeaderBytes: positiveInt,
+      shutdownTimeoutMs: durationMs,
+    }),
+    upstream: z.strictObject({
+      /** Inventory base URL; null means this process runs the inventory itself. */
+      url: httpUrl.nullable(),
+      timeoutMs: durationMs,
+      maxSockets: positiveInt,
+    }),
+    inventory: z.strictObject({ port, databaseFile: z.string().min(1) }),
+    redis: z.strictObject({
+      url: z.string().regex(/^rediss?:\/\//, 'must look like redis://host:port/db').nullable(),
+      clusterNodes: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
+      /** Prefix of every Redis key and channel, so staging and production can share one Redis. */
+      namespace: z.string().regex(/^[A-Za-z0-9:_-]+$/),
+      commandTimeoutMs: durationMs,
+    }),
+    store: z.strictObject({ failMode: z.enum(['local', 'open', 'closed']) }),
+    keys: z.strictObject({
+      prefix: z.string().regex(/^[a-z]+_[a-z]+_$/, 'must look like asg_live_'),
+      cacheTtlSeconds: positiveInt,
+      negativeCacheTtlSeconds: positiveInt,
+    }),
+    plans: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), planSchema),
+    anonymous: z.strictObject({ perMinute: positiveInt }),
+    ban: z.strictObject({ threshold: positiveInt, windowSeconds: positiveInt, durationSeconds: positiveInt }),
+    deprecations: z.array(deprecationSchema),
+    signing: z.strictObject({
+      /** Shared HMAC secret between gateway and inventory; generated under dataDir in development. */
+      secret: z.string().min(32, 'must be at least 32 characters').nullable(),
+      issuer: z.string().min(1),
+      audience: z.string().min(1),
+      tokenTtlSeconds: positiveInt,
+    }),
+    admin: z.strictObject({ token: z.string().nullable() }),
+    dataDir: z.string().min(1),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  })
+  .superRefine((c, ctx) => {
+    if (c.env !== 'development') {
+      if (!c.admin.token || c.admin.token.length < 32) {
+        ctx.addIssue({ code: 'custom', path: ['admin', 'token'], message: `is required in ${c.env} and must be at least 32 characters` });
+      }
+      if (!c.signing.secret) {
+        ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
+      }
+    }
+    for (const [i, d] of c.deprecations.entries()) {
+      if (Date.parse(d.sunset) <= Date.parse(d.deprecatedAt)) {
+        ctx.addIssue({ code: 'custom', path: ['deprecations', i, 'sunset'], message: 'must be after deprecatedAt' });
+      }
+    }
+  });
+
+export type Config = z.infer<typeof configSchema>;
+export type PlanConfig = Config['plans'][string];
+
+/** A bad setting; its message is the one line an operator sees. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Environment variables and the config path each one sets (CONTRACT §2). */
+export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list?: boolean }> = [
+  { variable: 'APP_ENV', path: ['env'] },
+  { variable: 'PORT', path: ['server', 'port'] },
+  { variable: 'ADMIN_PORT', path: ['server', 'adminPort'] },
+  { variable: 'PUBLIC_BASE_URL', path: ['server', 'publicBaseUrl'] },
+  { variable: 'INVENTORY_PORT', path: ['inventory', 'port'] },
+  { variable: 'INVENTORY_URL', path: ['upstream', 'url'] },
+  { variable: 'REDIS_URL', path: ['redis', 'url'] },
+  { variable: 'REDIS_CLUSTER_NODES', path: ['redis', 'clusterNodes'], list: true },
+  { variable: 'ADMIN_TOKEN', path: ['admin', 'token'] },
+  { variable: 'SIGNING_SECRET', path: ['signing', 'secret'] },
+  { variable: 'DATA_DIR', path: ['dataDir'] },
+  { variable: 'LOG_LEVEL', path: ['logLevel'] },
+];
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Objects merge key by key; arrays and scalars are replaced whole (CONTRACT §2). */
+export function mergeConfig(base: JsonObject, override: JsonObject): JsonObject {
+  const merged: JsonObject = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    const current = merged[key];
+    merged[key] = isObject(current) && isObject(value) ? mergeConfig(current, value) : value;
+  }
+  return merged;
+}
+
+function readConfigFile(file: string): JsonObject {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (!isObject(parsed)) throw new ConfigError(`config file ${file} must hold an object at the top level`);
+  return parsed;
+}
+
+/** `config/<name>.yaml`, `.yml` or `.json`, whichever exists; none is fine except for `default`. */
+function findConfigFile(dir: string, name: string): string | null {
+  for (const ext of ['.yaml', '.yml', '.json']) {
+    const candidate = path.join(dir, name + ext);
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  return null;
+}
+
+function setPath(target: JsonObject, keys: string[], value: Json): void {
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    node = isObject(next) ? next : (node[key] = {});
+  }
+  node[keys[keys.length - 1]!] = value;
+}
+
+function settingName(issuePath: PropertyKey[]): string {
+  const dotted = issuePath.map(String).join('.');
+  const binding = envBindings.find((b) => dotted === b.path.join('.') || dotted.startsWith(b.path.join('.') + '.'));
+  return binding ? `${binding.variable} (${dotted})` : dotted || '(root)';
+}
+
+export interface LoadConfigOptions {
+  env?: NodeJS.ProcessEnv;
+  configDir?: string;
+  /** Applied last, after the environment: how tests and embedded runs adjust a setting. */
+  overrides?: JsonObject;
+}
+
+/**
+ * default → APP_ENV file → CONFIG_FILE → environment variables → overrides, then one zod parse.
+ * Throws ConfigError with one line naming the first bad setting.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const configDir = options.configDir ?? path.resolve(__dirname, '..', '..', 'config');
+  const appEnv = appEnvSchema.safeParse(env.APP_ENV ?? 'development');
+  if (!appEnv.success) {
+    throw new ConfigError(`invalid setting APP_ENV: must be development, staging or production (got "${env.APP_ENV}")`);
+  }
+
+  const defaultFile = findConfigFile(configDir, 'default');
+  if (!defaultFile) throw new ConfigError(`config/default.yaml not found in ${configDir}`);
+  let raw = readConfigFile(defaultFile);
+  const envFile = findConfigFile(configDir, appEnv.data);
+  if (envFile) raw = mergeConfig(raw, readConfigFile(envFile));
+  if (env.CONFIG_FILE) raw = mergeConfig(raw, readConfigFile(path.resolve(env.CONFIG_FILE)));
+
+  const fromEnv: JsonObject = {};
+  for (const binding of envBindings) {
+    const value = env[binding.variable];
+    if (value === undefined || value === '') continue;
+    setPath(fromEnv, binding.path, binding.list ? value.split(',').map((s) => s.trim()).filter(Boolean) : value);
+  }
+  raw = mergeConfig(raw, fromEnv);
+  if (options.overrides) raw = mergeConfig(raw, options.overrides);
+
+  const result = configSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new ConfigError(`invalid setting ${settingName(issue.path)}: ${issue.message}`);
+  }
+  return result.data;
+}
+
+/** Limits of a plan, or null when the plan leaves them to each key (enterprise). */
+export function planLimits(config: Config, plan: string): WindowLimits | null {
+  const p = config.plans[plan];
+  if (!p || p.perMinute === undefined || p.perDay === undefined) return null;
+  return { perMinute: p.perMinute, perDay: p.perDay };
+}

@@ -1,0 +1,94 @@
+import type { ErrorRequestHandler, Response } from 'express';
+
+/** Every error code of CONTRACT §3 with its HTTP status. The one place a code meets a status. */
+export const codeToStatus = {
+  invalid_json: 400,
+  validation_failed: 400,
+  invalid_parameter: 400,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  revoked_api_key: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  gone: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  temporarily_banned: 429,
+  internal_error: 500,
+  upstream_unavailable: 502,
+  service_unavailable: 503,
+  upstream_timeout: 504,
+} as const;
+
+export type ErrorCode = keyof typeof codeToStatus;
+
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  status: number;
+}
+
+/** An error that is safe to show the client: its message is part of the API. */
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = codeToStatus[code];
+  }
+}
+
+export function errorBody(code: ErrorCode, message: string): ErrorBody {
+  return { code, message, status: codeToStatus[code] };
+}
+
+/** Writes the contract's Error body; the only way any listener answers with an error. */
+export function sendError(res: Response, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.status(codeToStatus[code]).type('application/json').send(JSON.stringify(errorBody(code, message)));
+}
+
+/** Maps errors thrown by express and body-parser to contract codes. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { type?: string; status?: number; statusCode?: number } | null;
+  switch (e?.type) {
+    case 'entity.parse.failed':
+      return new ApiError('invalid_json', 'The request body is not valid JSON.');
+    case 'entity.too.large':
+      return new ApiError('payload_too_large', 'The request body is too large.');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError('unsupported_media_type', 'The request body encoding or charset is not supported.');
+    case 'request.aborted':
+      return new ApiError('invalid_json', 'The request body was not received completely.');
+    case 'request.size.invalid':
+      return new ApiError('invalid_json', 'The request body length does not match Content-Length.');
+    default:
+      break;
+  }
+  const status = e?.status ?? e?.statusCode;
+  if (status === 400) return new ApiError('invalid_parameter', 'The request is malformed.');
+  return new ApiError('internal_error', 'An internal error occurred.');
+}
+
+/**
+ * The last middleware of every app: shapes any error into the Error body and hides internals
+ * on 500 (they are logged by the caller-supplied hook, never sent).
+ */
+export function errorHandler(onInternal: (err: unknown) => void = () => {}): ErrorRequestHandler {
+  return (err, _req, res, _next) => {
+    const apiError = toApiError(err);
+    if (apiError.code === 'internal_error') onInternal(err);
+    sendError(res, apiError.code, apiError.message, apiError.headers);
+  };
+}

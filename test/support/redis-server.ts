@@ -1,0 +1,73 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface RedisProcess {
+  url: string;
+  port: number;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+const INSTALL_HINT =
+  'redis-server is not on PATH and REDIS_URL is not set. Install it (Debian: `apt-get install redis-server`) ' +
+  'or point REDIS_URL at a Redis the tests may use.';
+
+export function assertRedisServerAvailable(): void {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) throw new Error(INSTALL_HINT);
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+async function waitForPing(port: number, deadline: number): Promise<void> {
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => socket.write('PING\r\n'));
+      socket.once('data', (chunk) => {
+        socket.destroy();
+        resolve(chunk.toString().startsWith('+PONG'));
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Starts a private redis-server on a free loopback port. Never touches the machine's shared Redis. */
+export async function startRedisServer(extraArgs: string[] = [], port?: number): Promise<RedisProcess> {
+  assertRedisServerAvailable();
+  const chosenPort = port ?? (await freePort());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-redis-'));
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(chosenPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    { stdio: 'ignore', detached: false },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await waitForPing(chosenPort, Date.now() + 10_000);
+  return {
+    url: `redis://127.0.0.1:${chosenPort}`,
+    port: chosenPort,
+    dir,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
