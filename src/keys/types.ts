@@ -46,5 +46,10 @@ export interface KeyStore {
   revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null>;
   /** Called for every change, from this instance or another; returns an unsubscribe function. */
   onChange(listener: (change: KeyChange) => void): () => void;
+  /**
+   * Optional. Called when changes may have been missed (the change subscription dropped and came
+   * back), so a cache should drop every entry. Returns an unsubscribe function.
+   */
+  onResync?(listener: () => void): () => void;
   close(): Promise<void>;
 }

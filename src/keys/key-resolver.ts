@@ -1,0 +1,162 @@
+import type { Clock } from '../shared/clock';
+import { hashApiKey, isWellFormedKey } from './key-format';
+import type { ApiKeyRecord, KeyStore } from './types';
+
+export type KeyResolution =
+  | { status: 'valid'; record: ApiKeyRecord }
+  | { status: 'revoked'; record: ApiKeyRecord }
+  | { status: 'invalid' };
+
+export interface KeyResolverOptions {
+  /** This environment's key prefix (config `keys.prefix`); keys without it never reach the store. */
+  prefix: string;
+  /** How long a found key (valid or revoked) is served from memory (config `keys.cacheTtlSeconds`). */
+  cacheTtlSeconds: number;
+  /** How long an unknown key is remembered as unknown (config `keys.negativeCacheTtlSeconds`). */
+  negativeCacheTtlSeconds: number;
+  /** Bound of each cache (found keys, unknown keys); the least recently used entry goes first. Default 10,000. */
+  maxEntries?: number;
+}
+
+export const DEFAULT_MAX_CACHE_ENTRIES = 10_000;
+
+interface FoundEntry {
+  record: ApiKeyRecord;
+  expiresAt: number;
+}
+
+function freeze(record: ApiKeyRecord): ApiKeyRecord {
+  if (record.limits) Object.freeze(record.limits);
+  return Object.freeze(record);
+}
+
+function resolution(record: ApiKeyRecord | null): KeyResolution {
+  if (!record) return { status: 'invalid' };
+  return record.revokedAt === null ? { status: 'valid', record } : { status: 'revoked', record };
+}
+
+/**
+ * Presented key → record, on the gateway's hot path. A cache hit costs one SHA-256 and a Map
+ * lookup, no store call. Entries are dropped the moment the store reports a change to their key
+ * (from any instance), so revocations and plan changes apply everywhere without waiting for the TTL;
+ * the TTL only bounds staleness when a change notification is lost.
+ *
+ * Found and unknown keys are cached apart, so a flood of made-up keys cannot push real ones out.
+ * Concurrent misses for one key share one store call. Store errors propagate and are not cached.
+ */
+export class KeyResolver {
+  private readonly found = new Map<string, FoundEntry>();
+  private readonly unknown = new Map<string, number>();
+  private readonly inflight = new Map<string, Promise<ApiKeyRecord | null>>();
+  private readonly maxEntries: number;
+  private readonly cacheTtlMs: number;
+  private readonly negativeCacheTtlMs: number;
+  private readonly unsubscribe: Array<() => void>;
+
+  constructor(
+    private readonly store: KeyStore,
+    private readonly clock: Clock,
+    private readonly options: KeyResolverOptions,
+  ) {
+    this.maxEntries = options.maxEntries ?? DEFAULT_MAX_CACHE_ENTRIES;
+    if (!Number.isInteger(this.maxEntries) || this.maxEntries < 1) throw new Error('maxEntries must be a positive integer');
+    this.cacheTtlMs = options.cacheTtlSeconds * 1000;
+    this.negativeCacheTtlMs = options.negativeCacheTtlSeconds * 1000;
+    this.unsubscribe = [store.onChange((change) => this.evict(change.hash))];
+    if (store.onResync) this.unsubscribe.push(store.onResync(() => this.clear()));
+  }
+
+  async resolve(presentedKey: string): Promise<KeyResolution> {
+    if (!isWellFormedKey(this.options.prefix, presentedKey)) return { status: 'invalid' };
+    const hash = hashApiKey(presentedKey);
+    const now = this.clock.now();
+
+    const hit = this.found.get(hash);
+    if (hit) {
+      if (hit.expiresAt > now) {
+        // Re-inserted so Map order is least recently used first.
+        this.found.delete(hash);
+        this.found.set(hash, hit);
+        return resolution(hit.record);
+      }
+      this.found.delete(hash);
+    }
+    const unknownUntil = this.unknown.get(hash);
+    if (unknownUntil !== undefined) {
+      if (unknownUntil > now) return { status: 'invalid' };
+      this.unknown.delete(hash);
+    }
+    return resolution(await this.lookup(hash));
+  }
+
+  /** Drops what is known about one key hash; the next request asks the store. */
+  evict(hash: string): void {
+    this.found.delete(hash);
+    this.unknown.delete(hash);
+    // A lookup already under way may have read the old record: its answer must not be cached.
+    this.inflight.delete(hash);
+  }
+
+  clear(): void {
+    this.found.clear();
+    this.unknown.clear();
+    this.inflight.clear();
+  }
+
+  /** Entries held now, found and unknown. */
+  get size(): number {
+    return this.found.size + this.unknown.size;
+  }
+
+  /** Stops listening to the store's changes; the store itself is the caller's to close. */
+  close(): void {
+    for (const off of this.unsubscribe.splice(0)) off();
+    this.clear();
+  }
+
+  private lookup(hash: string): Promise<ApiKeyRecord | null> {
+    const pending = this.inflight.get(hash);
+    if (pending) return pending;
+
+    let fetched: Promise<ApiKeyRecord | null>;
+    try {
+      fetched = this.store.findByHash(hash);
+    } catch (err) {
+      fetched = Promise.reject(err);
+    }
+    const settled: Promise<ApiKeyRecord | null> = fetched.then(
+      (record) => {
+        const current = this.inflight.get(hash) === settled;
+        if (current) this.inflight.delete(hash);
+        const frozen = record ? freeze(record) : null;
+        if (current) this.remember(hash, frozen);
+        return frozen;
+      },
+      (err: unknown) => {
+        if (this.inflight.get(hash) === settled) this.inflight.delete(hash);
+        throw err;
+      },
+    );
+    this.inflight.set(hash, settled);
+    return settled;
+  }
+
+  private remember(hash: string, record: ApiKeyRecord | null): void {
+    const now = this.clock.now();
+    if (record) {
+      this.found.set(hash, { record, expiresAt: now + this.cacheTtlMs });
+      evictOldest(this.found, this.maxEntries);
+    } else {
+      this.unknown.set(hash, now + this.negativeCacheTtlMs);
+      evictOldest(this.unknown, this.maxEntries);
+    }
+  }
+}
+
+function evictOldest(map: Map<string, unknown>, maxEntries: number): void {
+  while (map.size > maxEntries) {
+    const oldest = map.keys().next();
+    if (oldest.done) return;
+    map.delete(oldest.value);
+  }
+}

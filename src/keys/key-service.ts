@@ -1,0 +1,159 @@
+import type { Clock } from '../shared/clock';
+import type { Config } from '../shared/config';
+import { ApiError } from '../shared/errors';
+import type { WindowLimits } from '../limits/types';
+import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
+import type { ApiKeyRecord, KeyPatch, KeyStore, NewKeyInput } from './types';
+
+export type Plans = Config['plans'];
+
+export const MAX_NAME_LENGTH = 200;
+
+/** Limits of a plan, or null when the plan leaves them to each key (enterprise) or does not exist. */
+export function planLimitsOf(plans: Plans, plan: string): WindowLimits | null {
+  const p = Object.hasOwn(plans, plan) ? plans[plan] : undefined;
+  if (!p || p.perMinute === undefined || p.perDay === undefined) return null;
+  return { perMinute: p.perMinute, perDay: p.perDay };
+}
+
+/**
+ * The limits a key is held to: its own override, else its plan's. Null only when neither exists,
+ * which the service never lets happen on write but a config change (plan removed, or turned into a
+ * per-key plan) can cause later; the gateway should then refuse the request rather than guess.
+ */
+export function effectiveLimits(record: Pick<ApiKeyRecord, 'plan' | 'limits'>, plans: Plans): WindowLimits | null {
+  return record.limits ? { ...record.limits } : planLimitsOf(plans, record.plan);
+}
+
+export interface CreatedKey {
+  /** The full key: shown once, never stored, not recoverable. */
+  key: string;
+  record: ApiKeyRecord;
+}
+
+export interface KeyServiceOptions {
+  store: KeyStore;
+  /** This environment's key prefix (config `keys.prefix`). */
+  prefix: string;
+  plans: Plans;
+  clock: Clock;
+}
+
+function invalid(message: string): ApiError {
+  return new ApiError('validation_failed', message);
+}
+
+function validName(name: unknown): string {
+  if (typeof name !== 'string') throw invalid('name must be a string.');
+  const trimmed = name.trim();
+  if (trimmed.length < 1 || trimmed.length > MAX_NAME_LENGTH) {
+    throw invalid(`name must be 1 to ${MAX_NAME_LENGTH} characters.`);
+  }
+  return trimmed;
+}
+
+function validLimits(limits: unknown): WindowLimits {
+  const l = limits as Partial<WindowLimits> | null;
+  if (typeof l !== 'object' || l === null || Array.isArray(l)) {
+    throw invalid('limits must be an object {perMinute, perDay}.');
+  }
+  for (const field of ['perMinute', 'perDay'] as const) {
+    const value = l[field];
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+      throw invalid(`limits.${field} must be a positive integer.`);
+    }
+  }
+  const extra = Object.keys(l).filter((k) => k !== 'perMinute' && k !== 'perDay');
+  if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
+  return { perMinute: l.perMinute!, perDay: l.perDay! };
+}
+
+/**
+ * Creating, changing and revoking keys: what the admin API and the development bootstrap call.
+ * Validation failures throw ApiError('validation_failed'); an unknown id returns null.
+ */
+export class KeyService {
+  private readonly store: KeyStore;
+  private readonly prefix: string;
+  private readonly plans: Plans;
+  private readonly clock: Clock;
+
+  constructor(options: KeyServiceOptions) {
+    this.store = options.store;
+    this.prefix = options.prefix;
+    this.plans = options.plans;
+    this.clock = options.clock;
+  }
+
+  /** The only place a full key exists: the caller shows `key` once and drops it. */
+  async create(input: NewKeyInput): Promise<CreatedKey> {
+    const name = validName(input.name);
+    const plan = this.validPlan(input.plan);
+    const limits = input.limits === undefined || input.limits === null ? null : validLimits(input.limits);
+    this.assertHasLimits(plan, limits);
+
+    const key = generateApiKey(this.prefix);
+    const now = this.now();
+    const record: ApiKeyRecord = {
+      id: generateKeyId(),
+      name,
+      plan,
+      limits,
+      hash: hashApiKey(key),
+      createdAt: now,
+      updatedAt: now,
+      revokedAt: null,
+    };
+    await this.store.insert(record);
+    return { key, record };
+  }
+
+  /** `limits: null` drops the key's override (the plan's apply again); absent fields stay. */
+  async update(id: string, patch: KeyPatch): Promise<ApiKeyRecord | null> {
+    const clean: KeyPatch = {};
+    if (patch.name !== undefined) clean.name = validName(patch.name);
+    if (patch.plan !== undefined) clean.plan = this.validPlan(patch.plan);
+    if (patch.limits !== undefined) clean.limits = patch.limits === null ? null : validLimits(patch.limits);
+
+    const current = await this.store.get(id);
+    if (!current) return null;
+    this.assertHasLimits(clean.plan ?? current.plan, clean.limits === undefined ? current.limits : clean.limits);
+    return this.store.update(id, clean, this.now());
+  }
+
+  /** Revokes for good; revoking again keeps the first `revokedAt`. */
+  revoke(id: string): Promise<ApiKeyRecord | null> {
+    return this.store.revoke(id, this.now());
+  }
+
+  get(id: string): Promise<ApiKeyRecord | null> {
+    return this.store.get(id);
+  }
+
+  /** Records still carry `hash`; strip it (`withoutHash`) before showing them. */
+  list(): Promise<ApiKeyRecord[]> {
+    return this.store.list();
+  }
+
+  effectiveLimits(record: Pick<ApiKeyRecord, 'plan' | 'limits'>, plans: Plans = this.plans): WindowLimits | null {
+    return effectiveLimits(record, plans);
+  }
+
+  private validPlan(plan: unknown): string {
+    if (typeof plan !== 'string' || !Object.hasOwn(this.plans, plan)) {
+      const known = Object.keys(this.plans).join(', ');
+      throw invalid(`plan must be one of ${known}.`);
+    }
+    return plan;
+  }
+
+  private assertHasLimits(plan: string, limits: WindowLimits | null): void {
+    if (limits === null && planLimitsOf(this.plans, plan) === null) {
+      throw invalid(`plan ${plan} has no limits of its own: the key must carry limits {perMinute, perDay}.`);
+    }
+  }
+
+  private now(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+}

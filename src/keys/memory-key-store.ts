@@ -1,0 +1,179 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { Listeners } from './listeners';
+import { applyPatch, applyRevoke, byCreation, copyRecord } from './record';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyStore } from './types';
+
+export interface MemoryKeyStoreOptions {
+  /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
+  dataDir: string | null;
+}
+
+export const KEYS_DATABASE_FILE = 'keys.sqlite';
+
+interface KeyRow {
+  id: string;
+  hash: string;
+  name: string;
+  plan: string;
+  per_minute: number | null;
+  per_day: number | null;
+  created_at: string;
+  updated_at: string;
+  revoked_at: string | null;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS api_keys (
+  id          TEXT PRIMARY KEY,
+  hash        TEXT NOT NULL UNIQUE,
+  name        TEXT NOT NULL,
+  plan        TEXT NOT NULL,
+  per_minute  INTEGER,
+  per_day     INTEGER,
+  created_at  TEXT NOT NULL,
+  updated_at  TEXT NOT NULL,
+  revoked_at  TEXT,
+  CHECK ((per_minute IS NULL) = (per_day IS NULL))
+) STRICT`;
+
+function fromRow(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    limits: row.per_minute === null || row.per_day === null ? null : { perMinute: row.per_minute, perDay: row.per_day },
+    hash: row.hash,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+function toRow(record: ApiKeyRecord): KeyRow {
+  return {
+    id: record.id,
+    hash: record.hash,
+    name: record.name,
+    plan: record.plan,
+    per_minute: record.limits?.perMinute ?? null,
+    per_day: record.limits?.perDay ?? null,
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    revoked_at: record.revokedAt,
+  };
+}
+
+/**
+ * The in-process key store of the single-instance mode. Every key is held in Maps, so a lookup
+ * never touches disk; every write goes synchronously to SQLite under `dataDir` first, so a restart
+ * (or a crash right after an admin call returned) keeps it. The plaintext key is never written.
+ */
+export class MemoryKeyStore implements KeyStore {
+  private readonly byHash = new Map<string, ApiKeyRecord>();
+  private readonly byId = new Map<string, ApiKeyRecord>();
+  private readonly changeListeners = new Listeners<[KeyChange]>();
+  private readonly db: Database.Database;
+  private readonly insertRow: Database.Statement<KeyRow>;
+  private readonly updateRow: Database.Statement<KeyRow>;
+  private closed = false;
+
+  constructor(options: MemoryKeyStoreOptions) {
+    let file = ':memory:';
+    if (options.dataDir !== null) {
+      fs.mkdirSync(options.dataDir, { recursive: true });
+      file = path.join(options.dataDir, KEYS_DATABASE_FILE);
+    }
+    this.db = new Database(file);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      // FULL: a key the admin API reported as created or revoked survives a power loss too.
+      this.db.pragma('synchronous = FULL');
+      this.db.pragma('busy_timeout = 5000');
+      this.db.exec(SCHEMA);
+      this.insertRow = this.db.prepare<KeyRow>(
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at, revoked_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @created_at, @updated_at, @revoked_at)`,
+      );
+      this.updateRow = this.db.prepare<KeyRow>(
+        `UPDATE api_keys SET name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day,
+           updated_at = @updated_at, revoked_at = @revoked_at
+         WHERE id = @id AND hash = @hash AND created_at = @created_at`,
+      );
+      for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(fromRow(row));
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+  }
+
+  async insert(record: ApiKeyRecord): Promise<void> {
+    this.assertOpen();
+    if (this.byId.has(record.id)) throw new Error(`key id ${record.id} already exists`);
+    if (this.byHash.has(record.hash)) throw new Error('key hash already exists');
+    this.insertRow.run(toRow(record));
+    this.remember(copyRecord(record));
+    this.changeListeners.emit({ id: record.id, hash: record.hash });
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | null> {
+    this.assertOpen();
+    const record = this.byHash.get(hash);
+    return record ? copyRecord(record) : null;
+  }
+
+  async get(id: string): Promise<ApiKeyRecord | null> {
+    this.assertOpen();
+    const record = this.byId.get(id);
+    return record ? copyRecord(record) : null;
+  }
+
+  /** Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`). */
+  async list(): Promise<ApiKeyRecord[]> {
+    this.assertOpen();
+    return [...this.byId.values()].sort(byCreation).map(copyRecord);
+  }
+
+  async update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyPatch(record, patch, updatedAt));
+  }
+
+  async revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyRevoke(record, revokedAt));
+  }
+
+  onChange(listener: (change: KeyChange) => void): () => void {
+    return this.changeListeners.add(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.changeListeners.clear();
+    this.db.close();
+  }
+
+  private replace(id: string, transform: (record: ApiKeyRecord) => ApiKeyRecord): ApiKeyRecord | null {
+    this.assertOpen();
+    const current = this.byId.get(id);
+    if (!current) return null;
+    const next = transform(current);
+    if (next === current) return copyRecord(current);
+    // Disk first: if the write fails, memory still matches what a restart would load.
+    const result = this.updateRow.run(toRow(next));
+    if (result.changes !== 1) throw new Error(`key ${id} is missing from ${KEYS_DATABASE_FILE}`);
+    this.remember(next);
+    this.changeListeners.emit({ id: next.id, hash: next.hash });
+    return copyRecord(next);
+  }
+
+  private remember(record: ApiKeyRecord): void {
+    this.byId.set(record.id, record);
+    this.byHash.set(record.hash, record);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('key store is closed');
+  }
+}

@@ -1,0 +1,87 @@
+import type { WindowLimits } from '../limits/types';
+import type { ApiKeyRecord, KeyPatch } from './types';
+
+/**
+ * Record helpers both stores share, so a patch or a revocation means the same thing whichever store
+ * holds the key.
+ */
+
+/** A record as the admin API may show it: everything but the hash. */
+export type PublicKeyRecord = Omit<ApiKeyRecord, 'hash'>;
+
+/**
+ * Stores return records with `hash` (the resolver and the service need it); the admin layer must
+ * never send it. This is the one place that drops it.
+ */
+export function withoutHash(record: ApiKeyRecord): PublicKeyRecord {
+  const { hash: _hash, ...rest } = record;
+  return rest;
+}
+
+export function copyRecord(record: ApiKeyRecord): ApiKeyRecord {
+  return { ...record, limits: record.limits ? { ...record.limits } : null };
+}
+
+/** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
+export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: string): ApiKeyRecord {
+  return {
+    ...record,
+    name: patch.name ?? record.name,
+    plan: patch.plan ?? record.plan,
+    limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
+    updatedAt,
+  };
+}
+
+/** The record after revocation; a second revocation keeps the first instant. */
+export function applyRevoke(record: ApiKeyRecord, revokedAt: string): ApiKeyRecord {
+  if (record.revokedAt !== null) return record;
+  return { ...record, revokedAt, updatedAt: revokedAt };
+}
+
+/** JSON with a fixed field order, so equal records encode to equal strings (the Redis store compares them). */
+export function encodeRecord(record: ApiKeyRecord): string {
+  return JSON.stringify({
+    id: record.id,
+    name: record.name,
+    plan: record.plan,
+    limits: record.limits ? { perMinute: record.limits.perMinute, perDay: record.limits.perDay } : null,
+    hash: record.hash,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    revokedAt: record.revokedAt,
+  });
+}
+
+function isLimits(value: unknown): value is WindowLimits {
+  const v = value as Partial<WindowLimits> | null;
+  return typeof v === 'object' && v !== null && Number.isSafeInteger(v.perMinute) && Number.isSafeInteger(v.perDay);
+}
+
+/** Parses what `encodeRecord` wrote; anything else is a corrupt store and throws. */
+export function decodeRecord(text: string): ApiKeyRecord {
+  const v = JSON.parse(text) as Record<string, unknown>;
+  const str = (field: string): string => {
+    const value = v[field];
+    if (typeof value !== 'string') throw new Error(`corrupt key record: ${field} is not a string`);
+    return value;
+  };
+  if (v.limits !== null && !isLimits(v.limits)) throw new Error('corrupt key record: limits');
+  if (v.revokedAt !== null && typeof v.revokedAt !== 'string') throw new Error('corrupt key record: revokedAt');
+  return {
+    id: str('id'),
+    name: str('name'),
+    plan: str('plan'),
+    limits: v.limits === null ? null : { perMinute: v.limits.perMinute, perDay: v.limits.perDay },
+    hash: str('hash'),
+    createdAt: str('createdAt'),
+    updatedAt: str('updatedAt'),
+    revokedAt: v.revokedAt,
+  };
+}
+
+/** Oldest first, ties by id: the order `list()` returns in both stores. */
+export function byCreation(a: ApiKeyRecord, b: ApiKeyRecord): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}

@@ -1,0 +1,246 @@
+import { createHash } from 'node:crypto';
+import { duplicateForSubscribe, type RedisClient } from '../shared/redis';
+import { Listeners } from './listeners';
+import { applyPatch, applyRevoke, byCreation, decodeRecord, encodeRecord } from './record';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyStore } from './types';
+
+export interface RedisKeyStoreOptions {
+  /** Prefix of every Redis key and channel (config `redis.namespace`). */
+  namespace: string;
+  /**
+   * Connection for SUBSCRIBE. A client is used as given and left open on close; a factory's client
+   * and the default (`duplicateForSubscribe(redis)`) are the store's and quit on close.
+   */
+  subscriber?: RedisClient | (() => Promise<RedisClient>);
+}
+
+/**
+ * Redis layout. Every key carries the hash tag `{k}`, so all of them live in one slot and a script
+ * may touch several of them on Redis Cluster too.
+ *
+ *   <ns>:keys:{k}:by-hash   HASH  sha256 hex → record JSON (the record lives under its hash, so the
+ *                                 hot-path lookup is one HGET)
+ *   <ns>:keys:{k}:by-id     HASH  key id → sha256 hex
+ *   <ns>:key-changes        channel of KeyChange JSON, published by every mutation
+ *
+ * The plaintext key is never sent to Redis. `by-hash` doubles as the list of all keys (HVALS).
+ */
+export function redisKeyLayout(namespace: string) {
+  return {
+    byHash: `${namespace}:keys:{k}:by-hash`,
+    byId: `${namespace}:keys:{k}:by-id`,
+    channel: `${namespace}:key-changes`,
+  };
+}
+
+/** Inserts a record under its hash and id, unless either exists; publishes the change. */
+const INSERT_SCRIPT = `
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return redis.error_reply('ERR key id already exists') end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return redis.error_reply('ERR key hash already exists') end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1`;
+
+/**
+ * Compare-and-set of one record: writes only if the stored JSON is still what the caller read, so
+ * concurrent updates from several admin instances never lose one another. Publishes on success.
+ */
+const REPLACE_SCRIPT = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1`;
+
+/** Record by id in one round trip: both keys are declared, so this is legal on Cluster. */
+const GET_BY_ID_SCRIPT = `
+local hash = redis.call('HGET', KEYS[1], ARGV[1])
+if not hash then return false end
+return redis.call('HGET', KEYS[2], hash)`;
+
+const MAX_CAS_ATTEMPTS = 20;
+
+function sha1(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
+}
+
+function isKeyChange(value: unknown): value is KeyChange {
+  const v = value as Partial<KeyChange> | null;
+  return typeof v === 'object' && v !== null && typeof v.id === 'string' && typeof v.hash === 'string';
+}
+
+/** The key store every gateway instance shares. Construct with `RedisKeyStore.open` to be subscribed on return. */
+export class RedisKeyStore implements KeyStore {
+  private readonly layout: ReturnType<typeof redisKeyLayout>;
+  private readonly changeListeners = new Listeners<[KeyChange]>();
+  private readonly resyncListeners = new Listeners<[]>();
+  private readonly subscription: Promise<{ client: RedisClient; owned: boolean }>;
+  private readonly onMessage = (channel: string, message: string) => this.receive(channel, message);
+  private readonly onReady = () => this.resubscribed();
+  private closed = false;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly options: RedisKeyStoreOptions,
+  ) {
+    this.layout = redisKeyLayout(options.namespace);
+    this.subscription = this.subscribe();
+    // Surfaced by ready()/open(); without this a failed subscription would be an unhandled rejection.
+    this.subscription.catch(() => {});
+  }
+
+  /** A store whose change subscription is active, so no change published after this returns is missed. */
+  static async open(redis: RedisClient, options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
+    const store = new RedisKeyStore(redis, options);
+    try {
+      await store.ready();
+    } catch (err) {
+      await store.close().catch(() => {});
+      throw err;
+    }
+    return store;
+  }
+
+  /** Resolves once SUBSCRIBE succeeded; rejects if the subscriber could not be set up. */
+  async ready(): Promise<void> {
+    await this.subscription;
+  }
+
+  async insert(record: ApiKeyRecord): Promise<void> {
+    const { byHash, byId, channel } = this.layout;
+    await this.script(INSERT_SCRIPT, [byHash, byId], [record.hash, record.id, encodeRecord(record), channel, this.changeOf(record)]);
+    this.changeListeners.emit({ id: record.id, hash: record.hash });
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | null> {
+    const json = await this.redis.hget(this.layout.byHash, hash);
+    return json === null ? null : decodeRecord(json);
+  }
+
+  async get(id: string): Promise<ApiKeyRecord | null> {
+    const json = await this.script(GET_BY_ID_SCRIPT, [this.layout.byId, this.layout.byHash], [id]);
+    return typeof json === 'string' ? decodeRecord(json) : null;
+  }
+
+  /** Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`). */
+  async list(): Promise<ApiKeyRecord[]> {
+    const values = await this.redis.hvals(this.layout.byHash);
+    return values.map(decodeRecord).sort(byCreation);
+  }
+
+  update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyPatch(record, patch, updatedAt));
+  }
+
+  revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyRevoke(record, revokedAt));
+  }
+
+  onChange(listener: (change: KeyChange) => void): () => void {
+    return this.changeListeners.add(listener);
+  }
+
+  onResync(listener: () => void): () => void {
+    return this.resyncListeners.add(listener);
+  }
+
+  /** Unsubscribes and quits the connections this store created; the command connection is the caller's. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.changeListeners.clear();
+    this.resyncListeners.clear();
+    let subscription: { client: RedisClient; owned: boolean };
+    try {
+      subscription = await this.subscription;
+    } catch {
+      return;
+    }
+    const { client, owned } = subscription;
+    client.off('message', this.onMessage);
+    client.off('ready', this.onReady);
+    if (owned) {
+      await client.quit().catch(() => client.disconnect());
+    } else {
+      await client.unsubscribe(this.layout.channel).catch(() => {});
+    }
+  }
+
+  /** Read, transform, compare-and-set; retried when another writer got in between. */
+  private async replace(id: string, transform: (record: ApiKeyRecord) => ApiKeyRecord): Promise<ApiKeyRecord | null> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const json = await this.script(GET_BY_ID_SCRIPT, [this.layout.byId, this.layout.byHash], [id]);
+      if (typeof json !== 'string') return null;
+      const current = decodeRecord(json);
+      const next = transform(current);
+      if (next === current) return current;
+      const { byHash, channel } = this.layout;
+      const written = await this.script(REPLACE_SCRIPT, [byHash], [current.hash, json, encodeRecord(next), channel, this.changeOf(next)]);
+      if (written === 1) {
+        this.changeListeners.emit({ id: next.id, hash: next.hash });
+        return next;
+      }
+    }
+    throw new Error(`key ${id} kept changing under concurrent updates; gave up after ${MAX_CAS_ATTEMPTS} attempts`);
+  }
+
+  private changeOf(record: ApiKeyRecord): string {
+    const change: KeyChange = { id: record.id, hash: record.hash };
+    return JSON.stringify(change);
+  }
+
+  /** EVALSHA, falling back to EVAL once when the server has not cached the script yet. */
+  private async script(source: string, keys: string[], args: string[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(sha1(source), keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.redis.eval(source, keys.length, ...keys, ...args);
+    }
+  }
+
+  private async subscribe(): Promise<{ client: RedisClient; owned: boolean }> {
+    const given = this.options.subscriber;
+    const owned = typeof given !== 'object';
+    const client = typeof given === 'function' ? await given() : (given ?? (await duplicateForSubscribe(this.redis)));
+    client.on('message', this.onMessage);
+    try {
+      await client.subscribe(this.layout.channel);
+    } catch (err) {
+      client.off('message', this.onMessage);
+      if (owned) client.disconnect();
+      throw err;
+    }
+    // ioredis resubscribes by itself after a reconnect; changes published meanwhile were lost.
+    client.on('ready', this.onReady);
+    return { client, owned };
+  }
+
+  private receive(channel: string, message: string): void {
+    if (channel !== this.layout.channel || this.closed) return;
+    let change: unknown;
+    try {
+      change = JSON.parse(message);
+    } catch {
+      return;
+    }
+    if (isKeyChange(change)) this.changeListeners.emit({ id: change.id, hash: change.hash });
+  }
+
+  /**
+   * After a reconnect ioredis writes SUBSCRIBE again right after 'ready'. A PING queued behind it
+   * answers once the subscription is back; only then may caches drop everything without missing a
+   * change that arrives in between.
+   */
+  private resubscribed(): void {
+    setImmediate(() => {
+      if (this.closed) return;
+      this.subscription
+        .then(({ client }) => client.ping())
+        .catch(() => {})
+        .finally(() => {
+          if (!this.closed) this.resyncListeners.emit();
+        });
+    });
+  }
+}
