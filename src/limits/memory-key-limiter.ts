@@ -1,0 +1,82 @@
+import { systemClock, type Clock } from '../shared/clock';
+import { consumeKeyState, currentDayCount, currentMinuteCount, emptyKeyState, unbanKeyState, type KeyState } from './key-state';
+import type { BanSettings, KeyDecision, KeyLimiter, KeyUsage, WindowLimits } from './types';
+import { banPolicy, keyDecision, keyUsage, type BanPolicy } from './windows';
+
+export interface MemoryKeyLimiterOptions {
+  ban: BanSettings;
+  clock?: Clock;
+  /** How often states past their `keepUntil` are dropped; 0 disables the timer (call `sweep()`). */
+  sweepIntervalMs?: number;
+}
+
+const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+
+/**
+ * Per-key windows and bans in this process: exact for one instance, and the store used when no
+ * Redis is configured. Memory holds one small record per key used today (plus, for a key refused or
+ * banned late in the day, until its refusal window or ban is over); a timer drops the rest.
+ */
+export class MemoryKeyLimiter implements KeyLimiter {
+  private readonly states = new Map<string, KeyState>();
+  private readonly ban: BanPolicy;
+  private readonly clock: Clock;
+  private sweepTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: MemoryKeyLimiterOptions) {
+    this.ban = banPolicy(options.ban);
+    this.clock = options.clock ?? systemClock;
+    const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+    if (interval > 0) {
+      this.sweepTimer = setInterval(() => this.sweep(), interval);
+      this.sweepTimer.unref();
+    }
+  }
+
+  async consume(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
+    const now = this.clock.now();
+    let state = this.states.get(keyId);
+    if (state === undefined) {
+      state = emptyKeyState();
+      this.states.set(keyId, state);
+    }
+    const outcome = consumeKeyState(state, limits, this.ban, now);
+    return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits);
+  }
+
+  async usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
+    const now = this.clock.now();
+    const state = this.states.get(keyId);
+    if (state === undefined) return keyUsage(now, 0, 0, 0, limits);
+    return keyUsage(now, currentMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits);
+  }
+
+  async unban(keyId: string): Promise<void> {
+    const state = this.states.get(keyId);
+    if (state !== undefined) unbanKeyState(state);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+    this.states.clear();
+  }
+
+  /** Drops every state nothing depends on any more; returns how many were dropped. */
+  sweep(): number {
+    const now = this.clock.now();
+    let dropped = 0;
+    for (const [keyId, state] of this.states) {
+      if (state.keepUntil <= now) {
+        this.states.delete(keyId);
+        dropped += 1;
+      }
+    }
+    return dropped;
+  }
+
+  /** Number of keys with a state held; for tests and diagnostics. */
+  get size(): number {
+    return this.states.size;
+  }
+}
