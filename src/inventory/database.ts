@@ -1,0 +1,30 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { migrate } from './migrations';
+
+/** How long a statement waits for another connection's lock before failing with SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Opens (creating if needed) the inventory database and brings its schema up to date.
+ *
+ * WAL lets readers proceed during a write; synchronous=FULL fsyncs the WAL on every commit, so a
+ * row acknowledged with 201 survives a crash of the process and of the machine.
+ */
+export function openInventoryDatabase(file: string): Database.Database {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const db = new Database(file);
+  try {
+    const journalMode = db.pragma('journal_mode = WAL', { simple: true });
+    if (journalMode !== 'wal') throw new Error(`${file}: SQLite refused WAL mode (journal_mode is ${String(journalMode)})`);
+    db.pragma('synchronous = FULL');
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}

@@ -1,0 +1,45 @@
+import { ConfigError, loadConfig, type Config } from '../shared/config';
+import { createLogger } from '../shared/logger';
+import { startInventory } from './server';
+
+/** The inventory on its own (`npm run start:inventory`): config, listen, stop cleanly on a signal. */
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const logger = createLogger(config.logLevel);
+
+  let inventory;
+  try {
+    inventory = await startInventory(config, { logger, port: config.inventory.port });
+  } catch (err) {
+    logger.fatal({ err }, 'inventory failed to start');
+    process.exitCode = 1;
+    return;
+  }
+  logger.info({ url: inventory.url, port: inventory.port }, `inventory listening on ${inventory.url}`);
+
+  const shutdown = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'inventory shutting down');
+    inventory.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'inventory did not close cleanly');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`inventory: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,87 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { Config } from '../shared/config';
+import { systemClock, type Clock } from '../shared/clock';
+import { createLogger, type Logger } from '../shared/logger';
+import { UpstreamTokenVerifier, resolveSigningSecret } from '../shared/upstream-token';
+import { createInventoryApp } from './app';
+import { openInventoryDatabase } from './database';
+import { SqlitePetRepository } from './pet-repository';
+
+export interface StartInventoryOptions {
+  logger?: Logger;
+  clock?: Clock;
+  /** Defaults to config.inventory.port; 0 picks a free port. */
+  port?: number;
+  /** Defaults to config.server.host. */
+  host?: string;
+}
+
+export interface RunningInventory {
+  server: http.Server;
+  port: number;
+  /** Base URL to reach it from this machine, e.g. http://127.0.0.1:8090. */
+  url: string;
+  /** Stops accepting, lets requests in flight finish (up to config.server.shutdownTimeoutMs), closes the database. */
+  close(): Promise<void>;
+}
+
+/** Where the pets live: `<dataDir>/<inventory.databaseFile>`. */
+export function inventoryDatabasePath(config: Config): string {
+  return path.resolve(config.dataDir, config.inventory.databaseFile);
+}
+
+export async function startInventory(config: Config, options: StartInventoryOptions = {}): Promise<RunningInventory> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const host = options.host ?? config.server.host;
+  const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
+  const verifier = new UpstreamTokenVerifier({ ...config.signing, secret }, clock);
+  const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config)), clock);
+  const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: config.server.maxBodyBytes });
+
+  const server = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, app);
+  // Longer than any client's idle keep-alive, so the gateway never reuses a socket we are closing.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? config.inventory.port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    repository.close();
+    throw err;
+  }
+  const { port } = server.address() as AddressInfo;
+  const reachableHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const url = `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= new Promise<void>((resolve, reject) => {
+      const forceAfter = setTimeout(() => server.closeAllConnections(), config.server.shutdownTimeoutMs);
+      forceAfter.unref();
+      server.close((err) => {
+        clearTimeout(forceAfter);
+        try {
+          repository.close();
+        } catch (closeErr) {
+          reject(closeErr);
+          return;
+        }
+        if (err) reject(err);
+        else resolve();
+      });
+      server.closeIdleConnections();
+    });
+    return closing;
+  };
+
+  return { server, port, url, close };
+}
