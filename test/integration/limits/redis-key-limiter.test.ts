@@ -1,0 +1,264 @@
+import type Redis from 'ioredis';
+import { ManualClock } from '../../../src/shared/clock';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { RedisKeyLimiter, keyLimiterRedisKey } from '../../../src/limits/redis-key-limiter';
+import type { KeyDecision, WindowLimits } from '../../../src/limits/types';
+import { DAY_MS, minuteIndex, windowEnd } from '../../../src/limits/windows';
+import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
+import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
+
+const calculateSlot: (key: string) => number = require('cluster-key-slot');
+
+function connect(): Promise<RedisClient> {
+  return connectRedis({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 5000 });
+}
+
+let client: RedisClient;
+let otherClient: RedisClient;
+
+beforeAll(async () => {
+  client = await connect();
+  otherClient = await connect();
+});
+
+afterAll(async () => {
+  await client.quit();
+  await otherClient.quit();
+});
+
+describeKeyLimiterBehaviours('RedisKeyLimiter (injected clock)', {
+  create: (clock, ban) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('kl'), ban, clock }),
+});
+
+interface SeenCommand {
+  source: string;
+  args: string[];
+}
+
+/**
+ * Runs `action` and returns every command Redis executed that mentions `needle`, as MONITOR saw it:
+ * what the client sent (source = its address) and what scripts ran inside Redis (source = "lua").
+ * An ECHO of a marker after the action tells when MONITOR has shown everything before it.
+ */
+async function commandsSeenByRedis(needle: string, action: () => Promise<unknown>): Promise<SeenCommand[]> {
+  const monitor = await (client as Redis).monitor();
+  const seen: SeenCommand[] = [];
+  const marker = `end-of-${needle}-${Math.random()}`;
+  const finished = new Promise<void>((resolve) => {
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (args[0]?.toLowerCase() === 'echo' && args[1] === marker) resolve();
+      else if (args.some((arg) => arg.includes(needle))) seen.push({ source, args });
+    });
+  });
+  try {
+    await action();
+    await client.echo(marker);
+    await finished;
+  } finally {
+    monitor.disconnect();
+  }
+  return seen;
+}
+
+const fromClient = (commands: SeenCommand[]) => commands.filter((c) => c.source !== 'lua');
+const insideScripts = (commands: SeenCommand[]) => commands.filter((c) => c.source === 'lua');
+
+/** Allowed decisions per UTC minute: what a window may admit is decided minute by minute. */
+function allowedByMinute(decisions: KeyDecision[]): Map<number, { requests: number; allowed: number }> {
+  const byMinute = new Map<number, { requests: number; allowed: number }>();
+  for (const d of decisions) {
+    const m = minuteIndex(d.now);
+    const entry = byMinute.get(m) ?? { requests: 0, allowed: 0 };
+    entry.requests += 1;
+    if (d.outcome === 'allowed') entry.allowed += 1;
+    byMinute.set(m, entry);
+  }
+  return byMinute;
+}
+
+describe('RedisKeyLimiter: exactness across instances', () => {
+  const limits: WindowLimits = { perMinute: 60, perDay: 1000 };
+
+  async function race(a: RedisKeyLimiter, b: RedisKeyLimiter, keyId: string): Promise<KeyDecision[]> {
+    const calls: Promise<KeyDecision>[] = [];
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume(keyId, limits));
+    return Promise.all(calls);
+  }
+
+  it('admits exactly 60 of 200 concurrent requests split over two instances on their own connections (injected clock)', async () => {
+    const namespace = uniqueNamespace('exact');
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 30));
+    const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, clock });
+    const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN, clock });
+    const decisions = await race(a, b, 'k1');
+
+    const count = (outcome: KeyDecision['outcome']) => decisions.filter((d) => d.outcome === outcome).length;
+    expect(count('allowed')).toBe(60);
+    // The refusals were counted atomically too: threshold + 1 refusals, the last one banning, then bans.
+    expect(count('limited')).toBe(11);
+    expect(decisions.filter((d) => d.outcome === 'limited' && d.bannedNow)).toHaveLength(1);
+    expect(count('banned')).toBe(129);
+    expect((await a.usage('k1', limits)).minute.remaining).toBe(0);
+    expect((await b.usage('k1', limits)).day.remaining).toBe(940);
+  });
+
+  it('admits exactly 60 per minute with Redis TIME as the clock', async () => {
+    const namespace = uniqueNamespace('exact-time');
+    const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
+    const decisions = await race(a, b, 'k1');
+
+    // All 200 almost always land in one minute (exactly 60 admitted); should a minute boundary fall
+    // inside the burst, each minute admits exactly min(60, its requests).
+    const byMinute = allowedByMinute(decisions);
+    for (const { requests, allowed } of byMinute.values()) expect(allowed).toBe(Math.min(60, requests));
+    if (byMinute.size === 1) expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(60);
+  });
+
+  it('admits exactly the day limit of 200 concurrent requests over two instances (Redis TIME)', async () => {
+    const namespace = uniqueNamespace('exact-day');
+    const dayLimits = { perMinute: 1000, perDay: 60 };
+    const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
+    const calls: Promise<KeyDecision>[] = [];
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume('k1', dayLimits));
+    const decisions = await Promise.all(calls);
+    expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(60);
+    const refusals = decisions.filter((d) => d.outcome === 'limited');
+    expect(refusals.every((d) => d.outcome === 'limited' && d.refusedBy === 'day')).toBe(true);
+  });
+});
+
+describe('RedisKeyLimiter: Redis TIME as the clock', () => {
+  it('decides on Redis’s time and refuses with the wait until the binding window ends', async () => {
+    const limiter = new RedisKeyLimiter(client, { namespace: uniqueNamespace('time'), ban: DEFAULT_BAN });
+    const limits = { perMinute: 1000, perDay: 3 };
+    const before = Date.now();
+    const decisions = await consumeTimes(limiter, 'k1', limits, 4);
+    const after = Date.now();
+
+    // Redis runs on this machine: its TIME is this process's clock give or take scheduling.
+    for (const d of decisions) {
+      expect(d.now).toBeGreaterThanOrEqual(before - 1000);
+      expect(d.now).toBeLessThanOrEqual(after + 1000);
+    }
+    expect(decisions.slice(0, 3).map((d) => d.outcome)).toEqual(['allowed', 'allowed', 'allowed']);
+    const refused = decisions[3]!;
+    if (refused.outcome !== 'limited') throw new Error(`expected limited, got ${refused.outcome}`);
+    expect(refused.refusedBy).toBe('day');
+    expect(refused.day.resetAt).toBe(windowEnd(refused.now, DAY_MS));
+    expect(refused.retryAfterMs).toBe(refused.day.resetAt - refused.now);
+
+    const usage = await limiter.usage('k1', limits);
+    expect(usage.day.remaining).toBe(0);
+    expect(usage.bannedUntil).toBeNull();
+  });
+
+  it('expires a key’s state after its day plus the ban retention, relative to Redis’s time', async () => {
+    const namespace = uniqueNamespace('ttl');
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const decision = await limiter.consume('k1', { perMinute: 5, perDay: 5 });
+    const ttl = await client.pttl(keyLimiterRedisKey(namespace, 'k1'));
+    const expected = windowEnd(decision.now, DAY_MS) - decision.now + 901_000;
+    expect(ttl).toBeGreaterThan(expected - 5_000);
+    expect(ttl).toBeLessThanOrEqual(expected);
+  });
+
+  it('gives a state a TTL with an injected clock too, so nothing is kept forever', async () => {
+    const namespace = uniqueNamespace('ttl-injected');
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 23, 0));
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, clock });
+    await consumeTimes(limiter, 'k1', { perMinute: 1, perDay: 5 }, 3);
+    const ttl = await client.pttl(keyLimiterRedisKey(namespace, 'k1'));
+    expect(ttl).toBeGreaterThan(3_600_000);
+    expect(ttl).toBeLessThanOrEqual(3_600_000 + 901_000);
+  });
+});
+
+describe('RedisKeyLimiter: round trips and key slots', () => {
+  it('sends exactly one command per consume and per usage, on a fresh connection and a warm one', async () => {
+    const namespace = uniqueNamespace('trips');
+    const fresh = await connect();
+    try {
+      const limiter = new RedisKeyLimiter(fresh, { namespace, ban: DEFAULT_BAN });
+      const limits = { perMinute: 2, perDay: 100 };
+      // First use on a connection sends the script (EVAL), later ones its SHA (EVALSHA).
+      const first = fromClient(await commandsSeenByRedis(namespace, () => limiter.consume('k1', limits)));
+      expect(first.map((c) => c.args[0]!.toLowerCase())).toEqual(['eval']);
+      for (const action of [
+        () => limiter.consume('k1', limits), // allowed
+        () => limiter.consume('k1', limits), // limited
+        () => limiter.usage('k1', limits),
+        () => limiter.usage('k1', limits),
+      ]) {
+        const commands = fromClient(await commandsSeenByRedis(namespace, action));
+        expect(commands).toHaveLength(1);
+        expect(['eval', 'evalsha']).toContain(commands[0]!.args[0]!.toLowerCase());
+      }
+      const warm = fromClient(await commandsSeenByRedis(namespace, () => limiter.consume('k1', limits)));
+      expect(warm.map((c) => c.args[0]!.toLowerCase())).toEqual(['evalsha']);
+    } finally {
+      await fresh.quit();
+    }
+  });
+
+  it('touches only keys in the key id’s slot, on every path of the script', async () => {
+    const namespace = uniqueNamespace('slots');
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 }, clock });
+    const limits = { perMinute: 1, perDay: 100 };
+    const keyId = 'key-7f3a';
+    const seen = await commandsSeenByRedis(namespace, async () => {
+      await limiter.consume(keyId, limits); // allowed, new day
+      await limiter.consume(keyId, limits); // limited, first refusal
+      await limiter.consume(keyId, limits); // limited, bans
+      await limiter.consume(keyId, limits); // banned
+      await limiter.usage(keyId, limits);
+      await limiter.unban(keyId);
+      clock.advance(60_000);
+      await limiter.consume(keyId, limits); // allowed, same day
+    });
+
+    const inner = insideScripts(seen);
+    expect(new Set(inner.map((c) => c.args[0]!.toLowerCase()))).toEqual(new Set(['hmget', 'hset', 'hdel', 'pexpire']));
+    const slot = calculateSlot(keyId);
+    const touched = new Set<string>();
+    for (const c of seen) {
+      const name = c.args[0]!.toLowerCase();
+      // EVAL/EVALSHA name their keys after the script and the key count; other commands first.
+      const keys = name === 'eval' || name === 'evalsha' ? c.args.slice(3, 3 + Number(c.args[2])) : [c.args[1]!];
+      for (const key of keys) touched.add(key);
+    }
+    expect([...touched]).toEqual([keyLimiterRedisKey(namespace, keyId)]);
+    for (const key of touched) expect(calculateSlot(key)).toBe(slot);
+  });
+
+  it('passes now to the script only with an injected clock', async () => {
+    const namespace = uniqueNamespace('argv');
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
+    const withClock = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, clock });
+    const withTime = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const limits = { perMinute: 5, perDay: 5 };
+    const seen = fromClient(
+      await commandsSeenByRedis(namespace, async () => {
+        await withClock.consume('a', limits);
+        await withTime.consume('b', limits);
+      }),
+    );
+    expect(seen).toHaveLength(2);
+    expect(seen[0]!.args.at(-1)).toBe(String(Date.UTC(2026, 0, 1, 12)));
+    // key count 1, the key, then six ARGV: no `now`.
+    expect(seen[1]!.args.slice(3)).toHaveLength(1 + 6);
+  });
+});
+
+describe('RedisKeyLimiter: store failures', () => {
+  it('rejects with the store’s error when Redis cannot be reached, so the gateway applies its fail mode', async () => {
+    const closed = await connect();
+    const limiter = new RedisKeyLimiter(closed, { namespace: uniqueNamespace('down'), ban: DEFAULT_BAN });
+    await closed.quit();
+    await expect(limiter.consume('k1', { perMinute: 5, perDay: 5 })).rejects.toThrow(Error);
+    await expect(limiter.usage('k1', { perMinute: 5, perDay: 5 })).rejects.toThrow(Error);
+    await expect(limiter.unban('k1')).rejects.toThrow(Error);
+  });
+});
