@@ -60,6 +60,24 @@ return redis.call('HGET', KEYS[2], hash)`;
 
 const MAX_CAS_ATTEMPTS = 20;
 
+/** QUIT, then wait until the socket is really gone (or cut it), so close() leaves nothing open behind. */
+async function quitAndWait(client: RedisClient, timeoutMs = 1000): Promise<void> {
+  if (client.status === 'end') return;
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  await client.quit().catch(() => client.disconnect());
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    ended,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        client.disconnect();
+        resolve();
+      }, timeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
 function sha1(text: string): string {
   return createHash('sha1').update(text).digest('hex');
 }
@@ -160,7 +178,7 @@ export class RedisKeyStore implements KeyStore {
     client.off('message', this.onMessage);
     client.off('ready', this.onReady);
     if (owned) {
-      await client.quit().catch(() => client.disconnect());
+      await quitAndWait(client);
     } else {
       await client.unsubscribe(this.layout.channel).catch(() => {});
     }

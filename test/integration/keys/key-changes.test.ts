@@ -1,0 +1,128 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { ManualClock, systemClock } from '../../../src/shared/clock';
+import { KeyResolver } from '../../../src/keys/key-resolver';
+import { KeyService } from '../../../src/keys/key-service';
+import { RedisKeyStore } from '../../../src/keys/redis-key-store';
+import { createKeyStore } from '../../../src/keys';
+import { MemoryKeyStore } from '../../../src/keys/memory-key-store';
+import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
+import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
+import type { KeyChange } from '../../../src/keys/types';
+import { CountingKeyStore } from '../../unit/keys/counting-key-store';
+
+const PREFIX = 'asg_live_';
+const plans = { free: { perMinute: 60, perDay: 1000 }, pro: { perMinute: 300, perDay: 10000 }, enterprise: {} };
+const settings = () => ({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 2000 });
+
+/** Polls until `check` passes; fails after `timeoutMs`. Returns how long it took. */
+async function within(timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await check()) return Date.now() - started;
+    if (Date.now() - started > timeoutMs) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Two gateway instances: each its own Redis connections, store and resolver, on one namespace. */
+describe('key changes across instances', () => {
+  const namespace = uniqueNamespace('changes');
+  // The resolvers' clock never moves: only a change notification can refresh their caches.
+  const frozenClock = new ManualClock();
+  let redisA: RedisClient;
+  let redisB: RedisClient;
+  let storeA: RedisKeyStore;
+  let storeB: CountingKeyStore;
+  let serviceA: KeyService;
+  let resolverA: KeyResolver;
+  let resolverB: KeyResolver;
+  const seenByB: KeyChange[] = [];
+
+  beforeAll(async () => {
+    redisA = await connectRedis(settings());
+    redisB = await connectRedis(settings());
+    storeA = await RedisKeyStore.open(redisA, { namespace });
+    storeB = new CountingKeyStore(await RedisKeyStore.open(redisB, { namespace }));
+    storeB.onChange((change) => seenByB.push(change));
+    serviceA = new KeyService({ store: storeA, prefix: PREFIX, plans, clock: systemClock });
+    const options = { prefix: PREFIX, cacheTtlSeconds: 60, negativeCacheTtlSeconds: 5, maxEntries: 1000 };
+    resolverA = new KeyResolver(storeA, frozenClock, options);
+    resolverB = new KeyResolver(storeB, frozenClock, options);
+  });
+
+  afterAll(async () => {
+    resolverA.close();
+    resolverB.close();
+    await storeA.close();
+    await storeB.close();
+    await redisA.quit();
+    await redisB.quit();
+  });
+
+  it('a revocation on instance A reaches instance B’s cache within 1 s', async () => {
+    const { key, record } = await serviceA.create({ name: 'shop', plan: 'free' });
+    // Let the insert's own notification reach B first, so it cannot be what refreshes B below.
+    await within(1000, async () => seenByB.some((c) => c.id === record.id));
+    expect((await resolverB.resolve(key)).status).toBe('valid');
+    expect((await resolverB.resolve(key)).status).toBe('valid');
+    const callsWhileCached = storeB.findByHashCalls;
+    expect(callsWhileCached).toBe(1); // the second resolve was a cache hit
+
+    await serviceA.revoke(record.id);
+    const took = await within(1000, async () => (await resolverB.resolve(key)).status === 'revoked');
+    expect(took).toBeLessThan(1000);
+    expect((await resolverA.resolve(key)).status).toBe('revoked');
+  });
+
+  it('a plan change on instance A reaches instance B within 1 s', async () => {
+    const { key, record } = await serviceA.create({ name: 'upgrade', plan: 'free' });
+    const before = await resolverB.resolve(key);
+    expect(before.status === 'valid' && before.record.plan).toBe('free');
+
+    await serviceA.update(record.id, { plan: 'pro' });
+    await within(1000, async () => {
+      const now = await resolverB.resolve(key);
+      return now.status === 'valid' && now.record.plan === 'pro';
+    });
+    const after = await resolverB.resolve(key);
+    expect(after.status === 'valid' && serviceA.effectiveLimits(after.record)).toEqual({ perMinute: 300, perDay: 10000 });
+  });
+
+  it('a key inserted on A after B remembered it as unknown is accepted by B within 1 s', async () => {
+    const key = generateApiKey(PREFIX);
+    expect(await resolverB.resolve(key)).toEqual({ status: 'invalid' });
+    const calls = storeB.findByHashCalls;
+    expect(await resolverB.resolve(key)).toEqual({ status: 'invalid' });
+    expect(storeB.findByHashCalls).toBe(calls); // remembered as unknown, and the clock never moves
+
+    const now = new Date().toISOString();
+    await storeA.insert({ id: generateKeyId(), name: 'late', plan: 'free', limits: null, hash: hashApiKey(key), createdAt: now, updatedAt: now, revokedAt: null });
+    await within(1000, async () => (await resolverB.resolve(key)).status === 'valid');
+    expect(storeB.findByHashCalls).toBeGreaterThan(calls);
+  });
+});
+
+describe('createKeyStore', () => {
+  it('gives a subscribed RedisKeyStore with a client, else a MemoryKeyStore', async () => {
+    const redis = await connectRedis(settings());
+    try {
+      const withRedis = await createKeyStore({ redis, namespace: uniqueNamespace('factory'), dataDir: '/nonexistent' });
+      expect(withRedis).toBeInstanceOf(RedisKeyStore);
+      await withRedis.close();
+    } finally {
+      await redis.quit();
+    }
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-keys-factory-'));
+    const inProcess = await createKeyStore({ redis: null, namespace: 'unused', dataDir });
+    try {
+      expect(inProcess).toBeInstanceOf(MemoryKeyStore);
+      expect(fs.existsSync(path.join(dataDir, 'keys.sqlite'))).toBe(true);
+    } finally {
+      await inProcess.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,150 @@
+import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
+import type { ApiKeyRecord, KeyChange, KeyStore } from '../../../src/keys/types';
+
+/** A record as the key service would build it, with the key it was hashed from. */
+export function newRecord(overrides: Partial<ApiKeyRecord> = {}): { key: string; record: ApiKeyRecord } {
+  const key = generateApiKey('asg_test_');
+  const record: ApiKeyRecord = {
+    id: generateKeyId(),
+    name: 'billing service',
+    plan: 'pro',
+    limits: null,
+    hash: hashApiKey(key),
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:00:00.000Z',
+    revokedAt: null,
+    ...overrides,
+  };
+  return { key, record };
+}
+
+/** Waits for a condition with a deadline instead of sleeping a fixed time. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 2000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * What every KeyStore must do, run against each implementation. `open` gives a fresh, empty store;
+ * the suite closes it.
+ */
+export function describeKeyStoreContract(name: string, open: () => Promise<KeyStore>): void {
+  describe(`${name}: KeyStore contract`, () => {
+    let store: KeyStore;
+
+    beforeEach(async () => {
+      store = await open();
+    });
+
+    afterEach(async () => {
+      await store.close();
+    });
+
+    it('finds an inserted record by hash and by id', async () => {
+      const { record } = newRecord({ limits: { perMinute: 5, perDay: 50 } });
+      await store.insert(record);
+      expect(await store.findByHash(record.hash)).toEqual(record);
+      expect(await store.get(record.id)).toEqual(record);
+    });
+
+    it('answers null for an unknown hash or id', async () => {
+      expect(await store.findByHash(hashApiKey('asg_test_nothing'))).toBeNull();
+      expect(await store.get(generateKeyId())).toBeNull();
+    });
+
+    it('refuses a second record with the same id or the same hash', async () => {
+      const { record } = newRecord();
+      await store.insert(record);
+      await expect(store.insert({ ...record, hash: hashApiKey('other') })).rejects.toThrow(/exists/);
+      await expect(store.insert({ ...record, id: generateKeyId() })).rejects.toThrow(/exists/);
+      expect(await store.list()).toEqual([record]);
+    });
+
+    it('lists every record oldest first', async () => {
+      const later = newRecord({ createdAt: '2026-01-02T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }).record;
+      const earlier = newRecord({ createdAt: '2026-01-01T00:00:00.000Z' }).record;
+      await store.insert(later);
+      await store.insert(earlier);
+      expect(await store.list()).toEqual([earlier, later]);
+    });
+
+    it('updates name, plan and limits, keeping absent fields', async () => {
+      const { record } = newRecord();
+      await store.insert(record);
+      const renamed = await store.update(record.id, { name: 'renamed' }, '2026-01-03T00:00:00.000Z');
+      expect(renamed).toEqual({ ...record, name: 'renamed', updatedAt: '2026-01-03T00:00:00.000Z' });
+
+      const moved = await store.update(record.id, { plan: 'enterprise', limits: { perMinute: 9, perDay: 99 } }, '2026-01-04T00:00:00.000Z');
+      expect(moved).toMatchObject({ name: 'renamed', plan: 'enterprise', limits: { perMinute: 9, perDay: 99 } });
+      expect(await store.findByHash(record.hash)).toEqual(moved);
+
+      const cleared = await store.update(record.id, { plan: 'pro', limits: null }, '2026-01-05T00:00:00.000Z');
+      expect(cleared).toMatchObject({ plan: 'pro', limits: null, updatedAt: '2026-01-05T00:00:00.000Z' });
+      expect(await store.get(record.id)).toEqual(cleared);
+    });
+
+    it('revokes once: a second revocation keeps the first instant', async () => {
+      const { record } = newRecord();
+      await store.insert(record);
+      const revoked = await store.revoke(record.id, '2026-02-01T00:00:00.000Z');
+      expect(revoked?.revokedAt).toBe('2026-02-01T00:00:00.000Z');
+      const again = await store.revoke(record.id, '2026-03-01T00:00:00.000Z');
+      expect(again?.revokedAt).toBe('2026-02-01T00:00:00.000Z');
+      expect((await store.findByHash(record.hash))?.revokedAt).toBe('2026-02-01T00:00:00.000Z');
+    });
+
+    it('answers null when updating or revoking an unknown id', async () => {
+      expect(await store.update(generateKeyId(), { name: 'x' }, '2026-01-01T00:00:00.000Z')).toBeNull();
+      expect(await store.revoke(generateKeyId(), '2026-01-01T00:00:00.000Z')).toBeNull();
+    });
+
+    it('hands out copies: changing a returned record changes nothing stored', async () => {
+      const { record } = newRecord({ limits: { perMinute: 1, perDay: 2 } });
+      await store.insert(record);
+      const copy = (await store.get(record.id))!;
+      copy.name = 'tampered';
+      copy.limits!.perDay = 1000;
+      record.name = 'tampered too';
+      expect(await store.findByHash(record.hash)).toMatchObject({ name: 'billing service', limits: { perMinute: 1, perDay: 2 } });
+    });
+
+    it('tells listeners about every insert, update and revocation, until they unsubscribe', async () => {
+      const changes: KeyChange[] = [];
+      const off = store.onChange((change) => changes.push(change));
+      const { record } = newRecord();
+      await store.insert(record);
+      await store.update(record.id, { name: 'n' }, '2026-01-02T00:00:00.000Z');
+      await store.revoke(record.id, '2026-01-03T00:00:00.000Z');
+      const expected = { id: record.id, hash: record.hash };
+      await eventually(() => changes.length >= 3, 2000, 'three changes');
+      expect(changes.every((c) => c.id === expected.id && c.hash === expected.hash)).toBe(true);
+
+      off();
+      const seen = changes.length;
+      await store.update(record.id, { name: 'after' }, '2026-01-04T00:00:00.000Z');
+      // Give a pub/sub echo the same chance to arrive that the first three had.
+      const probe: KeyChange[] = [];
+      const offProbe = store.onChange((c) => probe.push(c));
+      await store.update(record.id, { name: 'probe' }, '2026-01-05T00:00:00.000Z');
+      await eventually(() => probe.length >= 1, 2000, 'probe change');
+      offProbe();
+      expect(changes.length).toBe(seen);
+    });
+
+    it('keeps a listener that throws from breaking the write or other listeners', async () => {
+      const seen: KeyChange[] = [];
+      store.onChange(() => {
+        throw new Error('listener bug');
+      });
+      store.onChange((c) => seen.push(c));
+      const { record } = newRecord();
+      await expect(store.insert(record)).resolves.toBeUndefined();
+      await eventually(() => seen.length >= 1, 2000, 'change');
+      expect(await store.get(record.id)).toEqual(record);
+    });
+  });
+}

@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/memory-key-store';
+import { describeKeyStoreContract, newRecord } from './key-store-contract';
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-keys-'));
+  dirs.push(dir);
+  return dir;
+}
+
+afterAll(() => {
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describeKeyStoreContract('MemoryKeyStore (SQLite file)', async () => new MemoryKeyStore({ dataDir: tempDir() }));
+describeKeyStoreContract('MemoryKeyStore (no dataDir)', async () => new MemoryKeyStore({ dataDir: null }));
+
+describe('MemoryKeyStore persistence', () => {
+  it('keeps keys, updates and revocations across a close and reopen', async () => {
+    const dataDir = path.join(tempDir(), 'nested', 'data');
+    const first = new MemoryKeyStore({ dataDir });
+    const kept = newRecord({ limits: { perMinute: 3, perDay: 30 } }).record;
+    const revoked = newRecord({ createdAt: '2026-01-02T00:00:00.000Z' }).record;
+    await first.insert(kept);
+    await first.insert(revoked);
+    await first.update(kept.id, { name: 'renamed', plan: 'enterprise' }, '2026-01-03T00:00:00.000Z');
+    await first.revoke(revoked.id, '2026-01-04T00:00:00.000Z');
+    const before = await first.list();
+    await first.close();
+
+    const second = new MemoryKeyStore({ dataDir });
+    try {
+      expect(await second.list()).toEqual(before);
+      expect(await second.findByHash(kept.hash)).toMatchObject({ name: 'renamed', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 } });
+      expect((await second.findByHash(revoked.hash))?.revokedAt).toBe('2026-01-04T00:00:00.000Z');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('writes only the hash to disk, never the key', async () => {
+    const dataDir = tempDir();
+    const store = new MemoryKeyStore({ dataDir });
+    const { key, record } = newRecord();
+    await store.insert(record);
+    await store.update(record.id, { name: 'x' }, '2026-01-02T00:00:00.000Z');
+    await store.close();
+    const files = fs.readdirSync(dataDir);
+    expect(files).toContain(KEYS_DATABASE_FILE);
+    const secret = key.slice('asg_test_'.length);
+    let sawHash = false;
+    for (const file of files) {
+      const bytes = fs.readFileSync(path.join(dataDir, file)).toString('latin1');
+      expect(bytes).not.toContain(secret);
+      sawHash ||= bytes.includes(record.hash);
+    }
+    expect(sawHash).toBe(true);
+  });
+
+  it('refuses calls after close', async () => {
+    const store = new MemoryKeyStore({ dataDir: null });
+    await store.close();
+    await expect(store.findByHash('x')).rejects.toThrow(/closed/);
+    await expect(store.close()).resolves.toBeUndefined();
+  });
+});

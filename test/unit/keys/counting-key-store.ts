@@ -1,0 +1,71 @@
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyStore } from '../../../src/keys/types';
+
+/**
+ * A thin wrapper around a real KeyStore that counts lookups and can hold them: how the tests see
+ * whether the resolver reached the store, without replacing the store.
+ */
+export class CountingKeyStore implements KeyStore {
+  findByHashCalls = 0;
+  changeListeners = 0;
+  private readonly resyncListeners = new Set<() => void>();
+  /** When set, findByHash reads the store, then waits for this before answering. */
+  hold: Promise<void> | null = null;
+  /** When set, the next findByHash call rejects with it (once). */
+  failNext: Error | null = null;
+
+  constructor(readonly inner: KeyStore) {}
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | null> {
+    this.findByHashCalls++;
+    if (this.failNext) {
+      const err = this.failNext;
+      this.failNext = null;
+      throw err;
+    }
+    const record = await this.inner.findByHash(hash);
+    if (this.hold) await this.hold;
+    return record;
+  }
+
+  insert(record: ApiKeyRecord): Promise<void> {
+    return this.inner.insert(record);
+  }
+  get(id: string): Promise<ApiKeyRecord | null> {
+    return this.inner.get(id);
+  }
+  list(): Promise<ApiKeyRecord[]> {
+    return this.inner.list();
+  }
+  update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.inner.update(id, patch, updatedAt);
+  }
+  revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
+    return this.inner.revoke(id, revokedAt);
+  }
+  onChange(listener: (change: KeyChange) => void): () => void {
+    this.changeListeners++;
+    const off = this.inner.onChange(listener);
+    let active = true;
+    return () => {
+      if (active) this.changeListeners--;
+      active = false;
+      off();
+    };
+  }
+  onResync(listener: () => void): () => void {
+    const entry = () => listener();
+    this.resyncListeners.add(entry);
+    const off = this.inner.onResync?.(listener);
+    return () => {
+      this.resyncListeners.delete(entry);
+      off?.();
+    };
+  }
+  /** Signals a resync as a store does after its change subscription came back. */
+  triggerResync(): void {
+    for (const listener of this.resyncListeners) listener();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

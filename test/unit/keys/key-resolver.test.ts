@@ -1,0 +1,234 @@
+import { ManualClock } from '../../../src/shared/clock';
+import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
+import { KeyResolver, type KeyResolverOptions } from '../../../src/keys/key-resolver';
+import { MemoryKeyStore } from '../../../src/keys/memory-key-store';
+import type { ApiKeyRecord } from '../../../src/keys/types';
+import { CountingKeyStore } from './counting-key-store';
+
+const PREFIX = 'asg_live_';
+const OPTIONS: KeyResolverOptions = { prefix: PREFIX, cacheTtlSeconds: 60, negativeCacheTtlSeconds: 5, maxEntries: 100 };
+
+let clock: ManualClock;
+let store: CountingKeyStore;
+let resolver: KeyResolver;
+
+function makeResolver(options: Partial<KeyResolverOptions> = {}): KeyResolver {
+  resolver?.close();
+  resolver = new KeyResolver(store, clock, { ...OPTIONS, ...options });
+  return resolver;
+}
+
+async function addKey(overrides: Partial<ApiKeyRecord> = {}): Promise<{ key: string; record: ApiKeyRecord }> {
+  const key = generateApiKey(PREFIX);
+  const now = new Date(clock.now()).toISOString();
+  const record: ApiKeyRecord = {
+    id: generateKeyId(),
+    name: 'test',
+    plan: 'free',
+    limits: null,
+    hash: hashApiKey(key),
+    createdAt: now,
+    updatedAt: now,
+    revokedAt: null,
+    ...overrides,
+  };
+  await store.insert(record);
+  return { key, record };
+}
+
+function deferred(): { promise: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const promise = new Promise<void>((resolve) => (release = resolve));
+  return { promise, release };
+}
+
+beforeEach(() => {
+  clock = new ManualClock();
+  store = new CountingKeyStore(new MemoryKeyStore({ dataDir: null }));
+  makeResolver();
+});
+
+afterEach(async () => {
+  resolver.close();
+  await store.close();
+});
+
+describe('KeyResolver syntactic check', () => {
+  it.each([
+    ['a key of another environment', generateApiKey('asg_test_')],
+    ['garbage', 'hello'],
+    ['an empty string', ''],
+    ['a huge value', PREFIX + 'a'.repeat(10_000)],
+    ['an underscore after the prefix', PREFIX + 'a'.repeat(20) + '_' + 'a'.repeat(20)],
+  ])('refuses %s without asking the store', async (_label, presented) => {
+    expect(await resolver.resolve(presented)).toEqual({ status: 'invalid' });
+    expect(store.findByHashCalls).toBe(0);
+  });
+});
+
+describe('KeyResolver cache', () => {
+  it('resolves a valid key and serves the next requests without a store call', async () => {
+    const { key, record } = await addKey();
+    expect(await resolver.resolve(key)).toEqual({ status: 'valid', record });
+    expect(store.findByHashCalls).toBe(1);
+    for (let i = 0; i < 5; i++) expect((await resolver.resolve(key)).status).toBe('valid');
+    expect(store.findByHashCalls).toBe(1);
+  });
+
+  it('asks the store again once cacheTtlSeconds have passed', async () => {
+    const { key } = await addKey();
+    await resolver.resolve(key);
+    clock.advance(59_999);
+    await resolver.resolve(key);
+    expect(store.findByHashCalls).toBe(1);
+    clock.advance(1);
+    await resolver.resolve(key);
+    expect(store.findByHashCalls).toBe(2);
+  });
+
+  it('reports a revoked key as revoked, with its record', async () => {
+    const { key, record } = await addKey({ revokedAt: '2025-12-31T00:00:00.000Z' });
+    expect(await resolver.resolve(key)).toEqual({ status: 'revoked', record });
+  });
+
+  it('remembers an unknown key for negativeCacheTtlSeconds only', async () => {
+    const unknown = generateApiKey(PREFIX);
+    expect(await resolver.resolve(unknown)).toEqual({ status: 'invalid' });
+    clock.advance(4_999);
+    expect(await resolver.resolve(unknown)).toEqual({ status: 'invalid' });
+    expect(store.findByHashCalls).toBe(1);
+    clock.advance(1);
+    expect(await resolver.resolve(unknown)).toEqual({ status: 'invalid' });
+    expect(store.findByHashCalls).toBe(2);
+  });
+
+  it('drops a cached key the moment the store reports a revocation', async () => {
+    const { key, record } = await addKey();
+    await resolver.resolve(key);
+    await store.revoke(record.id, '2026-01-01T00:00:01.000Z');
+    const after = await resolver.resolve(key);
+    expect(after.status).toBe('revoked');
+    expect(store.findByHashCalls).toBe(2);
+  });
+
+  it('drops a cached key when its plan changes', async () => {
+    const { key, record } = await addKey();
+    await resolver.resolve(key);
+    await store.update(record.id, { plan: 'pro' }, '2026-01-01T00:00:01.000Z');
+    const after = await resolver.resolve(key);
+    expect(after.status === 'valid' && after.record.plan).toBe('pro');
+  });
+
+  it('drops a remembered unknown key when that key is created', async () => {
+    const key = generateApiKey(PREFIX);
+    expect((await resolver.resolve(key)).status).toBe('invalid');
+    await store.insert({
+      id: generateKeyId(),
+      name: 'late',
+      plan: 'free',
+      limits: null,
+      hash: hashApiKey(key),
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+      revokedAt: null,
+    });
+    expect((await resolver.resolve(key)).status).toBe('valid');
+  });
+
+  it('drops everything on a resync', async () => {
+    const { key } = await addKey();
+    await resolver.resolve(key);
+    store.triggerResync();
+    expect(resolver.size).toBe(0);
+    await resolver.resolve(key);
+    expect(store.findByHashCalls).toBe(2);
+  });
+
+  it('hands out frozen records, so one request cannot change what the next one sees', async () => {
+    const { key } = await addKey({ limits: { perMinute: 1, perDay: 2 } });
+    const first = await resolver.resolve(key);
+    expect(first.status).toBe('valid');
+    if (first.status !== 'valid') return;
+    expect(Object.isFrozen(first.record)).toBe(true);
+    expect(Object.isFrozen(first.record.limits)).toBe(true);
+  });
+});
+
+describe('KeyResolver bounds', () => {
+  it('evicts the least recently used key beyond maxEntries', async () => {
+    makeResolver({ maxEntries: 2 });
+    const a = await addKey();
+    const b = await addKey();
+    const c = await addKey();
+    await resolver.resolve(a.key);
+    await resolver.resolve(b.key);
+    await resolver.resolve(a.key); // a is now the most recently used
+    await resolver.resolve(c.key); // pushes b out
+    expect(store.findByHashCalls).toBe(3);
+    await resolver.resolve(a.key);
+    await resolver.resolve(c.key);
+    expect(store.findByHashCalls).toBe(3);
+    await resolver.resolve(b.key);
+    expect(store.findByHashCalls).toBe(4);
+  });
+
+  it('does not let a flood of unknown keys push out known ones', async () => {
+    makeResolver({ maxEntries: 3 });
+    const { key } = await addKey();
+    await resolver.resolve(key);
+    for (let i = 0; i < 50; i++) await resolver.resolve(generateApiKey(PREFIX));
+    const calls = store.findByHashCalls;
+    expect((await resolver.resolve(key)).status).toBe('valid');
+    expect(store.findByHashCalls).toBe(calls);
+    expect(resolver.size).toBeLessThanOrEqual(6);
+  });
+
+  it('refuses a maxEntries below 1', () => {
+    expect(() => makeResolver({ maxEntries: 0 })).toThrow(/maxEntries/);
+  });
+});
+
+describe('KeyResolver single-flight', () => {
+  it('makes one store call for many concurrent misses of one key', async () => {
+    const { key } = await addKey();
+    const gate = deferred();
+    store.hold = gate.promise;
+    const pending = Array.from({ length: 20 }, () => resolver.resolve(key));
+    gate.release();
+    const results = await Promise.all(pending);
+    expect(results.every((r) => r.status === 'valid')).toBe(true);
+    expect(store.findByHashCalls).toBe(1);
+  });
+
+  it('does not cache an answer read before a change that arrived while it was in flight', async () => {
+    const { key, record } = await addKey();
+    const gate = deferred();
+    store.hold = gate.promise;
+    const inFlight = resolver.resolve(key); // reads the valid record, then waits
+    await new Promise((r) => setImmediate(r));
+    await store.revoke(record.id, '2026-01-01T00:00:01.000Z');
+    store.hold = null;
+    gate.release();
+    expect((await inFlight).status).toBe('valid'); // true when it was read
+    expect((await resolver.resolve(key)).status).toBe('revoked');
+    expect(store.findByHashCalls).toBe(2);
+  });
+
+  it('propagates a store error to every waiter and caches nothing', async () => {
+    const { key } = await addKey();
+    store.failNext = new Error('store down');
+    const gateFree = await Promise.allSettled([resolver.resolve(key), resolver.resolve(key)]);
+    expect(gateFree.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(store.findByHashCalls).toBe(1);
+    expect((await resolver.resolve(key)).status).toBe('valid');
+    expect(store.findByHashCalls).toBe(2);
+  });
+});
+
+describe('KeyResolver close', () => {
+  it('stops listening to the store', () => {
+    expect(store.changeListeners).toBe(1);
+    resolver.close();
+    expect(store.changeListeners).toBe(0);
+  });
+});
