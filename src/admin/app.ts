@@ -1,0 +1,205 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { Registry } from 'prom-client';
+import { ApiError, errorHandler, sendError } from '../shared/errors';
+import type { Logger } from '../shared/logger';
+import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
+import type { KeyLimiter, WindowLimits } from '../limits/types';
+
+/** What the admin API needs from the key service. */
+export interface KeyAdministration {
+  create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }>;
+  get(id: string): Promise<ApiKeyRecord | null>;
+  list(): Promise<ApiKeyRecord[]>;
+  update(id: string, patch: KeyPatch): Promise<ApiKeyRecord | null>;
+  revoke(id: string): Promise<ApiKeyRecord | null>;
+  effectiveLimits(record: ApiKeyRecord): WindowLimits | null;
+}
+
+/** A dependency /readyz checks; `check` rejects when it is not answering. */
+export interface ReadinessCheck {
+  name: string;
+  check(): Promise<void>;
+}
+
+export interface AdminDependencies {
+  adminToken: string;
+  keys: KeyAdministration;
+  keyLimiter: KeyLimiter;
+  registry: Registry;
+  readiness: ReadinessCheck[];
+  logger: Logger;
+  maxBodyBytes: number;
+}
+
+const limitsSchema = z.strictObject({
+  perMinute: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  perDay: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+});
+const createKeySchema = z.strictObject({
+  name: z.string(),
+  plan: z.string(),
+  limits: limitsSchema.nullable().optional(),
+});
+const updateKeySchema = z.strictObject({
+  name: z.string().optional(),
+  plan: z.string().optional(),
+  limits: limitsSchema.nullable().optional(),
+});
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(body);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const where = issue.path.length > 0 ? issue.path.join('.') : 'body';
+    throw new ApiError('validation_failed', `${where}: ${issue.message}`);
+  }
+  return result.data;
+}
+
+/** SHA-256 first, so the comparison takes the same time whatever the lengths. */
+function tokensEqual(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function createAdminApp(deps: AdminDependencies): express.Express {
+  const { keys, logger } = deps;
+
+  function publicView(record: ApiKeyRecord) {
+    return {
+      id: record.id,
+      name: record.name,
+      plan: record.plan,
+      limits: keys.effectiveLimits(record),
+      createdAt: record.createdAt,
+      revokedAt: record.revokedAt,
+    };
+  }
+
+  function requireAdminToken(req: Request, _res: Response, next: NextFunction): void {
+    const header = req.headers.authorization;
+    if (!header) throw new ApiError('missing_api_key', 'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>".');
+    const match = /^Bearer +(\S+) *$/i.exec(header);
+    if (!match || !tokensEqual(match[1]!, deps.adminToken)) {
+      throw new ApiError('invalid_api_key', 'The admin token is not valid.');
+    }
+    next();
+  }
+
+  function requireJson(req: Request, _res: Response, next: NextFunction): void {
+    if (req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && !req.headers['transfer-encoding'])) {
+      throw new ApiError('validation_failed', 'A JSON request body is required.');
+    }
+    if (!req.is('application/json')) throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
+    next();
+  }
+
+  async function loadKey(id: string): Promise<ApiKeyRecord> {
+    const record = await keys.get(id);
+    if (!record) throw new ApiError('not_found', `No key with id ${id}.`);
+    return record;
+  }
+
+  function audit(req: Request, action: string, keyId: string): void {
+    logger.info({ audit: true, action, keyId, admin: req.socket.remoteAddress }, `admin ${action}`);
+  }
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  const json = express.json({ limit: deps.maxBodyBytes, strict: false });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  app.get('/readyz', async (_req, res) => {
+    const results = await Promise.all(
+      deps.readiness.map(async ({ name, check }) => {
+        try {
+          await check();
+          return { name, ok: true };
+        } catch {
+          return { name, ok: false };
+        }
+      }),
+    );
+    const failing = results.filter((r) => !r.ok).map((r) => r.name);
+    if (failing.length === 0) {
+      res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])) });
+      return;
+    }
+    res.status(503).json({
+      code: 'service_unavailable',
+      message: `Not ready: ${failing.join(', ')} not answering.`,
+      status: 503,
+      failing,
+    });
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    res.setHeader('Content-Type', deps.registry.contentType);
+    res.send(await deps.registry.metrics());
+  });
+
+  const admin = express.Router();
+  admin.use(requireAdminToken);
+
+  admin.post('/keys', requireJson, json, async (req, res) => {
+    const input = parseBody(createKeySchema, req.body);
+    const { key, record } = await keys.create(input);
+    audit(req, 'create', record.id);
+    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits: keys.effectiveLimits(record), createdAt: record.createdAt });
+  });
+
+  admin.get('/keys', async (_req, res) => {
+    res.json((await keys.list()).map(publicView));
+  });
+
+  admin.get('/keys/:id', async (req, res) => {
+    const record = await loadKey(req.params.id as string);
+    const limits = keys.effectiveLimits(record);
+    if (!limits) throw new Error(`key ${record.id} has no limits`);
+    const usage = await deps.keyLimiter.usage(record.id, limits);
+    const windowView = (w: { limit: number; remaining: number; resetAt: number }) => ({
+      limit: w.limit,
+      remaining: w.remaining,
+      reset: Math.ceil(w.resetAt / 1000),
+    });
+    res.json({
+      ...publicView(record),
+      usage: { minute: windowView(usage.minute), day: windowView(usage.day) },
+      bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
+    });
+  });
+
+  admin.patch('/keys/:id', requireJson, json, async (req, res) => {
+    const patch = parseBody(updateKeySchema, req.body);
+    const record = await keys.update(req.params.id as string, patch);
+    if (!record) throw new ApiError('not_found', `No key with id ${req.params.id}.`);
+    audit(req, 'update', record.id);
+    res.json(publicView(record));
+  });
+
+  admin.delete('/keys/:id', async (req, res) => {
+    const record = await keys.revoke(req.params.id as string);
+    if (!record) throw new ApiError('not_found', `No key with id ${req.params.id}.`);
+    audit(req, 'revoke', record.id);
+    res.status(204).end();
+  });
+
+  admin.delete('/keys/:id/ban', async (req, res) => {
+    const record = await loadKey(req.params.id as string);
+    await deps.keyLimiter.unban(record.id);
+    audit(req, 'unban', record.id);
+    res.status(204).end();
+  });
+
+  app.use('/admin', admin);
+  app.use((_req, res) => sendError(res, 'not_found', 'No such resource.'));
+  app.use(errorHandler((err) => logger.error({ err }, 'unhandled admin error')));
+  return app;
+}

@@ -1,0 +1,117 @@
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createProxyMiddleware } from 'http-proxy-middleware';
+import type { ErrorCode } from '../shared/errors';
+
+/** Why forwarding failed, as the contract names it, plus the metric label. */
+export interface UpstreamFailure {
+  code: Extract<ErrorCode, 'upstream_unavailable' | 'upstream_timeout'>;
+  message: string;
+  /** `refused`, `timeout`, `reset`, `invalid_response`, `other`: gateway_upstream_errors_total{reason}. */
+  reason: string;
+}
+
+export interface ForwardHandlers {
+  /** Called once when the upstream could not answer; headers may already be sent. */
+  onFailure(failure: UpstreamFailure): void;
+  /** Called when the upstream's response headers arrive (for upstream duration). */
+  onResponse?(statusCode: number): void;
+}
+
+/** Sends a prepared request to the inventory and streams the answer back. */
+export interface Forwarder {
+  /** Starts forwarding; the returned function abandons the upstream request (e.g. body too large). */
+  forward(req: IncomingMessage, res: ServerResponse, handlers: ForwardHandlers): () => void;
+  close(): void;
+}
+
+export interface ForwarderSettings {
+  target: string;
+  timeoutMs: number;
+  maxSockets: number;
+}
+
+const TIMEOUT_CODE = 'ASG_UPSTREAM_TIMEOUT';
+
+/** Maps a socket-level error to the contract's status and code. */
+export function classifyUpstreamError(err: NodeJS.ErrnoException): UpstreamFailure {
+  switch (err.code) {
+    case TIMEOUT_CODE:
+      return { code: 'upstream_timeout', reason: 'timeout', message: 'The inventory service did not answer in time.' };
+    case 'ECONNREFUSED':
+    case 'ENOTFOUND':
+    case 'EHOSTUNREACH':
+    case 'EAI_AGAIN':
+      return { code: 'upstream_unavailable', reason: 'refused', message: 'The inventory service is unreachable.' };
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return { code: 'upstream_unavailable', reason: 'reset', message: 'The inventory service closed the connection.' };
+    case 'HPE_INVALID_CONSTANT':
+    case 'HPE_INVALID_STATUS':
+    case 'HPE_INVALID_HEADER_TOKEN':
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
+    case 'HPE_INVALID_VERSION':
+      return { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
+    default:
+      if (err.code?.startsWith('HPE_')) {
+        return { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
+      }
+      return { code: 'upstream_unavailable', reason: 'other', message: 'The inventory service could not be reached.' };
+  }
+}
+
+interface InFlight {
+  handlers: ForwardHandlers;
+  upstreamRequest?: http.ClientRequest;
+  abandoned: boolean;
+}
+
+const inFlightOf = new WeakMap<IncomingMessage, InFlight>();
+
+/**
+ * http-proxy-middleware, created once, with a keep-alive agent. The caller has already rewritten
+ * the request headers; this only moves bytes and maps failures.
+ */
+export function createHttpProxyForwarder(settings: ForwarderSettings): Forwarder {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: settings.maxSockets, keepAliveMsecs: 1000 });
+  const proxy = createProxyMiddleware<IncomingMessage, ServerResponse>({
+    target: settings.target,
+    changeOrigin: true,
+    xfwd: false,
+    agent,
+    on: {
+      proxyReq(proxyReq, req) {
+        const inFlight = inFlightOf.get(req);
+        if (inFlight) inFlight.upstreamRequest = proxyReq;
+        proxyReq.setTimeout(settings.timeoutMs, () => {
+          const err: NodeJS.ErrnoException = new Error('upstream timeout');
+          err.code = TIMEOUT_CODE;
+          proxyReq.destroy(err);
+        });
+        proxyReq.once('response', (upstreamRes) => inFlight?.handlers.onResponse?.(upstreamRes.statusCode ?? 0));
+      },
+      error(err, req) {
+        const inFlight = inFlightOf.get(req as IncomingMessage);
+        inFlightOf.delete(req as IncomingMessage);
+        if (inFlight && !inFlight.abandoned) inFlight.handlers.onFailure(classifyUpstreamError(err as NodeJS.ErrnoException));
+      },
+    },
+  });
+
+  return {
+    forward(req, res, handlers) {
+      const inFlight: InFlight = { handlers, abandoned: false };
+      inFlightOf.set(req, inFlight);
+      void proxy(req, res, (err?: unknown) => {
+        handlers.onFailure(classifyUpstreamError((err ?? new Error('proxy failed')) as NodeJS.ErrnoException));
+      });
+      return () => {
+        inFlight.abandoned = true;
+        inFlight.upstreamRequest?.destroy();
+      };
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Buckets for a reverse proxy: the gateway's own overhead sits well under a millisecond, a healthy
+ * upstream answers in a few milliseconds, and the slowest interesting answers approach the 10 s
+ * upstream timeout.
+ */
+export const PROXY_LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Every metric of CONTRACT §6, registered on one registry that the admin listener serves. */
+export function createGatewayMetrics(registry: Registry = new Registry()) {
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'gateway_http_requests_total',
+      help: 'Requests answered by the gateway.',
+      labelNames: ['method', 'route', 'status_code', 'plan'] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'gateway_http_request_duration_seconds',
+      help: 'Time from request to response end at the gateway.',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: PROXY_LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: 'gateway_upstream_request_duration_seconds',
+      help: 'Time from forwarding a request to the upstream response headers.',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: PROXY_LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    rejections: new Counter({
+      name: 'gateway_ratelimit_rejections_total',
+      help: 'Requests refused with 429, by plan and by the window that refused.',
+      labelNames: ['plan', 'window'] as const,
+      registers: [registry],
+    }),
+    nearLimit: new Counter({
+      name: 'gateway_ratelimit_near_limit_total',
+      help: 'Admitted requests that took a key past 80% of a window.',
+      labelNames: ['plan', 'window'] as const,
+      registers: [registry],
+    }),
+    keyBans: new Counter({
+      name: 'gateway_key_bans_total',
+      help: 'Keys banned for retrying after 429.',
+      labelNames: ['plan'] as const,
+      registers: [registry],
+    }),
+    authFailures: new Counter({
+      name: 'gateway_auth_failures_total',
+      help: 'Requests refused with 401, by reason.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    storeErrors: new Counter({
+      name: 'gateway_store_errors_total',
+      help: 'Failed calls to the key or limit store.',
+      registers: [registry],
+    }),
+    storeDegraded: new Gauge({
+      name: 'gateway_store_degraded',
+      help: '1 while the limiter runs on its fallback because the store is unreachable.',
+      registers: [registry],
+    }),
+    deprecatedRequests: new Counter({
+      name: 'gateway_deprecated_requests_total',
+      help: 'Requests to deprecated operations.',
+      labelNames: ['route', 'plan'] as const,
+      registers: [registry],
+    }),
+    upstreamErrors: new Counter({
+      name: 'gateway_upstream_errors_total',
+      help: 'Forwarding failures, by reason.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

@@ -1,0 +1,62 @@
+import type { WindowLimits, WindowName, WindowState } from '../limits/types';
+
+const WINDOW_SECONDS: Record<WindowName, number> = { minute: 60, day: 86_400 };
+
+function secondsUntil(resetAt: number, now: number): number {
+  return Math.max(0, Math.ceil((resetAt - now) / 1000));
+}
+
+/** Retry-After is whole seconds and at least 1 (CONTRACT §4). */
+export function retryAfterSeconds(waitMs: number): string {
+  return String(Math.max(1, Math.ceil(waitMs / 1000)));
+}
+
+/**
+ * The window a client should watch: the one with fewest remaining, minute on a tie; or, on a
+ * refusal, the window that refused, so that X-RateLimit-Reset is when the key is served again.
+ */
+export function bindingWindow(minute: WindowState, day: WindowState, refusedBy?: WindowName): WindowName {
+  if (refusedBy) return refusedBy;
+  return day.remaining < minute.remaining ? 'day' : 'minute';
+}
+
+/** Header values for a key's two windows (CONTRACT §4). */
+export function keyRateLimitHeaders(
+  minute: WindowState,
+  day: WindowState,
+  now: number,
+  refusedBy?: WindowName,
+): Record<string, string> {
+  const binding = bindingWindow(minute, day, refusedBy);
+  const shown = binding === 'minute' ? minute : day;
+  return {
+    'X-RateLimit-Limit': String(shown.limit),
+    'X-RateLimit-Remaining': String(shown.remaining),
+    'X-RateLimit-Reset': String(Math.ceil(shown.resetAt / 1000)),
+    'RateLimit-Policy': `"minute";q=${minute.limit};w=${WINDOW_SECONDS.minute}, "day";q=${day.limit};w=${WINDOW_SECONDS.day}`,
+    RateLimit: `"minute";r=${minute.remaining};t=${secondsUntil(minute.resetAt, now)}, "day";r=${day.remaining};t=${secondsUntil(day.resetAt, now)}`,
+  };
+}
+
+/** A banned key: nothing was counted, and nothing is available until the ban ends. */
+export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number, now: number): Record<string, string> {
+  const wait = secondsUntil(bannedUntil, now);
+  return {
+    'X-RateLimit-Limit': String(limits.perMinute),
+    'X-RateLimit-Remaining': '0',
+    'X-RateLimit-Reset': String(Math.ceil(bannedUntil / 1000)),
+    'RateLimit-Policy': `"minute";q=${limits.perMinute};w=${WINDOW_SECONDS.minute}, "day";q=${limits.perDay};w=${WINDOW_SECONDS.day}`,
+    RateLimit: `"minute";r=0;t=${wait}, "day";r=0;t=${wait}`,
+  };
+}
+
+/** Requests without a valid key are limited per client address, under one per-minute window. */
+export function anonymousRateLimitHeaders(window: WindowState, now: number): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(window.limit),
+    'X-RateLimit-Remaining': String(window.remaining),
+    'X-RateLimit-Reset': String(Math.ceil(window.resetAt / 1000)),
+    'RateLimit-Policy': `"anonymous";q=${window.limit};w=${WINDOW_SECONDS.minute}`,
+    RateLimit: `"anonymous";r=${window.remaining};t=${secondsUntil(window.resetAt, now)}`,
+  };
+}

@@ -1,0 +1,42 @@
+/** The public API's routes, as templates under the base path. The one place the gateway learns its API. */
+export const BASE_PATH = '/v1';
+
+export interface RouteMatch {
+  /** Route template with the base path, e.g. `/v1/pets/{petId}`: the only form a metric label takes. */
+  template: string;
+  /** Template under the base path, as `deprecations[].path` names it. */
+  relativeTemplate: string;
+  /** Methods this route answers; HEAD goes with GET as HTTP says. */
+  allowedMethods: readonly string[];
+}
+
+const petsCollection: RouteMatch = {
+  template: '/v1/pets',
+  relativeTemplate: '/pets',
+  allowedMethods: ['GET', 'HEAD', 'POST'],
+};
+const petItem: RouteMatch = {
+  template: '/v1/pets/{petId}',
+  relativeTemplate: '/pets/{petId}',
+  allowedMethods: ['GET', 'HEAD'],
+};
+
+/** Label for every path that matches no route, so unmatched paths never widen metric cardinality. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/**
+ * Matches a request path (no query string) to a route. Any segment counts as a `petId` here; the
+ * inventory decides whether it is a valid identifier and answers 400 if not.
+ */
+export function matchRoute(pathname: string): RouteMatch | null {
+  if (pathname === '/v1/pets' || pathname === '/v1/pets/') return petsCollection;
+  if (pathname.startsWith('/v1/pets/')) {
+    const rest = pathname.slice('/v1/pets/'.length);
+    if (rest.length > 0 && !rest.includes('/')) return petItem;
+  }
+  return null;
+}
+
+export function allowHeader(route: RouteMatch): string {
+  return route.allowedMethods.join(', ');
+}

@@ -1,0 +1,189 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Registry } from 'prom-client';
+import type { Config } from './shared/config';
+import { systemClock, type Clock } from './shared/clock';
+import type { Logger } from './shared/logger';
+import { connectRedis, redisConfigured, type RedisClient } from './shared/redis';
+import { UpstreamTokenSigner, resolveSigningSecret } from './shared/upstream-token';
+import { createKeyStore, KeyResolver, KeyService } from './keys';
+import { createLimiters } from './limits';
+import { startInventory, type RunningInventory } from './inventory';
+import { createGatewayApp } from './gateway/app';
+import { createHttpProxyForwarder } from './gateway/forwarder';
+import { createGatewayMetrics } from './gateway/metrics';
+import { createAdminApp, type ReadinessCheck } from './admin/app';
+
+export interface StartOptions {
+  logger: Logger;
+  clock?: Clock;
+  /** Port overrides (0 = any free port), for tests and for running several instances. */
+  gatewayPort?: number;
+  adminPort?: number;
+  inventoryPort?: number;
+}
+
+export interface RunningProduct {
+  gatewayUrl: string;
+  adminUrl: string;
+  /** Set when this process runs the inventory itself. */
+  inventory: RunningInventory | null;
+  adminToken: string;
+  keys: KeyService;
+  close(): Promise<void>;
+}
+
+async function listen(server: http.Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+/** In development the admin token is generated once and kept under dataDir, like the signing secret. */
+export function resolveAdminToken(config: Config): string {
+  if (config.admin.token) return config.admin.token;
+  const file = path.join(config.dataDir, 'admin-token');
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    fs.mkdirSync(config.dataDir, { recursive: true });
+    const token = randomBytes(32).toString('base64url');
+    fs.writeFileSync(file, token + '\n', { mode: 0o600 });
+    return token;
+  }
+}
+
+function localUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `http://${reachable}:${port}`;
+}
+
+/** Starts everything this process runs: the inventory (unless upstream.url is set), the gateway and the admin listener. */
+export async function startProduct(config: Config, options: StartOptions): Promise<RunningProduct> {
+  const { logger } = options;
+  const clock = options.clock ?? systemClock;
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const closeAll = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  };
+
+  try {
+    let redis: RedisClient | null = null;
+    if (redisConfigured(config.redis)) {
+      redis = await connectRedis(config.redis);
+      redis.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
+      const client = redis;
+      cleanups.push(() => void client.disconnect());
+    } else {
+      logger.warn('REDIS_URL is not set: using the in-process store. Limits, bans and keys are local to this one instance; do not run several.');
+    }
+
+    let inventory: RunningInventory | null = null;
+    if (!config.upstream.url) {
+      inventory = await startInventory(config, { logger: logger.child({ component: 'inventory' }), clock, port: options.inventoryPort });
+      const running = inventory;
+      cleanups.push(() => running.close());
+    }
+    const upstreamUrl = config.upstream.url ?? inventory!.url;
+
+    const store = await createKeyStore({ redis, namespace: config.redis.namespace, dataDir: config.dataDir });
+    cleanups.push(() => store.close());
+    const keys = new KeyService({ store, prefix: config.keys.prefix, plans: config.plans, clock });
+    const resolver = new KeyResolver(store, clock, {
+      prefix: config.keys.prefix,
+      cacheTtlSeconds: config.keys.cacheTtlSeconds,
+      negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
+    });
+    cleanups.push(() => resolver.close());
+    const limiters = createLimiters({
+      redis,
+      namespace: config.redis.namespace,
+      ban: config.ban,
+      anonymousPerMinute: config.anonymous.perMinute,
+      clock,
+    });
+    cleanups.push(() => limiters.keys.close());
+
+    const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
+    const signer = new UpstreamTokenSigner({ ...config.signing, secret }, clock);
+    const forwarder = createHttpProxyForwarder({
+      target: upstreamUrl,
+      timeoutMs: config.upstream.timeoutMs,
+      maxSockets: config.upstream.maxSockets,
+    });
+    cleanups.push(() => forwarder.close());
+    const metrics = createGatewayMetrics(new Registry());
+
+    const gatewayApp = createGatewayApp({
+      config,
+      keys: resolver,
+      keyLimiter: limiters.keys,
+      addressLimiter: limiters.addresses,
+      signer,
+      forwarder,
+      metrics,
+      logger,
+      clock,
+    });
+    const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, gatewayApp);
+    gatewayServer.keepAliveTimeout = 65_000;
+    const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);
+    cleanups.push(() => closeServer(gatewayServer));
+
+    const readiness: ReadinessCheck[] = [
+      {
+        name: 'store',
+        check: async () => {
+          if (redis) await redis.ping();
+        },
+      },
+      {
+        name: 'upstream',
+        check: async () => {
+          const res = await fetch(new URL('/healthz', upstreamUrl), { signal: AbortSignal.timeout(1000) });
+          if (!res.ok) throw new Error(`upstream answered ${res.status}`);
+        },
+      },
+    ];
+    const adminToken = resolveAdminToken(config);
+    const adminApp = createAdminApp({
+      adminToken,
+      keys,
+      keyLimiter: limiters.keys,
+      registry: metrics.registry,
+      readiness,
+      logger: logger.child({ component: 'admin' }),
+      maxBodyBytes: config.server.maxBodyBytes,
+    });
+    const adminServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, adminApp);
+    const adminPort = await listen(adminServer, options.adminPort ?? config.server.adminPort, config.server.host);
+    cleanups.push(() => closeServer(adminServer));
+
+    return {
+      gatewayUrl: localUrl(config.server.host, gatewayPort),
+      adminUrl: localUrl(config.server.host, adminPort),
+      inventory,
+      adminToken,
+      keys,
+      close: closeAll,
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
