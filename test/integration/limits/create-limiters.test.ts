@@ -1,0 +1,64 @@
+import type Redis from 'ioredis';
+import { ManualClock, systemClock } from '../../../src/shared/clock';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { MemoryKeyLimiter, RedisKeyLimiter, createLimiters, keyLimiterRedisKey } from '../../../src/limits';
+import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
+
+const ban = { threshold: 10, windowSeconds: 60, durationSeconds: 900 };
+const limits = { perMinute: 60, perDay: 1000 };
+
+let client: RedisClient;
+
+beforeAll(async () => {
+  client = await connectRedis({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 5000 });
+});
+
+afterAll(async () => {
+  await client.quit();
+});
+
+describe('createLimiters', () => {
+  it('builds in-process limiters without Redis, on the given clock', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
+    const { keys, addresses } = createLimiters({ redis: null, namespace: 'unused', ban, anonymousPerMinute: 2, clock });
+    expect(keys).toBeInstanceOf(MemoryKeyLimiter);
+    expect(await keys.consume('k1', limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
+    await addresses.consume('203.0.113.7');
+    await addresses.consume('203.0.113.7');
+    expect((await addresses.consume('203.0.113.7')).allowed).toBe(false);
+    await keys.close();
+  });
+
+  it('builds Redis limiters sharing the client and namespace', async () => {
+    const namespace = uniqueNamespace('factory');
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
+    const { keys, addresses } = createLimiters({ redis: client, namespace, ban, anonymousPerMinute: 30, clock });
+    expect(keys).toBeInstanceOf(RedisKeyLimiter);
+    // An injected clock other than the system's reaches the script (tests drive Redis windows with it).
+    expect(await keys.consume('k1', limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
+    expect(await client.exists(keyLimiterRedisKey(namespace, 'k1'))).toBe(1);
+    expect((await addresses.consume('203.0.113.7')).allowed).toBe(true);
+    expect(await client.exists(`${namespace}:rl:addr:203.0.113.7`)).toBe(1);
+    await keys.close();
+    expect(await client.ping()).toBe('PONG');
+  });
+
+  it('leaves time to Redis when given the system clock, so every instance decides on one clock', async () => {
+    const namespace = uniqueNamespace('factory-time');
+    const { keys } = createLimiters({ redis: client, namespace, ban, anonymousPerMinute: 30, clock: systemClock });
+    const monitor = await (client as Redis).monitor();
+    const sent = new Promise<string[]>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source !== 'lua' && args.some((a) => a.includes(namespace))) resolve(args);
+      });
+    });
+    try {
+      await keys.consume('k1', limits);
+      const args = await sent;
+      // EVAL(SHA), script, key count, key, then the six ARGV of a TIME-clocked call.
+      expect(args.slice(4)).toHaveLength(6);
+    } finally {
+      monitor.disconnect();
+    }
+  });
+});
