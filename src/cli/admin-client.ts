@@ -1,0 +1,75 @@
+/** An admin API answer that was not a success, with the Error body's message. */
+export class AdminRequestError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null,
+    readonly code: string | null,
+  ) {
+    super(message);
+    this.name = 'AdminRequestError';
+  }
+}
+
+/** The admin API over HTTP, as the CLI uses it. */
+export class AdminClient {
+  private readonly baseUrl: URL;
+
+  constructor(baseUrl: string, private readonly token: string) {
+    try {
+      this.baseUrl = new URL(baseUrl);
+    } catch {
+      throw new AdminRequestError(`ADMIN_URL is not a URL: ${baseUrl}`, null, null);
+    }
+  }
+
+  createKey(body: { name: string; plan: string; limits?: { perMinute: number; perDay: number } }) {
+    return this.request('POST', '/admin/keys', body);
+  }
+  listKeys() {
+    return this.request('GET', '/admin/keys');
+  }
+  getKey(id: string) {
+    return this.request('GET', `/admin/keys/${encodeURIComponent(id)}`);
+  }
+  updateKey(id: string, patch: Record<string, unknown>) {
+    return this.request('PATCH', `/admin/keys/${encodeURIComponent(id)}`, patch);
+  }
+  revokeKey(id: string) {
+    return this.request('DELETE', `/admin/keys/${encodeURIComponent(id)}`);
+  }
+  liftBan(id: string) {
+    return this.request('DELETE', `/admin/keys/${encodeURIComponent(id)}/ban`);
+  }
+
+  private async request(method: string, path: string, body?: unknown): Promise<any> {
+    let response: Response;
+    try {
+      response = await fetch(new URL(path, this.baseUrl), {
+        method,
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+      throw new AdminRequestError(`cannot reach the admin API at ${this.baseUrl.origin} (${cause})`, null, null);
+    }
+    if (response.status === 204) return null;
+    const text = await response.text();
+    let parsed: any = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // fall through: a non-JSON answer is reported by status below
+    }
+    if (!response.ok) {
+      const code = typeof parsed?.code === 'string' ? parsed.code : null;
+      const message = typeof parsed?.message === 'string' ? parsed.message : `HTTP ${response.status}`;
+      throw new AdminRequestError(`${message} (${response.status}${code ? ` ${code}` : ''})`, response.status, code);
+    }
+    return parsed;
+  }
+}

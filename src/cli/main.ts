@@ -1,0 +1,189 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { AdminClient, AdminRequestError } from './admin-client';
+import { formatKey, formatKeyTable } from './format';
+
+interface Command {
+  summary: string;
+  usage: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  positionals: string[];
+  run(client: AdminClient, values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<unknown>;
+  /** How to print the result for a person. */
+  render(result: unknown): string;
+}
+
+const jsonOption = { json: { type: 'boolean' as const } };
+
+function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number } | undefined {
+  const perMinute = values['per-minute'];
+  const perDay = values['per-day'];
+  if (perMinute === undefined && perDay === undefined) return undefined;
+  if (perMinute === undefined || perDay === undefined) throw new UsageError('--per-minute and --per-day go together');
+  const parse = (flag: string, v: string | boolean) => {
+    if (typeof v !== 'string' || !/^[1-9]\d*$/.test(v)) throw new UsageError(`--${flag} needs a positive whole number`);
+    return Number(v);
+  };
+  return { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
+}
+
+class UsageError extends Error {}
+
+const commands: Record<string, Command> = {
+  create: {
+    summary: 'create a key (the full key is shown once)',
+    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N] [--json]',
+    options: { name: { type: 'string' }, plan: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, ...jsonOption },
+    positionals: [],
+    run: (client, values) => {
+      if (typeof values.name !== 'string') throw new UsageError('--name is required');
+      if (typeof values.plan !== 'string') throw new UsageError('--plan is required');
+      const limits = limitsFrom(values);
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}) });
+    },
+    render: (result) => {
+      const created = result as { key: string } & Record<string, unknown>;
+      return `${formatKey(created)}\n\nkey (shown once, store it now):\n  ${created.key}`;
+    },
+  },
+  list: {
+    summary: 'list keys (never the keys themselves)',
+    usage: 'list [--json]',
+    options: { ...jsonOption },
+    positionals: [],
+    run: (client) => client.listKeys(),
+    render: (result) => formatKeyTable(result as Array<Record<string, unknown>>),
+  },
+  show: {
+    summary: 'show a key with its live usage and ban',
+    usage: 'show ID [--json]',
+    options: { ...jsonOption },
+    positionals: ['ID'],
+    run: (client, _values, [id]) => client.getKey(id!),
+    render: (result) => formatKey(result as Record<string, unknown>),
+  },
+  update: {
+    summary: 'change a key\'s name, plan or limits',
+    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N | --clear-limits] [--json]',
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      'per-minute': { type: 'string' },
+      'per-day': { type: 'string' },
+      'clear-limits': { type: 'boolean' },
+      ...jsonOption,
+    },
+    positionals: ['ID'],
+    run: (client, values, [id]) => {
+      const patch: Record<string, unknown> = {};
+      if (typeof values.name === 'string') patch.name = values.name;
+      if (typeof values.plan === 'string') patch.plan = values.plan;
+      const limits = limitsFrom(values);
+      if (limits && values['clear-limits']) throw new UsageError('--clear-limits cannot go with --per-minute/--per-day');
+      if (limits) patch.limits = limits;
+      if (values['clear-limits']) patch.limits = null;
+      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits or --clear-limits');
+      return client.updateKey(id!, patch);
+    },
+    render: (result) => formatKey(result as Record<string, unknown>),
+  },
+  revoke: {
+    summary: 'revoke a key for good',
+    usage: 'revoke ID [--json]',
+    options: { ...jsonOption },
+    positionals: ['ID'],
+    run: async (client, _values, [id]) => {
+      await client.revokeKey(id!);
+      return { id, revoked: true };
+    },
+    render: (result) => `revoked ${(result as { id: string }).id}`,
+  },
+  unban: {
+    summary: 'lift a temporary ban',
+    usage: 'unban ID [--json]',
+    options: { ...jsonOption },
+    positionals: ['ID'],
+    run: async (client, _values, [id]) => {
+      await client.liftBan(id!);
+      return { id, unbanned: true };
+    },
+    render: (result) => `ban lifted for ${(result as { id: string }).id}`,
+  },
+};
+
+function generalHelp(): string {
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  return [
+    'usage: npm run keys -- <command> [options]',
+    '',
+    'commands:',
+    ...rows,
+    '',
+    'environment:',
+    '  ADMIN_URL    admin listener (default http://127.0.0.1:8081)',
+    '  ADMIN_TOKEN  admin bearer token (default in development: DATA_DIR/admin-token)',
+    '',
+    'Every command takes --help, and --json for output meant for scripts.',
+  ].join('\n');
+}
+
+/** ADMIN_TOKEN, or in development the token `npm start` generated under DATA_DIR. */
+function adminToken(env: NodeJS.ProcessEnv): string {
+  if (env.ADMIN_TOKEN) return env.ADMIN_TOKEN;
+  const file = path.join(env.DATA_DIR ?? './data', 'admin-token');
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    throw new AdminRequestError(`ADMIN_TOKEN is not set and ${file} does not exist`, null, null);
+  }
+}
+
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv, out: (text: string) => void): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    out(generalHelp());
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) {
+    out(`unknown command "${name}"\n\n${generalHelp()}`);
+    return 2;
+  }
+  try {
+    if (rest.includes('--help') || rest.includes('-h')) {
+      out(`usage: npm run keys -- ${command.usage}\n\n${command.summary}`);
+      return 0;
+    }
+    const { values, positionals } = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
+    if (positionals.length !== command.positionals.length) {
+      throw new UsageError(`expected ${command.positionals.join(' ') || 'no arguments'}`);
+    }
+    const client = new AdminClient(env.ADMIN_URL ?? 'http://127.0.0.1:8081', adminToken(env));
+    const result = await command.run(client, values as Record<string, string | boolean | undefined>, positionals);
+    out(values.json ? JSON.stringify(result, null, 2) : command.render(result));
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      out(`error: ${(err as Error).message}\nusage: npm run keys -- ${command.usage}`);
+      return 2;
+    }
+    if (err instanceof AdminRequestError) {
+      out(`error: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+if (require.main === module) {
+  runCli(process.argv.slice(2), process.env, (text) => process.stdout.write(text + '\n')).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: Error) => {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
