@@ -89,9 +89,6 @@ export const configSchema = z
   })
   .superRefine((c, ctx) => {
     if (c.env !== 'development') {
-      if (!c.admin.token || c.admin.token.length < 32) {
-        ctx.addIssue({ code: 'custom', path: ['admin', 'token'], message: `is required in ${c.env} and must be at least 32 characters` });
-      }
       if (!c.signing.secret) {
         ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
       }
@@ -194,6 +191,8 @@ export interface LoadConfigOptions {
   configDir?: string;
   /** Applied last, after the environment: how tests and embedded runs adjust a setting. */
   overrides?: JsonObject;
+  /** The inventory alone needs no admin token; the gateway (default) does outside development. */
+  role?: 'gateway' | 'inventory';
 }
 
 /**
@@ -229,7 +228,13 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     const issue = result.error.issues[0]!;
     throw new ConfigError(`invalid setting ${settingName(issue.path)}: ${issue.message}`);
   }
-  return result.data;
+  const config = result.data;
+  if ((options.role ?? 'gateway') === 'gateway' && config.env !== 'development') {
+    if (!config.admin.token || config.admin.token.length < 32) {
+      throw new ConfigError(`invalid setting ${settingName(['admin', 'token'])}: is required in ${config.env} and must be at least 32 characters`);
+    }
+  }
+  return config;
 }
 
 /** Limits of a plan, or null when the plan leaves them to each key (enterprise). */
