@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -155,4 +156,48 @@ export async function spawnInventoryProcess(options: { dataDir: string; port?: n
 export async function stopInventoryProcess(proc: InventoryProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
   return proc.exited;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  /** The JSON body, or undefined when the body is not JSON. */
+  body: unknown;
+}
+
+/**
+ * One HTTP request with exactly the headers given (nothing added but Host, and Content-Length
+ * when a body is given and none is set), for cases a client library would "fix": no content
+ * type, a lying content type, raw bytes.
+ */
+export function rawRequest(
+  baseUrl: string,
+  options: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<RawResponse> {
+  const url = new URL(baseUrl);
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length' || h.toLowerCase() === 'transfer-encoding')) {
+    headers['Content-Length'] = String(Buffer.byteLength(options.body));
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method: options.method, path: options.path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown;
+        try {
+          body = text === '' ? undefined : (JSON.parse(text) as unknown);
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
 }
