@@ -1,0 +1,168 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { envBindings, loadConfig } from '../../../src/shared/config';
+
+// No Docker engine runs here, so the Dockerfile and docker-compose.yml are kept right by reading
+// them: everything they name must exist and agree with the config schema.
+const root = path.resolve(__dirname, '..', '..', '..');
+const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
+
+interface ComposeService {
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  depends_on?: Record<string, unknown> | string[];
+  image?: string;
+  build?: string;
+}
+const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, ComposeService>;
+  volumes: Record<string, unknown>;
+};
+const dockerfile = read('Dockerfile');
+const instructions = dockerfile
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line && !line.startsWith('#'));
+
+/** dist/x.js in a container is src/x.ts here. */
+function sourceOf(distFile: string): string {
+  return path.join(root, distFile.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts'));
+}
+
+/** Variables the processes read besides the config bindings. */
+const extraVariables = new Set(['NODE_ENV', 'HEALTHCHECK_URL', 'CONFIG_FILE']);
+
+describe('Dockerfile', () => {
+  const stages = instructions.filter((line) => line.startsWith('FROM '));
+  const finalStage = instructions.slice(instructions.lastIndexOf(stages[stages.length - 1]!));
+
+  it('is multi-stage on node 20 or newer', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const stage of stages) {
+      const version = /node:(\d+)/.exec(stage)?.[1];
+      expect(Number(version)).toBeGreaterThanOrEqual(20);
+    }
+  });
+
+  it('copies only files that exist', () => {
+    const copies = instructions.filter((line) => line.startsWith('COPY ') && !line.includes('--from='));
+    expect(copies.length).toBeGreaterThan(0);
+    for (const copy of copies) {
+      const sources = copy.split(/\s+/).slice(1, -1);
+      for (const source of sources) expect(fs.existsSync(path.join(root, source))).toBe(true);
+    }
+  });
+
+  it('installs production dependencies only in the final image and runs as a non-root user', () => {
+    const finalText = instructions.slice(instructions.indexOf(stages[stages.length - 2]!)).join('\n');
+    expect(finalText).toMatch(/npm ci --omit=dev/);
+    expect(finalStage.some((line) => /^USER (?!root)\w+/.test(line))).toBe(true);
+  });
+
+  it('has a HEALTHCHECK whose script exists and whose default is the admin /healthz', () => {
+    const healthcheck = finalStage.find((line) => line.startsWith('HEALTHCHECK'));
+    expect(healthcheck).toMatch(/scripts\/healthcheck\.js/);
+    expect(read('scripts/healthcheck.js')).toMatch(/ADMIN_PORT \|\| 8081\}\/healthz/);
+  });
+
+  it('starts an entry point that the build produces', () => {
+    const cmd = finalStage.find((line) => line.startsWith('CMD '))!;
+    const file = (JSON.parse(cmd.slice(4)) as string[])[1]!;
+    expect(fs.existsSync(sourceOf(file))).toBe(true);
+  });
+
+  it('exposes the default ports of the config', () => {
+    const config = loadConfig({ env: {} });
+    const exposed = instructions.find((line) => line.startsWith('EXPOSE '))!.split(/\s+/).slice(1).map(Number);
+    expect(exposed).toEqual(expect.arrayContaining([config.server.port, config.server.adminPort, config.inventory.port]));
+  });
+});
+
+describe('docker-compose.yml', () => {
+  const services = compose.services;
+
+  it('has redis, both inventories, both gateways and prometheus', () => {
+    expect(Object.keys(services).sort()).toEqual(
+      ['gateway', 'gateway-staging', 'inventory', 'inventory-staging', 'prometheus', 'redis'].sort(),
+    );
+  });
+
+  it('runs redis with AOF persistence on a named volume', () => {
+    expect(services.redis!.command).toEqual(expect.arrayContaining(['--appendonly', 'yes']));
+    const volume = services.redis!.volumes![0]!.split(':')[0]!;
+    expect(compose.volumes).toHaveProperty(volume);
+  });
+
+  it('starts only entry points that exist', () => {
+    for (const [name, service] of Object.entries(services)) {
+      if (!service.command || service.command[0] !== 'node') continue;
+      expect({ name, exists: fs.existsSync(sourceOf(service.command[1]!)) }).toEqual({ name, exists: true });
+    }
+  });
+
+  it('sets only variables the processes read, with values the config schema accepts', () => {
+    const known = new Set([...envBindings.map((b) => b.variable), ...extraVariables]);
+    for (const [name, service] of Object.entries(services)) {
+      if (!service.command || service.command[0] !== 'node') continue;
+      const env = service.environment ?? {};
+      for (const variable of Object.keys(env)) expect({ name, variable, known: known.has(variable) }).toEqual({ name, variable, known: true });
+      // Substitute placeholder secrets for ${VAR} references and let the real loader judge the rest.
+      const resolved = Object.fromEntries(
+        Object.entries(env).map(([k, v]) => [k, String(v).replace(/\$\{[^}]+\}/g, (ref) => (ref.includes(':-') ? ref.slice(ref.indexOf(':-') + 2, -1) : 'x'.repeat(40)))]),
+      );
+      const role = service.command[1] === 'dist/inventory/main.js' ? 'inventory' : 'gateway';
+      expect(() => loadConfig({ env: resolved, role })).not.toThrow();
+    }
+  });
+
+  it('keeps production and staging apart: environment, upstream, secrets, volumes, host ports', () => {
+    const prod = services.gateway!;
+    const staging = services['gateway-staging']!;
+    expect(prod.environment!.APP_ENV).toBe('production');
+    expect(staging.environment!.APP_ENV).toBe('staging');
+    expect(prod.environment!.INVENTORY_URL).toBe('http://inventory:8090');
+    expect(staging.environment!.INVENTORY_URL).toBe('http://inventory-staging:8090');
+    expect(prod.environment!.ADMIN_TOKEN).not.toBe(staging.environment!.ADMIN_TOKEN);
+    expect(prod.environment!.SIGNING_SECRET).not.toBe(staging.environment!.SIGNING_SECRET);
+    expect(services.inventory!.environment!.SIGNING_SECRET).toBe(prod.environment!.SIGNING_SECRET);
+    expect(services['inventory-staging']!.environment!.SIGNING_SECRET).toBe(staging.environment!.SIGNING_SECRET);
+    expect(prod.volumes).not.toEqual(staging.volumes);
+    const hostPorts = (s: ComposeService) => (s.ports ?? []).map((p) => p.split(':').slice(-2, -1)[0]);
+    expect(hostPorts(prod).filter((p) => hostPorts(staging).includes(p))).toEqual([]);
+    const prodNs = loadConfig({ env: { APP_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(40), SIGNING_SECRET: 'y'.repeat(40) } }).redis.namespace;
+    const stagingNs = loadConfig({ env: { APP_ENV: 'staging', ADMIN_TOKEN: 'x'.repeat(40), SIGNING_SECRET: 'y'.repeat(40) } }).redis.namespace;
+    expect(prodNs).not.toBe(stagingNs);
+  });
+
+  it('maps container ports that match the ports each service is configured with', () => {
+    for (const name of ['gateway', 'gateway-staging']) {
+      const service = services[name]!;
+      const containerPorts = (service.ports ?? []).map((p) => p.split(':').pop());
+      expect(containerPorts).toEqual([service.environment!.PORT, service.environment!.ADMIN_PORT]);
+    }
+  });
+
+  it('takes every secret from .env, and .env.example names each one while .env is ignored', () => {
+    const referenced = new Set([...read('docker-compose.yml').matchAll(/\$\{([A-Z_]+)/g)].map((m) => m[1]!));
+    const example = new Set(read('.env.example').split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => l.split('=')[0]!));
+    for (const variable of referenced) expect({ variable, inExample: example.has(variable) }).toEqual({ variable, inExample: true });
+    expect(read('.gitignore').split('\n')).toContain('.env');
+  });
+
+  it('has prometheus scrape both gateways on their admin port', () => {
+    const mount = services.prometheus!.volumes!.find((v) => v.includes('prometheus.yml'))!;
+    const hostFile = mount.split(':')[0]!;
+    const prometheus = parseYaml(read(hostFile)) as {
+      scrape_configs: Array<{ metrics_path?: string; static_configs: Array<{ targets: string[] }> }>;
+    };
+    const targets = prometheus.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets));
+    expect(targets.sort()).toEqual([
+      `gateway-staging:${services['gateway-staging']!.environment!.ADMIN_PORT}`,
+      `gateway:${services.gateway!.environment!.ADMIN_PORT}`,
+    ]);
+    expect(prometheus.scrape_configs.every((c) => (c.metrics_path ?? '/metrics') === '/metrics')).toBe(true);
+  });
+});
