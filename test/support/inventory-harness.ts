@@ -57,11 +57,13 @@ export interface TestInventory {
   post(pathAndQuery: string, body: unknown): Promise<request.Response>;
   createPet(pet: Partial<NewPet> & { name: string; categoryId: number }): Promise<Pet>;
   countPets(): number;
+  /** Stops the inventory; removes the data dir when the harness made it. */
   close(): Promise<void>;
 }
 
 /** The inventory in this process on a free loopback port, on a real SQLite file in a temp dir. */
 export async function startTestInventory(options: { dataDir?: string; clock?: Clock; overrides?: Record<string, unknown> } = {}): Promise<TestInventory> {
+  const ownsDataDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? makeTempDir('inventory');
   const config = testConfig(dataDir, options.overrides);
   const running = await startInventory(config, { port: 0, host: '127.0.0.1', logger: createLogger('silent'), clock: options.clock });
@@ -86,7 +88,10 @@ export async function startTestInventory(options: { dataDir?: string; clock?: Cl
       return res.body as Pet;
     },
     countPets: () => countPetRows(inventoryDatabasePath(config)),
-    close: () => running.close(),
+    async close() {
+      await running.close();
+      if (ownsDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
   };
   return inventory;
 }
