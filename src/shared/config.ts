@@ -7,11 +7,17 @@ import { z } from 'zod';
 const numeric = (schema: z.ZodNumber) =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : v), schema);
 
-const port = numeric(z.number().int().min(0).max(65535));
-const positiveInt = numeric(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER));
-const durationMs = numeric(z.number().int().min(1).max(3_600_000));
-const instant = z.iso.datetime({ offset: true });
-const httpUrl = z.url({ protocol: /^https?$/ });
+/** A whole number in [min, max]; every way of missing it gets the same plain message. */
+function wholeNumber(min: number, max: number = Number.MAX_SAFE_INTEGER) {
+  const error = max === Number.MAX_SAFE_INTEGER ? `must be a whole number of at least ${min}` : `must be a whole number from ${min} to ${max}`;
+  return numeric(z.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
+}
+
+const port = wholeNumber(0, 65535);
+const positiveInt = wholeNumber(1);
+const durationMs = wholeNumber(1, 3_600_000);
+const instant = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 instant with a time zone, e.g. 2030-12-05T00:00:00Z' });
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 export const windowLimitsSchema = z.strictObject({ perMinute: positiveInt, perDay: positiveInt });
 export type WindowLimits = z.infer<typeof windowLimitsSchema>;
@@ -25,7 +31,7 @@ const planSchema = z.strictObject({ perMinute: positiveInt.optional(), perDay: p
 const deprecationSchema = z.strictObject({
   method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
   /** Route template under the base path, e.g. `/pets/{petId}`. */
-  path: z.string().regex(/^\/[A-Za-z0-9_{}\/-]*$/),
+  path: z.string().regex(/^\/[A-Za-z0-9_{}\/-]*$/, 'must be a route template under the base path, e.g. /pets/{petId}'),
   deprecatedAt: instant,
   sunset: instant,
   successor: z.string().min(1),
@@ -63,7 +69,7 @@ export const configSchema = z
       url: z.string().regex(/^rediss?:\/\//, 'must look like redis://host:port/db').nullable(),
       clusterNodes: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
       /** Prefix of every Redis key and channel, so staging and production can share one Redis. */
-      namespace: z.string().regex(/^[A-Za-z0-9:_-]+$/),
+      namespace: z.string().regex(/^[A-Za-z0-9:_-]+$/, 'must be letters, digits, ":", "_" or "-", e.g. asg:prod'),
       commandTimeoutMs: durationMs,
     }),
     store: z.strictObject({ failMode: z.enum(['local', 'open', 'closed']) }),
@@ -72,13 +78,15 @@ export const configSchema = z
       cacheTtlSeconds: positiveInt,
       negativeCacheTtlSeconds: positiveInt,
     }),
-    plans: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), planSchema),
+    plans: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a plan name is lower-case letters, digits, "_" or "-"'), planSchema),
     anonymous: z.strictObject({ perMinute: positiveInt }),
     ban: z.strictObject({ threshold: positiveInt, windowSeconds: positiveInt, durationSeconds: positiveInt }),
     deprecations: z.array(deprecationSchema),
     signing: z.strictObject({
       /** Shared HMAC secret between gateway and inventory; generated under dataDir in development. */
       secret: z.string().min(32, 'must be at least 32 characters').nullable(),
+      /** Secrets the inventory still accepts while a rotation is under way; the gateway signs with `secret` only. */
+      previousSecrets: z.array(z.string().min(32, 'must be at least 32 characters')),
       issuer: z.string().min(1),
       audience: z.string().min(1),
       tokenTtlSeconds: positiveInt,
@@ -123,6 +131,7 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'REDIS_CLUSTER_NODES', path: ['redis', 'clusterNodes'], list: true },
   { variable: 'ADMIN_TOKEN', path: ['admin', 'token'] },
   { variable: 'SIGNING_SECRET', path: ['signing', 'secret'] },
+  { variable: 'SIGNING_PREVIOUS_SECRETS', path: ['signing', 'previousSecrets'], list: true },
   { variable: 'DATA_DIR', path: ['dataDir'] },
   { variable: 'LOG_LEVEL', path: ['logLevel'] },
 ];
@@ -144,21 +153,25 @@ export function mergeConfig(base: JsonObject, override: JsonObject): JsonObject 
   return merged;
 }
 
-function readConfigFile(file: string): JsonObject {
+const readFailures: Record<string, string> = { ENOENT: 'does not exist', EACCES: 'cannot be read (permission denied)', EISDIR: 'is a directory' };
+
+/** `label` names the file in the error line: `CONFIG_FILE` for the operator's own, `config file` for ours. */
+function readConfigFile(file: string, label: string): JsonObject {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError(`${label} ${file} ${readFailures[code] ?? `cannot be read (${code})`}`);
   }
   let parsed: unknown;
   try {
     parsed = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
-    throw new ConfigError(`config file ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+    throw new ConfigError(`${label} ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
   }
   if (parsed === null || parsed === undefined) return {};
-  if (!isObject(parsed)) throw new ConfigError(`config file ${file} must hold an object at the top level`);
+  if (!isObject(parsed)) throw new ConfigError(`${label} ${file} must hold a mapping of settings at the top level`);
   return parsed;
 }
 
@@ -180,10 +193,35 @@ function setPath(target: JsonObject, keys: string[], value: Json): void {
   node[keys[keys.length - 1]!] = value;
 }
 
-function settingName(issuePath: PropertyKey[]): string {
+/** `PORT (server.port)` when the environment set it, else the config path alone. */
+function settingName(issuePath: PropertyKey[], env: NodeJS.ProcessEnv): string {
   const dotted = issuePath.map(String).join('.');
   const binding = envBindings.find((b) => dotted === b.path.join('.') || dotted.startsWith(b.path.join('.') + '.'));
-  return binding ? `${binding.variable} (${dotted})` : dotted || '(root)';
+  return binding && env[binding.variable] ? `${binding.variable} (${dotted})` : dotted || '(root)';
+}
+
+const typeNames: Record<string, string> = {
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  array: 'a list',
+  object: 'a mapping of settings',
+};
+
+/** One zod issue as the operator's line: zod's own wording ("Invalid input: expected …") says too little. */
+function describeIssue(issue: z.core.$ZodIssue, env: NodeJS.ProcessEnv): string {
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return `unknown setting ${settingName([...issue.path, issue.keys[0]!], env)}: config/default.yaml lists every setting`;
+    case 'invalid_value':
+      return `invalid setting ${settingName(issue.path, env)}: must be one of ${issue.values.map(String).join(', ')}`;
+    case 'invalid_type':
+      return `invalid setting ${settingName(issue.path, env)}: must be ${typeNames[issue.expected] ?? issue.expected}`;
+    case 'invalid_key':
+      return `invalid setting ${settingName(issue.path, env)}: ${issue.issues[0]?.message ?? issue.message}`;
+    default:
+      return `invalid setting ${settingName(issue.path, env)}: ${issue.message}`;
+  }
 }
 
 export interface LoadConfigOptions {
@@ -209,10 +247,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 
   const defaultFile = findConfigFile(configDir, 'default');
   if (!defaultFile) throw new ConfigError(`config/default.yaml not found in ${configDir}`);
-  let raw = readConfigFile(defaultFile);
+  let raw = readConfigFile(defaultFile, 'config file');
   const envFile = findConfigFile(configDir, appEnv.data);
-  if (envFile) raw = mergeConfig(raw, readConfigFile(envFile));
-  if (env.CONFIG_FILE) raw = mergeConfig(raw, readConfigFile(path.resolve(env.CONFIG_FILE)));
+  if (envFile) raw = mergeConfig(raw, readConfigFile(envFile, 'config file'));
+  if (env.CONFIG_FILE) raw = mergeConfig(raw, readConfigFile(path.resolve(env.CONFIG_FILE), 'invalid setting CONFIG_FILE:'));
 
   const fromEnv: JsonObject = {};
   for (const binding of envBindings) {
@@ -225,8 +263,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 
   const result = configSchema.safeParse(raw);
   if (!result.success) {
-    const issue = result.error.issues[0]!;
-    throw new ConfigError(`invalid setting ${settingName(issue.path)}: ${issue.message}`);
+    throw new ConfigError(describeIssue(result.error.issues[0]!, env));
   }
   const config = result.data;
   if ((options.role ?? 'gateway') === 'gateway' && config.env !== 'development') {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
@@ -9,9 +9,16 @@ export const UPSTREAM_TOKEN_HEADER = 'x-gateway-token';
 
 export interface UpstreamTokenSettings {
   secret: string;
+  /** Accepted by the verifier during a rotation; never used to sign. */
+  previousSecrets?: string[];
   issuer: string;
   audience: string;
   tokenTtlSeconds: number;
+}
+
+/** Names a secret in the token header without revealing it, so the verifier picks the right one. */
+function keyIdOf(secret: string): string {
+  return createHash('sha256').update(secret).digest('base64url').slice(0, 12);
 }
 
 export interface UpstreamClaims {
@@ -26,6 +33,7 @@ export interface UpstreamClaims {
  */
 export class UpstreamTokenSigner {
   private readonly secret: Uint8Array;
+  private readonly keyId: string;
   private readonly cache = new Map<string, { token: string; refreshAt: number }>();
 
   constructor(
@@ -33,6 +41,7 @@ export class UpstreamTokenSigner {
     private readonly clock: Clock,
   ) {
     this.secret = new TextEncoder().encode(settings.secret);
+    this.keyId = keyIdOf(settings.secret);
   }
 
   async sign(claims: UpstreamClaims): Promise<string> {
@@ -42,7 +51,7 @@ export class UpstreamTokenSigner {
     if (cached && cached.refreshAt > now) return cached.token;
     const issuedAt = Math.floor(now / 1000);
     const token = await new SignJWT({ plan: claims.plan })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: this.keyId })
       .setSubject(claims.keyId)
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
@@ -57,20 +66,29 @@ export class UpstreamTokenSigner {
 }
 
 export class UpstreamTokenVerifier {
-  private readonly secret: Uint8Array;
+  /** Current and previous secrets by key id. */
+  private readonly secrets = new Map<string, Uint8Array>();
 
   constructor(
     private readonly settings: UpstreamTokenSettings,
     private readonly clock: Clock,
   ) {
-    this.secret = new TextEncoder().encode(settings.secret);
+    for (const secret of [settings.secret, ...(settings.previousSecrets ?? [])]) {
+      this.secrets.set(keyIdOf(secret), new TextEncoder().encode(secret));
+    }
   }
+
+  private readonly secretFor = (header: { kid?: string }): Uint8Array => {
+    const secret = header.kid === undefined ? undefined : this.secrets.get(header.kid);
+    if (!secret) throw new joseErrors.JWSSignatureVerificationFailed('unknown signing key');
+    return secret;
+  };
 
   /** The claims of a valid token, or null for a missing, forged, expired or misaddressed one. */
   async verify(token: string | undefined): Promise<UpstreamClaims | null> {
     if (!token || token.length > 4096) return null;
     try {
-      const { payload } = await jwtVerify(token, this.secret, {
+      const { payload } = await jwtVerify(token, this.secretFor, {
         algorithms: ['HS256'],
         issuer: this.settings.issuer,
         audience: this.settings.audience,
