@@ -112,7 +112,19 @@ export function countPets(product: ProductHarness): number {
   return countPetRows(inventoryDatabasePath(product.config));
 }
 
-/** Sends `count` GET requests one after the other; returns the responses. */
+/**
+ * Counts the requests the embedded inventory's own HTTP server receives from now on (an extra
+ * 'request' listener on the real server: it observes, it does not answer).
+ */
+export function watchInventory(product: ProductHarness): { count(): number; paths: string[] } {
+  const server = product.inventory?.server;
+  if (!server) throw new Error('this product does not run the inventory itself');
+  const paths: string[] = [];
+  server.prependListener('request', (req: http.IncomingMessage) => paths.push(`${req.method} ${req.url}`));
+  return { count: () => paths.length, paths };
+}
+
+/** Sends `count` requests one after the other; returns the responses. */
 export async function sequentially(count: number, send: (i: number) => request.Test): Promise<request.Response[]> {
   const responses: request.Response[] = [];
   for (let i = 0; i < count; i++) responses.push(await send(i));
