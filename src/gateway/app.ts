@@ -113,6 +113,18 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     sendError(res, 'not_found', 'No such resource. The API lives under /v1.');
   }
 
+  /**
+   * Which operation, learned early so that a deprecated one says so on every response, 401 and
+   * 429 included (CONTRACT §3). Unknown paths and methods are refused later, once counted.
+   */
+  function announceDeprecation(req: Request, res: Response, next: NextFunction): void {
+    const route = matchRoute(req.path);
+    res.locals.gateway.route = route;
+    const notice = route && deprecations.get(deprecationKey(req.method, route.relativeTemplate));
+    if (notice) setHeaders(res, notice.headers);
+    next();
+  }
+
   /** Step 2: who is calling. Requests without a valid key are limited per address, then refused. */
   async function authenticate(req: Request, res: Response, next: NextFunction): Promise<void> {
     const state = res.locals.gateway;
@@ -206,23 +218,21 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     next();
   }
 
-  /** Step 4: which operation; unknown paths and methods end here, still counted and limited. */
+  /** Step 4: unknown paths and methods end here, still counted and limited. */
   function routeRequest(req: Request, res: Response, next: NextFunction): void {
-    const route = matchRoute(req.path);
+    const route = res.locals.gateway.route;
     if (!route) throw new ApiError('not_found', 'No such resource.');
-    res.locals.gateway.route = route;
     if (!route.allowedMethods.includes(req.method)) {
       throw new ApiError('method_not_allowed', `${req.method} is not allowed here.`, { Allow: allowHeader(route) });
     }
     next();
   }
 
-  /** Step 5: deprecated operations say so on every response, and are gone after their sunset. */
+  /** Step 5: deprecated operations (headers already set) are gone after their sunset. */
   function applyDeprecation(req: Request, res: Response, next: NextFunction): void {
     const route = res.locals.gateway.route!;
     const notice = deprecations.get(deprecationKey(req.method, route.relativeTemplate));
     if (!notice) return next();
-    setHeaders(res, notice.headers);
     metrics.deprecatedRequests.inc({ route: route.template, plan: res.locals.gateway.plan });
     if (clock.now() >= notice.sunsetAt) {
       throw new ApiError('gone', 'This operation has passed its sunset date. Use the successor version.');
@@ -314,7 +324,7 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', false);
-  app.use(startRequest, requireApiPath, authenticate, limitRate, routeRequest, applyDeprecation, forward);
+  app.use(startRequest, requireApiPath, announceDeprecation, authenticate, limitRate, routeRequest, applyDeprecation, forward);
   app.use(
     errorHandler((err) => logger.error({ err }, 'unhandled gateway error')),
   );
