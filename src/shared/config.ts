@@ -193,11 +193,11 @@ function setPath(target: JsonObject, keys: string[], value: Json): void {
   node[keys[keys.length - 1]!] = value;
 }
 
-/** `PORT (server.port)` when the environment set it, else the config path alone. */
-function settingName(issuePath: PropertyKey[], env: NodeJS.ProcessEnv): string {
+/** `PORT (server.port)`: the variable and the config path, either of which may have set it. */
+function settingName(issuePath: PropertyKey[]): string {
   const dotted = issuePath.map(String).join('.');
   const binding = envBindings.find((b) => dotted === b.path.join('.') || dotted.startsWith(b.path.join('.') + '.'));
-  return binding && env[binding.variable] ? `${binding.variable} (${dotted})` : dotted || '(root)';
+  return binding ? `${binding.variable} (${dotted})` : dotted || '(root)';
 }
 
 const typeNames: Record<string, string> = {
@@ -208,20 +208,28 @@ const typeNames: Record<string, string> = {
   object: 'a mapping of settings',
 };
 
-/** One zod issue as the operator's line: zod's own wording ("Invalid input: expected …") says too little. */
-function describeIssue(issue: z.core.$ZodIssue, env: NodeJS.ProcessEnv): string {
-  switch (issue.code) {
-    case 'unrecognized_keys':
-      return `unknown setting ${settingName([...issue.path, issue.keys[0]!], env)}: config/default.yaml lists every setting`;
-    case 'invalid_value':
-      return `invalid setting ${settingName(issue.path, env)}: must be one of ${issue.values.map(String).join(', ')}`;
-    case 'invalid_type':
-      return `invalid setting ${settingName(issue.path, env)}: must be ${typeNames[issue.expected] ?? issue.expected}`;
-    case 'invalid_key':
-      return `invalid setting ${settingName(issue.path, env)}: ${issue.issues[0]?.message ?? issue.message}`;
-    default:
-      return `invalid setting ${settingName(issue.path, env)}: ${issue.message}`;
+/** zod's own wording ("Invalid input: expected number, received string") says too little; the schema's own messages say enough. */
+const zodDefaultMessage = /^(Invalid|Too (big|small)|Unrecognized)/;
+
+/** One zod issue as the operator's one line. */
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') {
+    return `unknown setting ${settingName([...issue.path, issue.keys[0]!])}: config/default.yaml lists every setting`;
   }
+  const name = settingName(issue.path);
+  if (zodDefaultMessage.test(issue.message)) {
+    switch (issue.code) {
+      case 'invalid_value':
+        return `invalid setting ${name}: must be one of ${issue.values.map(String).join(', ')}`;
+      case 'invalid_type':
+        return `invalid setting ${name}: must be ${typeNames[issue.expected] ?? issue.expected}`;
+      case 'invalid_key':
+        return `invalid setting ${name}: ${issue.issues[0]?.message ?? issue.message}`;
+      default:
+        break;
+    }
+  }
+  return `invalid setting ${name}: ${issue.message}`;
 }
 
 export interface LoadConfigOptions {
@@ -263,7 +271,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 
   const result = configSchema.safeParse(raw);
   if (!result.success) {
-    throw new ConfigError(describeIssue(result.error.issues[0]!, env));
+    throw new ConfigError(describeIssue(result.error.issues[0]!));
   }
   const config = result.data;
   if ((options.role ?? 'gateway') === 'gateway' && config.env !== 'development') {
