@@ -17,7 +17,7 @@ async function greetDeveloper(config: Config, product: RunningProduct): Promise<
   process.stdout.write(`\nanimal-store-gateway (${config.env}) is ready on ${product.gatewayUrl}\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
 }
 
-function installSignalHandlers(product: RunningProduct, logger: Logger): void {
+function installSignalHandlers(product: RunningProduct, logger: Logger, shutdownTimeoutMs: number): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -26,6 +26,11 @@ function installSignalHandlers(product: RunningProduct, logger: Logger): void {
     }
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    // A client holding a request open must not keep the process alive past server.shutdownTimeoutMs.
+    setTimeout(() => {
+      logger.error({ shutdownTimeoutMs }, 'shutdown timed out: exiting now');
+      process.exit(1);
+    }, shutdownTimeoutMs).unref();
     product.close().then(
       () => process.exit(0),
       (err) => {
@@ -43,11 +48,9 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`animal-store-gateway: ${err.message}\n`);
-      process.exit(1);
-    }
-    throw err;
+    const message = err instanceof ConfigError ? err.message : `cannot load the configuration: ${(err as Error).message}`;
+    process.stderr.write(`animal-store-gateway: ${message}\n`);
+    process.exit(1);
   }
   const logger = createLogger(config.logLevel);
   let product: RunningProduct;
@@ -60,8 +63,12 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   logger.info({ gateway: product.gatewayUrl, admin: product.adminUrl, inventory: product.inventory?.url ?? config.upstream.url }, 'listening');
-  installSignalHandlers(product, logger);
+  installSignalHandlers(product, logger, config.server.shutdownTimeoutMs);
   if (config.env === 'development') await greetDeveloper(config, product);
 }
 
-void main();
+// Whatever escapes main is still one line, never a stack trace (CONTRACT §2).
+main().catch((err: unknown) => {
+  process.stderr.write(`animal-store-gateway: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -54,8 +54,9 @@ export class AdminClient {
         signal: AbortSignal.timeout(10_000),
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-      throw new AdminRequestError(`cannot reach the admin API at ${this.baseUrl.origin} (${cause})`, null, null);
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const reason = cause?.code ?? cause?.message ?? (err as Error).name;
+      throw new AdminRequestError(`cannot reach the admin API at ${this.baseUrl.origin} (${reason})`, null, null);
     }
     if (response.status === 204) return null;
     const text = await response.text();

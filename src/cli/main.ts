@@ -139,15 +139,23 @@ function adminToken(env: NodeJS.ProcessEnv): string {
   }
 }
 
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv, out: (text: string) => void): Promise<number> {
+/** Where the CLI writes: results to `out` (stdout), errors and usage after an error to `err` (stderr). */
+export interface CliOutput {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/** Exit code: 0 done, 1 the admin API refused or could not be reached, 2 a usage error. */
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err: errOut }: CliOutput): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    out(generalHelp());
+    if (name) out(generalHelp());
+    else errOut(`error: no command given\n\n${generalHelp()}`);
     return name ? 0 : 2;
   }
-  const command = commands[name];
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
-    out(`unknown command "${name}"\n\n${generalHelp()}`);
+    errOut(`error: unknown command "${name}"\n\n${generalHelp()}`);
     return 2;
   }
   try {
@@ -165,11 +173,11 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, out: (text:
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      out(`error: ${(err as Error).message}\nusage: npm run keys -- ${command.usage}`);
+      errOut(`error: ${(err as Error).message}\nusage: npm run keys -- ${command.usage}`);
       return 2;
     }
     if (err instanceof AdminRequestError) {
-      out(`error: ${err.message}`);
+      errOut(`error: ${err.message}`);
       return 1;
     }
     throw err;
@@ -177,7 +185,10 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, out: (text:
 }
 
 if (require.main === module) {
-  runCli(process.argv.slice(2), process.env, (text) => process.stdout.write(text + '\n')).then(
+  runCli(process.argv.slice(2), process.env, {
+    out: (text) => process.stdout.write(text + '\n'),
+    err: (text) => process.stderr.write(text + '\n'),
+  }).then(
     (code) => {
       process.exitCode = code;
     },
