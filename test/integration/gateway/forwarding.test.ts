@@ -191,8 +191,11 @@ describe('X-Request-Id', () => {
       expect(answered).not.toBe(id);
       expect(answered).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     }
-    const repeated = await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).set('X-Request-Id', ['one', 'two']);
-    expect(header(repeated, 'x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    // Two X-Request-Id lines on the wire.
+    const repeated = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      http.get(`${product.gatewayUrl}/v1/pets`, { headers: { Authorization: auth, 'X-Request-Id': ['one', 'two'] } }, (res) => resolve(res.resume())).on('error', reject);
+    });
+    expect(repeated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('every response has one, outside /v1 and without a key too', async () => {
