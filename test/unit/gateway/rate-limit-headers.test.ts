@@ -1,0 +1,107 @@
+import {
+  anonymousRateLimitHeaders,
+  bannedRateLimitHeaders,
+  bindingWindow,
+  keyRateLimitHeaders,
+  retryAfterSeconds,
+} from '../../../src/gateway/rate-limit-headers';
+import type { WindowState } from '../../../src/limits/types';
+
+const NOW = Date.UTC(2026, 0, 1, 12, 30, 15, 250);
+const MINUTE_END = Date.UTC(2026, 0, 1, 12, 31);
+const DAY_END = Date.UTC(2026, 0, 2);
+
+const minute = (remaining: number, limit = 60): WindowState => ({ limit, remaining, resetAt: MINUTE_END });
+const day = (remaining: number, limit = 1000): WindowState => ({ limit, remaining, resetAt: DAY_END });
+
+describe('retryAfterSeconds', () => {
+  it.each([
+    [0, '1'],
+    [-5, '1'],
+    [1, '1'],
+    [999, '1'],
+    [1000, '1'],
+    [1001, '2'],
+    [44_750, '45'],
+    [86_400_000, '86400'],
+  ])('%d ms → %s', (ms, expected) => {
+    expect(retryAfterSeconds(ms)).toBe(expected);
+  });
+});
+
+describe('bindingWindow', () => {
+  it('is the window with fewest remaining', () => {
+    expect(bindingWindow(minute(10), day(9))).toBe('day');
+    expect(bindingWindow(minute(9), day(10))).toBe('minute');
+  });
+
+  it('is the minute on a tie', () => {
+    expect(bindingWindow(minute(0), day(0))).toBe('minute');
+    expect(bindingWindow(minute(5), day(5))).toBe('minute');
+  });
+
+  it('is the refusing window on a refusal, even when the other shows fewer', () => {
+    expect(bindingWindow(minute(0, 60), day(0), 'day')).toBe('day');
+    expect(bindingWindow(minute(0), day(0), 'minute')).toBe('minute');
+  });
+});
+
+describe('keyRateLimitHeaders', () => {
+  it('shows the minute and both windows in the draft headers', () => {
+    expect(keyRateLimitHeaders(minute(59), day(999), NOW)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '59',
+      'X-RateLimit-Reset': String(MINUTE_END / 1000),
+      'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
+      // 44.75 s left rounds up: a client never retries early.
+      RateLimit: `"minute";r=59;t=45, "day";r=999;t=${Math.ceil((DAY_END - NOW) / 1000)}`,
+    });
+  });
+
+  it('shows the day in X-RateLimit-* when it has fewer left', () => {
+    const headers = keyRateLimitHeaders(minute(50, 100), day(3, 5), NOW);
+    expect([headers['X-RateLimit-Limit'], headers['X-RateLimit-Remaining'], headers['X-RateLimit-Reset']]).toEqual(['5', '3', String(DAY_END / 1000)]);
+  });
+
+  it('on a refusal by the day, X-RateLimit-Reset is midnight', () => {
+    const headers = keyRateLimitHeaders(minute(0, 100), day(0, 5), NOW, 'day');
+    expect(headers['X-RateLimit-Reset']).toBe(String(DAY_END / 1000));
+    expect(headers['X-RateLimit-Remaining']).toBe('0');
+  });
+
+  it('rounds a reset instant inside a second up', () => {
+    const headers = keyRateLimitHeaders({ limit: 1, remaining: 0, resetAt: 1_000_500 }, day(10), 999_000);
+    expect(headers['X-RateLimit-Reset']).toBe('1001');
+    expect(headers.RateLimit).toMatch(/^"minute";r=0;t=2,/);
+  });
+
+  it('never shows a negative wait', () => {
+    const headers = keyRateLimitHeaders(minute(1), day(1), MINUTE_END + 5_000);
+    expect(headers.RateLimit).toMatch(/^"minute";r=1;t=0,/);
+  });
+});
+
+describe('bannedRateLimitHeaders', () => {
+  it('has nothing remaining until the ban ends', () => {
+    const bannedUntil = NOW + 899_750;
+    expect(bannedRateLimitHeaders({ perMinute: 60, perDay: 1000 }, bannedUntil, NOW)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(Math.ceil(bannedUntil / 1000)),
+      'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
+      RateLimit: '"minute";r=0;t=900, "day";r=0;t=900',
+    });
+  });
+});
+
+describe('anonymousRateLimitHeaders', () => {
+  it('describes the one per-address window', () => {
+    expect(anonymousRateLimitHeaders({ limit: 30, remaining: 12, resetAt: NOW + 20_000 }, NOW)).toEqual({
+      'X-RateLimit-Limit': '30',
+      'X-RateLimit-Remaining': '12',
+      'X-RateLimit-Reset': String(Math.ceil((NOW + 20_000) / 1000)),
+      'RateLimit-Policy': '"anonymous";q=30;w=60',
+      RateLimit: '"anonymous";r=12;t=20',
+    });
+  });
+});
