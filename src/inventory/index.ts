@@ -5,3 +5,4 @@ export { migrate, migrations, type Migration } from './migrations';
 export { SqlitePetRepository, type PetRepository, type ListPetsQuery } from './pet-repository';
 export { startInventory, inventoryDatabasePath, type RunningInventory, type StartInventoryOptions } from './server';
 export type { NewPet, Pet, PetStatus } from './pet';
+export { VerifiedTokenCache } from './verified-token-cache';

@@ -8,6 +8,7 @@ import { UpstreamTokenVerifier, resolveSigningSecret } from '../shared/upstream-
 import { createInventoryApp } from './app';
 import { openInventoryDatabase } from './database';
 import { SqlitePetRepository } from './pet-repository';
+import { VerifiedTokenCache } from './verified-token-cache';
 
 export interface StartInventoryOptions {
   logger?: Logger;
@@ -37,7 +38,7 @@ export async function startInventory(config: Config, options: StartInventoryOpti
   const clock = options.clock ?? systemClock;
   const host = options.host ?? config.server.host;
   const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
-  const verifier = new UpstreamTokenVerifier({ ...config.signing, secret }, clock);
+  const verifier = new VerifiedTokenCache(new UpstreamTokenVerifier({ ...config.signing, secret }, clock), clock);
   const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config)), clock);
   const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: config.server.maxBodyBytes });
 
