@@ -13,7 +13,8 @@ import { createKeyStore, KeyResolver, KeyService } from './keys';
 import { createLimiters } from './limits';
 import { startInventory, type RunningInventory } from './inventory';
 import { createGatewayApp } from './gateway/app';
-import { createHttpProxyForwarder } from './gateway/forwarder';
+import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from './gateway/forwarder';
+import { createUndiciForwarder } from './gateway/undici-forwarder';
 import { createGatewayMetrics } from './gateway/metrics';
 import { createAdminApp, type ReadinessCheck } from './admin/app';
 
@@ -73,6 +74,10 @@ function localUrl(host: string, port: number): string {
   return `http://${reachable}:${port}`;
 }
 
+function createForwarder(kind: Config['upstream']['forwarder'], settings: ForwarderSettings): Forwarder {
+  return kind === 'undici' ? createUndiciForwarder(settings) : createHttpProxyForwarder(settings);
+}
+
 /** Starts everything this process runs: the inventory (unless upstream.url is set), the gateway and the admin listener. */
 export async function startProduct(config: Config, options: StartOptions): Promise<RunningProduct> {
   const { logger } = options;
@@ -95,7 +100,13 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     let inventory: RunningInventory | null = null;
     if (!config.upstream.url) {
-      inventory = await startInventory(config, { logger: logger.child({ component: 'inventory' }), clock, port: options.inventoryPort });
+      // Embedded, only this process talks to it: loopback is enough and keeps it off the network.
+      inventory = await startInventory(config, {
+        logger: logger.child({ component: 'inventory' }),
+        clock,
+        port: options.inventoryPort,
+        host: '127.0.0.1',
+      });
       const running = inventory;
       cleanups.push(() => running.close());
     }
@@ -121,7 +132,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
     const signer = new UpstreamTokenSigner({ ...config.signing, secret }, clock);
-    const forwarder = createHttpProxyForwarder({
+    const forwarder = createForwarder(config.upstream.forwarder, {
       target: upstreamUrl,
       timeoutMs: config.upstream.timeoutMs,
       maxSockets: config.upstream.maxSockets,

@@ -94,6 +94,8 @@ export class UpstreamTokenVerifier {
         audience: this.settings.audience,
         currentDate: new Date(this.clock.now()),
         clockTolerance: 5,
+        // Also refuses tokens issued in the future, which jose checks only with a maximum age.
+        maxTokenAge: this.settings.tokenTtlSeconds,
         requiredClaims: ['sub', 'exp', 'iat'],
       });
       if (typeof payload.sub !== 'string' || typeof payload.plan !== 'string') return null;

@@ -57,6 +57,13 @@ describe('upstream token', () => {
     expect(await verifier.verify(wrongIssuer)).toBeNull();
   });
 
+  it('refuses a token issued in the future', async () => {
+    const clock = new ManualClock();
+    const future = new ManualClock(clock.now() + 10 * 60_000);
+    const token = await new UpstreamTokenSigner({ ...settings, tokenTtlSeconds: 3600 }, future).sign(claims);
+    expect(await new UpstreamTokenVerifier(settings, clock).verify(token)).toBeNull();
+  });
+
   it('refuses a token without a key id even when the secret is right', async () => {
     const clock = new ManualClock();
     const now = Math.floor(clock.now() / 1000);
