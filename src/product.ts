@@ -48,9 +48,15 @@ async function listen(server: http.Server, port: number, host: string): Promise<
   return (server.address() as AddressInfo).port;
 }
 
-function closeServer(server: http.Server): Promise<void> {
+/** Stops accepting, lets requests in flight finish for up to `graceMs`, then cuts what is left. */
+function closeServer(server: http.Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
-    server.close(() => resolve());
+    const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
+    deadline.unref();
+    server.close(() => {
+      clearTimeout(deadline);
+      resolve();
+    });
     server.closeIdleConnections();
   });
 }
@@ -154,7 +160,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, gatewayApp);
     gatewayServer.keepAliveTimeout = 65_000;
     const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);
-    cleanups.push(() => closeServer(gatewayServer));
+    cleanups.push(() => closeServer(gatewayServer, config.server.shutdownTimeoutMs));
 
     const readiness: ReadinessCheck[] = [
       {
@@ -183,7 +189,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     const adminServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, adminApp);
     const adminPort = await listen(adminServer, options.adminPort ?? config.server.adminPort, config.server.host);
-    cleanups.push(() => closeServer(adminServer));
+    cleanups.push(() => closeServer(adminServer, config.server.shutdownTimeoutMs));
 
     return {
       gatewayUrl: localUrl(config.server.host, gatewayPort),
