@@ -1,0 +1,304 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { ManualClock } from '../../../src/shared/clock';
+import { freePort } from '../../support/redis-server';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { eventually } from '../admin/admin-kit';
+import { expectNoStackTrace, runKeys, type CliRun } from './cli-kit';
+
+/**
+ * `npm run keys -- …` as a child process against a running admin listener: what each command
+ * prints, what it changes, and its exit code (0 done, 1 the admin API refused or is unreachable,
+ * 2 a usage error).
+ */
+
+let product: ProductHarness;
+let clock: ManualClock;
+let cliEnv: Record<string, string>;
+
+beforeAll(async () => {
+  // A held clock: the ban test hammers a key without a minute turning over under it.
+  clock = new ManualClock(Date.UTC(2026, 2, 10, 12, 30, 30));
+  product = await startTestProduct({ clock, overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 900 } } });
+  cliEnv = { ADMIN_URL: product.adminUrl, ADMIN_TOKEN: product.adminToken };
+});
+
+afterAll(async () => {
+  await product.close();
+});
+
+const KEY_PATTERN = /asg_dev_[0-9A-Za-z]{22,}/g;
+
+function keys(...args: string[]): Promise<CliRun> {
+  return runKeys(args, cliEnv);
+}
+
+/** Exit 0, nothing on stderr. */
+function expectSuccess(run: CliRun): void {
+  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+}
+
+/** The exit code, nothing on stdout, and one `error:` line first on stderr. */
+function expectFailure(run: CliRun, code: 1 | 2, message: RegExp): void {
+  expect({ code: run.code, stdout: run.stdout }).toEqual({ code, stdout: '' });
+  const lines = run.stderr.trimEnd().split('\n');
+  expect(lines[0]).toMatch(/^error: /);
+  expect(lines[0]).toMatch(message);
+  if (code === 1) expect(lines).toHaveLength(1);
+  expectNoStackTrace(run);
+}
+
+async function createJson(...args: string[]): Promise<{ id: string; key: string; name: string; plan: string; limits: unknown }> {
+  const run = await keys('create', ...args, '--json');
+  expectSuccess(run);
+  return JSON.parse(run.stdout) as { id: string; key: string; name: string; plan: string; limits: unknown };
+}
+
+async function showJson(id: string): Promise<Record<string, unknown>> {
+  const run = await keys('show', id, '--json');
+  expectSuccess(run);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+function gateway(key: string): request.Test {
+  return request(product.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${key}`);
+}
+
+describe('create', () => {
+  test('prints the key once, with its id, plan and limits; the key works at the gateway', async () => {
+    const run = await keys('create', '--name', 'cli shop', '--plan', 'free');
+    expectSuccess(run);
+    const shown = run.stdout.match(KEY_PATTERN) ?? [];
+    expect(shown).toHaveLength(1);
+    expect(run.stdout).toMatch(/^id: +key_[0-9a-f]{24}$/m);
+    expect(run.stdout).toMatch(/^name: +cli shop$/m);
+    expect(run.stdout).toMatch(/^plan: +free$/m);
+    expect(run.stdout).toMatch(/^limits: +60\/min, 1000\/day$/m);
+    expect(run.stdout).toMatch(/shown once/);
+    await gateway(shown[0]!).expect(200);
+  });
+
+  test('--json prints the admin API answer as JSON', async () => {
+    const created = await createJson('--name', 'scripted', '--plan', 'pro');
+    expect(created).toEqual({
+      id: expect.stringMatching(/^key_[0-9a-f]{24}$/),
+      key: expect.stringMatching(/^asg_dev_[0-9A-Za-z]{22,}$/),
+      name: 'scripted',
+      plan: 'pro',
+      limits: { perMinute: 300, perDay: 10000 },
+      createdAt: expect.any(String),
+    });
+    await gateway(created.key).expect(200);
+  });
+
+  test('--per-minute and --per-day set the key\'s own limits, as enterprise needs', async () => {
+    const created = await createJson('--name', 'big', '--plan', 'enterprise', '--per-minute', '5000', '--per-day', '500000');
+    expect(created).toEqual(expect.objectContaining({ plan: 'enterprise', limits: { perMinute: 5000, perDay: 500000 } }));
+  });
+});
+
+describe('list', () => {
+  test('a table of keys, never the keys themselves or their hashes', async () => {
+    const created = await createJson('--name', 'listed', '--plan', 'business');
+    const run = await keys('list');
+    expectSuccess(run);
+    const [header, ...rows] = run.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^ID +NAME +PLAN +LIMITS +CREATED +REVOKED$/);
+    expect(rows.find((row) => row.startsWith(created.id))).toMatch(new RegExp(`^${created.id} +listed +business +1000/min, 100000/day +\\S+ +-$`));
+    expect(run.stdout).not.toMatch(KEY_PATTERN);
+  });
+
+  test('--json: an array of keys without key or hash fields', async () => {
+    const created = await createJson('--name', 'listed as json', '--plan', 'free');
+    const run = await keys('list', '--json');
+    expectSuccess(run);
+    expect(run.stdout).not.toContain(created.key);
+    const items = JSON.parse(run.stdout) as Array<Record<string, unknown>>;
+    expect(items.find((k) => k.id === created.id)).toEqual({
+      id: created.id,
+      name: 'listed as json',
+      plan: 'free',
+      limits: { perMinute: 60, perDay: 1000 },
+      createdAt: expect.any(String),
+      revokedAt: null,
+    });
+  });
+});
+
+describe('show', () => {
+  test('the key with its live usage and ban state', async () => {
+    const created = await createJson('--name', 'shown', '--plan', 'free', '--per-minute', '5', '--per-day', '50');
+    await gateway(created.key).expect(200);
+    const run = await keys('show', created.id);
+    expectSuccess(run);
+    expect(run.stdout).toMatch(new RegExp(`^id: +${created.id}$`, 'm'));
+    expect(run.stdout).toMatch(/^minute: +4 of 5 left, resets \S+Z$/m);
+    expect(run.stdout).toMatch(/^day: +49 of 50 left, resets \S+Z$/m);
+    expect(run.stdout).toMatch(/^banned: +no$/m);
+    expect(run.stdout).not.toContain(created.key);
+
+    expect(await showJson(created.id)).toEqual(
+      expect.objectContaining({
+        id: created.id,
+        usage: { minute: { limit: 5, remaining: 4, reset: expect.any(Number) }, day: { limit: 50, remaining: 49, reset: expect.any(Number) } },
+        bannedUntil: null,
+      }),
+    );
+  });
+});
+
+describe('update', () => {
+  test('--plan business: the new plan and its limits, applied at the gateway', async () => {
+    const created = await createJson('--name', 'upgraded', '--plan', 'free');
+    const run = await keys('update', created.id, '--plan', 'business');
+    expectSuccess(run);
+    expect(run.stdout).toMatch(/^plan: +business$/m);
+    expect(run.stdout).toMatch(/^limits: +1000\/min, 100000\/day$/m);
+    expect(await showJson(created.id)).toEqual(expect.objectContaining({ plan: 'business', limits: { perMinute: 1000, perDay: 100000 } }));
+    await eventually(1000, async () => String((await gateway(created.key)).headers['ratelimit-policy']).startsWith('"minute";q=1000;'));
+  });
+
+  test('--per-minute/--per-day set limits; --clear-limits returns to the plan\'s', async () => {
+    const created = await createJson('--name', 'tuned', '--plan', 'pro');
+    const tuned = await keys('update', created.id, '--per-minute', '7', '--per-day', '70', '--json');
+    expectSuccess(tuned);
+    expect(JSON.parse(tuned.stdout)).toEqual(expect.objectContaining({ id: created.id, limits: { perMinute: 7, perDay: 70 } }));
+    const cleared = await keys('update', created.id, '--clear-limits');
+    expectSuccess(cleared);
+    expect(cleared.stdout).toMatch(/^limits: +300\/min, 10000\/day$/m);
+  });
+
+  test('--name renames', async () => {
+    const created = await createJson('--name', 'old name', '--plan', 'free');
+    expectSuccess(await keys('update', created.id, '--name', 'new name'));
+    expect((await showJson(created.id)).name).toBe('new name');
+  });
+});
+
+describe('revoke and unban', () => {
+  test('revoke: the key is refused with revoked_api_key and listed as revoked', async () => {
+    const created = await createJson('--name', 'doomed', '--plan', 'free');
+    await gateway(created.key).expect(200);
+    const run = await keys('revoke', created.id);
+    expectSuccess(run);
+    expect(run.stdout.trim()).toBe(`revoked ${created.id}`);
+    await eventually(1000, async () => (await gateway(created.key)).status === 401);
+    const res = await gateway(created.key);
+    expect({ status: res.status, code: (res.body as { code?: string }).code }).toEqual({ status: 401, code: 'revoked_api_key' });
+    expect((await showJson(created.id)).revokedAt).toEqual(expect.any(String));
+  });
+
+  test('unban: show names the ban, unban lifts it', async () => {
+    const created = await createJson('--name', 'hammered', '--plan', 'free', '--per-minute', '1', '--per-day', '100');
+    let last = await gateway(created.key);
+    for (let i = 0; i < 10 && (last.body as { code?: string }).code !== 'temporarily_banned'; i++) last = await gateway(created.key);
+    expect((last.body as { code?: string }).code).toBe('temporarily_banned');
+
+    const banned = await keys('show', created.id);
+    expectSuccess(banned);
+    expect(banned.stdout).toMatch(/^banned: +until \d{4}-\d\d-\d\dT\S+Z$/m);
+
+    const run = await keys('unban', created.id);
+    expectSuccess(run);
+    expect(run.stdout.trim()).toBe(`ban lifted for ${created.id}`);
+    expect((await showJson(created.id)).bannedUntil).toBeNull();
+    expect((await gateway(created.key)).body).toEqual(expect.objectContaining({ code: 'rate_limited' }));
+  });
+
+  test('--json on revoke and unban', async () => {
+    const created = await createJson('--name', 'scripted end', '--plan', 'free');
+    const unban = await keys('unban', created.id, '--json');
+    expectSuccess(unban);
+    expect(JSON.parse(unban.stdout)).toEqual({ id: created.id, unbanned: true });
+    const revoke = await keys('revoke', created.id, '--json');
+    expectSuccess(revoke);
+    expect(JSON.parse(revoke.stdout)).toEqual({ id: created.id, revoked: true });
+  });
+});
+
+describe('exit 1: the admin API refused or cannot be reached', () => {
+  test('an unknown id', async () => {
+    expectFailure(await keys('show', 'key_000000000000000000000000'), 1, /No key with id key_000000000000000000000000.*404 not_found/);
+    expectFailure(await keys('revoke', 'key_000000000000000000000000'), 1, /404 not_found/);
+    expectFailure(await keys('unban', 'key_000000000000000000000000'), 1, /404 not_found/);
+    expectFailure(await keys('update', 'key_000000000000000000000000', '--name', 'x'), 1, /404 not_found/);
+  });
+
+  test('a plan that does not exist', async () => {
+    expectFailure(await keys('create', '--name', 'x', '--plan', 'gold'), 1, /plan must be one of free, pro, business, enterprise.*400 validation_failed/);
+    expectFailure(await keys('create', '--name', 'x', '--plan', 'enterprise'), 1, /must carry limits.*400 validation_failed/);
+  });
+
+  test('a wrong admin token', async () => {
+    const run = await runKeys(['list'], { ADMIN_URL: product.adminUrl, ADMIN_TOKEN: 'not-the-admin-token' });
+    expectFailure(run, 1, /admin token is not valid.*401 invalid_api_key/);
+    expect(run.stderr).not.toContain('not-the-admin-token');
+  });
+
+  test('an admin URL nothing listens on', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    expectFailure(await runKeys(['list'], { ADMIN_URL: url, ADMIN_TOKEN: product.adminToken }), 1, new RegExp(`cannot reach the admin API at ${url} \\(ECONNREFUSED\\)`));
+  });
+
+  test('an ADMIN_URL that is not a URL', async () => {
+    expectFailure(await runKeys(['list'], { ADMIN_URL: 'not a url', ADMIN_TOKEN: product.adminToken }), 1, /ADMIN_URL is not a URL/);
+  });
+
+  test('no ADMIN_TOKEN and no token file under DATA_DIR', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-cli-'));
+    expectFailure(await runKeys(['list'], { ADMIN_URL: product.adminUrl, DATA_DIR: dataDir }), 1, /ADMIN_TOKEN is not set/);
+  });
+});
+
+test('without ADMIN_TOKEN, the token npm start generated under DATA_DIR is used', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-cli-'));
+  fs.writeFileSync(path.join(dataDir, 'admin-token'), product.adminToken + '\n');
+  const run = await runKeys(['list', '--json'], { ADMIN_URL: product.adminUrl, DATA_DIR: dataDir });
+  expectSuccess(run);
+  expect(Array.isArray(JSON.parse(run.stdout))).toBe(true);
+});
+
+describe('exit 2: usage errors, and nothing is sent', () => {
+  test.each([
+    ['an unknown command', ['rotate'], /unknown command "rotate"/],
+    ['a name from Object.prototype', ['constructor'], /unknown command "constructor"/],
+    ['no command', [], /no command/],
+    ['create without --name', ['create', '--plan', 'free'], /--name is required/],
+    ['create without --plan', ['create', '--name', 'x'], /--plan is required/],
+    ['a stray positional to create', ['create', 'extra', '--name', 'x', '--plan', 'free'], /expected no arguments/],
+    ['a stray positional to list', ['list', 'extra'], /expected no arguments/],
+    ['two ids to show', ['show', 'key_a', 'key_b'], /expected ID/],
+    ['show without an id', ['show'], /expected ID/],
+    ['revoke without an id', ['revoke'], /expected ID/],
+    ['an unknown option', ['list', '--bogus'], /bogus/],
+    ['--per-minute without --per-day', ['create', '--name', 'x', '--plan', 'free', '--per-minute', '5'], /--per-minute and --per-day go together/],
+    ['a limit that is not a whole number', ['create', '--name', 'x', '--plan', 'free', '--per-minute', '5.5', '--per-day', '10'], /positive whole number/],
+    ['update with nothing to change', ['update', 'key_000000000000000000000000'], /nothing to update/],
+    ['--clear-limits with limits', ['update', 'key_000000000000000000000000', '--clear-limits', '--per-minute', '1', '--per-day', '2'], /cannot go with/],
+    ['--name without a value', ['create', '--plan', 'free', '--name'], /--name/],
+  ])('%s', async (_label, args, message) => {
+    const before = ((await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`)).body as unknown[]).length;
+    const run = await keys(...args);
+    expectFailure(run, 2, message);
+    expect(run.stderr).toMatch(/usage: npm run keys -- /);
+    const after = ((await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`)).body as unknown[]).length;
+    expect(after).toBe(before);
+  });
+});
+
+describe('--help', () => {
+  test.each(['create', 'list', 'show', 'update', 'revoke', 'unban'])('%s --help: exit 0 with its usage line', async (command) => {
+    const run = await runKeys([command, '--help'], {});
+    expectSuccess(run);
+    expect(run.stdout.split('\n')[0]).toMatch(new RegExp(`^usage: npm run keys -- ${command}\\b`));
+  });
+
+  test.each([['--help'], ['help'], ['-h']])('%s alone: exit 0 with the command list', async (flag) => {
+    const run = await runKeys([flag], {});
+    expectSuccess(run);
+    expect(run.stdout.split('\n')[0]).toBe('usage: npm run keys -- <command> [options]');
+    for (const command of ['create', 'list', 'show', 'update', 'revoke', 'unban']) expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+  });
+});
