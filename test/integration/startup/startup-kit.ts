@@ -1,0 +1,105 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../support/redis-server';
+
+/**
+ * The real entry point, `node -r ./test/support/ts-register.js src/main.ts`, as a child process
+ * with only the environment a test gives it (plus PATH): nothing of the test runner's environment
+ * (REDIS_URL, ADMIN_TOKEN, …) leaks in.
+ */
+
+const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+export interface MainProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  /** Waits until stdout matches `pattern`; fails if the process exits first or after `timeoutMs`. */
+  waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+}
+
+export function startMain(env: Record<string, string>): MainProcess {
+  const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', 'src/main.ts'], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const listeners = new Set<() => void>();
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+    for (const listener of listeners) listener();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  // Never outlive the test run, whatever happens to the test.
+  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  void exited.then(() => clearTimeout(guard));
+
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    waitForStdout(pattern, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = stdout.match(pattern);
+          if (!match) return;
+          done();
+          resolve(match);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`stdout did not match ${pattern} within ${timeoutMs} ms:\n${stdout}\nstderr:\n${stderr}`));
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        void exited.then((code) => {
+          if (!listeners.has(check)) return;
+          done();
+          reject(new Error(`exited with ${code} before stdout matched ${pattern}:\n${stdout}\nstderr:\n${stderr}`));
+        });
+        check();
+      });
+    },
+  };
+}
+
+/** Runs the entry point to its end (bounded), for settings that must stop it. */
+export async function runMain(env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const main = startMain(env);
+  const timer = setTimeout(() => main.child.kill('SIGKILL'), timeoutMs);
+  const code = await main.exited;
+  clearTimeout(timer);
+  return { code, stdout: main.stdout(), stderr: main.stderr() };
+}
+
+/** A private data dir and free ports, so a start that should have been refused harms nothing. */
+export async function isolatedEnv(extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return {
+    DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'asg-startup-')),
+    PORT: String(await freePort()),
+    ADMIN_PORT: String(await freePort()),
+    INVENTORY_PORT: String(await freePort()),
+    ...extra,
+  };
+}
+
+/** A file in a fresh temp dir. */
+export function tempFile(name: string, content: string): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-config-')), name);
+  fs.writeFileSync(file, content);
+  return file;
+}
+
+export const LONG_ADMIN_TOKEN = 'startup-admin-token-0123456789abcdef-long-enough';
+export const LONG_SIGNING_SECRET = 'startup-signing-secret-0123456789abcdef-long-enough';
