@@ -63,6 +63,8 @@ export const configSchema = z
       url: httpUrl.nullable(),
       timeoutMs: durationMs,
       maxSockets: positiveInt,
+      /** How requests reach the inventory: an undici Pool, or http-proxy-middleware over a node:http Agent. */
+      forwarder: z.enum(['undici', 'http-proxy']),
     }),
     inventory: z.strictObject({ port, databaseFile: z.string().min(1) }),
     redis: z.strictObject({
@@ -222,7 +224,13 @@ function describeIssue(issue: z.core.$ZodIssue): string {
       case 'invalid_value':
         return `invalid setting ${name}: must be one of ${issue.values.map(String).join(', ')}`;
       case 'invalid_type':
+        if (issue.message.endsWith('received undefined')) return `missing setting ${name}: must be ${typeNames[issue.expected] ?? issue.expected}`;
         return `invalid setting ${name}: must be ${typeNames[issue.expected] ?? issue.expected}`;
+      case 'too_small':
+        if (issue.origin === 'string') {
+          return `invalid setting ${name}: ${issue.minimum === 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters`}`;
+        }
+        break;
       case 'invalid_key':
         return `invalid setting ${name}: ${issue.issues[0]?.message ?? issue.message}`;
       default:
