@@ -1,7 +1,10 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
-import { isolatedEnv, startMain, type MainProcess } from './startup-kit';
+import { eventually } from '../admin/admin-kit';
+import { isolatedEnv, startMain, tempFile, type MainProcess } from './startup-kit';
 
 /**
  * The first-run experience of `npm start` in development with nothing configured: an in-process
@@ -76,4 +79,34 @@ test('second start on the same DATA_DIR: no new key, the first key still works',
   await request(`http://127.0.0.1:${env.PORT}`).get('/v1/pets').set('Authorization', `Bearer ${firstKey}`).expect(200);
 
   await stopWithSigterm(main);
+});
+
+test('SIGTERM with a request held open by the upstream exits 0 within server.shutdownTimeoutMs', async () => {
+  // An upstream that accepts requests and never answers, and an upstream timeout far beyond the
+  // shutdown timeout: only the shutdown bound can end the process in time.
+  const held: http.ServerResponse[] = [];
+  const upstream = http.createServer((_req, res) => held.push(res));
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const config = tempFile('slow-upstream.yaml', 'upstream:\n  timeoutMs: 60000\nserver:\n  shutdownTimeoutMs: 500\n');
+  try {
+    const main = (running = startMain(await isolatedEnv({ INVENTORY_URL: upstreamUrl, CONFIG_FILE: config })));
+    const [, key, gatewayUrl] = await main.waitForStdout(/Bearer (asg_dev_[0-9A-Za-z]{22,})" (http:\/\/\S+)\/v1\/pets\n/);
+    const pending = request(gatewayUrl!).get('/v1/pets').set('Authorization', `Bearer ${key}`).then(
+      (res) => res.status,
+      () => 'connection closed',
+    );
+    await eventually(5000, async () => held.length === 1);
+
+    const signalledAt = Date.now();
+    main.child.kill('SIGTERM');
+    expect(await main.exited).toBe(0);
+    const tookMs = Date.now() - signalledAt;
+    expect(tookMs).toBeGreaterThanOrEqual(400);
+    expect(tookMs).toBeLessThan(4000);
+    expect(await pending).toBe('connection closed');
+  } finally {
+    for (const res of held) res.destroy();
+    await new Promise((resolve) => upstream.close(resolve));
+  }
 });
