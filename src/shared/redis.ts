@@ -62,6 +62,12 @@ export async function duplicateForSubscribe(client: RedisClient, connectTimeoutM
 
 async function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
+  // Without a listener ioredis prints "Unhandled error event" with a stack; keep the cause for the one-line message.
+  let lastError: Error | null = null;
+  const remember = (err: Error) => {
+    lastError = err;
+  };
+  client.on('error', remember);
   try {
     await Promise.race([
       client.connect(),
@@ -71,8 +77,10 @@ async function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<v
     ]);
   } catch (err) {
     client.disconnect();
-    throw err;
+    const cause = (lastError as NodeJS.ErrnoException | null)?.code ?? (lastError ?? (err as Error)).message;
+    throw new Error(`Redis is unreachable (${cause}); check REDIS_URL or REDIS_CLUSTER_NODES`);
   } finally {
     clearTimeout(timer);
+    client.off('error', remember);
   }
 }

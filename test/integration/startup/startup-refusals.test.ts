@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, runMain, tempFile } from './startup-kit';
+import { freePort } from '../../support/redis-server';
 
 /**
  * Every setting is validated at startup; a bad value stops the process with a non-zero exit and
@@ -118,4 +119,13 @@ test('a port already in use stops startup with one line and a non-zero exit', as
   } finally {
     await new Promise((resolve) => occupier.close(resolve));
   }
+});
+
+test('an unreachable Redis stops startup with one line naming REDIS_URL and no stack trace', async () => {
+  const closedPort = await freePort();
+  const { code, stderr } = await runMain(await isolatedEnv({ REDIS_URL: `redis://127.0.0.1:${closedPort}` }));
+  expect(code).not.toBe(0);
+  expect(code).not.toBeNull();
+  const lines = stderr.trimEnd().split('\n');
+  expect(lines).toEqual(['animal-store-gateway: cannot start: Redis is unreachable (ECONNREFUSED); check REDIS_URL or REDIS_CLUSTER_NODES']);
 });
