@@ -22,6 +22,23 @@ export const redactPaths = [
   '*.token',
 ];
 
+/** Anything shaped like one of our API keys, wherever it turns up in a line. */
+const API_KEY_LOOKALIKE = /asg_[a-z]+_[A-Za-z0-9]{8,}/g;
+
+function scrubString(value: string): string {
+  return value.includes('asg_') ? value.replace(API_KEY_LOOKALIKE, '[redacted-key]') : value;
+}
+
+/** Path redaction covers known fields; this covers a key pasted into any other string, message or nested field. */
+export function scrubKeys(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return scrubString(value);
+  if (depth > 4 || value === null || typeof value !== 'object' || value instanceof Error) return value;
+  if (Array.isArray(value)) return value.map((v) => scrubKeys(v, depth + 1));
+  const scrubbed: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) scrubbed[k] = scrubKeys(v, depth + 1);
+  return scrubbed;
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
@@ -29,6 +46,12 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       base: { service: 'animal-store-gateway' },
       redact: { paths: redactPaths, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { log: (object) => scrubKeys(object) as Record<string, unknown> },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, args.map((arg) => (typeof arg === 'string' ? scrubString(arg) : arg)) as Parameters<typeof method>);
+        },
+      },
     },
     destination,
   );
