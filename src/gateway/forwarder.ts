@@ -18,11 +18,19 @@ export interface ForwardHandlers {
   onResponse?(statusCode: number): void;
 }
 
+/** What the forwarder holds right now: requests not yet finished, and connections to the upstream. */
+export interface ForwarderStats {
+  activeRequests: number;
+  openConnections: number;
+}
+
 /** Sends a prepared request to the inventory and streams the answer back. */
 export interface Forwarder {
   /** Starts forwarding; the returned function abandons the upstream request (e.g. body too large). */
   forward(req: IncomingMessage, res: ServerResponse, handlers: ForwardHandlers): () => void;
-  close(): void;
+  /** For tests and diagnostics: whether requests and connections are released. */
+  stats(): ForwarderStats;
+  close(): void | Promise<void>;
 }
 
 export interface ForwarderSettings {
@@ -33,10 +41,23 @@ export interface ForwarderSettings {
 
 const TIMEOUT_CODE = 'ASG_UPSTREAM_TIMEOUT';
 
-/** Maps a socket-level error to the contract's status and code. */
+/** Response headers about the upstream connection, not the answer: node:http writes its own. */
+const HOP_BY_HOP_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
+
+export function isHopByHopResponseHeader(name: string): boolean {
+  return HOP_BY_HOP_RESPONSE_HEADERS.has(name) || name.startsWith('proxy-');
+}
+
+/**
+ * Maps a socket-level error to the contract's status and code: node:http's codes (the
+ * http-proxy-middleware forwarder) and undici's (the undici forwarder) alike.
+ */
 export function classifyUpstreamError(err: NodeJS.ErrnoException): UpstreamFailure {
   switch (err.code) {
     case TIMEOUT_CODE:
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
       return { code: 'upstream_timeout', reason: 'timeout', message: 'The inventory service did not answer in time.' };
     case 'ECONNREFUSED':
     case 'ENOTFOUND':
@@ -45,6 +66,8 @@ export function classifyUpstreamError(err: NodeJS.ErrnoException): UpstreamFailu
       return { code: 'upstream_unavailable', reason: 'refused', message: 'The inventory service is unreachable.' };
     case 'ECONNRESET':
     case 'EPIPE':
+    case 'UND_ERR_SOCKET':
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
       return { code: 'upstream_unavailable', reason: 'reset', message: 'The inventory service closed the connection.' };
     case 'HPE_INVALID_CONSTANT':
     case 'HPE_INVALID_STATUS':
@@ -53,11 +76,18 @@ export function classifyUpstreamError(err: NodeJS.ErrnoException): UpstreamFailu
     case 'HPE_INVALID_VERSION':
       return { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
     default:
-      if (err.code?.startsWith('HPE_')) {
+      // undici's HTTPParserError may carry no code at all (it looks its llhttp code up the wrong way round).
+      if (err.code?.startsWith('HPE_') || err.name === 'HTTPParserError') {
         return { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
       }
       return { code: 'upstream_unavailable', reason: 'other', message: 'The inventory service could not be reached.' };
   }
+}
+
+function pendingInAgent(agent: http.Agent): number {
+  let queued = 0;
+  for (const requests of Object.values(agent.requests)) queued += requests?.length ?? 0;
+  return queued;
 }
 
 interface InFlight {
@@ -88,7 +118,22 @@ export function createHttpProxyForwarder(settings: ForwarderSettings): Forwarder
           err.code = TIMEOUT_CODE;
           proxyReq.destroy(err);
         });
-        proxyReq.once('response', (upstreamRes) => inFlight?.handlers.onResponse?.(upstreamRes.statusCode ?? 0));
+        proxyReq.once('response', (upstreamRes) => {
+          inFlight?.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
+          // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
+          upstreamRes.once('close', () => {
+            if (upstreamRes.complete || !inFlight || inFlight.abandoned) return;
+            inFlight.abandoned = true;
+            const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
+            err.code = 'ECONNRESET';
+            inFlight.handlers.onFailure(classifyUpstreamError(err));
+          });
+        });
+      },
+      proxyRes(upstreamRes) {
+        for (const name of Object.keys(upstreamRes.headers)) {
+          if (isHopByHopResponseHeader(name)) delete upstreamRes.headers[name];
+        }
       },
       error(err, req) {
         const inFlight = inFlightOf.get(req as IncomingMessage);
@@ -102,6 +147,13 @@ export function createHttpProxyForwarder(settings: ForwarderSettings): Forwarder
     forward(req, res, handlers) {
       const inFlight: InFlight = { handlers, abandoned: false };
       inFlightOf.set(req, inFlight);
+      // A client gone before the answer ends frees the upstream request (http-proxy only notices an
+      // unfinished request body, not a closed response).
+      res.once('close', () => {
+        if (res.writableFinished || inFlight.abandoned) return;
+        inFlight.abandoned = true;
+        inFlight.upstreamRequest?.destroy();
+      });
       void proxy(req, res, (err?: unknown) => {
         handlers.onFailure(classifyUpstreamError((err ?? new Error('proxy failed')) as NodeJS.ErrnoException));
       });
@@ -109,6 +161,13 @@ export function createHttpProxyForwarder(settings: ForwarderSettings): Forwarder
         inFlight.abandoned = true;
         inFlight.upstreamRequest?.destroy();
       };
+    },
+    stats() {
+      let activeRequests = 0;
+      let idle = 0;
+      for (const sockets of Object.values(agent.sockets)) activeRequests += sockets?.length ?? 0;
+      for (const sockets of Object.values(agent.freeSockets)) idle += sockets?.length ?? 0;
+      return { activeRequests: activeRequests + pendingInAgent(agent), openConnections: activeRequests + idle };
     },
     close() {
       agent.destroy();
