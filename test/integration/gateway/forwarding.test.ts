@@ -266,16 +266,50 @@ describe('when the upstream fails', () => {
   });
 });
 
-/** With the real inventory behind it: an oversized body writes nothing. */
-describe('oversized bodies and the real inventory', () => {
+/** With the real inventory behind it. */
+describe('the real inventory behind the gateway', () => {
   let product: ProductHarness;
+  let staging: ProductHarness;
 
   beforeAll(async () => {
     product = await startTestProduct();
+    staging = await startTestProduct({ env: { APP_ENV: 'staging' } });
   });
 
   afterAll(async () => {
     await product?.close();
+    await staging?.close();
+  });
+
+  it('the next-page Link points at the gateway, not the inventory, and can be followed to the last page', async () => {
+    const { auth } = await createKey(product, { plan: 'pro' });
+    for (const name of ['One', 'Two', 'Three']) {
+      await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name, categoryId: 4, status: 'pending' }).expect(201);
+    }
+    const names: string[] = [];
+    let next: string | undefined = `${product.gatewayUrl}/v1/pets?limit=2&status=pending`;
+    let pages = 0;
+    while (next) {
+      const url: URL = new URL(next);
+      expect(url.origin).toBe(product.gatewayUrl);
+      const res = await request(url.origin).get(url.pathname + url.search).set('Authorization', auth).expect(200);
+      expectMatchesOpenApi('GET', '/pets', res);
+      names.push(...(res.body as Array<{ name: string }>).map((pet) => pet.name));
+      const link = header(res, 'link');
+      next = link === undefined ? undefined : /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
+      if (link !== undefined) expect(next).toContain('limit=2&status=pending&cursor=');
+      pages += 1;
+    }
+    expect(names).toEqual(['One', 'Two', 'Three']);
+    expect(pages).toBe(2);
+  });
+
+  it('with server.publicBaseUrl set (staging), the Link is built on it', async () => {
+    const { key } = await staging.keys.create({ name: 'pager', plan: 'pro' });
+    const auth = `Bearer ${key}`;
+    for (const name of ['A', 'B']) await request(staging.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name, categoryId: 1 }).expect(201);
+    const res = await request(staging.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', auth).expect(200);
+    expect(header(res, 'link')).toMatch(/^<https:\/\/staging-api\.animalstore\.example\/v1\/pets\?limit=1&cursor=[A-Za-z0-9_-]+>; rel="next"$/);
   });
 
   it('writes no pet for a 413, by Content-Length or chunked', async () => {
