@@ -105,6 +105,22 @@ describe('per-key windows through the gateway', () => {
     expect(expectRateLimitHeaders(nextDay)).toMatchObject({ limit: 5, remaining: 4 });
   });
 
+  it('when both windows are used up, Retry-After and X-RateLimit-Reset name the later one (midnight)', async () => {
+    const start = startDay(20, 0);
+    const midnight = Math.ceil(start / 86_400_000) * 86_400_000;
+    const { auth } = await createKey(product, { plan: 'enterprise', limits: { perMinute: 2, perDay: 2 } });
+    await sequentially(2, () => get(auth).expect(200));
+
+    const refused = await get(auth);
+    expectError(refused, 429, 'rate_limited');
+    expect(Number(header(refused, 'retry-after'))).toBe((midnight - start) / 1000);
+    expect(expectRateLimitHeaders(refused)).toMatchObject({ limit: 2, remaining: 0, reset: midnight / 1000 });
+
+    // The minute ending changes nothing: the honest answer was midnight.
+    clock.advance(60_000);
+    expectError(await get(auth), 429, 'rate_limited');
+  });
+
   it('refused requests consume nothing: the day count is the same before and after', async () => {
     startDay();
     const { auth, id } = await createKey(product, { plan: 'free', limits: { perMinute: 3, perDay: 1000 } });
