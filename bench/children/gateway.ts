@@ -1,0 +1,73 @@
+import Redis from 'ioredis';
+import { loadConfig } from '../../src/shared/config';
+import { createLogger } from '../../src/shared/logger';
+import { startProduct } from '../../src/product';
+import { announceReady, childOptions } from '../processes';
+
+/**
+ * The whole gateway as `npm start` runs it (every feature on, logs at info to stdout, which the
+ * bench sends to a file), in front of the bench's upstream. It creates its own keys:
+ * - `admitted`: enterprise, limits no run can reach;
+ * - `limited`: one request a day, used up here before the run, so every later request is a 429;
+ * - `banned`: like `limited`, then refused past the ban threshold, so every later request is a 429 ban.
+ */
+interface GatewayChildOptions {
+  target: string;
+  redisUrl: string | null;
+  namespace: string;
+  forwarder: 'undici' | 'http-proxy';
+  dataDir: string;
+  configDir: string;
+  /** Refusals before a ban; the default (config) unless the bench wants 429s that never turn into bans. */
+  banThreshold?: number;
+}
+
+// Every command a client of this process sends to Redis is a request and its reply: a round trip.
+let redisCommandsSent = 0;
+const sendCommand = Redis.prototype.sendCommand;
+Redis.prototype.sendCommand = function countedSendCommand(this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+  redisCommandsSent++;
+  return sendCommand.apply(this, args);
+};
+
+async function main(): Promise<void> {
+  const options = childOptions<GatewayChildOptions>();
+  const env: Record<string, string> = {
+    APP_ENV: 'development',
+    SIGNING_SECRET: 'bench-signing-secret-that-is-long-enough-0123456789',
+    ADMIN_TOKEN: 'bench-admin-token-that-is-long-enough-0123456789',
+  };
+  if (options.redisUrl) env.REDIS_URL = options.redisUrl;
+  const config = loadConfig({
+    env,
+    configDir: options.configDir,
+    overrides: {
+      dataDir: options.dataDir,
+      server: { host: '127.0.0.1' },
+      upstream: { url: options.target, forwarder: options.forwarder },
+      redis: { namespace: options.namespace },
+      logLevel: 'info',
+      ...(options.banThreshold ? { ban: { threshold: options.banThreshold } } : {}),
+    },
+  });
+  const logger = createLogger(config.logLevel);
+  const product = await startProduct(config, { logger, gatewayPort: 0, adminPort: 0 });
+
+  const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };
+  const admitted = await product.keys.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable });
+  const limited = await product.keys.create({ name: 'bench limited', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 } });
+  const banned = await product.keys.create({ name: 'bench banned', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 } });
+  const get = (key: string) => fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } }).then((res) => res.arrayBuffer().then(() => res.status));
+  await get(limited.key);
+  // A child told never to ban has no banned key to offer.
+  if (config.ban.threshold <= 100) {
+    for (let i = 0; i < config.ban.threshold + 2; i++) await get(banned.key);
+  }
+
+  announceReady(product.gatewayUrl, { admitted: admitted.key, limited: limited.key, banned: banned.key }, () => redisCommandsSent, () => product.close());
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench gateway: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

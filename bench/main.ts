@@ -1,0 +1,323 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startRedisServer, type RedisProcess } from '../test/support/redis-server';
+import { startChild, type BenchChild } from './processes';
+import { runLoad, type LoadResult } from './load';
+import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
+import { hottestFunctions, timeByModule } from './profile';
+import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
+
+/**
+ * `npm run bench`: what the gateway costs on top of a plain proxy, measured side by side in one run.
+ * Everything listens on 127.0.0.1; every load is bounded by its duration. See README "Benchmark".
+ */
+
+interface Settings {
+  rounds: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  connections: number;
+  /** Requests of the optional soak run against the Redis gateway (0: none). */
+  soakRequests: number;
+  quick: boolean;
+  /** Profile the Redis gateway with this forwarder instead of comparing variants. */
+  profile: 'undici' | 'http-proxy' | null;
+}
+
+function parseArgs(argv: string[]): Settings {
+  const quick = argv.includes('--quick');
+  const settings: Settings = quick
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 0.5, connections: 32, soakRequests: 0, quick, profile: null }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null };
+  for (let i = 0; i < argv.length; i++) {
+    const value = Number(argv[i + 1]);
+    switch (argv[i]) {
+      case '--rounds':
+        settings.rounds = value;
+        break;
+      case '--duration':
+        settings.durationSeconds = value;
+        break;
+      case '--connections':
+        settings.connections = value;
+        break;
+      case '--soak':
+        settings.soakRequests = value;
+        break;
+      case '--profile':
+        settings.profile = argv[i + 1] === 'http-proxy' ? 'http-proxy' : 'undici';
+        break;
+      case '--quick':
+        break;
+      default:
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --soak REQUESTS, --profile undici|http-proxy)`);
+    }
+  }
+  return settings;
+}
+
+const BASELINE = 'bare-http-proxy';
+/** The forwarder the gateway uses unless upstream.forwarder says otherwise (config/default.yaml). */
+const repoRoot = path.resolve(__dirname, '..', ...(path.extname(__filename) === '.ts' ? [] : ['..']));
+
+interface Variant {
+  id: string;
+  label: string;
+  child: BenchChild;
+  /** Which API key to send, for gateway variants. */
+  key?: 'admitted' | 'limited' | 'banned';
+  /** The status every response should have. */
+  expectedStatus: number;
+  usesRedis: boolean;
+}
+
+interface RunFigures {
+  load: LoadResult;
+  redisCommands: CommandCounts;
+  redisCommandsSent: number;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+function headersFor(variant: Variant): Record<string, string> {
+  return variant.key ? { authorization: `Bearer ${variant.child.details[variant.key]}` } : {};
+}
+
+async function measure(variant: Variant, settings: Settings, redisStats: RedisCommandStats | null): Promise<RunFigures> {
+  const url = `${variant.child.url}/v1/pets`;
+  const headers = headersFor(variant);
+  await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
+  // Requests cut off by the end of a run still finish on the server; let them, before counting.
+  await settle();
+  const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
+  const sentBefore = (await variant.child.stats()).redisCommandsSent;
+  const load = await runLoad({ url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
+  await settle();
+  const sentAfter = (await variant.child.stats()).redisCommandsSent;
+  const commandsAfter = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
+  return { load, redisCommands: difference(commandsAfter, commandsBefore), redisCommandsSent: sentAfter - sentBefore };
+}
+
+function summarize(variant: Variant, runs: RunFigures[], baselineRps: number): VariantSummary {
+  const requests = runs.reduce((sum, r) => sum + r.load.requests, 0);
+  // Redis figures are per request the server saw: responses, plus those the end of a run cut off.
+  const sent = runs.reduce((sum, r) => sum + r.load.sent, 0);
+  const commands: CommandCounts = {};
+  for (const run of runs) {
+    for (const [name, calls] of Object.entries(run.redisCommands)) commands[name] = (commands[name] ?? 0) + calls;
+  }
+  const perRequest = (n: number) => (sent > 0 ? n / sent : 0);
+  const unexpected = runs.reduce((sum, r) => sum + r.load.requests - (r.load.statuses[String(variant.expectedStatus)] ?? 0) + r.load.errors, 0);
+  const rps = median(runs.map((r) => r.load.requestsPerSecond));
+  return {
+    id: variant.id,
+    label: variant.label,
+    requestsPerSecond: rps,
+    p50Ms: median(runs.map((r) => r.load.p50Ms)),
+    p99Ms: median(runs.map((r) => r.load.p99Ms)),
+    ratioToBaseline: rps / baselineRps,
+    rounds: runs.map((r) => ({ requestsPerSecond: r.load.requestsPerSecond, p50Ms: r.load.p50Ms, p99Ms: r.load.p99Ms, requests: r.load.requests })),
+    requests,
+    expectedStatus: variant.expectedStatus,
+    unexpectedResponses: unexpected,
+    redis: variant.usesRedis
+      ? {
+          commandsPerRequest: perRequest(Object.values(commands).reduce((a, b) => a + b, 0)),
+          roundTripsPerRequest: perRequest(runs.reduce((sum, r) => sum + r.redisCommandsSent, 0)),
+          keyLookupsPerRequest: perRequest(commands.hget ?? 0),
+          byCommand: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, perRequest(calls)])),
+        }
+      : null,
+  };
+}
+
+function machine(): BenchReport['machine'] {
+  const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  return {
+    nproc: os.availableParallelism(),
+    cpuModel: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.type()} ${os.release()}`,
+  };
+}
+
+async function soak(variant: Variant, requests: number, connections: number): Promise<RssFigures & { requests: number; growthPercent: number }> {
+  const url = `${variant.child.url}/v1/pets`;
+  const headers = headersFor(variant);
+  process.stdout.write(`soak: ${requests} requests against ${variant.label}\n`);
+  // A first tenth warms the process up; RSS is compared from there to the end.
+  await runLoad({ url, connections, durationSeconds: 0, amount: Math.round(requests / 10), headers });
+  const startBytes = variant.child.rssBytes();
+  const samples: number[] = [];
+  const sampler = setInterval(() => samples.push(variant.child.rssBytes()), 1000);
+  const load = await runLoad({ url, connections, durationSeconds: 0, amount: requests, headers });
+  clearInterval(sampler);
+  const endBytes = variant.child.rssBytes();
+  return {
+    requests: load.requests,
+    startMiB: startBytes / 2 ** 20,
+    endMiB: endBytes / 2 ** 20,
+    peakMiB: Math.max(...samples, endBytes) / 2 ** 20,
+    growthPercent: ((endBytes - startBytes) / startBytes) * 100,
+  };
+}
+
+/** What every mode needs: a private Redis, the fixed upstream, and a way to start gateways. */
+interface Fixture {
+  redis: RedisProcess;
+  redisStats: RedisCommandStats;
+  upstream: BenchChild;
+  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]): Promise<BenchChild>;
+  gateway(name: string, forwarder: 'undici' | 'http-proxy', withRedis: boolean, options?: { banThreshold?: number; nodeFlags?: string[] }): Promise<BenchChild>;
+  children: BenchChild[];
+  workDir: string;
+}
+
+async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<void> {
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-bench-'));
+  const children: BenchChild[] = [];
+  let redis: RedisProcess | null = null;
+  let redisStats: RedisCommandStats | null = null;
+  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]) => {
+    const child = await startChild(name, script, options, logFile, nodeFlags);
+    children.push(child);
+    return child;
+  };
+  try {
+    redis = await startRedisServer();
+    redisStats = new RedisCommandStats(redis.url);
+    const upstream = await spawn('upstream', 'upstream', {});
+    const redisUrl = redis.url;
+    const gateway: Fixture['gateway'] = (name, forwarder, withRedis, options = {}) => {
+      const dataDir = path.join(workDir, name);
+      fs.mkdirSync(dataDir);
+      const childOptions = {
+        target: upstream.url,
+        redisUrl: withRedis ? redisUrl : null,
+        namespace: `bench:${name}`,
+        forwarder,
+        dataDir,
+        configDir: path.join(repoRoot, 'config'),
+        banThreshold: options.banThreshold,
+      };
+      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
+    };
+    await use({ redis, redisStats, upstream, spawn, gateway, children, workDir });
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+    redisStats?.close();
+    await redis?.stop();
+    fs.rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/** Every variant, alternating rounds; the table, the targets, bench/results/latest.{json,md}. */
+async function compare(settings: Settings, fixture: Fixture): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = os.loadavg();
+  const { upstream, spawn, gateway, children, redisStats } = fixture;
+  const maxSockets = 256;
+  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans] = await Promise.all([
+    spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
+    spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
+    gateway('gateway-memory-http-proxy', 'http-proxy', false),
+    gateway('gateway-memory-undici', 'undici', false),
+    gateway('gateway-redis-http-proxy', 'http-proxy', true),
+    gateway('gateway-redis-undici', 'undici', true),
+    gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
+  ]);
+  const variants: Variant[] = [
+    { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
+    { id: BASELINE, label: 'bare express + http-proxy-middleware', child: bareHpm!, expectedStatus: 200, usesRedis: false },
+    { id: 'bare-undici', label: 'bare node:http + undici forwarder', child: bareUndici!, expectedStatus: 200, usesRedis: false },
+    { id: 'gateway-memory-http-proxy', label: 'gateway, in-process store, http-proxy', child: memoryHpm!, key: 'admitted', expectedStatus: 200, usesRedis: false },
+    { id: 'gateway-memory-undici', label: 'gateway, in-process store, undici', child: memoryUndici!, key: 'admitted', expectedStatus: 200, usesRedis: false },
+    { id: 'gateway-redis-http-proxy', label: 'gateway, Redis, http-proxy', child: redisHpm!, key: 'admitted', expectedStatus: 200, usesRedis: true },
+    { id: 'gateway-redis-undici', label: 'gateway, Redis, undici', child: redisUndici!, key: 'admitted', expectedStatus: 200, usesRedis: true },
+    { id: 'refused-429-limited', label: '429 rate_limited (Redis, undici)', child: redisNeverBans!, key: 'limited', expectedStatus: 429, usesRedis: true },
+    { id: 'refused-429-banned', label: '429 temporarily_banned (Redis, undici)', child: redisUndici!, key: 'banned', expectedStatus: 429, usesRedis: true },
+  ];
+
+  const runs = new Map<string, RunFigures[]>(variants.map((v) => [v.id, []]));
+  const rssAtStart = new Map(children.map((c) => [c.name, c.rssBytes()]));
+  const estimate = Math.round(settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3));
+  process.stdout.write(
+    `bench: ${variants.length} variants x ${settings.rounds} round(s), ${settings.connections} connections, ` +
+      `${settings.durationSeconds} s each after ${settings.warmupSeconds} s warm-up (about ${estimate} s)\n`,
+  );
+  for (let round = 0; round < settings.rounds; round++) {
+    // Each round starts one variant later, so no variant always runs first or right after another.
+    for (let i = 0; i < variants.length; i++) {
+      const variant = variants[(i + round) % variants.length]!;
+      const figures = await measure(variant, settings, redisStats);
+      runs.get(variant.id)!.push(figures);
+      process.stdout.write(
+        `  round ${round + 1}/${settings.rounds}  ${variant.label.padEnd(42)} ${figures.load.requestsPerSecond.toFixed(0).padStart(7)} req/s  ` +
+          `p50 ${figures.load.p50Ms.toFixed(2)} ms  p99 ${figures.load.p99Ms.toFixed(2)} ms\n`,
+      );
+    }
+  }
+
+  const baselineRps = median(runs.get(BASELINE)!.map((r) => r.load.requestsPerSecond));
+  const summaries = variants.map((v) => summarize(v, runs.get(v.id)!, baselineRps));
+  const rss: Record<string, RssFigures> = {};
+  for (const child of children) {
+    rss[child.name] = { startMiB: rssAtStart.get(child.name)! / 2 ** 20, endMiB: child.rssBytes() / 2 ** 20, peakMiB: child.peakRssBytes() / 2 ** 20 };
+  }
+  const soakResult = settings.soakRequests > 0 ? await soak(variants.find((v) => v.id === 'gateway-redis-undici')!, settings.soakRequests, settings.connections) : null;
+
+  const report: BenchReport = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    settings: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, connections: settings.connections, quick: settings.quick },
+    machine: machine(),
+    loadAverage: { before: loadBefore, after: os.loadavg() },
+    baseline: BASELINE,
+    variants: summaries,
+    rss,
+    soak: soakResult,
+  };
+  printTable(report);
+  const written = writeReport(report, path.join(repoRoot, 'bench', 'results'));
+  process.stdout.write(`\nwrote ${written.map((f) => path.relative(repoRoot, f)).join(', ')}\n`);
+}
+
+/** The Redis gateway alone under load with --cpu-prof; prints where its time goes. */
+async function profileGateway(settings: Settings, fixture: Fixture, forwarder: 'undici' | 'http-proxy'): Promise<void> {
+  const profileDir = path.join(fixture.workDir, 'profile');
+  const child = await fixture.gateway(`gateway-redis-${forwarder}-profiled`, forwarder, true, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] });
+  const url = `${child.url}/v1/pets`;
+  const headers = { authorization: `Bearer ${child.details.admitted}` };
+  process.stdout.write(`profiling the Redis gateway (${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`);
+  await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
+  const load = await runLoad({ url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
+  await child.stop();
+  const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error('the gateway wrote no .cpuprofile');
+  const kept = path.join(repoRoot, 'bench', 'results', `gateway-${forwarder}.cpuprofile`);
+  fs.mkdirSync(path.dirname(kept), { recursive: true });
+  fs.copyFileSync(path.join(profileDir, file), kept);
+  process.stdout.write(`${load.requestsPerSecond.toFixed(0)} req/s, p50 ${load.p50Ms.toFixed(2)} ms, p99 ${load.p99Ms.toFixed(2)} ms (the profiler slows it)\n\nself time by module:\n`);
+  for (const m of timeByModule(kept, repoRoot).slice(0, 15)) process.stdout.write(`  ${m.selfPercent.toFixed(1).padStart(5)} %  ${m.module}\n`);
+  process.stdout.write('\nhottest functions (self time):\n');
+  for (const h of hottestFunctions(kept, repoRoot)) process.stdout.write(`  ${h.selfPercent.toFixed(1).padStart(5)} %  ${h.function}  ${h.where}\n`);
+  process.stdout.write(`\nprofile kept in ${path.relative(repoRoot, kept)} (open it in Chrome DevTools)\n`);
+}
+
+async function main(): Promise<void> {
+  const settings = parseArgs(process.argv.slice(2));
+  await withFixture((fixture) => (settings.profile ? profileGateway(settings, fixture, settings.profile) : compare(settings, fixture)));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The bench's servers run in child processes of their own, so that each one's CPU and memory are
+ * its own and not autocannon's. They talk to the bench over the IPC channel: `ready` once
+ * listening, and an answer to every `stats` request.
+ */
+
+export interface ReadyMessage {
+  type: 'ready';
+  url: string;
+  /** Whatever else the child wants the bench to know (API keys for the gateway). */
+  details?: Record<string, string>;
+}
+
+export interface ChildStats {
+  /** Commands this process sent to Redis since it started (every one is a round trip). */
+  redisCommandsSent: number;
+  rssBytes: number;
+}
+
+type StatsRequest = { type: 'stats'; id: number };
+type StatsReply = { type: 'stats'; id: number; stats: ChildStats };
+
+export interface BenchChild {
+  name: string;
+  pid: number;
+  url: string;
+  details: Record<string, string>;
+  stats(): Promise<ChildStats>;
+  /** Peak resident set size so far (VmHWM), from /proc: the kernel's own high-water mark. */
+  peakRssBytes(): number;
+  /** Current resident set size (VmRSS). */
+  rssBytes(): number;
+  stop(): Promise<void>;
+}
+
+const isTypeScript = path.extname(__filename) === '.ts';
+
+function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+/**
+ * Starts `children/<script>` with `options` as its one argument (JSON). Its stdout goes to
+ * `stdoutFile` (the gateway's log lines) or nowhere.
+ */
+export async function startChild(name: string, script: string, options: object, stdoutFile?: string, nodeFlags: string[] = []): Promise<BenchChild> {
+  const entry = path.join(__dirname, 'children', script + (isTypeScript ? '.ts' : '.js'));
+  const execArgv = isTypeScript ? ['-r', path.resolve(__dirname, '..', 'test', 'support', 'ts-register.js')] : [];
+  const stdout = stdoutFile ? fs.openSync(stdoutFile, 'a') : 'ignore';
+  const child: ChildProcess = spawn(process.execPath, [...execArgv, ...nodeFlags, entry, JSON.stringify(options)], {
+    stdio: ['ignore', stdout, 'inherit', 'ipc'],
+  });
+  if (typeof stdout === 'number') fs.closeSync(stdout);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const ready = await new Promise<ReadyMessage>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`bench child ${name} exited (${code}) before it was ready`));
+    child.once('exit', onExit);
+    child.on('message', (message: ReadyMessage | StatsReply) => {
+      if (message.type === 'ready') {
+        child.off('exit', onExit);
+        resolve(message);
+      }
+    });
+  });
+
+  let nextId = 1;
+  const pending = new Map<number, (stats: ChildStats) => void>();
+  child.on('message', (message: ReadyMessage | StatsReply) => {
+    if (message.type === 'stats') pending.get(message.id)?.(message.stats);
+  });
+  const pid = child.pid!;
+  return {
+    name,
+    pid,
+    url: ready.url,
+    details: ready.details ?? {},
+    stats() {
+      const id = nextId++;
+      return new Promise((resolve) => {
+        pending.set(id, resolve);
+        child.send({ type: 'stats', id } satisfies StatsRequest);
+      });
+    },
+    peakRssBytes: () => procStatusBytes(pid, 'VmHWM'),
+    rssBytes: () => procStatusBytes(pid, 'VmRSS'),
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
+/** In a child: the options the bench passed. The bench going away (even killed) ends the child. */
+export function childOptions<T>(): T {
+  process.once('disconnect', () => process.exit(0));
+  return JSON.parse(process.argv[2] ?? '{}') as T;
+}
+
+/** In a child: tell the bench where it listens, answer stats requests, and exit on SIGTERM. */
+export function announceReady(url: string, details: Record<string, string> = {}, redisCommandsSent: () => number = () => 0, stop?: () => Promise<void>): void {
+  process.on('message', (message: StatsRequest) => {
+    if (message.type !== 'stats') return;
+    const stats: ChildStats = { redisCommandsSent: redisCommandsSent(), rssBytes: process.memoryUsage.rss() };
+    process.send!({ type: 'stats', id: message.id, stats } satisfies StatsReply);
+  });
+  process.once('SIGTERM', () => {
+    void (stop ? stop() : Promise.resolve()).finally(() => process.exit(0));
+  });
+  process.send!({ type: 'ready', url, details } satisfies ReadyMessage);
+}

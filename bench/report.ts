@@ -1,0 +1,170 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface RedisFigures {
+  /** Every command Redis ran (INFO commandstats), those inside the limiter's Lua script included. */
+  commandsPerRequest: number;
+  /** Commands the gateway sent (each one a request and a reply). */
+  roundTripsPerRequest: number;
+  /** HGET on the key store: a key lookup that missed the in-process cache. */
+  keyLookupsPerRequest: number;
+  byCommand: Record<string, number>;
+}
+
+export interface VariantSummary {
+  id: string;
+  label: string;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  ratioToBaseline: number;
+  rounds: Array<{ requestsPerSecond: number; p50Ms: number; p99Ms: number; requests: number }>;
+  requests: number;
+  expectedStatus: number;
+  unexpectedResponses: number;
+  redis: RedisFigures | null;
+}
+
+export interface RssFigures {
+  startMiB: number;
+  endMiB: number;
+  peakMiB: number;
+}
+
+export interface BenchReport {
+  startedAt: string;
+  finishedAt: string;
+  settings: { rounds: number; durationSeconds: number; warmupSeconds: number; connections: number; quick: boolean };
+  machine: { nproc: number; cpuModel: string; memoryGiB: number; node: string; platform: string };
+  loadAverage: { before: number[]; after: number[] };
+  baseline: string;
+  variants: VariantSummary[];
+  rss: Record<string, RssFigures>;
+  soak: (RssFigures & { requests: number; growthPercent: number }) | null;
+}
+
+interface TargetCheck {
+  target: string;
+  holds: boolean;
+  figures: string;
+}
+
+const f0 = (n: number) => n.toFixed(0);
+const f2 = (n: number) => n.toFixed(2);
+
+/** The issue's targets, judged on this run's medians. */
+export function checkTargets(report: BenchReport): TargetCheck[] {
+  const byId = new Map(report.variants.map((v) => [v.id, v]));
+  const baseline = byId.get(report.baseline)!;
+  const checks: TargetCheck[] = [];
+  for (const id of ['gateway-redis-undici', 'gateway-redis-http-proxy']) {
+    const v = byId.get(id);
+    if (!v) continue;
+    checks.push(
+      { target: `${v.label}: ≥ 0.8× baseline req/s`, holds: v.ratioToBaseline >= 0.8, figures: `${f2(v.ratioToBaseline)}×` },
+      { target: `${v.label}: stretch ≥ 1.5× baseline req/s`, holds: v.ratioToBaseline >= 1.5, figures: `${f2(v.ratioToBaseline)}×` },
+      {
+        target: `${v.label}: p99 ≤ baseline p99 + 2 ms`,
+        holds: v.p99Ms <= baseline.p99Ms + 2,
+        figures: `${f2(v.p99Ms)} ms vs ${f2(baseline.p99Ms + 2)} ms`,
+      },
+    );
+    if (v.redis) {
+      checks.push(
+        { target: `${v.label}: ≤ 1 Redis round trip per admitted request`, holds: v.redis.roundTripsPerRequest <= 1.0005, figures: f2(v.redis.roundTripsPerRequest) },
+        {
+          target: `${v.label}: no key lookup on a cache hit`,
+          // A cached key is looked up again once per keys.cacheTtlSeconds; nothing per request.
+          holds: v.redis.keyLookupsPerRequest < 0.001,
+          figures: `${Math.round(v.redis.keyLookupsPerRequest * v.requests)} HGET in ${v.requests} requests`,
+        },
+      );
+    }
+  }
+  const admitted = byId.get('gateway-redis-undici');
+  for (const id of ['refused-429-limited', 'refused-429-banned']) {
+    const refused = byId.get(id);
+    if (!refused || !admitted) continue;
+    checks.push({
+      target: `${refused.label} cheaper than an admitted request`,
+      holds: refused.requestsPerSecond > admitted.requestsPerSecond && refused.p50Ms <= admitted.p50Ms,
+      figures: `${f0(refused.requestsPerSecond)} vs ${f0(admitted.requestsPerSecond)} req/s, p50 ${f2(refused.p50Ms)} vs ${f2(admitted.p50Ms)} ms`,
+    });
+  }
+  if (report.soak) {
+    checks.push({ target: `RSS flat (< 10 % growth) over ${report.soak.requests} requests`, holds: report.soak.growthPercent < 10, figures: `${f2(report.soak.growthPercent)} %` });
+  }
+  return checks;
+}
+
+function resultRows(report: BenchReport): string[][] {
+  return report.variants.map((v) => [
+    v.label,
+    f0(v.requestsPerSecond),
+    f2(v.p50Ms),
+    f2(v.p99Ms),
+    `${f2(v.ratioToBaseline)}×`,
+    v.redis ? f2(v.redis.commandsPerRequest) : '–',
+    v.redis ? f2(v.redis.roundTripsPerRequest) : '–',
+    v.unexpectedResponses === 0 ? `all ${v.expectedStatus}` : `${v.unexpectedResponses} not ${v.expectedStatus}`,
+  ]);
+}
+
+const HEADER = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'Redis cmds/req', 'round trips/req', 'responses'];
+
+export function markdownTable(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+function commandBreakdown(report: BenchReport): string {
+  return report.variants
+    .filter((v) => v.redis)
+    .map((v) => `- ${v.label}: ${Object.entries(v.redis!.byCommand).map(([name, n]) => `${name} ${n.toFixed(3)}`).join(', ') || 'none'}`)
+    .join('\n');
+}
+
+export function markdown(report: BenchReport): string {
+  const m = report.machine;
+  const rss = Object.entries(report.rss).map(([name, r]) => [name, f0(r.startMiB), f0(r.endMiB), f0(r.peakMiB)]);
+  const targets = checkTargets(report).map((t) => [t.target, t.holds ? 'holds' : 'missed', t.figures]);
+  return [
+    `Run ${report.startedAt} on ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}. ` +
+      `${report.settings.rounds} round(s), ${report.settings.connections} connections, ${report.settings.durationSeconds} s per variant per round ` +
+      `after ${report.settings.warmupSeconds} s warm-up; medians over rounds. Load average before/after: ` +
+      `${report.loadAverage.before.map(f2).join(' ')} / ${report.loadAverage.after.map(f2).join(' ')}. Baseline: ${report.baseline}.`,
+    '',
+    markdownTable(HEADER, resultRows(report)),
+    '',
+    'Redis commands per request, by command (INFO commandstats; those inside the limiter script included):',
+    '',
+    commandBreakdown(report),
+    '',
+    markdownTable(['process', 'RSS at start MiB', 'RSS at end MiB', 'peak RSS MiB'], rss),
+    '',
+    markdownTable(['target', 'this run', 'figures'], targets),
+    '',
+  ].join('\n');
+}
+
+export function printTable(report: BenchReport): void {
+  const rows = [HEADER, ...resultRows(report)];
+  const widths = HEADER.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const text = rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')).join('\n');
+  process.stdout.write(`\n${text}\n\n`);
+  for (const [name, r] of Object.entries(report.rss)) {
+    process.stdout.write(`  RSS ${name.padEnd(28)} start ${f0(r.startMiB)} MiB, end ${f0(r.endMiB)} MiB, peak ${f0(r.peakMiB)} MiB\n`);
+  }
+  process.stdout.write('\n');
+  for (const t of checkTargets(report)) process.stdout.write(`  ${t.holds ? 'holds ' : 'MISSED'}  ${t.target}: ${t.figures}\n`);
+}
+
+/** bench/results/latest.json and latest.md; returns the files written. */
+export function writeReport(report: BenchReport, dir: string): string[] {
+  fs.mkdirSync(dir, { recursive: true });
+  const json = path.join(dir, 'latest.json');
+  const md = path.join(dir, 'latest.md');
+  fs.writeFileSync(json, JSON.stringify({ ...report, targets: checkTargets(report) }, null, 2) + '\n');
+  fs.writeFileSync(md, `# Benchmark: latest run\n\n${markdown(report)}`);
+  return [json, md];
+}
