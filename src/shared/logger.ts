@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import pino, { type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
@@ -32,7 +33,8 @@ function scrubString(value: string): string {
 /** Path redaction covers known fields; this covers a key pasted into any other string, message or nested field. */
 export function scrubKeys(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return scrubString(value);
-  if (depth > 4 || value === null || typeof value !== 'object' || value instanceof Error) return value;
+  // Errors go to pino's serializer whole (isNativeError also catches errors from another realm).
+  if (depth > 4 || value === null || typeof value !== 'object' || value instanceof Error || types.isNativeError(value)) return value;
   if (Array.isArray(value)) return value.map((v) => scrubKeys(v, depth + 1));
   const scrubbed: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) scrubbed[k] = scrubKeys(v, depth + 1);

@@ -107,7 +107,7 @@ export interface InventoryProcess {
 }
 
 /**
- * Runs `src/inventory/main.ts` as a real child process (TypeScript compiled on the fly by swc)
+ * Runs `src/inventory/main.ts` as a real child process (TypeScript transpiled on the fly by test/support/ts-register.js)
  * and resolves once /healthz answers. The environment is built from scratch so nothing of the
  * caller's leaks into the config.
  */
