@@ -1,4 +1,4 @@
-import { classifyUpstreamError } from '../../../src/gateway/forwarder';
+import { classifyUpstreamError, isHopByHopResponseHeader } from '../../../src/gateway/forwarder';
 
 function errorWithCode(code: string | undefined): NodeJS.ErrnoException {
   const err: NodeJS.ErrnoException = new Error(`failed with ${code}`);
@@ -37,5 +37,30 @@ describe('classifyUpstreamError', () => {
   it('never puts the underlying error text in the client message', () => {
     const failure = classifyUpstreamError(Object.assign(new Error('connect ECONNREFUSED 10.1.2.3:8090'), { code: 'ECONNREFUSED' }));
     expect(failure.message).not.toMatch(/10\.1\.2\.3|8090|ECONNREFUSED/);
+  });
+});
+
+describe('classifyUpstreamError with undici’s codes (the undici forwarder)', () => {
+  it.each(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])('%s is 504 upstream_timeout, reason timeout', (code) => {
+    expect(classifyUpstreamError(errorWithCode(code))).toMatchObject({ code: 'upstream_timeout', reason: 'timeout' });
+  });
+
+  it.each(['UND_ERR_SOCKET', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH'])('%s is 502 upstream_unavailable, reason reset', (code) => {
+    expect(classifyUpstreamError(errorWithCode(code))).toMatchObject({ code: 'upstream_unavailable', reason: 'reset' });
+  });
+
+  it('an HTTPParserError without a code is 502 upstream_unavailable, reason invalid_response', () => {
+    const err = Object.assign(errorWithCode(undefined), { name: 'HTTPParserError' });
+    expect(classifyUpstreamError(err)).toMatchObject({ code: 'upstream_unavailable', reason: 'invalid_response' });
+  });
+});
+
+describe('isHopByHopResponseHeader', () => {
+  it.each(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authenticate', 'proxy-anything'])('%s stays on the upstream connection', (name) => {
+    expect(isHopByHopResponseHeader(name)).toBe(true);
+  });
+
+  it.each(['content-type', 'content-length', 'set-cookie', 'x-request-id', 'link', 'trailers-welcome'])('%s goes on to the client', (name) => {
+    expect(isHopByHopResponseHeader(name)).toBe(false);
   });
 });
