@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startRedisServer, type RedisProcess } from '../test/support/redis-server';
-import { startChild, type BenchChild } from './processes';
+import { processCpuMs, startChild, type BenchChild } from './processes';
 import { runLoad, type LoadResult } from './load';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, timeByModule } from './profile';
@@ -18,18 +18,20 @@ interface Settings {
   durationSeconds: number;
   warmupSeconds: number;
   connections: number;
-  /** Requests of the optional soak run against the Redis gateway (0: none). */
+  /** Requests of a soak run against the Redis gateway instead of comparing variants (0: none). */
   soakRequests: number;
   quick: boolean;
-  /** Profile the Redis gateway with this forwarder instead of comparing variants. */
+  /** Profile the gateway with this forwarder instead of comparing variants. */
   profile: 'undici' | 'http-proxy' | null;
+  /** Profile the gateway on its in-process store instead of Redis. */
+  inProcess: boolean;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 0.5, connections: 32, soakRequests: 0, quick, profile: null }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 0.5, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false };
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
     switch (argv[i]) {
@@ -48,10 +50,13 @@ function parseArgs(argv: string[]): Settings {
       case '--profile':
         settings.profile = argv[i + 1] === 'http-proxy' ? 'http-proxy' : 'undici';
         break;
+      case '--in-process':
+        settings.inProcess = true;
+        break;
       case '--quick':
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --soak REQUESTS, --profile undici|http-proxy)`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --soak REQUESTS, --profile undici|http-proxy [--in-process])`);
     }
   }
   return settings;
@@ -74,6 +79,9 @@ interface Variant {
 
 interface RunFigures {
   load: LoadResult;
+  /** CPU the server under test used during the run, and Redis's (0 when not used). */
+  serverCpuMs: number;
+  redisCpuMs: number;
   redisCommands: CommandCounts;
   redisCommandsSent: number;
 }
@@ -90,7 +98,7 @@ function headersFor(variant: Variant): Record<string, string> {
   return variant.key ? { authorization: `Bearer ${variant.child.details[variant.key]}` } : {};
 }
 
-async function measure(variant: Variant, settings: Settings, redisStats: RedisCommandStats | null): Promise<RunFigures> {
+async function measure(variant: Variant, settings: Settings, redisStats: RedisCommandStats | null, redisPid: number): Promise<RunFigures> {
   const url = `${variant.child.url}/v1/pets`;
   const headers = headersFor(variant);
   await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
@@ -98,11 +106,15 @@ async function measure(variant: Variant, settings: Settings, redisStats: RedisCo
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   const sentBefore = (await variant.child.stats()).redisCommandsSent;
+  const cpuBefore = variant.child.cpuMs();
+  const redisCpuBefore = processCpuMs(redisPid);
   const load = await runLoad({ url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
   await settle();
+  const serverCpuMs = variant.child.cpuMs() - cpuBefore;
+  const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
   const sentAfter = (await variant.child.stats()).redisCommandsSent;
   const commandsAfter = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
-  return { load, redisCommands: difference(commandsAfter, commandsBefore), redisCommandsSent: sentAfter - sentBefore };
+  return { load, serverCpuMs, redisCpuMs, redisCommands: difference(commandsAfter, commandsBefore), redisCommandsSent: sentAfter - sentBefore };
 }
 
 function summarize(variant: Variant, runs: RunFigures[], baselineRps: number): VariantSummary {
@@ -125,6 +137,9 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number): V
     ratioToBaseline: rps / baselineRps,
     rounds: runs.map((r) => ({ requestsPerSecond: r.load.requestsPerSecond, p50Ms: r.load.p50Ms, p99Ms: r.load.p99Ms, requests: r.load.requests })),
     requests,
+    // Requests the server saw (sent), so that those cut off at the end of a run count too.
+    serverCpuMicrosPerRequest: (runs.reduce((sum, r) => sum + r.serverCpuMs, 0) * 1000) / sent,
+    redisCpuMicrosPerRequest: variant.usesRedis ? (runs.reduce((sum, r) => sum + r.redisCpuMs, 0) * 1000) / sent : null,
     expectedStatus: variant.expectedStatus,
     unexpectedResponses: unexpected,
     redis: variant.usesRedis
@@ -149,25 +164,49 @@ function machine(): BenchReport['machine'] {
   };
 }
 
-async function soak(variant: Variant, requests: number, connections: number): Promise<RssFigures & { requests: number; growthPercent: number }> {
-  const url = `${variant.child.url}/v1/pets`;
-  const headers = headersFor(variant);
-  process.stdout.write(`soak: ${requests} requests against ${variant.label}\n`);
-  // A first tenth warms the process up; RSS is compared from there to the end.
-  await runLoad({ url, connections, durationSeconds: 0, amount: Math.round(requests / 10), headers });
-  const startBytes = variant.child.rssBytes();
-  const samples: number[] = [];
-  const sampler = setInterval(() => samples.push(variant.child.rssBytes()), 1000);
-  const load = await runLoad({ url, connections, durationSeconds: 0, amount: requests, headers });
+const SOAK_FILE = () => path.join(repoRoot, 'bench', 'results', 'soak.json');
+
+/** The last soak run, if any, so that latest.{json,md} can show it beside the comparison. */
+function readSoak(): BenchReport['soak'] {
+  try {
+    return JSON.parse(fs.readFileSync(SOAK_FILE(), 'utf8')) as BenchReport['soak'];
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `--soak N`: N requests against the Redis gateway (undici), RSS compared from after a warm-up
+ * tenth to the end. Writes bench/results/soak.json.
+ */
+async function soakGateway(settings: Settings, fixture: Fixture): Promise<void> {
+  const child = await fixture.gateway('gateway-redis-undici-soak', 'undici', true);
+  const url = `${child.url}/v1/pets`;
+  const headers = { authorization: `Bearer ${child.details.admitted}` };
+  const requests = settings.soakRequests;
+  process.stdout.write(`soak: ${requests} requests against the Redis gateway (undici), ${settings.connections} connections\n`);
+  await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: Math.round(requests / 10), headers });
+  const startBytes = child.rssBytes();
+  let peakBytes = startBytes;
+  const sampler = setInterval(() => (peakBytes = Math.max(peakBytes, child.rssBytes())), 1000);
+  const load = await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: requests, headers });
   clearInterval(sampler);
-  const endBytes = variant.child.rssBytes();
-  return {
+  const endBytes = child.rssBytes();
+  const result = {
     requests: load.requests,
     startMiB: startBytes / 2 ** 20,
     endMiB: endBytes / 2 ** 20,
-    peakMiB: Math.max(...samples, endBytes) / 2 ** 20,
+    peakMiB: Math.max(peakBytes, endBytes) / 2 ** 20,
     growthPercent: ((endBytes - startBytes) / startBytes) * 100,
+    requestsPerSecond: load.requestsPerSecond,
+    finishedAt: new Date().toISOString(),
   };
+  fs.mkdirSync(path.dirname(SOAK_FILE()), { recursive: true });
+  fs.writeFileSync(SOAK_FILE(), JSON.stringify(result, null, 2) + '\n');
+  process.stdout.write(
+    `RSS after warm-up ${result.startMiB.toFixed(0)} MiB, at the end ${result.endMiB.toFixed(0)} MiB (${result.growthPercent.toFixed(1)} %), ` +
+      `peak ${result.peakMiB.toFixed(0)} MiB; ${load.requestsPerSecond.toFixed(0)} req/s. Wrote ${path.relative(repoRoot, SOAK_FILE())}\n`,
+  );
 }
 
 /** What every mode needs: a private Redis, the fixed upstream, and a way to start gateways. */
@@ -224,6 +263,7 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg();
   const { upstream, spawn, gateway, children, redisStats } = fixture;
+  const redisPid = fixture.redis.pid;
   const maxSockets = 256;
   const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans] = await Promise.all([
     spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
@@ -257,7 +297,7 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     // Each round starts one variant later, so no variant always runs first or right after another.
     for (let i = 0; i < variants.length; i++) {
       const variant = variants[(i + round) % variants.length]!;
-      const figures = await measure(variant, settings, redisStats);
+      const figures = await measure(variant, settings, redisStats, redisPid);
       runs.get(variant.id)!.push(figures);
       process.stdout.write(
         `  round ${round + 1}/${settings.rounds}  ${variant.label.padEnd(42)} ${figures.load.requestsPerSecond.toFixed(0).padStart(7)} req/s  ` +
@@ -272,7 +312,6 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   for (const child of children) {
     rss[child.name] = { startMiB: rssAtStart.get(child.name)! / 2 ** 20, endMiB: child.rssBytes() / 2 ** 20, peakMiB: child.peakRssBytes() / 2 ** 20 };
   }
-  const soakResult = settings.soakRequests > 0 ? await soak(variants.find((v) => v.id === 'gateway-redis-undici')!, settings.soakRequests, settings.connections) : null;
 
   const report: BenchReport = {
     startedAt: startedAt.toISOString(),
@@ -283,26 +322,27 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     baseline: BASELINE,
     variants: summaries,
     rss,
-    soak: soakResult,
+    soak: readSoak(),
   };
   printTable(report);
   const written = writeReport(report, path.join(repoRoot, 'bench', 'results'));
   process.stdout.write(`\nwrote ${written.map((f) => path.relative(repoRoot, f)).join(', ')}\n`);
 }
 
-/** The Redis gateway alone under load with --cpu-prof; prints where its time goes. */
+/** The gateway alone under load with --cpu-prof; prints where its time goes. */
 async function profileGateway(settings: Settings, fixture: Fixture, forwarder: 'undici' | 'http-proxy'): Promise<void> {
   const profileDir = path.join(fixture.workDir, 'profile');
-  const child = await fixture.gateway(`gateway-redis-${forwarder}-profiled`, forwarder, true, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] });
+  const store = settings.inProcess ? 'memory' : 'redis';
+  const child = await fixture.gateway(`gateway-${store}-${forwarder}-profiled`, forwarder, !settings.inProcess, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] });
   const url = `${child.url}/v1/pets`;
   const headers = { authorization: `Bearer ${child.details.admitted}` };
-  process.stdout.write(`profiling the Redis gateway (${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`);
+  process.stdout.write(`profiling the gateway (${store} store, ${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`);
   await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
   const load = await runLoad({ url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
   await child.stop();
   const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('the gateway wrote no .cpuprofile');
-  const kept = path.join(repoRoot, 'bench', 'results', `gateway-${forwarder}.cpuprofile`);
+  const kept = path.join(repoRoot, 'bench', 'results', `gateway-${store}-${forwarder}.cpuprofile`);
   fs.mkdirSync(path.dirname(kept), { recursive: true });
   fs.copyFileSync(path.join(profileDir, file), kept);
   process.stdout.write(`${load.requestsPerSecond.toFixed(0)} req/s, p50 ${load.p50Ms.toFixed(2)} ms, p99 ${load.p99Ms.toFixed(2)} ms (the profiler slows it)\n\nself time by module:\n`);
@@ -314,7 +354,11 @@ async function profileGateway(settings: Settings, fixture: Fixture, forwarder: '
 
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
-  await withFixture((fixture) => (settings.profile ? profileGateway(settings, fixture, settings.profile) : compare(settings, fixture)));
+  await withFixture((fixture) => {
+    if (settings.profile) return profileGateway(settings, fixture, settings.profile);
+    if (settings.soakRequests > 0) return soakGateway(settings, fixture);
+    return compare(settings, fixture);
+  });
 }
 
 main().catch((err: unknown) => {

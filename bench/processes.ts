@@ -34,10 +34,20 @@ export interface BenchChild {
   peakRssBytes(): number;
   /** Current resident set size (VmRSS). */
   rssBytes(): number;
+  /** CPU time this process has used so far, user and system, in ms. */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
 const isTypeScript = path.extname(__filename) === '.ts';
+
+/** utime + stime of a process, from /proc/<pid>/stat (in clock ticks of 10 ms on Linux). */
+export function processCpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is the state (field 3 of stat), so utime (14) and stime (15) are at 11 and 12.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
 function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -90,6 +100,7 @@ export async function startChild(name: string, script: string, options: object, 
     },
     peakRssBytes: () => procStatusBytes(pid, 'VmHWM'),
     rssBytes: () => procStatusBytes(pid, 'VmRSS'),
+    cpuMs: () => processCpuMs(pid),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       const killer = setTimeout(() => child.kill('SIGKILL'), 5000);

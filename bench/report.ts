@@ -20,6 +20,9 @@ export interface VariantSummary {
   ratioToBaseline: number;
   rounds: Array<{ requestsPerSecond: number; p50Ms: number; p99Ms: number; requests: number }>;
   requests: number;
+  /** CPU time of the server under test per request (user + system), in µs; 10 ms tick resolution over the whole run. */
+  serverCpuMicrosPerRequest: number;
+  redisCpuMicrosPerRequest: number | null;
   expectedStatus: number;
   unexpectedResponses: number;
   redis: RedisFigures | null;
@@ -40,7 +43,8 @@ export interface BenchReport {
   baseline: string;
   variants: VariantSummary[];
   rss: Record<string, RssFigures>;
-  soak: (RssFigures & { requests: number; growthPercent: number }) | null;
+  /** The last `--soak` run (bench/results/soak.json), if there was one. */
+  soak: (RssFigures & { requests: number; growthPercent: number; requestsPerSecond: number; finishedAt: string }) | null;
 }
 
 interface TargetCheck {
@@ -92,7 +96,12 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
     });
   }
   if (report.soak) {
-    checks.push({ target: `RSS flat (< 10 % growth) over ${report.soak.requests} requests`, holds: report.soak.growthPercent < 10, figures: `${f2(report.soak.growthPercent)} %` });
+    const s = report.soak;
+    checks.push({
+      target: `RSS flat (< 10 % growth) over ${s.requests} requests (soak run ${s.finishedAt})`,
+      holds: s.growthPercent < 10,
+      figures: `${f0(s.startMiB)} → ${f0(s.endMiB)} MiB (${f2(s.growthPercent)} %), peak ${f0(s.peakMiB)} MiB`,
+    });
   }
   return checks;
 }
@@ -104,13 +113,14 @@ function resultRows(report: BenchReport): string[][] {
     f2(v.p50Ms),
     f2(v.p99Ms),
     `${f2(v.ratioToBaseline)}×`,
+    f0(v.serverCpuMicrosPerRequest),
     v.redis ? f2(v.redis.commandsPerRequest) : '–',
     v.redis ? f2(v.redis.roundTripsPerRequest) : '–',
     v.unexpectedResponses === 0 ? `all ${v.expectedStatus}` : `${v.unexpectedResponses} not ${v.expectedStatus}`,
   ]);
 }
 
-const HEADER = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'Redis cmds/req', 'round trips/req', 'responses'];
+const HEADER = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'server CPU µs/req', 'Redis cmds/req', 'round trips/req', 'responses'];
 
 export function markdownTable(header: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;

@@ -7,6 +7,8 @@ import path from 'node:path';
 export interface RedisProcess {
   url: string;
   port: number;
+  /** The redis-server process (the bench reads its CPU time). */
+  pid: number;
   dir: string;
   stop(): Promise<void>;
 }
@@ -64,6 +66,7 @@ export async function startRedisServer(extraArgs: string[] = [], port?: number):
   return {
     url: `redis://127.0.0.1:${chosenPort}`,
     port: chosenPort,
+    pid: child.pid!,
     dir,
     async stop() {
       if (child.exitCode === null) child.kill('SIGKILL');
