@@ -22,16 +22,23 @@ export function assertRedisServerAvailable(): void {
   if (probe.error || probe.status !== 0) throw new Error(INSTALL_HINT);
 }
 
+/**
+ * A port nothing listens on, drawn below Linux's ephemeral range (32768-60999) so that the client
+ * sockets of a busy test run (which take their source ports from that range) cannot grab it between
+ * this check and the server's own listen. Checked on 0.0.0.0, which the product binds by default.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.unref();
+      server.once('error', () => resolve(false));
+      server.listen(candidate, '0.0.0.0', () => server.close(() => resolve(true)));
     });
-  });
+    if (free) return candidate;
+  }
+  throw new Error('no free port found in 20000-31999');
 }
 
 async function waitForPing(port: number, deadline: number): Promise<void> {
