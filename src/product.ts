@@ -15,6 +15,7 @@ import { startInventory, type RunningInventory } from './inventory';
 import { createGatewayApp } from './gateway/app';
 import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from './gateway/forwarder';
 import { createUndiciForwarder } from './gateway/undici-forwarder';
+import { expressServerClasses } from './gateway/express-prototypes';
 import { createGatewayMetrics } from './gateway/metrics';
 import { createAdminApp, type ReadinessCheck } from './admin/app';
 
@@ -157,7 +158,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       logger,
       clock,
     });
-    const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, gatewayApp);
+    const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes, ...expressServerClasses(gatewayApp) }, gatewayApp);
     gatewayServer.keepAliveTimeout = 65_000;
     const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);
     cleanups.push(() => closeServer(gatewayServer, config.server.shutdownTimeoutMs));
