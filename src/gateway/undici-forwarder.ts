@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
-import { classifyUpstreamError, isHopByHopResponseHeader, type ForwarderSettings, type ForwardHandlers, type Forwarder, type ForwarderStats } from './forwarder';
+import { classifyUpstreamError, isHopByHopResponseHeader, type ForwarderSettings, type ForwardHandlers, type Forwarder } from './forwarder';
 
 /**
  * Request headers undici sets itself or refuses (it frames the body and names the host from the
