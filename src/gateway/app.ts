@@ -6,20 +6,18 @@ import { ApiError, errorHandler, sendError, type ErrorCode } from '../shared/err
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenSigner } from '../shared/upstream-token';
 import type { AddressLimiter, KeyLimiter } from '../limits/types';
 import type { ApiKeyRecord } from '../keys/types';
+import type { KeyResolution } from '../keys/key-resolver';
 import { requestIdFor } from './request-id';
 import { ClientAddressResolver } from './client-address';
 import { allowHeader, matchRoute, UNMATCHED_ROUTE, type RouteMatch } from './routes';
 import { anonymousRateLimitHeaders, bannedRateLimitHeaders, keyRateLimitHeaders, retryAfterSeconds } from './rate-limit-headers';
-import { buildDeprecations, deprecationKey } from './deprecation';
+import { buildDeprecations, deprecationKey, type DeprecationNotice } from './deprecation';
 import type { Forwarder } from './forwarder';
 import type { GatewayMetrics } from './metrics';
 
-/** What the key resolver tells the gateway about a presented key. */
-export type KeyResolution =
-  | { status: 'valid'; record: ApiKeyRecord }
-  | { status: 'revoked'; record: ApiKeyRecord }
-  | { status: 'invalid' };
+export type { KeyResolution };
 
+/** What the gateway needs of the key resolver (src/keys/key-resolver.ts). */
 export interface KeyLookup {
   resolve(presentedKey: string): Promise<KeyResolution>;
 }
@@ -42,6 +40,8 @@ interface RequestState {
   startedAt: bigint;
   clientAddress: string;
   route: RouteMatch | null;
+  /** The deprecation of this method and route, found once when the route is matched. */
+  deprecation: DeprecationNotice | null;
   /** Plan label for metrics and logs: the key's plan, or `anonymous`. */
   plan: string;
   keyId: string | null;
@@ -100,6 +100,7 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
       route: null,
       plan: 'anonymous',
       keyId: null,
+      deprecation: null,
       rateLimitOutcome: null,
       upstreamStartedAt: null,
     };
@@ -118,10 +119,10 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
    * 429 included (CONTRACT §3). Unknown paths and methods are refused later, once counted.
    */
   function announceDeprecation(req: Request, res: Response, next: NextFunction): void {
-    const route = matchRoute(req.path);
-    res.locals.gateway.route = route;
-    const notice = route && deprecations.get(deprecationKey(req.method, route.relativeTemplate));
-    if (notice) setHeaders(res, notice.headers);
+    const state = res.locals.gateway;
+    state.route = matchRoute(req.path);
+    state.deprecation = (state.route && deprecations.get(deprecationKey(req.method, state.route.relativeTemplate))) ?? null;
+    if (state.deprecation) setHeaders(res, state.deprecation.headers);
     next();
   }
 
@@ -229,9 +230,9 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
   }
 
   /** Step 5: deprecated operations (headers already set) are gone after their sunset. */
-  function applyDeprecation(req: Request, res: Response, next: NextFunction): void {
+  function applyDeprecation(_req: Request, res: Response, next: NextFunction): void {
     const route = res.locals.gateway.route!;
-    const notice = deprecations.get(deprecationKey(req.method, route.relativeTemplate));
+    const notice = res.locals.gateway.deprecation;
     if (!notice) return next();
     metrics.deprecatedRequests.inc({ route: route.template, plan: res.locals.gateway.plan });
     if (clock.now() >= notice.sunsetAt) {

@@ -28,15 +28,20 @@ export function keyLimiterRedisKey(namespace: string, keyId: string): string {
  * Reply: {outcome, now, minuteCount, dayCount, bannedUntil}; outcomes as in windows.ts.
  * Mirrors consumeKeyState in key-state.ts.
  */
-const CONSUME_LUA = `
-local key = KEYS[1]
-local now
-if ARGV[7] then
-  now = tonumber(ARGV[7])
+/** Lua that sets `now` (epoch ms) from ARGV[index] when a test clock passed one, else from Redis TIME. */
+function nowFromArgOrTime(index: number): string {
+  return `if ARGV[${index}] then
+  now = tonumber(ARGV[${index}])
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+end`;
+}
+
+const CONSUME_LUA = `
+local key = KEYS[1]
+local now
+${nowFromArgOrTime(7)}
 local f = redis.call('HMGET', key, 'mw', 'mc', 'dw', 'dc', 'bu', 'rc', 're')
 local bannedUntil = tonumber(f[5]) or 0
 if bannedUntil > now then
@@ -82,12 +87,7 @@ return {1, now, mc, dc, 0}
 /** ARGV: 1 now (optional, as above). Reply: {now, minuteCount, dayCount, bannedUntil}. */
 const USAGE_LUA = `
 local now
-if ARGV[1] then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+${nowFromArgOrTime(1)}
 local f = redis.call('HMGET', KEYS[1], 'mw', 'mc', 'dw', 'dc', 'bu')
 local mc = 0
 if tonumber(f[1]) == math.floor(now / 60000) then mc = tonumber(f[2]) or 0 end
