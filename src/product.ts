@@ -17,6 +17,8 @@ import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from
 import { createUndiciForwarder } from './gateway/undici-forwarder';
 import { expressServerClasses } from './gateway/express-prototypes';
 import { createGatewayMetrics } from './gateway/metrics';
+import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
+import { buildDeprecationReport } from './gateway/deprecation-report';
 import { createAdminApp, type ReadinessCheck } from './admin/app';
 
 export interface StartOptions {
@@ -128,14 +130,38 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
     });
     cleanups.push(() => resolver.close());
+    const metrics = createGatewayMetrics(new Registry(), { activeBans: () => limiters.keys.activeBans() });
     const limiters = createLimiters({
       redis,
       namespace: config.redis.namespace,
       ban: config.ban,
       anonymousPerMinute: config.anonymous.perMinute,
       clock,
+      failMode: config.store.failMode,
+      events: {
+        storeError: () => metrics.storeErrors.inc(),
+        degraded: (err) => {
+          metrics.storeDegraded.set(1);
+          logger.error(
+            { err: (err as Error).message, failMode: config.store.failMode },
+            config.store.failMode === 'open' ? 'store unreachable: serving without limits until it answers' : 'store unreachable: limiting per instance until it answers',
+          );
+        },
+        recovered: () => {
+          metrics.storeDegraded.set(0);
+          logger.info('store answers again: limits are global again');
+        },
+      },
     });
-    cleanups.push(() => limiters.keys.close());
+    cleanups.push(() => limiters.close());
+
+    const deprecationUsage = new DeprecationUsageRecorder(
+      redis ? new RedisDeprecationUsageStore(redis, config.redis.namespace) : new MemoryDeprecationUsageStore(),
+      clock,
+      undefined,
+      (err) => logger.warn({ err: (err as Error).message }, 'could not record callers of deprecated operations'),
+    );
+    cleanups.push(() => deprecationUsage.close());
 
     const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
     const signer = new UpstreamTokenSigner({ ...config.signing, secret }, clock);
@@ -145,7 +171,6 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       maxSockets: config.upstream.maxSockets,
     });
     cleanups.push(() => forwarder.close());
-    const metrics = createGatewayMetrics(new Registry());
 
     const gatewayApp = createGatewayApp({
       config,
@@ -157,6 +182,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       metrics,
       logger,
       clock,
+      deprecationUsage,
     });
     const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes, ...expressServerClasses(gatewayApp) }, gatewayApp);
     gatewayServer.keepAliveTimeout = 65_000;
@@ -185,6 +211,12 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       keyLimiter: limiters.keys,
       registry: metrics.registry,
       readiness,
+      deprecations: () =>
+        buildDeprecationReport({
+          deprecations: config.deprecations,
+          callers: (routeId) => deprecationUsage.callers(routeId),
+          keyById: (id) => keys.get(id),
+        }),
       logger: logger.child({ component: 'admin' }),
       maxBodyBytes: config.server.maxBodyBytes,
     });

@@ -6,6 +6,7 @@ import { ApiError, errorHandler, sendError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, WindowLimits } from '../limits/types';
+import type { DeprecationReport } from '../gateway/deprecation-report';
 
 /** What the admin API needs from the key service. */
 export interface KeyAdministration {
@@ -29,6 +30,8 @@ export interface AdminDependencies {
   keyLimiter: KeyLimiter;
   registry: Registry;
   readiness: ReadinessCheck[];
+  /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
+  deprecations: () => Promise<DeprecationReport>;
   logger: Logger;
   maxBodyBytes: number;
 }
@@ -196,6 +199,10 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     await deps.keyLimiter.unban(record.id);
     audit(req, 'unban', record.id);
     res.status(204).end();
+  });
+
+  admin.get('/deprecations', async (_req, res) => {
+    res.json(await deps.deprecations());
   });
 
   app.use('/admin', admin);

@@ -4,7 +4,7 @@ import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { ApiError, errorHandler, sendError, type ErrorCode } from '../shared/errors';
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenSigner } from '../shared/upstream-token';
-import type { AddressLimiter, KeyLimiter } from '../limits/types';
+import type { AddressLimiter, FallbackKind, KeyLimiter, WindowState } from '../limits/types';
 import type { ApiKeyRecord } from '../keys/types';
 import type { KeyResolution } from '../keys/key-resolver';
 import { requestIdFor } from './request-id';
@@ -12,6 +12,7 @@ import { ClientAddressResolver } from './client-address';
 import { allowHeader, matchRoute, UNMATCHED_ROUTE, type RouteMatch } from './routes';
 import { anonymousRateLimitHeaders, bannedRateLimitHeaders, keyRateLimitHeaders, retryAfterSeconds } from './rate-limit-headers';
 import { buildDeprecations, deprecationKey, type DeprecationNotice } from './deprecation';
+import { deprecatedRouteId } from './deprecation-report';
 import type { Forwarder } from './forwarder';
 import type { GatewayMetrics } from './metrics';
 
@@ -32,7 +33,12 @@ export interface GatewayDependencies {
   metrics: GatewayMetrics;
   logger: Logger;
   clock: Clock;
+  /** Remembers which keys call deprecated operations (GET /admin/deprecations); off the request path. */
+  deprecationUsage?: { record(routeId: string, keyId: string): void };
 }
+
+/** Share of a window after which an admitted request counts in gateway_ratelimit_near_limit_total. */
+const NEAR_LIMIT_SHARE = 0.8;
 
 /** What one request has learned on its way through the chain. */
 interface RequestState {
@@ -46,7 +52,11 @@ interface RequestState {
   plan: string;
   keyId: string | null;
   rateLimitOutcome: 'allowed' | 'limited' | 'banned' | 'anonymous' | 'anonymous_limited' | 'store_error' | null;
+  /** Set when the limit was decided without the shared store (store.failMode `local` or `open`). */
+  storeFallback: FallbackKind | null;
   upstreamStartedAt: bigint | null;
+  /** Time to the upstream's response headers, for the log line. */
+  upstreamMs: number | null;
 }
 
 declare module 'express-serve-static-core' {
@@ -102,7 +112,9 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
       keyId: null,
       deprecation: null,
       rateLimitOutcome: null,
+      storeFallback: null,
       upstreamStartedAt: null,
+      upstreamMs: null,
     };
     res.once('finish', () => recordFinished(req, res));
     next();
@@ -171,6 +183,7 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
   async function limitAnonymous(address: string, res: Response) {
     try {
       const decision = await deps.addressLimiter.consume(address);
+      if (decision.fallback) res.locals.gateway.storeFallback = decision.fallback;
       setHeaders(res, anonymousRateLimitHeaders(decision.window, clock.now()));
       return decision;
     } catch (err) {
@@ -197,6 +210,10 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     } catch (err) {
       storeFailed(err, res);
     }
+    if (decision.fallback) {
+      state.storeFallback = decision.fallback;
+      if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });
+    }
     if (decision.outcome === 'banned') {
       state.rateLimitOutcome = 'banned';
       setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now));
@@ -215,8 +232,15 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
       });
     }
     state.rateLimitOutcome = 'allowed';
+    countNearLimit(record.plan, 'minute', decision.minute);
+    countNearLimit(record.plan, 'day', decision.day);
     setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now));
     next();
+  }
+
+  /** Counts the one admitted request per window that takes a key past 80 % of it. */
+  function countNearLimit(plan: string, window: 'minute' | 'day', state: WindowState): void {
+    if (state.limit - state.remaining === Math.ceil(state.limit * NEAR_LIMIT_SHARE)) metrics.nearLimit.inc({ plan, window });
   }
 
   /** Step 4: unknown paths and methods end here, still counted and limited. */
@@ -230,11 +254,12 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
   }
 
   /** Step 5: deprecated operations (headers already set) are gone after their sunset. */
-  function applyDeprecation(_req: Request, res: Response, next: NextFunction): void {
+  function applyDeprecation(req: Request, res: Response, next: NextFunction): void {
     const route = res.locals.gateway.route!;
     const notice = res.locals.gateway.deprecation;
     if (!notice) return next();
     metrics.deprecatedRequests.inc({ route: route.template, plan: res.locals.gateway.plan });
+    deps.deprecationUsage?.record(deprecatedRouteId(req.method, route.template), res.locals.gateway.keyId!);
     if (clock.now() >= notice.sunsetAt) {
       throw new ApiError('gone', 'This operation has passed its sunset date. Use the successor version.');
     }
@@ -295,6 +320,7 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
   function observeUpstream(req: Request, state: RequestState, statusCode: number): void {
     if (state.upstreamStartedAt === null) return;
     const seconds = Number(process.hrtime.bigint() - state.upstreamStartedAt) / 1e9;
+    state.upstreamMs = Math.round(seconds * 1e6) / 1e3;
     metrics.upstreamDuration.observe({ method: req.method, route: state.route?.template ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
   }
 
@@ -312,10 +338,12 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
         route,
         status: res.statusCode,
         durationMs: Math.round(seconds * 1e6) / 1e3,
+        upstreamMs: state.upstreamMs,
         plan: state.plan,
         keyId: state.keyId,
         clientAddress: state.clientAddress,
         rateLimit: state.rateLimitOutcome,
+        storeFallback: state.storeFallback ?? undefined,
       },
       'request',
     );

@@ -8,7 +8,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export const PROXY_LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** Every metric of CONTRACT §6, registered on one registry that the admin listener serves. */
-export function createGatewayMetrics(registry: Registry = new Registry()) {
+export interface GatewayMetricSources {
+  /** Keys banned now, read at scrape time for `gateway_active_bans`. */
+  activeBans?: () => Promise<number>;
+}
+
+export function createGatewayMetrics(registry: Registry = new Registry(), sources: GatewayMetricSources = {}) {
   collectDefaultMetrics({ register: registry });
   return {
     registry,
@@ -59,6 +64,26 @@ export function createGatewayMetrics(registry: Registry = new Registry()) {
     storeErrors: new Counter({
       name: 'gateway_store_errors_total',
       help: 'Failed calls to the key or limit store.',
+      registers: [registry],
+    }),
+    activeBans: new Gauge({
+      name: 'gateway_active_bans',
+      help: 'API keys banned right now, across every instance sharing the store.',
+      registers: [registry],
+      async collect() {
+        if (!sources.activeBans) return;
+        // A scrape during a store outage keeps the last value rather than failing the whole scrape.
+        try {
+          this.set(await sources.activeBans());
+        } catch {
+          /* kept */
+        }
+      },
+    }),
+    unenforced: new Counter({
+      name: 'gateway_ratelimit_unenforced_total',
+      help: 'Requests served without limits because the store was unreachable (store.failMode open).',
+      labelNames: ['plan'] as const,
       registers: [registry],
     }),
     storeDegraded: new Gauge({

@@ -42,7 +42,8 @@ function resolution(record: ApiKeyRecord | null): KeyResolution {
  * the TTL only bounds staleness when a change notification is lost.
  *
  * Found and unknown keys are cached apart, so a flood of made-up keys cannot push real ones out.
- * Concurrent misses for one key share one store call. Store errors propagate and are not cached.
+ * Concurrent misses for one key share one store call. Store errors propagate and are not cached,
+ * except that a key found before keeps working on its expired entry while the store fails.
  */
 export class KeyResolver {
   private readonly found = new Map<string, FoundEntry>();
@@ -73,13 +74,11 @@ export class KeyResolver {
 
     const hit = this.found.get(hash);
     if (hit) {
-      if (hit.expiresAt > now) {
-        // Re-inserted so Map order is least recently used first.
-        this.found.delete(hash);
-        this.found.set(hash, hit);
-        return resolution(hit.record);
-      }
+      // Re-inserted so Map order is least recently used first.
       this.found.delete(hash);
+      this.found.set(hash, hit);
+      if (hit.expiresAt > now) return resolution(hit.record);
+      return this.refresh(hash, hit);
     }
     const unknownUntil = this.unknown.get(hash);
     if (unknownUntil !== undefined) {
@@ -87,6 +86,21 @@ export class KeyResolver {
       this.unknown.delete(hash);
     }
     return resolution(await this.lookup(hash));
+  }
+
+  /**
+   * An expired entry is asked for again, but kept until the store answers: while the store is
+   * unreachable a key that worked keeps working (stale if error), rather than every cached key
+   * failing at once when its TTL runs out in the middle of an outage. Evictions from change
+   * notifications still drop it at once.
+   */
+  private async refresh(hash: string, stale: FoundEntry): Promise<KeyResolution> {
+    try {
+      return resolution(await this.lookup(hash));
+    } catch (err) {
+      if (this.found.get(hash) === stale) return resolution(stale.record);
+      throw err;
+    }
   }
 
   /** Drops what is known about one key hash; the next request asks the store. */
@@ -147,6 +161,7 @@ export class KeyResolver {
       this.found.set(hash, { record, expiresAt: now + this.cacheTtlMs });
       evictOldest(this.found, this.maxEntries);
     } else {
+      this.found.delete(hash);
       this.unknown.set(hash, now + this.negativeCacheTtlMs);
       evictOldest(this.unknown, this.maxEntries);
     }

@@ -3,12 +3,14 @@ import type { RedisClient } from '../shared/redis';
 import { createMemoryAddressLimiter, createRedisAddressLimiter } from './address-limiter';
 import { MemoryKeyLimiter } from './memory-key-limiter';
 import { RedisKeyLimiter } from './redis-key-limiter';
+import { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 import type { AddressLimiter, BanSettings, KeyLimiter } from './types';
 
 export type * from './types';
 export { FlexibleAddressLimiter, createMemoryAddressLimiter, createRedisAddressLimiter } from './address-limiter';
 export { MemoryKeyLimiter, type MemoryKeyLimiterOptions } from './memory-key-limiter';
-export { RedisKeyLimiter, keyLimiterRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
+export { RedisKeyLimiter, activeBansRedisKey, keyLimiterRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
+export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
 export interface LimitersOptions {
   /** Shared Redis (counts global across instances), or null for the in-process store. */
@@ -24,31 +26,74 @@ export interface LimitersOptions {
    * instance decides on the same clock.
    */
   clock?: Clock;
+  /** Config `store.failMode`: what decides while Redis does not answer. Default `local`. */
+  failMode?: FailMode;
+  /** How often a degraded limiter asks Redis whether it is back. Default 250 ms. */
+  probeIntervalMs?: number;
+  events?: Partial<LimiterEvents>;
+}
+
+export interface LimiterEvents {
+  /** A limiter call to Redis failed and was answered by the fallback (`local`, `open`). */
+  storeError(err: unknown): void;
+  /** Redis stopped answering; decisions come from the fallback until it is back. */
+  degraded(err: unknown): void;
+  recovered(): void;
 }
 
 export interface Limiters {
   keys: KeyLimiter;
   addresses: AddressLimiter;
+  /** Whether the limiters decide on their fallback now; null when there is no fallback (no Redis, or `closed`). */
+  health: StoreHealth | null;
+  close(): Promise<void>;
 }
+
+export const DEFAULT_PROBE_INTERVAL_MS = 250;
 
 export function createLimiters(options: LimitersOptions): Limiters {
   const clock = options.clock ?? systemClock;
+  const createMemoryKeyLimiter = (ban: BanSettings) => new MemoryKeyLimiter({ ban, clock });
+  const createAddressFallback = () => createMemoryAddressLimiter({ perMinute: options.anonymousPerMinute, clock });
   if (options.redis === null) {
-    return {
-      keys: new MemoryKeyLimiter({ ban: options.ban, clock }),
-      addresses: createMemoryAddressLimiter({ perMinute: options.anonymousPerMinute, clock }),
-    };
+    const keys = createMemoryKeyLimiter(options.ban);
+    return { keys, addresses: createAddressFallback(), health: null, close: () => keys.close() };
   }
+  const redis = options.redis;
+  const keys = new RedisKeyLimiter(redis, {
+    namespace: options.namespace,
+    ban: options.ban,
+    clock: clock === systemClock ? undefined : clock,
+  });
+  const addresses = createRedisAddressLimiter(redis, {
+    namespace: options.namespace,
+    perMinute: options.anonymousPerMinute,
+    clock,
+  });
+  const mode = options.failMode ?? 'local';
+  if (mode === 'closed') return { keys, addresses, health: null, close: () => keys.close() };
+
+  const events = options.events ?? {};
+  const health = new StoreHealth(() => redis.ping(), options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS, {
+    degraded: (err) => events.degraded?.(err),
+    recovered: () => {
+      void fallbackKeys.reset();
+      fallbackAddresses.reset();
+      events.recovered?.();
+    },
+  });
+  const onStoreError = (err: unknown) => events.storeError?.(err);
+  // Open mode serves every request, so its fallback only counts: it must never ban.
+  const fallbackBan: BanSettings = mode === 'open' ? { ...options.ban, threshold: Number.MAX_SAFE_INTEGER } : options.ban;
+  const fallbackKeys = new FallbackKeyLimiter(keys, { mode, health, onStoreError, createFallback: () => createMemoryKeyLimiter(fallbackBan) });
+  const fallbackAddresses = new FallbackAddressLimiter(addresses, { mode, health, onStoreError, createFallback: createAddressFallback });
   return {
-    keys: new RedisKeyLimiter(options.redis, {
-      namespace: options.namespace,
-      ban: options.ban,
-      clock: clock === systemClock ? undefined : clock,
-    }),
-    addresses: createRedisAddressLimiter(options.redis, {
-      namespace: options.namespace,
-      perMinute: options.anonymousPerMinute,
-      clock,
-    }),
+    keys: fallbackKeys,
+    addresses: fallbackAddresses,
+    health,
+    close: async () => {
+      health.close();
+      await fallbackKeys.close();
+    },
   };
 }

@@ -56,6 +56,13 @@ export class MemoryKeyLimiter implements KeyLimiter {
     if (state !== undefined) unbanKeyState(state);
   }
 
+  async activeBans(): Promise<number> {
+    const now = this.clock.now();
+    let banned = 0;
+    for (const state of this.states.values()) if (state.bannedUntil > now) banned += 1;
+    return banned;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
     this.sweepTimer = undefined;

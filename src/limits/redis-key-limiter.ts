@@ -18,6 +18,16 @@ import { banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
  * `now`) at the end of its day plus `retainMs`, which covers any refusal window or ban started that
  * day: memory holds one small hash per key used today.
  */
+/**
+ * The sorted set of banned key ids by ban end, `${namespace}:rl:bans`, read for the
+ * `gateway_active_bans` gauge. It sits in its own slot, so the consume script cannot write it on a
+ * Cluster: the gateway adds a key after the script reports a new ban (a rare second command, not
+ * awaited by the request) and removes it on unban.
+ */
+export function activeBansRedisKey(namespace: string): string {
+  return `${namespace}:rl:bans`;
+}
+
 export function keyLimiterRedisKey(namespace: string, keyId: string): string {
   return `${namespace}:rl:{${keyId}}`;
 }
@@ -131,6 +141,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly banWindowMs: string;
   private readonly banDurationMs: string;
   private readonly retainMs: string;
+  private readonly bansKey: string;
 
   constructor(
     private readonly redis: RedisClient,
@@ -142,6 +153,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.banDurationMs = String(ban.durationMs);
     this.retainMs = String(ban.retainMs);
     this.prefix = `${options.namespace}:rl:{`;
+    this.bansKey = activeBansRedisKey(options.namespace);
     this.clock = options.clock;
     redis.defineCommand(CONSUME_COMMAND, { numberOfKeys: 1, lua: CONSUME_LUA });
     redis.defineCommand(USAGE_COMMAND, { numberOfKeys: 1, lua: USAGE_LUA });
@@ -165,7 +177,23 @@ export class RedisKeyLimiter implements KeyLimiter {
             this.retainMs,
             String(this.clock.now()),
           );
-    return keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits);
+    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits);
+    if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
+    return decision;
+  }
+
+  private rememberBan(keyId: string, bannedUntil: number): void {
+    // Best effort: the ban itself is already in the key's hash; only the gauge would miss it.
+    this.redis.zadd(this.bansKey, bannedUntil, keyId).catch(() => {});
+  }
+
+  async activeBans(): Promise<number> {
+    // Ends are Redis TIME; this process's clock is close enough for a gauge.
+    const now = this.clock?.now() ?? Date.now();
+    const replies = await this.redis.multi().zremrangebyscore(this.bansKey, '-inf', now).zcard(this.bansKey).exec();
+    const [err, count] = replies?.[1] ?? [new Error('no reply to ZCARD'), 0];
+    if (err) throw err;
+    return Number(count);
   }
 
   async usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
@@ -179,6 +207,7 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   async unban(keyId: string): Promise<void> {
     await this.redis.hdel(this.prefix + keyId + '}', 'bu', 'rc', 're');
+    await this.redis.zrem(this.bansKey, keyId);
   }
 
   /** The client belongs to the caller, who quits it; nothing else is held. */

@@ -21,7 +21,16 @@ export interface BanSettings {
   durationSeconds: number;
 }
 
-export type KeyDecision =
+/** How a decision was taken without the shared store: `local` counts in this process, `open` admits all. */
+export type FallbackKind = 'local' | 'open';
+
+interface DecisionSource {
+  /** Set when the decision was taken without the shared store (store.failMode `local` or `open`). */
+  fallback?: FallbackKind;
+}
+
+export type KeyDecision = DecisionSource &
+  (
   | {
       outcome: 'allowed';
       minute: WindowState;
@@ -46,7 +55,8 @@ export type KeyDecision =
       /** Epoch ms when the ban ends. */
       bannedUntil: number;
       now: number;
-    };
+    }
+  );
 
 /** What the admin API shows for a key: both windows without consuming, and any ban. */
 export interface KeyUsage {
@@ -64,11 +74,13 @@ export interface KeyLimiter {
   consume(keyId: string, limits: WindowLimits): Promise<KeyDecision>;
   usage(keyId: string, limits: WindowLimits): Promise<KeyUsage>;
   unban(keyId: string): Promise<void>;
+  /** Keys banned right now, across every instance that shares the store (`gateway_active_bans`). */
+  activeBans(): Promise<number>;
   close(): Promise<void>;
 }
 
 /** Per-client-address limit for requests without a valid key. */
-export interface AddressDecision {
+export interface AddressDecision extends DecisionSource {
   allowed: boolean;
   window: WindowState;
   retryAfterMs: number;

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { ManualClock, systemClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { MemoryKeyLimiter, RedisKeyLimiter, createLimiters, keyLimiterRedisKey } from '../../../src/limits';
+import { FallbackKeyLimiter, MemoryKeyLimiter, RedisKeyLimiter, createLimiters, keyLimiterRedisKey } from '../../../src/limits';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 
 const ban = { threshold: 10, windowSeconds: 60, durationSeconds: 900 };
@@ -32,8 +32,9 @@ describe('createLimiters', () => {
   it('builds Redis limiters sharing the client and namespace', async () => {
     const namespace = uniqueNamespace('factory');
     const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
-    const { keys, addresses } = createLimiters({ redis: client, namespace, ban, anonymousPerMinute: 30, clock });
+    const { keys, addresses, health } = createLimiters({ redis: client, namespace, ban, anonymousPerMinute: 30, clock, failMode: 'closed' });
     expect(keys).toBeInstanceOf(RedisKeyLimiter);
+    expect(health).toBeNull();
     // An injected clock other than the system's reaches the script (tests drive Redis windows with it).
     expect(await keys.consume('k1', limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
     expect(await client.exists(keyLimiterRedisKey(namespace, 'k1'))).toBe(1);
@@ -41,6 +42,16 @@ describe('createLimiters', () => {
     expect(await client.exists(`${namespace}:rl:addr:203.0.113.7`)).toBe(1);
     await keys.close();
     expect(await client.ping()).toBe('PONG');
+  });
+
+  it('wraps the Redis limiters with the in-process fallback in modes local (the default) and open', async () => {
+    for (const failMode of [undefined, 'local', 'open'] as const) {
+      const limiters = createLimiters({ redis: client, namespace: uniqueNamespace('factory-fallback'), ban, anonymousPerMinute: 30, failMode });
+      expect(limiters.keys).toBeInstanceOf(FallbackKeyLimiter);
+      expect(limiters.health?.degraded).toBe(false);
+      expect((await limiters.keys.consume('k1', limits)).fallback).toBeUndefined();
+      await limiters.close();
+    }
   });
 
   it('leaves time to Redis when given the system clock, so every instance decides on one clock', async () => {

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyLimiter, keyLimiterRedisKey } from '../../../src/limits/redis-key-limiter';
+import { RedisKeyLimiter, keyLimiterRedisKey, activeBansRedisKey } from '../../../src/limits/redis-key-limiter';
 import type { KeyDecision, WindowLimits } from '../../../src/limits/types';
 import { DAY_MS, minuteIndex, windowEnd } from '../../../src/limits/windows';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
@@ -223,14 +223,42 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     expect(new Set(inner.map((c) => c.args[0]!.toLowerCase()))).toEqual(new Set(['hmget', 'hset', 'hdel', 'pexpire']));
     const slot = calculateSlot(keyId);
     const touched = new Set<string>();
+    const gaugeCommands: string[] = [];
     for (const c of seen) {
       const name = c.args[0]!.toLowerCase();
+      // The active-bans set is written on its own, outside the script, when a ban starts or is lifted.
+      if (c.args[1] === activeBansRedisKey(namespace)) {
+        gaugeCommands.push(name);
+        continue;
+      }
       // EVAL/EVALSHA name their keys after the script and the key count; other commands first.
       const keys = name === 'eval' || name === 'evalsha' ? c.args.slice(3, 3 + Number(c.args[2])) : [c.args[1]!];
       for (const key of keys) touched.add(key);
     }
     expect([...touched]).toEqual([keyLimiterRedisKey(namespace, keyId)]);
     for (const key of touched) expect(calculateSlot(key)).toBe(slot);
+    expect(gaugeCommands).toEqual(['zadd', 'zrem']);
+  });
+
+  it('counts active bans for the gauge: added when a ban starts, gone when lifted or over', async () => {
+    const namespace = uniqueNamespace('active-bans');
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 }, clock });
+    const limits = { perMinute: 1, perDay: 100 };
+    expect(await limiter.activeBans()).toBe(0);
+    for (const keyId of ['a', 'b']) {
+      const decisions = [];
+      for (let i = 0; i < 3; i++) decisions.push(await limiter.consume(keyId, limits));
+      expect(decisions.map((d) => d.outcome)).toEqual(['allowed', 'limited', 'limited']);
+    }
+    // The set is written without waiting; poll it briefly.
+    const deadline = Date.now() + 2000;
+    while ((await limiter.activeBans()) < 2 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    expect(await limiter.activeBans()).toBe(2);
+    await limiter.unban('a');
+    expect(await limiter.activeBans()).toBe(1);
+    clock.advance(60_001);
+    expect(await limiter.activeBans()).toBe(0);
   });
 
   it('passes now to the script only with an injected clock', async () => {

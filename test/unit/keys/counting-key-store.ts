@@ -12,6 +12,8 @@ export class CountingKeyStore implements KeyStore {
   hold: Promise<void> | null = null;
   /** When set, the next findByHash call rejects with it (once). */
   failNext: Error | null = null;
+  /** When set, findByHash answers with this instead of the inner store (a record deleted elsewhere). */
+  findByHashOverride: ((hash: string) => Promise<ApiKeyRecord | null>) | null = null;
 
   constructor(readonly inner: KeyStore) {}
 
@@ -22,7 +24,7 @@ export class CountingKeyStore implements KeyStore {
       this.failNext = null;
       throw err;
     }
-    const record = await this.inner.findByHash(hash);
+    const record = this.findByHashOverride ? await this.findByHashOverride(hash) : await this.inner.findByHash(hash);
     if (this.hold) await this.hold;
     return record;
   }

@@ -225,6 +225,37 @@ describe('KeyResolver single-flight', () => {
   });
 });
 
+describe('KeyResolver while the store fails', () => {
+  it('keeps serving a key found before on its expired entry, and refreshes it once the store answers', async () => {
+    const { key, record } = await addKey();
+    await resolver.resolve(key);
+    clock.advance(60_000);
+    store.failNext = new Error('store down');
+    expect(await resolver.resolve(key)).toEqual({ status: 'valid', record });
+    expect(store.findByHashCalls).toBe(2);
+    await store.revoke(record.id, '2026-01-01T00:00:00.000Z');
+    expect((await resolver.resolve(key)).status).toBe('revoked');
+  });
+
+  it('still answers 503-worthy errors for a key it never found', async () => {
+    const { key } = await addKey();
+    store.failNext = new Error('store down');
+    await expect(resolver.resolve(key)).rejects.toThrow('store down');
+  });
+
+  it('does not serve an expired entry once the store says the key is gone', async () => {
+    const { key } = await addKey();
+    await resolver.resolve(key);
+    clock.advance(60_000);
+    store.findByHashOverride = async () => null;
+    expect(await resolver.resolve(key)).toEqual({ status: 'invalid' });
+    store.findByHashOverride = null;
+    store.failNext = new Error('store down');
+    expect(await resolver.resolve(key)).toEqual({ status: 'invalid' });
+    expect(store.findByHashCalls).toBe(2);
+  });
+});
+
 describe('KeyResolver close', () => {
   it('stops listening to the store', () => {
     expect(store.changeListeners).toBe(1);
