@@ -56,8 +56,13 @@ function closeServer(server: http.Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
     deadline.unref();
+    // close() ends only the connections idle at this instant; a keep-alive connection whose request
+    // is answered later would stay open until the deadline. End each one as soon as it goes idle.
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    sweep.unref();
     server.close(() => {
       clearTimeout(deadline);
+      clearInterval(sweep);
       resolve();
     });
     server.closeIdleConnections();

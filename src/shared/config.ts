@@ -134,6 +134,8 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'ADMIN_TOKEN', path: ['admin', 'token'] },
   { variable: 'SIGNING_SECRET', path: ['signing', 'secret'] },
   { variable: 'SIGNING_PREVIOUS_SECRETS', path: ['signing', 'previousSecrets'], list: true },
+  { variable: 'STORE_FAIL_MODE', path: ['store', 'failMode'] },
+  { variable: 'SHUTDOWN_TIMEOUT_MS', path: ['server', 'shutdownTimeoutMs'] },
   { variable: 'DATA_DIR', path: ['dataDir'] },
   { variable: 'LOG_LEVEL', path: ['logLevel'] },
 ];
