@@ -1,7 +1,17 @@
 import { systemClock, type Clock } from '../shared/clock';
 import { consumeKeyState, currentDayCount, currentMinuteCount, emptyKeyState, unbanKeyState, type KeyState } from './key-state';
 import type { BanSettings, KeyDecision, KeyLimiter, KeyUsage, WindowLimits } from './types';
-import { banPolicy, keyDecision, keyUsage, type BanPolicy } from './windows';
+import { DAY_MS, banPolicy, dayIndex, keyDecision, keyUsage, minuteIndex, windowEnd, type BanPolicy } from './windows';
+
+/** What another store last said about a key, to start from when this limiter takes over. */
+export interface KeySnapshot {
+  /** Epoch ms the counts were read at. */
+  at: number;
+  minuteCount: number;
+  dayCount: number;
+  /** Epoch ms, 0 for none. */
+  bannedUntil: number;
+}
 
 export interface MemoryKeyLimiterOptions {
   ban: BanSettings;
@@ -42,6 +52,22 @@ export class MemoryKeyLimiter implements KeyLimiter {
     }
     const outcome = consumeKeyState(state, limits, this.ban, now);
     return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits);
+  }
+
+  /**
+   * Starts a key from `snapshot` unless this limiter already holds it: the fallback for a Redis
+   * outage begins where Redis left off instead of from zero.
+   */
+  seed(keyId: string, snapshot: KeySnapshot): void {
+    if (this.states.has(keyId)) return;
+    const state = emptyKeyState();
+    state.minuteIndex = minuteIndex(snapshot.at);
+    state.minuteCount = snapshot.minuteCount;
+    state.dayIndex = dayIndex(snapshot.at);
+    state.dayCount = snapshot.dayCount;
+    state.bannedUntil = snapshot.bannedUntil;
+    state.keepUntil = Math.max(windowEnd(snapshot.at, DAY_MS), snapshot.bannedUntil) + this.ban.retainMs;
+    this.states.set(keyId, state);
   }
 
   async usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {

@@ -1,3 +1,4 @@
+import type { KeySnapshot } from './memory-key-limiter';
 import type { AddressDecision, AddressLimiter, KeyDecision, KeyLimiter, KeyUsage, WindowLimits } from './types';
 export type { FallbackKind } from './types';
 
@@ -78,23 +79,48 @@ export interface FallbackOptions<L> {
   onStoreError: (err: unknown) => void;
 }
 
+/** An in-process key limiter that can start a key from what the store last said. */
+export interface SeedableKeyLimiter extends KeyLimiter {
+  seed(keyId: string, snapshot: KeySnapshot): void;
+}
+
+/** Keys whose last store decision is remembered for the fallback; the least recent go first. */
+export const MAX_REMEMBERED_KEYS = 10_000;
+
+function snapshotOf(decision: KeyDecision): KeySnapshot {
+  if (decision.outcome === 'banned') return { at: decision.now, minuteCount: 0, dayCount: 0, bannedUntil: decision.bannedUntil };
+  return {
+    at: decision.now,
+    minuteCount: decision.minute.limit - decision.minute.remaining,
+    dayCount: decision.day.limit - decision.day.remaining,
+    bannedUntil: 0,
+  };
+}
+
 /**
  * The store's key limiter with a fallback for outages. In `local` mode the fallback's decisions
  * stand; in `open` mode it only counts, so the rate-limit headers still say how much this instance
  * has seen, and every request is admitted. Admin reads (usage, unban) always go to the store.
+ *
+ * The last store decision of each recent key is remembered, and the fallback starts each key from
+ * it: a key that had used up its day, or was banned, stays refused when the store stops answering
+ * (or merely answers late, as under a blocked event loop), instead of starting afresh from zero.
  */
 export class FallbackKeyLimiter implements KeyLimiter {
-  private fallback: KeyLimiter | null = null;
+  private fallback: SeedableKeyLimiter | null = null;
+  private readonly lastKnown = new Map<string, KeyDecision>();
 
   constructor(
     private readonly primary: KeyLimiter,
-    private readonly options: FallbackOptions<KeyLimiter>,
+    private readonly options: FallbackOptions<SeedableKeyLimiter>,
   ) {}
 
   async consume(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
     if (!this.options.health.degraded) {
       try {
-        return await this.primary.consume(keyId, limits);
+        const decision = await this.primary.consume(keyId, limits);
+        this.remember(keyId, decision);
+        return decision;
       } catch (err) {
         this.options.onStoreError(err);
         this.options.health.reportFailure(err);
@@ -127,8 +153,22 @@ export class FallbackKeyLimiter implements KeyLimiter {
     await previous?.close();
   }
 
+  private remember(keyId: string, decision: KeyDecision): void {
+    // Re-inserted so Map order is least recently used first.
+    this.lastKnown.delete(keyId);
+    this.lastKnown.set(keyId, decision);
+    if (this.lastKnown.size > MAX_REMEMBERED_KEYS) this.lastKnown.delete(this.lastKnown.keys().next().value!);
+  }
+
   private async decideLocally(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
     this.fallback ??= this.options.createFallback();
+    const last = this.lastKnown.get(keyId);
+    if (last) {
+      const snapshot = snapshotOf(last);
+      // Open mode applies no limits, bans included; the counts still feed the headers.
+      if (this.options.mode === 'open') snapshot.bannedUntil = 0;
+      this.fallback.seed(keyId, snapshot);
+    }
     const decision = await this.fallback.consume(keyId, limits);
     if (this.options.mode === 'local') return { ...decision, fallback: 'local' };
     // Open: the fallback never bans (see createFallback in index.ts), and a refusal is served anyway.

@@ -97,16 +97,16 @@ describe('store.failMode local (the default)', () => {
     const port = redis!.port;
     redis = null;
 
-    // The in-process fallback starts counting afresh: 3 more admitted on this instance, then 429.
+    // The in-process fallback starts where Redis left off (1 of 3 used): 2 more admitted, then 429.
     const during = [];
     for (let i = 0; i < 4; i++) during.push(await call(product, cached!));
-    expect(during.map((a) => a.status)).toEqual([200, 200, 200, 429]);
-    expect(during[3]!.code).toBe('rate_limited');
+    expect(during.map((a) => a.status)).toEqual([200, 200, 429, 429]);
+    expect(during[2]!.code).toBe('rate_limited');
     for (const answer of during) {
       expect(answer.headers.get('x-ratelimit-limit')).toBe('3');
       expect(answer.ms).toBeLessThan(2000);
     }
-    expect(during.map((a) => a.headers.get('x-ratelimit-remaining'))).toEqual(['2', '1', '0', '0']);
+    expect(during.map((a) => a.headers.get('x-ratelimit-remaining'))).toEqual(['1', '0', '0', '0']);
     expect(await metricValue(product, 'gateway_store_degraded')).toBe(1);
     expect(await metricValue(product, 'gateway_store_errors_total')).toBeGreaterThan(0);
     expect(product.logs.text()).toContain('"storeFallback":"local"');
