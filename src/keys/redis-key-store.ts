@@ -87,14 +87,25 @@ function isKeyChange(value: unknown): value is KeyChange {
   return typeof v === 'object' && v !== null && typeof v.id === 'string' && typeof v.hash === 'string';
 }
 
+interface Subscription {
+  client: RedisClient;
+  /** Created by this store (quit on close, replaced when it ends), not given by the caller. */
+  owned: boolean;
+}
+
 /** The key store every gateway instance shares. Construct with `RedisKeyStore.open` to be subscribed on return. */
 export class RedisKeyStore implements KeyStore {
   private readonly layout: ReturnType<typeof redisKeyLayout>;
   private readonly changeListeners = new Listeners<[KeyChange]>();
   private readonly resyncListeners = new Listeners<[]>();
-  private readonly subscription: Promise<{ client: RedisClient; owned: boolean }>;
+  /** The first subscription; `open()` and `ready()` wait for it. */
+  private readonly subscription: Promise<Subscription>;
+  /** The subscription in use: the first, or the one that replaced it after its connection ended. */
+  private current: Subscription | null = null;
   private readonly onMessage = (channel: string, message: string) => this.receive(channel, message);
   private readonly onReady = () => this.resubscribed();
+  private readonly onEnd = () => this.replaceSubscriber();
+  private reopenTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(
@@ -168,15 +179,14 @@ export class RedisKeyStore implements KeyStore {
     this.closed = true;
     this.changeListeners.clear();
     this.resyncListeners.clear();
-    let subscription: { client: RedisClient; owned: boolean };
+    clearTimeout(this.reopenTimer);
     try {
-      subscription = await this.subscription;
+      await this.subscription;
     } catch {
       return;
     }
-    const { client, owned } = subscription;
-    client.off('message', this.onMessage);
-    client.off('ready', this.onReady);
+    const { client, owned } = this.current!;
+    this.detach(client);
     if (owned) {
       await quitAndWait(client);
     } else {
@@ -217,7 +227,7 @@ export class RedisKeyStore implements KeyStore {
     }
   }
 
-  private async subscribe(): Promise<{ client: RedisClient; owned: boolean }> {
+  private async subscribe(): Promise<Subscription> {
     const given = this.options.subscriber;
     const owned = typeof given !== 'object';
     const client = typeof given === 'function' ? await given() : (given ?? (await duplicateForSubscribe(this.redis)));
@@ -231,7 +241,47 @@ export class RedisKeyStore implements KeyStore {
     }
     // ioredis resubscribes by itself after a reconnect; changes published meanwhile were lost.
     client.on('ready', this.onReady);
-    return { client, owned };
+    // A connection of ours that gives up reconnecting (a Cluster subscriber whose node is gone) is
+    // replaced; a single Redis connection keeps reconnecting and never ends before close().
+    if (owned) client.on('end', this.onEnd);
+    this.current = { client, owned };
+    return this.current;
+  }
+
+  private detach(client: RedisClient): void {
+    client.off('message', this.onMessage);
+    client.off('ready', this.onReady);
+    client.off('end', this.onEnd);
+  }
+
+  /**
+   * The subscriber connection ended for good: open a new one (for a Cluster, on a master that
+   * answers), then ask caches to resync, since changes published in between were lost. Retried
+   * every second until it works or the store closes.
+   */
+  private replaceSubscriber(): void {
+    if (this.closed || !this.current) return;
+    this.detach(this.current.client);
+    const attempt = async () => {
+      let next: Subscription;
+      try {
+        next = await this.subscribe();
+      } catch {
+        if (!this.closed) {
+          this.reopenTimer = setTimeout(attempt, 1000);
+          this.reopenTimer.unref();
+        }
+        return;
+      }
+      if (this.closed) {
+        // close() already ran on the connection that ended; this one is left to us.
+        this.detach(next.client);
+        await quitAndWait(next.client);
+        return;
+      }
+      this.resyncListeners.emit();
+    };
+    void attempt();
   }
 
   private receive(channel: string, message: string): void {
@@ -253,8 +303,7 @@ export class RedisKeyStore implements KeyStore {
   private resubscribed(): void {
     setImmediate(() => {
       if (this.closed) return;
-      this.subscription
-        .then(({ client }) => client.ping())
+      Promise.resolve(this.current?.client.ping())
         .catch(() => {})
         .finally(() => {
           if (!this.closed) this.resyncListeners.emit();

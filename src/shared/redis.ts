@@ -29,10 +29,13 @@ function baseOptions(settings: RedisSettings): RedisOptions {
   };
 }
 
-/** Creates and connects a client; rejects if Redis does not answer within `connectTimeoutMs`. */
+/**
+ * Creates and connects a client; rejects if Redis does not answer within `connectTimeoutMs`. On a
+ * Cluster that includes a connection to every master, so no request pays for one.
+ */
 export async function connectRedis(settings: RedisSettings, connectTimeoutMs = 5000): Promise<RedisClient> {
   const client = createRedisClient(settings);
-  await waitUntilReady(client, connectTimeoutMs);
+  await waitUntilReady(client, connectTimeoutMs, true);
   return client;
 }
 
@@ -53,14 +56,73 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
   return new Redis(settings.url, baseOptions(settings));
 }
 
-/** A second connection for SUBSCRIBE, which cannot share a connection with other commands. */
+/** Reconnect attempts of a Cluster subscriber before it ends and its owner opens one on another node. */
+export const CLUSTER_SUBSCRIBER_RECONNECTS = 10;
+
+/**
+ * A second connection for SUBSCRIBE, which cannot share a connection with other commands.
+ *
+ * On a Cluster it is a plain connection to one master, not a Cluster client: Redis Cluster forwards
+ * every (non-sharded) PUBLISH to all nodes, so one node hears them all. ioredis's own Cluster
+ * subscriber moves to another node after a disconnect without any event, so its owner could not
+ * know that changes were missed meanwhile; this one emits 'ready' after a reconnect like a single
+ * Redis does, and 'end' after CLUSTER_SUBSCRIBER_RECONNECTS failed attempts, when the owner opens a
+ * new one (on a master that answers) and resyncs.
+ */
 export async function duplicateForSubscribe(client: RedisClient, connectTimeoutMs = 5000): Promise<RedisClient> {
-  const subscriber = client.duplicate();
+  const subscriber = client instanceof Cluster ? subscriberOnClusterNode(client) : client.duplicate();
   await waitUntilReady(subscriber, connectTimeoutMs);
+  // Its connection errors are the command connection's too, which the caller logs; without a
+  // listener ioredis would print each one with a stack.
+  subscriber.on('error', () => {});
   return subscriber;
 }
 
-async function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<void> {
+function subscriberOnClusterNode(cluster: Cluster): Redis {
+  const masters = cluster.nodes('master');
+  const node = masters[Math.floor(Math.random() * masters.length)];
+  if (!node) throw new Error('Redis is unreachable (the cluster has no master); check REDIS_CLUSTER_NODES');
+  return new Redis({
+    ...cluster.options.redisOptions,
+    host: node.options.host,
+    port: node.options.port,
+    lazyConnect: true,
+    retryStrategy: (attempt) => (attempt > CLUSTER_SUBSCRIBER_RECONNECTS ? null : Math.min(50 * attempt, 1000)),
+  });
+}
+
+/**
+ * ioredis opens a Cluster's connection to each master lazily, on the first command routed there, and
+ * that command's `commandTimeout` runs while it connects: on a busy host the first requests after
+ * startup would time out and send the limiters to their fallback. Opens them all now instead; a
+ * master that does not answer is left to fail its own commands (the store's fail mode handles them)
+ * rather than keep the rest of the cluster from being used.
+ */
+async function connectMasters(cluster: Cluster): Promise<void> {
+  await Promise.allSettled(
+    cluster.nodes('master').map(async (node) => {
+      if (node.status === 'ready') return;
+      if (node.status === 'wait') {
+        await node.connect();
+        return;
+      }
+      await new Promise<void>((resolve, reject) => {
+        const ready = () => {
+          node.off('end', ended);
+          resolve();
+        };
+        const ended = () => {
+          node.off('ready', ready);
+          reject(new Error('a cluster node closed its connection while connecting'));
+        };
+        node.once('ready', ready);
+        node.once('end', ended);
+      });
+    }),
+  );
+}
+
+async function waitUntilReady(client: RedisClient, timeoutMs: number, allMasters = false): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   // Without a listener ioredis prints "Unhandled error event" with a stack; keep the cause for the one-line message.
   let lastError: Error | null = null;
@@ -70,7 +132,7 @@ async function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<v
   client.on('error', remember);
   try {
     await Promise.race([
-      client.connect(),
+      client.connect().then(() => (allMasters && client instanceof Cluster ? connectMasters(client) : undefined)),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
       }),
