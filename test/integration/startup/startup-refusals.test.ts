@@ -73,7 +73,7 @@ const refusals: Array<[string, () => Record<string, string>, string | RegExp]> =
   [
     'store.failMode outside local/open/closed',
     () => ({ CONFIG_FILE: tempFile('store.json', JSON.stringify({ store: { failMode: 'maybe' } })) }),
-    'invalid setting store.failMode: must be one of local, open, closed',
+    'invalid setting STORE_FAIL_MODE (store.failMode): must be one of local, open, closed',
   ],
   [
     'a deprecation whose sunset precedes it',

@@ -45,7 +45,7 @@ describe('messages', () => {
     ['a plan with only perDay', fromOverrides({ plans: { gold: { perDay: 5 } } }), 'invalid setting plans.gold: a plan sets both perMinute and perDay, or neither (limits then come from each key)'],
     ['a plan named in capitals', fromOverrides({ plans: { Gold: { perMinute: 5, perDay: 50 } } }), 'invalid setting plans.Gold: a plan name is lower-case letters, digits, "_" or "-"'],
     ['a plan with an unknown limit', fromOverrides({ plans: { gold: { perHour: 5 } } }), 'unknown setting plans.gold.perHour: config/default.yaml lists every setting'],
-    ['store.failMode maybe', fromOverrides({ store: { failMode: 'maybe' } }), 'invalid setting store.failMode: must be one of local, open, closed'],
+    ['store.failMode maybe', fromOverrides({ store: { failMode: 'maybe' } }), 'invalid setting STORE_FAIL_MODE (store.failMode): must be one of local, open, closed'],
   ])('%s', (_label, load, message) => {
     if (message === null) {
       expect(load).not.toThrow();
