@@ -1,10 +1,16 @@
 import express, { type Express } from 'express';
+import { Registry } from 'prom-client';
 import { errorHandler, sendError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import type { UpstreamTokenVerifier } from '../shared/upstream-token';
 import { logInternalErrors, methodNotAllowed, notFound, requestId, requireGatewayToken } from './middleware';
+import { createInventoryMetrics, type InventoryMetrics } from './metrics';
 import type { PetRepository } from './pet-repository';
-import { createPetsRouter } from './pets-routes';
+import { createPetsRouter, PETS_ROUTE_PATHS } from './pets-routes';
+import { labelRoutes, observeRequests } from './request-observer';
+
+const BASE_PATH = '/v1';
+const PROBE_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
 
 export interface InventoryAppDeps {
   repository: PetRepository;
@@ -12,14 +18,26 @@ export interface InventoryAppDeps {
   logger: Logger;
   /** Largest accepted request body (config.server.maxBodyBytes); larger is 413. */
   maxBodyBytes: number;
+  /**
+   * Where requests are counted and timed, served at GET /metrics. Defaults to a fresh registry;
+   * pass the one the repository was built with so its query timings are served too.
+   */
+  metrics?: InventoryMetrics;
 }
 
 /**
  * The inventory as a plain express app, with no listener and no database of its own: whoever
  * embeds it supplies the repository and the verifier. A request reads top to bottom: request id,
- * health (no token), gateway token for /v1, routes, 404, errors.
+ * metrics and log line, route label, health and metrics (no token), gateway token for /v1, routes,
+ * 404, errors.
  */
-export function createInventoryApp({ repository, verifier, logger, maxBodyBytes }: InventoryAppDeps): Express {
+export function createInventoryApp({
+  repository,
+  verifier,
+  logger,
+  maxBodyBytes,
+  metrics = createInventoryMetrics(new Registry()),
+}: InventoryAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -29,6 +47,8 @@ export function createInventoryApp({ repository, verifier, logger, maxBodyBytes 
   app.set('query parser', false);
 
   app.use(requestId);
+  app.use(observeRequests({ metrics, logger }));
+  app.use(labelRoutes([...PROBE_PATHS, ...PETS_ROUTE_PATHS.map((path) => BASE_PATH + path)]));
 
   app
     .route('/healthz')
@@ -50,8 +70,19 @@ export function createInventoryApp({ repository, verifier, logger, maxBodyBytes 
     })
     .all(methodNotAllowed(['GET', 'HEAD']));
 
-  app.use('/v1', requireGatewayToken(verifier));
-  app.use('/v1', createPetsRouter(repository, maxBodyBytes));
+  // Prometheus text for whoever can reach this listener: the gateway forwards only /v1/*, so
+  // this is never served through it.
+  app
+    .route('/metrics')
+    .get(async (_req, res) => {
+      const body = await metrics.registry.metrics();
+      res.setHeader('Content-Type', metrics.registry.contentType);
+      res.send(body);
+    })
+    .all(methodNotAllowed(['GET', 'HEAD']));
+
+  app.use(BASE_PATH, requireGatewayToken(verifier));
+  app.use(BASE_PATH, createPetsRouter(repository, maxBodyBytes));
   app.use(notFound);
   app.use(logInternalErrors(logger));
   app.use(errorHandler());

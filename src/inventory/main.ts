@@ -13,11 +13,11 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel).child({ component: 'inventory' });
 
   let inventory;
   try {
-    inventory = await startInventory(config, { logger, port: config.inventory.port });
+    inventory = await startInventory(config, { logger, port: config.inventory.port, collectDefaultMetrics: true });
   } catch (err) {
     logger.fatal({ err }, 'inventory failed to start');
     process.exitCode = 1;

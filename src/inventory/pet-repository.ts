@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Clock } from '../shared/clock';
+import type { InventoryMetrics, SqliteStatement } from './metrics';
 import type { NewPet, Pet, PetStatus } from './pet';
 
 export interface ListPetsQuery {
@@ -23,7 +24,13 @@ export interface PetRepository {
 
 const petColumns = 'id, name, category_id AS categoryId, status';
 
-/** A PetRepository over better-sqlite3; every statement is prepared once, here. */
+/** Where the time of each statement goes; `inventory_sqlite_query_duration_seconds` in production. */
+export type QueryTimings = Pick<InventoryMetrics, 'sqliteQueryDuration'>;
+
+/**
+ * A PetRepository over better-sqlite3; every statement is prepared once, here. With `metrics`,
+ * each statement's run is timed under its fixed name (never its SQL or values).
+ */
 export class SqlitePetRepository implements PetRepository {
   private readonly insertPet: Database.Statement<[string, number, PetStatus, string], Pet>;
   private readonly selectById: Database.Statement<[number], Pet>;
@@ -34,6 +41,7 @@ export class SqlitePetRepository implements PetRepository {
   constructor(
     private readonly db: Database.Database,
     private readonly clock: Clock,
+    private readonly metrics?: QueryTimings,
   ) {
     this.insertPet = db.prepare(
       `INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?) RETURNING ${petColumns}`,
@@ -50,25 +58,63 @@ export class SqlitePetRepository implements PetRepository {
     const createdAt = new Date(this.clock.now()).toISOString();
     // Outside an explicit transaction the INSERT autocommits: by the time get() returns, the row
     // and its fsync'd WAL frame are on disk.
-    const row = this.insertPet.get(pet.name, pet.categoryId, pet.status, createdAt);
+    const startedAt = process.hrtime.bigint();
+    let row: Pet | undefined;
+    try {
+      row = this.insertPet.get(pet.name, pet.categoryId, pet.status, createdAt);
+    } finally {
+      this.observe('insert_pet', startedAt);
+    }
     if (!row) throw new Error('INSERT … RETURNING returned no row');
     return row;
   }
 
   findById(id: number): Pet | null {
-    const row = this.selectById.get(id);
-    return row ?? null;
+    const startedAt = process.hrtime.bigint();
+    try {
+      return this.selectById.get(id) ?? null;
+    } finally {
+      this.observe('get_pet', startedAt);
+    }
   }
 
   list({ afterId, limit, status }: ListPetsQuery): Pet[] {
-    return status === undefined ? this.selectPage.all(afterId, limit) : this.selectPageByStatus.all(status, afterId, limit);
+    const startedAt = process.hrtime.bigint();
+    if (status === undefined) {
+      try {
+        return this.selectPage.all(afterId, limit);
+      } finally {
+        this.observe('list_pets', startedAt);
+      }
+    }
+    try {
+      return this.selectPageByStatus.all(status, afterId, limit);
+    } finally {
+      this.observe('list_pets_by_status', startedAt);
+    }
   }
 
   ping(): void {
-    if (this.selectOne.get()?.ok !== 1) throw new Error('SELECT 1 did not answer 1');
+    const startedAt = process.hrtime.bigint();
+    let answer: number | undefined;
+    try {
+      answer = this.selectOne.get()?.ok;
+    } finally {
+      this.observe('ping', startedAt);
+    }
+    if (answer !== 1) throw new Error('SELECT 1 did not answer 1');
   }
 
   close(): void {
     if (this.db.open) this.db.close();
+  }
+
+  /**
+   * Records one statement's run, failed ones included (a statement that gave up after the busy
+   * timeout is the slowest of all). better-sqlite3 is synchronous, so two hrtime reads around the
+   * call measure exactly the statement; without metrics the second read is skipped.
+   */
+  private observe(statement: SqliteStatement, startedAt: bigint): void {
+    this.metrics?.sqliteQueryDuration.observe({ statement }, Number(process.hrtime.bigint() - startedAt) / 1e9);
   }
 }

@@ -5,6 +5,10 @@ import { nextPageLink, publicOrigin } from './next-page-link';
 import type { PetRepository } from './pet-repository';
 import { parseListQuery, parseNewPet, parsePetId } from './validation';
 
+/** The router's paths, in express syntax; metrics and logs label requests with these templates. */
+export const PETS_ROUTE_PATHS = ['/pets', '/pets/:petId'] as const;
+const [collectionPath, itemPath] = PETS_ROUTE_PATHS;
+
 /** `/pets` and `/pets/{petId}`, mounted under /v1 behind the gateway-token check. */
 export function createPetsRouter(repository: PetRepository, maxBodyBytes: number): Router {
   const listPets: RequestHandler = (req, res) => {
@@ -35,10 +39,10 @@ export function createPetsRouter(repository: PetRepository, maxBodyBytes: number
   const router = express.Router({ caseSensitive: true, strict: true });
   // Express answers HEAD with the GET handler, so HEAD is listed wherever GET is.
   router
-    .route('/pets')
+    .route(collectionPath)
     .get(listPets)
     .post(requireJsonBody, ...readJsonBody(maxBodyBytes), createPet)
     .all(methodNotAllowed(['GET', 'HEAD', 'POST']));
-  router.route('/pets/:petId').get(getPet).all(methodNotAllowed(['GET', 'HEAD']));
+  router.route(itemPath).get(getPet).all(methodNotAllowed(['GET', 'HEAD']));
   return router;
 }

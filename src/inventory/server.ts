@@ -1,12 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Registry } from 'prom-client';
 import type { Config } from '../shared/config';
 import { systemClock, type Clock } from '../shared/clock';
 import { createLogger, type Logger } from '../shared/logger';
 import { UpstreamTokenVerifier, resolveSigningSecret } from '../shared/upstream-token';
 import { createInventoryApp } from './app';
 import { openInventoryDatabase } from './database';
+import { createInventoryMetrics } from './metrics';
 import { SqlitePetRepository } from './pet-repository';
 import { VerifiedTokenCache } from './verified-token-cache';
 
@@ -17,6 +19,11 @@ export interface StartInventoryOptions {
   port?: number;
   /** Defaults to config.server.host. */
   host?: string;
+  /**
+   * Also report prom-client's default process metrics. Only for the inventory in its own process
+   * (src/inventory/main.ts); embedded, the gateway's registry already has them.
+   */
+  collectDefaultMetrics?: boolean;
 }
 
 export interface RunningInventory {
@@ -24,6 +31,11 @@ export interface RunningInventory {
   port: number;
   /** Base URL to reach it from this machine, e.g. http://127.0.0.1:8090. */
   url: string;
+  /**
+   * The inventory's metrics (served at `<url>/metrics`), for a host process to merge into its own
+   * /metrics, e.g. with Registry.merge. Holds no default process metrics unless asked for.
+   */
+  metrics: Registry;
   /** Stops accepting, lets requests in flight finish (up to config.server.shutdownTimeoutMs), closes the database. */
   close(): Promise<void>;
 }
@@ -39,8 +51,9 @@ export async function startInventory(config: Config, options: StartInventoryOpti
   const host = options.host ?? config.server.host;
   const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
   const verifier = new VerifiedTokenCache(new UpstreamTokenVerifier({ ...config.signing, secret }, clock), clock);
-  const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config)), clock);
-  const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: config.server.maxBodyBytes });
+  const metrics = createInventoryMetrics(new Registry(), { collectDefaults: options.collectDefaultMetrics ?? false });
+  const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config)), clock, metrics);
+  const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: config.server.maxBodyBytes, metrics });
 
   const server = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, app);
   // Longer than any client's idle keep-alive, so the gateway never reuses a socket we are closing.
@@ -84,5 +97,5 @@ export async function startInventory(config: Config, options: StartInventoryOpti
     return closing;
   };
 
-  return { server, port, url, close };
+  return { server, port, url, metrics: metrics.registry, close };
 }

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import request from 'supertest';
 import { loadConfig, type Config } from '../../src/shared/config';
 import { systemClock, type Clock } from '../../src/shared/clock';
-import { createLogger } from '../../src/shared/logger';
+import { createLogger, type Logger } from '../../src/shared/logger';
 import { UPSTREAM_TOKEN_HEADER, UpstreamTokenSigner, type UpstreamTokenSettings } from '../../src/shared/upstream-token';
 import { inventoryDatabasePath, startInventory, type RunningInventory } from '../../src/inventory/server';
 import type { NewPet, Pet } from '../../src/inventory/pet';
@@ -53,8 +53,8 @@ export interface TestInventory {
   token(): Promise<string>;
   /** GET with a valid token (and any extra headers). */
   get(pathAndQuery: string, headers?: Record<string, string>): Promise<request.Response>;
-  /** POST of a JSON body with a valid token. */
-  post(pathAndQuery: string, body: unknown): Promise<request.Response>;
+  /** POST of a JSON body with a valid token (and any extra headers). */
+  post(pathAndQuery: string, body: unknown, headers?: Record<string, string>): Promise<request.Response>;
   createPet(pet: Partial<NewPet> & { name: string; categoryId: number }): Promise<Pet>;
   countPets(): number;
   /** Stops the inventory; removes the data dir when the harness made it. */
@@ -62,11 +62,19 @@ export interface TestInventory {
 }
 
 /** The inventory in this process on a free loopback port, on a real SQLite file in a temp dir. */
-export async function startTestInventory(options: { dataDir?: string; clock?: Clock; overrides?: Record<string, unknown> } = {}): Promise<TestInventory> {
+export async function startTestInventory(
+  options: {
+    dataDir?: string;
+    clock?: Clock;
+    overrides?: Record<string, unknown>;
+    /** Where the inventory logs; silent unless given. */
+    logger?: Logger;
+  } = {},
+): Promise<TestInventory> {
   const ownsDataDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? makeTempDir('inventory');
   const config = testConfig(dataDir, options.overrides);
-  const running = await startInventory(config, { port: 0, host: '127.0.0.1', logger: createLogger('silent'), clock: options.clock });
+  const running = await startInventory(config, { port: 0, host: '127.0.0.1', logger: options.logger ?? createLogger('silent'), clock: options.clock });
   const signer = tokenSigner(config, {}, options.clock);
   const token = () => signer.sign({ keyId: 'test-key', plan: 'free' });
   const inventory: TestInventory = {
@@ -79,8 +87,8 @@ export async function startTestInventory(options: { dataDir?: string; clock?: Cl
     async get(pathAndQuery, headers = {}) {
       return request(running.url).get(pathAndQuery).set(headers).set(UPSTREAM_TOKEN_HEADER, await token());
     },
-    async post(pathAndQuery, body) {
-      return request(running.url).post(pathAndQuery).set(UPSTREAM_TOKEN_HEADER, await token()).send(body as object);
+    async post(pathAndQuery, body, headers = {}) {
+      return request(running.url).post(pathAndQuery).set(headers).set(UPSTREAM_TOKEN_HEADER, await token()).send(body as object);
     },
     async createPet(pet) {
       const res = await inventory.post('/v1/pets', pet);
