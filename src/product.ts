@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import type { Config } from './shared/config';
 import { systemClock, type Clock } from './shared/clock';
+import { closeServer } from './shared/close-server';
 import type { Logger } from './shared/logger';
 import { connectRedis, redisConfigured, type RedisClient } from './shared/redis';
 import { UpstreamTokenSigner, resolveSigningSecret } from './shared/upstream-token';
@@ -49,24 +50,6 @@ async function listen(server: http.Server, port: number, host: string): Promise<
     });
   });
   return (server.address() as AddressInfo).port;
-}
-
-/** Stops accepting, lets requests in flight finish for up to `graceMs`, then cuts what is left. */
-function closeServer(server: http.Server, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
-    deadline.unref();
-    // close() ends only the connections idle at this instant; a keep-alive connection whose request
-    // is answered later would stay open until the deadline. End each one as soon as it goes idle.
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
-    sweep.unref();
-    server.close(() => {
-      clearTimeout(deadline);
-      clearInterval(sweep);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
 }
 
 /** In development the admin token is generated once and kept under dataDir, like the signing secret. */
@@ -214,7 +197,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       adminToken,
       keys,
       keyLimiter: limiters.keys,
-      registry: metrics.registry,
+      // The embedded inventory's metrics (inventory_*) are served beside the gateway's.
+      registry: inventory ? Registry.merge([metrics.registry, inventory.metrics]) : metrics.registry,
       readiness,
       deprecations: () =>
         buildDeprecationReport({

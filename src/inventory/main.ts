@@ -25,7 +25,13 @@ async function main(): Promise<void> {
   }
   logger.info({ url: inventory.url, port: inventory.port }, `inventory listening on ${inventory.url}`);
 
+  let stopping = false;
   const shutdown = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
     logger.info({ signal }, 'inventory shutting down');
     inventory.close().then(
       () => process.exit(0),
@@ -35,8 +41,8 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
 }
 
 main().catch((err: unknown) => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import type { Config } from '../shared/config';
 import { systemClock, type Clock } from '../shared/clock';
+import { closeServer } from '../shared/close-server';
 import { createLogger, type Logger } from '../shared/logger';
 import { UpstreamTokenVerifier, resolveSigningSecret } from '../shared/upstream-token';
 import { createInventoryApp } from './app';
@@ -78,22 +79,8 @@ export async function startInventory(config: Config, options: StartInventoryOpti
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
-    closing ??= new Promise<void>((resolve, reject) => {
-      const forceAfter = setTimeout(() => server.closeAllConnections(), config.server.shutdownTimeoutMs);
-      forceAfter.unref();
-      server.close((err) => {
-        clearTimeout(forceAfter);
-        try {
-          repository.close();
-        } catch (closeErr) {
-          reject(closeErr);
-          return;
-        }
-        if (err) reject(err);
-        else resolve();
-      });
-      server.closeIdleConnections();
-    });
+    // The database closes once every request in flight has finished with it.
+    closing ??= closeServer(server, config.server.shutdownTimeoutMs).finally(() => repository.close());
     return closing;
   };
 
