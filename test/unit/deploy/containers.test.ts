@@ -152,7 +152,7 @@ describe('docker-compose.yml', () => {
     expect(read('.gitignore').split('\n')).toContain('.env');
   });
 
-  it('has prometheus scrape both gateways on their admin port', () => {
+  it('has prometheus scrape both gateways on their admin port and both inventories on their own port', () => {
     const mount = services.prometheus!.volumes!.find((v) => v.includes('prometheus.yml'))!;
     const hostFile = mount.split(':')[0]!;
     const prometheus = parseYaml(read(hostFile)) as {
@@ -162,6 +162,8 @@ describe('docker-compose.yml', () => {
     expect(targets.sort()).toEqual([
       `gateway-staging:${services['gateway-staging']!.environment!.ADMIN_PORT}`,
       `gateway:${services.gateway!.environment!.ADMIN_PORT}`,
+      `inventory-staging:${services['inventory-staging']!.environment!.INVENTORY_PORT}`,
+      `inventory:${services.inventory!.environment!.INVENTORY_PORT}`,
     ]);
     expect(prometheus.scrape_configs.every((c) => (c.metrics_path ?? '/metrics') === '/metrics')).toBe(true);
   });
