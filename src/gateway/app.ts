@@ -276,6 +276,7 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     }
     const token = await deps.signer.sign({ keyId: state.keyId!, plan: state.plan });
     rewriteHeadersForUpstream(req, state, token);
+    req.url = originForm(req);
 
     state.upstreamStartedAt = process.hrtime.bigint();
     const abandon = deps.forwarder.forward(req, res, {
@@ -349,7 +350,31 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     );
   }
 
+  /**
+   * Express's router gives up on a request target url.parse refuses (`GET http://[::1/v1/pets`): no
+   * middleware runs and Express's own final handler answers an HTML 404 without X-Request-Id. The
+   * gateway's final handler answers those (and anything else that ever falls through) itself.
+   */
+  function finalHandler(req: Request, res: Response): NextFunction {
+    return (err?: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.setHeader('X-Request-Id', requestIdFor(req.headers['x-request-id']));
+      if (err) {
+        logger.error({ err }, 'unhandled gateway error');
+        sendError(res, 'internal_error', 'An internal error occurred.');
+      } else {
+        sendError(res, 'invalid_parameter', 'The request target is not a valid URL.');
+      }
+    };
+  }
+
   const app = express();
+  const routed = app as express.Express & { handle(req: Request, res: Response, done?: NextFunction): void };
+  const handle = routed.handle.bind(app);
+  routed.handle = (req, res, done) => handle(req, res, done ?? finalHandler(req, res));
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', false);
@@ -358,6 +383,17 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     errorHandler((err) => logger.error({ err }, 'unhandled gateway error')),
   );
   return app;
+}
+
+/**
+ * The request target in origin form (`/v1/pets?limit=1`) whatever form the client used: an
+ * absolute-form target (`GET foo://host/v1/pets`) was routed on its path, and undici refuses a path
+ * that neither starts with `/` nor with a lower-case `http://` or `https://`.
+ */
+function originForm(req: Request): string {
+  if (req.url.startsWith('/')) return req.url;
+  const queryAt = req.url.indexOf('?');
+  return req.path + (queryAt === -1 ? '' : req.url.slice(queryAt));
 }
 
 function setHeaders(res: Response, headers: Record<string, string>): void {

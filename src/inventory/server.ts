@@ -46,6 +46,12 @@ export function inventoryDatabasePath(config: Config): string {
   return path.resolve(config.dataDir, config.inventory.databaseFile);
 }
 
+/**
+ * Room for what the gateway adds to a request it forwards (its signed token, X-Request-Id,
+ * X-Forwarded-*: about 0.5 KiB), so that the inventory takes every request the gateway takes.
+ */
+const GATEWAY_HEADER_ALLOWANCE_BYTES = 4096;
+
 export async function startInventory(config: Config, options: StartInventoryOptions = {}): Promise<RunningInventory> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
@@ -56,7 +62,10 @@ export async function startInventory(config: Config, options: StartInventoryOpti
   const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config)), clock, metrics);
   const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: config.server.maxBodyBytes, metrics });
 
-  const server = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, app);
+  const server = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes + GATEWAY_HEADER_ALLOWANCE_BYTES }, app);
+  // The size bounds the headers; node's count limit (1,000 when headers arrive in several reads)
+  // would drop the gateway's token and Host, which come after the client's own headers.
+  server.maxHeadersCount = 0;
   // Longer than any client's idle keep-alive, so the gateway never reuses a socket we are closing.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

@@ -544,18 +544,14 @@ describe('bad input catalogue: what the gateway answers to each', () => {
     });
   });
 
-  /**
-   * Inputs on which the gateway breaks the contract today. Each test states the right behaviour and
-   * fails until the fix (outside this suite's files) lands; the property tests steer clear of these
-   * inputs so that they keep guarding everything else meanwhile.
-   */
-  describe('KNOWN BUGS: these tests fail until the fixes named in the issue-6 report land', () => {
+  /** Inputs on which the gateway once broke the contract; found by this suite and fixed. */
+  describe('inputs that once broke the contract', () => {
     const violations = async (request: RawRequestSpec, label: string): Promise<string[]> => {
       const exchange = await sendRaw(product.gatewayUrl, request);
       return contractProblems(exchange, { forbidden: [product.dataDir, process.cwd()] }).map((p) => `${label}: ${p}`);
     };
 
-    it('KNOWN BUG (inventory header limit): a request whose headers the gateway accepts is not refused by the inventory with a bodiless 431', async () => {
+    it('inventory header limit: a request whose headers the gateway accepts is not refused by the inventory with a bodiless 431', async () => {
       // The gateway adds its token and forwarding headers (~450 bytes) and the inventory has the same
       // maxHeaderSize, so a request just under the gateway's limit gets the inventory's own 431:
       // no Error body, no content type, a code the contract does not have.
@@ -567,7 +563,7 @@ describe('bad input catalogue: what the gateway answers to each', () => {
       expect(problems).toEqual([]);
     });
 
-    it('KNOWN BUG (inventory header count): a request with 1,000 or more small headers and a valid key is served, not refused for want of the gateway\'s token or Host', async () => {
+    it('inventory header count: a request with 1,000 or more small headers and a valid key is served, not refused for want of the gateway\'s token or Host', async () => {
       // node drops request headers past its count limit (1,000 when they arrive in several reads, as
       // the forwarders write them); the gateway's token and, through http-proxy, Host come last, so
       // the inventory answers 401 "x-gateway-token header is missing" (undici) or a bodiless 400.
@@ -582,7 +578,7 @@ describe('bad input catalogue: what the gateway answers to each', () => {
       expect(problems).toEqual([]);
     });
 
-    it('KNOWN BUG (undici forwarder): an absolute-form target with a scheme other than lower-case http(s) is not a 502', async () => {
+    it('undici forwarder: an absolute-form target with a scheme other than lower-case http(s) is not a 502', async () => {
       // The gateway routes on the path, then hands undici `req.url` as it came; undici refuses any
       // path that neither starts with `/` nor with `http://`/`https://`, and that becomes a 502.
       const problems: string[] = [];
@@ -593,7 +589,7 @@ describe('bad input catalogue: what the gateway answers to each', () => {
       expect(problems).toEqual([]);
     });
 
-    it('KNOWN BUG (Express final handler): a target url.parse cannot read gets the Error body and X-Request-Id, not Express\'s HTML 404', async () => {
+    it('Express final handler: a target url.parse cannot read gets the Error body and X-Request-Id, not Express\'s HTML 404', async () => {
       // Express's router cannot take the path of these targets and skips every middleware, so
       // Express's own final handler answers: an HTML "Cannot GET" page without X-Request-Id.
       const problems: string[] = [];
