@@ -145,6 +145,9 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     let failure: { code: ErrorCode; message: string; reason: string };
     if (header === undefined || header === '') {
       failure = { code: 'missing_api_key', reason: 'missing', message: 'Send your API key as "Authorization: Bearer <key>".' };
+    } else if (hasRepeatedAuthorization(req.rawHeaders)) {
+      // Node keeps the first of several; which one a client meant is anyone's guess, so none counts.
+      failure = { code: 'invalid_api_key', reason: 'invalid', message: 'Send exactly one Authorization header.' };
     } else {
       const presented = BEARER.exec(header)?.[1];
       const resolution: KeyResolution = presented ? await resolveKey(presented, res) : { status: 'invalid' };
@@ -394,6 +397,15 @@ function originForm(req: Request): string {
   if (req.url.startsWith('/')) return req.url;
   const queryAt = req.url.indexOf('?');
   return req.path + (queryAt === -1 ? '' : req.url.slice(queryAt));
+}
+
+function hasRepeatedAuthorization(rawHeaders: string[]): boolean {
+  let seen = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization' && ++seen > 1) return true;
+  }
+  return false;
 }
 
 function setHeaders(res: Response, headers: Record<string, string>): void {
