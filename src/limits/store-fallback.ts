@@ -79,6 +79,21 @@ export interface FallbackOptions<L> {
   onStoreError: (err: unknown) => void;
 }
 
+/**
+ * The store's answer, or undefined when the store is degraded or the call fails; a failure is
+ * counted and starts the degraded state.
+ */
+async function askStore<T>(options: FallbackOptions<unknown>, call: () => Promise<T>): Promise<T | undefined> {
+  if (options.health.degraded) return undefined;
+  try {
+    return await call();
+  } catch (err) {
+    options.onStoreError(err);
+    options.health.reportFailure(err);
+    return undefined;
+  }
+}
+
 /** An in-process key limiter that can start a key from what the store last said. */
 export interface SeedableKeyLimiter extends KeyLimiter {
   seed(keyId: string, snapshot: KeySnapshot): void;
@@ -116,17 +131,10 @@ export class FallbackKeyLimiter implements KeyLimiter {
   ) {}
 
   async consume(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
-    if (!this.options.health.degraded) {
-      try {
-        const decision = await this.primary.consume(keyId, limits);
-        this.remember(keyId, decision);
-        return decision;
-      } catch (err) {
-        this.options.onStoreError(err);
-        this.options.health.reportFailure(err);
-      }
-    }
-    return this.decideLocally(keyId, limits);
+    const decision = await askStore(this.options, () => this.primary.consume(keyId, limits));
+    if (decision === undefined) return this.decideLocally(keyId, limits);
+    this.remember(keyId, decision);
+    return decision;
   }
 
   usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
@@ -189,14 +197,8 @@ export class FallbackAddressLimiter implements AddressLimiter {
   ) {}
 
   async consume(address: string): Promise<AddressDecision> {
-    if (!this.options.health.degraded) {
-      try {
-        return await this.primary.consume(address);
-      } catch (err) {
-        this.options.onStoreError(err);
-        this.options.health.reportFailure(err);
-      }
-    }
+    const shared = await askStore(this.options, () => this.primary.consume(address));
+    if (shared !== undefined) return shared;
     this.fallback ??= this.options.createFallback();
     const decision = await this.fallback.consume(address);
     if (this.options.mode === 'local') return { ...decision, fallback: 'local' };
