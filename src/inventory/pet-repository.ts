@@ -58,51 +58,23 @@ export class SqlitePetRepository implements PetRepository {
     const createdAt = new Date(this.clock.now()).toISOString();
     // Outside an explicit transaction the INSERT autocommits: by the time get() returns, the row
     // and its fsync'd WAL frame are on disk.
-    const startedAt = process.hrtime.bigint();
-    let row: Pet | undefined;
-    try {
-      row = this.insertPet.get(pet.name, pet.categoryId, pet.status, createdAt);
-    } finally {
-      this.observe('insert_pet', startedAt);
-    }
+    const row = this.timed('insert_pet', () => this.insertPet.get(pet.name, pet.categoryId, pet.status, createdAt));
     if (!row) throw new Error('INSERT … RETURNING returned no row');
     return row;
   }
 
   findById(id: number): Pet | null {
-    const startedAt = process.hrtime.bigint();
-    try {
-      return this.selectById.get(id) ?? null;
-    } finally {
-      this.observe('get_pet', startedAt);
-    }
+    return this.timed('get_pet', () => this.selectById.get(id)) ?? null;
   }
 
   list({ afterId, limit, status }: ListPetsQuery): Pet[] {
-    const startedAt = process.hrtime.bigint();
-    if (status === undefined) {
-      try {
-        return this.selectPage.all(afterId, limit);
-      } finally {
-        this.observe('list_pets', startedAt);
-      }
-    }
-    try {
-      return this.selectPageByStatus.all(status, afterId, limit);
-    } finally {
-      this.observe('list_pets_by_status', startedAt);
-    }
+    return status === undefined
+      ? this.timed('list_pets', () => this.selectPage.all(afterId, limit))
+      : this.timed('list_pets_by_status', () => this.selectPageByStatus.all(status, afterId, limit));
   }
 
   ping(): void {
-    const startedAt = process.hrtime.bigint();
-    let answer: number | undefined;
-    try {
-      answer = this.selectOne.get()?.ok;
-    } finally {
-      this.observe('ping', startedAt);
-    }
-    if (answer !== 1) throw new Error('SELECT 1 did not answer 1');
+    if (this.timed('ping', () => this.selectOne.get())?.ok !== 1) throw new Error('SELECT 1 did not answer 1');
   }
 
   close(): void {
@@ -110,11 +82,17 @@ export class SqlitePetRepository implements PetRepository {
   }
 
   /**
-   * Records one statement's run, failed ones included (a statement that gave up after the busy
-   * timeout is the slowest of all). better-sqlite3 is synchronous, so two hrtime reads around the
-   * call measure exactly the statement; without metrics the second read is skipped.
+   * Runs one statement and records its time, failed runs included (a statement that gave up after
+   * the busy timeout is the slowest of all). better-sqlite3 is synchronous, so two hrtime reads
+   * around the call measure exactly the statement.
    */
-  private observe(statement: SqliteStatement, startedAt: bigint): void {
-    this.metrics?.sqliteQueryDuration.observe({ statement }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+  private timed<T>(statement: SqliteStatement, run: () => T): T {
+    if (!this.metrics) return run();
+    const startedAt = process.hrtime.bigint();
+    try {
+      return run();
+    } finally {
+      this.metrics.sqliteQueryDuration.observe({ statement }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+    }
   }
 }
