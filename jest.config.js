@@ -1,3 +1,10 @@
+/**
+ * ESM-only packages that the product loads with require(esm) on Node 24. Jest's own require(esm)
+ * needs vm.SourceTextModule, which only exists under --experimental-vm-modules (an experimental
+ * flag that prints a warning in every worker), so Jest transpiles these few to CommonJS instead.
+ */
+const esmOnlyPackages = ['jose', 'http-proxy-middleware', 'httpxy', 'is-plain-obj'];
+
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
@@ -6,7 +13,9 @@ module.exports = {
   transform: {
     // Transpile only: `npm run typecheck` (tsc --noEmit) does the type checking once for the whole tree.
     '^.+\\.ts$': ['ts-jest', { diagnostics: false }],
+    '^.+\\.m?js$': ['ts-jest', { diagnostics: false, tsconfig: { allowJs: true, module: 'commonjs', target: 'es2022' } }],
   },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmOnlyPackages.join('|')})/)`],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,

@@ -27,7 +27,7 @@ const sources = Math.max(
 const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
 if (sources > built) {
   process.stderr.write('building dist/ …\n');
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+  execFileSync(process.execPath, [require.resolve('typescript-7/bin/tsc'), '-p', 'tsconfig.build.json'], {
     cwd: root,
     stdio: 'inherit',
   });

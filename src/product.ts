@@ -18,6 +18,7 @@ import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from
 import { createUndiciForwarder } from './gateway/undici-forwarder';
 import { expressServerClasses } from './gateway/express-prototypes';
 import { createGatewayMetrics } from './gateway/metrics';
+import { answerUnparsableRequest } from './gateway/unparsable-request';
 import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
 import { buildDeprecationReport } from './gateway/deprecation-report';
 import { createAdminApp, type ReadinessCheck } from './admin/app';
@@ -174,6 +175,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes, ...expressServerClasses(gatewayApp) }, gatewayApp);
     gatewayServer.keepAliveTimeout = 65_000;
+    gatewayServer.on('clientError', answerUnparsableRequest({ metrics, logger }));
     const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);
     cleanups.push(() => closeServer(gatewayServer, config.server.shutdownTimeoutMs));
 

@@ -99,6 +99,16 @@ interface InFlight {
 const inFlightOf = new WeakMap<IncomingMessage, InFlight>();
 
 /**
+ * One failure per request: a response cut mid-body reaches httpxy's error event and the upstream
+ * response's close alike.
+ */
+function reportOnce(inFlight: InFlight, err: NodeJS.ErrnoException): void {
+  if (inFlight.abandoned) return;
+  inFlight.abandoned = true;
+  inFlight.handlers.onFailure(classifyUpstreamError(err));
+}
+
+/**
  * http-proxy-middleware, created once, with a keep-alive agent. The caller has already rewritten
  * the request headers; this only moves bytes and maps failures.
  */
@@ -118,15 +128,16 @@ export function createHttpProxyForwarder(settings: ForwarderSettings): Forwarder
           err.code = TIMEOUT_CODE;
           proxyReq.destroy(err);
         });
-        proxyReq.once('response', (upstreamRes) => {
+        // Ahead of httpxy's own listener, which destroys the client's response when the upstream's
+        // is cut: seen after that, the cut would look like a client that went away.
+        proxyReq.prependOnceListener('response', (upstreamRes) => {
           inFlight?.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
           // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
           upstreamRes.once('close', () => {
-            if (upstreamRes.complete || !inFlight || inFlight.abandoned) return;
-            inFlight.abandoned = true;
+            if (upstreamRes.complete || !inFlight) return;
             const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
             err.code = 'ECONNRESET';
-            inFlight.handlers.onFailure(classifyUpstreamError(err));
+            reportOnce(inFlight, err);
           });
         });
       },
@@ -138,7 +149,7 @@ export function createHttpProxyForwarder(settings: ForwarderSettings): Forwarder
       error(err, req) {
         const inFlight = inFlightOf.get(req as IncomingMessage);
         inFlightOf.delete(req as IncomingMessage);
-        if (inFlight && !inFlight.abandoned) inFlight.handlers.onFailure(classifyUpstreamError(err as NodeJS.ErrnoException));
+        if (inFlight) reportOnce(inFlight, err as NodeJS.ErrnoException);
       },
     },
   });

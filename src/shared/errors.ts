@@ -5,6 +5,7 @@ export const codeToStatus = {
   invalid_json: 400,
   validation_failed: 400,
   invalid_parameter: 400,
+  malformed_request: 400,
   missing_api_key: 401,
   invalid_api_key: 401,
   revoked_api_key: 401,
@@ -13,6 +14,7 @@ export const codeToStatus = {
   gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   temporarily_banned: 429,
   internal_error: 500,
@@ -45,6 +47,22 @@ export class ApiError extends Error {
 
 export function errorBody(code: ErrorCode, message: string): ErrorBody {
   return { code, message, status: codeToStatus[code] };
+}
+
+/** Status line reasons for the raw answers written where no ServerResponse exists. */
+const REASON_PHRASES: Partial<Record<number, string>> = { 400: 'Bad Request', 431: 'Request Header Fields Too Large' };
+
+/**
+ * The Error body as a whole HTTP/1.1 message, for answering on a bare socket (a request node:http's
+ * parser refused, so there is no response object to write to). The connection closes after it.
+ */
+export function rawErrorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify(errorBody(code, message));
+  const status = codeToStatus[code];
+  const lines = [`HTTP/1.1 ${status} ${REASON_PHRASES[status] ?? ''}`.trimEnd()];
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  lines.push('Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close');
+  return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
 /** Writes the contract's Error body; the only way any listener answers with an error. */

@@ -89,7 +89,7 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       store.onChange((c) => changes.push(c));
 
       // Both stores' subscribers go; each reconnects to its node.
-      const killed = await Promise.all(masters.map((master) => master.client('KILL', 'TYPE', 'pubsub') as Promise<number>));
+      const killed = await Promise.all(masters.map((master) => master.client('KILL', 'TYPE', 'PUBSUB') as Promise<number>));
       expect(killed.reduce((sum, n) => sum + n, 0)).toBe(2);
 
       await eventually(() => resyncs >= 1, 5000, 'resync after reconnect');

@@ -21,7 +21,7 @@ import { freePort } from '../../support/redis-server';
  * kind of upstream failure is named. Each test builds its own proxy, so pool state never leaks
  * from one to the next.
  */
-describe.each(FORWARDERS)('forwarder contract: %s', (_kind, create) => {
+describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
   let upstream: ContractUpstream;
   let proxy: ContractProxy | null = null;
 
@@ -81,7 +81,11 @@ describe.each(FORWARDERS)('forwarder contract: %s', (_kind, create) => {
       });
     });
 
-    it('a chunked POST is streamed on with chunked encoding and arrives intact', async () => {
+    // httpxy (under http-proxy-middleware 4) closes the upstream connection after a chunked request,
+    // so a body framed by chunks can never leave a reused connection out of step (request smuggling).
+    const afterChunkedBody = kind === 'http-proxy' ? 'close' : 'keep-alive';
+
+    it(`a chunked POST is streamed on with chunked encoding and arrives intact (upstream connection: ${afterChunkedBody})`, async () => {
       const { url } = await proxyTo(upstream.url);
       const chunks = [Buffer.from('{"name":'), Buffer.from('"Streamed",'), Buffer.from('"categoryId":2}')];
       const res = await send(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chunks });
@@ -89,7 +93,7 @@ describe.each(FORWARDERS)('forwarder contract: %s', (_kind, create) => {
       expect(jsonOf(res)).toEqual({ bytes: whole.length, sha256: sha256(whole) });
       expect(lastReceived().headers).toEqual({
         host: upstream.host,
-        connection: 'keep-alive',
+        connection: afterChunkedBody,
         'content-type': 'application/json',
         'transfer-encoding': 'chunked',
       });

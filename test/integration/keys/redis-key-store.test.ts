@@ -35,7 +35,7 @@ async function dumpNamespace(namespace: string): Promise<Map<string, string>> {
       else if (type === 'hash') content = await redis.hgetall(key);
       else if (type === 'set') content = await redis.smembers(key);
       else if (type === 'list') content = await redis.lrange(key, 0, -1);
-      else if (type === 'zset') content = await redis.zrange(key, 0, -1, 'WITHSCORES');
+      else if (type === 'zset') content = await redis.zrange(key, 0, '-1', 'WITHSCORES');
       else throw new Error(`unexpected type ${type} at ${key}`);
       dump.set(key, JSON.stringify(content));
     }

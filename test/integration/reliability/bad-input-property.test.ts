@@ -9,7 +9,7 @@ import { chunkedBody, contractProblems, describeOutcome, inputErrorLogLines, out
  * - end (an answer, or node closing the connection for CONNECT): never a hang;
  * - never be a 5xx;
  * - carry X-Request-Id and, on a 4xx, the Error body with a CONTRACT §3 code matching the status,
- *   unless node:http refused the request itself (a bodiless 400/417/431, no X-Request-Id);
+ *   unless node:http answered an unknown Expect itself (a bodiless 417, no X-Request-Id);
  * - show nothing internal in any body;
  * and a normal GET /v1/pets right after it must still be 200.
  *

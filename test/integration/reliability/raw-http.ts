@@ -252,13 +252,14 @@ async function writePieces(socket: net.Socket, pieces: Buffer[], endAfterWrite: 
 
 /** CONTRACT §3's error codes by status, restated here as the tests' oracle (not imported from src). */
 export const CONTRACT_CODES: Readonly<Record<number, readonly string[]>> = {
-  400: ['invalid_json', 'validation_failed', 'invalid_parameter'],
+  400: ['invalid_json', 'validation_failed', 'invalid_parameter', 'malformed_request'],
   401: ['missing_api_key', 'invalid_api_key', 'revoked_api_key'],
   404: ['not_found'],
   405: ['method_not_allowed'],
   410: ['gone'],
   413: ['payload_too_large'],
   415: ['unsupported_media_type'],
+  431: ['headers_too_large'],
   429: ['rate_limited', 'temporarily_banned'],
   500: ['internal_error'],
   502: ['upstream_unavailable', 'service_unavailable', 'upstream_timeout'],
@@ -267,12 +268,11 @@ export const CONTRACT_CODES: Readonly<Record<number, readonly string[]>> = {
 };
 
 /**
- * Statuses node:http sends by itself, before any of our code runs, when it cannot take a request:
- * 400 for what its parser refuses, 431 for headers over `maxHeaderSize`, 417 for an `Expect` other
- * than `100-continue`. Such an answer has no body and no X-Request-Id; after a 400 or 431 node
- * closes the connection.
+ * Statuses node:http still sends by itself, before any of our code runs: 417 for an `Expect` other
+ * than `100-continue`. Such an answer has no body and no X-Request-Id. (What its parser refuses,
+ * 400 and 431, the gateway's clientError listener answers with the Error body.)
  */
-export const NODE_OWN_STATUSES: readonly number[] = [400, 417, 431];
+export const NODE_OWN_STATUSES: readonly number[] = [417];
 
 export const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
