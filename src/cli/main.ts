@@ -1,3 +1,4 @@
+import '../shared/supported-runtime';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';

@@ -1,3 +1,4 @@
+import { nodeVersion } from '../shared/supported-runtime';
 import { ConfigError, loadConfig, type Config } from '../shared/config';
 import { createLogger } from '../shared/logger';
 import { startInventory } from './server';
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  logger.info({ url: inventory.url, port: inventory.port }, `inventory listening on ${inventory.url}`);
+  logger.info({ url: inventory.url, port: inventory.port, node: nodeVersion }, `inventory listening on ${inventory.url} (Node ${nodeVersion})`);
 
   let stopping = false;
   const shutdown = (signal: NodeJS.Signals): void => {

@@ -48,7 +48,10 @@ test('first start: single-instance warning, ready key and curl line that work; e
   expect(gatewayUrl).toBe(`http://127.0.0.1:${env.PORT}`);
   expect(adminUrl).toBe(`http://127.0.0.1:${env.ADMIN_PORT}`);
   expect(main.stdout()).toMatch(/REDIS_URL is not set: using the in-process store.*do not run several/);
-  expect(main.stdout()).toMatch(/animal-store-gateway \(development\) is ready on http:\/\/127\.0\.0\.1:\d+/);
+  // It says which Node it runs on: the one npm brings (the child runs on the same binary as this test).
+  expect(main.stdout()).toContain(`animal-store-gateway (development, Node ${process.version}) is ready on http://127.0.0.1:${env.PORT}`);
+  const listening = JSON.parse((await main.waitForStdout(/^(\{.*"msg":"listening.*\})$/m))[1]!) as Record<string, unknown>;
+  expect(listening).toMatchObject({ node: process.version, msg: `listening on Node ${process.version}` });
   // The key is printed once (the curl line repeats it on purpose), and never logged.
   const logLines = main.stdout().split('\n').filter((line) => line.startsWith('{'));
   expect(logLines.join('\n')).not.toContain(key!);
