@@ -13,10 +13,9 @@ import { UpstreamTokenSigner, resolveSigningSecret } from './shared/upstream-tok
 import { createKeyStore, KeyResolver, KeyService } from './keys';
 import { createLimiters } from './limits';
 import { startInventory, type RunningInventory } from './inventory';
-import { createGatewayApp } from './gateway/app';
+import { createGatewayHandler } from './gateway/handler';
 import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from './gateway/forwarder';
 import { createUndiciForwarder } from './gateway/undici-forwarder';
-import { expressServerClasses } from './gateway/express-prototypes';
 import { createGatewayMetrics } from './gateway/metrics';
 import { answerUnparsableRequest } from './gateway/unparsable-request';
 import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
@@ -161,7 +160,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     cleanups.push(() => forwarder.close());
 
-    const gatewayApp = createGatewayApp({
+    const handleGatewayRequest = createGatewayHandler({
       config,
       keys: resolver,
       keyLimiter: limiters.keys,
@@ -173,7 +172,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       clock,
       deprecationUsage,
     });
-    const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes, ...expressServerClasses(gatewayApp) }, gatewayApp);
+    const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, handleGatewayRequest);
     gatewayServer.keepAliveTimeout = 65_000;
     gatewayServer.on('clientError', answerUnparsableRequest({ metrics, logger }));
     const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);

@@ -1,4 +1,5 @@
-import type { ErrorRequestHandler, Response } from 'express';
+import type { ServerResponse } from 'node:http';
+import type { ErrorRequestHandler } from 'express';
 
 /** Every error code of CONTRACT §3 with its HTTP status. The one place a code meets a status. */
 export const codeToStatus = {
@@ -65,14 +66,22 @@ export function rawErrorResponse(code: ErrorCode, message: string, headers: Reco
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
-/** Writes the contract's Error body; the only way any listener answers with an error. */
-export function sendError(res: Response, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
+/**
+ * Writes the contract's Error body; the only way any listener answers with an error. Plain
+ * node:http, so the gateway's request path and the Express apps (whose responses extend
+ * ServerResponse) share it. For HEAD, node:http sends the headers without the body.
+ */
+export function sendError(res: ServerResponse, code: ErrorCode, message: string, headers: Readonly<Record<string, string>> = {}): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.status(codeToStatus[code]).type('application/json').send(JSON.stringify(errorBody(code, message)));
+  const body = JSON.stringify(errorBody(code, message));
+  for (const name in headers) res.setHeader(name, headers[name]!);
+  res.statusCode = codeToStatus[code];
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
 }
 
 /** Maps errors thrown by express and body-parser to contract codes. */

@@ -1,15 +1,15 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import type { IncomingHttpHeaders, IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Config, WindowLimits } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
-import { ApiError, errorHandler, sendError, type ErrorCode } from '../shared/errors';
+import { sendError, type ErrorCode } from '../shared/errors';
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenSigner } from '../shared/upstream-token';
 import type { AddressLimiter, FallbackKind, KeyLimiter, WindowState } from '../limits/types';
 import type { ApiKeyRecord } from '../keys/types';
 import type { KeyResolution } from '../keys/key-resolver';
 import { requestIdFor } from './request-id';
 import { ClientAddressResolver } from './client-address';
-import { allowHeader, matchRoute, UNMATCHED_ROUTE, type RouteMatch } from './routes';
+import { allowHeader, BASE_PATH, matchRoute, UNMATCHED_ROUTE, type RouteMatch } from './routes';
 import { anonymousRateLimitHeaders, bannedRateLimitHeaders, keyRateLimitHeaders, retryAfterSeconds } from './rate-limit-headers';
 import { buildDeprecations, deprecationKey, type DeprecationNotice } from './deprecation';
 import { deprecatedRouteId } from './deprecation-report';
@@ -45,12 +45,17 @@ interface RequestState {
   requestId: string;
   startedAt: bigint;
   clientAddress: string;
+  /** The target's path (no query), what routing sees; null when the target is not a URL at all. */
+  path: string | null;
+  /** The target as the inventory gets it: origin form, whatever form the client used. */
+  originForm: string;
   route: RouteMatch | null;
   /** The deprecation of this method and route, found once when the route is matched. */
   deprecation: DeprecationNotice | null;
   /** Plan label for metrics and logs: the key's plan, or `anonymous`. */
   plan: string;
   keyId: string | null;
+  apiKey: ApiKeyRecord | null;
   rateLimitOutcome: 'allowed' | 'limited' | 'banned' | 'anonymous' | 'anonymous_limited' | 'store_error' | null;
   /** Set when the limit was decided without the shared store (store.failMode `local` or `open`). */
   storeFallback: FallbackKind | null;
@@ -59,15 +64,15 @@ interface RequestState {
   upstreamMs: number | null;
 }
 
-declare module 'express-serve-static-core' {
-  interface Locals {
-    gateway: RequestState;
-    apiKey?: ApiKeyRecord;
-  }
+/** Why a step answered the request itself: the contract's Error code and message, and headers of its own. */
+interface Refusal {
+  code: ErrorCode;
+  message: string;
+  headers?: Record<string, string>;
 }
 
 /** Request headers that never reach the inventory: credentials, hop-by-hop, and our own internals. */
-const STRIPPED_REQUEST_HEADERS = [
+const STRIPPED_REQUEST_HEADERS = new Set([
   'authorization',
   'proxy-authorization',
   'cookie',
@@ -82,12 +87,17 @@ const STRIPPED_REQUEST_HEADERS = [
   'x-forwarded-host',
   'x-forwarded-proto',
   'x-real-ip',
-];
+]);
 const INTERNAL_HEADER_PREFIX = 'x-gateway-';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
-export function createGatewayApp(deps: GatewayDependencies): express.Express {
+/**
+ * The public listener's request path on node:http: request id, the API's base path, deprecation
+ * notice, auth, limits and ban, route, sunset, forward. Each step is a plain function over Node's
+ * request and response that either lets the request on (null) or says how to refuse it.
+ */
+export function createGatewayHandler(deps: GatewayDependencies): RequestListener {
   const { config, metrics, logger, clock } = deps;
   const addresses = new ClientAddressResolver(config.server.trustedProxies);
   const deprecations = buildDeprecations(config.deprecations);
@@ -98,49 +108,71 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     }
   }
   const publicBase = config.server.publicBaseUrl ? new URL(config.server.publicBaseUrl) : null;
+  const forwardedProto = publicBase ? publicBase.protocol.slice(0, -1) : 'http';
+
+  return function handleRequest(req, res) {
+    const state = startRequest(req, res);
+    serve(req, res, state).catch((err: unknown) => failInternally(res, state, err));
+  };
+
+  /** The chain, top to bottom: the first step that refuses answers; a request nobody refuses is forwarded. */
+  async function serve(req: IncomingMessage, res: ServerResponse, state: RequestState): Promise<void> {
+    const refusal =
+      requireApiPath(state) ??
+      announceDeprecation(req, res, state) ??
+      (await authenticate(req, res, state)) ??
+      (await limitRate(res, state)) ??
+      routeRequest(req, state) ??
+      applyDeprecation(req, state);
+    if (refusal) return sendError(res, refusal.code, refusal.message, refusal.headers);
+    await forward(req, res, state);
+  }
 
   /** Step 1: every response carries a request id; per-request state starts here. */
-  function startRequest(req: Request, res: Response, next: NextFunction): void {
+  function startRequest(req: IncomingMessage, res: ServerResponse): RequestState {
     const requestId = requestIdFor(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
-    res.locals.gateway = {
+    const target = parseTarget(req.url ?? '/');
+    const state: RequestState = {
       requestId,
       startedAt: process.hrtime.bigint(),
       clientAddress: addresses.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']),
+      path: target?.path ?? null,
+      originForm: target?.originForm ?? '/',
       route: null,
       plan: 'anonymous',
       keyId: null,
+      apiKey: null,
       deprecation: null,
       rateLimitOutcome: null,
       storeFallback: null,
       upstreamStartedAt: null,
       upstreamMs: null,
     };
-    res.once('finish', () => recordFinished(req, res));
-    next();
+    res.once('finish', () => recordFinished(req, res, state));
+    return state;
   }
 
   /** Only the versioned API is served on the public listener. */
-  function requireApiPath(req: Request, res: Response, next: NextFunction): void {
-    if (req.path === '/v1' || req.path.startsWith('/v1/')) return next();
-    sendError(res, 'not_found', 'No such resource. The API lives under /v1.');
+  function requireApiPath(state: RequestState): Refusal | null {
+    if (state.path === null) return { code: 'invalid_parameter', message: 'The request target is not a valid URL.' };
+    if (state.path === BASE_PATH || state.path.startsWith(`${BASE_PATH}/`)) return null;
+    return { code: 'not_found', message: 'No such resource. The API lives under /v1.' };
   }
 
   /**
    * Which operation, learned early so that a deprecated one says so on every response, 401 and
    * 429 included (CONTRACT §3). Unknown paths and methods are refused later, once counted.
    */
-  function announceDeprecation(req: Request, res: Response, next: NextFunction): void {
-    const state = res.locals.gateway;
-    state.route = matchRoute(req.path);
-    state.deprecation = (state.route && deprecations.get(deprecationKey(req.method, state.route.relativeTemplate))) ?? null;
+  function announceDeprecation(req: IncomingMessage, res: ServerResponse, state: RequestState): null {
+    state.route = matchRoute(state.path!);
+    state.deprecation = (state.route && deprecations.get(deprecationKey(req.method!, state.route.relativeTemplate))) ?? null;
     if (state.deprecation) setHeaders(res, state.deprecation.headers);
-    next();
+    return null;
   }
 
   /** Step 2: who is calling. Requests without a valid key are limited per address, then refused. */
-  async function authenticate(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const state = res.locals.gateway;
+  async function authenticate(req: IncomingMessage, res: ServerResponse, state: RequestState): Promise<Refusal | null> {
     const header = req.headers.authorization;
     let failure: { code: ErrorCode; message: string; reason: string };
     if (header === undefined || header === '') {
@@ -150,12 +182,19 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
       failure = { code: 'invalid_api_key', reason: 'invalid', message: 'Send exactly one Authorization header.' };
     } else {
       const presented = BEARER.exec(header)?.[1];
-      const resolution: KeyResolution = presented ? await resolveKey(presented, res) : { status: 'invalid' };
+      let resolution: KeyResolution = { status: 'invalid' };
+      if (presented) {
+        try {
+          resolution = await deps.keys.resolve(presented);
+        } catch (err) {
+          return storeFailed(err, state);
+        }
+      }
       if (resolution.status === 'valid') {
         state.keyId = resolution.record.id;
         state.plan = resolution.record.plan;
-        res.locals.apiKey = resolution.record;
-        return next();
+        state.apiKey = resolution.record;
+        return null;
       }
       failure =
         resolution.status === 'revoked'
@@ -163,55 +202,44 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
           : { code: 'invalid_api_key', reason: 'invalid', message: 'The API key is not valid for this environment.' };
     }
     metrics.authFailures.inc({ reason: failure.reason });
-    const decision = await limitAnonymous(state.clientAddress, res);
+    let decision;
+    try {
+      decision = await deps.addressLimiter.consume(state.clientAddress);
+    } catch (err) {
+      return storeFailed(err, state);
+    }
+    if (decision.fallback) state.storeFallback = decision.fallback;
+    setHeaders(res, anonymousRateLimitHeaders(decision.window, clock.now()));
     if (!decision.allowed) {
       state.rateLimitOutcome = 'anonymous_limited';
       metrics.rejections.inc({ plan: 'anonymous', window: 'anonymous' });
-      throw new ApiError('rate_limited', 'Too many requests without a valid API key from this address.', {
-        'Retry-After': retryAfterSeconds(decision.retryAfterMs),
-      });
+      return {
+        code: 'rate_limited',
+        message: 'Too many requests without a valid API key from this address.',
+        headers: { 'Retry-After': retryAfterSeconds(decision.retryAfterMs) },
+      };
     }
     state.rateLimitOutcome = 'anonymous';
-    throw new ApiError(failure.code, failure.message);
+    return failure;
   }
 
-  async function resolveKey(presented: string, res: Response): Promise<KeyResolution> {
-    try {
-      return await deps.keys.resolve(presented);
-    } catch (err) {
-      storeFailed(err, res);
-    }
-  }
-
-  async function limitAnonymous(address: string, res: Response) {
-    try {
-      const decision = await deps.addressLimiter.consume(address);
-      if (decision.fallback) res.locals.gateway.storeFallback = decision.fallback;
-      setHeaders(res, anonymousRateLimitHeaders(decision.window, clock.now()));
-      return decision;
-    } catch (err) {
-      storeFailed(err, res);
-    }
-  }
-
-  function storeFailed(err: unknown, res: Response): never {
+  function storeFailed(err: unknown, state: RequestState): Refusal {
     metrics.storeErrors.inc();
-    res.locals.gateway.rateLimitOutcome = 'store_error';
-    logger.error({ err, requestId: res.locals.gateway.requestId }, 'store unavailable');
-    throw new ApiError('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
+    state.rateLimitOutcome = 'store_error';
+    logger.error({ err, requestId: state.requestId }, 'store unavailable');
+    return { code: 'service_unavailable', message: 'The gateway cannot reach its store right now. Retry shortly.', headers: { 'Retry-After': '1' } };
   }
 
   /** Step 3: the ban and both windows, decided together in one store round trip. */
-  async function limitRate(_req: Request, res: Response, next: NextFunction): Promise<void> {
-    const state = res.locals.gateway;
-    const record = res.locals.apiKey!;
+  async function limitRate(res: ServerResponse, state: RequestState): Promise<Refusal | null> {
+    const record = state.apiKey!;
     const limits = record.limits ?? planLimitsByName.get(record.plan);
     if (!limits) throw new Error(`key ${record.id} has plan ${record.plan} without limits`);
     let decision;
     try {
       decision = await deps.keyLimiter.consume(record.id, limits);
     } catch (err) {
-      storeFailed(err, res);
+      return storeFailed(err, state);
     }
     if (decision.fallback) {
       state.storeFallback = decision.fallback;
@@ -221,65 +249,68 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
       state.rateLimitOutcome = 'banned';
       setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now));
       metrics.rejections.inc({ plan: record.plan, window: 'ban' });
-      throw new ApiError('temporarily_banned', 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.', {
-        'Retry-After': retryAfterSeconds(decision.bannedUntil - decision.now),
-      });
+      return {
+        code: 'temporarily_banned',
+        message: 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.',
+        headers: { 'Retry-After': retryAfterSeconds(decision.bannedUntil - decision.now) },
+      };
     }
     if (decision.outcome === 'limited') {
       state.rateLimitOutcome = 'limited';
       setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy));
       metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
       if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
-      throw new ApiError('rate_limited', `The ${decision.refusedBy} limit of this API key is used up.`, {
-        'Retry-After': retryAfterSeconds(decision.retryAfterMs),
-      });
+      return {
+        code: 'rate_limited',
+        message: `The ${decision.refusedBy} limit of this API key is used up.`,
+        headers: { 'Retry-After': retryAfterSeconds(decision.retryAfterMs) },
+      };
     }
     state.rateLimitOutcome = 'allowed';
     countNearLimit(record.plan, 'minute', decision.minute);
     countNearLimit(record.plan, 'day', decision.day);
     setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now));
-    next();
+    return null;
   }
 
   /** Counts the one admitted request per window that takes a key past 80 % of it. */
-  function countNearLimit(plan: string, window: 'minute' | 'day', state: WindowState): void {
-    if (state.limit - state.remaining === Math.ceil(state.limit * NEAR_LIMIT_SHARE)) metrics.nearLimit.inc({ plan, window });
+  function countNearLimit(plan: string, window: 'minute' | 'day', windowState: WindowState): void {
+    if (windowState.limit - windowState.remaining === Math.ceil(windowState.limit * NEAR_LIMIT_SHARE)) metrics.nearLimit.inc({ plan, window });
   }
 
   /** Step 4: unknown paths and methods end here, still counted and limited. */
-  function routeRequest(req: Request, res: Response, next: NextFunction): void {
-    const route = res.locals.gateway.route;
-    if (!route) throw new ApiError('not_found', 'No such resource.');
-    if (!route.allowedMethods.includes(req.method)) {
-      throw new ApiError('method_not_allowed', `${req.method} is not allowed here.`, { Allow: allowHeader(route) });
+  function routeRequest(req: IncomingMessage, state: RequestState): Refusal | null {
+    const route = state.route;
+    if (!route) return { code: 'not_found', message: 'No such resource.' };
+    if (!route.allowedMethods.includes(req.method!)) {
+      return { code: 'method_not_allowed', message: `${req.method} is not allowed here.`, headers: { Allow: allowHeader(route) } };
     }
-    next();
+    return null;
   }
 
   /** Step 5: deprecated operations (headers already set) are gone after their sunset. */
-  function applyDeprecation(req: Request, res: Response, next: NextFunction): void {
-    const route = res.locals.gateway.route!;
-    const notice = res.locals.gateway.deprecation;
-    if (!notice) return next();
-    metrics.deprecatedRequests.inc({ route: route.template, plan: res.locals.gateway.plan });
-    deps.deprecationUsage?.record(deprecatedRouteId(req.method, route.template), res.locals.gateway.keyId!);
-    if (clock.now() >= notice.sunsetAt) {
-      throw new ApiError('gone', 'This operation has passed its sunset date. Use the successor version.');
-    }
-    next();
+  function applyDeprecation(req: IncomingMessage, state: RequestState): Refusal | null {
+    const notice = state.deprecation;
+    if (!notice) return null;
+    const route = state.route!;
+    metrics.deprecatedRequests.inc({ route: route.template, plan: state.plan });
+    deps.deprecationUsage?.record(deprecatedRouteId(req.method!, route.template), state.keyId!);
+    if (clock.now() >= notice.sunsetAt) return { code: 'gone', message: 'This operation has passed its sunset date. Use the successor version.' };
+    return null;
   }
 
   /** Step 6: sign, rewrite headers, and stream to the inventory with the body bounded. */
-  async function forward(req: Request, res: Response): Promise<void> {
-    const state = res.locals.gateway;
+  async function forward(req: IncomingMessage, res: ServerResponse, state: RequestState): Promise<void> {
     const declaredLength = Number(req.headers['content-length'] ?? 0);
     if (declaredLength > config.server.maxBodyBytes) {
       res.setHeader('Connection', 'close');
-      throw new ApiError('payload_too_large', `The request body is larger than ${config.server.maxBodyBytes} bytes.`);
+      return sendError(res, 'payload_too_large', `The request body is larger than ${config.server.maxBodyBytes} bytes.`);
     }
     const token = await deps.signer.sign({ keyId: state.keyId!, plan: state.plan });
-    rewriteHeadersForUpstream(req, state, token);
-    req.url = originForm(req);
+    const streamed = req.headers['transfer-encoding'] !== undefined;
+    // The forwarders send req.url and req.headers as they find them.
+    req.headers = upstreamHeaders(req.headers, state, token);
+    req.url = state.originForm;
 
     state.upstreamStartedAt = process.hrtime.bigint();
     const abandon = deps.forwarder.forward(req, res, {
@@ -290,11 +321,11 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
         sendError(res, failure.code, failure.message);
       },
     });
-    if (req.headers['transfer-encoding'] !== undefined) boundStreamedBody(req, res, abandon);
+    if (streamed) boundStreamedBody(req, res, abandon);
   }
 
   /** A chunked body has no declared length: count it as it streams and stop at the limit. */
-  function boundStreamedBody(req: Request, res: Response, abandon: () => void): void {
+  function boundStreamedBody(req: IncomingMessage, res: ServerResponse, abandon: () => void): void {
     let received = 0;
     req.on('data', (chunk: Buffer) => {
       received += chunk.length;
@@ -306,35 +337,35 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     });
   }
 
-  function rewriteHeadersForUpstream(req: Request, state: RequestState, token: string): void {
-    const headers = req.headers;
-    const connectionListed = typeof headers.connection === 'string' ? headers.connection.split(',') : [];
-    for (const name of connectionListed) delete headers[name.trim().toLowerCase()];
-    for (const name of STRIPPED_REQUEST_HEADERS) delete headers[name];
-    for (const name of Object.keys(headers)) {
-      if (name.startsWith(INTERNAL_HEADER_PREFIX)) delete headers[name];
+  /** The client's headers minus credentials, hop-by-hop and internal ones, plus the gateway's own. */
+  function upstreamHeaders(incoming: IncomingHttpHeaders, state: RequestState, token: string): IncomingHttpHeaders {
+    const connectionListed = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
+    const headers: IncomingHttpHeaders = {};
+    for (const name in incoming) {
+      if (STRIPPED_REQUEST_HEADERS.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX) || connectionListed.includes(name)) continue;
+      headers[name] = incoming[name];
     }
     headers[UPSTREAM_TOKEN_HEADER] = token;
     headers['x-request-id'] = state.requestId;
     headers['x-forwarded-for'] = state.clientAddress;
-    headers['x-forwarded-proto'] = publicBase ? publicBase.protocol.slice(0, -1) : 'http';
-    headers['x-forwarded-host'] = publicBase ? publicBase.host : (req.headers.host ?? 'localhost');
+    headers['x-forwarded-proto'] = forwardedProto;
+    headers['x-forwarded-host'] = publicBase ? publicBase.host : (incoming.host ?? 'localhost');
+    return headers;
   }
 
-  function observeUpstream(req: Request, state: RequestState, statusCode: number): void {
+  function observeUpstream(req: IncomingMessage, state: RequestState, statusCode: number): void {
     if (state.upstreamStartedAt === null) return;
     const seconds = Number(process.hrtime.bigint() - state.upstreamStartedAt) / 1e9;
     state.upstreamMs = Math.round(seconds * 1e6) / 1e3;
-    metrics.upstreamDuration.observe({ method: req.method, route: state.route?.template ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
+    metrics.upstreamDuration.observe({ method: req.method!, route: state.route?.template ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
   }
 
-  function recordFinished(req: Request, res: Response): void {
-    const state = res.locals.gateway;
+  function recordFinished(req: IncomingMessage, res: ServerResponse, state: RequestState): void {
     const route = state.route?.template ?? UNMATCHED_ROUTE;
     const statusCode = String(res.statusCode);
     const seconds = Number(process.hrtime.bigint() - state.startedAt) / 1e9;
-    metrics.httpRequests.inc({ method: req.method, route, status_code: statusCode, plan: state.plan });
-    metrics.httpDuration.observe({ method: req.method, route, status_code: statusCode }, seconds);
+    metrics.httpRequests.inc({ method: req.method!, route, status_code: statusCode, plan: state.plan });
+    metrics.httpDuration.observe({ method: req.method!, route, status_code: statusCode }, seconds);
     logger.info(
       {
         requestId: state.requestId,
@@ -353,50 +384,32 @@ export function createGatewayApp(deps: GatewayDependencies): express.Express {
     );
   }
 
-  /**
-   * Express's router gives up on a request target url.parse refuses (`GET http://[::1/v1/pets`): no
-   * middleware runs and Express's own final handler answers an HTML 404 without X-Request-Id. The
-   * gateway's final handler answers those (and anything else that ever falls through) itself.
-   */
-  function finalHandler(req: Request, res: Response): NextFunction {
-    return (err?: unknown) => {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      res.setHeader('X-Request-Id', requestIdFor(req.headers['x-request-id']));
-      if (err) {
-        logger.error({ err }, 'unhandled gateway error');
-        sendError(res, 'internal_error', 'An internal error occurred.');
-      } else {
-        sendError(res, 'invalid_parameter', 'The request target is not a valid URL.');
-      }
-    };
+  /** A bug, never a client's doing: logged in full, answered as the contract's 500 without details. */
+  function failInternally(res: ServerResponse, state: RequestState, err: unknown): void {
+    logger.error({ err, requestId: state.requestId }, 'unhandled gateway error');
+    sendError(res, 'internal_error', 'An internal error occurred.');
   }
-
-  const app = express();
-  const routed = app as express.Express & { handle(req: Request, res: Response, done?: NextFunction): void };
-  const handle = routed.handle.bind(app);
-  routed.handle = (req, res, done) => handle(req, res, done ?? finalHandler(req, res));
-  app.disable('x-powered-by');
-  app.disable('etag');
-  app.set('query parser', false);
-  app.use(startRequest, requireApiPath, announceDeprecation, authenticate, limitRate, routeRequest, applyDeprecation, forward);
-  app.use(
-    errorHandler((err) => logger.error({ err }, 'unhandled gateway error')),
-  );
-  return app;
 }
 
 /**
- * The request target in origin form (`/v1/pets?limit=1`) whatever form the client used: an
- * absolute-form target (`GET foo://host/v1/pets`) was routed on its path, and undici refuses a path
- * that neither starts with `/` nor with a lower-case `http://` or `https://`.
+ * The path the gateway routes on and the target the inventory gets, in origin form
+ * (`/v1/pets?limit=1`), whatever form the client used: an absolute-form target
+ * (`GET http://host/v1/pets`, RFC 9112 §3.2.2) is read with the WHATWG URL parser. The path ends
+ * at the query or a fragment (which a client should not send, but which names no resource either).
+ * The asterisk form (`OPTIONS *`) is a path of its own that no route has. Null for a target that is
+ * no URL at all (`GET http://[::1/v1/pets`).
  */
-function originForm(req: Request): string {
-  if (req.url.startsWith('/')) return req.url;
-  const queryAt = req.url.indexOf('?');
-  return req.path + (queryAt === -1 ? '' : req.url.slice(queryAt));
+export function parseTarget(target: string): { path: string; originForm: string } | null {
+  if (target.startsWith('/') || target === '*') {
+    const pathEnd = target.search(/[?#]/);
+    return { path: pathEnd === -1 ? target : target.slice(0, pathEnd), originForm: target };
+  }
+  try {
+    const url = new URL(target);
+    return { path: url.pathname, originForm: url.pathname + url.search };
+  } catch {
+    return null;
+  }
 }
 
 function hasRepeatedAuthorization(rawHeaders: string[]): boolean {
@@ -408,6 +421,6 @@ function hasRepeatedAuthorization(rawHeaders: string[]): boolean {
   return false;
 }
 
-function setHeaders(res: Response, headers: Record<string, string>): void {
+function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
   for (const name in headers) res.setHeader(name, headers[name]!);
 }
