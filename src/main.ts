@@ -53,8 +53,8 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (err) {
-    const message = err instanceof ConfigError ? err.message : `cannot load the configuration: ${(err as Error).message}`;
-    process.stderr.write(`animal-store-gateway: ${message}\n`);
+    const problems = err instanceof ConfigError ? err.problems : [`cannot load the configuration: ${(err as Error).message}`];
+    process.stderr.write(problems.map((problem) => `animal-store-gateway: ${problem}\n`).join(''));
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);

@@ -14,6 +14,14 @@ function wholeNumber(min: number, max: number = Number.MAX_SAFE_INTEGER) {
 }
 
 const port = wholeNumber(0, 65535);
+const workerCountError = 'must be a whole number from 1 to 256, or auto';
+const workerCount = z.union(
+  [
+    numeric(z.number({ error: workerCountError }).int({ error: workerCountError }).min(1, { error: workerCountError }).max(256, { error: workerCountError })),
+    z.literal('auto', { error: workerCountError }),
+  ],
+  { error: workerCountError },
+);
 const positiveInt = wholeNumber(1);
 const durationMs = wholeNumber(1, 3_600_000);
 const instant = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 instant with a time zone, e.g. 2030-12-05T00:00:00Z' });
@@ -94,6 +102,8 @@ export const configSchema = z
       tokenTtlSeconds: positiveInt,
     }),
     admin: z.strictObject({ token: z.string().nullable() }),
+    /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
+    workers: workerCount,
     dataDir: z.string().min(1),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   })
@@ -102,6 +112,13 @@ export const configSchema = z
       if (!c.signing.secret) {
         ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
       }
+    }
+    if (c.workers !== 1 && c.redis.url === null && c.redis.clusterNodes.length === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['workers'],
+        message: 'more than one worker needs a shared store: set REDIS_URL or REDIS_CLUSTER_NODES (workers on the in-process store would each keep their own limits and keys)',
+      });
     }
     for (const [i, d] of c.deprecations.entries()) {
       if (Date.parse(d.sunset) <= Date.parse(d.deprecatedAt)) {
@@ -113,11 +130,14 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type PlanConfig = Config['plans'][string];
 
-/** A bad setting; its message is the one line an operator sees. */
+/** Bad settings, every one of them: each problem is the one line an operator sees for it. */
 export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
+  readonly problems: readonly string[];
+  constructor(problems: string | readonly string[]) {
+    const list = typeof problems === 'string' ? [problems] : problems;
+    super(list.join('\n'));
     this.name = 'ConfigError';
+    this.problems = list;
   }
 }
 
@@ -138,6 +158,7 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'SHUTDOWN_TIMEOUT_MS', path: ['server', 'shutdownTimeoutMs'] },
   { variable: 'DATA_DIR', path: ['dataDir'] },
   { variable: 'LOG_LEVEL', path: ['logLevel'] },
+  { variable: 'WORKERS', path: ['workers'] },
 ];
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -159,23 +180,31 @@ export function mergeConfig(base: JsonObject, override: JsonObject): JsonObject 
 
 const readFailures: Record<string, string> = { ENOENT: 'does not exist', EACCES: 'cannot be read (permission denied)', EISDIR: 'is a directory' };
 
-/** `label` names the file in the error line: `CONFIG_FILE` for the operator's own, `config file` for ours. */
-function readConfigFile(file: string, label: string): JsonObject {
+/**
+ * A config file's settings, or null after adding the reason it cannot be used to `problems`.
+ * `label` names the file in the line: `CONFIG_FILE` for the operator's own, `config file` for ours.
+ */
+function readConfigFile(file: string, label: string, problems: string[]): JsonObject | null {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError(`${label} ${file} ${readFailures[code] ?? `cannot be read (${code})`}`);
+    problems.push(`${label} ${file} ${readFailures[code] ?? `cannot be read (${code})`}`);
+    return null;
   }
   let parsed: unknown;
   try {
     parsed = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
-    throw new ConfigError(`${label} ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+    problems.push(`${label} ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+    return null;
   }
   if (parsed === null || parsed === undefined) return {};
-  if (!isObject(parsed)) throw new ConfigError(`${label} ${file} must hold a mapping of settings at the top level`);
+  if (!isObject(parsed)) {
+    problems.push(`${label} ${file} must hold a mapping of settings at the top level`);
+    return null;
+  }
   return parsed;
 }
 
@@ -197,11 +226,21 @@ function setPath(target: JsonObject, keys: string[], value: Json): void {
   node[keys[keys.length - 1]!] = value;
 }
 
+function bindingOf(dotted: string) {
+  return envBindings.find((b) => dotted === b.path.join('.') || dotted.startsWith(b.path.join('.') + '.'));
+}
+
 /** `PORT (server.port)`: the variable and the config path, either of which may have set it. */
 function settingName(issuePath: PropertyKey[]): string {
   const dotted = issuePath.map(String).join('.');
-  const binding = envBindings.find((b) => dotted === b.path.join('.') || dotted.startsWith(b.path.join('.') + '.'));
+  const binding = bindingOf(dotted);
   return binding ? `${binding.variable} (${dotted})` : dotted || '(root)';
+}
+
+/** What one line stands for: a variable (all of a list's entries are one setting) or a config path. */
+function settingKey(issue: z.core.$ZodIssue): string {
+  const dotted = issue.path.map(String).join('.');
+  return bindingOf(dotted)?.variable ?? dotted;
 }
 
 const typeNames: Record<string, string> = {
@@ -253,22 +292,23 @@ export interface LoadConfigOptions {
 
 /**
  * default → APP_ENV file → CONFIG_FILE → environment variables → overrides, then one zod parse.
- * Throws ConfigError with one line naming the first bad setting.
+ * Throws ConfigError naming every bad setting, one line each, so that an operator fixes them all
+ * in one go rather than meeting them one restart at a time.
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const env = options.env ?? process.env;
   const configDir = options.configDir ?? path.resolve(__dirname, '..', '..', 'config');
+  const problems: string[] = [];
   const appEnv = appEnvSchema.safeParse(env.APP_ENV ?? 'development');
-  if (!appEnv.success) {
-    throw new ConfigError(`invalid setting APP_ENV: must be development, staging or production (got "${env.APP_ENV}")`);
-  }
+  if (!appEnv.success) problems.push(`invalid setting APP_ENV: must be development, staging or production (got "${env.APP_ENV}")`);
 
   const defaultFile = findConfigFile(configDir, 'default');
   if (!defaultFile) throw new ConfigError(`config/default.yaml not found in ${configDir}`);
-  let raw = readConfigFile(defaultFile, 'config file');
-  const envFile = findConfigFile(configDir, appEnv.data);
-  if (envFile) raw = mergeConfig(raw, readConfigFile(envFile, 'config file'));
-  if (env.CONFIG_FILE) raw = mergeConfig(raw, readConfigFile(path.resolve(env.CONFIG_FILE), 'invalid setting CONFIG_FILE:'));
+  let raw = readConfigFile(defaultFile, 'config file', problems) ?? {};
+  // With APP_ENV unknown there is no environment file to read; the rest is still checked.
+  const envFile = appEnv.success ? findConfigFile(configDir, appEnv.data) : null;
+  if (envFile) raw = mergeConfig(raw, readConfigFile(envFile, 'config file', problems) ?? {});
+  if (env.CONFIG_FILE) raw = mergeConfig(raw, readConfigFile(path.resolve(env.CONFIG_FILE), 'invalid setting CONFIG_FILE:', problems) ?? {});
 
   const fromEnv: JsonObject = {};
   for (const binding of envBindings) {
@@ -279,17 +319,24 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   raw = mergeConfig(raw, fromEnv);
   if (options.overrides) raw = mergeConfig(raw, options.overrides);
 
-  const result = configSchema.safeParse(raw);
+  const result = configSchema.safeParse(appEnv.success ? raw : { ...raw, env: 'development' });
   if (!result.success) {
-    throw new ConfigError(describeIssue(result.error.issues[0]!));
-  }
-  const config = result.data;
-  if ((options.role ?? 'gateway') === 'gateway' && config.env !== 'development') {
-    if (!config.admin.token || config.admin.token.length < 32) {
-      throw new ConfigError(`invalid setting ${settingName(['admin', 'token'])}: is required in ${config.env} and must be at least 32 characters`);
+    const named = new Set<string>();
+    for (const issue of result.error.issues) {
+      const setting = issue.code === 'unrecognized_keys' ? `${settingKey(issue)}.${issue.keys[0]}` : settingKey(issue);
+      if (named.has(setting)) continue;
+      named.add(setting);
+      problems.push(describeIssue(issue));
     }
   }
-  return config;
+  if (appEnv.success && (options.role ?? 'gateway') === 'gateway' && appEnv.data !== 'development') {
+    const token = (raw.admin as JsonObject | undefined)?.token;
+    if (typeof token !== 'string' || token.length < 32) {
+      problems.push(`invalid setting ${settingName(['admin', 'token'])}: is required in ${appEnv.data} and must be at least 32 characters`);
+    }
+  }
+  if (problems.length > 0 || !result.success) throw new ConfigError(problems);
+  return result.data;
 }
 
 /** Limits of a plan, or null when the plan leaves them to each key (enterprise). */

@@ -85,6 +85,18 @@ const refusals: Array<[string, () => Record<string, string>, string | RegExp]> =
     }),
     'invalid setting deprecations.0.sunset: must be after deprecatedAt',
   ],
+  ['WORKERS=many', () => ({ WORKERS: 'many' }), 'invalid setting WORKERS (workers): must be a whole number from 1 to 256, or auto'],
+  ['WORKERS=0', () => ({ WORKERS: '0' }), 'invalid setting WORKERS (workers): must be a whole number from 1 to 256, or auto'],
+  [
+    'WORKERS=2 without Redis',
+    () => ({ WORKERS: '2' }),
+    'invalid setting WORKERS (workers): more than one worker needs a shared store: set REDIS_URL or REDIS_CLUSTER_NODES (workers on the in-process store would each keep their own limits and keys)',
+  ],
+  [
+    'WORKERS=auto without Redis',
+    () => ({ WORKERS: 'auto' }),
+    'invalid setting WORKERS (workers): more than one worker needs a shared store: set REDIS_URL or REDIS_CLUSTER_NODES (workers on the in-process store would each keep their own limits and keys)',
+  ],
 ];
 
 describe('refused settings', () => {
@@ -100,6 +112,49 @@ describe('refused settings', () => {
     else expect(rest.join(': ')).toMatch(line);
     expect(`${stdout}\n${stderr}`).not.toMatch(/^\s+at /m);
     // Refused before anything started: nothing was logged or printed.
+    expect(stdout).toBe('');
+  });
+});
+
+/** [label, environment, every stderr line (after the program name), in order] */
+const severalRefusals: Array<[string, () => Record<string, string>, string[]]> = [
+  [
+    'PORT=eighty and ADMIN_PORT=x',
+    () => ({ PORT: 'eighty', ADMIN_PORT: 'x' }),
+    ['invalid setting PORT (server.port): must be a whole number from 0 to 65535', 'invalid setting ADMIN_PORT (server.adminPort): must be a whole number from 0 to 65535'],
+  ],
+  [
+    'production with neither ADMIN_TOKEN nor SIGNING_SECRET',
+    () => ({ APP_ENV: 'production' }),
+    [
+      'invalid setting SIGNING_SECRET (signing.secret): is required in production (at least 32 characters)',
+      'invalid setting ADMIN_TOKEN (admin.token): is required in production and must be at least 32 characters',
+    ],
+  ],
+  [
+    'an unknown APP_ENV, a bad LOG_LEVEL and WORKERS=0',
+    () => ({ APP_ENV: 'prod', LOG_LEVEL: 'loud', WORKERS: '0' }),
+    [
+      'invalid setting APP_ENV: must be development, staging or production (got "prod")',
+      'invalid setting WORKERS (workers): must be a whole number from 1 to 256, or auto',
+      'invalid setting LOG_LEVEL (logLevel): must be one of fatal, error, warn, info, debug, trace, silent',
+    ],
+  ],
+  [
+    'two unknown keys and a bad value in one CONFIG_FILE',
+    () => ({ CONFIG_FILE: tempFile('several.json', JSON.stringify({ colour: 'blue', ban: { thresold: 3, threshold: 0 } })) }),
+    ['unknown setting colour: config/default.yaml lists every setting', 'unknown setting ban.thresold: config/default.yaml lists every setting', 'invalid setting ban.threshold: must be a whole number of at least 1'],
+  ],
+];
+
+describe('several bad settings at once', () => {
+  test.each(severalRefusals)('%s: every one named, one line each, non-zero exit', async (_label, settings, expected) => {
+    const { code, stdout, stderr } = await runMain(await isolatedEnv(settings()));
+    expect(code).not.toBe(0);
+    expect(code).not.toBeNull();
+    const lines = stderr.trimEnd().split('\n');
+    expect(lines.map((line) => line.replace(/^animal-store-gateway: /, '')).sort()).toEqual([...expected].sort());
+    expect(lines.every((line) => line.startsWith('animal-store-gateway: '))).toBe(true);
     expect(stdout).toBe('');
   });
 });
