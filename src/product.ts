@@ -20,7 +20,7 @@ import { createGatewayMetrics } from './gateway/metrics';
 import { answerUnparsableRequest } from './gateway/unparsable-request';
 import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
 import { buildDeprecationReport } from './gateway/deprecation-report';
-import { createAdminApp, type ReadinessCheck } from './admin/app';
+import { createAdminApp, type MetricsSource, type ReadinessCheck } from './admin/app';
 
 export interface StartOptions {
   logger: Logger;
@@ -29,6 +29,11 @@ export interface StartOptions {
   gatewayPort?: number;
   adminPort?: number;
   inventoryPort?: number;
+  /**
+   * What the admin listener's /metrics serves, given this process's registry (the embedded
+   * inventory's merged in). Default: that registry; a worker serves every worker's sum instead.
+   */
+  metricsSource?: (registry: Registry) => MetricsSource;
 }
 
 export interface RunningProduct {
@@ -79,6 +84,7 @@ function createForwarder(kind: Config['upstream']['forwarder'], settings: Forwar
 export async function startProduct(config: Config, options: StartOptions): Promise<RunningProduct> {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
+  const metricsSourceOf = options.metricsSource ?? ((registry: Registry) => ({ contentType: registry.contentType, text: () => registry.metrics() }));
   const cleanups: Array<() => Promise<void> | void> = [];
   const closeAll = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -198,8 +204,10 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       adminToken,
       keys,
       keyLimiter: limiters.keys,
-      // The embedded inventory's metrics (inventory_*) are served beside the gateway's.
-      registry: inventory ? Registry.merge([metrics.registry, inventory.metrics]) : metrics.registry,
+      metrics: metricsSourceOf(
+        // The embedded inventory's metrics (inventory_*) are served beside the gateway's.
+        inventory ? Registry.merge([metrics.registry, inventory.metrics]) : metrics.registry,
+      ),
       readiness,
       deprecations: () =>
         buildDeprecationReport({

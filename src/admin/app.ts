@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
-import type { Registry } from 'prom-client';
 import { ApiError, errorHandler, sendError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
@@ -18,6 +17,12 @@ export interface KeyAdministration {
   effectiveLimits(record: ApiKeyRecord): WindowLimits | null;
 }
 
+/** What GET /metrics serves: this process's registry, or every worker's summed (src/workers). */
+export interface MetricsSource {
+  contentType: string;
+  text(): Promise<string>;
+}
+
 /** A dependency /readyz checks; `check` rejects when it is not answering. */
 export interface ReadinessCheck {
   name: string;
@@ -28,7 +33,7 @@ export interface AdminDependencies {
   adminToken: string;
   keys: KeyAdministration;
   keyLimiter: KeyLimiter;
-  registry: Registry;
+  metrics: MetricsSource;
   readiness: ReadinessCheck[];
   /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
   deprecations: () => Promise<DeprecationReport>;
@@ -144,8 +149,9 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   });
 
   app.get('/metrics', async (_req, res) => {
-    res.setHeader('Content-Type', deps.registry.contentType);
-    res.send(await deps.registry.metrics());
+    const text = await deps.metrics.text();
+    res.setHeader('Content-Type', deps.metrics.contentType);
+    res.send(text);
   });
 
   const admin = express.Router();

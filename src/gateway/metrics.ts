@@ -70,6 +70,8 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       name: 'gateway_active_bans',
       help: 'API keys banned right now, across every instance sharing the store.',
       registers: [registry],
+      // Every worker reads the same shared count: summing over workers would multiply it.
+      aggregator: 'max',
       async collect() {
         if (!sources.activeBans) return;
         // A scrape during a store outage keeps the last value rather than failing the whole scrape.
@@ -90,6 +92,8 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       name: 'gateway_store_degraded',
       help: '1 while the limiter runs on its fallback because the store is unreachable.',
       registers: [registry],
+      // Over workers: 1 while any of them is degraded.
+      aggregator: 'max',
     }),
     deprecatedRequests: new Counter({
       name: 'gateway_deprecated_requests_total',

@@ -1,0 +1,22 @@
+/**
+ * What the supervisor and its workers say to each other over the cluster's IPC channel. Every
+ * type is prefixed so that prom-client's own messages (and anything else on the channel) pass by.
+ */
+export type SupervisorMessage =
+  /** Finish what is in flight and exit, as on SIGTERM. */
+  | { type: 'asg:stop' }
+  /** Development only: print the ready key and curl line (one worker does, once). */
+  | { type: 'asg:greet' }
+  | { type: 'asg:metrics'; id: number; text?: string; error?: string };
+
+export type WorkerMessage =
+  /** Both listeners are up. */
+  | { type: 'asg:ready'; gatewayUrl: string; adminUrl: string }
+  /** Startup failed: the supervisor prints this one line (once, not once per worker) and stops. */
+  | { type: 'asg:startup-failed'; line: string }
+  /** GET /metrics on this worker: every worker's metrics, summed by the supervisor. */
+  | { type: 'asg:metrics'; id: number };
+
+export function isMessage<T extends { type: string }>(message: unknown, type: T['type']): message is T {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
+}
