@@ -27,7 +27,8 @@ const sources = Math.max(
 const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
 if (sources > built) {
   process.stderr.write('building dist/ …\n');
-  execFileSync(process.execPath, [require.resolve('typescript-7/bin/tsc'), '-p', 'tsconfig.build.json'], {
+  // TypeScript 7 (the npm alias typescript-7) builds; its package exports no bin path to resolve.
+  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript-7', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
     cwd: root,
     stdio: 'inherit',
   });
