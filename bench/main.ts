@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { startRedisServer, type RedisProcess } from '../test/support/redis-server';
 import { processCpuMs, startChild, type BenchChild } from './processes';
-import { runLoad, type LoadResult } from './load';
+import { runLoad, type LoadResult, type LoadSettings } from './load';
+import { runWrk, wrkAvailable } from './wrk';
+import { nginxAvailable, startGatewayProcess, startNginx } from './external';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, timeByModule } from './profile';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
@@ -25,13 +27,18 @@ interface Settings {
   profile: 'undici' | 'http-proxy' | null;
   /** Profile the gateway on its in-process store instead of Redis. */
   inProcess: boolean;
+  /** The load generator: wrk when it is installed (it leaves the server the CPU it needs), else autocannon. */
+  client: 'wrk' | 'autocannon';
+  /** Variant ids to run (the baseline always runs), for a quick look at a few; null: all. */
+  only: string[] | null;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 0.5, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, client: 'autocannon', only: null }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, client: 'autocannon', only: null };
+  settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
     switch (argv[i]) {
@@ -53,16 +60,27 @@ function parseArgs(argv: string[]): Settings {
       case '--in-process':
         settings.inProcess = true;
         break;
+      case '--only':
+        settings.only = argv[i + 1]!.split(',');
+        break;
+      case '--client':
+        if (argv[i + 1] !== 'wrk' && argv[i + 1] !== 'autocannon') throw new Error('--client takes wrk or autocannon');
+        if (argv[i + 1] === 'wrk' && !wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install wrk)');
+        settings.client = argv[i + 1] as 'wrk' | 'autocannon';
+        break;
       case '--quick':
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --soak REQUESTS, --profile undici|http-proxy [--in-process])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process])`);
     }
   }
   return settings;
 }
 
 const BASELINE = 'bare-http-proxy';
+/** The reference proxy, when nginx is installed: one worker, and two against WORKERS=2. */
+const NGINX = 'nginx-1-worker';
+const NGINX_2 = 'nginx-2-workers';
 /** The forwarder the gateway uses unless upstream.forwarder says otherwise (config/default.yaml). */
 const repoRoot = path.resolve(__dirname, '..', ...(path.extname(__filename) === '.ts' ? [] : ['..']));
 
@@ -83,7 +101,8 @@ interface RunFigures {
   serverCpuMs: number;
   redisCpuMs: number;
   redisCommands: CommandCounts;
-  redisCommandsSent: number;
+  /** Commands the server sent to Redis, when it can count them (null for process trees). */
+  redisCommandsSent: number | null;
 }
 
 function median(values: number[]): number {
@@ -98,26 +117,51 @@ function headersFor(variant: Variant): Record<string, string> {
   return variant.key ? { authorization: `Bearer ${variant.child.details[variant.key]}` } : {};
 }
 
+/** One load with the chosen client; the soak always uses autocannon, which can stop after N requests. */
+function load(settings: Settings, run: LoadSettings): Promise<LoadResult> {
+  return settings.client === 'wrk' && !run.amount ? runWrk(run) : runLoad(run);
+}
+
+/** Responses other than the variant's expected status: wrk counts 2xx/3xx against the rest only. */
+function unexpectedResponses(result: LoadResult, expectedStatus: number): number {
+  if ('2xx' in result.statuses) return (expectedStatus < 300 ? result.statuses.other! : result.statuses['2xx']!) + result.errors;
+  return result.requests - (result.statuses[String(expectedStatus)] ?? 0) + result.errors;
+}
+
+/** One request before the load: the exact status, which wrk does not report. */
+async function probeStatus(variant: Variant): Promise<void> {
+  const res = await fetch(`${variant.child.url}/v1/pets`, { headers: headersFor(variant) });
+  await res.arrayBuffer();
+  if (res.status !== variant.expectedStatus) throw new Error(`${variant.label}: answered ${res.status}, not ${variant.expectedStatus}`);
+}
+
 async function measure(variant: Variant, settings: Settings, redisStats: RedisCommandStats | null, redisPid: number): Promise<RunFigures> {
   const url = `${variant.child.url}/v1/pets`;
   const headers = headersFor(variant);
-  await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
+  await probeStatus(variant);
+  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
   // Requests cut off by the end of a run still finish on the server; let them, before counting.
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   const sentBefore = (await variant.child.stats()).redisCommandsSent;
   const cpuBefore = variant.child.cpuMs();
   const redisCpuBefore = processCpuMs(redisPid);
-  const load = await runLoad({ url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
+  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
   await settle();
   const serverCpuMs = variant.child.cpuMs() - cpuBefore;
   const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
   const sentAfter = (await variant.child.stats()).redisCommandsSent;
   const commandsAfter = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
-  return { load, serverCpuMs, redisCpuMs, redisCommands: difference(commandsAfter, commandsBefore), redisCommandsSent: sentAfter - sentBefore };
+  return {
+    load: result,
+    serverCpuMs,
+    redisCpuMs,
+    redisCommands: difference(commandsAfter, commandsBefore),
+    redisCommandsSent: sentBefore === null || sentAfter === null ? null : sentAfter - sentBefore,
+  };
 }
 
-function summarize(variant: Variant, runs: RunFigures[], baselineRps: number): VariantSummary {
+function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, nginxRps: number | null): VariantSummary {
   const requests = runs.reduce((sum, r) => sum + r.load.requests, 0);
   // Redis figures are per request the server saw: responses, plus those the end of a run cut off.
   const sent = runs.reduce((sum, r) => sum + r.load.sent, 0);
@@ -126,7 +170,8 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number): V
     for (const [name, calls] of Object.entries(run.redisCommands)) commands[name] = (commands[name] ?? 0) + calls;
   }
   const perRequest = (n: number) => (sent > 0 ? n / sent : 0);
-  const unexpected = runs.reduce((sum, r) => sum + r.load.requests - (r.load.statuses[String(variant.expectedStatus)] ?? 0) + r.load.errors, 0);
+  const unexpected = runs.reduce((sum, r) => sum + unexpectedResponses(r.load, variant.expectedStatus), 0);
+  const roundTrips = runs.every((r) => r.redisCommandsSent !== null) ? runs.reduce((sum, r) => sum + r.redisCommandsSent!, 0) : null;
   const rps = median(runs.map((r) => r.load.requestsPerSecond));
   return {
     id: variant.id,
@@ -135,6 +180,7 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number): V
     p50Ms: median(runs.map((r) => r.load.p50Ms)),
     p99Ms: median(runs.map((r) => r.load.p99Ms)),
     ratioToBaseline: rps / baselineRps,
+    ratioToNginx: nginxRps ? rps / nginxRps : null,
     rounds: runs.map((r) => ({ requestsPerSecond: r.load.requestsPerSecond, p50Ms: r.load.p50Ms, p99Ms: r.load.p99Ms, requests: r.load.requests })),
     requests,
     // Requests the server saw (sent), so that those cut off at the end of a run count too.
@@ -145,7 +191,7 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number): V
     redis: variant.usesRedis
       ? {
           commandsPerRequest: perRequest(Object.values(commands).reduce((a, b) => a + b, 0)),
-          roundTripsPerRequest: perRequest(runs.reduce((sum, r) => sum + r.redisCommandsSent, 0)),
+          roundTripsPerRequest: roundTrips === null ? null : perRequest(roundTrips),
           keyLookupsPerRequest: perRequest(commands.hget ?? 0),
           byCommand: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, perRequest(calls)])),
         }
@@ -285,12 +331,34 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     { id: 'refused-429-limited', label: '429 rate_limited (Redis, undici)', child: redisNeverBans!, key: 'limited', expectedStatus: 429, usesRedis: true },
     { id: 'refused-429-banned', label: '429 temporarily_banned (Redis, undici)', child: redisUndici!, key: 'banned', expectedStatus: 429, usesRedis: true },
   ];
+  // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
+  const workers = await startGatewayProcess('gateway-redis-undici-2-workers', {
+    repoRoot,
+    workers: 2,
+    redisUrl: fixture.redis.url,
+    upstreamUrl: upstream.url,
+    workDir: fixture.workDir,
+  });
+  children.push(workers);
+  variants.push({ id: 'gateway-redis-undici-2-workers', label: 'gateway, Redis, undici, WORKERS=2', child: workers, key: 'admitted', expectedStatus: 200, usesRedis: true });
+  if (nginxAvailable()) {
+    const [nginx1, nginx2] = [await startNginx('nginx-1-worker', 1, upstream.url, fixture.workDir), await startNginx('nginx-2-workers', 2, upstream.url, fixture.workDir)];
+    children.push(nginx1, nginx2);
+    variants.splice(1, 0, { id: NGINX, label: 'nginx proxy_pass, 1 worker', child: nginx1, expectedStatus: 200, usesRedis: false });
+    variants.push({ id: NGINX_2, label: 'nginx proxy_pass, 2 workers', child: nginx2, expectedStatus: 200, usesRedis: false });
+  } else {
+    process.stdout.write('nginx is not installed (Debian: apt-get install nginx-light): the nginx rows are left out\n');
+  }
 
+  if (settings.only) {
+    const keep = new Set([...settings.only, BASELINE]);
+    for (let i = variants.length - 1; i >= 0; i--) if (!keep.has(variants[i]!.id)) variants.splice(i, 1);
+  }
   const runs = new Map<string, RunFigures[]>(variants.map((v) => [v.id, []]));
   const rssAtStart = new Map(children.map((c) => [c.name, c.rssBytes()]));
   const estimate = Math.round(settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3));
   process.stdout.write(
-    `bench: ${variants.length} variants x ${settings.rounds} round(s), ${settings.connections} connections, ` +
+    `bench: ${variants.length} variants x ${settings.rounds} round(s), ${settings.client}, ${settings.connections} connections, ` +
       `${settings.durationSeconds} s each after ${settings.warmupSeconds} s warm-up (about ${estimate} s)\n`,
   );
   for (let round = 0; round < settings.rounds; round++) {
@@ -307,7 +375,9 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   }
 
   const baselineRps = median(runs.get(BASELINE)!.map((r) => r.load.requestsPerSecond));
-  const summaries = variants.map((v) => summarize(v, runs.get(v.id)!, baselineRps));
+  const nginxRuns = runs.get(NGINX);
+  const nginxRps = nginxRuns ? median(nginxRuns.map((r) => r.load.requestsPerSecond)) : null;
+  const summaries = variants.map((v) => summarize(v, runs.get(v.id)!, baselineRps, nginxRps));
   const rss: Record<string, RssFigures> = {};
   for (const child of children) {
     rss[child.name] = { startMiB: rssAtStart.get(child.name)! / 2 ** 20, endMiB: child.rssBytes() / 2 ** 20, peakMiB: child.peakRssBytes() / 2 ** 20 };
@@ -316,7 +386,14 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const report: BenchReport = {
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
-    settings: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, connections: settings.connections, quick: settings.quick },
+    settings: {
+      rounds: settings.rounds,
+      durationSeconds: settings.durationSeconds,
+      warmupSeconds: settings.warmupSeconds,
+      connections: settings.connections,
+      quick: settings.quick,
+      client: settings.client,
+    },
     machine: machine(),
     loadAverage: { before: loadBefore, after: os.loadavg() },
     baseline: BASELINE,

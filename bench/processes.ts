@@ -16,8 +16,8 @@ export interface ReadyMessage {
 }
 
 export interface ChildStats {
-  /** Commands this process sent to Redis since it started (every one is a round trip). */
-  redisCommandsSent: number;
+  /** Commands this process sent to Redis since it started (every one is a round trip); null when it cannot count them. */
+  redisCommandsSent: number | null;
   rssBytes: number;
 }
 
@@ -49,7 +49,55 @@ export function processCpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+/** The pids of a process's children, grandchildren and so on (from /proc, each process's ppid). */
+export function descendantPids(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for (const [child, ppid] of parentOf) {
+      if (ppid === parent) {
+        found.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+/** CPU of a process and everything under it (nginx's workers, the gateway's supervisor and workers), in ms. */
+export function treeCpuMs(pid: number): number {
+  return [pid, ...descendantPids(pid)].reduce((sum, p) => {
+    try {
+      return sum + processCpuMs(p);
+    } catch {
+      return sum;
+    }
+  }, 0);
+}
+
+/** RSS (or its peak) of a process and everything under it. */
+export function treeBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  return [pid, ...descendantPids(pid)].reduce((sum, p) => {
+    try {
+      return sum + procStatusBytes(p, field);
+    } catch {
+      return sum;
+    }
+  }, 0);
+}
+
+export function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
   return match ? Number(match[1]) * 1024 : 0;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /**
  * Key format: `<prefix><secret>`, e.g. `asg_live_4fZ0…`. The prefix names the environment and ends
@@ -47,7 +47,8 @@ export function generateApiKey(prefix: string): string {
 
 /** SHA-256 of the whole key, hex. A key has ≥ 128 random bits, so a fast hash without salt is enough. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  // crypto.hash is the one-shot form: no Hash object per call on the request path.
+  return hash('sha256', key, 'hex');
 }
 
 /** Record id, independent of the key so ids can be logged and shown without weakening the key. */

@@ -25,19 +25,37 @@ export const redactPaths = [
 
 /** Anything shaped like one of our API keys, wherever it turns up in a line. */
 const API_KEY_LOOKALIKE = /asg_[a-z]+_[A-Za-z0-9]{8,}/g;
+const HAS_API_KEY_LOOKALIKE = new RegExp(API_KEY_LOOKALIKE.source);
 
 function scrubString(value: string): string {
   return value.includes('asg_') ? value.replace(API_KEY_LOOKALIKE, '[redacted-key]') : value;
 }
 
-/** Path redaction covers known fields; this covers a key pasted into any other string, message or nested field. */
-export function scrubKeys(value: unknown, depth = 0): unknown {
-  if (typeof value === 'string') return scrubString(value);
+function isScrubbable(value: object): boolean {
   // Errors go to pino's serializer whole (isNativeError also catches errors from another realm).
-  if (depth > 4 || value === null || typeof value !== 'object' || value instanceof Error || types.isNativeError(value)) return value;
+  return !(value instanceof Error || types.isNativeError(value));
+}
+
+/** Whether anything below `value` holds key-shaped text; a walk that allocates nothing. */
+function holdsKeyLookalike(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return value.includes('asg_') && HAS_API_KEY_LOOKALIKE.test(value);
+  if (depth > 4 || value === null || typeof value !== 'object' || !isScrubbable(value)) return false;
+  const record = value as Record<string, unknown>;
+  for (const k in record) if (holdsKeyLookalike(record[k], depth + 1)) return true;
+  return false;
+}
+
+/**
+ * Path redaction covers known fields; this covers a key pasted into any other string, message or
+ * nested field. The object comes back as it is unless something in it must change: a request's
+ * log line is written for every request and should not be copied for nothing.
+ */
+export function scrubKeys(value: unknown, depth = 0): unknown {
+  if (!holdsKeyLookalike(value, depth)) return value;
+  if (typeof value === 'string') return scrubString(value);
   if (Array.isArray(value)) return value.map((v) => scrubKeys(v, depth + 1));
   const scrubbed: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) scrubbed[k] = scrubKeys(v, depth + 1);
+  for (const [k, v] of Object.entries(value as object)) scrubbed[k] = scrubKeys(v, depth + 1);
   return scrubbed;
 }
 

@@ -26,6 +26,10 @@ function baseOptions(settings: RedisSettings): RedisOptions {
     connectTimeout: 2000,
     retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
     lazyConnect: true,
+    // Commands issued in one turn of the event loop (the limiter calls of requests that arrived
+    // together) go out in one write: under load that halves the gateway's system calls to Redis,
+    // and each request still makes its one round trip.
+    enableAutoPipelining: true,
   };
 }
 
@@ -49,6 +53,7 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
       redisOptions: baseOptions(settings),
       enableOfflineQueue: false,
       lazyConnect: true,
+      enableAutoPipelining: true,
       clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
     });
   }
