@@ -20,6 +20,28 @@ export function bindingWindow(minute: WindowState, day: WindowState, refusedBy?:
   return day.remaining < minute.remaining ? 'day' : 'minute';
 }
 
+/** Distinct (per-minute, per-day) pairs are few (the plans, and keys with limits of their own). */
+const MAX_CACHED_POLICIES = 10_000;
+const policies = new Map<number, Map<number, string>>();
+let cachedPolicies = 0;
+
+/** RateLimit-Policy depends on the limits alone: written once per pair of limits, not per request. */
+function keyPolicy(perMinute: number, perDay: number): string {
+  let byDay = policies.get(perMinute);
+  let policy = byDay?.get(perDay);
+  if (policy !== undefined) return policy;
+  if (cachedPolicies >= MAX_CACHED_POLICIES) {
+    policies.clear();
+    cachedPolicies = 0;
+    byDay = undefined;
+  }
+  policy = `"minute";q=${perMinute};w=${WINDOW_SECONDS.minute}, "day";q=${perDay};w=${WINDOW_SECONDS.day}`;
+  if (!byDay) policies.set(perMinute, (byDay = new Map()));
+  byDay.set(perDay, policy);
+  cachedPolicies++;
+  return policy;
+}
+
 /** Header values for a key's two windows (CONTRACT §4). */
 export function keyRateLimitHeaders(
   minute: WindowState,
@@ -33,7 +55,7 @@ export function keyRateLimitHeaders(
     'X-RateLimit-Limit': String(shown.limit),
     'X-RateLimit-Remaining': String(shown.remaining),
     'X-RateLimit-Reset': String(Math.ceil(shown.resetAt / 1000)),
-    'RateLimit-Policy': `"minute";q=${minute.limit};w=${WINDOW_SECONDS.minute}, "day";q=${day.limit};w=${WINDOW_SECONDS.day}`,
+    'RateLimit-Policy': keyPolicy(minute.limit, day.limit),
     RateLimit: `"minute";r=${minute.remaining};t=${secondsUntil(minute.resetAt, now)}, "day";r=${day.remaining};t=${secondsUntil(day.resetAt, now)}`,
   };
 }
@@ -45,7 +67,7 @@ export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number
     'X-RateLimit-Limit': String(limits.perMinute),
     'X-RateLimit-Remaining': '0',
     'X-RateLimit-Reset': String(Math.ceil(bannedUntil / 1000)),
-    'RateLimit-Policy': `"minute";q=${limits.perMinute};w=${WINDOW_SECONDS.minute}, "day";q=${limits.perDay};w=${WINDOW_SECONDS.day}`,
+    'RateLimit-Policy': keyPolicy(limits.perMinute, limits.perDay),
     RateLimit: `"minute";r=0;t=${wait}, "day";r=0;t=${wait}`,
   };
 }
