@@ -7,6 +7,7 @@ import { Registry } from 'prom-client';
 import type { Config } from './shared/config';
 import { systemClock, type Clock } from './shared/clock';
 import { closeServer } from './shared/close-server';
+import { createBoundedServer } from './shared/http-server';
 import type { Logger } from './shared/logger';
 import { connectRedis, redisConfigured, type RedisClient } from './shared/redis';
 import { UpstreamTokenSigner, resolveSigningSecret } from './shared/upstream-token';
@@ -178,8 +179,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       clock,
       deprecationUsage,
     });
-    const gatewayServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, handleGatewayRequest);
-    gatewayServer.keepAliveTimeout = 65_000;
+    const gatewayServer = createBoundedServer(config.server, handleGatewayRequest);
     gatewayServer.on('clientError', answerUnparsableRequest({ metrics, logger }));
     const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);
     cleanups.push(() => closeServer(gatewayServer, config.server.shutdownTimeoutMs));
@@ -202,6 +202,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const adminToken = resolveAdminToken(config);
     const adminApp = createAdminApp({
       adminToken,
+      failedTokensPerMinute: config.admin.failedTokensPerMinute,
+      onFailedToken: (reason) => metrics.adminAuthFailures.inc({ reason }),
+      clock,
       keys,
       keyLimiter: limiters.keys,
       metrics: metricsSourceOf(
@@ -218,13 +221,14 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       logger: logger.child({ component: 'admin' }),
       maxBodyBytes: config.server.maxBodyBytes,
     });
-    const adminServer = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes }, adminApp);
-    const adminPort = await listen(adminServer, options.adminPort ?? config.server.adminPort, config.server.host);
+    const adminServer = createBoundedServer(config.server, adminApp);
+    adminServer.on('clientError', answerUnparsableRequest({ logger: logger.child({ component: 'admin' }) }));
+    const adminPort = await listen(adminServer, options.adminPort ?? config.server.adminPort, config.server.adminHost);
     cleanups.push(() => closeServer(adminServer, config.server.shutdownTimeoutMs));
 
     return {
       gatewayUrl: localUrl(config.server.host, gatewayPort),
-      adminUrl: localUrl(config.server.host, adminPort),
+      adminUrl: localUrl(config.server.adminHost, adminPort),
       inventory,
       adminToken,
       keys,

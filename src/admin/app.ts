@@ -3,6 +3,8 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { z } from 'zod';
 import { ApiError, errorHandler, sendError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
+import { systemClock, type Clock } from '../shared/clock';
+import { FAILED_TOKEN_DELAY_MS, FailedTokenLimiter } from './failed-tokens';
 import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, WindowLimits } from '../limits/types';
 import type { DeprecationReport } from '../gateway/deprecation-report';
@@ -31,6 +33,11 @@ export interface ReadinessCheck {
 
 export interface AdminDependencies {
   adminToken: string;
+  /** Config `admin.failedTokensPerMinute`. */
+  failedTokensPerMinute: number;
+  /** Each refused admin token (`missing` or `invalid`), with the client's address: gateway_admin_auth_failures_total. */
+  onFailedToken?: (reason: 'missing' | 'invalid' | 'locked_out', address: string) => void;
+  clock?: Clock;
   keys: KeyAdministration;
   keyLimiter: KeyLimiter;
   metrics: MetricsSource;
@@ -73,8 +80,11 @@ function tokensEqual(presented: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
+const ADMIN_REALM = 'Bearer realm="animal-store-admin"';
+
 export function createAdminApp(deps: AdminDependencies): express.Express {
   const { keys, logger } = deps;
+  const failedTokens = new FailedTokenLimiter(deps.failedTokensPerMinute, deps.clock ?? systemClock);
 
   function publicView(record: ApiKeyRecord) {
     return {
@@ -87,14 +97,33 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     };
   }
 
-  function requireAdminToken(req: Request, _res: Response, next: NextFunction): void {
-    const header = req.headers.authorization;
-    if (!header) throw new ApiError('missing_api_key', 'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>".');
-    const match = /^Bearer +(\S+) *$/i.exec(header);
-    if (!match || !tokensEqual(match[1]!, deps.adminToken)) {
-      throw new ApiError('invalid_api_key', 'The admin token is not valid.');
+  /**
+   * The admin token, compared in constant time. A refusal carries the challenge (RFC 9110
+   * §11.6.1), is counted and logged with the client's address, and waits FAILED_TOKEN_DELAY_MS;
+   * an address with too many refusals in a minute is refused outright until the minute ends.
+   */
+  async function requireAdminToken(req: Request, _res: Response, next: NextFunction): Promise<void> {
+    const address = req.socket.remoteAddress ?? 'unknown';
+    const lockedOutForMs = failedTokens.lockedOutForMs(address);
+    if (lockedOutForMs > 0) {
+      deps.onFailedToken?.('locked_out', address);
+      throw new ApiError('rate_limited', 'Too many wrong admin tokens from this address. Wait before trying again.', { 'Retry-After': String(Math.ceil(lockedOutForMs / 1000)) });
     }
-    next();
+    const header = req.headers.authorization;
+    const presented = header ? /^Bearer +(\S+) *$/i.exec(header)?.[1] : undefined;
+    if (presented !== undefined && tokensEqual(presented, deps.adminToken)) return next();
+
+    const reason = header ? 'invalid' : 'missing';
+    failedTokens.recordFailure(address);
+    deps.onFailedToken?.(reason, address);
+    logger.warn({ reason, clientAddress: address, method: req.method, path: req.path }, 'admin token refused');
+    await new Promise((resolve) => setTimeout(resolve, FAILED_TOKEN_DELAY_MS));
+    if (reason === 'missing') {
+      throw new ApiError('missing_api_key', 'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>".', { 'WWW-Authenticate': ADMIN_REALM });
+    }
+    throw new ApiError('invalid_api_key', 'The admin token is not valid.', {
+      'WWW-Authenticate': `${ADMIN_REALM}, error="invalid_token", error_description="The admin token is not valid."`,
+    });
   }
 
   function requireJson(req: Request, _res: Response, next: NextFunction): void {

@@ -13,6 +13,7 @@ import { allowHeader, BASE_PATH, matchRoute, UNMATCHED_ROUTE, type RouteMatch } 
 import { anonymousRateLimitHeaders, bannedRateLimitHeaders, keyRateLimitHeaders, retryAfterSeconds } from './rate-limit-headers';
 import { buildDeprecations, deprecationKey, type DeprecationNotice } from './deprecation';
 import { deprecatedRouteId } from './deprecation-report';
+import { createCorsPolicy } from './cors';
 import type { Forwarder } from './forwarder';
 import type { GatewayMetrics } from './metrics';
 
@@ -92,6 +93,12 @@ const INTERNAL_HEADER_PREFIX = 'x-gateway-';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
+/** RFC 9110 §11.6.1: every 401 names the scheme and realm; RFC 6750 §3 says why a token was refused. */
+const REALM = 'Bearer realm="animal-store"';
+function bearerChallenge(error: 'invalid_token' | 'invalid_request', description: string): string {
+  return `${REALM}, error="${error}", error_description="${description}"`;
+}
+
 /**
  * The public listener's request path on node:http: request id, the API's base path, deprecation
  * notice, auth, limits and ban, route, sunset, forward. Each step is a plain function over Node's
@@ -109,6 +116,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   }
   const publicBase = config.server.publicBaseUrl ? new URL(config.server.publicBaseUrl) : null;
   const forwardedProto = publicBase ? publicBase.protocol.slice(0, -1) : 'http';
+  const cors = config.cors.allowedOrigins.length > 0 ? createCorsPolicy(config.cors) : null;
 
   return function handleRequest(req, res) {
     const state = startRequest(req, res);
@@ -117,6 +125,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
 
   /** The chain, top to bottom: the first step that refuses answers; a request nobody refuses is forwarded. */
   async function serve(req: IncomingMessage, res: ServerResponse, state: RequestState): Promise<void> {
+    if (answerPreflight(req, res, state)) return;
     const refusal =
       requireApiPath(state) ??
       announceDeprecation(req, res, state) ??
@@ -132,6 +141,10 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   function startRequest(req: IncomingMessage, res: ServerResponse): RequestState {
     const requestId = requestIdFor(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
+    if (cors) {
+      const corsHeaders = cors.responseHeaders(req.headers.origin);
+      if (corsHeaders) setHeaders(res, corsHeaders);
+    }
     const target = parseTarget(req.url ?? '/');
     const state: RequestState = {
       requestId,
@@ -153,6 +166,22 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     return state;
   }
 
+  /**
+   * A browser's CORS preflight from a listed origin, for a path of the API: answered here with 204,
+   * without a key and without counting against any limit (CONTRACT §3). Anything else goes on.
+   */
+  function answerPreflight(req: IncomingMessage, res: ServerResponse, state: RequestState): boolean {
+    if (!cors || req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return false;
+    if (state.path === null || !(state.path === BASE_PATH || state.path.startsWith(`${BASE_PATH}/`))) return false;
+    state.route = matchRoute(state.path);
+    const headers = cors.preflightHeaders(req.headers.origin, state.route ? allowHeader(state.route) : 'GET, HEAD, POST');
+    if (!headers) return false;
+    setHeaders(res, headers);
+    res.statusCode = 204;
+    res.end();
+    return true;
+  }
+
   /** Only the versioned API is served on the public listener. */
   function requireApiPath(state: RequestState): Refusal | null {
     if (state.path === null) return { code: 'invalid_parameter', message: 'The request target is not a valid URL.' };
@@ -171,15 +200,20 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     return null;
   }
 
-  /** Step 2: who is calling. Requests without a valid key are limited per address, then refused. */
+  /**
+   * Step 2: who is calling. A known key that may no longer be used (revoked) gets its own 401 every
+   * time, so its holder learns why; requests without a key, or with one we do not know, count
+   * against their address's anonymous limit first (CONTRACT §4).
+   */
   async function authenticate(req: IncomingMessage, res: ServerResponse, state: RequestState): Promise<Refusal | null> {
     const header = req.headers.authorization;
-    let failure: { code: ErrorCode; message: string; reason: string };
+    let failure: Refusal & { reason: string };
     if (header === undefined || header === '') {
-      failure = { code: 'missing_api_key', reason: 'missing', message: 'Send your API key as "Authorization: Bearer <key>".' };
+      failure = { code: 'missing_api_key', reason: 'missing', message: 'Send your API key as "Authorization: Bearer <key>".', headers: { 'WWW-Authenticate': REALM } };
     } else if (hasRepeatedAuthorization(req.rawHeaders)) {
       // Node keeps the first of several; which one a client meant is anyone's guess, so none counts.
-      failure = { code: 'invalid_api_key', reason: 'invalid', message: 'Send exactly one Authorization header.' };
+      const message = 'Send exactly one Authorization header.';
+      failure = { code: 'invalid_api_key', reason: 'invalid', message, headers: { 'WWW-Authenticate': bearerChallenge('invalid_request', message) } };
     } else {
       const presented = BEARER.exec(header)?.[1];
       let resolution: KeyResolution = { status: 'invalid' };
@@ -196,10 +230,16 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
         state.apiKey = resolution.record;
         return null;
       }
-      failure =
-        resolution.status === 'revoked'
-          ? { code: 'revoked_api_key', reason: 'revoked', message: 'This API key has been revoked.' }
-          : { code: 'invalid_api_key', reason: 'invalid', message: 'The API key is not valid for this environment.' };
+      if (resolution.status === 'revoked') {
+        const message = 'This API key has been revoked.';
+        metrics.authFailures.inc({ reason: 'revoked' });
+        state.rateLimitOutcome = 'anonymous';
+        return (await showAnonymousWindow(res, state)) ?? { code: 'revoked_api_key', message, headers: { 'WWW-Authenticate': bearerChallenge('invalid_token', message) } };
+      }
+      const message = 'The API key is not valid for this environment.';
+      // Another scheme (Basic, a bare key) sent no bearer token: the challenge alone says what to send (RFC 6750 §3).
+      const challenge = presented ? bearerChallenge('invalid_token', message) : REALM;
+      failure = { code: 'invalid_api_key', reason: 'invalid', message, headers: { 'WWW-Authenticate': challenge } };
     }
     metrics.authFailures.inc({ reason: failure.reason });
     let decision;
@@ -220,7 +260,18 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       };
     }
     state.rateLimitOutcome = 'anonymous';
-    return failure;
+    return { code: failure.code, message: failure.message, headers: failure.headers };
+  }
+
+  /** The address's anonymous window as headers, without counting this request against it. */
+  async function showAnonymousWindow(res: ServerResponse, state: RequestState): Promise<Refusal | null> {
+    try {
+      const window = await deps.addressLimiter.peek(state.clientAddress);
+      setHeaders(res, anonymousRateLimitHeaders(window, clock.now()));
+      return null;
+    } catch (err) {
+      return storeFailed(err, state);
+    }
   }
 
   function storeFailed(err: unknown, state: RequestState): Refusal {

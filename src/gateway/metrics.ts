@@ -61,6 +61,12 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    adminAuthFailures: new Counter({
+      name: 'gateway_admin_auth_failures_total',
+      help: 'Admin API requests refused for their token, by reason (missing, invalid, locked_out).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     storeErrors: new Counter({
       name: 'gateway_store_errors_total',
       help: 'Failed calls to the key or limit store.',

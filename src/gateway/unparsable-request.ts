@@ -12,7 +12,8 @@ type ClientError = Error & { code?: string };
 type HttpSocket = Socket & { _httpMessage?: { headersSent?: boolean } | null };
 
 export interface UnparsableRequestHooks {
-  metrics: Pick<GatewayMetrics, 'httpRequests'>;
+  /** The public listener counts these in gateway_http_requests_total; the admin listener does not. */
+  metrics?: Pick<GatewayMetrics, 'httpRequests'>;
   logger: Logger;
 }
 
@@ -42,7 +43,7 @@ export function answerUnparsableRequest(hooks: UnparsableRequestHooks) {
     if (canAnswer) socket.end(rawErrorResponse(answer.code, answer.message, { 'X-Request-Id': requestId }));
     else socket.destroy();
     const status = canAnswer ? answer.status : 0;
-    hooks.metrics.httpRequests.inc({ method: 'unparsed', route: UNMATCHED_ROUTE, status_code: String(status), plan: 'anonymous' });
+    hooks.metrics?.httpRequests.inc({ method: 'unparsed', route: UNMATCHED_ROUTE, status_code: String(status), plan: 'anonymous' });
     hooks.logger.info(
       { requestId, status: canAnswer ? answer.status : null, reason: err.code, clientAddress: socket.remoteAddress ?? null },
       timedOut ? 'request timed out before it arrived' : 'request refused by the HTTP parser',

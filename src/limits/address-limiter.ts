@@ -1,7 +1,7 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { systemClock, type Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
-import type { AddressDecision, AddressLimiter } from './types';
+import type { AddressDecision, AddressLimiter, WindowState } from './types';
 
 const WINDOW_SECONDS = 60;
 
@@ -39,6 +39,12 @@ export class FlexibleAddressLimiter implements AddressLimiter {
 
   consume(address: string): Promise<AddressDecision> {
     return this.limiter.consume(address).then(this.allow, this.refuse);
+  }
+
+  async peek(address: string): Promise<WindowState> {
+    const res = await this.limiter.get(address);
+    if (!res) return { limit: this.perMinute, remaining: this.perMinute, resetAt: this.clock.now() + WINDOW_SECONDS * 1000 };
+    return this.decision(true, res).window;
   }
 
   private decision(allowed: boolean, res: RateLimiterRes): AddressDecision {

@@ -1,5 +1,5 @@
 import type { KeySnapshot } from './memory-key-limiter';
-import type { AddressDecision, AddressLimiter, KeyDecision, KeyLimiter, KeyUsage, WindowLimits } from './types';
+import type { AddressDecision, AddressLimiter, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
 export type { FallbackKind } from './types';
 
 /**
@@ -203,6 +203,13 @@ export class FallbackAddressLimiter implements AddressLimiter {
     const decision = await this.fallback.consume(address);
     if (this.options.mode === 'local') return { ...decision, fallback: 'local' };
     return { ...decision, allowed: true, retryAfterMs: 0, fallback: 'open' };
+  }
+
+  async peek(address: string): Promise<WindowState> {
+    const shared = await askStore(this.options, () => this.primary.peek(address));
+    if (shared !== undefined) return shared;
+    this.fallback ??= this.options.createFallback();
+    return this.fallback.peek(address);
   }
 
   reset(): void {

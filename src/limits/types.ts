@@ -88,4 +88,6 @@ export interface AddressDecision extends DecisionSource {
 
 export interface AddressLimiter {
   consume(address: string): Promise<AddressDecision>;
+  /** The address's window as it stands, counting nothing (for a known key's 401, which costs no quota). */
+  peek(address: string): Promise<WindowState>;
 }

@@ -56,6 +56,8 @@ export const configSchema = z
     env: appEnvSchema,
     server: z.strictObject({
       host: z.string().min(1),
+      /** The admin listener's address: loopback unless set, as Kong's Admin API. */
+      adminHost: z.string().min(1),
       port,
       adminPort: port,
       /** Origin clients use to reach the gateway; absolute URLs in `Link` headers are built on it. */
@@ -65,6 +67,19 @@ export const configSchema = z
       maxBodyBytes: positiveInt,
       maxHeaderBytes: positiveInt,
       shutdownTimeoutMs: durationMs,
+      /** A client's whole header section must arrive within this. */
+      headersTimeoutMs: durationMs,
+      /** A client's whole request, body included, must arrive within this. */
+      requestTimeoutMs: durationMs,
+      /** An idle keep-alive connection is closed after this. */
+      keepAliveTimeoutMs: durationMs,
+      /** Open connections on the public listener (per worker); further ones are closed at once. */
+      maxConnections: positiveInt,
+    }),
+    cors: z.strictObject({
+      /** Origins whose browser code may call the API, e.g. https://app.example; `*` for any; empty: CORS off. */
+      allowedOrigins: z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be an origin like https://app.example (scheme and host, no path), or *')),
+      maxAgeSeconds: wholeNumber(0, 86_400),
     }),
     upstream: z.strictObject({
       /** Inventory base URL; null means this process runs the inventory itself. */
@@ -101,7 +116,11 @@ export const configSchema = z
       audience: z.string().min(1),
       tokenTtlSeconds: positiveInt,
     }),
-    admin: z.strictObject({ token: z.string().nullable() }),
+    admin: z.strictObject({
+      token: z.string().nullable(),
+      /** Wrong admin tokens one address may send per minute before it is locked out until the minute ends. */
+      failedTokensPerMinute: positiveInt,
+    }),
     /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
     workers: workerCount,
     dataDir: z.string().min(1),
@@ -112,6 +131,9 @@ export const configSchema = z
       if (!c.signing.secret) {
         ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
       }
+    }
+    if (c.server.headersTimeoutMs > c.server.requestTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: 'must not be longer than server.requestTimeoutMs (node:http requires it)' });
     }
     if (c.workers !== 1 && c.redis.url === null && c.redis.clusterNodes.length === 0) {
       ctx.addIssue({
@@ -144,6 +166,8 @@ export class ConfigError extends Error {
 /** Environment variables and the config path each one sets (CONTRACT §2). */
 export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list?: boolean }> = [
   { variable: 'APP_ENV', path: ['env'] },
+  { variable: 'HOST', path: ['server', 'host'] },
+  { variable: 'ADMIN_HOST', path: ['server', 'adminHost'] },
   { variable: 'PORT', path: ['server', 'port'] },
   { variable: 'ADMIN_PORT', path: ['server', 'adminPort'] },
   { variable: 'PUBLIC_BASE_URL', path: ['server', 'publicBaseUrl'] },

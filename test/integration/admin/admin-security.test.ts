@@ -12,7 +12,8 @@ import { adminRequest, createKeyOverApi, expectError, gatewayGet, logRecords, sh
 let product: ProductHarness;
 
 beforeAll(async () => {
-  product = await startTestProduct();
+  // This suite sends dozens of wrong tokens on purpose; the lockout has its own suite below.
+  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 1000 } } });
 });
 
 afterAll(async () => {

@@ -38,7 +38,7 @@ describe('messages', () => {
     ['an unknown nested key', fromOverrides({ server: { prot: 1 } }), 'unknown setting server.prot: config/default.yaml lists every setting'],
     ['a section that is not a mapping', fromOverrides({ ban: 'strict' }), 'invalid setting ban: must be a mapping of settings'],
     ['a list that is not a list', fromOverrides({ server: { trustedProxies: '10.0.0.1' } }), 'invalid setting server.trustedProxies: must be a list'],
-    ['an empty host', fromOverrides({ server: { host: '' } }), 'invalid setting server.host: must not be empty'],
+    ['an empty host', fromOverrides({ server: { host: '' } }), 'invalid setting HOST (server.host): must not be empty'],
     ['a bad namespace', fromOverrides({ redis: { namespace: 'asg prod' } }), 'invalid setting redis.namespace: must be letters, digits, ":", "_" or "-", e.g. asg:prod'],
     ['a bad key prefix', fromOverrides({ keys: { prefix: 'live' } }), 'invalid setting keys.prefix: must look like asg_live_'],
     ['a plan with only perMinute', fromOverrides({ plans: { gold: { perMinute: 5 } } }), 'invalid setting plans.gold: a plan sets both perMinute and perDay, or neither (limits then come from each key)'],
