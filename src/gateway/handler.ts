@@ -78,6 +78,8 @@ const STRIPPED_REQUEST_HEADERS = new Set([
   'proxy-authorization',
   'cookie',
   'connection',
+  // The gateway meets (100-continue) or ignores every expectation itself; the inventory sees none.
+  'expect',
   'keep-alive',
   'proxy-connection',
   'te',

@@ -34,6 +34,8 @@ export function answerUnparsableRequest(hooks: UnparsableRequestHooks) {
       socket.destroy();
       return;
     }
+    // Read before the socket is closed: a destroyed socket no longer knows its peer.
+    const clientAddress = socket.remoteAddress ?? null;
     const requestId = requestIdFor(undefined);
     const canAnswer = parserError && socket.writable && !socket._httpMessage?.headersSent;
     const answer =
@@ -45,7 +47,7 @@ export function answerUnparsableRequest(hooks: UnparsableRequestHooks) {
     const status = canAnswer ? answer.status : 0;
     hooks.metrics?.httpRequests.inc({ method: 'unparsed', route: UNMATCHED_ROUTE, status_code: String(status), plan: 'anonymous' });
     hooks.logger.info(
-      { requestId, status: canAnswer ? answer.status : null, reason: err.code, clientAddress: socket.remoteAddress ?? null },
+      { requestId, status: canAnswer ? answer.status : null, reason: err.code, clientAddress },
       timedOut ? 'request timed out before it arrived' : 'request refused by the HTTP parser',
     );
   };

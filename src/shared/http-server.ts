@@ -22,5 +22,9 @@ export function createBoundedServer(settings: Config['server'], listener: http.R
   );
   // Past it node:http closes a new connection at once, before reading a byte.
   server.maxConnections = settings.maxConnections;
+  // An expectation other than 100-continue: node:http would answer a bare 417 of its own, without
+  // our Error body or X-Request-Id. RFC 9110 §10.1.1 lets a server ignore it (MAY answer 417), as
+  // nginx does, so the request is served like any other and the expectation goes no further.
+  server.on('checkExpectation', listener);
   return server;
 }

@@ -8,8 +8,8 @@ import { chunkedBody, contractProblems, describeOutcome, inputErrorLogLines, out
  * loopback sockets. Whatever the method, path, query, headers or body, every exchange must:
  * - end (an answer, or node closing the connection for CONNECT): never a hang;
  * - never be a 5xx;
- * - carry X-Request-Id and, on a 4xx, the Error body with a CONTRACT §3 code matching the status,
- *   unless node:http answered an unknown Expect itself (a bodiless 417, no X-Request-Id);
+ * - carry X-Request-Id and, on a 4xx, the Error body with a CONTRACT §3 code matching the status
+ *   (no answer of node's own is left: parser refusals and unknown expectations are ours too);
  * - show nothing internal in any body;
  * and a normal GET /v1/pets right after it must still be 200.
  *

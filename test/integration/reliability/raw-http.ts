@@ -267,13 +267,6 @@ export const CONTRACT_CODES: Readonly<Record<number, readonly string[]>> = {
   504: ['upstream_unavailable', 'service_unavailable', 'upstream_timeout'],
 };
 
-/**
- * Statuses node:http still sends by itself, before any of our code runs: 417 for an `Expect` other
- * than `100-continue`. Such an answer has no body and no X-Request-Id. (What its parser refuses,
- * 400 and 431, the gateway's clientError listener answers with the Error body.)
- */
-export const NODE_OWN_STATUSES: readonly number[] = [417];
-
 export const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
@@ -361,9 +354,8 @@ export function contractProblems(exchange: RawExchange, options: ContractCheckOp
 
   const requestId = res.headers['x-request-id'];
   if (requestId === undefined) {
-    if (!NODE_OWN_STATUSES.includes(res.status) || res.body.length > 0 || res.headers['content-type'] !== undefined) {
-      problems.push(`answer without X-Request-Id that is not node's own refusal: ${res.status} ${bodyText.slice(0, 200)}`);
-    }
+    // Every answer is ours now, node's parser refusals and unknown expectations included.
+    problems.push(`answer without X-Request-Id: ${res.status} ${bodyText.slice(0, 200)}`);
     return problems;
   }
   if (requestId.length !== 1 || !SANE_REQUEST_ID.test(requestId[0]!)) problems.push(`X-Request-Id is not one sane value: ${JSON.stringify(requestId)}`);

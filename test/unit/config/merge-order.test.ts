@@ -163,6 +163,10 @@ describe('the real config files', () => {
     expect(config.store.failMode).toBe('local');
     expect(config.server.maxBodyBytes).toBe(16 * 1024);
     expect(config.server.adminPort).toBe(8081);
+    expect(config.server.host).toBe('0.0.0.0');
+    expect(config.server.adminHost).toBe('127.0.0.1');
+    expect(config.workers).toBe(1);
+    expect(config.cors.allowedOrigins).toEqual([]);
     expect(config.inventory.port).toBe(8090);
     expect(config.redis.url).toBeNull();
     expect(config.upstream.url).toBeNull();
