@@ -88,7 +88,7 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
   for (const v of [gateway, gateway2]) {
     if (!v?.redis) continue;
     if (v.redis.roundTripsPerRequest !== null) {
-      checks.push({ target: `${v.label}: ≤ 1 Redis round trip per admitted request`, holds: v.redis.roundTripsPerRequest <= 1.0005, figures: f2(v.redis.roundTripsPerRequest) });
+      checks.push({ target: `${v.label}: ≤ 1 Redis round trip per admitted request`, holds: v.redis.roundTripsPerRequest <= ROUND_TRIP_TOLERANCE, figures: f2(v.redis.roundTripsPerRequest) });
     }
     checks.push({
       target: `${v.label}: no key lookup on a cache hit`,
@@ -131,6 +131,13 @@ function resultRows(report: BenchReport): string[][] {
     v.unexpectedResponses === 0 ? `all ${v.expectedStatus}` : `${v.unexpectedResponses} not ${v.expectedStatus}`,
   ]);
 }
+
+/**
+ * wrk does not count the requests still in flight when a run ends (up to one per connection per
+ * round: 50 × 3 of some 150,000), while Redis saw their commands; so a count of exactly one round
+ * trip per request reads as up to about 1.001.
+ */
+const ROUND_TRIP_TOLERANCE = 1.002;
 
 const HEADER = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'vs nginx', 'server CPU µs/req', 'Redis cmds/req', 'round trips/req', 'responses'];
 

@@ -1,5 +1,5 @@
 import type { Config } from './shared/config';
-import type { Logger } from './shared/logger';
+import { exitAfterLogs, type Logger } from './shared/logger';
 import { nodeVersion } from './shared/supported-runtime';
 import type { RunningProduct } from './product';
 
@@ -54,10 +54,10 @@ export function createStopper(close: () => Promise<void>, logger: Logger, shutdo
       process.exit(1);
     }, shutdownTimeoutMs + SHUTDOWN_BACKSTOP_MARGIN_MS).unref();
     close().then(
-      () => process.exit(0),
+      () => exitAfterLogs(logger, 0),
       (err) => {
         logger.error({ err }, 'shutdown failed');
-        process.exit(1);
+        exitAfterLogs(logger, 1);
       },
     );
   };

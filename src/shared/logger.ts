@@ -59,7 +59,25 @@ export function scrubKeys(value: unknown, depth = 0): unknown {
   return scrubbed;
 }
 
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+/**
+ * stdout written asynchronously: pino's default destination writes each line with a synchronous
+ * write(2), which would put one blocking system call on every request's path. Lines written while
+ * a write is in flight go out together in the next one (no minimum length, so an idle process
+ * still writes a line at once); whatever is left is written synchronously when the process exits.
+ */
+function asynchronousStdout(): DestinationStream {
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: 0 });
+  process.once('exit', () => {
+    try {
+      stdout.flushSync();
+    } catch {
+      // stdout already closed (a pipe whose reader went away): nothing more can be written.
+    }
+  });
+  return stdout;
+}
+
+export function createLogger(level: string, destination: DestinationStream = asynchronousStdout()): Logger {
   return pino(
     {
       level,
@@ -75,4 +93,16 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     destination,
   );
+}
+
+/** How long an exit waits for the last log lines to reach stdout. */
+const EXIT_FLUSH_LIMIT_MS = 1000;
+
+/**
+ * Exits once the lines already logged are written: stdout is written asynchronously, and a line
+ * still on its way when the process exits (the last "stopped" or "shutdown failed") would be lost.
+ */
+export function exitAfterLogs(logger: Logger, code: number): void {
+  setTimeout(() => process.exit(code), EXIT_FLUSH_LIMIT_MS);
+  logger.flush(() => process.exit(code));
 }

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../shared/config';
-import type { Logger } from '../shared/logger';
+import { exitAfterLogs, type Logger } from '../shared/logger';
 import { nodeVersion } from '../shared/supported-runtime';
 import { resolveSigningSecret } from '../shared/upstream-token';
 import { startInventory, type RunningInventory } from '../inventory';
@@ -121,7 +121,7 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
     );
     void Promise.all(exits).then(async (codes) => {
       await closeInventory();
-      process.exit(codes.every((code) => code === 0) ? 0 : 1);
+      exitAfterLogs(log, codes.every((code) => code === 0) ? 0 : 1);
     });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
