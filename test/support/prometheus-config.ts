@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 export const repositoryRoot = path.resolve(__dirname, '..', '..');
 export const prometheusFolder = path.join(repositoryRoot, 'config', 'prometheus');
 export const ruleFiles = ['recording-rules.yml', 'alert-rules.yml'].map((file) => path.join(prometheusFolder, file));
-export const ruleTestFile = path.join(prometheusFolder, 'tests', 'alert-rules.test.yml');
+export const ruleTestFiles = ['alert-rules.test.yml', 'alert-rules-daily.test.yml'].map((file) => path.join(prometheusFolder, 'tests', file));
 export const dashboardFile = path.join(repositoryRoot, 'config', 'grafana', 'dashboards', 'gateway.json');
 
 const INSTALL_HINT =

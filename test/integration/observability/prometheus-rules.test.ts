@@ -13,7 +13,7 @@ import {
   recordingRules,
   repositoryRoot,
   ruleFiles,
-  ruleTestFile,
+  ruleTestFiles,
 } from '../../support/prometheus-config';
 
 /**
@@ -47,14 +47,16 @@ describe('config/prometheus rules', () => {
   });
 
   it('pass their promtool unit tests', () => {
-    const run = promtool('test', 'rules', ruleTestFile);
+    const run = promtool('test', 'rules', ...ruleTestFiles);
     expect({ status: run.status, output: run.output }).toEqual({ status: 0, output: expect.stringContaining('SUCCESS') });
   });
 
   it('have a unit test where each alert fires and one where it does not', () => {
-    const tests = parseYaml(fs.readFileSync(ruleTestFile, 'utf8')) as RuleTestFile;
-    expect(tests.rule_files.map((file) => path.resolve(path.dirname(ruleTestFile), file)).sort()).toEqual([...ruleFiles].sort());
-    const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);
+    const cases = ruleTestFiles.flatMap((file) => {
+      const tests = parseYaml(fs.readFileSync(file, 'utf8')) as RuleTestFile;
+      expect(tests.rule_files.map((ruleFile) => path.resolve(path.dirname(file), ruleFile)).sort()).toEqual([...ruleFiles].sort());
+      return tests.tests.flatMap((t) => t.alert_rule_test ?? []);
+    });
     for (const alert of alertRules().map((rule) => rule.alert!)) {
       const fires = cases.some((c) => c.alertname === alert && c.exp_alerts.length > 0);
       const stays = cases.some((c) => c.alertname === alert && c.exp_alerts.length === 0);
