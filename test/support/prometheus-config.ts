@@ -83,10 +83,11 @@ export function resolveGrafanaVariables(expr: string, rateInterval: string): str
 
 /** Metric names an expression reads from the gateway (gateway_*, inventory_*, process_*, nodejs_*). */
 export function exportedMetricNames(expr: string): string[] {
-  return [...new Set(expr.match(/\b(?:gateway|inventory|process|nodejs)_[a-z0-9_]+\b/g) ?? [])];
+  // Not the metric part of a recorded name (job:gateway_http_requests:rate5m).
+  return [...new Set(expr.match(/(?<![\w:])(?:gateway|inventory|process|nodejs)_[a-z0-9_]+(?![\w:])/g) ?? [])];
 }
 
 /** Recorded series names (level:metric:operations) an expression reads. */
 export function recordedMetricNames(expr: string): string[] {
-  return [...new Set(expr.match(/\b[a-z_]+:[a-z0-9_]+:[a-z0-9_]+\b/g) ?? [])];
+  return [...new Set(expr.match(/(?<![\w:])[a-z_]+:[a-z0-9_]+:[a-z0-9_]+(?![\w:])/g) ?? [])];
 }
