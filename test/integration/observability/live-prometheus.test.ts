@@ -148,6 +148,8 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
       prometheus,
     );
 
+    // A scrape that timed out on a loaded machine marks its series stale until the next one.
+    await waitFor('both gateways up', async () => scalarOf(await prometheus.query('min(up{job="gateway"})')) === 1, prometheus);
     for (const target of dashboardTargets(dashboard)) {
       results.set(target, await prometheus.query(resolveGrafanaVariables(target.expr, RATE_INTERVAL)));
     }
