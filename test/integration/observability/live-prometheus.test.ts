@@ -1,5 +1,6 @@
 import request from 'supertest';
-import { freePort } from '../../support/redis-server';
+import { freePort, startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { startPrometheus, type PrometheusAnswer, type PrometheusProcess } from '../../support/prometheus-server';
 import {
@@ -18,20 +19,13 @@ import type { WindowLimits } from '../../../src/limits/types';
  * Issue 16: the project's rule files and dashboard queries against the real thing. Debian's
  * Prometheus scrapes two real gateways on loopback every second and evaluates the rules every
  * second: one gateway on Redis with its embedded inventory, one whose upstream is a dead port (for
- * 5xx and upstream errors). Traffic runs in two rounds with a scrape between them, so that every
+ * 5xx and upstream errors), and one whose Redis was killed under it with store.failMode open (for
+ * the store row: errors, degraded, requests served without limits). Traffic runs in two rounds with a scrape between them, so that every
  * counter has a sample before and after an increase and every rate is above zero. Then Prometheus's
  * HTTP API says whether every rule is healthy, every dashboard query is valid PromQL with data, and
  * every metric the rules and the dashboard read is exported: a metric renamed in the gateway's code
  * fails this suite.
  */
-
-/** Dashboard panels that rightly have no data after this traffic, and why. */
-const EMPTY_BY_DESIGN: Record<string, string> = {
-  'Served without limits (fail open)': 'only counts during a Redis outage with store.failMode open',
-};
-
-/** Exported metrics that only appear in situations this traffic does not create. */
-const ABSENT_BY_DESIGN = new Set(['gateway_ratelimit_unenforced_total']);
 
 /** Grafana's $__rate_interval for a 1 s scrape, widened to take in both rounds of traffic. */
 const RATE_INTERVAL = '1m';
@@ -61,9 +55,12 @@ interface RulesAnswer {
 describe('the rules and the dashboard on a live Prometheus scraping live gateways', () => {
   let product: ProductHarness;
   let deadUpstream: ProductHarness;
+  let storeDown: ProductHarness;
+  let storeDownKey: { auth: string };
+  let privateRedis: RedisProcess;
   let prometheus: PrometheusProcess;
   /** Responses each gateway has answered, by environment label. */
-  const answered = { test: 0, 'test-dead-upstream': 0 };
+  const answered = { test: 0, 'test-dead-upstream': 0, 'test-store-down': 0 };
   const dashboard = readDashboard();
   const results = new Map<DashboardTarget, PrometheusAnswer>();
 
@@ -106,6 +103,40 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
       answered['test-dead-upstream']++;
       expect(res.status).toBe(502);
     }
+
+    // Redis is gone and store.failMode is open: the cached key is served without limits.
+    for (let i = 0; i < 3; i++) {
+      const res = await request(storeDown.gatewayUrl).get('/v1/pets').set('Authorization', storeDownKey.auth);
+      answered['test-store-down']++;
+      expect(res.status).toBe(200);
+    }
+  }
+
+  /**
+   * A gateway on a private Redis that is then killed. The key is created by another instance first
+   * (as store-outage.test.ts does): a key created by the instance under test announces itself on
+   * pub/sub, which could evict it from the cache just before the outage.
+   */
+  async function startGatewayThenKillItsRedis(): Promise<void> {
+    privateRedis = await startRedisServer();
+    const options = {
+      redis: false,
+      env: { REDIS_URL: privateRedis.url },
+      namespace: uniqueNamespace('observability-outage'),
+      overrides: { store: { failMode: 'open' }, redis: { commandTimeoutMs: 200 } },
+    };
+    const creator = await startTestProduct(options);
+    try {
+      storeDownKey = await createKey(creator, { plan: 'free' });
+    } finally {
+      await creator.close();
+    }
+    storeDown = await startTestProduct(options);
+    // One request while Redis answers caches the key.
+    const res = await request(storeDown.gatewayUrl).get('/v1/pets').set('Authorization', storeDownKey.auth);
+    answered['test-store-down']++;
+    expect(res.status).toBe(200);
+    await privateRedis.stop();
   }
 
   /** Waits until Prometheus holds a scrape of each gateway taken after everything answered so far. */
@@ -122,6 +153,7 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
   beforeAll(async () => {
     product = await startTestProduct({ overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 600 }, anonymous: { perMinute: 10_000 } } });
     deadUpstream = await startTestProduct({ redis: false, overrides: { upstream: { url: `http://127.0.0.1:${await freePort()}` } } });
+    await startGatewayThenKillItsRedis();
     prometheus = await startPrometheus({
       job: 'gateway',
       interval: '1s',
@@ -129,9 +161,10 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
       targets: [
         { address: new URL(product.adminUrl).host, labels: { environment: 'test' } },
         { address: new URL(deadUpstream.adminUrl).host, labels: { environment: 'test-dead-upstream' } },
+        { address: new URL(storeDown.adminUrl).host, labels: { environment: 'test-store-down' } },
       ],
     });
-    await waitFor('both gateways scraped', async () => scalarOf(await prometheus.query('sum(up{job="gateway"})')) === 2, prometheus);
+    await waitFor('the three gateways scraped', async () => scalarOf(await prometheus.query('sum(up{job="gateway"})')) === 3, prometheus);
 
     await driveTraffic();
     await waitForScrapeOfEverything();
@@ -149,7 +182,7 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     );
 
     // A scrape that timed out on a loaded machine marks its series stale until the next one.
-    await waitFor('both gateways up', async () => scalarOf(await prometheus.query('min(up{job="gateway"})')) === 1, prometheus);
+    await waitFor('the three gateways up', async () => scalarOf(await prometheus.query('min(up{job="gateway"})')) === 1, prometheus);
     for (const target of dashboardTargets(dashboard)) {
       results.set(target, await prometheus.query(resolveGrafanaVariables(target.expr, RATE_INTERVAL)));
     }
@@ -159,6 +192,8 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     await prometheus?.stop();
     await product?.close();
     await deadUpstream?.close();
+    await storeDown?.close();
+    await privateRedis?.stop();
   });
 
   it('loads every rule of the project and finds each one healthy', async () => {
@@ -179,19 +214,18 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     }
   });
 
-  it('has data for every dashboard query except those empty by design', () => {
+  it('has data for every dashboard query', () => {
     for (const [target, answer] of results) {
       const hasData = answer.status === 'success' && answer.data.result.length > 0;
-      const emptyBecause = EMPTY_BY_DESIGN[target.panel];
-      expect({ panel: target.panel, refId: target.refId, hasData }).toEqual({ panel: target.panel, refId: target.refId, hasData: emptyBecause === undefined });
+      expect({ panel: target.panel, refId: target.refId, hasData }).toEqual({ panel: target.panel, refId: target.refId, hasData: true });
     }
   });
 
-  it("answers the environment variable's query with both environments", async () => {
+  it("answers the environment variable's query with every environment", async () => {
     const variable = dashboard.templating.list.find((v) => v.name === 'environment')!;
     expect(variable.definition).toBe('label_values(gateway_http_requests_total, environment)');
     const values = await prometheus.api<{ data: string[] }>(`/api/v1/label/environment/values?match[]=${encodeURIComponent('gateway_http_requests_total')}`);
-    expect(values.data.sort()).toEqual(['test', 'test-dead-upstream']);
+    expect(values.data.sort()).toEqual(['test', 'test-dead-upstream', 'test-store-down']);
   });
 
   it('exports every metric that the rules and the dashboard read (a renamed metric fails here)', async () => {
@@ -200,7 +234,6 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     const read = new Set(exprs.flatMap(exportedMetricNames));
     expect(read.size).toBeGreaterThan(15);
     for (const name of read) {
-      if (ABSENT_BY_DESIGN.has(name)) continue;
       expect({ name, exported: exported.has(name) }).toEqual({ name, exported: true });
     }
     // And every recording rule produced its series.
@@ -216,8 +249,8 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     };
     const statuses = await valueOf(`sum by (status_code) (increase(gateway_http_requests_total{environment="test"}[${RATE_INTERVAL}]))`, 'status_code');
     expect(Object.keys(statuses).sort()).toEqual(['200', '201', '401', '429']);
-    expect(await valueOf('job:gateway_http_5xx:ratio_rate5m', 'environment')).toEqual({ test: 0, 'test-dead-upstream': 1 });
-    expect(await valueOf('job:gateway_upstream_errors:ratio_rate5m', 'environment')).toEqual({ test: 0, 'test-dead-upstream': 1 });
+    expect(await valueOf('job:gateway_http_5xx:ratio_rate5m', 'environment')).toEqual({ test: 0, 'test-dead-upstream': 1, 'test-store-down': 0 });
+    expect(await valueOf('job:gateway_upstream_errors:ratio_rate5m', 'environment')).toEqual({ test: 0, 'test-dead-upstream': 1, 'test-store-down': 0 });
     expect(Object.keys(await valueOf('job_reason:gateway_upstream_errors:rate5m', 'reason'))).toEqual(['refused']);
     const rejections = await valueOf('sum by (window) (job_plan_window:gateway_ratelimit_rejections:rate5m{environment="test"})', 'window');
     expect(Object.keys(rejections).sort()).toEqual(['ban', 'day']);
@@ -227,6 +260,11 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     const nearLimit = await valueOf('sum by (plan) (job_plan_window:gateway_ratelimit_near_limit:increase1h{environment="test", window="day"})', 'plan');
     expect(nearLimit.free).toBeGreaterThan(0);
     // The configured sunset (5 December 2030) as the gateway exports it.
+    // The store row: only the gateway whose Redis died is degraded, has store errors and serves unlimited.
+    expect(await valueOf('max by (environment) (gateway_store_degraded)', 'environment')).toEqual({ test: 0, 'test-dead-upstream': 0, 'test-store-down': 1 });
+    expect((await valueOf('job:gateway_store_errors:rate5m', 'environment'))['test-store-down']).toBeGreaterThan(0);
+    expect((await valueOf('job:gateway_store_errors:rate5m', 'environment')).test).toBe(0);
+    expect(Object.keys(await valueOf(`sum by (environment) (rate(gateway_ratelimit_unenforced_total[${RATE_INTERVAL}]))`, 'environment'))).toEqual(['test-store-down']);
     const sunset = await prometheus.query('gateway_deprecation_sunset_timestamp_seconds{environment="test"}');
     expect(sunset.status === 'success' && sunset.data.result.map((r) => ({ method: r.metric.method, route: r.metric.route, value: Number(r.value[1]) }))).toEqual([
       { method: 'GET', route: '/v1/pets/{petId}', value: Date.UTC(2030, 11, 5) / 1000 },
