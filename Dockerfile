@@ -16,8 +16,12 @@ RUN npm run build
 
 # --- final image: production dependencies only, not root ---
 FROM node:24-bookworm-slim
+# ADMIN_HOST: the product keeps its admin listener on loopback unless told; in a container that
+# would hide /metrics from Prometheus on the container network. Publish the admin port on the
+# host's loopback only (as docker-compose.yml does).
 ENV NODE_ENV=production \
     APP_ENV=production \
+    ADMIN_HOST=0.0.0.0 \
     DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./

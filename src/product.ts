@@ -125,7 +125,10 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
     });
     cleanups.push(() => resolver.close());
-    const metrics = createGatewayMetrics(new Registry(), { activeBans: () => limiters.keys.activeBans() });
+    const metrics = createGatewayMetrics(new Registry(), {
+      activeBans: () => limiters.keys.activeBans(),
+      deprecations: config.deprecations,
+    });
     const limiters = createLimiters({
       redis,
       namespace: config.redis.namespace,

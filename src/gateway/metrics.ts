@@ -1,4 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { DeprecationConfig } from '../shared/config';
+import { BASE_PATH } from './routes';
 
 /**
  * Buckets for a reverse proxy: the gateway's own overhead sits well under a millisecond, a healthy
@@ -11,6 +13,12 @@ export const PROXY_LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 export interface GatewayMetricSources {
   /** Keys banned now, read at scrape time for `gateway_active_bans`. */
   activeBans?: () => Promise<number>;
+  /**
+   * The configured deprecations, exported once as `gateway_deprecation_sunset_timestamp_seconds` so
+   * that an alert can join calls to a deprecated route with how close its sunset is. Set at start,
+   * never touched by a request.
+   */
+  deprecations?: readonly DeprecationConfig[];
 }
 
 export function createGatewayMetrics(registry: Registry = new Registry(), sources: GatewayMetricSources = {}) {
@@ -107,6 +115,7 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       labelNames: ['route', 'plan'] as const,
       registers: [registry],
     }),
+    deprecationSunset: sunsetGauge(registry, sources.deprecations ?? []),
     upstreamErrors: new Counter({
       name: 'gateway_upstream_errors_total',
       help: 'Forwarding failures, by reason.',
@@ -114,6 +123,25 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       registers: [registry],
     }),
   };
+}
+
+/**
+ * One sample per deprecated operation: its sunset as Unix seconds, labelled with the same route
+ * template as `gateway_deprecated_requests_total` (so the two join on `route`) and its method.
+ */
+function sunsetGauge(registry: Registry, deprecations: readonly DeprecationConfig[]): Gauge<'method' | 'route'> {
+  const gauge = new Gauge({
+    name: 'gateway_deprecation_sunset_timestamp_seconds',
+    help: 'Sunset instant (Unix seconds) of each deprecated operation, from config.',
+    labelNames: ['method', 'route'] as const,
+    registers: [registry],
+    // Every worker exports the same config: one copy, not the sum.
+    aggregator: 'first',
+  });
+  for (const deprecation of deprecations) {
+    gauge.set({ method: deprecation.method, route: BASE_PATH + deprecation.path }, Date.parse(deprecation.sunset) / 1000);
+  }
+  return gauge;
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

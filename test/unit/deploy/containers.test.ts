@@ -77,6 +77,15 @@ describe('Dockerfile', () => {
     expect(fs.existsSync(sourceOf(file))).toBe(true);
   });
 
+  it('opens the admin listener to the container network (the config keeps it on loopback), for Prometheus to scrape', () => {
+    const config = loadConfig({ env: {} });
+    expect(config.server.adminHost).toBe('127.0.0.1');
+    // ENV instructions of the final stage, continuation lines joined.
+    const finalStageText = dockerfile.slice(dockerfile.lastIndexOf('\nFROM ')).replace(/\\\n/g, ' ');
+    const env = finalStageText.split('\n').filter((line) => line.startsWith('ENV ')).join(' ');
+    expect(env).toMatch(/\bADMIN_HOST=0\.0\.0\.0\b/);
+  });
+
   it('exposes the default ports of the config', () => {
     const config = loadConfig({ env: {} });
     const exposed = instructions.find((line) => line.startsWith('EXPOSE '))!.split(/\s+/).slice(1).map(Number);
@@ -87,10 +96,19 @@ describe('Dockerfile', () => {
 describe('docker-compose.yml', () => {
   const services = compose.services;
 
-  it('has redis, both inventories, both gateways and prometheus', () => {
+  it('has redis, both inventories, both gateways, prometheus and grafana', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['gateway', 'gateway-staging', 'inventory', 'inventory-staging', 'prometheus', 'redis'].sort(),
+      ['gateway', 'gateway-staging', 'grafana', 'inventory', 'inventory-staging', 'prometheus', 'redis'].sort(),
     );
+  });
+
+  it('opens both gateways\' admin listeners to the compose network, and publishes them on the host\'s loopback only', () => {
+    for (const name of ['gateway', 'gateway-staging']) {
+      const service = services[name]!;
+      expect({ name, adminHost: service.environment!.ADMIN_HOST }).toEqual({ name, adminHost: '0.0.0.0' });
+      const adminMapping = service.ports!.find((p) => p.endsWith(`:${service.environment!.ADMIN_PORT}`))!;
+      expect(adminMapping.startsWith('127.0.0.1:')).toBe(true);
+    }
   });
 
   it('runs redis with AOF persistence on a named volume', () => {
@@ -155,10 +173,17 @@ describe('docker-compose.yml', () => {
     expect(read('.gitignore').split('\n')).toContain('.env');
   });
 
+  /** The host folder that a service mounts at `containerPath`, relative to the repository root. */
+  function hostFolder(service: ComposeService, containerPath: string): string {
+    const mount = service.volumes!.find((v) => v.split(':')[1] === containerPath);
+    expect({ containerPath, mounted: mount !== undefined }).toEqual({ containerPath, mounted: true });
+    return mount!.split(':')[0]!.replace(/^\.\//, '');
+  }
+
   it('has prometheus scrape both gateways on their admin port and both inventories on their own port', () => {
-    const mount = services.prometheus!.volumes!.find((v) => v.includes('prometheus.yml'))!;
-    const hostFile = mount.split(':')[0]!;
-    const prometheus = parseYaml(read(hostFile)) as {
+    const configFlag = services.prometheus!.command!.find((arg) => arg.startsWith('--config.file='))!;
+    expect(configFlag).toBe('--config.file=/etc/prometheus/prometheus.yml');
+    const prometheus = parseYaml(read(path.join(hostFolder(services.prometheus!, '/etc/prometheus'), 'prometheus.yml'))) as {
       scrape_configs: Array<{ metrics_path?: string; static_configs: Array<{ targets: string[] }> }>;
     };
     const targets = prometheus.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets));
@@ -169,5 +194,30 @@ describe('docker-compose.yml', () => {
       `inventory:${services.inventory!.environment!.INVENTORY_PORT}`,
     ]);
     expect(prometheus.scrape_configs.every((c) => (c.metrics_path ?? '/metrics') === '/metrics')).toBe(true);
+  });
+
+  it('loads the project\'s rule files into prometheus, from the mounted folder', () => {
+    const folder = hostFolder(services.prometheus!, '/etc/prometheus');
+    const prometheus = parseYaml(read(path.join(folder, 'prometheus.yml'))) as { rule_files: string[] };
+    expect(prometheus.rule_files.sort()).toEqual(['alert-rules.yml', 'recording-rules.yml']);
+    for (const file of prometheus.rule_files) expect(fs.existsSync(path.join(root, folder, file))).toBe(true);
+  });
+
+  it('provisions grafana with the compose prometheus as data source and the gateway dashboard', () => {
+    const grafana = services.grafana!;
+    const provisioning = hostFolder(grafana, '/etc/grafana/provisioning');
+    const dashboards = hostFolder(grafana, '/var/lib/grafana/dashboards');
+    const datasources = parseYaml(read(path.join(provisioning, 'datasources', 'prometheus.yml'))) as {
+      datasources: Array<{ type: string; url: string }>;
+    };
+    expect(datasources.datasources).toEqual([expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090' })]);
+    const providers = parseYaml(read(path.join(provisioning, 'dashboards', 'animal-store.yml'))) as {
+      providers: Array<{ type: string; options: { path: string } }>;
+    };
+    expect(providers.providers.map((p) => p.options.path)).toEqual(['/var/lib/grafana/dashboards']);
+    const dashboard = JSON.parse(read(path.join(dashboards, 'gateway.json'))) as { uid: string };
+    expect(dashboard.uid).toBe('asg-gateway');
+    expect(grafana.environment!.GF_SECURITY_ADMIN_PASSWORD).toMatch(/^\$\{GRAFANA_ADMIN_PASSWORD:\?/);
+    expect(grafana.ports).toEqual(['127.0.0.1:3000:3000']);
   });
 });
