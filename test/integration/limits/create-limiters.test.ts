@@ -2,19 +2,25 @@ import type Redis from 'ioredis';
 import { ManualClock, systemClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
 import { FallbackKeyLimiter, MemoryKeyLimiter, RedisKeyLimiter, createLimiters, keyLimiterRedisKey } from '../../../src/limits';
-import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
+import { uniqueNamespace } from '../../support/test-redis';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 
 const ban = { threshold: 10, windowSeconds: 60, durationSeconds: 900 };
 const limits = { perMinute: 60, perDay: 1000 };
 
 let client: RedisClient;
+// A Redis of this file's own: MONITOR on the shared test Redis, busy with the other suites, trips
+// ioredis's reply bookkeeping ("Command queue state error", redis/ioredis#1981).
+let redis: RedisProcess;
 
 beforeAll(async () => {
-  client = await connectRedis({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 5000 });
+  redis = await startRedisServer();
+  client = await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 });
 });
 
 afterAll(async () => {
   await client.quit();
+  await redis.stop();
 });
 
 describe('createLimiters', () => {

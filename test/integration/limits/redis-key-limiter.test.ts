@@ -5,18 +5,24 @@ import { RedisKeyLimiter, keyLimiterRedisKey, activeBansRedisKey } from '../../.
 import type { KeyDecision, WindowLimits } from '../../../src/limits/types';
 import { DAY_MS, minuteIndex, windowEnd } from '../../../src/limits/windows';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
-import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
+import { uniqueNamespace } from '../../support/test-redis';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
 
+// A Redis of this file's own: MONITOR on the shared test Redis, busy with the other suites, trips
+// ioredis's reply bookkeeping ("Command queue state error", redis/ioredis#1981).
+let redis: RedisProcess;
+
 function connect(): Promise<RedisClient> {
-  return connectRedis({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 5000 });
+  return connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 });
 }
 
 let client: RedisClient;
 let otherClient: RedisClient;
 
 beforeAll(async () => {
+  redis = await startRedisServer();
   client = await connect();
   otherClient = await connect();
 });
@@ -24,6 +30,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await client.quit();
   await otherClient.quit();
+  await redis.stop();
 });
 
 describeKeyLimiterBehaviours('RedisKeyLimiter (injected clock)', {
