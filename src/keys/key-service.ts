@@ -75,9 +75,16 @@ function validLimits(limits: unknown): WindowLimits {
 /** RFC 3339 with a zone (Z or ±hh:mm), the shape `expiresAt` must have. */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
+/** Date.parse rolls 2030-02-31 over into March; RFC 3339 says such a date does not exist. */
+function realCalendarDate(value: string): boolean {
+  const [y, m, d, h, min, sec] = [0, 5, 8, 11, 14, 17].map((at) => Number(value.slice(at, at === 0 ? 4 : at + 2)));
+  const day = new Date(Date.UTC(y!, m! - 1, d!));
+  return day.getUTCMonth() === m! - 1 && day.getUTCDate() === d && h! <= 23 && min! <= 59 && sec! <= 59;
+}
+
 /** A future RFC 3339 instant, normalised to ISO UTC. */
 function validExpiry(value: unknown, now: number): string {
-  if (typeof value !== 'string' || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+  if (typeof value !== 'string' || !RFC3339.test(value) || Number.isNaN(Date.parse(value)) || !realCalendarDate(value)) {
     throw invalid('expiresAt must be an RFC 3339 instant such as 2030-01-31T00:00:00Z.');
   }
   const at = Date.parse(value);
