@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { withSecretFiles } from './secret-files';
 
 /** Numbers may arrive as strings from the environment; anything else is left for zod to refuse. */
 const numeric = (schema: z.ZodNumber) =>
@@ -96,6 +97,8 @@ export const configSchema = z
       /** Prefix of every Redis key and channel, so staging and production can share one Redis. */
       namespace: z.string().regex(/^[A-Za-z0-9:_-]+$/, 'must be letters, digits, ":", "_" or "-", e.g. asg:prod'),
       commandTimeoutMs: durationMs,
+      /** REDIS_PASSWORD (or REDIS_PASSWORD_FILE): the ACL user's password, kept out of REDIS_URL. */
+      password: z.string().min(1).nullable(),
     }),
     store: z.strictObject({ failMode: z.enum(['local', 'open', 'closed']) }),
     keys: z.strictObject({
@@ -131,6 +134,9 @@ export const configSchema = z
       if (!c.signing.secret) {
         ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
       }
+    }
+    if (c.redis.password !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]*:[^/@]*@/.test(c.redis.url)) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'password'], message: 'REDIS_URL holds a password too; give it in one place' });
     }
     if (c.server.headersTimeoutMs > c.server.requestTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: 'must not be longer than server.requestTimeoutMs (node:http requires it)' });
@@ -175,6 +181,7 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'INVENTORY_URL', path: ['upstream', 'url'] },
   { variable: 'REDIS_URL', path: ['redis', 'url'] },
   { variable: 'REDIS_CLUSTER_NODES', path: ['redis', 'clusterNodes'], list: true },
+  { variable: 'REDIS_PASSWORD', path: ['redis', 'password'] },
   { variable: 'ADMIN_TOKEN', path: ['admin', 'token'] },
   { variable: 'SIGNING_SECRET', path: ['signing', 'secret'] },
   { variable: 'SIGNING_PREVIOUS_SECRETS', path: ['signing', 'previousSecrets'], list: true },
@@ -320,9 +327,9 @@ export interface LoadConfigOptions {
  * in one go rather than meeting them one restart at a time.
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
-  const env = options.env ?? process.env;
-  const configDir = options.configDir ?? path.resolve(__dirname, '..', '..', 'config');
   const problems: string[] = [];
+  const env = withSecretFiles(options.env ?? process.env, problems);
+  const configDir = options.configDir ?? path.resolve(__dirname, '..', '..', 'config');
   const appEnv = appEnvSchema.safeParse(env.APP_ENV ?? 'development');
   if (!appEnv.success) problems.push(`invalid setting APP_ENV: must be development, staging or production (got "${env.APP_ENV}")`);
 

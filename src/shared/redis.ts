@@ -7,6 +7,8 @@ export interface RedisSettings {
   url: string | null;
   clusterNodes: string[];
   commandTimeoutMs: number;
+  /** Overrides nothing: config refuses a password in both REDIS_URL and REDIS_PASSWORD. */
+  password?: string | null;
 }
 
 export function redisConfigured(settings: RedisSettings): boolean {
@@ -30,6 +32,7 @@ function baseOptions(settings: RedisSettings): RedisOptions {
     // together) go out in one write: under load that halves the gateway's system calls to Redis,
     // and each request still makes its one round trip.
     enableAutoPipelining: true,
+    ...(settings.password ? { password: settings.password } : {}),
   };
 }
 
