@@ -130,6 +130,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       redis,
       namespace: config.redis.namespace,
       ban: config.ban,
+      minuteWindow: config.rateLimit.minuteWindow,
       anonymousPerMinute: config.anonymous.perMinute,
       clock,
       failMode: config.store.failMode,
