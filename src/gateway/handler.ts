@@ -15,7 +15,6 @@ import {
   bannedRateLimitHeaders,
   jitteredRetryAfterSeconds,
   keyRateLimitHeaders,
-  retryAfterSeconds,
   type RandomSource,
 } from './rate-limit-headers';
 import { buildDeprecations, deprecationKey, type DeprecationNotice } from './deprecation';

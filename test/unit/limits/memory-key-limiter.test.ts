@@ -1,6 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { MemoryKeyLimiter } from '../../../src/limits/memory-key-limiter';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from './key-limiter-behaviours';
+import { describeMinuteWindowBehaviours } from './minute-window-behaviours';
 
 describeKeyLimiterBehaviours('MemoryKeyLimiter', {
   create: (clock, ban) => new MemoryKeyLimiter({ ban, clock, sweepIntervalMs: 0 }),
@@ -60,4 +61,8 @@ describe('MemoryKeyLimiter: memory', () => {
     expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, threshold: 0 }, sweepIntervalMs: 0 })).toThrow(/ban.threshold/);
     expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, windowSeconds: 1.5 }, sweepIntervalMs: 0 })).toThrow(/ban.windowSeconds/);
   });
+});
+
+describeMinuteWindowBehaviours('MemoryKeyLimiter', {
+  create: (clock, ban, shape) => new MemoryKeyLimiter({ ban, clock, minuteWindow: shape, sweepIntervalMs: 0 }),
 });
