@@ -26,6 +26,8 @@ import { createAdminApp, type MetricsSource, type ReadinessCheck } from './admin
 export interface StartOptions {
   logger: Logger;
   clock?: Clock;
+  /** Uniform [0, 1) numbers for Retry-After jitter; Math.random unless a test fixes them. */
+  random?: () => number;
   /** Port overrides (0 = any free port), for tests and for running several instances. */
   gatewayPort?: number;
   adminPort?: number;
@@ -178,6 +180,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       metrics,
       logger,
       clock,
+      random: options.random,
       deprecationUsage,
     });
     const gatewayServer = createBoundedServer(config.server, handleGatewayRequest);
