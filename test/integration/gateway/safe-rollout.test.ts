@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { expectMatchesOpenApi } from '../../support/openapi';
+import { uniqueNamespace } from '../../support/test-redis';
 import {
   createKey,
   expectError,
@@ -193,9 +194,48 @@ for (const store of ['Redis', 'in-process store'] as const) {
         clock.set(AT_58 + 60_000);
         served[`${shape} a minute after the first burst`] = (await send()).status;
       }
-      expect(served).toEqual({ fixed: 120, sliding: 60, 'fixed a minute after the first burst': 200, 'sliding a minute after the first burst': 200 });
+      // At 12:01:58 the fixed minute that admitted the second burst still runs; the sliding one has let the first go.
+      expect(served).toEqual({ fixed: 120, sliding: 60, 'fixed a minute after the first burst': 429, 'sliding a minute after the first burst': 200 });
       // At 12:01:02 the fixed window waits for 12:02:00; the sliding one for 12:01:58, when the :58 burst leaves.
       expect(retryAfter).toEqual({ fixed: '58', sliding: '56' });
     });
   });
 }
+
+describe('sliding minute on two gateway instances sharing one Redis', () => {
+  const namespace = uniqueNamespace('sliding-pair');
+  const clock = new ManualClock(AT_58);
+  let a: ProductHarness;
+  let b: ProductHarness;
+
+  beforeAll(async () => {
+    const overrides = { rateLimit: { minuteWindow: 'sliding' }, ban: { threshold: 100_000 } };
+    a = await startTestProduct({ namespace, clock, overrides });
+    b = await startTestProduct({ namespace, clock, overrides: { ...overrides, upstream: { url: a.inventory!.url } } });
+  });
+
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('200 concurrent requests at :58 and 200 more at :02, split over both: 60 admitted in all', async () => {
+    const { auth } = await createKey(a, { plan: 'free' });
+    const burst = () =>
+      Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const res = await fetch(`${i % 2 === 0 ? a.gatewayUrl : b.gatewayUrl}/v1/pets?limit=1`, { headers: { Authorization: auth } });
+          await res.arrayBuffer();
+          return { status: res.status, instance: i % 2 === 0 ? 'a' : 'b' };
+        }),
+      );
+    const first = await burst();
+    clock.set(AT_58 + 4_000);
+    const second = await burst();
+    const served = [...first, ...second].filter((r) => r.status === 200);
+    expect(served).toHaveLength(60);
+    expect(first.filter((r) => r.status === 200)).toHaveLength(60);
+    expect(served.some((r) => r.instance === 'a') && served.some((r) => r.instance === 'b')).toBe(true);
+    expect([...first, ...second].filter((r) => r.status !== 200).every((r) => r.status === 429)).toBe(true);
+  });
+});
