@@ -309,7 +309,8 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   async function limitRate(res: ServerResponse, state: RequestState): Promise<Refusal | null> {
     const record = state.apiKey!;
     const limits = limitsOf(record);
-    const shadow = shadowedPlans.has(record.plan);
+    // A key's own limits may shadow (or enforce) whatever its plan does.
+    const shadow = record.limits?.shadow ?? shadowedPlans.has(record.plan);
     let decision;
     try {
       decision = await deps.keyLimiter.consume(record.id, limits, shadow ? SHADOW : undefined);

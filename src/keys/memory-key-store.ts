@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, byCreation, copyRecord } from './record';
+import { applyPatch, applyRevoke, byCreation, copyRecord, limitsOf } from './record';
 import type { ApiKeyRecord, KeyChange, KeyPatch, KeyStore } from './types';
 
 export interface MemoryKeyStoreOptions {
@@ -19,6 +19,8 @@ interface KeyRow {
   plan: string;
   per_minute: number | null;
   per_day: number | null;
+  /** 1 or 0 when the key's limits set `shadow`, NULL when they follow the plan. */
+  shadow: number | null;
   created_at: string;
   updated_at: string;
   revoked_at: string | null;
@@ -43,7 +45,7 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     id: row.id,
     name: row.name,
     plan: row.plan,
-    limits: row.per_minute === null || row.per_day === null ? null : { perMinute: row.per_minute, perDay: row.per_day },
+    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1),
     hash: row.hash,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -59,6 +61,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     plan: record.plan,
     per_minute: record.limits?.perMinute ?? null,
     per_day: record.limits?.perDay ?? null,
+    shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     revoked_at: record.revokedAt,
@@ -92,12 +95,15 @@ export class MemoryKeyStore implements KeyStore {
       this.db.pragma('synchronous = FULL');
       this.db.pragma('busy_timeout = 5000');
       this.db.exec(SCHEMA);
+      // Shadow mode came later: a database made before it gets the column, NULL (follow the plan) for every key.
+      const columns = this.db.prepare('SELECT name FROM pragma_table_info(?)').all('api_keys') as { name: string }[];
+      if (!columns.some((c) => c.name === 'shadow')) this.db.exec('ALTER TABLE api_keys ADD COLUMN shadow INTEGER');
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at, revoked_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @created_at, @updated_at, @revoked_at)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, created_at, updated_at, revoked_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @created_at, @updated_at, @revoked_at)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day,
+        `UPDATE api_keys SET name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow,
            updated_at = @updated_at, revoked_at = @revoked_at
          WHERE id = @id AND hash = @hash AND created_at = @created_at`,
       );

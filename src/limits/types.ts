@@ -2,6 +2,11 @@
 export interface WindowLimits {
   perMinute: number;
   perDay: number;
+  /**
+   * A key's own limits only: `true` shadows them (counted and reported, never enforced), `false`
+   * enforces them even on a shadowed plan; absent, the key follows its plan.
+   */
+  shadow?: boolean;
 }
 
 export type WindowName = 'minute' | 'day';

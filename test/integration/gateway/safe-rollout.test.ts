@@ -84,6 +84,26 @@ for (const store of ['Redis', 'in-process store'] as const) {
         expect(JSON.parse(logged[0]!)).toMatchObject({ plan: 'trial', window: 'minute', keyId: id });
       });
 
+      it('a key’s own limits shadow on an enforced plan, and enforce on a shadowed one (set through the admin API)', async () => {
+        startDay();
+        const bearer = `Bearer ${product.adminToken}`;
+        const create = async (body: object) => {
+          const res = await request(product.adminUrl).post('/admin/keys').set('Authorization', bearer).send(body).expect(201);
+          return res.body as { id: string; key: string; limits: object };
+        };
+        const shadowedKey = await create({ name: 'trial key', plan: 'small', limits: { perMinute: 2, perDay: 1000, shadow: true } });
+        expect(shadowedKey.limits).toEqual({ perMinute: 2, perDay: 1000, shadow: true });
+        const enforcedKey = await create({ name: 'enforced key', plan: 'trial', limits: { perMinute: 2, perDay: 1000, shadow: false } });
+        const statuses = async (key: string) => (await sequentially(5, () => get(`Bearer ${key}`))).map((r) => r.status);
+        expect(await statuses(shadowedKey.key)).toEqual([200, 200, 200, 200, 200]);
+        expect(await statuses(enforcedKey.key)).toEqual([200, 200, 429, 429, 429]);
+        const bad = await request(product.adminUrl)
+          .post('/admin/keys')
+          .set('Authorization', bearer)
+          .send({ name: 'x', plan: 'small', limits: { perMinute: 2, perDay: 10, shadow: 'yes' } });
+        expectError(bad, 400, 'validation_failed');
+      });
+
       it('the same limits unshadowed refuse and ban', async () => {
         startDay();
         const { auth } = await createKey(product, { plan: 'small' });
