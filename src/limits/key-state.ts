@@ -1,7 +1,7 @@
+import { AdmissionLog } from './admission-log';
 import type { MinuteWindowShape, WindowLimits } from './types';
 import {
   DAY_MS,
-  MINUTE_MS,
   OUTCOME_ALLOWED,
   OUTCOME_BANNED,
   OUTCOME_LIMITED,
@@ -31,13 +31,13 @@ export interface KeyState {
   keepUntil: number;
   /**
    * Sliding minute only: admission times of the last 60 s, oldest first (at most the per-minute
-   * limit of them). Empty, and unused, with a fixed minute.
+   * limit of them). Null with a fixed minute.
    */
-  minuteLog: number[];
+  minuteLog: AdmissionLog | null;
 }
 
 export function emptyKeyState(): KeyState {
-  return { minuteIndex: -1, minuteCount: 0, dayIndex: -1, dayCount: 0, bannedUntil: 0, refusalCount: 0, refusalsResetAt: 0, keepUntil: 0, minuteLog: [] };
+  return { minuteIndex: -1, minuteCount: 0, dayIndex: -1, dayCount: 0, bannedUntil: 0, refusalCount: 0, refusalsResetAt: 0, keepUntil: 0, minuteLog: null };
 }
 
 /** Count of the minute window holding `now` (0 when the stored one is an earlier minute). */
@@ -50,23 +50,12 @@ export function currentMinuteCount(state: KeyState, now: number): number {
  * without changing it.
  */
 export function slidingMinuteCount(state: KeyState, now: number): number {
-  const log = state.minuteLog;
-  let first = 0;
-  while (first < log.length && log[first]! <= now - MINUTE_MS) first++;
-  return log.length - first;
+  return state.minuteLog?.countAt(now) ?? 0;
 }
 
 /** Oldest admission still in the sliding minute at `now`, or 0 for none. */
 export function oldestSlidingAdmission(state: KeyState, now: number): number {
-  for (const at of state.minuteLog) if (at > now - MINUTE_MS) return at;
-  return 0;
-}
-
-/** Drops admissions that have left the interval (now - 60 s, now]. */
-function pruneMinuteLog(log: number[], now: number): void {
-  let expired = 0;
-  while (expired < log.length && log[expired]! <= now - MINUTE_MS) expired++;
-  if (expired > 0) log.splice(0, expired);
+  return state.minuteLog?.oldestAt(now) ?? 0;
 }
 
 export function currentDayCount(state: KeyState, now: number): number {
@@ -95,9 +84,9 @@ export function consumeKeyState(
   const minute = minuteIndex(now);
   const day = dayIndex(now);
   if (shape === 'sliding') {
-    pruneMinuteLog(state.minuteLog, now);
+    state.minuteLog ??= new AdmissionLog();
     state.minuteIndex = minute;
-    state.minuteCount = state.minuteLog.length;
+    state.minuteCount = state.minuteLog.prune(now);
   } else if (state.minuteIndex !== minute) {
     state.minuteIndex = minute;
     state.minuteCount = 0;
@@ -112,7 +101,7 @@ export function consumeKeyState(
   if (state.minuteCount < limits.perMinute && state.dayCount < limits.perDay) {
     state.minuteCount += 1;
     state.dayCount += 1;
-    if (shape === 'sliding') state.minuteLog.push(now);
+    if (shape === 'sliding') state.minuteLog!.push(now);
     return OUTCOME_ALLOWED;
   }
   // Shadowed: the request is forwarded, so its refusal must not lead to a ban.

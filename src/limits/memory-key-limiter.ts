@@ -1,4 +1,5 @@
 import { systemClock, type Clock } from '../shared/clock';
+import { AdmissionLog } from './admission-log';
 import {
   consumeKeyState,
   currentDayCount,
@@ -65,8 +66,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     }
     const outcome = consumeKeyState(state, limits, this.ban, now, this.shape, options?.shadow === true);
     if (this.shape === 'fixed') return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits);
-    // The log was pruned to the interval by the consume: its head is the oldest admission in it.
-    const minuteResetAt = slidingMinuteResetAt(state.minuteLog[0] ?? 0, now);
+    const minuteResetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
     return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, minuteResetAt);
   }
 
@@ -80,7 +80,10 @@ export class MemoryKeyLimiter implements KeyLimiter {
     state.minuteIndex = minuteIndex(snapshot.at);
     state.minuteCount = snapshot.minuteCount;
     // A sliding minute starts as if the snapshot's admissions had all come at its instant.
-    if (this.shape === 'sliding') state.minuteLog = Array<number>(snapshot.minuteCount).fill(snapshot.at);
+    if (this.shape === 'sliding') {
+      state.minuteLog = new AdmissionLog();
+      state.minuteLog.fill(snapshot.minuteCount, snapshot.at);
+    }
     state.dayIndex = dayIndex(snapshot.at);
     state.dayCount = snapshot.dayCount;
     state.bannedUntil = snapshot.bannedUntil;
