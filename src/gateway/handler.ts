@@ -148,7 +148,10 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       requireApiPath(state) ??
       announceDeprecation(req, res, state) ??
       (await authenticate(req, res, state)) ??
-      (state.route?.answeredByGateway ? await answerUsage(req, res, state) : ((await limitRate(res, state)) ?? routeRequest(req, state) ?? applyDeprecation(req, state)));
+      // GET /v1/usage is the gateway's own answer and costs no unit; everything else is limited, routed, forwarded.
+      (state.route?.answeredByGateway
+        ? await answerUsage(req, res, state)
+        : ((await limitRate(res, state)) ?? routeRequest(req, state) ?? applyDeprecation(req, state)));
     if (refusal === ANSWERED) return;
     if (refusal) return sendError(res, refusal.code, refusal.message, refusal.headers);
     await forward(req, res, state);
