@@ -66,3 +66,18 @@ describe('MemoryKeyLimiter: memory', () => {
 describeMinuteWindowBehaviours('MemoryKeyLimiter', {
   create: (clock, ban, shape) => new MemoryKeyLimiter({ ban, clock, minuteWindow: shape, sweepIntervalMs: 0 }),
 });
+
+describe('MemoryKeyLimiter: a sliding minute seeded from the store’s last answer', () => {
+  it('starts a key as if the seeded admissions came at the snapshot’s instant', async () => {
+    const at = Date.UTC(2026, 0, 1, 12, 0, 58);
+    const clock = new ManualClock(at + 4_000);
+    const limiter = new MemoryKeyLimiter({ ban: DEFAULT_BAN, clock, minuteWindow: 'sliding', sweepIntervalMs: 0 });
+    const limits = { perMinute: 3, perDay: 100 };
+    limiter.seed('k1', { at, minuteCount: 3, dayCount: 10, bannedUntil: 0 });
+    // Past the UTC minute boundary, a fixed window would start afresh; the sliding one still holds the 3.
+    expect(await limiter.consume('k1', limits)).toMatchObject({ outcome: 'limited', refusedBy: 'minute', retryAfterMs: 56_000 });
+    clock.set(at + 60_000);
+    expect(await limiter.consume('k1', limits)).toMatchObject({ outcome: 'allowed', day: { remaining: 89 } });
+    await limiter.close();
+  });
+});
