@@ -261,7 +261,7 @@ interface Fixture {
   redisStats: RedisCommandStats;
   upstream: BenchChild;
   spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]): Promise<BenchChild>;
-  gateway(name: string, forwarder: 'undici' | 'http-proxy', withRedis: boolean, options?: { banThreshold?: number; nodeFlags?: string[] }): Promise<BenchChild>;
+  gateway(name: string, forwarder: 'undici' | 'http-proxy', withRedis: boolean, options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[] }): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
 }
@@ -292,6 +292,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         dataDir,
         configDir: path.join(repoRoot, 'config'),
         banThreshold: options.banThreshold,
+        minuteWindow: options.minuteWindow,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
     };
@@ -311,7 +312,7 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const { upstream, spawn, gateway, children, redisStats } = fixture;
   const redisPid = fixture.redis.pid;
   const maxSockets = 256;
-  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans] = await Promise.all([
+  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, redisSliding, memorySliding] = await Promise.all([
     spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
     spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
     gateway('gateway-memory-http-proxy', 'http-proxy', false),
@@ -319,6 +320,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     gateway('gateway-redis-http-proxy', 'http-proxy', true),
     gateway('gateway-redis-undici', 'undici', true),
     gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
+    gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
+    gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
   ]);
   const variants: Variant[] = [
     { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
@@ -328,6 +331,10 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     { id: 'gateway-memory-undici', label: 'gateway, in-process store, undici', child: memoryUndici!, key: 'admitted', expectedStatus: 200, usesRedis: false },
     { id: 'gateway-redis-http-proxy', label: 'gateway, Redis, http-proxy', child: redisHpm!, key: 'admitted', expectedStatus: 200, usesRedis: true },
     { id: 'gateway-redis-undici', label: 'gateway, Redis, undici', child: redisUndici!, key: 'admitted', expectedStatus: 200, usesRedis: true },
+    // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
+    // every request of the last minute: the sliding window's worst case in memory and CPU.
+    { id: 'gateway-redis-undici-sliding', label: 'gateway, Redis, undici, sliding minute', child: redisSliding!, key: 'admitted', expectedStatus: 200, usesRedis: true },
+    { id: 'gateway-memory-undici-sliding', label: 'gateway, in-process store, undici, sliding minute', child: memorySliding!, key: 'admitted', expectedStatus: 200, usesRedis: false },
     { id: 'refused-429-limited', label: '429 rate_limited (Redis, undici)', child: redisNeverBans!, key: 'limited', expectedStatus: 429, usesRedis: true },
     { id: 'refused-429-banned', label: '429 temporarily_banned (Redis, undici)', child: redisUndici!, key: 'banned', expectedStatus: 429, usesRedis: true },
   ];

@@ -28,6 +28,8 @@ import { KeyActivityRecorder, MemoryKeyActivityStore, RedisKeyActivityStore } fr
 export interface StartOptions {
   logger: Logger;
   clock?: Clock;
+  /** Uniform [0, 1) numbers for Retry-After jitter; Math.random unless a test fixes them. */
+  random?: () => number;
   /** Port overrides (0 = any free port), for tests and for running several instances. */
   gatewayPort?: number;
   adminPort?: number;
@@ -135,6 +137,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       redis,
       namespace: config.redis.namespace,
       ban: config.ban,
+      minuteWindow: config.rateLimit.minuteWindow,
       anonymousPerMinute: config.anonymous.perMinute,
       clock,
       failMode: config.store.failMode,
@@ -191,6 +194,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       metrics,
       logger,
       clock,
+      random: options.random,
       deprecationUsage,
       keyActivity,
     });

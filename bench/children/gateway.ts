@@ -20,6 +20,8 @@ interface GatewayChildOptions {
   configDir: string;
   /** Refusals before a ban; the default (config) unless the bench wants 429s that never turn into bans. */
   banThreshold?: number;
+  /** Config rateLimit.minuteWindow; the default (config) unless a row measures the other shape. */
+  minuteWindow?: 'fixed' | 'sliding';
 }
 
 // Every command a client of this process sends to Redis is a request and its reply: a round trip.
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
       redis: { namespace: options.namespace },
       logLevel: 'info',
       ...(options.banThreshold ? { ban: { threshold: options.banThreshold } } : {}),
+      ...(options.minuteWindow ? { rateLimit: { minuteWindow: options.minuteWindow } } : {}),
     },
   });
   const logger = createLogger(config.logLevel);

@@ -62,6 +62,8 @@ export interface AdminDependencies {
 const limitsSchema = z.strictObject({
   perMinute: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
   perDay: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  /** Shadow mode for this key (CONTRACT §4); absent, the key follows its plan. */
+  shadow: z.boolean().optional(),
 });
 const createKeySchema = z.strictObject({
   name: z.string(),

@@ -188,6 +188,8 @@ function generalHelp(): string {
     '  ADMIN_TOKEN  admin bearer token (default in development: DATA_DIR/admin-token)',
     '',
     'Every command takes --help, and --json for output meant for scripts.',
+    'A client sees its own key\'s windows, ban and expiry with GET /v1/usage on the gateway (its',
+    'own key, no admin token, nothing counted); `show` is the operator\'s view of any key.',
   ].join('\n');
 }
 

@@ -4,13 +4,19 @@ import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { sendError, type ErrorCode } from '../shared/errors';
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenSigner } from '../shared/upstream-token';
-import type { AddressLimiter, FallbackKind, KeyLimiter, WindowState } from '../limits/types';
+import type { AddressLimiter, ConsumeOptions, FallbackKind, KeyDecision, KeyLimiter, WindowState } from '../limits/types';
 import type { ApiKeyRecord } from '../keys/types';
 import type { KeyResolution } from '../keys/key-resolver';
 import { requestIdFor } from './request-id';
 import { ClientAddressResolver } from './client-address';
 import { allowHeader, BASE_PATH, matchRoute, UNMATCHED_ROUTE, type RouteMatch } from './routes';
-import { anonymousRateLimitHeaders, bannedRateLimitHeaders, keyRateLimitHeaders, retryAfterSeconds } from './rate-limit-headers';
+import {
+  anonymousRateLimitHeaders,
+  bannedRateLimitHeaders,
+  jitteredRetryAfterSeconds,
+  keyRateLimitHeaders,
+  type RandomSource,
+} from './rate-limit-headers';
 import { buildDeprecations, deprecationKey, type DeprecationNotice } from './deprecation';
 import { deprecatedRouteId } from './deprecation-report';
 import { createCorsPolicy } from './cors';
@@ -34,6 +40,8 @@ export interface GatewayDependencies {
   metrics: GatewayMetrics;
   logger: Logger;
   clock: Clock;
+  /** Uniform [0, 1) numbers for Retry-After jitter; Math.random unless a test fixes it. */
+  random?: RandomSource;
   /** Remembers which keys call deprecated operations (GET /admin/deprecations); off the request path. */
   deprecationUsage?: { record(routeId: string, keyId: string): void };
   /** Counts each key's admitted, rate-limited and banned requests and its last use; off the request path. */
@@ -62,7 +70,8 @@ interface RequestState {
   plan: string;
   keyId: string | null;
   apiKey: ApiKeyRecord | null;
-  rateLimitOutcome: 'allowed' | 'limited' | 'banned' | 'anonymous' | 'anonymous_limited' | 'store_error' | null;
+  /** `shadow_limited`: a shadowed limit would have refused it; forwarded anyway. */
+  rateLimitOutcome: 'allowed' | 'limited' | 'banned' | 'shadow_limited' | 'anonymous' | 'anonymous_limited' | 'store_error' | null;
   /** Set when the limit was decided without the shared store (store.failMode `local` or `open`). */
   storeFallback: FallbackKind | null;
   upstreamStartedAt: bigint | null;
@@ -98,6 +107,9 @@ const STRIPPED_REQUEST_HEADERS = new Set([
 ]);
 const INTERNAL_HEADER_PREFIX = 'x-gateway-';
 
+/** What a shadowed plan or key asks of the limiter: refusals that lead to no ban. */
+const SHADOW: ConsumeOptions = { shadow: true };
+
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
 /** RFC 9110 §11.6.1: every 401 names the scheme and realm; RFC 6750 §3 says why a token was refused. */
@@ -116,11 +128,17 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   const addresses = new ClientAddressResolver(config.server.trustedProxies);
   const deprecations = buildDeprecations(config.deprecations);
   const planLimitsByName = new Map<string, WindowLimits>();
+  const shadowedPlans = new Set<string>();
   for (const [name, plan] of Object.entries(config.plans)) {
     if (plan.perMinute !== undefined && plan.perDay !== undefined) {
       planLimitsByName.set(name, { perMinute: plan.perMinute, perDay: plan.perDay });
     }
+    if (plan.shadow === true) shadowedPlans.add(name);
   }
+  const random = deps.random ?? Math.random;
+  const jitterSeconds = config.rateLimit.retryAfterJitterSeconds;
+  /** Retry-After of a 429: the true wait plus the configured jitter; X-RateLimit-Reset stays the true reset. */
+  const retryAfter = (waitMs: number) => jitteredRetryAfterSeconds(waitMs, jitterSeconds, random);
   const publicBase = config.server.publicBaseUrl ? new URL(config.server.publicBaseUrl) : null;
   const forwardedProto = publicBase ? publicBase.protocol.slice(0, -1) : 'http';
   const cors = config.cors.allowedOrigins.length > 0 ? createCorsPolicy(config.cors) : null;
@@ -137,9 +155,11 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       requireApiPath(state) ??
       announceDeprecation(req, res, state) ??
       (await authenticate(req, res, state)) ??
-      (await limitRate(res, state)) ??
-      routeRequest(req, state) ??
-      applyDeprecation(req, state);
+      // GET /v1/usage is the gateway's own answer and costs no unit; everything else is limited, routed, forwarded.
+      (state.route?.answeredByGateway
+        ? await answerUsage(req, res, state)
+        : ((await limitRate(res, state)) ?? routeRequest(req, state) ?? applyDeprecation(req, state)));
+    if (refusal === ANSWERED) return;
     if (refusal) return sendError(res, refusal.code, refusal.message, refusal.headers);
     await forward(req, res, state);
   }
@@ -265,7 +285,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       return {
         code: 'rate_limited',
         message: 'Too many requests without a valid API key from this address.',
-        headers: { 'Retry-After': retryAfterSeconds(decision.retryAfterMs) },
+        headers: { 'Retry-After': retryAfter(decision.retryAfterMs) },
       };
     }
     state.rateLimitOutcome = 'anonymous';
@@ -290,14 +310,22 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     return { code: 'service_unavailable', message: 'The gateway cannot reach its store right now. Retry shortly.', headers: { 'Retry-After': '1' } };
   }
 
+  /** The limits that apply to the calling key: its own, else its plan's. */
+  function limitsOf(record: ApiKeyRecord): WindowLimits {
+    const limits = record.limits ?? planLimitsByName.get(record.plan);
+    if (!limits) throw new Error(`key ${record.id} has plan ${record.plan} without limits`);
+    return limits;
+  }
+
   /** Step 3: the ban and both windows, decided together in one store round trip. */
   async function limitRate(res: ServerResponse, state: RequestState): Promise<Refusal | null> {
     const record = state.apiKey!;
-    const limits = record.limits ?? planLimitsByName.get(record.plan);
-    if (!limits) throw new Error(`key ${record.id} has plan ${record.plan} without limits`);
+    const limits = limitsOf(record);
+    // A key's own limits may shadow (or enforce) whatever its plan does.
+    const shadow = record.limits?.shadow ?? shadowedPlans.has(record.plan);
     let decision;
     try {
-      decision = await deps.keyLimiter.consume(record.id, limits);
+      decision = await deps.keyLimiter.consume(record.id, limits, shadow ? SHADOW : undefined);
     } catch (err) {
       return storeFailed(err, state);
     }
@@ -305,6 +333,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       state.storeFallback = decision.fallback;
       if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });
     }
+    if (shadow && decision.outcome !== 'allowed') return admitShadowed(res, state, limits, decision);
     if (decision.outcome === 'banned') {
       state.rateLimitOutcome = 'banned';
       setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now));
@@ -312,7 +341,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       return {
         code: 'temporarily_banned',
         message: 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.',
-        headers: { 'Retry-After': retryAfterSeconds(decision.bannedUntil - decision.now) },
+        headers: { 'Retry-After': retryAfter(decision.bannedUntil - decision.now) },
       };
     }
     if (decision.outcome === 'limited') {
@@ -323,7 +352,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       return {
         code: 'rate_limited',
         message: `The ${decision.refusedBy} limit of this API key is used up.`,
-        headers: { 'Retry-After': retryAfterSeconds(decision.retryAfterMs) },
+        headers: { 'Retry-After': retryAfter(decision.retryAfterMs) },
       };
     }
     state.rateLimitOutcome = 'allowed';
@@ -331,6 +360,57 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     countNearLimit(record.plan, 'day', decision.day);
     setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now));
     return null;
+  }
+
+  /**
+   * Shadow mode (CONTRACT §4): what a limit would have refused is forwarded, with the headers it
+   * would have carried, no Retry-After and no ban; it is logged and counted so that an operator can
+   * see what the limit would do before enforcing it.
+   */
+  function admitShadowed(res: ServerResponse, state: RequestState, limits: WindowLimits, decision: Exclude<KeyDecision, { outcome: 'allowed' }>): null {
+    const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
+    state.rateLimitOutcome = 'shadow_limited';
+    metrics.shadowDenied.inc({ plan: state.plan, window });
+    logger.info({ requestId: state.requestId, plan: state.plan, keyId: state.keyId, window }, 'shadow limit would have refused; forwarded');
+    if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now));
+    else setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy));
+    return null;
+  }
+
+  /**
+   * GET /v1/usage (CONTRACT §3): the caller's plan, both windows, ban and expiry, read without
+   * consuming a unit (as GitHub's GET /rate_limit). Other methods get 405, also for free.
+   */
+  async function answerUsage(req: IncomingMessage, res: ServerResponse, state: RequestState): Promise<Refusal | typeof ANSWERED> {
+    const route = state.route!;
+    if (!route.allowedMethods.includes(req.method!)) {
+      return { code: 'method_not_allowed', message: `${req.method} is not allowed here.`, headers: { Allow: allowHeader(route) } };
+    }
+    const record = state.apiKey!;
+    const limits = limitsOf(record);
+    let usage;
+    try {
+      usage = await deps.keyLimiter.usage(record.id, limits);
+    } catch (err) {
+      return storeFailed(err, state);
+    }
+    const now = clock.now();
+    state.rateLimitOutcome = 'allowed';
+    if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now));
+    else setHeaders(res, keyRateLimitHeaders(usage.minute, usage.day, now));
+    const window = (name: 'minute' | 'day', w: WindowState) => ({ name, limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+    const body = JSON.stringify({
+      plan: record.plan,
+      windows: [window('minute', usage.minute), window('day', usage.day)],
+      bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
+      expiresAt: record.expiresAt,
+    });
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(req.method === 'HEAD' ? undefined : body);
+    return ANSWERED;
   }
 
   /** Counts the one admitted request per window that takes a key past 80 % of it. */
@@ -482,6 +562,9 @@ function hasRepeatedAuthorization(rawHeaders: string[]): boolean {
   }
   return false;
 }
+
+/** A step that wrote the whole response itself: nothing more to send. */
+const ANSWERED = Symbol('answered');
 
 function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
   for (const name in headers) res.setHeader(name, headers[name]!);

@@ -57,6 +57,12 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       labelNames: ['plan', 'window'] as const,
       registers: [registry],
     }),
+    shadowDenied: new Counter({
+      name: 'gateway_ratelimit_shadow_denied_total',
+      help: 'Requests a shadowed limit would have refused (window minute, day or ban), forwarded anyway.',
+      labelNames: ['plan', 'window'] as const,
+      registers: [registry],
+    }),
     keyBans: new Counter({
       name: 'gateway_key_bans_total',
       help: 'Keys banned for retrying after 429.',

@@ -82,3 +82,19 @@ export function anonymousRateLimitHeaders(window: WindowState, now: number): Rec
     RateLimit: `"anonymous";r=${window.remaining};t=${secondsUntil(window.resetAt, now)}`,
   };
 }
+
+/** A source of uniform random numbers in [0, 1), as Math.random; injected so tests can fix it. */
+export type RandomSource = () => number;
+
+/**
+ * Retry-After for a 429 with jitter (config `rateLimit.retryAfterJitterSeconds`): the true wait in
+ * whole seconds plus a uniformly random 0..jitterSeconds more, so that clients refused together do
+ * not all come back in the same second. Never shorter than the wait itself.
+ */
+export function jitteredRetryAfterSeconds(waitMs: number, jitterSeconds: number, random: RandomSource): string {
+  const wait = Number(retryAfterSeconds(waitMs));
+  if (jitterSeconds <= 0) return String(wait);
+  // random() < 1, so the floor is at most jitterSeconds; the clamp guards a source that returns 1.
+  const extra = Math.min(jitterSeconds, Math.floor(random() * (jitterSeconds + 1)));
+  return String(wait + Math.max(0, extra));
+}

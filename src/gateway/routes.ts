@@ -8,6 +8,8 @@ export interface RouteMatch {
   relativeTemplate: string;
   /** Methods this route answers; HEAD goes with GET as HTTP says. */
   allowedMethods: readonly string[];
+  /** Answered by the gateway itself, never forwarded to the inventory. */
+  answeredByGateway?: boolean;
 }
 
 const petsCollection: RouteMatch = {
@@ -21,6 +23,14 @@ const petItem: RouteMatch = {
   allowedMethods: ['GET', 'HEAD'],
 };
 
+/** The caller's own limits and their use (CONTRACT §3), answered by the gateway without consuming a unit. */
+export const usageRoute: RouteMatch = {
+  template: '/v1/usage',
+  relativeTemplate: '/usage',
+  allowedMethods: ['GET', 'HEAD'],
+  answeredByGateway: true,
+};
+
 /** Label for every path that matches no route, so unmatched paths never widen metric cardinality. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -30,6 +40,7 @@ export const UNMATCHED_ROUTE = 'unmatched';
  */
 export function matchRoute(pathname: string): RouteMatch | null {
   if (pathname === '/v1/pets' || pathname === '/v1/pets/') return petsCollection;
+  if (pathname === '/v1/usage') return usageRoute;
   if (pathname.startsWith('/v1/pets/')) {
     const rest = pathname.slice('/v1/pets/'.length);
     if (rest.length > 0 && !rest.includes('/')) return petItem;

@@ -4,6 +4,7 @@ import { ApiError } from '../shared/errors';
 import type { WindowLimits } from '../limits/types';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
 import type { ApiKeyRecord, KeyPatch, KeyStore, NewKeyInput } from './types';
+import { limitsOf } from './record';
 
 /** Bounds of a rotation's grace period (CONTRACT §5). */
 export const MAX_GRACE_SECONDS = 604_800;
@@ -67,9 +68,10 @@ function validLimits(limits: unknown): WindowLimits {
       throw invalid(`limits.${field} must be a positive integer.`);
     }
   }
-  const extra = Object.keys(l).filter((k) => k !== 'perMinute' && k !== 'perDay');
+  if (l.shadow !== undefined && typeof l.shadow !== 'boolean') throw invalid('limits.shadow must be true or false.');
+  const extra = Object.keys(l).filter((k) => k !== 'perMinute' && k !== 'perDay' && k !== 'shadow');
   if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
-  return { perMinute: l.perMinute!, perDay: l.perDay! };
+  return limitsOf(l.perMinute!, l.perDay!, l.shadow);
 }
 
 /** RFC 3339 with a zone (Z or ±hh:mm), the shape `expiresAt` must have. */

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf } from './record';
+import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf, limitsOf } from './record';
 import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
 
 export interface MemoryKeyStoreOptions {
@@ -19,6 +19,8 @@ interface KeyRow {
   plan: string;
   per_minute: number | null;
   per_day: number | null;
+  /** 1 or 0 when the key's limits set `shadow`, NULL when they follow the plan. */
+  shadow: number | null;
   created_at: string;
   updated_at: string;
   revoked_at: string | null;
@@ -49,7 +51,7 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     id: row.id,
     name: row.name,
     plan: row.plan,
-    limits: row.per_minute === null || row.per_day === null ? null : { perMinute: row.per_minute, perDay: row.per_day },
+    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1),
     hash: row.hash,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -68,6 +70,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     plan: record.plan,
     per_minute: record.limits?.perMinute ?? null,
     per_day: record.limits?.perDay ?? null,
+    shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     revoked_at: record.revokedAt,
@@ -106,12 +109,14 @@ export class MemoryKeyStore implements KeyStore {
       this.db.exec(SCHEMA);
       const present = new Set((this.db.pragma('table_info(api_keys)') as Array<{ name: string }>).map((c) => c.name));
       for (const column of LIFECYCLE_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} TEXT`);
+      // Shadow mode came later too: NULL (follow the plan) for every key of an older database.
+      if (!present.has('shadow')) this.db.exec('ALTER TABLE api_keys ADD COLUMN shadow INTEGER');
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at
          WHERE id = @id AND created_at = @created_at`,

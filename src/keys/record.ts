@@ -22,6 +22,11 @@ export function copyRecord(record: ApiKeyRecord): ApiKeyRecord {
   return { ...record, limits: record.limits ? { ...record.limits } : null };
 }
 
+/** `{perMinute, perDay}`, plus `shadow` only when the key sets it (absent: the plan decides). */
+export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined): WindowLimits {
+  return typeof shadow === 'boolean' ? { perMinute, perDay, shadow } : { perMinute, perDay };
+}
+
 /** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
 export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: string): ApiKeyRecord {
   return {
@@ -60,7 +65,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: record.limits ? { perMinute: record.limits.perMinute, perDay: record.limits.perDay } : null,
+    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow) : null,
     hash: record.hash,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
@@ -73,7 +78,13 @@ export function encodeRecord(record: ApiKeyRecord): string {
 
 function isLimits(value: unknown): value is WindowLimits {
   const v = value as Partial<WindowLimits> | null;
-  return typeof v === 'object' && v !== null && Number.isSafeInteger(v.perMinute) && Number.isSafeInteger(v.perDay);
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    Number.isSafeInteger(v.perMinute) &&
+    Number.isSafeInteger(v.perDay) &&
+    (v.shadow === undefined || typeof v.shadow === 'boolean')
+  );
 }
 
 /** Parses what `encodeRecord` wrote; anything else is a corrupt store and throws. */
@@ -96,7 +107,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     id: str('id'),
     name: str('name'),
     plan: str('plan'),
-    limits: v.limits === null ? null : { perMinute: v.limits.perMinute, perDay: v.limits.perDay },
+    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow),
     hash: str('hash'),
     createdAt: str('createdAt'),
     updatedAt: str('updatedAt'),

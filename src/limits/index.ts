@@ -4,12 +4,12 @@ import { createMemoryAddressLimiter, createRedisAddressLimiter } from './address
 import { MemoryKeyLimiter } from './memory-key-limiter';
 import { RedisKeyLimiter } from './redis-key-limiter';
 import { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
-import type { AddressLimiter, BanSettings, KeyLimiter } from './types';
+import type { AddressLimiter, BanSettings, KeyLimiter, MinuteWindowShape } from './types';
 
 export type * from './types';
 export { FlexibleAddressLimiter, createMemoryAddressLimiter, createRedisAddressLimiter } from './address-limiter';
 export { MemoryKeyLimiter, type MemoryKeyLimiterOptions } from './memory-key-limiter';
-export { RedisKeyLimiter, activeBansRedisKey, keyLimiterRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
+export { RedisKeyLimiter, activeBansRedisKey, keyLimiterRedisKey, slidingLogRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
 export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
 export interface LimitersOptions {
@@ -18,6 +18,8 @@ export interface LimitersOptions {
   /** Key prefix in Redis (config `redis.namespace`). */
   namespace: string;
   ban: BanSettings;
+  /** Config `rateLimit.minuteWindow`; default `fixed`. */
+  minuteWindow?: MinuteWindowShape;
   /** Config `anonymous.perMinute`. */
   anonymousPerMinute: number;
   /**
@@ -53,7 +55,7 @@ export const DEFAULT_PROBE_INTERVAL_MS = 250;
 
 export function createLimiters(options: LimitersOptions): Limiters {
   const clock = options.clock ?? systemClock;
-  const createMemoryKeyLimiter = (ban: BanSettings) => new MemoryKeyLimiter({ ban, clock });
+  const createMemoryKeyLimiter = (ban: BanSettings) => new MemoryKeyLimiter({ ban, clock, minuteWindow: options.minuteWindow });
   const createAddressFallback = () => createMemoryAddressLimiter({ perMinute: options.anonymousPerMinute, clock });
   if (options.redis === null) {
     const keys = createMemoryKeyLimiter(options.ban);
@@ -63,6 +65,7 @@ export function createLimiters(options: LimitersOptions): Limiters {
   const keys = new RedisKeyLimiter(redis, {
     namespace: options.namespace,
     ban: options.ban,
+    minuteWindow: options.minuteWindow,
     clock: clock === systemClock ? undefined : clock,
   });
   const addresses = createRedisAddressLimiter(redis, {

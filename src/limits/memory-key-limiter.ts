@@ -1,7 +1,17 @@
 import { systemClock, type Clock } from '../shared/clock';
-import { consumeKeyState, currentDayCount, currentMinuteCount, emptyKeyState, unbanKeyState, type KeyState } from './key-state';
-import type { BanSettings, KeyDecision, KeyLimiter, KeyUsage, WindowLimits } from './types';
-import { DAY_MS, banPolicy, dayIndex, keyDecision, keyUsage, minuteIndex, windowEnd, type BanPolicy } from './windows';
+import { AdmissionLog } from './admission-log';
+import {
+  consumeKeyState,
+  currentDayCount,
+  currentMinuteCount,
+  emptyKeyState,
+  oldestSlidingAdmission,
+  slidingMinuteCount,
+  unbanKeyState,
+  type KeyState,
+} from './key-state';
+import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import { DAY_MS, banPolicy, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
 export interface KeySnapshot {
@@ -16,6 +26,8 @@ export interface KeySnapshot {
 export interface MemoryKeyLimiterOptions {
   ban: BanSettings;
   clock?: Clock;
+  /** Config `rateLimit.minuteWindow`; default `fixed`. */
+  minuteWindow?: MinuteWindowShape;
   /** How often states past their `keepUntil` are dropped; 0 disables the timer (call `sweep()`). */
   sweepIntervalMs?: number;
 }
@@ -31,11 +43,13 @@ export class MemoryKeyLimiter implements KeyLimiter {
   private readonly states = new Map<string, KeyState>();
   private readonly ban: BanPolicy;
   private readonly clock: Clock;
+  private readonly shape: MinuteWindowShape;
   private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(options: MemoryKeyLimiterOptions) {
     this.ban = banPolicy(options.ban);
     this.clock = options.clock ?? systemClock;
+    this.shape = options.minuteWindow ?? 'fixed';
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (interval > 0) {
       this.sweepTimer = setInterval(() => this.sweep(), interval);
@@ -43,15 +57,17 @@ export class MemoryKeyLimiter implements KeyLimiter {
     }
   }
 
-  async consume(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
+  async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     const now = this.clock.now();
     let state = this.states.get(keyId);
     if (state === undefined) {
       state = emptyKeyState();
       this.states.set(keyId, state);
     }
-    const outcome = consumeKeyState(state, limits, this.ban, now);
-    return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits);
+    const outcome = consumeKeyState(state, limits, this.ban, now, this.shape, options?.shadow === true);
+    if (this.shape === 'fixed') return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits);
+    const minuteResetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
+    return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, minuteResetAt);
   }
 
   /**
@@ -63,6 +79,11 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const state = emptyKeyState();
     state.minuteIndex = minuteIndex(snapshot.at);
     state.minuteCount = snapshot.minuteCount;
+    // A sliding minute starts as if the snapshot's admissions had all come at its instant.
+    if (this.shape === 'sliding') {
+      state.minuteLog = new AdmissionLog();
+      state.minuteLog.fill(snapshot.minuteCount, snapshot.at);
+    }
     state.dayIndex = dayIndex(snapshot.at);
     state.dayCount = snapshot.dayCount;
     state.bannedUntil = snapshot.bannedUntil;
@@ -73,7 +94,13 @@ export class MemoryKeyLimiter implements KeyLimiter {
   async usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
     const now = this.clock.now();
     const state = this.states.get(keyId);
-    if (state === undefined) return keyUsage(now, 0, 0, 0, limits);
+    if (state === undefined) {
+      return keyUsage(now, 0, 0, 0, limits, this.shape === 'sliding' ? slidingMinuteResetAt(0, now) : undefined);
+    }
+    if (this.shape === 'sliding') {
+      const resetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
+      return keyUsage(now, slidingMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, resetAt);
+    }
     return keyUsage(now, currentMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits);
   }
 

@@ -1,6 +1,6 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
-import type { BanSettings, KeyDecision, KeyLimiter, KeyUsage, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
 
 /**
@@ -32,12 +32,6 @@ export function keyLimiterRedisKey(namespace: string, keyId: string): string {
   return `${namespace}:rl:{${keyId}}`;
 }
 
-/**
- * ARGV: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms, 6 retain ms,
- * 7 now (epoch ms; absent: Redis TIME, so every gateway instance decides on one clock).
- * Reply: {outcome, now, minuteCount, dayCount, bannedUntil}; outcomes as in windows.ts.
- * Mirrors consumeKeyState in key-state.ts.
- */
 /** Lua that sets `now` (epoch ms) from ARGV[index] when a test clock passed one, else from Redis TIME. */
 function nowFromArgOrTime(index: number): string {
   return `if ARGV[${index}] then
@@ -48,14 +42,50 @@ else
 end`;
 }
 
+/**
+ * The refusal half of a consume, shared by both window shapes: counts the refusal toward a ban
+ * (unless shadowed, ARGV[7] = '1') and bans the key past the threshold. Expects `key`, `now`, `f`
+ * (with rc, re at `rcAt`, `rcAt` + 1), `mc`, `dc`, `ttl` and `minuteResetAt` in scope.
+ */
+function refusalLua(rcAt: number): string {
+  return `if ARGV[7] == '1' then
+  return {1, now, mc, dc, 0, minuteResetAt}
+end
+local rc = 1
+local re = tonumber(f[${rcAt + 1}]) or 0
+if re > now then
+  rc = (tonumber(f[${rcAt}]) or 0) + 1
+else
+  re = now + tonumber(ARGV[4])
+end
+if rc > tonumber(ARGV[3]) then
+  local bannedUntil = now + tonumber(ARGV[5])
+  redis.call('HSET', key, 'bu', bannedUntil)
+  redis.call('HDEL', key, 'rc', 're')
+  redis.call('PEXPIRE', key, ttl)
+  return {3, now, mc, dc, bannedUntil, minuteResetAt}
+end
+redis.call('HSET', key, 'rc', rc, 're', re)
+redis.call('PEXPIRE', key, ttl)
+return {1, now, mc, dc, 0, minuteResetAt}`;
+}
+
+/**
+ * Fixed minute. KEYS: 1 the key's hash.
+ * ARGV: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms, 6 retain ms,
+ * 7 shadow ('1' or '0'), 8 now (epoch ms; absent: Redis TIME, so every gateway instance decides on
+ * one clock).
+ * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end)};
+ * outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
+ */
 const CONSUME_LUA = `
 local key = KEYS[1]
 local now
-${nowFromArgOrTime(7)}
+${nowFromArgOrTime(8)}
 local f = redis.call('HMGET', key, 'mw', 'mc', 'dw', 'dc', 'bu', 'rc', 're')
 local bannedUntil = tonumber(f[5]) or 0
 if bannedUntil > now then
-  return {2, now, 0, 0, bannedUntil}
+  return {2, now, 0, 0, bannedUntil, 0}
 end
 
 local minute = math.floor(now / 60000)
@@ -66,35 +96,62 @@ local dc = 0
 local sameDay = tonumber(f[3]) == day
 if sameDay then dc = tonumber(f[4]) or 0 end
 local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
+local minuteResetAt = 0
 
 if mc < tonumber(ARGV[1]) and dc < tonumber(ARGV[2]) then
   mc = mc + 1
   dc = dc + 1
   redis.call('HSET', key, 'mw', minute, 'mc', mc, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
-  return {0, now, mc, dc, 0}
+  return {0, now, mc, dc, 0, 0}
 end
-
-local rc = 1
-local re = tonumber(f[7]) or 0
-if re > now then
-  rc = (tonumber(f[6]) or 0) + 1
-else
-  re = now + tonumber(ARGV[4])
-end
-if rc > tonumber(ARGV[3]) then
-  bannedUntil = now + tonumber(ARGV[5])
-  redis.call('HSET', key, 'bu', bannedUntil)
-  redis.call('HDEL', key, 'rc', 're')
-  redis.call('PEXPIRE', key, ttl)
-  return {3, now, mc, dc, bannedUntil}
-end
-redis.call('HSET', key, 'rc', rc, 're', re)
-redis.call('PEXPIRE', key, ttl)
-return {1, now, mc, dc, 0}
+${refusalLua(6)}
 `;
 
-/** ARGV: 1 now (optional, as above). Reply: {now, minuteCount, dayCount, bannedUntil}. */
+/**
+ * Sliding minute: an exact log of the admission times of the last 60 s in a sorted set beside the
+ * hash (KEYS: 1 the hash, 2 the log; one hash tag, one slot). A request is admitted when fewer than
+ * perMinute admissions lie in (now - 60 s, now], so no 60-second interval ever admits more than the
+ * limit. Members are `now-dayCount`, unique because the day count grows with every admission.
+ * The log expires a minute after its last admission. ARGV and reply as CONSUME_LUA; minuteResetAt
+ * is the oldest admission in the interval plus a minute (now + a minute when there is none).
+ */
+const SLIDING_CONSUME_LUA = `
+local key = KEYS[1]
+local log = KEYS[2]
+local now
+${nowFromArgOrTime(8)}
+local f = redis.call('HMGET', key, 'dw', 'dc', 'bu', 'rc', 're')
+local bannedUntil = tonumber(f[3]) or 0
+if bannedUntil > now then
+  return {2, now, 0, 0, bannedUntil, 0}
+end
+
+redis.call('ZREMRANGEBYSCORE', log, '-inf', now - 60000)
+local mc = redis.call('ZCARD', log)
+local day = math.floor(now / 86400000)
+local dc = 0
+local sameDay = tonumber(f[1]) == day
+if sameDay then dc = tonumber(f[2]) or 0 end
+local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
+local minuteResetAt = now + 60000
+if mc > 0 then
+  minuteResetAt = tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) + 60000
+end
+
+if mc < tonumber(ARGV[1]) and dc < tonumber(ARGV[2]) then
+  mc = mc + 1
+  dc = dc + 1
+  redis.call('ZADD', log, now, now .. '-' .. dc)
+  redis.call('PEXPIRE', log, 61000)
+  redis.call('HSET', key, 'dw', day, 'dc', dc)
+  if not sameDay then redis.call('PEXPIRE', key, ttl) end
+  return {0, now, mc, dc, 0, minuteResetAt}
+end
+${refusalLua(4)}
+`;
+
+/** Fixed minute. ARGV: 1 now (optional, as above). Reply: {now, minuteCount, dayCount, bannedUntil, 0}. */
 const USAGE_LUA = `
 local now
 ${nowFromArgOrTime(1)}
@@ -103,22 +160,55 @@ local mc = 0
 if tonumber(f[1]) == math.floor(now / 60000) then mc = tonumber(f[2]) or 0 end
 local dc = 0
 if tonumber(f[3]) == math.floor(now / 86400000) then dc = tonumber(f[4]) or 0 end
-return {now, mc, dc, tonumber(f[5]) or 0}
+return {now, mc, dc, tonumber(f[5]) or 0, 0}
+`;
+
+/**
+ * Sliding minute, read only (the log is not pruned). KEYS as SLIDING_CONSUME_LUA, ARGV as USAGE_LUA.
+ * Reply: {now, minuteCount, dayCount, bannedUntil, minuteResetAt}.
+ */
+const SLIDING_USAGE_LUA = `
+local now
+${nowFromArgOrTime(1)}
+local f = redis.call('HMGET', KEYS[1], 'dw', 'dc', 'bu')
+local dc = 0
+if tonumber(f[1]) == math.floor(now / 86400000) then dc = tonumber(f[2]) or 0 end
+local from = '(' .. (now - 60000)
+local mc = redis.call('ZCOUNT', KEYS[2], from, '+inf')
+local minuteResetAt = now + 60000
+if mc > 0 then
+  minuteResetAt = tonumber(redis.call('ZRANGEBYSCORE', KEYS[2], from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]) + 60000
+end
+return {now, mc, dc, tonumber(f[3]) or 0, minuteResetAt}
 `;
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
 const CONSUME_COMMAND = 'asgKeyLimitConsume';
 const USAGE_COMMAND = 'asgKeyLimitUsage';
+const SLIDING_CONSUME_COMMAND = 'asgKeyLimitSlidingConsume';
+const SLIDING_USAGE_COMMAND = 'asgKeyLimitSlidingUsage';
+
+type ConsumeReply = [OutcomeCode, number, number, number, number, number];
+type UsageReply = [number, number, number, number, number];
 
 interface KeyLimitCommands {
-  [CONSUME_COMMAND](key: string, ...argv: string[]): Promise<[OutcomeCode, number, number, number, number]>;
-  [USAGE_COMMAND](key: string, ...argv: string[]): Promise<[number, number, number, number]>;
+  [CONSUME_COMMAND](key: string, ...argv: string[]): Promise<ConsumeReply>;
+  [USAGE_COMMAND](key: string, ...argv: string[]): Promise<UsageReply>;
+  [SLIDING_CONSUME_COMMAND](key: string, log: string, ...argv: string[]): Promise<ConsumeReply>;
+  [SLIDING_USAGE_COMMAND](key: string, log: string, ...argv: string[]): Promise<UsageReply>;
+}
+
+/** The sorted set holding a key's sliding-minute log; same hash tag, so same Cluster slot, as its hash. */
+export function slidingLogRedisKey(namespace: string, keyId: string): string {
+  return `${keyLimiterRedisKey(namespace, keyId)}:log`;
 }
 
 export interface RedisKeyLimiterOptions {
   /** Prefix of every key, e.g. `asg:prod`; staging and production can share one Redis. */
   namespace: string;
   ban: BanSettings;
+  /** Config `rateLimit.minuteWindow`; default `fixed`. */
+  minuteWindow?: MinuteWindowShape;
   /**
    * Takes `now` from this clock instead of Redis TIME. For tests: in production every instance
    * must decide on Redis's clock, so leave it unset.
@@ -136,6 +226,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly commands: KeyLimitCommands;
   private readonly prefix: string;
   private readonly clock: Clock | undefined;
+  private readonly sliding: boolean;
   // The ban part of ARGV never changes; converted to strings once.
   private readonly threshold: string;
   private readonly banWindowMs: string;
@@ -155,29 +246,30 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.prefix = `${options.namespace}:rl:{`;
     this.bansKey = activeBansRedisKey(options.namespace);
     this.clock = options.clock;
+    this.sliding = options.minuteWindow === 'sliding';
     redis.defineCommand(CONSUME_COMMAND, { numberOfKeys: 1, lua: CONSUME_LUA });
     redis.defineCommand(USAGE_COMMAND, { numberOfKeys: 1, lua: USAGE_LUA });
+    redis.defineCommand(SLIDING_CONSUME_COMMAND, { numberOfKeys: 2, lua: SLIDING_CONSUME_LUA });
+    redis.defineCommand(SLIDING_USAGE_COMMAND, { numberOfKeys: 2, lua: SLIDING_USAGE_LUA });
     this.commands = redis as unknown as KeyLimitCommands;
   }
 
-  async consume(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
+  async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     const key = this.prefix + keyId + '}';
-    const perMinute = String(limits.perMinute);
-    const perDay = String(limits.perDay);
-    const reply =
-      this.clock === undefined
-        ? await this.commands[CONSUME_COMMAND](key, perMinute, perDay, this.threshold, this.banWindowMs, this.banDurationMs, this.retainMs)
-        : await this.commands[CONSUME_COMMAND](
-            key,
-            perMinute,
-            perDay,
-            this.threshold,
-            this.banWindowMs,
-            this.banDurationMs,
-            this.retainMs,
-            String(this.clock.now()),
-          );
-    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits);
+    const argv = [
+      String(limits.perMinute),
+      String(limits.perDay),
+      this.threshold,
+      this.banWindowMs,
+      this.banDurationMs,
+      this.retainMs,
+      options?.shadow === true ? '1' : '0',
+    ];
+    if (this.clock !== undefined) argv.push(String(this.clock.now()));
+    const reply = this.sliding
+      ? await this.commands[SLIDING_CONSUME_COMMAND](key, key + ':log', ...argv)
+      : await this.commands[CONSUME_COMMAND](key, ...argv);
+    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits, reply[5] || undefined);
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
     return decision;
   }
@@ -198,11 +290,11 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   async usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
     const key = this.prefix + keyId + '}';
-    const reply =
-      this.clock === undefined
-        ? await this.commands[USAGE_COMMAND](key)
-        : await this.commands[USAGE_COMMAND](key, String(this.clock.now()));
-    return keyUsage(reply[0], reply[1], reply[2], reply[3], limits);
+    const argv = this.clock === undefined ? [] : [String(this.clock.now())];
+    const reply = this.sliding
+      ? await this.commands[SLIDING_USAGE_COMMAND](key, key + ':log', ...argv)
+      : await this.commands[USAGE_COMMAND](key, ...argv);
+    return keyUsage(reply[0], reply[1], reply[2], reply[3], limits, reply[4] || undefined);
   }
 
   async unban(keyId: string): Promise<void> {

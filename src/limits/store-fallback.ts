@@ -1,5 +1,5 @@
 import type { KeySnapshot } from './memory-key-limiter';
-import type { AddressDecision, AddressLimiter, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
+import type { AddressDecision, AddressLimiter, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
 export type { FallbackKind } from './types';
 
 /**
@@ -130,9 +130,9 @@ export class FallbackKeyLimiter implements KeyLimiter {
     private readonly options: FallbackOptions<SeedableKeyLimiter>,
   ) {}
 
-  async consume(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
-    const decision = await askStore(this.options, () => this.primary.consume(keyId, limits));
-    if (decision === undefined) return this.decideLocally(keyId, limits);
+  async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
+    const decision = await askStore(this.options, () => this.primary.consume(keyId, limits, options));
+    if (decision === undefined) return this.decideLocally(keyId, limits, options);
     this.remember(keyId, decision);
     return decision;
   }
@@ -168,7 +168,7 @@ export class FallbackKeyLimiter implements KeyLimiter {
     if (this.lastKnown.size > MAX_REMEMBERED_KEYS) this.lastKnown.delete(this.lastKnown.keys().next().value!);
   }
 
-  private async decideLocally(keyId: string, limits: WindowLimits): Promise<KeyDecision> {
+  private async decideLocally(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     this.fallback ??= this.options.createFallback();
     const last = this.lastKnown.get(keyId);
     if (last) {
@@ -177,7 +177,7 @@ export class FallbackKeyLimiter implements KeyLimiter {
       if (this.options.mode === 'open') snapshot.bannedUntil = 0;
       this.fallback.seed(keyId, snapshot);
     }
-    const decision = await this.fallback.consume(keyId, limits);
+    const decision = await this.fallback.consume(keyId, limits, options);
     if (this.options.mode === 'local') return { ...decision, fallback: 'local' };
     // Open: the fallback never bans (see createFallback in index.ts), and a refusal is served anyway.
     if (decision.outcome === 'limited') {

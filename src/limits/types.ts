@@ -2,9 +2,30 @@
 export interface WindowLimits {
   perMinute: number;
   perDay: number;
+  /**
+   * A key's own limits only: `true` shadows them (counted and reported, never enforced), `false`
+   * enforces them even on a shadowed plan; absent, the key follows its plan.
+   */
+  shadow?: boolean;
 }
 
 export type WindowName = 'minute' | 'day';
+
+/**
+ * Shape of the per-minute window (config `rateLimit.minuteWindow`). `fixed`: UTC minutes, a client
+ * may send twice its limit across a boundary. `sliding`: no 60-second interval admits more than the
+ * limit (an exact log of admission times). The day window is always fixed.
+ */
+export type MinuteWindowShape = 'fixed' | 'sliding';
+
+/** How a consume treats a refusal. */
+export interface ConsumeOptions {
+  /**
+   * Shadow mode (a plan's or key's `shadow: true`): a refusal is reported as usual but does not
+   * count toward a ban, since the gateway forwards the request anyway.
+   */
+  shadow?: boolean;
+}
 
 /** One window as a client sees it in the rate-limit headers. */
 export interface WindowState {
@@ -66,12 +87,12 @@ export interface KeyUsage {
 }
 
 /**
- * Per-key windows and bans. Minute windows are aligned to the UTC minute, day windows to the UTC
- * calendar day. `consume` decides both windows and the ban together, atomically, in at most one
+ * Per-key windows and bans. Minute windows are aligned to the UTC minute (or slide, see
+ * MinuteWindowShape), day windows to the UTC calendar day. `consume` decides both windows and the ban together, atomically, in at most one
  * store round trip; a refused request consumes nothing.
  */
 export interface KeyLimiter {
-  consume(keyId: string, limits: WindowLimits): Promise<KeyDecision>;
+  consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision>;
   usage(keyId: string, limits: WindowLimits): Promise<KeyUsage>;
   unban(keyId: string): Promise<void>;
   /** Keys banned right now, across every instance that shares the store (`gateway_active_bans`). */

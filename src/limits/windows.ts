@@ -75,8 +75,17 @@ export function banPolicy(ban: BanSettings): BanPolicy {
 }
 
 /**
+ * When a sliding minute frees a unit: its oldest admission plus a minute, or (nothing admitted in
+ * the last 60 s) a full minute from now. `oldestAdmission` 0 means none.
+ */
+export function slidingMinuteResetAt(oldestAdmission: number, now: number): number {
+  return oldestAdmission > 0 ? oldestAdmission + MINUTE_MS : now + MINUTE_MS;
+}
+
+/**
  * Shapes a store's answer into a KeyDecision. `minuteCount` and `dayCount` are the counts of the
  * windows holding `now` after the decision (incremented when allowed, untouched when limited).
+ * `minuteResetAt` is given for a sliding minute; a fixed one ends at the UTC minute.
  */
 export function keyDecision(
   outcome: OutcomeCode,
@@ -85,9 +94,9 @@ export function keyDecision(
   dayCount: number,
   bannedUntil: number,
   limits: WindowLimits,
+  minuteResetAt: number = windowEnd(now, MINUTE_MS),
 ): KeyDecision {
   if (outcome === OUTCOME_BANNED) return { outcome: 'banned', bannedUntil, now };
-  const minuteResetAt = windowEnd(now, MINUTE_MS);
   const dayResetAt = windowEnd(now, DAY_MS);
   const minute = windowState(limits.perMinute, minuteCount, minuteResetAt);
   const day = windowState(limits.perDay, dayCount, dayResetAt);
@@ -107,9 +116,16 @@ export function keyDecision(
 }
 
 /** Both windows and any ban as the admin API shows them; counts are those of the windows holding `now`. */
-export function keyUsage(now: number, minuteCount: number, dayCount: number, bannedUntil: number, limits: WindowLimits): KeyUsage {
+export function keyUsage(
+  now: number,
+  minuteCount: number,
+  dayCount: number,
+  bannedUntil: number,
+  limits: WindowLimits,
+  minuteResetAt: number = windowEnd(now, MINUTE_MS),
+): KeyUsage {
   return {
-    minute: windowState(limits.perMinute, minuteCount, windowEnd(now, MINUTE_MS)),
+    minute: windowState(limits.perMinute, minuteCount, minuteResetAt),
     day: windowState(limits.perDay, dayCount, windowEnd(now, DAY_MS)),
     bannedUntil: bannedUntil > now ? bannedUntil : null,
   };

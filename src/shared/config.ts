@@ -31,8 +31,17 @@ const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or http
 export const windowLimitsSchema = z.strictObject({ perMinute: positiveInt, perDay: positiveInt });
 export type WindowLimits = z.infer<typeof windowLimitsSchema>;
 
-/** A plan either fixes both limits or (enterprise) leaves them to each key. */
-const planSchema = z.strictObject({ perMinute: positiveInt.optional(), perDay: positiveInt.optional() }).refine(
+/**
+ * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
+ * and reports its limits but forwards what they would refuse (CONTRACT §4, shadow mode).
+ */
+const planSchema = z
+  .strictObject({
+    perMinute: positiveInt.optional(),
+    perDay: positiveInt.optional(),
+    shadow: z.boolean({ error: 'must be true or false' }).optional(),
+  })
+  .refine(
   (p) => (p.perMinute === undefined) === (p.perDay === undefined),
   { message: 'a plan sets both perMinute and perDay, or neither (limits then come from each key)' },
 );
@@ -108,6 +117,12 @@ export const configSchema = z
     }),
     plans: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a plan name is lower-case letters, digits, "_" or "-"'), planSchema),
     anonymous: z.strictObject({ perMinute: positiveInt }),
+    rateLimit: z.strictObject({
+      /** `fixed`: UTC minutes; `sliding`: no 60-second interval admits more than the limit. */
+      minuteWindow: z.enum(['fixed', 'sliding']),
+      /** A 429's Retry-After gets a uniformly random 0..N whole seconds more, so refused clients spread out. */
+      retryAfterJitterSeconds: wholeNumber(0, 3600),
+    }),
     ban: z.strictObject({ threshold: positiveInt, windowSeconds: positiveInt, durationSeconds: positiveInt }),
     deprecations: z.array(deprecationSchema),
     signing: z.strictObject({
@@ -186,6 +201,8 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'SIGNING_SECRET', path: ['signing', 'secret'] },
   { variable: 'SIGNING_PREVIOUS_SECRETS', path: ['signing', 'previousSecrets'], list: true },
   { variable: 'STORE_FAIL_MODE', path: ['store', 'failMode'] },
+  { variable: 'RATE_LIMIT_MINUTE_WINDOW', path: ['rateLimit', 'minuteWindow'] },
+  { variable: 'RATE_LIMIT_RETRY_AFTER_JITTER_SECONDS', path: ['rateLimit', 'retryAfterJitterSeconds'] },
   { variable: 'SHUTDOWN_TIMEOUT_MS', path: ['server', 'shutdownTimeoutMs'] },
   { variable: 'DATA_DIR', path: ['dataDir'] },
   { variable: 'LOG_LEVEL', path: ['logLevel'] },

@@ -30,6 +30,8 @@ export interface ProductHarnessOptions {
   /** Environment variables as the process would see them (APP_ENV, …). */
   env?: Record<string, string>;
   clock?: Clock;
+  /** Random source for Retry-After jitter. */
+  random?: () => number;
   dataDir?: string;
 }
 
@@ -71,6 +73,7 @@ export async function startTestProduct(options: ProductHarnessOptions = {}): Pro
   const product = await startProduct(config, {
     logger,
     clock: options.clock,
+    random: options.random,
     gatewayPort: 0,
     adminPort: 0,
     inventoryPort: 0,

@@ -54,6 +54,17 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       expect(await store.get(record.id)).toEqual(record);
     });
 
+    it('keeps a key’s shadow setting (true, false, or absent: follow the plan) through insert and update', async () => {
+      const shadowed = newRecord({ limits: { perMinute: 5, perDay: 50, shadow: true } }).record;
+      const enforced = newRecord({ limits: { perMinute: 5, perDay: 50, shadow: false } }).record;
+      const plain = newRecord({ limits: { perMinute: 5, perDay: 50 } }).record;
+      for (const record of [shadowed, enforced, plain]) await store.insert(record);
+      for (const record of [shadowed, enforced, plain]) expect(await store.findByHash(record.hash)).toEqual(record);
+      const updated = await store.update(plain.id, { limits: { perMinute: 6, perDay: 60, shadow: true } }, '2026-01-02T00:00:00.000Z');
+      expect(updated?.limits).toEqual({ perMinute: 6, perDay: 60, shadow: true });
+      expect((await store.get(plain.id))?.limits).toEqual({ perMinute: 6, perDay: 60, shadow: true });
+    });
+
     it('answers null for an unknown hash or id', async () => {
       expect(await store.findByHash(hashApiKey('asg_test_nothing'))).toBeNull();
       expect(await store.get(generateKeyId())).toBeNull();

@@ -82,6 +82,29 @@ describe('MemoryKeyStore persistence', () => {
     }
   });
 
+  it('adds the shadow column to a database made before shadow mode, keys following their plan', async () => {
+    const dataDir = tempDir();
+    const Database = require('better-sqlite3') as typeof import('better-sqlite3');
+    const old = new Database(path.join(dataDir, KEYS_DATABASE_FILE));
+    old.exec(`CREATE TABLE api_keys (
+      id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL, plan TEXT NOT NULL,
+      per_minute INTEGER, per_day INTEGER, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, revoked_at TEXT,
+      CHECK ((per_minute IS NULL) = (per_day IS NULL))) STRICT`);
+    const { record } = newRecord({ limits: { perMinute: 3, perDay: 30 } });
+    old
+      .prepare('INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(record.id, record.hash, record.name, record.plan, 3, 30, record.createdAt, record.updatedAt, null);
+    old.close();
+    const store = new MemoryKeyStore({ dataDir });
+    try {
+      expect(await store.get(record.id)).toEqual(record);
+      await store.update(record.id, { limits: { perMinute: 3, perDay: 30, shadow: true } }, '2026-01-02T00:00:00.000Z');
+      expect((await store.get(record.id))?.limits).toEqual({ perMinute: 3, perDay: 30, shadow: true });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('writes only the hash to disk, never the key', async () => {
     const dataDir = tempDir();
     const store = new MemoryKeyStore({ dataDir });

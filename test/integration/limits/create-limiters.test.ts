@@ -72,8 +72,8 @@ describe('createLimiters', () => {
     try {
       await keys.consume('k1', limits);
       const args = await sent;
-      // EVAL(SHA), script, key count, key, then the six ARGV of a TIME-clocked call.
-      expect(args.slice(4)).toHaveLength(6);
+      // EVAL(SHA), script, key count, key, then the seven ARGV of a TIME-clocked call (no `now`).
+      expect(args.slice(4)).toHaveLength(7);
     } finally {
       monitor.disconnect();
     }

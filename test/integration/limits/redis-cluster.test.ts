@@ -4,6 +4,7 @@ import { createRedisAddressLimiter } from '../../../src/limits/address-limiter';
 import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
 import type { KeyDecision } from '../../../src/limits/types';
 import { DEFAULT_BAN, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
+import { describeMinuteWindowBehaviours } from '../../unit/limits/minute-window-behaviours';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { uniqueNamespace } from '../../support/test-redis';
 
@@ -32,6 +33,11 @@ afterAll(async () => {
 
 describeKeyLimiterBehaviours('RedisKeyLimiter on a Redis Cluster', {
   create: (clock, ban) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl'), ban, clock }),
+});
+
+// The sliding minute's log sits beside the hash under the same hash tag: one slot, one script.
+describeMinuteWindowBehaviours('RedisKeyLimiter on a Redis Cluster', {
+  create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl-shape'), ban, clock, minuteWindow: shape }),
 });
 
 describe('RedisKeyLimiter on a Redis Cluster: exactness', () => {

@@ -282,8 +282,8 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     );
     expect(seen).toHaveLength(2);
     expect(seen[0]!.args.at(-1)).toBe(String(Date.UTC(2026, 0, 1, 12)));
-    // key count 1, the key, then six ARGV: no `now`.
-    expect(seen[1]!.args.slice(3)).toHaveLength(1 + 6);
+    // key count 1, the key, then seven ARGV (limits, ban, retention, shadow): no `now`.
+    expect(seen[1]!.args.slice(3)).toHaveLength(1 + 7);
   });
 });
 

@@ -12,7 +12,7 @@ function secretFile(name: string, content: string): string {
   return file;
 }
 
-function problemsOf(env: Record<string, string>): string[] {
+function problemsOf(env: Record<string, string>): readonly string[] {
   try {
     loadConfig({ env });
   } catch (err) {

@@ -45,6 +45,13 @@ describe('messages', () => {
     ['a plan with only perDay', fromOverrides({ plans: { gold: { perDay: 5 } } }), 'invalid setting plans.gold: a plan sets both perMinute and perDay, or neither (limits then come from each key)'],
     ['a plan named in capitals', fromOverrides({ plans: { Gold: { perMinute: 5, perDay: 50 } } }), 'invalid setting plans.Gold: a plan name is lower-case letters, digits, "_" or "-"'],
     ['a plan with an unknown limit', fromOverrides({ plans: { gold: { perHour: 5 } } }), 'unknown setting plans.gold.perHour: config/default.yaml lists every setting'],
+    ['an unknown window shape', fromOverrides({ rateLimit: { minuteWindow: 'rolling' } }), 'invalid setting RATE_LIMIT_MINUTE_WINDOW (rateLimit.minuteWindow): must be one of fixed, sliding'],
+    ['RATE_LIMIT_MINUTE_WINDOW=leaky', fromEnv({ RATE_LIMIT_MINUTE_WINDOW: 'leaky' }), 'invalid setting RATE_LIMIT_MINUTE_WINDOW (rateLimit.minuteWindow): must be one of fixed, sliding'],
+    ['accepted: RATE_LIMIT_MINUTE_WINDOW=sliding', fromEnv({ RATE_LIMIT_MINUTE_WINDOW: 'sliding' }), null],
+    ['a negative jitter', fromOverrides({ rateLimit: { retryAfterJitterSeconds: -1 } }), 'invalid setting RATE_LIMIT_RETRY_AFTER_JITTER_SECONDS (rateLimit.retryAfterJitterSeconds): must be a whole number from 0 to 3600'],
+    ['a jitter of 1.5 s', fromEnv({ RATE_LIMIT_RETRY_AFTER_JITTER_SECONDS: '1.5' }), 'invalid setting RATE_LIMIT_RETRY_AFTER_JITTER_SECONDS (rateLimit.retryAfterJitterSeconds): must be a whole number from 0 to 3600'],
+    ['a plan shadowed with "yes"', fromOverrides({ plans: { gold: { perMinute: 5, perDay: 50, shadow: 'yes' } } }), 'invalid setting plans.gold.shadow: must be true or false'],
+    ['accepted: a shadowed plan', fromOverrides({ plans: { gold: { perMinute: 5, perDay: 50, shadow: true } } }), null],
     ['store.failMode maybe', fromOverrides({ store: { failMode: 'maybe' } }), 'invalid setting STORE_FAIL_MODE (store.failMode): must be one of local, open, closed'],
   ])('%s', (_label, load, message) => {
     if (message === null) {

@@ -1,6 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { MemoryKeyLimiter } from '../../../src/limits/memory-key-limiter';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from './key-limiter-behaviours';
+import { describeMinuteWindowBehaviours } from './minute-window-behaviours';
 
 describeKeyLimiterBehaviours('MemoryKeyLimiter', {
   create: (clock, ban) => new MemoryKeyLimiter({ ban, clock, sweepIntervalMs: 0 }),
@@ -59,5 +60,24 @@ describe('MemoryKeyLimiter: memory', () => {
   it('refuses ban settings that are not positive integers', () => {
     expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, threshold: 0 }, sweepIntervalMs: 0 })).toThrow(/ban.threshold/);
     expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, windowSeconds: 1.5 }, sweepIntervalMs: 0 })).toThrow(/ban.windowSeconds/);
+  });
+});
+
+describeMinuteWindowBehaviours('MemoryKeyLimiter', {
+  create: (clock, ban, shape) => new MemoryKeyLimiter({ ban, clock, minuteWindow: shape, sweepIntervalMs: 0 }),
+});
+
+describe('MemoryKeyLimiter: a sliding minute seeded from the store’s last answer', () => {
+  it('starts a key as if the seeded admissions came at the snapshot’s instant', async () => {
+    const at = Date.UTC(2026, 0, 1, 12, 0, 58);
+    const clock = new ManualClock(at + 4_000);
+    const limiter = new MemoryKeyLimiter({ ban: DEFAULT_BAN, clock, minuteWindow: 'sliding', sweepIntervalMs: 0 });
+    const limits = { perMinute: 3, perDay: 100 };
+    limiter.seed('k1', { at, minuteCount: 3, dayCount: 10, bannedUntil: 0 });
+    // Past the UTC minute boundary, a fixed window would start afresh; the sliding one still holds the 3.
+    expect(await limiter.consume('k1', limits)).toMatchObject({ outcome: 'limited', refusedBy: 'minute', retryAfterMs: 56_000 });
+    clock.set(at + 60_000);
+    expect(await limiter.consume('k1', limits)).toMatchObject({ outcome: 'allowed', day: { remaining: 89 } });
+    await limiter.close();
   });
 });
