@@ -53,10 +53,13 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
       return { host: host!, port: Number(port) };
     });
     return new Cluster(nodes, {
-      redisOptions: baseOptions(settings),
+      // No auto-pipelining on a Cluster: under concurrent traffic ioredis 6's Cluster auto-pipeline
+      // lost scripts defined meanwhile ("pipeline[functionName] is not a function") and failed
+      // whole batches ("results[i] is not iterable") in our cluster suite.
+      redisOptions: { ...baseOptions(settings), enableAutoPipelining: false },
       enableOfflineQueue: false,
       lazyConnect: true,
-      enableAutoPipelining: true,
+      enableAutoPipelining: false,
       clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
     });
   }
