@@ -48,8 +48,11 @@ export interface GatewayDependencies {
   keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
 }
 
-/** The limiter's outcomes that a key's usage history counts. */
-const USAGE_OUTCOMES = { allowed: 'admitted', limited: 'rateLimited', banned: 'banned' } as const;
+/**
+ * The limiter's outcomes that a key's usage history counts. A request over a shadowed limit was
+ * forwarded, so it counts as admitted; gateway_ratelimit_shadow_denied_total says it would not have been.
+ */
+const USAGE_OUTCOMES = { allowed: 'admitted', shadow_limited: 'admitted', limited: 'rateLimited', banned: 'banned' } as const;
 
 /** Share of a window after which an admitted request counts in gateway_ratelimit_near_limit_total. */
 const NEAR_LIMIT_SHARE = 0.8;
