@@ -1,5 +1,6 @@
 import { types } from 'node:util';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { tracing } from './telemetry';
 
 export type { Logger };
 
@@ -31,6 +32,9 @@ function scrubString(value: string): string {
   return value.includes('asg_') ? value.replace(API_KEY_LOOKALIKE, '[redacted-key]') : value;
 }
 
+/** Key-shaped text replaced, for strings that leave the process elsewhere than in a log line (span attributes). */
+export const scrubKeyLookalikes = scrubString;
+
 function isScrubbable(value: object): boolean {
   // Errors go to pino's serializer whole (isNativeError also catches errors from another realm).
   return !(value instanceof Error || types.isNativeError(value));
@@ -60,8 +64,11 @@ export function scrubKeys(value: unknown, depth = 0): unknown {
 }
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
+  // With tracing on, a line written while a traced request runs carries its trace_id and span_id.
+  const traces = tracing();
   return pino(
     {
+      ...(traces ? { mixin: (mergeObject: object) => traces.logMixin(mergeObject) } : {}),
       level,
       base: { service: 'animal-store-gateway' },
       redact: { paths: redactPaths, censor: '[redacted]' },

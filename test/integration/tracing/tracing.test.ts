@@ -1,0 +1,165 @@
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { eventually } from '../admin/admin-kit';
+import { isolatedEnv, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver';
+
+/**
+ * CONTRACT §10 end to end: the real entry point (`src/main.ts`, the SDK started before the product
+ * loads) exporting to an OTLP receiver in this test, in both encodings; and with no endpoint, the
+ * client's trace headers reaching the inventory untouched and no SDK module loaded at all (prom-client loads @opentelemetry/api, the no-op facade, on its own).
+ */
+
+const READY = /created API key (key_[0-9a-f]{24}) on plan pro \(shown once\):\n {4}(asg_dev_[0-9A-Za-z]{22,})\n/;
+const REPORT_OTEL_MODULES = ['-r', './test/support/report-otel-modules.js'];
+const LOADED_OTEL = /loaded OpenTelemetry SDK modules: (\d+)/;
+
+let running: MainProcess | null = null;
+let receiver: OtlpReceiver | null = null;
+
+afterEach(async () => {
+  if (running && running.child.exitCode === null && running.child.signalCode === null) {
+    running.child.kill('SIGKILL');
+    await running.exited;
+  }
+  running = null;
+  await receiver?.close();
+  receiver = null;
+});
+
+function traceparent(): { traceId: string; parentId: string; header: string } {
+  const traceId = randomBytes(16).toString('hex');
+  const parentId = randomBytes(8).toString('hex');
+  return { traceId, parentId, header: `00-${traceId}-${parentId}-01` };
+}
+
+function logLines(main: MainProcess): Array<Record<string, unknown>> {
+  return main
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+function only(spans: ReceivedSpan[], predicate: (span: ReceivedSpan) => boolean, what: string): ReceivedSpan {
+  const found = spans.filter(predicate);
+  if (found.length !== 1) throw new Error(`expected one ${what}, found ${found.length}: ${JSON.stringify(spans, null, 1)}`);
+  return found[0]!;
+}
+
+describe.each(['http/json', 'http/protobuf'])('tracing on, OTLP %s', (protocol) => {
+  test('a request with a traceparent: the gateway SERVER span in that trace, its steps, the inventory and SQLite below; 401 and 429 marked; log lines carry the ids', async () => {
+    const otlp = (receiver = await startOtlpReceiver());
+    const env = await isolatedEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '1.0',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      CONFIG_FILE: tempFile('tracing.yaml', 'anonymous:\n  perMinute: 1\n'),
+    });
+    const main = (running = startMain(env, { nodeArgs: REPORT_OTEL_MODULES }));
+    const [, keyId, key] = await main.waitForStdout(READY);
+    const gateway = `http://127.0.0.1:${env.PORT}`;
+
+    const client = traceparent();
+    const ok = await request(gateway).get('/v1/pets').set('Authorization', `Bearer ${key}`).set('traceparent', client.header).set('tracestate', 'congo=t61rcWkgMzE');
+    expect(ok.status).toBe(200);
+    const anonymous = traceparent();
+    expect((await request(gateway).get('/v1/pets').set('traceparent', anonymous.header)).status).toBe(401);
+    const limited = traceparent();
+    expect((await request(gateway).get('/v1/pets').set('traceparent', limited.header)).status).toBe(429);
+
+    // Gateway span, 3 steps, inventory span, SQLite span; then one span each for the 401 and the 429.
+    await eventually(10_000, async () =>
+      otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 && otlp.spans.some((span) => span.traceId === limited.traceId),
+    );
+    expect(otlp.contentTypes[0]).toBe(protocol === 'http/json' ? 'application/json' : 'application/x-protobuf');
+    const trace = otlp.spans.filter((span) => span.traceId === client.traceId);
+
+    const server = only(trace, (span) => span.parentSpanId === client.parentId, 'span under the client span');
+    expect(server).toMatchObject({ kind: SPAN_KIND.SERVER, name: 'GET /v1/pets', serviceName: 'animal-store-gateway', scopeName: 'animal-store-gateway', traceState: 'congo=t61rcWkgMzE', statusCode: 0 });
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'http.route': '/v1/pets',
+      'url.path': '/v1/pets',
+      'http.response.status_code': 200,
+      'asg.plan': 'pro',
+      'asg.rate_limit.decision': 'allowed',
+    });
+
+    const children = trace.filter((span) => span.parentSpanId === server.spanId);
+    expect(children.map((span) => span.name).sort()).toEqual(['forward', 'key lookup', 'rate limit']);
+    expect(children.find((span) => span.name === 'key lookup')!.attributes).toMatchObject({ 'asg.key.status': 'valid' });
+    expect(children.find((span) => span.name === 'rate limit')!.attributes).toMatchObject({ 'asg.rate_limit.scope': 'key', 'asg.rate_limit.decision': 'allowed' });
+    const forward = children.find((span) => span.name === 'forward')!;
+    expect(forward).toMatchObject({ kind: SPAN_KIND.CLIENT });
+    expect(forward.attributes).toMatchObject({ 'http.request.method': 'GET', 'http.response.status_code': 200 });
+
+    // The inventory continued the trace from the traceparent the gateway forwarded: the forward span.
+    const inventory = only(trace, (span) => span.parentSpanId === forward.spanId, 'inventory span');
+    expect(inventory).toMatchObject({ kind: SPAN_KIND.SERVER, name: 'GET /v1/pets', scopeName: 'animal-store-inventory', traceState: 'congo=t61rcWkgMzE' });
+    expect(inventory.attributes).toMatchObject({ 'http.route': '/v1/pets', 'http.response.status_code': 200 });
+    const sqlite = only(trace, (span) => span.parentSpanId === inventory.spanId, 'SQLite span');
+    expect(sqlite).toMatchObject({ kind: SPAN_KIND.CLIENT, name: 'SELECT pets' });
+    expect(sqlite.attributes).toMatchObject({ 'db.system.name': 'sqlite', 'db.operation.name': 'SELECT', 'asg.sqlite.statement': 'list_pets' });
+
+    // 401 and 429 are spans too, marked, with the anonymous limiter's step below them.
+    const unauthorized = only(otlp.spans, (span) => span.traceId === anonymous.traceId && span.kind === SPAN_KIND.SERVER, '401 span');
+    expect(unauthorized.attributes).toMatchObject({ 'http.response.status_code': 401, 'asg.refused': true, 'asg.error.code': 'missing_api_key', 'asg.plan': 'anonymous' });
+    const refused = only(otlp.spans, (span) => span.traceId === limited.traceId && span.kind === SPAN_KIND.SERVER, '429 span');
+    expect(refused.attributes).toMatchObject({ 'http.response.status_code': 429, 'asg.refused': true, 'asg.error.code': 'rate_limited' });
+    const refusedStep = only(otlp.spans, (span) => span.parentSpanId === refused.spanId, '429 step');
+    expect(refusedStep.attributes).toMatchObject({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': 'limited' });
+
+    // Never a key, key id or token in any attribute.
+    const values = otlp.spans.flatMap((span) => Object.values(span.attributes).map(String));
+    for (const secret of [key!, keyId!, 'asg_dev_']) expect(values.filter((value) => value.includes(secret))).toEqual([]);
+
+    // A log line leads to its trace: the gateway's request line and the inventory's.
+    const lines = logLines(main);
+    const gatewayLine = lines.find((line) => line.msg === 'request' && line.component === undefined && line.trace_id === client.traceId);
+    expect(gatewayLine).toMatchObject({ span_id: server.spanId, status: 200 });
+    const inventoryLine = lines.find((line) => line.msg === 'request' && line.component === 'inventory' && line.trace_id === client.traceId);
+    expect(inventoryLine).toMatchObject({ span_id: inventory.spanId, status: 200 });
+
+    main.child.kill('SIGTERM');
+    expect(await main.exited).toBe(0);
+    expect(Number(main.stderr().match(LOADED_OTEL)?.[1])).toBeGreaterThan(0);
+  });
+});
+
+test('tracing off: the client traceparent and tracestate reach the inventory unchanged, and no OpenTelemetry SDK module is loaded', async () => {
+  const seen: http.IncomingHttpHeaders[] = [];
+  const upstream = http.createServer((req, res) => {
+    seen.push(req.headers);
+    res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"items":[]}');
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  try {
+    const env = await isolatedEnv({ INVENTORY_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
+    const main = (running = startMain(env, { nodeArgs: REPORT_OTEL_MODULES }));
+    const [, , key] = await main.waitForStdout(READY);
+    const client = traceparent();
+    const tracestate = 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7';
+    const res = await request(`http://127.0.0.1:${env.PORT}`)
+      .get('/v1/pets')
+      .set('Authorization', `Bearer ${key}`)
+      .set('traceparent', client.header)
+      .set('tracestate', tracestate);
+    expect(res.status).toBe(200);
+    const forwarded = seen.filter((headers) => headers['x-request-id'] === res.headers['x-request-id']);
+    expect(forwarded).toHaveLength(1);
+    expect(forwarded[0]).toMatchObject({ traceparent: client.header, tracestate });
+    expect(logLines(main).some((line) => 'trace_id' in line)).toBe(false);
+
+    main.child.kill('SIGTERM');
+    expect(await main.exited).toBe(0);
+    expect(main.stderr()).toMatch(LOADED_OTEL);
+    expect(main.stderr().match(LOADED_OTEL)![1]).toBe('0');
+  } finally {
+    await new Promise((resolve) => upstream.close(resolve));
+  }
+});
