@@ -191,7 +191,8 @@ export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: str
   // Endpoint, headers, timeout and compression come from OTEL_EXPORTER_OTLP_[TRACES_]* as the exporters read them.
   const exporter: SpanExporter = settings.protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
   const resource = defaultResource()
-    .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultServiceName }))
+    // process.pid tells apart the workers of one WORKERS > 1 process, which all export.
+    .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultServiceName, 'process.pid': process.pid }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new TracerProvider({
     resource,

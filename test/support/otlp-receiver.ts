@@ -20,6 +20,8 @@ export interface ReceivedSpan {
   /** OTLP status code: 0 unset, 1 ok, 2 error. */
   statusCode: number;
   serviceName: string;
+  /** The exporting process's resource attributes (`process.pid`, …). */
+  resource: Record<string, string | number | boolean>;
   scopeName: string;
 }
 
@@ -87,7 +89,8 @@ function fromJson(body: {
 }): ReceivedSpan[] {
   const out: ReceivedSpan[] = [];
   for (const resourceSpans of body.resourceSpans ?? []) {
-    const serviceName = String(jsonAttributes(resourceSpans.resource?.attributes)['service.name'] ?? '');
+    const resource = jsonAttributes(resourceSpans.resource?.attributes);
+    const serviceName = String(resource['service.name'] ?? '');
     for (const scopeSpans of resourceSpans.scopeSpans ?? []) {
       for (const span of scopeSpans.spans ?? []) {
         out.push({
@@ -100,6 +103,7 @@ function fromJson(body: {
           attributes: jsonAttributes(span.attributes),
           statusCode: span.status?.code ?? 0,
           serviceName,
+          resource,
           scopeName: scopeSpans.scope?.name ?? '',
         });
       }
@@ -179,7 +183,8 @@ function fromProtobuf(body: Buffer): ReceivedSpan[] {
   for (const resourceSpans of messagesOf(decodeMessage(body), 1)) {
     // ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2 }; Resource { attributes = 1 }
     const resource = messagesOf(resourceSpans, 1)[0] ?? new Map();
-    const serviceName = String(protobufAttributes(messagesOf(resource, 1))['service.name'] ?? '');
+    const resourceAttributes = protobufAttributes(messagesOf(resource, 1));
+    const serviceName = String(resourceAttributes['service.name'] ?? '');
     for (const scopeSpans of messagesOf(resourceSpans, 2)) {
       // ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2 }
       const scope = messagesOf(scopeSpans, 1)[0] ?? new Map();
@@ -196,6 +201,7 @@ function fromProtobuf(body: Buffer): ReceivedSpan[] {
           attributes: protobufAttributes(messagesOf(span, 9)),
           statusCode: varintOf(status, 3),
           serviceName,
+          resource: resourceAttributes,
           scopeName: bytesOf(scope, 1).toString('utf8'),
         });
       }

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { eventually } from '../admin/admin-kit';
-import { isolatedEnv, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver';
 
 /**
@@ -49,7 +49,10 @@ function only(spans: ReceivedSpan[], predicate: (span: ReceivedSpan) => boolean,
   return found[0]!;
 }
 
-describe.each(['http/json', 'http/protobuf'])('tracing on, OTLP %s', (protocol) => {
+describe.each([
+  ['http/json', 'undici'],
+  ['http/protobuf', 'http-proxy'],
+])('tracing on, OTLP %s, %s forwarder', (protocol, forwarder) => {
   test('a request with a traceparent: the gateway SERVER span in that trace, its steps, the inventory and SQLite below; 401 and 429 marked; log lines carry the ids', async () => {
     const otlp = (receiver = await startOtlpReceiver());
     const env = await isolatedEnv({
@@ -58,7 +61,7 @@ describe.each(['http/json', 'http/protobuf'])('tracing on, OTLP %s', (protocol) 
       OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
       OTEL_TRACES_SAMPLER_ARG: '1.0',
       OTEL_BSP_SCHEDULE_DELAY: '50',
-      CONFIG_FILE: tempFile('tracing.yaml', 'anonymous:\n  perMinute: 1\n'),
+      CONFIG_FILE: tempFile('tracing.yaml', `anonymous:\n  perMinute: 1\nupstream:\n  forwarder: ${forwarder}\n`),
     });
     const main = (running = startMain(env, { nodeArgs: REPORT_OTEL_MODULES }));
     const [, keyId, key] = await main.waitForStdout(READY);
@@ -131,7 +134,7 @@ describe.each(['http/json', 'http/protobuf'])('tracing on, OTLP %s', (protocol) 
   });
 });
 
-test('tracing off: the client traceparent and tracestate reach the inventory unchanged, and no OpenTelemetry SDK module is loaded', async () => {
+test.each(['undici', 'http-proxy'])('tracing off, %s forwarder: the client traceparent and tracestate reach the inventory unchanged, and no OpenTelemetry SDK module is loaded', async (forwarder) => {
   const seen: http.IncomingHttpHeaders[] = [];
   const upstream = http.createServer((req, res) => {
     seen.push(req.headers);
@@ -139,7 +142,10 @@ test('tracing off: the client traceparent and tracestate reach the inventory unc
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   try {
-    const env = await isolatedEnv({ INVENTORY_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
+    const env = await isolatedEnv({
+      INVENTORY_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      CONFIG_FILE: tempFile('off.yaml', `upstream:\n  forwarder: ${forwarder}\n`),
+    });
     const main = (running = startMain(env, { nodeArgs: REPORT_OTEL_MODULES }));
     const [, , key] = await main.waitForStdout(READY);
     const client = traceparent();
@@ -162,4 +168,41 @@ test('tracing off: the client traceparent and tracestate reach the inventory unc
   } finally {
     await new Promise((resolve) => upstream.close(resolve));
   }
+});
+
+test('WORKERS=2: every worker exports its gateway spans; the supervisor exports the embedded inventory\'s', async () => {
+  const otlp = (receiver = await startOtlpReceiver());
+  const env = await isolatedEnv({
+    APP_ENV: 'staging',
+    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
+    SIGNING_SECRET: LONG_SIGNING_SECRET,
+    REDIS_URL: process.env.TEST_REDIS_URL!,
+    WORKERS: '2',
+    CONFIG_FILE: tempFile('workers.yaml', `redis:\n  namespace: "asg:tracing:${process.pid}:${Date.now()}"\n`),
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+    OTEL_BSP_SCHEDULE_DELAY: '50',
+  });
+  const main = (running = startMain(env));
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/, 30_000);
+  const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
+  const created = await request(adminUrl).post('/admin/keys').set('Authorization', `Bearer ${LONG_ADMIN_TOKEN}`).send({ name: 'traced', plan: 'pro' });
+  expect(created.status).toBe(201);
+
+  // Fresh connections, so that the cluster's round robin spreads them over both workers.
+  const traceIds: string[] = [];
+  for (let i = 0; i < 12; i++) {
+    const client = traceparent();
+    traceIds.push(client.traceId);
+    const res = await fetch(`http://127.0.0.1:${env.PORT}/v1/pets`, {
+      headers: { authorization: `Bearer ${created.body.key as string}`, traceparent: client.header, connection: 'close' },
+    });
+    expect(res.status).toBe(200);
+  }
+  const servers = (scope: string) => otlp.spans.filter((span) => span.kind === SPAN_KIND.SERVER && span.scopeName === scope && traceIds.includes(span.traceId));
+  await eventually(10_000, async () => servers('animal-store-gateway').length === 12 && servers('animal-store-inventory').length === 12);
+
+  const gatewayPids = new Set(servers('animal-store-gateway').map((span) => span.resource['process.pid']));
+  expect(gatewayPids.size).toBe(2);
+  expect(gatewayPids.has(main.child.pid!)).toBe(false);
+  expect(new Set(servers('animal-store-inventory').map((span) => span.resource['process.pid']))).toEqual(new Set([main.child.pid]));
 });
