@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { eventually } from '../admin/admin-kit';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { isolatedEnv, LONG_ADMIN_TOKEN, runMain, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver';
 
 /**
@@ -205,4 +205,14 @@ test('WORKERS=2: every worker exports its gateway spans; the supervisor exports 
   expect(gatewayPids.size).toBe(2);
   expect(gatewayPids.has(main.child.pid!)).toBe(false);
   expect(new Set(servers('animal-store-inventory').map((span) => span.resource['process.pid']))).toEqual(new Set([main.child.pid]));
+});
+
+test('a bad OTEL_* value with an endpoint set stops startup with one line per bad setting, never a stack trace', async () => {
+  const env = await isolatedEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_TRACES_SAMPLER: 'sometimes' });
+  const { code, stderr } = await runMain(env);
+  expect(code).toBe(1);
+  expect(stderr.trimEnd().split('\n')).toEqual([
+    'animal-store-gateway: invalid setting OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported; use http/protobuf or http/json',
+    'animal-store-gateway: invalid setting OTEL_TRACES_SAMPLER: "sometimes" is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio',
+  ]);
 });
