@@ -81,6 +81,10 @@ const BASELINE = 'bare-http-proxy';
 /** The reference proxy, when nginx is installed: one worker, and two against WORKERS=2. */
 const NGINX = 'nginx-1-worker';
 const NGINX_2 = 'nginx-2-workers';
+/** Tracing on against the same gateway off (gateway-redis-undici): the cost of CONTRACT §10. */
+const TRACING_OFF = 'gateway-redis-undici';
+const TRACED_ALL = 'gateway-redis-undici-traced-1';
+const TRACED_SOME = 'gateway-redis-undici-traced-0.01';
 /** The forwarder the gateway uses unless upstream.forwarder says otherwise (config/default.yaml). */
 const repoRoot = path.resolve(__dirname, '..', ...(path.extname(__filename) === '.ts' ? [] : ['..']));
 
@@ -261,7 +265,12 @@ interface Fixture {
   redisStats: RedisCommandStats;
   upstream: BenchChild;
   spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]): Promise<BenchChild>;
-  gateway(name: string, forwarder: 'undici' | 'http-proxy', withRedis: boolean, options?: { banThreshold?: number; nodeFlags?: string[] }): Promise<BenchChild>;
+  gateway(
+    name: string,
+    forwarder: 'undici' | 'http-proxy',
+    withRedis: boolean,
+    options?: { banThreshold?: number; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number } },
+  ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
 }
@@ -292,6 +301,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         dataDir,
         configDir: path.join(repoRoot, 'config'),
         banThreshold: options.banThreshold,
+        tracing: options.tracing,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
     };
@@ -311,7 +321,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const { upstream, spawn, gateway, children, redisStats } = fixture;
   const redisPid = fixture.redis.pid;
   const maxSockets = 256;
-  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans] = await Promise.all([
+  const otlpSink = await spawn('otlp-sink', 'otlp-sink', {});
+  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, tracedAll, tracedSome] = await Promise.all([
     spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
     spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
     gateway('gateway-memory-http-proxy', 'http-proxy', false),
@@ -319,6 +330,9 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     gateway('gateway-redis-http-proxy', 'http-proxy', true),
     gateway('gateway-redis-undici', 'undici', true),
     gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
+    // Tracing on (README "Tracing"): every request a root span sampled at the ratio, exported to a sink that discards.
+    gateway('gateway-redis-undici-traced-1', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
+    gateway('gateway-redis-undici-traced-0.01', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
   ]);
   const variants: Variant[] = [
     { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
@@ -330,6 +344,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     { id: 'gateway-redis-undici', label: 'gateway, Redis, undici', child: redisUndici!, key: 'admitted', expectedStatus: 200, usesRedis: true },
     { id: 'refused-429-limited', label: '429 rate_limited (Redis, undici)', child: redisNeverBans!, key: 'limited', expectedStatus: 429, usesRedis: true },
     { id: 'refused-429-banned', label: '429 temporarily_banned (Redis, undici)', child: redisUndici!, key: 'banned', expectedStatus: 429, usesRedis: true },
+    { id: TRACED_ALL, label: 'gateway, Redis, undici, traced, ratio 1.0', child: tracedAll!, key: 'admitted', expectedStatus: 200, usesRedis: true },
+    { id: TRACED_SOME, label: 'gateway, Redis, undici, traced, ratio 0.01', child: tracedSome!, key: 'admitted', expectedStatus: 200, usesRedis: true },
   ];
   // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
   const workers = await startGatewayProcess('gateway-redis-undici-2-workers', {
@@ -402,8 +418,25 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     soak: readSoak(),
   };
   printTable(report);
+  printTracingCost(summaries);
   const written = writeReport(report, path.join(repoRoot, 'bench', 'results'));
   process.stdout.write(`\nwrote ${written.map((f) => path.relative(repoRoot, f)).join(', ')}\n`);
+}
+
+/** Tracing's cost as the README states it: each traced row against the same gateway with tracing off. */
+function printTracingCost(summaries: VariantSummary[]): void {
+  const off = summaries.find((s) => s.id === TRACING_OFF);
+  if (!off) return;
+  for (const id of [TRACED_ALL, TRACED_SOME]) {
+    const traced = summaries.find((s) => s.id === id);
+    if (!traced) continue;
+    const change = (traced.requestsPerSecond / off.requestsPerSecond - 1) * 100;
+    const cpu = traced.serverCpuMicrosPerRequest - off.serverCpuMicrosPerRequest;
+    process.stdout.write(
+      `${traced.label}: ${change >= 0 ? '+' : ''}${change.toFixed(1)} % req/s, ${cpu >= 0 ? '+' : ''}${cpu.toFixed(1)} µs CPU per request, ` +
+        `p50 ${traced.p50Ms.toFixed(2)} ms vs ${off.p50Ms.toFixed(2)} ms against tracing off\n`,
+    );
+  }
 }
 
 /** The gateway alone under load with --cpu-prof; prints where its time goes. */
