@@ -83,8 +83,8 @@ const NGINX = 'nginx-1-worker';
 const NGINX_2 = 'nginx-2-workers';
 /** Tracing on against the same gateway off (gateway-redis-undici): the cost of CONTRACT §10. */
 const TRACING_OFF = 'gateway-redis-undici';
-const TRACED_ALL = 'gateway-redis-undici-traced-1';
-const TRACED_SOME = 'gateway-redis-undici-traced-0.01';
+const TRACED_ALL = 'gateway-redis-undici-traced-100';
+const TRACED_SOME = 'gateway-redis-undici-traced-001';
 /** The forwarder the gateway uses unless upstream.forwarder says otherwise (config/default.yaml). */
 const repoRoot = path.resolve(__dirname, '..', ...(path.extname(__filename) === '.ts' ? [] : ['..']));
 
@@ -331,8 +331,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     gateway('gateway-redis-undici', 'undici', true),
     gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
     // Tracing on (README "Tracing"): every request a root span sampled at the ratio, exported to a sink that discards.
-    gateway('gateway-redis-undici-traced-1', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
-    gateway('gateway-redis-undici-traced-0.01', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
+    gateway('gateway-redis-undici-traced-100', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
+    gateway('gateway-redis-undici-traced-001', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
   ]);
   const variants: Variant[] = [
     { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
