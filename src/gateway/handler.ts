@@ -178,7 +178,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       refusedWith: null,
     };
     res.once('finish', () => recordFinished(req, res, state));
-    if (state.span) res.once('close', () => endSpan(res, state));
+    if (state.span?.recording) res.once('close', () => endSpan(res, state));
     return state;
   }
 

@@ -47,9 +47,10 @@ export function createInventoryApp({
   // GET /v1/pets reads its own query string (parseListQuery) so repeated and bracketed keys are seen.
   app.set('query parser', false);
 
-  // First, so that everything after it (the log line included) runs inside the request's span.
+  // First, so that everything after it (the log line included) runs inside the request's span; on
+  // the API only, so that probes and scrapes make no traces.
   const traces = tracing();
-  if (traces) app.use(traces.inventoryMiddleware((res) => (res as Response).locals.inventory?.route ?? UNMATCHED_ROUTE));
+  if (traces) app.use(BASE_PATH, traces.inventoryMiddleware((res) => (res as Response).locals.inventory?.route ?? UNMATCHED_ROUTE));
   app.use(requestId);
   app.use(observeRequests({ metrics, logger }));
   app.use(labelRoutes([...PROBE_PATHS, ...PETS_ROUTE_PATHS.map((path) => BASE_PATH + path)]));

@@ -106,7 +106,7 @@ class RecordedStep implements StepSpan {
 
 class GatewaySpan implements GatewayRequestSpan {
   private readonly context: Context;
-  private readonly recording: boolean;
+  readonly recording: boolean;
 
   constructor(
     private readonly tracer: Tracer,
@@ -128,6 +128,9 @@ class GatewaySpan implements GatewayRequestSpan {
   }
 
   propagate(headers: Record<string, unknown>, via: StepSpan): void {
+    // The client's tracestate goes on only with its trace (kept in the span context): with an
+    // invalid traceparent the request started a new trace, and W3C says its tracestate is dropped.
+    delete headers.tracestate;
     propagation.inject(via instanceof RecordedStep ? via.context : this.context, headers);
   }
 
@@ -210,15 +213,20 @@ export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: str
     startGatewayRequest(req) {
       const parent = propagation.extract(ROOT_CONTEXT, req.headers);
       const method = req.method ?? 'GET';
-      const span = gatewayTracer.startSpan(method, { kind: SpanKind.SERVER, attributes: serverAttributes(req, pathOf(req.url)) }, parent);
+      const span = gatewayTracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
+      // Attributes only for what is recorded: at a ratio of 0.01 most requests build none.
+      if (span.isRecording()) span.setAttributes(serverAttributes(req, pathOf(req.url)));
       return new GatewaySpan(gatewayTracer, span, parent, method);
     },
 
     inventoryMiddleware(routeOf) {
       return (req, res, next) => {
         const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-        const span = inventoryTracer.startSpan(req.method ?? 'GET', { kind: SpanKind.SERVER, attributes: serverAttributes(req, pathOf(req.url)) }, parent);
+        // Mounted on the API's base path, where express has cut req.url; originalUrl is the whole target.
+        const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url;
+        const span = inventoryTracer.startSpan(req.method ?? 'GET', { kind: SpanKind.SERVER }, parent);
         if (!span.isRecording()) return next();
+        span.setAttributes(serverAttributes(req, pathOf(target)));
         const current = trace.setSpan(parent, span);
         // Body chunks and 'close' arrive from the socket's own async context: bound here so that
         // what runs after the body is read (the route, its SQLite statement, the log line) still sees this span.

@@ -31,6 +31,8 @@ export interface GatewayRequestOutcome {
 
 /** One public request's SERVER span, continuing the client's `traceparent` when it sent one. */
 export interface GatewayRequestSpan {
+  /** False when the sampler left this request out: nothing below it is recorded, and `end` has nothing to do. */
+  readonly recording: boolean;
   step(name: GatewayStep): StepSpan;
   /** Writes `traceparent` (naming `via`, else this span) and the client's `tracestate` into headers for the inventory. */
   propagate(headers: IncomingHttpHeaders, via: StepSpan): void;

@@ -74,10 +74,17 @@ describe.each([
     expect((await request(gateway).get('/v1/pets').set('traceparent', anonymous.header)).status).toBe(401);
     const limited = traceparent();
     expect((await request(gateway).get('/v1/pets').set('traceparent', limited.header)).status).toBe(429);
+    // The admin /readyz asks the inventory's /healthz: a probe, which makes no trace.
+    expect((await request(`http://127.0.0.1:${env.ADMIN_PORT}`).get('/readyz')).status).toBe(200);
+    // An invalid traceparent starts a new trace, and its tracestate is not carried into it (W3C §3.3).
+    const fresh = await request(gateway).get('/v1/pets?fresh=1').set('Authorization', `Bearer ${key}`).set('traceparent', '00-garbage-01').set('tracestate', 'congo=t61rcWkgMzE');
+    expect(fresh.status).toBe(200);
 
     // Gateway span, 3 steps, inventory span, SQLite span; then one span each for the 401 and the 429.
     await eventually(10_000, async () =>
-      otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 && otlp.spans.some((span) => span.traceId === limited.traceId),
+      otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 &&
+      otlp.spans.some((span) => span.traceId === limited.traceId) &&
+      otlp.spans.filter((span) => span.kind === SPAN_KIND.SERVER && span.scopeName === 'animal-store-inventory').length >= 2,
     );
     expect(otlp.contentTypes[0]).toBe(protocol === 'http/json' ? 'application/json' : 'application/x-protobuf');
     const trace = otlp.spans.filter((span) => span.traceId === client.traceId);
@@ -116,6 +123,13 @@ describe.each([
     expect(refused.attributes).toMatchObject({ 'http.response.status_code': 429, 'asg.refused': true, 'asg.error.code': 'rate_limited' });
     const refusedStep = only(otlp.spans, (span) => span.parentSpanId === refused.spanId, '429 step');
     expect(refusedStep.attributes).toMatchObject({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': 'limited' });
+
+    const freshRoot = only(otlp.spans, (span) => span.kind === SPAN_KIND.SERVER && span.scopeName === 'animal-store-gateway' && span.parentSpanId === '' && span.attributes['http.route'] === '/v1/pets', 'new root span');
+    const freshInventory = only(otlp.spans, (span) => span.traceId === freshRoot.traceId && span.scopeName === 'animal-store-inventory' && span.kind === SPAN_KIND.SERVER, 'inventory span of the new trace');
+    expect([freshRoot.traceState, freshInventory.traceState]).toEqual(['', '']);
+    // Probes of the inventory make no traces: only the API is traced.
+    const inventoryServers = otlp.spans.filter((span) => span.scopeName === 'animal-store-inventory' && span.kind === SPAN_KIND.SERVER);
+    expect(inventoryServers.filter((span) => !String(span.attributes['url.path']).startsWith('/v1/'))).toEqual([]);
 
     // Never a key, key id or token in any attribute.
     const values = otlp.spans.flatMap((span) => Object.values(span.attributes).map(String));
