@@ -27,6 +27,8 @@ interface Settings {
   profile: 'undici' | 'http-proxy' | null;
   /** Profile the gateway on its in-process store instead of Redis. */
   inProcess: boolean;
+  /** Profile the gateway with tracing on at this sampling ratio (null: off). */
+  tracedRatio: number | null;
   /** The load generator: wrk when it is installed (it leaves the server the CPU it needs), else autocannon. */
   client: 'wrk' | 'autocannon';
   /** Variant ids to run (the baseline always runs), for a quick look at a few; null: all. */
@@ -36,8 +38,8 @@ interface Settings {
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, client: 'autocannon', only: null }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, client: 'autocannon', only: null };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -60,6 +62,10 @@ function parseArgs(argv: string[]): Settings {
       case '--in-process':
         settings.inProcess = true;
         break;
+      case '--traced':
+        if (!(value >= 0 && value <= 1)) throw new Error('--traced takes a sampling ratio from 0 to 1');
+        settings.tracedRatio = value;
+        break;
       case '--only':
         settings.only = argv[i + 1]!.split(',');
         break;
@@ -71,7 +77,7 @@ function parseArgs(argv: string[]): Settings {
       case '--quick':
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -443,7 +449,8 @@ function printTracingCost(summaries: VariantSummary[]): void {
 async function profileGateway(settings: Settings, fixture: Fixture, forwarder: 'undici' | 'http-proxy'): Promise<void> {
   const profileDir = path.join(fixture.workDir, 'profile');
   const store = settings.inProcess ? 'memory' : 'redis';
-  const child = await fixture.gateway(`gateway-${store}-${forwarder}-profiled`, forwarder, !settings.inProcess, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] });
+  const tracing = settings.tracedRatio === null ? undefined : { sinkUrl: (await fixture.spawn('otlp-sink', 'otlp-sink', {})).url, ratio: settings.tracedRatio };
+  const child = await fixture.gateway(`gateway-${store}-${forwarder}-profiled`, forwarder, !settings.inProcess, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], tracing });
   const url = `${child.url}/v1/pets`;
   const headers = { authorization: `Bearer ${child.details.admitted}` };
   process.stdout.write(`profiling the gateway (${store} store, ${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`);

@@ -1,6 +1,6 @@
 import { types } from 'node:util';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { tracing } from './telemetry';
+import { NO_TRACE_FIELDS, tracing } from './telemetry';
 
 export type { Logger };
 
@@ -68,7 +68,14 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   const traces = tracing();
   return pino(
     {
-      ...(traces ? { mixin: (mergeObject: object) => traces.logMixin(mergeObject) } : {}),
+      ...(traces
+        ? {
+            mixin: (mergeObject: object) => traces.logMixin(mergeObject),
+            // pino's own strategy copies every line into the mixin's object; most lines (unsampled
+            // requests, startup) get no ids, and those are written as they are.
+            mixinMergeStrategy: (mergeObject: object, mixinObject: object) => (mixinObject === NO_TRACE_FIELDS ? mergeObject : Object.assign(mixinObject, mergeObject)),
+          }
+        : {}),
       level,
       base: { service: 'animal-store-gateway' },
       redact: { paths: redactPaths, censor: '[redacted]' },

@@ -44,6 +44,7 @@ import {
 import { scrubKeyLookalikes } from './logger';
 import { readTracingSettings, type SamplerSetting } from './telemetry-settings';
 import {
+  NO_TRACE_FIELDS,
   TracingConfigError,
   type GatewayRequestOutcome,
   type GatewayRequestSpan,
@@ -256,11 +257,11 @@ export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: str
       }
     },
 
-    // pino merges the line into the object a mixin returns: a fresh one each time, never NO_FIELDS.
+    // The logger writes a line with NO_TRACE_FIELDS as it is, and copies any other line into the object returned.
     logMixin(mergeObject) {
-      if ('trace_id' in mergeObject) return {};
+      if ('trace_id' in mergeObject) return NO_TRACE_FIELDS;
       const span = trace.getSpan(context.active());
-      if (!span?.isRecording()) return {};
+      if (!span?.isRecording()) return NO_TRACE_FIELDS;
       const { traceId, spanId } = span.spanContext();
       return { trace_id: traceId, span_id: spanId };
     },

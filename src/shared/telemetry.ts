@@ -58,6 +58,9 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+/** What `logMixin` returns for a line outside any sampled span: one shared object, never written to. */
+export const NO_TRACE_FIELDS: object = Object.freeze({});
+
 let installed: Tracing | null = null;
 
 /** The tracing this process started, or null when it is off. Read once at startup by each part. */
