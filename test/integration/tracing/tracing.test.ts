@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { eventually } from '../admin/admin-kit';
 import { isolatedEnv, LONG_ADMIN_TOKEN, runMain, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver';
 
 /**
@@ -17,6 +18,16 @@ const REPORT_OTEL_MODULES = ['-r', './test/support/report-otel-modules.js'];
 const LOADED_OTEL = /loaded OpenTelemetry SDK modules: (\d+)/;
 
 let running: MainProcess | null = null;
+/** A private redis-server for the WORKERS test, as test/integration/workers does. */
+let redis: RedisProcess | null = null;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+
+afterAll(async () => {
+  await redis?.stop();
+});
 let receiver: OtlpReceiver | null = null;
 
 afterEach(async () => {
@@ -81,10 +92,15 @@ describe.each([
     expect(fresh.status).toBe(200);
 
     // Gateway span, 3 steps, inventory span, SQLite span; then one span each for the 401 and the 429.
-    await eventually(10_000, async () =>
-      otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 &&
-      otlp.spans.some((span) => span.traceId === limited.traceId) &&
-      otlp.spans.filter((span) => span.kind === SPAN_KIND.SERVER && span.scopeName === 'animal-store-inventory').length >= 2,
+    // Each span is exported when it ends, the gateway's SERVER span after the answer: wait for all of them.
+    const servers = (scope: string) => otlp.spans.filter((span) => span.kind === SPAN_KIND.SERVER && span.scopeName === scope).length;
+    await eventually(
+      10_000,
+      async () =>
+        otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 &&
+        otlp.spans.filter((span) => span.traceId === limited.traceId).length >= 2 &&
+        servers('animal-store-gateway') >= 4 &&
+        servers('animal-store-inventory') >= 2,
     );
     expect(otlp.contentTypes[0]).toBe(protocol === 'http/json' ? 'application/json' : 'application/x-protobuf');
     const trace = otlp.spans.filter((span) => span.traceId === client.traceId);
@@ -136,11 +152,13 @@ describe.each([
     for (const secret of [key!, keyId!, 'asg_dev_']) expect(values.filter((value) => value.includes(secret))).toEqual([]);
 
     // A log line leads to its trace: the gateway's request line and the inventory's.
-    const lines = logLines(main);
-    const gatewayLine = lines.find((line) => line.msg === 'request' && line.component === undefined && line.trace_id === client.traceId);
-    expect(gatewayLine).toMatchObject({ span_id: server.spanId, status: 200 });
-    const inventoryLine = lines.find((line) => line.msg === 'request' && line.component === 'inventory' && line.trace_id === client.traceId);
-    expect(inventoryLine).toMatchObject({ span_id: inventory.spanId, status: 200 });
+    const requestLines = () => logLines(main).filter((line) => line.msg === 'request' && line.requestId === ok.headers['x-request-id']);
+    // stdout reaches this process through a pipe, on its own time.
+    await eventually(5_000, async () => requestLines().length === 2);
+    const gatewayLine = requestLines().find((line) => line.component === undefined);
+    expect(gatewayLine).toMatchObject({ trace_id: client.traceId, span_id: server.spanId, status: 200 });
+    const inventoryLine = requestLines().find((line) => line.component === 'inventory');
+    expect(inventoryLine).toMatchObject({ trace_id: client.traceId, span_id: inventory.spanId, status: 200 });
 
     main.child.kill('SIGTERM');
     expect(await main.exited).toBe(0);
@@ -190,9 +208,9 @@ test('WORKERS=2: every worker exports its gateway spans; the supervisor exports 
     APP_ENV: 'staging',
     ADMIN_TOKEN: LONG_ADMIN_TOKEN,
     SIGNING_SECRET: LONG_SIGNING_SECRET,
-    REDIS_URL: process.env.TEST_REDIS_URL!,
+    REDIS_URL: redis!.url,
     WORKERS: '2',
-    CONFIG_FILE: tempFile('workers.yaml', `redis:\n  namespace: "asg:tracing:${process.pid}:${Date.now()}"\n`),
+    CONFIG_FILE: tempFile('workers.yaml', 'redis:\n  namespace: "asg:tracing"\n'),
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
     OTEL_BSP_SCHEDULE_DELAY: '50',
   });
