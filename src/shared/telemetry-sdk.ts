@@ -229,8 +229,9 @@ export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: str
         if (!span.isRecording()) return next();
         span.setAttributes(serverAttributes(req, pathOf(target)));
         const current = trace.setSpan(parent, span);
-        // Body chunks and 'close' arrive from the socket's own async context: bound here so that
-        // what runs after the body is read (the route, its SQLite statement, the log line) still sees this span.
+        // Listeners added to req and res from here on (body chunks, 'finish', 'close') run with this
+        // span current whichever async context emits their events, so that what runs after the
+        // body is read (the route, its SQLite statement, the log line) still sees it.
         context.bind(current, req);
         context.bind(current, res);
         res.once('close', () => endInventorySpan(span, req, res, routeOf(res)));

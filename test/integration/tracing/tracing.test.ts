@@ -85,6 +85,10 @@ describe.each([
     expect((await request(gateway).get('/v1/pets').set('traceparent', anonymous.header)).status).toBe(401);
     const limited = traceparent();
     expect((await request(gateway).get('/v1/pets').set('traceparent', limited.header)).status).toBe(429);
+    // A POST: its statement runs after the body is read, from the socket's events, still under the inventory's span.
+    const creating = traceparent();
+    const createdPet = await request(gateway).post('/v1/pets').set('Authorization', `Bearer ${key}`).set('traceparent', creating.header).send({ name: 'Traced', categoryId: 1 });
+    expect(createdPet.status).toBe(201);
     // The admin /readyz asks the inventory's /healthz: a probe, which makes no trace.
     expect((await request(`http://127.0.0.1:${env.ADMIN_PORT}`).get('/readyz')).status).toBe(200);
     // An invalid traceparent starts a new trace, and its tracestate is not carried into it (W3C §3.3).
@@ -99,8 +103,9 @@ describe.each([
       async () =>
         otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 &&
         otlp.spans.filter((span) => span.traceId === limited.traceId).length >= 2 &&
-        servers('animal-store-gateway') >= 4 &&
-        servers('animal-store-inventory') >= 2,
+        servers('animal-store-gateway') >= 5 &&
+        servers('animal-store-inventory') >= 3 &&
+        otlp.spans.filter((span) => span.traceId === creating.traceId).length >= 6,
     );
     expect(otlp.contentTypes[0]).toBe(protocol === 'http/json' ? 'application/json' : 'application/x-protobuf');
     const trace = otlp.spans.filter((span) => span.traceId === client.traceId);
@@ -139,6 +144,13 @@ describe.each([
     expect(refused.attributes).toMatchObject({ 'http.response.status_code': 429, 'asg.refused': true, 'asg.error.code': 'rate_limited' });
     const refusedStep = only(otlp.spans, (span) => span.parentSpanId === refused.spanId, '429 step');
     expect(refusedStep.attributes).toMatchObject({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': 'limited' });
+
+    const createTrace = otlp.spans.filter((span) => span.traceId === creating.traceId);
+    const createInventory = only(createTrace, (span) => span.kind === SPAN_KIND.SERVER && span.scopeName === 'animal-store-inventory', 'inventory span of the POST');
+    expect(createInventory).toMatchObject({ name: 'POST /v1/pets' });
+    expect(only(createTrace, (span) => span.parentSpanId === createInventory.spanId, 'INSERT span')).toMatchObject({ name: 'INSERT pets', attributes: { 'db.operation.name': 'INSERT', 'asg.sqlite.statement': 'insert_pet' } });
+    // The body's values never reach an attribute.
+    expect(createTrace.flatMap((span) => Object.values(span.attributes)).filter((value) => value === 'Traced')).toEqual([]);
 
     const freshRoot = only(otlp.spans, (span) => span.kind === SPAN_KIND.SERVER && span.scopeName === 'animal-store-gateway' && span.parentSpanId === '' && span.attributes['http.route'] === '/v1/pets', 'new root span');
     const freshInventory = only(otlp.spans, (span) => span.traceId === freshRoot.traceId && span.scopeName === 'animal-store-inventory' && span.kind === SPAN_KIND.SERVER, 'inventory span of the new trace');
