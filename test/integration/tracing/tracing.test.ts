@@ -5,6 +5,9 @@ import request from 'supertest';
 import { eventually } from '../admin/admin-kit';
 import { isolatedEnv, LONG_ADMIN_TOKEN, runMain, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { loadConfig } from '../../../src/shared/config';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { makeTempDir, spawnInventoryProcess, stopInventoryProcess, TEST_SIGNING_SECRET, tokenSigner } from '../../support/inventory-harness';
 import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver';
 
 /**
@@ -259,4 +262,25 @@ test('a bad OTEL_* value with an endpoint set stops startup with one line per ba
     'animal-store-gateway: invalid setting OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported; use http/protobuf or http/json',
     'animal-store-gateway: invalid setting OTEL_TRACES_SAMPLER: "sometimes" is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio',
   ]);
+});
+
+test('the standalone inventory (src/inventory/main.ts) continues a trace under its own service name and exports its queued spans on SIGTERM', async () => {
+  const otlp = (receiver = await startOtlpReceiver());
+  // The default 5 s batch delay: only the export at shutdown can deliver the spans in time.
+  const inventory = await spawnInventoryProcess({ dataDir: makeTempDir('tracing-inventory'), env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url } });
+  const signer = tokenSigner(loadConfig({ env: {}, overrides: { signing: { secret: TEST_SIGNING_SECRET } } }));
+  const client = traceparent();
+  const res = await request(inventory.url)
+    .get('/v1/pets/1')
+    .set(UPSTREAM_TOKEN_HEADER, await signer.sign({ keyId: 'key_0123456789abcdef01234567', plan: 'pro' }))
+    .set('traceparent', client.header);
+  expect(res.status).toBe(404);
+  expect(await stopInventoryProcess(inventory, 'SIGTERM')).toEqual({ code: 0, signal: null });
+
+  const trace = otlp.spans.filter((span) => span.traceId === client.traceId);
+  const server = only(trace, (span) => span.parentSpanId === client.parentId, 'inventory span');
+  expect(server).toMatchObject({ kind: SPAN_KIND.SERVER, name: 'GET /v1/pets/{petId}', serviceName: 'animal-store-inventory' });
+  expect(server.attributes).toMatchObject({ 'http.route': '/v1/pets/{petId}', 'http.response.status_code': 404 });
+  expect(only(trace, (span) => span.parentSpanId === server.spanId, 'SQLite span').attributes).toMatchObject({ 'asg.sqlite.statement': 'get_pet' });
+  expect(trace.flatMap((span) => Object.values(span.attributes).map(String)).filter((value) => value.includes('key_0123'))).toEqual([]);
 });
