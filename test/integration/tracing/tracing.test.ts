@@ -217,7 +217,7 @@ test.each(['undici', 'http-proxy'])('tracing off, %s forwarder: the client trace
   }
 });
 
-test('WORKERS=2: every worker exports its gateway spans; the supervisor exports the embedded inventory\'s', async () => {
+test('WORKERS=2 with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: every worker exports its gateway spans; the supervisor exports the embedded inventory\'s', async () => {
   const otlp = (receiver = await startOtlpReceiver());
   const env = await isolatedEnv({
     APP_ENV: 'staging',
@@ -226,7 +226,8 @@ test('WORKERS=2: every worker exports its gateway spans; the supervisor exports 
     REDIS_URL: redis!.url,
     WORKERS: '2',
     CONFIG_FILE: tempFile('workers.yaml', 'redis:\n  namespace: "asg:tracing"\n'),
-    OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+    // The traces-only variable, a full URL used as it is.
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/v1/traces`,
     OTEL_BSP_SCHEDULE_DELAY: '50',
   });
   const main = (running = startMain(env));
