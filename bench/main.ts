@@ -27,6 +27,8 @@ interface Settings {
   profile: 'undici' | 'http-proxy' | null;
   /** Profile the gateway on its in-process store instead of Redis. */
   inProcess: boolean;
+  /** Profile the gateway with tracing on at this sampling ratio (null: off). */
+  tracedRatio: number | null;
   /** The load generator: wrk when it is installed (it leaves the server the CPU it needs), else autocannon. */
   client: 'wrk' | 'autocannon';
   /** Variant ids to run (the baseline always runs), for a quick look at a few; null: all. */
@@ -36,8 +38,8 @@ interface Settings {
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, client: 'autocannon', only: null }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, client: 'autocannon', only: null };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -60,6 +62,10 @@ function parseArgs(argv: string[]): Settings {
       case '--in-process':
         settings.inProcess = true;
         break;
+      case '--traced':
+        if (!(value >= 0 && value <= 1)) throw new Error('--traced takes a sampling ratio from 0 to 1');
+        settings.tracedRatio = value;
+        break;
       case '--only':
         settings.only = argv[i + 1]!.split(',');
         break;
@@ -71,7 +77,7 @@ function parseArgs(argv: string[]): Settings {
       case '--quick':
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -81,6 +87,10 @@ const BASELINE = 'bare-http-proxy';
 /** The reference proxy, when nginx is installed: one worker, and two against WORKERS=2. */
 const NGINX = 'nginx-1-worker';
 const NGINX_2 = 'nginx-2-workers';
+/** Tracing on against the same gateway off (gateway-redis-undici): the cost of CONTRACT §10. */
+const TRACING_OFF = 'gateway-redis-undici';
+const TRACED_ALL = 'gateway-redis-undici-traced-100';
+const TRACED_SOME = 'gateway-redis-undici-traced-001';
 /** The forwarder the gateway uses unless upstream.forwarder says otherwise (config/default.yaml). */
 const repoRoot = path.resolve(__dirname, '..', ...(path.extname(__filename) === '.ts' ? [] : ['..']));
 
@@ -261,7 +271,12 @@ interface Fixture {
   redisStats: RedisCommandStats;
   upstream: BenchChild;
   spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]): Promise<BenchChild>;
-  gateway(name: string, forwarder: 'undici' | 'http-proxy', withRedis: boolean, options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[] }): Promise<BenchChild>;
+  gateway(
+    name: string,
+    forwarder: 'undici' | 'http-proxy',
+    withRedis: boolean,
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number } },
+  ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
 }
@@ -293,6 +308,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         configDir: path.join(repoRoot, 'config'),
         banThreshold: options.banThreshold,
         minuteWindow: options.minuteWindow,
+        tracing: options.tracing,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
     };
@@ -312,7 +328,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const { upstream, spawn, gateway, children, redisStats } = fixture;
   const redisPid = fixture.redis.pid;
   const maxSockets = 256;
-  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, redisSliding, memorySliding] = await Promise.all([
+  const otlpSink = await spawn('otlp-sink', 'otlp-sink', {});
+  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, redisSliding, memorySliding, tracedAll, tracedSome] = await Promise.all([
     spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
     spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
     gateway('gateway-memory-http-proxy', 'http-proxy', false),
@@ -322,6 +339,9 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
     gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
     gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
+    // Tracing on (README "Tracing"): every request a root span sampled at the ratio, exported to a sink that discards.
+    gateway('gateway-redis-undici-traced-100', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
+    gateway('gateway-redis-undici-traced-001', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
   ]);
   const variants: Variant[] = [
     { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
@@ -337,6 +357,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     { id: 'gateway-memory-undici-sliding', label: 'gateway, in-process store, undici, sliding minute', child: memorySliding!, key: 'admitted', expectedStatus: 200, usesRedis: false },
     { id: 'refused-429-limited', label: '429 rate_limited (Redis, undici)', child: redisNeverBans!, key: 'limited', expectedStatus: 429, usesRedis: true },
     { id: 'refused-429-banned', label: '429 temporarily_banned (Redis, undici)', child: redisUndici!, key: 'banned', expectedStatus: 429, usesRedis: true },
+    { id: TRACED_ALL, label: 'gateway, Redis, undici, traced, ratio 1.0', child: tracedAll!, key: 'admitted', expectedStatus: 200, usesRedis: true },
+    { id: TRACED_SOME, label: 'gateway, Redis, undici, traced, ratio 0.01', child: tracedSome!, key: 'admitted', expectedStatus: 200, usesRedis: true },
   ];
   // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
   const workers = await startGatewayProcess('gateway-redis-undici-2-workers', {
@@ -409,15 +431,33 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     soak: readSoak(),
   };
   printTable(report);
+  printTracingCost(summaries);
   const written = writeReport(report, path.join(repoRoot, 'bench', 'results'));
   process.stdout.write(`\nwrote ${written.map((f) => path.relative(repoRoot, f)).join(', ')}\n`);
+}
+
+/** Tracing's cost as the README states it: each traced row against the same gateway with tracing off. */
+function printTracingCost(summaries: VariantSummary[]): void {
+  const off = summaries.find((s) => s.id === TRACING_OFF);
+  if (!off) return;
+  for (const id of [TRACED_ALL, TRACED_SOME]) {
+    const traced = summaries.find((s) => s.id === id);
+    if (!traced) continue;
+    const change = (traced.requestsPerSecond / off.requestsPerSecond - 1) * 100;
+    const cpu = traced.serverCpuMicrosPerRequest - off.serverCpuMicrosPerRequest;
+    process.stdout.write(
+      `${traced.label}: ${change >= 0 ? '+' : ''}${change.toFixed(1)} % req/s, ${cpu >= 0 ? '+' : ''}${cpu.toFixed(1)} µs CPU per request, ` +
+        `p50 ${traced.p50Ms.toFixed(2)} ms vs ${off.p50Ms.toFixed(2)} ms against tracing off\n`,
+    );
+  }
 }
 
 /** The gateway alone under load with --cpu-prof; prints where its time goes. */
 async function profileGateway(settings: Settings, fixture: Fixture, forwarder: 'undici' | 'http-proxy'): Promise<void> {
   const profileDir = path.join(fixture.workDir, 'profile');
   const store = settings.inProcess ? 'memory' : 'redis';
-  const child = await fixture.gateway(`gateway-${store}-${forwarder}-profiled`, forwarder, !settings.inProcess, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] });
+  const tracing = settings.tracedRatio === null ? undefined : { sinkUrl: (await fixture.spawn('otlp-sink', 'otlp-sink', {})).url, ratio: settings.tracedRatio };
+  const child = await fixture.gateway(`gateway-${store}-${forwarder}-profiled`, forwarder, !settings.inProcess, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], tracing });
   const url = `${child.url}/v1/pets`;
   const headers = { authorization: `Bearer ${child.details.admitted}` };
   process.stdout.write(`profiling the gateway (${store} store, ${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`);

@@ -1,6 +1,7 @@
 import type { Config } from './shared/config';
 import { exitAfterLogs, type Logger } from './shared/logger';
 import { nodeVersion } from './shared/supported-runtime';
+import { tracing } from './shared/telemetry';
 import type { RunningProduct } from './product';
 
 /** How long past server.shutdownTimeoutMs a stop may take before the process exits regardless. */
@@ -53,13 +54,17 @@ export function createStopper(close: () => Promise<void>, logger: Logger, shutdo
       logger.error({ shutdownTimeoutMs }, 'shutdown did not finish: exiting now');
       process.exit(1);
     }, shutdownTimeoutMs + SHUTDOWN_BACKSTOP_MARGIN_MS).unref();
-    close().then(
-      () => exitAfterLogs(logger, 0),
-      (err) => {
-        logger.error({ err }, 'shutdown failed');
-        exitAfterLogs(logger, 1);
-      },
-    );
+    // Spans still queued are exported before the exit (nothing to do when tracing is off), then the
+    // last log lines are written.
+    close()
+      .then(() => tracing()?.shutdown())
+      .then(
+        () => exitAfterLogs(logger, 0),
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          exitAfterLogs(logger, 1);
+        },
+      );
   };
 }
 

@@ -1,4 +1,5 @@
 import { nodeVersion } from './shared/supported-runtime';
+import './tracing';
 import cluster from 'node:cluster';
 import { loadConfig, ConfigError, type Config } from './shared/config';
 import { createLogger, type Logger } from './shared/logger';

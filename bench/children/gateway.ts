@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import { loadConfig } from '../../src/shared/config';
 import { createLogger } from '../../src/shared/logger';
 import { startProduct } from '../../src/product';
+import { startTracing } from '../../src/shared/telemetry';
 import { announceReady, childOptions } from '../processes';
 
 /**
@@ -22,6 +23,8 @@ interface GatewayChildOptions {
   banThreshold?: number;
   /** Config rateLimit.minuteWindow; the default (config) unless a row measures the other shape. */
   minuteWindow?: 'fixed' | 'sliding';
+  /** Tracing on, exporting OTLP/protobuf to this sink with sampler parentbased_traceidratio at `ratio`. */
+  tracing?: { sinkUrl: string; ratio: number };
 }
 
 // Every command a client of this process sends to Redis is a request and its reply: a round trip.
@@ -34,6 +37,18 @@ Redis.prototype.sendCommand = function countedSendCommand(this: Redis, ...args: 
 
 async function main(): Promise<void> {
   const options = childOptions<GatewayChildOptions>();
+  // Before the logger and the product exist, as src/main.ts starts it.
+  if (options.tracing) {
+    startTracing(
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: options.tracing.sinkUrl,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: String(options.tracing.ratio),
+      },
+      'animal-store-gateway',
+    );
+  }
   const env: Record<string, string> = {
     APP_ENV: 'development',
     SIGNING_SECRET: 'bench-signing-secret-that-is-long-enough-0123456789',

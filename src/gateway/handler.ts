@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, RequestListener, ServerRespo
 import type { Config, WindowLimits } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
+import { tracing, type GatewayRequestSpan } from '../shared/telemetry';
 import { sendError, type ErrorCode } from '../shared/errors';
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenSigner } from '../shared/upstream-token';
 import type { AddressLimiter, ConsumeOptions, FallbackKind, KeyDecision, KeyLimiter, WindowState } from '../limits/types';
@@ -80,6 +81,10 @@ interface RequestState {
   upstreamStartedAt: bigint | null;
   /** Time to the upstream's response headers, for the log line. */
   upstreamMs: number | null;
+  /** The request's SERVER span; null when tracing is off. */
+  span: GatewayRequestSpan | null;
+  /** The Error code the chain answered with itself, for the span. */
+  refusedWith: ErrorCode | null;
 }
 
 /** Why a step answered the request itself: the contract's Error code and message, and headers of its own. */
@@ -145,10 +150,13 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   const publicBase = config.server.publicBaseUrl ? new URL(config.server.publicBaseUrl) : null;
   const forwardedProto = publicBase ? publicBase.protocol.slice(0, -1) : 'http';
   const cors = config.cors.allowedOrigins.length > 0 ? createCorsPolicy(config.cors) : null;
+  // Chosen once: with tracing off every hook below is one null check.
+  const traces = tracing();
 
   return function handleRequest(req, res) {
     const state = startRequest(req, res);
-    serve(req, res, state).catch((err: unknown) => failInternally(res, state, err));
+    const served = state.span ? state.span.run(() => serve(req, res, state)) : serve(req, res, state);
+    served.catch((err: unknown) => failInternally(res, state, err));
   };
 
   /** The chain, top to bottom: the first step that refuses answers; a request nobody refuses is forwarded. */
@@ -163,7 +171,10 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
         ? await answerUsage(req, res, state)
         : ((await limitRate(res, state)) ?? routeRequest(req, state) ?? applyDeprecation(req, state)));
     if (refusal === ANSWERED) return;
-    if (refusal) return sendError(res, refusal.code, refusal.message, refusal.headers);
+    if (refusal) {
+      state.refusedWith = refusal.code;
+      return sendError(res, refusal.code, refusal.message, refusal.headers);
+    }
     await forward(req, res, state);
   }
 
@@ -191,8 +202,11 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       storeFallback: null,
       upstreamStartedAt: null,
       upstreamMs: null,
+      span: traces ? traces.startGatewayRequest(req) : null,
+      refusedWith: null,
     };
     res.once('finish', () => recordFinished(req, res, state));
+    if (state.span?.recording) res.once('close', () => endSpan(res, state));
     return state;
   }
 
@@ -248,11 +262,14 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       const presented = BEARER.exec(header)?.[1];
       let resolution: KeyResolution = { status: 'invalid' };
       if (presented) {
+        const lookup = state.span?.step('key lookup');
         try {
           resolution = await deps.keys.resolve(presented);
         } catch (err) {
+          lookup?.end(undefined, 'store_error');
           return storeFailed(err, state);
         }
+        lookup?.end({ 'asg.key.status': resolution.status });
       }
       if (resolution.status === 'valid') {
         state.keyId = resolution.record.id;
@@ -275,11 +292,14 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     }
     metrics.authFailures.inc({ reason: failure.reason });
     let decision;
+    const limiting = state.span?.step('rate limit');
     try {
       decision = await deps.addressLimiter.consume(state.clientAddress);
     } catch (err) {
+      limiting?.end(undefined, 'store_error');
       return storeFailed(err, state);
     }
+    limiting?.end({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': decision.allowed ? 'allowed' : 'limited' });
     if (decision.fallback) state.storeFallback = decision.fallback;
     setHeaders(res, anonymousRateLimitHeaders(decision.window, clock.now()));
     if (!decision.allowed) {
@@ -327,11 +347,14 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     // A key's own limits may shadow (or enforce) whatever its plan does.
     const shadow = record.limits?.shadow ?? shadowedPlans.has(record.plan);
     let decision;
+    const limiting = state.span?.step('rate limit');
     try {
       decision = await deps.keyLimiter.consume(record.id, limits, shadow ? SHADOW : undefined);
     } catch (err) {
+      limiting?.end(undefined, 'store_error');
       return storeFailed(err, state);
     }
+    limiting?.end({ 'asg.rate_limit.scope': 'key', 'asg.rate_limit.decision': decision.outcome, 'asg.plan': record.plan });
     if (decision.fallback) {
       state.storeFallback = decision.fallback;
       if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });
@@ -454,11 +477,18 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     // The forwarders send req.url and req.headers as they find them.
     req.headers = upstreamHeaders(req.headers, state, token);
     req.url = state.originForm;
+    // The inventory's traceparent names the forward span (with tracing off the client's passes untouched).
+    const forwarding = state.span?.step('forward');
+    if (forwarding) state.span!.propagate(req.headers, forwarding);
 
     state.upstreamStartedAt = process.hrtime.bigint();
     const abandon = deps.forwarder.forward(req, res, {
-      onResponse: (statusCode) => observeUpstream(req, state, statusCode),
+      onResponse: (statusCode) => {
+        forwarding?.end({ 'http.response.status_code': statusCode });
+        observeUpstream(req, state, statusCode);
+      },
       onFailure: (failure) => {
+        forwarding?.end(undefined, failure.reason);
         metrics.upstreamErrors.inc({ reason: failure.reason });
         logger.warn({ requestId: state.requestId, reason: failure.reason }, 'upstream failure');
         sendError(res, failure.code, failure.message);
@@ -524,9 +554,21 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
         clientAddress: state.clientAddress,
         rateLimit: state.rateLimitOutcome,
         storeFallback: state.storeFallback ?? undefined,
+        ...state.span?.logFields(),
       },
       'request',
     );
+  }
+
+  function endSpan(res: ServerResponse, state: RequestState): void {
+    state.span!.end({
+      statusCode: res.statusCode,
+      route: state.route?.template ?? UNMATCHED_ROUTE,
+      plan: state.plan,
+      clientAddress: state.clientAddress,
+      rateLimit: state.rateLimitOutcome,
+      refusal: state.refusedWith,
+    });
   }
 
   /** A bug, never a client's doing: logged in full, answered as the contract's 500 without details. */

@@ -1,10 +1,11 @@
-import express, { type Express } from 'express';
+import express, { type Express, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { errorHandler, sendError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
+import { tracing } from '../shared/telemetry';
 import type { UpstreamTokenVerifier } from '../shared/upstream-token';
 import { logInternalErrors, methodNotAllowed, notFound, requestId, requireGatewayToken } from './middleware';
-import { createInventoryMetrics, type InventoryMetrics } from './metrics';
+import { createInventoryMetrics, UNMATCHED_ROUTE, type InventoryMetrics } from './metrics';
 import type { PetRepository } from './pet-repository';
 import { createPetsRouter, PETS_ROUTE_PATHS } from './pets-routes';
 import { labelRoutes, observeRequests } from './request-observer';
@@ -46,6 +47,10 @@ export function createInventoryApp({
   // GET /v1/pets reads its own query string (parseListQuery) so repeated and bracketed keys are seen.
   app.set('query parser', false);
 
+  // First, so that everything after it (the log line included) runs inside the request's span; on
+  // the API only, so that probes and scrapes make no traces.
+  const traces = tracing();
+  if (traces) app.use(BASE_PATH, traces.inventoryMiddleware((res) => (res as Response).locals.inventory?.route ?? UNMATCHED_ROUTE));
   app.use(requestId);
   app.use(observeRequests({ metrics, logger }));
   app.use(labelRoutes([...PROBE_PATHS, ...PETS_ROUTE_PATHS.map((path) => BASE_PATH + path)]));

@@ -1,4 +1,6 @@
 import { nodeVersion } from '../shared/supported-runtime';
+import './tracing';
+import { tracing } from '../shared/telemetry';
 import { ConfigError, loadConfig, type Config } from '../shared/config';
 import { createLogger } from '../shared/logger';
 import { startInventory } from './server';
@@ -34,13 +36,16 @@ async function main(): Promise<void> {
     }
     stopping = true;
     logger.info({ signal }, 'inventory shutting down');
-    inventory.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'inventory did not close cleanly');
-        process.exit(1);
-      },
-    );
+    inventory
+      .close()
+      .then(() => tracing()?.shutdown())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'inventory did not close cleanly');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);

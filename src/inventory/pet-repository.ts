@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Clock } from '../shared/clock';
+import { tracing } from '../shared/telemetry';
 import type { InventoryMetrics, SqliteStatement } from './metrics';
 import type { NewPet, Pet, PetStatus } from './pet';
 
@@ -37,6 +38,8 @@ export class SqlitePetRepository implements PetRepository {
   private readonly selectPage: Database.Statement<[number, number], Pet>;
   private readonly selectPageByStatus: Database.Statement<[PetStatus, number, number], Pet>;
   private readonly selectOne: Database.Statement<[], { ok: number }>;
+  /** With tracing on, each statement is a span under the request's (null: off). */
+  private readonly traces = tracing();
 
   constructor(
     private readonly db: Database.Database,
@@ -87,6 +90,10 @@ export class SqlitePetRepository implements PetRepository {
    * around the call measure exactly the statement.
    */
   private timed<T>(statement: SqliteStatement, run: () => T): T {
+    return this.traces ? this.traces.sqliteStatement(statement, () => this.measured(statement, run)) : this.measured(statement, run);
+  }
+
+  private measured<T>(statement: SqliteStatement, run: () => T): T {
     if (!this.metrics) return run();
     const startedAt = process.hrtime.bigint();
     try {

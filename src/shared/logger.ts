@@ -1,5 +1,6 @@
 import { types } from 'node:util';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { NO_TRACE_FIELDS, tracing } from './telemetry';
 
 export type { Logger };
 
@@ -30,6 +31,9 @@ const HAS_API_KEY_LOOKALIKE = new RegExp(API_KEY_LOOKALIKE.source);
 function scrubString(value: string): string {
   return value.includes('asg_') ? value.replace(API_KEY_LOOKALIKE, '[redacted-key]') : value;
 }
+
+/** Key-shaped text replaced, for strings that leave the process elsewhere than in a log line (span attributes). */
+export const scrubKeyLookalikes = scrubString;
 
 function isScrubbable(value: object): boolean {
   // Errors go to pino's serializer whole (isNativeError also catches errors from another realm).
@@ -78,8 +82,18 @@ function asynchronousStdout(): DestinationStream {
 }
 
 export function createLogger(level: string, destination: DestinationStream = asynchronousStdout()): Logger {
+  // With tracing on, a line written while a traced request runs carries its trace_id and span_id.
+  const traces = tracing();
   return pino(
     {
+      ...(traces
+        ? {
+            mixin: (mergeObject: object) => traces.logMixin(mergeObject),
+            // pino's own strategy copies every line into the mixin's object; most lines (unsampled
+            // requests, startup) get no ids, and those are written as they are.
+            mixinMergeStrategy: (mergeObject: object, mixinObject: object) => (mixinObject === NO_TRACE_FIELDS ? mergeObject : Object.assign(mixinObject, mergeObject)),
+          }
+        : {}),
       level,
       base: { service: 'animal-store-gateway' },
       redact: { paths: redactPaths, censor: '[redacted]' },

@@ -22,9 +22,9 @@ export interface MainProcess {
   waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
-/** `prefix`: a command to run the entry point under, e.g. `['taskset', '-c', '0']`. */
-export function startMain(env: Record<string, string>, { prefix = [] }: { prefix?: string[] } = {}): MainProcess {
-  const command = [...prefix, process.execPath, '-r', './test/support/ts-register.js', 'src/main.ts'];
+/** `prefix`: a command to run the entry point under, e.g. `['taskset', '-c', '0']`; `nodeArgs`: more options for node. */
+export function startMain(env: Record<string, string>, { prefix = [], nodeArgs = [] }: { prefix?: string[]; nodeArgs?: string[] } = {}): MainProcess {
+  const command = [...prefix, process.execPath, ...nodeArgs, '-r', './test/support/ts-register.js', 'src/main.ts'];
   const child = spawn(command[0]!, command.slice(1), {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { envBindings, loadConfig } from '../../../src/shared/config';
+import { readTracingSettings } from '../../../src/shared/telemetry-settings';
 
 // No Docker engine runs here, so the Dockerfile and docker-compose.yml are kept right by reading
 // them: everything they name must exist and agree with the config schema.
@@ -32,8 +33,17 @@ function sourceOf(distFile: string): string {
   return path.join(root, distFile.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts'));
 }
 
-/** Variables the processes read besides the config bindings. */
-const extraVariables = new Set(['NODE_ENV', 'HEALTHCHECK_URL', 'CONFIG_FILE']);
+/** Variables the processes read besides the config bindings (OTEL_*: the OpenTelemetry SDK's own, src/shared/telemetry-settings.ts). */
+const extraVariables = new Set([
+  'NODE_ENV',
+  'HEALTHCHECK_URL',
+  'CONFIG_FILE',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_RESOURCE_ATTRIBUTES',
+]);
 
 describe('Dockerfile', () => {
   const stages = instructions.filter((line) => line.startsWith('FROM '));
@@ -96,9 +106,9 @@ describe('Dockerfile', () => {
 describe('docker-compose.yml', () => {
   const services = compose.services;
 
-  it('has redis, both inventories, both gateways, prometheus and grafana', () => {
+  it('has redis, both inventories, both gateways, prometheus, grafana and jaeger', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['gateway', 'gateway-staging', 'grafana', 'inventory', 'inventory-staging', 'prometheus', 'redis'].sort(),
+      ['gateway', 'gateway-staging', 'grafana', 'inventory', 'inventory-staging', 'jaeger', 'prometheus', 'redis'].sort(),
     );
   });
 
@@ -108,6 +118,20 @@ describe('docker-compose.yml', () => {
       expect({ name, adminHost: service.environment!.ADMIN_HOST }).toEqual({ name, adminHost: '0.0.0.0' });
       const adminMapping = service.ports!.find((p) => p.endsWith(`:${service.environment!.ADMIN_PORT}`))!;
       expect(adminMapping.startsWith('127.0.0.1:')).toBe(true);
+      }
+    });
+
+  it('has every gateway and inventory export traces to jaeger on OTLP/HTTP, with settings the tracing starter accepts', () => {
+    const jaeger = services.jaeger!;
+    expect(jaeger.image).toMatch(/^jaegertracing\/jaeger:2\./);
+    // The UI on loopback only, as the admin ports; OTLP (4318) stays on the compose network.
+    expect(jaeger.ports).toEqual(['127.0.0.1:16686:16686']);
+    expect(read('docker-compose.yml')).toMatch(/http:\/\/127\.0\.0\.1:16686/);
+    for (const name of ['gateway', 'gateway-staging', 'inventory', 'inventory-staging']) {
+      const env = services[name]!.environment!;
+      expect({ name, endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT }).toEqual({ name, endpoint: 'http://jaeger:4318' });
+      expect({ name, problems: readTracingSettings(env).problems }).toEqual({ name, problems: [] });
+      expect(env.OTEL_RESOURCE_ATTRIBUTES).toBe(`deployment.environment.name=${env.APP_ENV}`);
     }
   });
 

@@ -1,0 +1,4 @@
+// Imported by src/inventory/main.ts before anything else of the inventory (see src/tracing.ts).
+import { startTracingOrExit } from '../shared/telemetry';
+
+startTracingOrExit('animal-store-inventory');

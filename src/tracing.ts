@@ -1,0 +1,5 @@
+// Imported by src/main.ts before anything else of the product: the SDK (when an OTLP endpoint is
+// set) is registered before the first logger, server or client exists.
+import { startTracingOrExit } from './shared/telemetry';
+
+startTracingOrExit('animal-store-gateway');
