@@ -26,6 +26,18 @@ const workerCount = z.union(
 const positiveInt = wholeNumber(1);
 const durationMs = wholeNumber(1, 3_600_000);
 const instant = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 instant with a time zone, e.g. 2030-12-05T00:00:00Z' });
+/** A file read once at startup (a certificate, a key): it must exist and be readable now. */
+const readableFile = z.string().min(1).refine(
+  (file) => {
+    try {
+      fs.accessSync(file, fs.constants.R_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  },
+  { error: 'must name a readable file' },
+);
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 export const windowLimitsSchema = z.strictObject({ perMinute: positiveInt, perDay: positiveInt });
@@ -103,6 +115,19 @@ export const configSchema = z
     redis: z.strictObject({
       url: z.string().regex(/^rediss?:\/\//, 'must look like redis://host:port/db').nullable(),
       clusterNodes: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
+      /** REDIS_SENTINELS: find the primary through these sentinels instead of REDIS_URL. */
+      sentinels: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
+      /** REDIS_SENTINEL_NAME: the primary's name as the sentinels know it. */
+      sentinelName: z.string().min(1),
+      /** REDIS_SENTINEL_PASSWORD (or _FILE): the sentinels' own password, if they require one. */
+      sentinelPassword: z.string().min(1).nullable(),
+      tls: z.strictObject({
+        /** REDIS_TLS_CA_FILE: PEM bundle that verifies the server's certificate; null: the system's CAs. */
+        caFile: readableFile.nullable(),
+        /** REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE: a client certificate, for mutual TLS. */
+        certFile: readableFile.nullable(),
+        keyFile: readableFile.nullable(),
+      }),
       /** Prefix of every Redis key and channel, so staging and production can share one Redis. */
       namespace: z.string().regex(/^[A-Za-z0-9:_-]+$/, 'must be letters, digits, ":", "_" or "-", e.g. asg:prod'),
       commandTimeoutMs: durationMs,
@@ -150,17 +175,28 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
       }
     }
+    const redisSources = [c.redis.url !== null, c.redis.clusterNodes.length > 0, c.redis.sentinels.length > 0].filter(Boolean).length;
+    if (redisSources > 1) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS' });
+    }
+    if ((c.redis.tls.certFile === null) !== (c.redis.tls.keyFile === null)) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'tls', c.redis.tls.certFile === null ? 'certFile' : 'keyFile'], message: 'a client certificate needs both REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE' });
+    }
+    const tlsFileSet = c.redis.tls.caFile !== null || c.redis.tls.certFile !== null;
+    if (tlsFileSet && c.redis.url !== null && c.redis.url.startsWith('redis://')) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'REDIS_TLS_* settings need a rediss:// URL (TLS); redis:// is plain TCP' });
+    }
     if (c.redis.password !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]*:[^/@]*@/.test(c.redis.url)) {
       ctx.addIssue({ code: 'custom', path: ['redis', 'password'], message: 'REDIS_URL holds a password too; give it in one place' });
     }
     if (c.server.headersTimeoutMs > c.server.requestTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: 'must not be longer than server.requestTimeoutMs (node:http requires it)' });
     }
-    if (c.workers !== 1 && c.redis.url === null && c.redis.clusterNodes.length === 0) {
+    if (c.workers !== 1 && c.redis.url === null && c.redis.clusterNodes.length === 0 && c.redis.sentinels.length === 0) {
       ctx.addIssue({
         code: 'custom',
         path: ['workers'],
-        message: 'more than one worker needs a shared store: set REDIS_URL or REDIS_CLUSTER_NODES (workers on the in-process store would each keep their own limits and keys)',
+        message: 'more than one worker needs a shared store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (workers on the in-process store would each keep their own limits and keys)',
       });
     }
     for (const [i, d] of c.deprecations.entries()) {
@@ -197,6 +233,12 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'REDIS_URL', path: ['redis', 'url'] },
   { variable: 'REDIS_CLUSTER_NODES', path: ['redis', 'clusterNodes'], list: true },
   { variable: 'REDIS_PASSWORD', path: ['redis', 'password'] },
+  { variable: 'REDIS_SENTINELS', path: ['redis', 'sentinels'], list: true },
+  { variable: 'REDIS_SENTINEL_NAME', path: ['redis', 'sentinelName'] },
+  { variable: 'REDIS_SENTINEL_PASSWORD', path: ['redis', 'sentinelPassword'] },
+  { variable: 'REDIS_TLS_CA_FILE', path: ['redis', 'tls', 'caFile'] },
+  { variable: 'REDIS_TLS_CERT_FILE', path: ['redis', 'tls', 'certFile'] },
+  { variable: 'REDIS_TLS_KEY_FILE', path: ['redis', 'tls', 'keyFile'] },
   { variable: 'ADMIN_TOKEN', path: ['admin', 'token'] },
   { variable: 'SIGNING_SECRET', path: ['signing', 'secret'] },
   { variable: 'SIGNING_PREVIOUS_SECRETS', path: ['signing', 'previousSecrets'], list: true },

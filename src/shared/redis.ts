@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
 import Redis, { Cluster, type RedisOptions } from 'ioredis';
 
 /** A single Redis or a Redis Cluster; everything above this module talks to either alike. */
@@ -9,10 +11,32 @@ export interface RedisSettings {
   commandTimeoutMs: number;
   /** Overrides nothing: config refuses a password in both REDIS_URL and REDIS_PASSWORD. */
   password?: string | null;
+  sentinels?: string[];
+  sentinelName?: string;
+  sentinelPassword?: string | null;
+  tls?: { caFile: string | null; certFile: string | null; keyFile: string | null };
 }
 
 export function redisConfigured(settings: RedisSettings): boolean {
-  return settings.url !== null || settings.clusterNodes.length > 0;
+  return settings.url !== null || settings.clusterNodes.length > 0 || (settings.sentinels?.length ?? 0) > 0;
+}
+
+/**
+ * TLS options from REDIS_TLS_*, read once (at startup, when the client is made), or null when none
+ * is set. Verification is always on: a certificate the CA does not vouch for stops the connection.
+ */
+function tlsFromFiles(settings: RedisSettings): ConnectionOptions | null {
+  const files = settings.tls;
+  if (!files || (files.caFile === null && files.certFile === null)) return null;
+  return {
+    ...(files.caFile ? { ca: fs.readFileSync(files.caFile) } : {}),
+    ...(files.certFile && files.keyFile ? { cert: fs.readFileSync(files.certFile), key: fs.readFileSync(files.keyFile) } : {}),
+  };
+}
+
+function hostAndPort(node: string): { host: string; port: number } {
+  const [host, port] = node.split(':');
+  return { host: host!, port: Number(port) };
 }
 
 /**
@@ -36,27 +60,55 @@ function baseOptions(settings: RedisSettings): RedisOptions {
   };
 }
 
+/** TLS for a single server's or a Cluster's connections: REDIS_TLS_* files, or rediss:// alone (system CAs). */
+function withTls(options: RedisOptions, settings: RedisSettings): RedisOptions {
+  const tls = tlsFromFiles(settings);
+  return tls ? { ...options, tls } : options;
+}
+
 /**
  * Creates and connects a client; rejects if Redis does not answer within `connectTimeoutMs`. On a
  * Cluster that includes a connection to every master, so no request pays for one.
  */
 export async function connectRedis(settings: RedisSettings, connectTimeoutMs = 5000): Promise<RedisClient> {
   const client = createRedisClient(settings);
-  await waitUntilReady(client, connectTimeoutMs, true);
+  try {
+    await waitUntilReady(client, connectTimeoutMs, true);
+  } catch (err) {
+    // A TLS server that requires client certificates resets a client without one during the handshake.
+    const usesTls = settings.url?.startsWith('rediss://') === true || tlsFromFiles(settings) !== null;
+    if (usesTls && !settings.tls?.certFile && /\(ECONNRESET\)/.test((err as Error).message)) {
+      throw new Error('Redis closed the TLS connection during the handshake (ECONNRESET); if it requires client certificates, set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE');
+    }
+    throw err;
+  }
   return client;
 }
 
 export function createRedisClient(settings: RedisSettings): RedisClient {
-  if (settings.clusterNodes.length > 0) {
-    const nodes = settings.clusterNodes.map((node) => {
-      const [host, port] = node.split(':');
-      return { host: host!, port: Number(port) };
+  const sentinels = settings.sentinels ?? [];
+  if (sentinels.length > 0) {
+    const tls = tlsFromFiles(settings);
+    // The TLS and ACL settings are the data nodes' (CONTRACT §2); the sentinels speak plain TCP
+    // unless the same files are meant for them too, which is the common case for managed setups.
+    return new Redis({
+      ...baseOptions(settings),
+      sentinels: sentinels.map(hostAndPort),
+      name: settings.sentinelName ?? 'mymaster',
+      ...(settings.sentinelPassword ? { sentinelPassword: settings.sentinelPassword } : {}),
+      ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+      // A failover: ask the sentinels again at once rather than wait out the backoff.
+      sentinelRetryStrategy: (attempt) => Math.min(50 * attempt, 500),
+      failoverDetector: true,
     });
+  }
+  if (settings.clusterNodes.length > 0) {
+    const nodes = settings.clusterNodes.map(hostAndPort);
     return new Cluster(nodes, {
       // No auto-pipelining on a Cluster: under concurrent traffic ioredis 6's Cluster auto-pipeline
       // lost scripts defined meanwhile ("pipeline[functionName] is not a function") and failed
       // whole batches ("results[i] is not iterable") in our cluster suite.
-      redisOptions: { ...baseOptions(settings), enableAutoPipelining: false },
+      redisOptions: { ...withTls(baseOptions(settings), settings), enableAutoPipelining: false },
       enableOfflineQueue: false,
       lazyConnect: true,
       enableAutoPipelining: false,
@@ -64,7 +116,7 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
     });
   }
   if (!settings.url) throw new Error('createRedisClient needs a url or cluster nodes');
-  return new Redis(settings.url, baseOptions(settings));
+  return new Redis(settings.url, withTls(baseOptions(settings), settings));
 }
 
 /** Reconnect attempts of a Cluster subscriber before it ends and its owner opens one on another node. */
@@ -133,27 +185,57 @@ async function connectMasters(cluster: Cluster): Promise<void> {
   );
 }
 
+/** Connection failures that no retry will fix: the line says which setting to look at. */
+function permanentFailure(err: Error): string | null {
+  const code = (err as NodeJS.ErrnoException).code ?? '';
+  const message = err.message ?? '';
+  if (message.startsWith('WRONGPASS')) return 'Redis refused the user or password (WRONGPASS); check the user in REDIS_URL and REDIS_PASSWORD';
+  if (message.startsWith('NOAUTH')) return 'Redis needs a password (NOAUTH); set REDIS_PASSWORD (or REDIS_PASSWORD_FILE)';
+  if (message.startsWith('NOPERM')) return `the Redis user may not run a command the gateway needs (${message.split('\n')[0]}); see the README's Redis ACL`;
+  if (code.includes('CERTIFICATE_REQUIRED')) return `Redis requires a client certificate (${code}); set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `Redis's TLS certificate does not name the host in REDIS_URL (${code})`;
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code)) return `Redis's TLS certificate failed verification (${code}); check REDIS_TLS_CA_FILE`;
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || /wrong version number/i.test(message)) return 'Redis does not speak TLS on that port; check REDIS_URL (rediss:// needs a TLS port)';
+  return null;
+}
+
 async function waitUntilReady(client: RedisClient, timeoutMs: number, allMasters = false): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   // Without a listener ioredis prints "Unhandled error event" with a stack; keep the cause for the one-line message.
   let lastError: Error | null = null;
+  let refuse: (reason: Error) => void = () => {};
+  const refused = new Promise<never>((_, reject) => {
+    refuse = reject;
+  });
   const remember = (err: Error) => {
     lastError = err;
+    // A wrong password or certificate will not get better by retrying: stop startup at once.
+    const line = permanentFailure(err);
+    if (line) refuse(new Error(line));
   };
   client.on('error', remember);
   try {
     await Promise.race([
       client.connect().then(() => (allMasters && client instanceof Cluster ? connectMasters(client) : undefined)),
+      refused,
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
   } catch (err) {
     client.disconnect();
+    const line = permanentFailure(err as Error) ?? (lastError ? permanentFailure(lastError) : null);
+    if (line) throw new Error(line);
+    if ((err as Error).message && refusedLine(err as Error)) throw err;
     const cause = (lastError as NodeJS.ErrnoException | null)?.code ?? (lastError ?? (err as Error)).message;
-    throw new Error(`Redis is unreachable (${cause}); check REDIS_URL or REDIS_CLUSTER_NODES`);
+    throw new Error(`Redis is unreachable (${cause}); check REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS`);
   } finally {
     clearTimeout(timer);
     client.off('error', remember);
   }
+}
+
+/** Whether `err` is already one of permanentFailure's lines. */
+function refusedLine(err: Error): boolean {
+  return /^(Redis refused|Redis needs|the Redis user|Redis's TLS|Redis does not speak|Redis requires)/.test(err.message);
 }

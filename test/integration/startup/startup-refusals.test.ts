@@ -90,12 +90,12 @@ const refusals: Array<[string, () => Record<string, string>, string | RegExp]> =
   [
     'WORKERS=2 without Redis',
     () => ({ WORKERS: '2' }),
-    'invalid setting WORKERS (workers): more than one worker needs a shared store: set REDIS_URL or REDIS_CLUSTER_NODES (workers on the in-process store would each keep their own limits and keys)',
+    'invalid setting WORKERS (workers): more than one worker needs a shared store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (workers on the in-process store would each keep their own limits and keys)',
   ],
   [
     'WORKERS=auto without Redis',
     () => ({ WORKERS: 'auto' }),
-    'invalid setting WORKERS (workers): more than one worker needs a shared store: set REDIS_URL or REDIS_CLUSTER_NODES (workers on the in-process store would each keep their own limits and keys)',
+    'invalid setting WORKERS (workers): more than one worker needs a shared store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (workers on the in-process store would each keep their own limits and keys)',
   ],
 ];
 
@@ -182,5 +182,5 @@ test('an unreachable Redis stops startup with one line naming REDIS_URL and no s
   expect(code).not.toBe(0);
   expect(code).not.toBeNull();
   const lines = stderr.trimEnd().split('\n');
-  expect(lines).toEqual(['animal-store-gateway: cannot start: Redis is unreachable (ECONNREFUSED); check REDIS_URL or REDIS_CLUSTER_NODES']);
+  expect(lines).toEqual(['animal-store-gateway: cannot start: Redis is unreachable (ECONNREFUSED); check REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS']);
 });

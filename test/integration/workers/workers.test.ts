@@ -204,7 +204,7 @@ test('a start that fails in every worker (Redis unreachable) prints one line, no
   const main = startMain(env);
   started.push(main);
   expect(await main.exited).toBe(1);
-  expect(main.stderr().trimEnd().split('\n')).toEqual(['animal-store-gateway: cannot start: Redis is unreachable (ECONNREFUSED); check REDIS_URL or REDIS_CLUSTER_NODES']);
+  expect(main.stderr().trimEnd().split('\n')).toEqual(['animal-store-gateway: cannot start: Redis is unreachable (ECONNREFUSED); check REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS']);
 });
 
 describe('WORKERS=auto follows the CPUs this process may use', () => {
