@@ -22,6 +22,8 @@ import { answerUnparsableRequest } from './gateway/unparsable-request';
 import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
 import { buildDeprecationReport } from './gateway/deprecation-report';
 import { createAdminApp, type MetricsSource, type ReadinessCheck } from './admin/app';
+import { MemoryAuditLog, RedisAuditLog } from './admin/audit-log';
+import { KeyActivityRecorder, MemoryKeyActivityStore, RedisKeyActivityStore } from './keys/key-activity';
 
 export interface StartOptions {
   logger: Logger;
@@ -158,6 +160,15 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     );
     cleanups.push(() => deprecationUsage.close());
 
+    const keyActivity = new KeyActivityRecorder(
+      redis ? new RedisKeyActivityStore(redis, config.redis.namespace) : new MemoryKeyActivityStore(),
+      clock,
+      undefined,
+      (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'),
+    );
+    cleanups.push(() => keyActivity.close());
+    const auditLog = redis ? new RedisAuditLog(redis, config.redis.namespace) : new MemoryAuditLog();
+
     const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
     const signer = new UpstreamTokenSigner({ ...config.signing, secret }, clock);
     const forwarder = createForwarder(config.upstream.forwarder, {
@@ -178,6 +189,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       logger,
       clock,
       deprecationUsage,
+      keyActivity,
     });
     const gatewayServer = createBoundedServer(config.server, handleGatewayRequest);
     gatewayServer.on('clientError', answerUnparsableRequest({ metrics, logger }));
@@ -207,6 +219,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       clock,
       keys,
       keyLimiter: limiters.keys,
+      keyActivity,
+      auditLog,
       metrics: metricsSourceOf(
         // The embedded inventory's metrics (inventory_*) are served beside the gateway's.
         inventory ? Registry.merge([metrics.registry, inventory.metrics]) : metrics.registry,

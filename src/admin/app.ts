@@ -8,6 +8,7 @@ import { FAILED_TOKEN_DELAY_MS, FailedTokenLimiter } from './failed-tokens';
 import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, WindowLimits } from '../limits/types';
 import type { DeprecationReport } from '../gateway/deprecation-report';
+import type { AuditAction, AuditLog } from './audit-log';
 
 /** What the admin API needs from the key service. */
 export interface KeyAdministration {
@@ -16,7 +17,15 @@ export interface KeyAdministration {
   list(): Promise<ApiKeyRecord[]>;
   update(id: string, patch: KeyPatch): Promise<ApiKeyRecord | null>;
   revoke(id: string): Promise<ApiKeyRecord | null>;
+  /** Null for an unknown id; throws ApiError('conflict') for a revoked key. */
+  rotate(id: string, graceSeconds?: number): Promise<{ key: string; record: ApiKeyRecord } | null>;
   effectiveLimits(record: ApiKeyRecord): WindowLimits | null;
+}
+
+/** Each key's use, as counted off the request path (src/keys/key-activity.ts). */
+export interface KeyUsageHistory {
+  usage(keyId: string, days: number): Promise<{ keyId: string; days: Array<{ date: string; admitted: number; rateLimited: number; banned: number }> }>;
+  lastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;
 }
 
 /** What GET /metrics serves: this process's registry, or every worker's summed (src/workers). */
@@ -40,6 +49,8 @@ export interface AdminDependencies {
   clock?: Clock;
   keys: KeyAdministration;
   keyLimiter: KeyLimiter;
+  keyActivity: KeyUsageHistory;
+  auditLog: AuditLog;
   metrics: MetricsSource;
   readiness: ReadinessCheck[];
   /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
@@ -56,12 +67,26 @@ const createKeySchema = z.strictObject({
   name: z.string(),
   plan: z.string(),
   limits: limitsSchema.nullable().optional(),
+  expiresAt: z.string().nullable().optional(),
 });
 const updateKeySchema = z.strictObject({
   name: z.string().optional(),
   plan: z.string().optional(),
   limits: limitsSchema.nullable().optional(),
+  expiresAt: z.string().nullable().optional(),
 });
+const rotateKeySchema = z.strictObject({
+  graceSeconds: z.number().int().min(0).max(604_800).optional(),
+});
+
+/** An integer query parameter within bounds, its default when absent; else 400 invalid_parameter. */
+function intParameter(value: unknown, name: string, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !/^\d{1,6}$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ApiError('invalid_parameter', `${name} must be an integer from ${min} to ${max}.`);
+  }
+  return Number(value);
+}
 
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
@@ -86,7 +111,8 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   const { keys, logger } = deps;
   const failedTokens = new FailedTokenLimiter(deps.failedTokensPerMinute, deps.clock ?? systemClock);
 
-  function publicView(record: ApiKeyRecord) {
+  function publicView(record: ApiKeyRecord, lastUsed: Map<string, number>) {
+    const lastUsedAt = lastUsed.get(record.id);
     return {
       id: record.id,
       name: record.name,
@@ -94,7 +120,13 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
       limits: keys.effectiveLimits(record),
       createdAt: record.createdAt,
       revokedAt: record.revokedAt,
+      expiresAt: record.expiresAt,
+      lastUsedAt: lastUsedAt === undefined ? null : new Date(lastUsedAt).toISOString(),
     };
+  }
+
+  async function viewOf(record: ApiKeyRecord) {
+    return publicView(record, await deps.keyActivity.lastUsed([record.id]));
   }
 
   /**
@@ -140,8 +172,18 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     return record;
   }
 
-  function audit(req: Request, action: string, keyId: string): void {
+  /**
+   * The log line as before, and an entry in the shared trail. The write itself already happened, so a
+   * trail that cannot be reached is logged as an error rather than failing the answer.
+   */
+  async function audit(req: Request, action: AuditAction, keyId: string, details: Record<string, unknown> = {}): Promise<void> {
     logger.info({ audit: true, action, keyId, admin: req.socket.remoteAddress }, `admin ${action}`);
+    const at = new Date((deps.clock ?? systemClock).now()).toISOString();
+    try {
+      await deps.auditLog.append({ at, action, keyId, details });
+    } catch (err) {
+      logger.error({ err: (err as Error).message, action, keyId }, 'could not append to the audit trail');
+    }
   }
 
   const app = express();
@@ -189,12 +231,15 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   admin.post('/keys', requireJson, json, async (req, res) => {
     const input = parseBody(createKeySchema, req.body);
     const { key, record } = await keys.create(input);
-    audit(req, 'create', record.id);
-    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits: keys.effectiveLimits(record), createdAt: record.createdAt });
+    const limits = keys.effectiveLimits(record);
+    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt });
+    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt });
   });
 
   admin.get('/keys', async (_req, res) => {
-    res.json((await keys.list()).map(publicView));
+    const records = await keys.list();
+    const lastUsed = await deps.keyActivity.lastUsed(records.map((r) => r.id));
+    res.json(records.map((record) => publicView(record, lastUsed)));
   });
 
   admin.get('/keys/:id', async (req, res) => {
@@ -208,32 +253,59 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
       reset: Math.ceil(w.resetAt / 1000),
     });
     res.json({
-      ...publicView(record),
+      ...(await viewOf(record)),
       usage: { minute: windowView(usage.minute), day: windowView(usage.day) },
       bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
+      previousKeyExpiresAt: record.previousKeyExpiresAt,
     });
+  });
+
+  admin.get('/keys/:id/usage', async (req, res) => {
+    const days = intParameter(req.query.days, 'days', 1, 90, 30);
+    const record = await loadKey(req.params.id as string);
+    res.json(await deps.keyActivity.usage(record.id, days));
+  });
+
+  admin.post('/keys/:id/rotate', json, async (req, res) => {
+    // The body is optional ({graceSeconds} has a default); one that is sent must be JSON.
+    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    if (hasBody && !req.is('application/json')) throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
+    const { graceSeconds } = parseBody(rotateKeySchema, hasBody ? req.body : {});
+    const rotated = await keys.rotate(req.params.id as string, graceSeconds);
+    if (!rotated) throw new ApiError('not_found', `No key with id ${req.params.id}.`);
+    const { key, record } = rotated;
+    await audit(req, 'rotate', record.id, { graceSeconds: graceSeconds ?? null, previousKeyExpiresAt: record.previousKeyExpiresAt });
+    res.status(201).json({ ...(await viewOf(record)), key, previousKeyExpiresAt: record.previousKeyExpiresAt });
   });
 
   admin.patch('/keys/:id', requireJson, json, async (req, res) => {
     const patch = parseBody(updateKeySchema, req.body);
     const record = await keys.update(req.params.id as string, patch);
     if (!record) throw new ApiError('not_found', `No key with id ${req.params.id}.`);
-    audit(req, 'update', record.id);
-    res.json(publicView(record));
+    // What was asked for, as stored (an expiry normalised to UTC).
+    const details: Record<string, unknown> = {};
+    for (const field of Object.keys(patch) as Array<keyof typeof patch>) details[field] = record[field];
+    await audit(req, 'update', record.id, details);
+    res.json(await viewOf(record));
   });
 
   admin.delete('/keys/:id', async (req, res) => {
     const record = await keys.revoke(req.params.id as string);
     if (!record) throw new ApiError('not_found', `No key with id ${req.params.id}.`);
-    audit(req, 'revoke', record.id);
+    await audit(req, 'revoke', record.id, { revokedAt: record.revokedAt });
     res.status(204).end();
   });
 
   admin.delete('/keys/:id/ban', async (req, res) => {
     const record = await loadKey(req.params.id as string);
     await deps.keyLimiter.unban(record.id);
-    audit(req, 'unban', record.id);
+    await audit(req, 'unban', record.id);
     res.status(204).end();
+  });
+
+  admin.get('/audit', async (req, res) => {
+    const limit = intParameter(req.query.limit, 'limit', 1, 1000, 100);
+    res.json({ entries: await deps.auditLog.recent(limit) });
   });
 
   admin.get('/deprecations', async (_req, res) => {

@@ -22,7 +22,7 @@ export class AdminClient {
     }
   }
 
-  createKey(body: { name: string; plan: string; limits?: { perMinute: number; perDay: number } }) {
+  createKey(body: { name: string; plan: string; limits?: { perMinute: number; perDay: number }; expiresAt?: string }) {
     return this.request('POST', '/admin/keys', body);
   }
   listKeys() {
@@ -39,6 +39,15 @@ export class AdminClient {
   }
   liftBan(id: string) {
     return this.request('DELETE', `/admin/keys/${encodeURIComponent(id)}/ban`);
+  }
+  rotateKey(id: string, body: { graceSeconds?: number }) {
+    return this.request('POST', `/admin/keys/${encodeURIComponent(id)}/rotate`, body);
+  }
+  keyUsage(id: string, days?: number) {
+    return this.request('GET', `/admin/keys/${encodeURIComponent(id)}/usage${days === undefined ? '' : `?days=${days}`}`);
+  }
+  audit(limit?: number) {
+    return this.request('GET', `/admin/audit${limit === undefined ? '' : `?limit=${limit}`}`);
   }
 
   private async request(method: string, path: string, body?: unknown): Promise<any> {

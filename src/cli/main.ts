@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminClient, AdminRequestError } from './admin-client';
-import { formatKey, formatKeyTable } from './format';
+import { formatAudit, formatKey, formatKeyTable, formatUsage } from './format';
+import { parseDurationSeconds } from './duration';
 
 interface Command {
   summary: string;
@@ -31,17 +32,42 @@ function limitsFrom(values: Record<string, string | boolean | undefined>): { per
 
 class UsageError extends Error {}
 
+function durationOf(flag: string, value: string | boolean | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = typeof value === 'string' ? parseDurationSeconds(value) : null;
+  if (seconds === null) throw new UsageError(`--${flag} needs a duration such as 90s, 15m, 12h, 30d or 2w`);
+  return seconds;
+}
+
+/** `--expires-in 30d` (from now) or `--expires-at <RFC 3339 instant>`; the admin API checks the instant. */
+function expiryFrom(values: Record<string, string | boolean | undefined>): string | undefined {
+  const inSeconds = durationOf('expires-in', values['expires-in']);
+  const at = values['expires-at'];
+  if (inSeconds !== undefined && at !== undefined) throw new UsageError('give --expires-in or --expires-at, not both');
+  if (inSeconds !== undefined) return new Date(Date.now() + inSeconds * 1000).toISOString();
+  return typeof at === 'string' ? at : undefined;
+}
+
+function positiveInt(flag: string, value: string | boolean | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^[1-9]\d{0,5}$/.test(value)) throw new UsageError(`--${flag} needs a positive whole number`);
+  return Number(value);
+}
+
+const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at': { type: 'string' as const } };
+
 const commands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N] [--json]',
-    options: { name: { type: 'string' }, plan: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, ...jsonOption },
+    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N] [--expires-in 30d | --expires-at INSTANT] [--json]',
+    options: { name: { type: 'string' }, plan: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, ...expiryOptions, ...jsonOption },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
       if (typeof values.plan !== 'string') throw new UsageError('--plan is required');
       const limits = limitsFrom(values);
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}) });
+      const expiresAt = expiryFrom(values);
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}) });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -65,14 +91,16 @@ const commands: Record<string, Command> = {
     render: (result) => formatKey(result as Record<string, unknown>),
   },
   update: {
-    summary: 'change a key\'s name, plan or limits',
-    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N | --clear-limits] [--json]',
+    summary: 'change a key\'s name, plan, limits or expiry',
+    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--json]',
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
       'per-minute': { type: 'string' },
       'per-day': { type: 'string' },
       'clear-limits': { type: 'boolean' },
+      ...expiryOptions,
+      'no-expiry': { type: 'boolean' },
       ...jsonOption,
     },
     positionals: ['ID'],
@@ -84,7 +112,11 @@ const commands: Record<string, Command> = {
       if (limits && values['clear-limits']) throw new UsageError('--clear-limits cannot go with --per-minute/--per-day');
       if (limits) patch.limits = limits;
       if (values['clear-limits']) patch.limits = null;
-      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits or --clear-limits');
+      const expiresAt = expiryFrom(values);
+      if (expiresAt !== undefined && values['no-expiry']) throw new UsageError('--no-expiry cannot go with --expires-in/--expires-at');
+      if (expiresAt !== undefined) patch.expiresAt = expiresAt;
+      if (values['no-expiry']) patch.expiresAt = null;
+      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits or an expiry');
       return client.updateKey(id!, patch);
     },
     render: (result) => formatKey(result as Record<string, unknown>),
@@ -110,6 +142,36 @@ const commands: Record<string, Command> = {
       return { id, unbanned: true };
     },
     render: (result) => `ban lifted for ${(result as { id: string }).id}`,
+  },
+  rotate: {
+    summary: 'give a key a new secret; the old one works for the grace period (default 1d)',
+    usage: 'rotate ID [--grace 1d] [--json]',
+    options: { grace: { type: 'string' }, ...jsonOption },
+    positionals: ['ID'],
+    run: (client, values, [id]) => {
+      const graceSeconds = durationOf('grace', values.grace);
+      return client.rotateKey(id!, graceSeconds === undefined ? {} : { graceSeconds });
+    },
+    render: (result) => {
+      const rotated = result as { key: string; previousKeyExpiresAt: string } & Record<string, unknown>;
+      return `${formatKey(rotated)}\nold secret works until ${rotated.previousKeyExpiresAt}\n\nnew key (shown once, store it now):\n  ${rotated.key}`;
+    },
+  },
+  usage: {
+    summary: 'daily usage of a key (UTC days): admitted, rate-limited, banned',
+    usage: 'usage ID [--days N] [--json]',
+    options: { days: { type: 'string' }, ...jsonOption },
+    positionals: ['ID'],
+    run: (client, values, [id]) => client.keyUsage(id!, positiveInt('days', values.days)),
+    render: (result) => formatUsage(result as Parameters<typeof formatUsage>[0]),
+  },
+  audit: {
+    summary: 'the audit trail of admin writes, newest first',
+    usage: 'audit [--limit N] [--json]',
+    options: { limit: { type: 'string' }, ...jsonOption },
+    positionals: [],
+    run: (client, values) => client.audit(positiveInt('limit', values.limit)),
+    render: (result) => formatAudit((result as { entries: Parameters<typeof formatAudit>[0] }).entries),
   },
 };
 

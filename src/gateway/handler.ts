@@ -36,7 +36,12 @@ export interface GatewayDependencies {
   clock: Clock;
   /** Remembers which keys call deprecated operations (GET /admin/deprecations); off the request path. */
   deprecationUsage?: { record(routeId: string, keyId: string): void };
+  /** Counts each key's admitted, rate-limited and banned requests and its last use; off the request path. */
+  keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
 }
+
+/** The limiter's outcomes that a key's usage history counts. */
+const USAGE_OUTCOMES = { allowed: 'admitted', limited: 'rateLimited', banned: 'banned' } as const;
 
 /** Share of a window after which an admitted request counts in gateway_ratelimit_near_limit_total. */
 const NEAR_LIMIT_SHARE = 0.8;
@@ -203,7 +208,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   }
 
   /**
-   * Step 2: who is calling. A known key that may no longer be used (revoked) gets its own 401 every
+   * Step 2: who is calling. A known key that may no longer be used (revoked, expired) gets its own 401 every
    * time, so its holder learns why; requests without a key, or with one we do not know, count
    * against their address's anonymous limit first (CONTRACT §4).
    */
@@ -232,11 +237,13 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
         state.apiKey = resolution.record;
         return null;
       }
-      if (resolution.status === 'revoked') {
-        const message = 'This API key has been revoked.';
-        metrics.authFailures.inc({ reason: 'revoked' });
+      if (resolution.status === 'revoked' || resolution.status === 'expired') {
+        const revoked = resolution.status === 'revoked';
+        const message = revoked ? 'This API key has been revoked.' : 'This API key has expired.';
+        metrics.authFailures.inc({ reason: resolution.status });
         state.rateLimitOutcome = 'anonymous';
-        return (await showAnonymousWindow(res, state)) ?? { code: 'revoked_api_key', message, headers: { 'WWW-Authenticate': bearerChallenge('invalid_token', message) } };
+        const code = revoked ? 'revoked_api_key' : 'expired_api_key';
+        return (await showAnonymousWindow(res, state)) ?? { code, message, headers: { 'WWW-Authenticate': bearerChallenge('invalid_token', message) } };
       }
       const message = 'The API key is not valid for this environment.';
       // Another scheme (Basic, a bare key) sent no bearer token: the challenge alone says what to send (RFC 6750 §3).
@@ -419,6 +426,8 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     const seconds = Number(process.hrtime.bigint() - state.startedAt) / 1e9;
     metrics.httpRequests.inc({ method: req.method!, route, status_code: statusCode, plan: state.plan });
     metrics.httpDuration.observe({ method: req.method!, route, status_code: statusCode }, seconds);
+    const outcome = state.keyId !== null && state.rateLimitOutcome !== null ? USAGE_OUTCOMES[state.rateLimitOutcome as keyof typeof USAGE_OUTCOMES] : undefined;
+    if (outcome) deps.keyActivity?.record(state.keyId!, outcome);
     logger.info(
       {
         requestId: state.requestId,

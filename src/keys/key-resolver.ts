@@ -1,10 +1,12 @@
 import type { Clock } from '../shared/clock';
 import { hashApiKey, isWellFormedKey } from './key-format';
+import { keyStatusAt } from './key-status';
 import type { ApiKeyRecord, KeyStore } from './types';
 
 export type KeyResolution =
   | { status: 'valid'; record: ApiKeyRecord }
   | { status: 'revoked'; record: ApiKeyRecord }
+  | { status: 'expired'; record: ApiKeyRecord }
   | { status: 'invalid' };
 
 export interface KeyResolverOptions {
@@ -30,9 +32,14 @@ function freeze(record: ApiKeyRecord): ApiKeyRecord {
   return Object.freeze(record);
 }
 
-function resolution(record: ApiKeyRecord | null): KeyResolution {
+/**
+ * What a record means for the secret presented, now. Computed on every request, cache hit or not:
+ * expiry and a rotation's grace period end on the instant, not when the cache entry does.
+ */
+function resolution(record: ApiKeyRecord | null, hash: string, now: number): KeyResolution {
   if (!record) return { status: 'invalid' };
-  return record.revokedAt === null ? { status: 'valid', record } : { status: 'revoked', record };
+  const status = keyStatusAt(record, hash, now);
+  return status === 'unknown' ? { status: 'invalid' } : { status, record };
 }
 
 /**
@@ -77,7 +84,7 @@ export class KeyResolver {
       // Re-inserted so Map order is least recently used first.
       this.found.delete(hash);
       this.found.set(hash, hit);
-      if (hit.expiresAt > now) return resolution(hit.record);
+      if (hit.expiresAt > now) return resolution(hit.record, hash, now);
       return this.refresh(hash, hit);
     }
     const unknownUntil = this.unknown.get(hash);
@@ -85,7 +92,7 @@ export class KeyResolver {
       if (unknownUntil > now) return { status: 'invalid' };
       this.unknown.delete(hash);
     }
-    return resolution(await this.lookup(hash));
+    return resolution(await this.lookup(hash), hash, this.clock.now());
   }
 
   /**
@@ -96,9 +103,9 @@ export class KeyResolver {
    */
   private async refresh(hash: string, stale: FoundEntry): Promise<KeyResolution> {
     try {
-      return resolution(await this.lookup(hash));
+      return resolution(await this.lookup(hash), hash, this.clock.now());
     } catch (err) {
-      if (this.found.get(hash) === stale) return resolution(stale.record);
+      if (this.found.get(hash) === stale) return resolution(stale.record, hash, this.clock.now());
       throw err;
     }
   }

@@ -5,6 +5,10 @@ import type { WindowLimits } from '../limits/types';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
 import type { ApiKeyRecord, KeyPatch, KeyStore, NewKeyInput } from './types';
 
+/** Bounds of a rotation's grace period (CONTRACT §5). */
+export const MAX_GRACE_SECONDS = 604_800;
+export const DEFAULT_GRACE_SECONDS = 86_400;
+
 export type Plans = Config['plans'];
 
 export const MAX_NAME_LENGTH = 200;
@@ -68,6 +72,26 @@ function validLimits(limits: unknown): WindowLimits {
   return { perMinute: l.perMinute!, perDay: l.perDay! };
 }
 
+/** RFC 3339 with a zone (Z or ±hh:mm), the shape `expiresAt` must have. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** Date.parse rolls 2030-02-31 over into March; RFC 3339 says such a date does not exist. */
+function realCalendarDate(value: string): boolean {
+  const [y, m, d, h, min, sec] = [0, 5, 8, 11, 14, 17].map((at) => Number(value.slice(at, at === 0 ? 4 : at + 2)));
+  const day = new Date(Date.UTC(y!, m! - 1, d!));
+  return day.getUTCMonth() === m! - 1 && day.getUTCDate() === d && h! <= 23 && min! <= 59 && sec! <= 59;
+}
+
+/** A future RFC 3339 instant, normalised to ISO UTC. */
+function validExpiry(value: unknown, now: number): string {
+  if (typeof value !== 'string' || !RFC3339.test(value) || Number.isNaN(Date.parse(value)) || !realCalendarDate(value)) {
+    throw invalid('expiresAt must be an RFC 3339 instant such as 2030-01-31T00:00:00Z.');
+  }
+  const at = Date.parse(value);
+  if (at <= now) throw invalid('expiresAt must be in the future.');
+  return new Date(at).toISOString();
+}
+
 /**
  * Creating, changing and revoking keys: what the admin API and the development bootstrap call.
  * Validation failures throw ApiError('validation_failed'); an unknown id returns null.
@@ -91,6 +115,7 @@ export class KeyService {
     const plan = this.validPlan(input.plan);
     const limits = input.limits === undefined || input.limits === null ? null : validLimits(input.limits);
     this.assertHasLimits(plan, limits);
+    const expiresAt = input.expiresAt === undefined || input.expiresAt === null ? null : validExpiry(input.expiresAt, this.clock.now());
 
     const key = generateApiKey(this.prefix);
     const now = this.now();
@@ -103,6 +128,9 @@ export class KeyService {
       createdAt: now,
       updatedAt: now,
       revokedAt: null,
+      expiresAt,
+      previousHash: null,
+      previousKeyExpiresAt: null,
     };
     await this.store.insert(record);
     return { key, record };
@@ -114,6 +142,7 @@ export class KeyService {
     if (patch.name !== undefined) clean.name = validName(patch.name);
     if (patch.plan !== undefined) clean.plan = this.validPlan(patch.plan);
     if (patch.limits !== undefined) clean.limits = patch.limits === null ? null : validLimits(patch.limits);
+    if (patch.expiresAt !== undefined) clean.expiresAt = patch.expiresAt === null ? null : validExpiry(patch.expiresAt, this.clock.now());
 
     const current = await this.store.get(id);
     if (!current) return null;
@@ -124,6 +153,23 @@ export class KeyService {
   /** Revokes for good; revoking again keeps the first `revokedAt`. */
   revoke(id: string): Promise<ApiKeyRecord | null> {
     return this.store.revoke(id, this.now());
+  }
+
+  /**
+   * A new secret for the same key (same id, so the same windows, ban and usage); the current secret
+   * stays admitted for `graceSeconds`. Null for an unknown id; a revoked key is a conflict.
+   */
+  async rotate(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<CreatedKey | null> {
+    if (!Number.isSafeInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
+      throw invalid(`graceSeconds must be an integer from 0 to ${MAX_GRACE_SECONDS}.`);
+    }
+    const key = generateApiKey(this.prefix);
+    const now = this.clock.now();
+    const previousKeyExpiresAt = new Date(now + graceSeconds * 1000).toISOString();
+    const record = await this.store.rotate(id, { hash: hashApiKey(key), previousKeyExpiresAt }, new Date(now).toISOString());
+    if (!record) return null;
+    if (record.revokedAt !== null) throw new ApiError('conflict', `Key ${id} is revoked; a revoked key cannot be rotated.`);
+    return { key, record };
   }
 
   get(id: string): Promise<ApiKeyRecord | null> {

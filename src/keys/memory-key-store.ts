@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, byCreation, copyRecord } from './record';
-import type { ApiKeyRecord, KeyChange, KeyPatch, KeyStore } from './types';
+import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf } from './record';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
 
 export interface MemoryKeyStoreOptions {
   /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
@@ -22,6 +22,9 @@ interface KeyRow {
   created_at: string;
   updated_at: string;
   revoked_at: string | null;
+  expires_at: string | null;
+  previous_hash: string | null;
+  previous_key_expires_at: string | null;
 }
 
 const SCHEMA = `
@@ -38,6 +41,9 @@ CREATE TABLE IF NOT EXISTS api_keys (
   CHECK ((per_minute IS NULL) = (per_day IS NULL))
 ) STRICT`;
 
+/** Columns added after the first release: added to an older keys.sqlite when it is opened. */
+const LIFECYCLE_COLUMNS = ['expires_at', 'previous_hash', 'previous_key_expires_at'] as const;
+
 function fromRow(row: KeyRow): ApiKeyRecord {
   return {
     id: row.id,
@@ -48,6 +54,9 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     revokedAt: row.revoked_at,
+    expiresAt: row.expires_at,
+    previousHash: row.previous_hash,
+    previousKeyExpiresAt: row.previous_key_expires_at,
   };
 }
 
@@ -62,6 +71,9 @@ function toRow(record: ApiKeyRecord): KeyRow {
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     revoked_at: record.revokedAt,
+    expires_at: record.expiresAt,
+    previous_hash: record.previousHash,
+    previous_key_expires_at: record.previousKeyExpiresAt,
   };
 }
 
@@ -92,14 +104,17 @@ export class MemoryKeyStore implements KeyStore {
       this.db.pragma('synchronous = FULL');
       this.db.pragma('busy_timeout = 5000');
       this.db.exec(SCHEMA);
+      const present = new Set((this.db.pragma('table_info(api_keys)') as Array<{ name: string }>).map((c) => c.name));
+      for (const column of LIFECYCLE_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} TEXT`);
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at, revoked_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @created_at, @updated_at, @revoked_at)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day,
-           updated_at = @updated_at, revoked_at = @revoked_at
-         WHERE id = @id AND hash = @hash AND created_at = @created_at`,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day,
+           updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
+           previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at
+         WHERE id = @id AND created_at = @created_at`,
       );
       for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(fromRow(row));
     } catch (err) {
@@ -111,7 +126,7 @@ export class MemoryKeyStore implements KeyStore {
   async insert(record: ApiKeyRecord): Promise<void> {
     this.assertOpen();
     if (this.byId.has(record.id)) throw new Error(`key id ${record.id} already exists`);
-    if (this.byHash.has(record.hash)) throw new Error('key hash already exists');
+    if (hashesOf(record).some((h) => this.byHash.has(h))) throw new Error('key hash already exists');
     this.insertRow.run(toRow(record));
     this.remember(copyRecord(record));
     this.changeListeners.emit({ id: record.id, hash: record.hash });
@@ -143,6 +158,12 @@ export class MemoryKeyStore implements KeyStore {
     return this.replace(id, (record) => applyRevoke(record, revokedAt));
   }
 
+  async rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
+    this.assertOpen();
+    if (this.byHash.has(rotation.hash)) throw new Error('key hash already exists');
+    return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
+  }
+
   onChange(listener: (change: KeyChange) => void): () => void {
     return this.changeListeners.add(listener);
   }
@@ -163,14 +184,16 @@ export class MemoryKeyStore implements KeyStore {
     // Disk first: if the write fails, memory still matches what a restart would load.
     const result = this.updateRow.run(toRow(next));
     if (result.changes !== 1) throw new Error(`key ${id} is missing from ${KEYS_DATABASE_FILE}`);
+    const before = hashesOf(current);
+    for (const hash of before) this.byHash.delete(hash);
     this.remember(next);
-    this.changeListeners.emit({ id: next.id, hash: next.hash });
+    for (const hash of new Set([...before, ...hashesOf(next)])) this.changeListeners.emit({ id: next.id, hash });
     return copyRecord(next);
   }
 
   private remember(record: ApiKeyRecord): void {
     this.byId.set(record.id, record);
-    this.byHash.set(record.hash, record);
+    for (const hash of hashesOf(record)) this.byHash.set(hash, record);
   }
 
   private assertOpen(): void {

@@ -1,20 +1,20 @@
 import type { WindowLimits } from '../limits/types';
-import type { ApiKeyRecord, KeyPatch } from './types';
+import type { ApiKeyRecord, KeyPatch, KeyRotation } from './types';
 
 /**
  * Record helpers both stores share, so a patch or a revocation means the same thing whichever store
  * holds the key.
  */
 
-/** A record as the admin API may show it: everything but the hash. */
-export type PublicKeyRecord = Omit<ApiKeyRecord, 'hash'>;
+/** A record as the admin API may show it: everything but the hashes. */
+export type PublicKeyRecord = Omit<ApiKeyRecord, 'hash' | 'previousHash'>;
 
 /**
  * Stores return records with `hash` (the resolver and the service need it); the admin layer must
  * never send it. This is the one place that drops it.
  */
 export function withoutHash(record: ApiKeyRecord): PublicKeyRecord {
-  const { hash: _hash, ...rest } = record;
+  const { hash: _hash, previousHash: _previousHash, ...rest } = record;
   return rest;
 }
 
@@ -29,8 +29,23 @@ export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: str
     name: patch.name ?? record.name,
     plan: patch.plan ?? record.plan,
     limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
+    expiresAt: patch.expiresAt === undefined ? record.expiresAt : patch.expiresAt,
     updatedAt,
   };
+}
+
+/**
+ * The record after a rotation: the current secret becomes the previous one (an older previous one is
+ * dropped at once); a revoked key is returned unchanged, so the caller can tell a conflict.
+ */
+export function applyRotate(record: ApiKeyRecord, rotation: KeyRotation, rotatedAt: string): ApiKeyRecord {
+  if (record.revokedAt !== null) return record;
+  return { ...record, hash: rotation.hash, previousHash: record.hash, previousKeyExpiresAt: rotation.previousKeyExpiresAt, updatedAt: rotatedAt };
+}
+
+/** Every hash that resolves to this record: the current secret's, and the previous one's if any. */
+export function hashesOf(record: ApiKeyRecord): string[] {
+  return record.previousHash === null ? [record.hash] : [record.hash, record.previousHash];
 }
 
 /** The record after revocation; a second revocation keeps the first instant. */
@@ -50,6 +65,9 @@ export function encodeRecord(record: ApiKeyRecord): string {
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     revokedAt: record.revokedAt,
+    expiresAt: record.expiresAt,
+    previousHash: record.previousHash,
+    previousKeyExpiresAt: record.previousKeyExpiresAt,
   });
 }
 
@@ -67,6 +85,12 @@ export function decodeRecord(text: string): ApiKeyRecord {
     return value;
   };
   if (v.limits !== null && !isLimits(v.limits)) throw new Error('corrupt key record: limits');
+  // Lifecycle fields came later: records written before them have none (never expire, never rotated).
+  const optional = (field: string): string | null => {
+    const value = v[field] ?? null;
+    if (value !== null && typeof value !== 'string') throw new Error(`corrupt key record: ${field}`);
+    return value;
+  };
   if (v.revokedAt !== null && typeof v.revokedAt !== 'string') throw new Error('corrupt key record: revokedAt');
   return {
     id: str('id'),
@@ -77,6 +101,9 @@ export function decodeRecord(text: string): ApiKeyRecord {
     createdAt: str('createdAt'),
     updatedAt: str('updatedAt'),
     revokedAt: v.revokedAt,
+    expiresAt: optional('expiresAt'),
+    previousHash: optional('previousHash'),
+    previousKeyExpiresAt: optional('previousKeyExpiresAt'),
   };
 }
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { duplicateForSubscribe, type RedisClient } from '../shared/redis';
 import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, byCreation, decodeRecord, encodeRecord } from './record';
-import type { ApiKeyRecord, KeyChange, KeyPatch, KeyStore } from './types';
+import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from './record';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
 
 export interface RedisKeyStoreOptions {
   /** Prefix of every Redis key and channel (config `redis.namespace`). */
@@ -19,11 +19,13 @@ export interface RedisKeyStoreOptions {
  * may touch several of them on Redis Cluster too.
  *
  *   <ns>:keys:{k}:by-hash   HASH  sha256 hex → record JSON (the record lives under its hash, so the
- *                                 hot-path lookup is one HGET)
+ *                                 hot-path lookup is one HGET; a rotated key's record lives under
+ *                                 both its current and its previous hash, so either secret is one HGET)
  *   <ns>:keys:{k}:by-id     HASH  key id → sha256 hex
  *   <ns>:key-changes        channel of KeyChange JSON, published by every mutation
  *
- * The plaintext key is never sent to Redis. `by-hash` doubles as the list of all keys (HVALS).
+ * The plaintext key is never sent to Redis. `by-hash` doubles as the list of all keys (the entries
+ * under a record's current hash).
  */
 export function redisKeyLayout(namespace: string) {
   return {
@@ -44,12 +46,24 @@ return 1`;
 
 /**
  * Compare-and-set of one record: writes only if the stored JSON is still what the caller read, so
- * concurrent updates from several admin instances never lose one another. Publishes on success.
+ * concurrent updates from several admin instances never lose one another. The record is written under
+ * each of its hashes (current, previous), hashes it no longer has are dropped, and one change per
+ * hash touched is published so every cache drops each of them.
+ *
+ * ARGV: 1 hash read, 2 JSON read, 3 new JSON, 4 channel, 5 id, 6 new current hash,
+ *       7 N, 8..7+N hashes to write, then hashes to drop.
  */
 const REPLACE_SCRIPT = `
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+local n = tonumber(ARGV[7])
+for i = 8, 7 + n do
+  local other = redis.call('HGET', KEYS[1], ARGV[i])
+  if other and other ~= ARGV[2] then return redis.error_reply('ERR key hash already exists') end
+end
+for i = 8 + n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+for i = 8, 7 + n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[3]) end
+redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])
+for i = 8, #ARGV do redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[5], hash = ARGV[i]})) end
 return 1`;
 
 /** Record by id in one round trip: both keys are declared, so this is legal on Cluster. */
@@ -153,8 +167,14 @@ export class RedisKeyStore implements KeyStore {
 
   /** Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`). */
   async list(): Promise<ApiKeyRecord[]> {
-    const values = await this.redis.hvals(this.layout.byHash);
-    return values.map(decodeRecord).sort(byCreation);
+    const entries = await this.redis.hgetall(this.layout.byHash);
+    const records: ApiKeyRecord[] = [];
+    for (const [hash, json] of Object.entries(entries)) {
+      const record = decodeRecord(json);
+      // A rotated key sits under its previous hash too; list it once.
+      if (record.hash === hash) records.push(record);
+    }
+    return records.sort(byCreation);
   }
 
   update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
@@ -163,6 +183,10 @@ export class RedisKeyStore implements KeyStore {
 
   revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
     return this.replace(id, (record) => applyRevoke(record, revokedAt));
+  }
+
+  rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
   }
 
   onChange(listener: (change: KeyChange) => void): () => void {
@@ -202,10 +226,12 @@ export class RedisKeyStore implements KeyStore {
       const current = decodeRecord(json);
       const next = transform(current);
       if (next === current) return current;
-      const { byHash, channel } = this.layout;
-      const written = await this.script(REPLACE_SCRIPT, [byHash], [current.hash, json, encodeRecord(next), channel, this.changeOf(next)]);
+      const { byHash, byId, channel } = this.layout;
+      const kept = hashesOf(next);
+      const dropped = hashesOf(current).filter((hash) => !kept.includes(hash));
+      const written = await this.script(REPLACE_SCRIPT, [byHash, byId], [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), ...kept, ...dropped]);
       if (written === 1) {
-        this.changeListeners.emit({ id: next.id, hash: next.hash });
+        for (const hash of [...kept, ...dropped]) this.changeListeners.emit({ id: next.id, hash });
         return next;
       }
     }

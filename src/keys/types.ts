@@ -12,18 +12,33 @@ export interface ApiKeyRecord {
   createdAt: string;
   updatedAt: string;
   revokedAt: string | null;
+  /** From this instant the key is refused with expired_api_key; null: never. */
+  expiresAt: string | null;
+  /** SHA-256 of the secret a rotation replaced, still resolving to this record; null when none. */
+  previousHash: string | null;
+  /** Until when the previous secret is admitted; after that it gets expired_api_key. */
+  previousKeyExpiresAt: string | null;
 }
 
 export interface NewKeyInput {
   name: string;
   plan: string;
   limits?: WindowLimits | null;
+  expiresAt?: string | null;
 }
 
 export interface KeyPatch {
   name?: string;
   plan?: string;
   limits?: WindowLimits | null;
+  /** null removes the expiry. */
+  expiresAt?: string | null;
+}
+
+/** A rotation: the new secret's hash, and how long the current secret stays admitted. */
+export interface KeyRotation {
+  hash: string;
+  previousKeyExpiresAt: string;
 }
 
 /** A change another instance must see: its cache entry for `hash` is stale. */
@@ -39,11 +54,17 @@ export interface KeyChange {
 export interface KeyStore {
   /** Stores a record whose hash the caller computed; the caller holds the only copy of the key. */
   insert(record: ApiKeyRecord): Promise<void>;
+  /** The record whose current or previous secret has this hash. */
   findByHash(hash: string): Promise<ApiKeyRecord | null>;
   get(id: string): Promise<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
   update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null>;
   revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null>;
+  /**
+   * Gives the key a new secret (hash); the current one becomes the previous, an older previous one
+   * stops resolving. A revoked key comes back unchanged. Both hashes resolve to the one record.
+   */
+  rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null>;
   /** Called for every change, from this instance or another; returns an unsubscribe function. */
   onChange(listener: (change: KeyChange) => void): () => void;
   /**

@@ -37,6 +37,7 @@ describe('POST /admin/keys', () => {
       plan: 'free',
       limits: { perMinute: 60, perDay: 1000 },
       createdAt: expect.stringMatching(ISO_INSTANT),
+      expiresAt: null,
     });
     const createdAt = Date.parse((res.body as { createdAt: string }).createdAt);
     expect(createdAt).toBeGreaterThanOrEqual(before - 1000);
@@ -140,6 +141,8 @@ describe('GET /admin/keys', () => {
       limits: { perMinute: 300, perDay: 10000 },
       createdAt: kept.createdAt,
       revokedAt: null,
+      expiresAt: null,
+      lastUsedAt: null,
     });
     expect(items.find((k) => k.id === revoked.id)).toEqual({
       id: revoked.id,
@@ -148,6 +151,8 @@ describe('GET /admin/keys', () => {
       limits: { perMinute: 3, perDay: 30 },
       createdAt: revoked.createdAt,
       revokedAt: expect.stringMatching(ISO_INSTANT),
+      expiresAt: null,
+      lastUsedAt: null,
     });
   });
 });
@@ -163,11 +168,14 @@ describe('GET /admin/keys/{id}', () => {
       limits: { perMinute: 60, perDay: 1000 },
       createdAt: created.createdAt,
       revokedAt: null,
+      expiresAt: null,
+      lastUsedAt: null,
       usage: {
         minute: { limit: 60, remaining: 60, reset: expect.any(Number) },
         day: { limit: 1000, remaining: 1000, reset: expect.any(Number) },
       },
       bannedUntil: null,
+      previousKeyExpiresAt: null,
     });
   });
 
@@ -181,7 +189,7 @@ describe('PATCH /admin/keys/{id}', () => {
   test('name: 200 with the updated key', async () => {
     const created = await createKeyOverApi(product, { name: 'before', plan: 'free' });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'after' }).expect(200);
-    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null });
+    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, lastUsedAt: null });
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
     expect((shown.body as { name: string }).name).toBe('after');
   });

@@ -97,19 +97,42 @@ describe('keys and hashes never leave the admin API after creation', () => {
     }
     const items = list.body as Array<Record<string, unknown>>;
     for (const item of items) {
-      expect(Object.keys(item).sort()).toEqual(['createdAt', 'id', 'limits', 'name', 'plan', 'revokedAt']);
+      expect(Object.keys(item).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
       for (const value of Object.values(item)) {
         expect(JSON.stringify(value)).not.toContain(hash);
         expect(JSON.stringify(value)).not.toContain(created.key);
       }
     }
-    expect(Object.keys(one.body as object).sort()).toEqual(['bannedUntil', 'createdAt', 'id', 'limits', 'name', 'plan', 'revokedAt', 'usage']);
+    expect(Object.keys(one.body as object).sort()).toEqual(['bannedUntil', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'previousKeyExpiresAt', 'revokedAt', 'usage']);
+  });
+
+  test('after a rotation neither secret nor either hash is in any answer but the rotation itself', async () => {
+    const created = await createKeyOverApi(product, { name: 'rotated secretly', plan: 'free' });
+    const rotated = await adminRequest(product, 'post', `/admin/keys/${created.id}/rotate`).send({ graceSeconds: 60 }).expect(201);
+    const newKey = (rotated.body as { key: string }).key;
+    expect(rotated.text).not.toContain(created.key);
+    expect(rotated.text).not.toContain(sha256Hex(created.key));
+    expect(rotated.text).not.toContain(sha256Hex(newKey));
+    const answers = await Promise.all([
+      adminRequest(product, 'get', '/admin/keys'),
+      adminRequest(product, 'get', `/admin/keys/${created.id}`),
+      adminRequest(product, 'get', '/admin/audit?limit=1000'),
+      adminRequest(product, 'get', `/admin/keys/${created.id}/usage`),
+    ]);
+    for (const res of answers) {
+      expect(res.status).toBe(200);
+      for (const secret of [created.key, newKey]) {
+        expect(res.text).not.toContain(secret);
+        expect(res.text).not.toContain(sha256Hex(secret));
+      }
+    }
+    for (const secret of [created.key, newKey]) expect(product.logs.text()).not.toContain(sha256Hex(secret));
   });
 
   test('PATCH answers without the key or its hash', async () => {
     const created = await createKeyOverApi(product, { name: 'patched', plan: 'free' });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'renamed' }).expect(200);
-    expect(Object.keys(res.body as object).sort()).toEqual(['createdAt', 'id', 'limits', 'name', 'plan', 'revokedAt']);
+    expect(Object.keys(res.body as object).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
     expect(res.text).not.toContain(created.key);
     expect(res.text).not.toContain(sha256Hex(created.key));
   });

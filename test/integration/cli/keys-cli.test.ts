@@ -89,6 +89,7 @@ describe('create', () => {
       plan: 'pro',
       limits: { perMinute: 300, perDay: 10000 },
       createdAt: expect.any(String),
+      expiresAt: null,
     });
     await gateway(created.key).expect(200);
   });
@@ -105,8 +106,8 @@ describe('list', () => {
     const run = await keys('list');
     expectSuccess(run);
     const [header, ...rows] = run.stdout.trimEnd().split('\n');
-    expect(header).toMatch(/^ID +NAME +PLAN +LIMITS +CREATED +REVOKED$/);
-    expect(rows.find((row) => row.startsWith(created.id))).toMatch(new RegExp(`^${created.id} +listed +business +1000/min, 100000/day +\\S+ +-$`));
+    expect(header).toMatch(/^ID +NAME +PLAN +LIMITS +CREATED +REVOKED +EXPIRES +LAST USED$/);
+    expect(rows.find((row) => row.startsWith(created.id))).toMatch(new RegExp(`^${created.id} +listed +business +1000/min, 100000/day +\\S+ +- +- +-$`));
     expect(run.stdout).not.toMatch(KEY_PATTERN);
   });
 
@@ -123,6 +124,8 @@ describe('list', () => {
       limits: { perMinute: 60, perDay: 1000 },
       createdAt: expect.any(String),
       revokedAt: null,
+      expiresAt: null,
+      lastUsedAt: null,
     });
   });
 });
@@ -218,6 +221,86 @@ describe('revoke and unban', () => {
   });
 });
 
+describe('expiry, rotate, usage and audit', () => {
+  test('create --expires-in 30d and --expires-at; update --expires-at and --no-expiry', async () => {
+    const before = Date.now();
+    const created = (await createJson('--name', 'expiring', '--plan', 'free', '--expires-in', '30d')) as unknown as { id: string; expiresAt: string };
+    const expiresIn = Date.parse(created.expiresAt) - before;
+    expect(expiresIn).toBeGreaterThanOrEqual(30 * 86_400_000);
+    expect(expiresIn).toBeLessThan(30 * 86_400_000 + 60_000);
+
+    const at = (await createJson('--name', 'fixed end', '--plan', 'free', '--expires-at', '2031-01-31T17:00:00Z')) as unknown as { id: string; expiresAt: string };
+    expect(at.expiresAt).toBe('2031-01-31T17:00:00.000Z');
+
+    const updated = await keys('update', at.id, '--expires-at', '2032-01-01T00:00:00+01:00');
+    expectSuccess(updated);
+    expect(updated.stdout).toMatch(/^expires: +2031-12-31T23:00:00.000Z$/m);
+    const cleared = await keys('update', at.id, '--no-expiry', '--json');
+    expectSuccess(cleared);
+    expect((JSON.parse(cleared.stdout) as { expiresAt: unknown }).expiresAt).toBeNull();
+  });
+
+  test('rotate prints the new key once and until when the old one works; both work at the gateway', async () => {
+    const created = await createJson('--name', 'rotated', '--plan', 'free');
+    const run = await keys('rotate', created.id, '--grace', '2h');
+    expectSuccess(run);
+    const shown = run.stdout.match(KEY_PATTERN) ?? [];
+    expect(shown).toHaveLength(1);
+    expect(shown[0]).not.toBe(created.key);
+    expect(run.stdout).toContain(`old secret works until ${new Date(clock.now() + 7_200_000).toISOString()}`);
+    await gateway(created.key).expect(200);
+    await gateway(shown[0]!).expect(200);
+
+    const json = await keys('rotate', created.id, '--json');
+    expectSuccess(json);
+    expect(JSON.parse(json.stdout)).toEqual(expect.objectContaining({ id: created.id, key: expect.stringMatching(KEY_PATTERN), previousKeyExpiresAt: new Date(clock.now() + 86_400_000).toISOString() }));
+  });
+
+  test('usage prints a table and a bar chart of the days; --json the admin API answer', async () => {
+    const created = await createJson('--name', 'used', '--plan', 'free');
+    for (let i = 0; i < 3; i++) await gateway(created.key).expect(200);
+    const run = await keys('usage', created.id, '--days', '2');
+    expectSuccess(run);
+    const today = new Date(clock.now()).toISOString().slice(0, 10);
+    expect(run.stdout).toMatch(new RegExp(`^${today} +3 +0 +0$`, 'm'));
+    expect(run.stdout).toMatch(new RegExp(`^${today.slice(5)} ${'█'.repeat(40)}$`, 'm'));
+    const json = await keys('usage', created.id, '--json');
+    expectSuccess(json);
+    expect((JSON.parse(json.stdout) as { days: unknown[] }).days).toHaveLength(30);
+  });
+
+  test('audit lists admin writes newest first; --limit bounds it', async () => {
+    const created = await createJson('--name', 'audited', '--plan', 'free');
+    expectSuccess(await keys('revoke', created.id));
+    const run = await keys('audit', '--limit', '2');
+    expectSuccess(run);
+    const [header, ...rows] = run.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^AT +ACTION +KEY +DETAILS$/);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatch(new RegExp(`^\\S+ +revoke +${created.id} `));
+    expect(rows[1]).toMatch(new RegExp(`^\\S+ +create +${created.id} `));
+    expect(run.stdout).not.toContain(created.key);
+  });
+
+  test.each([
+    ['rotate with a bad --grace', ['rotate', 'key_000000000000000000000000', '--grace', '1y'], /--grace needs a duration/],
+    ['usage with a bad --days', ['usage', 'key_000000000000000000000000', '--days', '0'], /--days needs a positive whole number/],
+    ['audit with a bad --limit', ['audit', '--limit', 'x'], /--limit needs a positive whole number/],
+    ['both expiry flags', ['create', '--name', 'n', '--plan', 'free', '--expires-in', '1d', '--expires-at', '2031-01-01T00:00:00Z'], /not both/],
+    ['--no-expiry with --expires-in', ['update', 'key_000000000000000000000000', '--no-expiry', '--expires-in', '1d'], /--no-expiry cannot go with/],
+  ])('%s: exit 2', async (_what, args, message) => {
+    expectFailure(await keys(...args), 2, message);
+  });
+
+  test.each([
+    ['an expiry in the past', ['create', '--name', 'n', '--plan', 'free', '--expires-at', '2020-01-01T00:00:00Z'], /expiresAt must be in the future/],
+    ['a grace over a week', ['rotate', 'key_000000000000000000000000', '--grace', '8d'], /graceSeconds/],
+    ['usage beyond 90 days', ['usage', 'key_000000000000000000000000', '--days', '91'], /days must be an integer from 1 to 90/],
+  ])('%s: exit 1 with the admin API\'s message', async (_what, args, message) => {
+    expectFailure(await keys(...args), 1, message);
+  });
+});
+
 describe('exit 1: the admin API refused or cannot be reached', () => {
   test('an unknown id', async () => {
     expectFailure(await keys('show', 'key_000000000000000000000000'), 1, /No key with id key_000000000000000000000000.*404 not_found/);
@@ -262,7 +345,7 @@ test('without ADMIN_TOKEN, the token npm start generated under DATA_DIR is used'
 
 describe('exit 2: usage errors, and nothing is sent', () => {
   test.each([
-    ['an unknown command', ['rotate'], /unknown command "rotate"/],
+    ['an unknown command', ['reroll'], /unknown command "reroll"/],
     ['a name from Object.prototype', ['constructor'], /unknown command "constructor"/],
     ['no command', [], /no command/],
     ['create without --name', ['create', '--plan', 'free'], /--name is required/],

@@ -99,7 +99,7 @@ describe('key changes across instances', () => {
     expect(storeB.findByHashCalls).toBe(calls); // remembered as unknown, and the clock never moves
 
     const now = new Date().toISOString();
-    await storeA.insert({ id: generateKeyId(), name: 'late', plan: 'free', limits: null, hash: hashApiKey(key), createdAt: now, updatedAt: now, revokedAt: null });
+    await storeA.insert({ id: generateKeyId(), name: 'late', plan: 'free', limits: null, hash: hashApiKey(key), createdAt: now, updatedAt: now, revokedAt: null, expiresAt: null, previousHash: null, previousKeyExpiresAt: null });
     await within(1000, async () => (await resolverB.resolve(key)).status === 'valid');
     expect(storeB.findByHashCalls).toBeGreaterThan(calls);
   });

@@ -13,6 +13,9 @@ export function newRecord(overrides: Partial<ApiKeyRecord> = {}): { key: string;
     createdAt: '2026-01-01T00:00:00.000Z',
     updatedAt: '2026-01-01T00:00:00.000Z',
     revokedAt: null,
+    expiresAt: null,
+    previousHash: null,
+    previousKeyExpiresAt: null,
     ...overrides,
   };
   return { key, record };

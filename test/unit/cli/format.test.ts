@@ -1,4 +1,5 @@
-import { formatKey, formatKeyTable } from '../../../src/cli/format';
+import { formatAudit, formatKey, formatKeyTable, formatUsage } from '../../../src/cli/format';
+import { parseDurationSeconds } from '../../../src/cli/duration';
 
 /** What the key CLI prints for a person: aligned tables and `field: value` lines, never a key. */
 
@@ -18,9 +19,9 @@ describe('formatKeyTable', () => {
       { ...key, id: 'key_fedcba9876543210fedcba98', name: 'old', plan: 'enterprise', limits: { perMinute: 5000, perDay: 500000 }, revokedAt: '2026-03-11T00:00:00.000Z' },
     ]);
     expect(table.split('\n')).toEqual([
-      'ID                            NAME        PLAN        LIMITS                CREATED                   REVOKED',
-      'key_0123456789abcdef01234567  shop front  free        60/min, 1000/day      2026-03-10T12:30:30.000Z  -',
-      'key_fedcba9876543210fedcba98  old         enterprise  5000/min, 500000/day  2026-03-10T12:30:30.000Z  2026-03-11T00:00:00.000Z',
+      'ID                            NAME        PLAN        LIMITS                CREATED                   REVOKED                   EXPIRES  LAST USED',
+      'key_0123456789abcdef01234567  shop front  free        60/min, 1000/day      2026-03-10T12:30:30.000Z  -                         -        -',
+      'key_fedcba9876543210fedcba98  old         enterprise  5000/min, 500000/day  2026-03-10T12:30:30.000Z  2026-03-11T00:00:00.000Z  -        -',
     ]);
   });
 
@@ -72,5 +73,57 @@ describe('formatKey', () => {
   test('a created key (no revokedAt field) has no revoked line', () => {
     const { revokedAt: _revokedAt, ...created } = key;
     expect(formatKey(created)).not.toContain('revoked');
+  });
+});
+
+describe('formatUsage', () => {
+  test('a table of days and a bar a day scaled to the busiest, admitted then refused', () => {
+    const text = formatUsage({
+      keyId: 'key_0123456789abcdef01234567',
+      days: [
+        { date: '2026-03-09', admitted: 0, rateLimited: 0, banned: 0 },
+        { date: '2026-03-10', admitted: 30, rateLimited: 5, banned: 5 },
+        { date: '2026-03-11', admitted: 10, rateLimited: 0, banned: 0 },
+      ],
+    });
+    expect(text.split('\n')).toEqual([
+      'usage of key_0123456789abcdef01234567 (UTC days)',
+      'DATE        ADMITTED  RATE LIMITED  BANNED',
+      '2026-03-09  0         0             0',
+      '2026-03-10  30        5             5',
+      '2026-03-11  10        0             0',
+      '',
+      '█ admitted  ░ refused  (longest bar = 40)',
+      '03-09',
+      `03-10 ${'█'.repeat(30)}${'░'.repeat(10)}`,
+      `03-11 ${'█'.repeat(10)}`,
+    ]);
+  });
+});
+
+describe('formatAudit', () => {
+  test('one line per entry, details as JSON', () => {
+    expect(formatAudit([{ at: '2026-03-10T12:30:30.000Z', action: 'rotate', keyId: 'key_0123456789abcdef01234567', details: { graceSeconds: 60 } }, { at: '2026-03-10T12:00:00.000Z', action: 'unban', keyId: 'key_0123456789abcdef01234567', details: {} }]).split('\n')).toEqual([
+      'AT                        ACTION  KEY                           DETAILS',
+      '2026-03-10T12:30:30.000Z  rotate  key_0123456789abcdef01234567  {"graceSeconds":60}',
+      '2026-03-10T12:00:00.000Z  unban   key_0123456789abcdef01234567  -',
+    ]);
+    expect(formatAudit([])).toBe('no audit entries');
+  });
+});
+
+describe('parseDurationSeconds', () => {
+  test.each([
+    ['90', 90],
+    ['90s', 90],
+    ['15m', 900],
+    ['12h', 43_200],
+    ['30d', 2_592_000],
+    ['2w', 1_209_600],
+  ])('%s is %d seconds', (text, seconds) => {
+    expect(parseDurationSeconds(text)).toBe(seconds);
+  });
+  test.each(['', 'd', '1.5d', '-1d', '1y', '1 d 2h'])('%p is not a duration', (text) => {
+    expect(parseDurationSeconds(text)).toBeNull();
   });
 });

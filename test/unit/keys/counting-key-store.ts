@@ -1,4 +1,4 @@
-import type { ApiKeyRecord, KeyChange, KeyPatch, KeyStore } from '../../../src/keys/types';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../../../src/keys/types';
 
 /**
  * A thin wrapper around a real KeyStore that counts lookups and can hold them: how the tests see
@@ -43,6 +43,9 @@ export class CountingKeyStore implements KeyStore {
   }
   revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
     return this.inner.revoke(id, revokedAt);
+  }
+  rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.inner.rotate(id, rotation, rotatedAt);
   }
   onChange(listener: (change: KeyChange) => void): () => void {
     this.changeListeners++;

@@ -30,6 +30,9 @@ async function addKey(overrides: Partial<ApiKeyRecord> = {}): Promise<{ key: str
     createdAt: now,
     updatedAt: now,
     revokedAt: null,
+    expiresAt: null,
+    previousHash: null,
+    previousKeyExpiresAt: null,
     ...overrides,
   };
   await store.insert(record);
@@ -131,6 +134,9 @@ describe('KeyResolver cache', () => {
       createdAt: '2026-01-01T00:00:00.000Z',
       updatedAt: '2026-01-01T00:00:00.000Z',
       revokedAt: null,
+      expiresAt: null,
+      previousHash: null,
+      previousKeyExpiresAt: null,
     });
     expect((await resolver.resolve(key)).status).toBe('valid');
   });

@@ -49,6 +49,9 @@ describe('KeyService.create', () => {
       createdAt: '2026-03-01T12:00:00.000Z',
       updatedAt: '2026-03-01T12:00:00.000Z',
       revokedAt: null,
+      expiresAt: null,
+      previousHash: null,
+      previousKeyExpiresAt: null,
     });
     expect(JSON.stringify(await store.list())).not.toContain(key);
     expect(await store.findByHash(hashApiKey(key))).toEqual(record);
@@ -161,7 +164,7 @@ describe('KeyService.revoke, get and list', () => {
     expect(listed.map((r) => r.id)).toEqual([a.record.id, b.record.id]);
     const shown = listed.map(withoutHash);
     expect(shown[0]).not.toHaveProperty('hash');
-    const { hash: _hash, ...rest } = a.record;
+    const { hash: _hash, previousHash: _previousHash, ...rest } = a.record;
     expect(shown[0]).toEqual(rest);
   });
 });

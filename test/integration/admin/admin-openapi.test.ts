@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
+import request from 'supertest';
+import { parse as parseYaml } from 'yaml';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+
+/**
+ * Real answers of the admin listener against openapi-admin.yaml: each status documented for its
+ * operation, and each JSON body valid against the documented schema.
+ */
+type Node = { [key: string]: unknown };
+const DOCUMENT_ID = 'https://admin.animalstore.example/openapi-admin.yaml';
+const document = parseYaml(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'openapi-admin.yaml'), 'utf8')) as { paths: Record<string, Node> };
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+ajv.addFormat('date-time', true);
+ajv.addSchema(document, DOCUMENT_ID);
+
+function resolve(node: Node): Node {
+  let current = node;
+  while (typeof current.$ref === 'string') {
+    current = (current.$ref as string).slice(2).split('/').reduce<Node>((n, segment) => n[segment] as Node, document as unknown as Node);
+  }
+  return current;
+}
+
+/** Problems of `res` for `method template` by the document; empty when it conforms. */
+function mismatches(method: string, template: string, res: request.Response): string[] {
+  const operation = (document.paths[template]?.[method] as Node | undefined) ?? null;
+  if (!operation) return [`${method} ${template} is not documented`];
+  const responses = operation.responses as Node;
+  const documented = responses[String(res.status)] as Node | undefined;
+  if (!documented) return [`${method} ${template} → ${res.status} is not documented`];
+  const content = resolve(documented).content as Node | undefined;
+  if (!content) return res.text ? [`${res.status} documents no body, got ${res.text}`] : [];
+  const pointer = `#/paths/${template.replace(/~/g, '~0').replace(/\//g, '~1')}/${method}/responses/${res.status}`;
+  const ref = (documented.$ref as string | undefined) ?? pointer;
+  const validate = ajv.compile({ $ref: `${DOCUMENT_ID}${ref}/content/application~1json/schema` });
+  if (validate(JSON.parse(res.text))) return [];
+  return (validate.errors ?? []).map((e) => `${res.status} ${e.instancePath || 'body'}: ${e.message}`);
+}
+
+let product: ProductHarness;
+const bearer = () => `Bearer ${product.adminToken}`;
+function send(method: 'get' | 'post' | 'patch' | 'delete', url: string): request.Test {
+  return request(product.adminUrl)[method](url).set('Authorization', bearer());
+}
+
+beforeAll(async () => {
+  product = await startTestProduct();
+});
+afterAll(async () => {
+  await product?.close();
+});
+
+test('every key lifecycle answer, good and bad, matches openapi-admin.yaml', async () => {
+  const checked: Array<[string, string, request.Response]> = [];
+  const created = await send('post', '/admin/keys').send({ name: 'documented', plan: 'free', expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
+  checked.push(['post', '/admin/keys', created]);
+  const id = (created.body as { id: string }).id;
+  await request(product.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${(created.body as { key: string }).key}`).expect(200);
+  checked.push(['post', '/admin/keys', await send('post', '/admin/keys').send({ name: 'x', plan: 'free', expiresAt: 'friday' })]);
+  checked.push(['post', '/admin/keys', await request(product.adminUrl).post('/admin/keys').send({})]);
+  checked.push(['get', '/admin/keys', await send('get', '/admin/keys')]);
+  checked.push(['get', '/admin/keys/{id}', await send('get', `/admin/keys/${id}`)]);
+  checked.push(['patch', '/admin/keys/{id}', await send('patch', `/admin/keys/${id}`).send({ expiresAt: null })]);
+  checked.push(['post', '/admin/keys/{id}/rotate', await send('post', `/admin/keys/${id}/rotate`).send({ graceSeconds: 60 })]);
+  checked.push(['post', '/admin/keys/{id}/rotate', await send('post', `/admin/keys/${id}/rotate`).send({ graceSeconds: -1 })]);
+  checked.push(['post', '/admin/keys/{id}/rotate', await send('post', `/admin/keys/${id}/rotate`).set('Content-Type', 'text/plain').send('x')]);
+  checked.push(['post', '/admin/keys/{id}/rotate', await send('post', '/admin/keys/key_000000000000000000000000/rotate')]);
+  checked.push(['get', '/admin/keys/{id}', await send('get', `/admin/keys/${id}`)]);
+  checked.push(['get', '/admin/keys/{id}/usage', await send('get', `/admin/keys/${id}/usage?days=7`)]);
+  checked.push(['get', '/admin/keys/{id}/usage', await send('get', `/admin/keys/${id}/usage?days=0`)]);
+  checked.push(['get', '/admin/keys/{id}/usage', await send('get', '/admin/keys/key_000000000000000000000000/usage')]);
+  checked.push(['delete', '/admin/keys/{id}/ban', await send('delete', `/admin/keys/${id}/ban`)]);
+  checked.push(['delete', '/admin/keys/{id}', await send('delete', `/admin/keys/${id}`)]);
+  checked.push(['post', '/admin/keys/{id}/rotate', await send('post', `/admin/keys/${id}/rotate`).send({})]);
+  checked.push(['get', '/admin/audit', await send('get', '/admin/audit?limit=10')]);
+  checked.push(['get', '/admin/audit', await send('get', '/admin/audit?limit=1001')]);
+
+  expect(checked.map(([, , res]) => res.status)).toEqual([201, 400, 401, 200, 200, 200, 201, 400, 415, 404, 200, 200, 400, 404, 204, 204, 409, 200, 400]);
+  const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
+  expect(problems).toEqual([]);
+});
