@@ -92,25 +92,38 @@ function say(message) {
 // ---------------------------------------------------------------- charts (hand-drawn SVG)
 
 /**
- * Stacked bars: one bar per point, one colour per series (in `series` order). The SVG has a
- * fixed viewBox inside a box of fixed height, so drawing it never moves the page.
+ * Stacked bars: one bar per point, one colour per series (in `series` order). Drawn at the box's
+ * own pixel size (so text is never stretched) inside a box of fixed height, so drawing it never
+ * moves the page; drawn again when the box changes size (window resize, zoom).
  */
-function drawStackedBars(container, legend, points, series, { valueOf, labelOf, unit, colours }) {
-  const width = 640;
-  const height = 200;
-  const left = 44;
-  const bottom = 22;
-  const top = 8;
-  const plotW = width - left - 6;
+const lastDrawn = new Map();
+const resizeWatcher = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const args = lastDrawn.get(entry.target);
+    if (args && entry.contentRect.width > 0) drawStackedBars(...args);
+  }
+});
+
+function drawStackedBars(container, legend, points, series, options) {
+  if (!lastDrawn.has(container)) resizeWatcher.observe(container);
+  lastDrawn.set(container, [container, legend, points, series, options]);
+  const { valueOf, labelOf, unit, colours, empty, integers } = options;
+  const width = Math.max(200, Math.round(container.clientWidth));
+  const height = Math.max(120, Math.round(container.clientHeight));
+  const left = 48;
+  const right = 8;
+  const bottom = 24;
+  const top = 10;
+  const plotW = width - left - right;
   const plotH = height - top - bottom;
   const totals = points.map((p) => series.reduce((sum, s) => sum + valueOf(p, s), 0));
-  const max = niceMax(Math.max(0, ...totals));
-  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'none', 'aria-hidden': 'true', focusable: 'false' });
-  for (let i = 0; i <= 4; i++) {
-    const y = top + plotH - (plotH * i) / 4;
-    root.append(svg('line', { x1: left, x2: width - 6, y1: y, y2: y, class: 'grid' }));
+  const { max, step } = niceScale(Math.max(0, ...totals), integers);
+  const root = svg('svg', { width, height, viewBox: `0 0 ${width} ${height}`, 'aria-hidden': 'true', focusable: 'false' });
+  for (let v = 0; v <= max + step / 2; v += step) {
+    const y = top + plotH - (plotH * v) / max;
+    root.append(svg('line', { x1: left, x2: width - right, y1: y, y2: y, class: 'grid' }));
     const label = svg('text', { x: left - 6, y: y + 4, 'text-anchor': 'end' });
-    label.textContent = fmtRate((max * i) / 4);
+    label.textContent = integers ? fmtNumber(Math.round(v)) : fmtRate(v);
     root.append(label);
   }
   const slot = plotW / Math.max(points.length, 1);
@@ -122,7 +135,7 @@ function drawStackedBars(container, legend, points, series, { valueOf, labelOf, 
       if (value <= 0) return;
       const h = (value / max) * plotH;
       y -= h;
-      const rect = svg('rect', { x: left + i * slot + (slot - barW) / 2, y, width: barW, height: h, fill: colours[j % colours.length] });
+      const rect = svg('rect', { x: left + i * slot + (slot - barW) / 2, y, width: barW, height: h, fill: colours[j] });
       const title = svg('title');
       title.textContent = `${labelOf(point)} · ${s}: ${fmtRate(value)} ${unit}`;
       rect.append(title);
@@ -136,16 +149,23 @@ function drawStackedBars(container, legend, points, series, { valueOf, labelOf, 
     label.textContent = labelOf(points[i]);
     root.append(label);
   }
+  if (totals.every((t) => t === 0)) {
+    const note = svg('text', { x: left + plotW / 2, y: top + plotH / 2, 'text-anchor': 'middle', class: 'empty' });
+    note.textContent = empty;
+    root.append(note);
+  }
   container.replaceChildren(root);
-  legend.replaceChildren(...series.map((s, j) => el('li', { class: `swatch-${colourIndex(colours[j % colours.length])}`, text: s })));
+  legend.replaceChildren(...series.map((s, j) => el('li', { class: `swatch-${PALETTE.indexOf(colours[j])}`, text: s })));
 }
 const PALETTE = ['#1a7f37', '#0a58ca', '#bf8700', '#b42318', '#8250df', '#57606a', '#0e7490'];
-const colourIndex = (colour) => PALETTE.indexOf(colour);
-function niceMax(value) {
-  if (value <= 0) return 1;
-  const magnitude = 10 ** Math.floor(Math.log10(value));
-  for (const step of [1, 2, 2.5, 5, 10]) if (step * magnitude >= value) return step * magnitude;
-  return 10 * magnitude;
+/** A top of scale and a tick step of 1, 2 or 5 × 10^n, about four ticks; whole steps for counts. */
+function niceScale(value, integers) {
+  if (value <= 0) return { max: integers ? 4 : 1, step: integers ? 1 : 0.25 };
+  const raw = value / 4;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  let step = [1, 2, 5, 10].map((m) => m * magnitude).find((candidate) => candidate >= raw);
+  if (integers) step = Math.max(1, Math.round(step));
+  return { max: Math.ceil(value / step) * step, step };
 }
 
 // ---------------------------------------------------------------- sections and routing
@@ -284,18 +304,21 @@ async function loadOverview() {
   const step = stats.stepSeconds;
   const timeOf = (p) => new Date(p.start).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
   const statuses = orderedKeys(stats.totals.byStatus, STATUS_ORDER);
-  drawStackedBars($('chart-status'), $('legend-status'), stats.points, statuses.length ? statuses : ['2xx'], {
+  drawStackedBars($('chart-status'), $('legend-status'), stats.points, statuses, {
     valueOf: (p, s) => (p.byStatus[s] || 0) / step,
     labelOf: timeOf,
     unit: 'req/s',
     colours: statuses.map((s) => ({ '2xx': PALETTE[0], '3xx': PALETTE[6], '4xx': PALETTE[2], '429': PALETTE[3], '5xx': PALETTE[4] })[s] || PALETTE[5]),
+    empty: 'No requests in the last 15 minutes',
   });
   const plans = orderedKeys(stats.totals.byPlan, [...KNOWN_PLANS, 'anonymous']);
-  drawStackedBars($('chart-plan'), $('legend-plan'), stats.points, plans.length ? plans : ['free'], {
+  const planColours = [PALETTE[1], PALETTE[2], PALETTE[4], PALETTE[6], PALETTE[5], PALETTE[0], PALETTE[3]];
+  drawStackedBars($('chart-plan'), $('legend-plan'), stats.points, plans, {
     valueOf: (p, s) => (p.byPlan[s] || 0) / step,
     labelOf: timeOf,
     unit: 'req/s',
-    colours: PALETTE.slice(1).concat(PALETTE[0]),
+    colours: plans.map((_, i) => planColours[i % planColours.length]),
+    empty: 'No requests in the last 15 minutes',
   });
   const windows = orderedKeys(stats.totals.rejectionsByWindow, ['minute', 'day', 'ban', 'anonymous'], true);
   $('rejections-body').replaceChildren(
@@ -460,7 +483,7 @@ function renderKey(key) {
     ['Expires', key.expiresAt ? fmtTime(key.expiresAt) : 'never'],
     ['Last used', key.lastUsedAt ? fmtTime(key.lastUsedAt) : 'never'],
     ['Banned until', key.bannedUntil ? fmtTime(key.bannedUntil) : 'not banned'],
-    ['Previous secret works until', key.previousKeyExpiresAt ? fmtTime(key.previousKeyExpiresAt) : '–'],
+    ['Previous secret works until', key.previousKeyExpiresAt && !key.revokedAt ? fmtTime(key.previousKeyExpiresAt) : '–'],
     ['Revoked', key.revokedAt ? fmtTime(key.revokedAt) : '–'],
   ];
   $('key-facts').replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), el('dd', { text: value }))));
@@ -477,17 +500,20 @@ function renderKey(key) {
   const revoked = Boolean(key.revokedAt);
   $('unban').disabled = !banned;
   $('revoke').disabled = revoked;
-  for (const control of $('rotate-form').elements) control.disabled = revoked;
-  for (const control of $('edit-form').elements) control.disabled = revoked;
+  // A revoked key is final: nothing to change, rotate or lift.
+  $('key-actions').hidden = revoked;
+  $('key-revoked-note').hidden = !revoked;
 }
 
+const USAGE_SERIES = { admitted: 'admitted', 'rate limited': 'rateLimited', banned: 'banned' };
 function renderUsage(usage) {
-  const series = ['admitted', 'rateLimited', 'banned'];
-  drawStackedBars($('chart-usage'), $('legend-usage'), usage.days, series, {
-    valueOf: (d, s) => d[s] || 0,
+  drawStackedBars($('chart-usage'), $('legend-usage'), usage.days, Object.keys(USAGE_SERIES), {
+    valueOf: (d, s) => d[USAGE_SERIES[s]] || 0,
     labelOf: (d) => d.date,
     unit: 'requests',
     colours: [PALETTE[1], PALETTE[3], PALETTE[4]],
+    empty: 'No requests in the last 30 days',
+    integers: true,
   });
   const total = usage.days.reduce((sum, d) => sum + d.admitted, 0);
   $('chart-usage').setAttribute('aria-label', `Requests per day over the last ${usage.days.length} days: ${total} admitted in all`);
@@ -505,6 +531,7 @@ function fillEditForm(key) {
 
 $('edit-form').addEventListener('submit', async (event) => {
   event.preventDefault();
+  say('');
   $('edit-error').textContent = '';
   const limits = limitsFrom($('edit-per-minute').value, $('edit-per-day').value);
   const body = {
@@ -524,6 +551,7 @@ $('edit-form').addEventListener('submit', async (event) => {
 
 $('rotate-form').addEventListener('submit', async (event) => {
   event.preventDefault();
+  say('');
   $('action-error').textContent = '';
   try {
     const rotated = await api('POST', `/admin/keys/${encodeURIComponent(shownKey.id)}/rotate`, { graceSeconds: Number($('rotate-grace').value) });
@@ -549,6 +577,7 @@ $('unban').addEventListener('click', async () => {
 });
 
 $('revoke').addEventListener('click', () => {
+  say('');
   $('revoke-text').textContent = `Revoke “${shownKey.name}” (${shownKey.id})? Every request with this key, and with a previous secret still in its grace period, will get 401 from then on. This cannot be undone.`;
   $('revoke-confirm').textContent = `Revoke “${shownKey.name}”`;
   $('revoke-dialog').showModal();
@@ -608,6 +637,19 @@ async function loadDeprecations() {
   );
 }
 
+/** {plan: "pro", limits: {perMinute: 300, …}} → "plan: pro · limits: 300/min, 10,000/day". */
+function describeDetails(details) {
+  const entries = Object.entries(details || {});
+  if (entries.length === 0) return '–';
+  const value = (name, v) => {
+    if (v === null) return 'none';
+    if (name === 'limits' && typeof v === 'object') return `${fmtNumber(v.perMinute)}/min, ${fmtNumber(v.perDay)}/day`;
+    if (typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v)) return fmtTime(v);
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  };
+  return entries.map(([name, v]) => `${name}: ${value(name, v)}`).join(' · ');
+}
+
 async function loadAudit() {
   const { entries } = await api('GET', '/admin/audit?limit=100');
   if (entries.length === 0) {
@@ -622,7 +664,7 @@ async function loadAudit() {
         el('td', { text: fmtTime(e.at) }),
         el('td', { text: e.action }),
         el('td', {}, el('a', { class: 'mono', href: `#/keys/${encodeURIComponent(e.keyId)}`, text: e.keyId })),
-        el('td', { class: 'mono', text: Object.keys(e.details || {}).length ? JSON.stringify(e.details) : '–' }),
+        el('td', { text: describeDetails(e.details) }),
       ),
     ),
   );
