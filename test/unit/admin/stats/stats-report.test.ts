@@ -1,4 +1,5 @@
 import { buildStatsReport, STATS_STEP_SECONDS, sumSeconds } from '../../../../src/admin/stats/stats-report';
+import type { TrafficSecond } from '../../../../src/admin/stats/traffic-recorder';
 
 const NOW = Date.UTC(2026, 10, 23, 7, 0, 7, 500);
 const nowSecond = Math.floor(NOW / 1000);
@@ -29,8 +30,8 @@ test('seconds fold into their step and into the totals; seconds outside the wind
 });
 
 test("several workers' seconds are summed second by second", () => {
-  const a = [{ second: 10, byStatus: { '2xx': 1 }, byPlan: { free: 1 }, rejectionsByWindow: {} }];
-  const b = [
+  const a: TrafficSecond[] = [{ second: 10, byStatus: { '2xx': 1 }, byPlan: { free: 1 }, rejectionsByWindow: {} }];
+  const b: TrafficSecond[] = [
     { second: 10, byStatus: { '2xx': 2, '429': 1 }, byPlan: { free: 3 }, rejectionsByWindow: { minute: 1 } },
     { second: 9, byStatus: { '5xx': 1 }, byPlan: { pro: 1 }, rejectionsByWindow: {} },
   ];
