@@ -103,6 +103,9 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           expect(res.headers['www-authenticate']).toBe('Bearer realm="animal-store", error="invalid_token", error_description="This API key has expired."');
           expect(res.headers['x-ratelimit-limit']).toBe('2');
         }
+        const metrics = await request(b.adminUrl).get('/metrics').expect(200);
+        const expiredRefusals = /^gateway_auth_failures_total\{reason="expired"\} (\d+)$/m.exec(metrics.text);
+        expect(Number(expiredRefusals?.[1])).toBeGreaterThanOrEqual(2);
         const listed = (await adminOf(b, 'get', '/admin/keys').expect(200)).body as Array<{ id: string; expiresAt: string | null }>;
         expect(listed.find((k) => k.id === created.id)?.expiresAt).toBe(expiresAt);
       });

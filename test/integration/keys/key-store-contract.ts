@@ -115,6 +115,69 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       expect(await store.findByHash(record.hash)).toMatchObject({ name: 'billing service', limits: { perMinute: 1, perDay: 2 } });
     });
 
+    it('rotation: the record resolves by its new and its previous hash, is listed once, and keeps both through an update', async () => {
+      const { record } = newRecord();
+      await store.insert(record);
+      const newHash = hashApiKey('asg_test_second');
+      const rotated = await store.rotate(record.id, { hash: newHash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T12:00:00.000Z');
+      const expected = { ...record, hash: newHash, previousHash: record.hash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z', updatedAt: '2026-01-01T12:00:00.000Z' };
+      expect(rotated).toEqual(expected);
+      expect(await store.findByHash(newHash)).toEqual(expected);
+      expect(await store.findByHash(record.hash)).toEqual(expected);
+      expect(await store.get(record.id)).toEqual(expected);
+      expect(await store.list()).toEqual([expected]);
+
+      const updated = await store.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-01T13:00:00.000Z');
+      expect(updated).toEqual({ ...expected, expiresAt: '2027-01-01T00:00:00.000Z', updatedAt: '2026-01-01T13:00:00.000Z' });
+      expect(await store.findByHash(record.hash)).toEqual(updated);
+      expect(await store.findByHash(newHash)).toEqual(updated);
+      expect((await store.update(record.id, { expiresAt: null }, '2026-01-01T14:00:00.000Z'))?.expiresAt).toBeNull();
+    });
+
+    it('rotation: a second rotation drops the oldest hash at once; revocation covers both hashes; a revoked record is not rotated', async () => {
+      const { record } = newRecord();
+      await store.insert(record);
+      const second = hashApiKey('asg_test_second');
+      const third = hashApiKey('asg_test_third');
+      await store.rotate(record.id, { hash: second, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T01:00:00.000Z');
+      const again = await store.rotate(record.id, { hash: third, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-01T02:00:00.000Z');
+      expect(again).toMatchObject({ hash: third, previousHash: second, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' });
+      expect(await store.findByHash(record.hash)).toBeNull();
+      expect((await store.findByHash(second))?.hash).toBe(third);
+
+      const revoked = await store.revoke(record.id, '2026-01-01T03:00:00.000Z');
+      expect((await store.findByHash(second))?.revokedAt).toBe('2026-01-01T03:00:00.000Z');
+      expect((await store.findByHash(third))?.revokedAt).toBe('2026-01-01T03:00:00.000Z');
+      const refused = await store.rotate(record.id, { hash: hashApiKey('asg_test_fourth'), previousKeyExpiresAt: '2026-01-04T00:00:00.000Z' }, '2026-01-01T04:00:00.000Z');
+      expect(refused).toEqual(revoked);
+      expect(await store.findByHash(hashApiKey('asg_test_fourth'))).toBeNull();
+      expect(await store.rotate(generateKeyId(), { hash: hashApiKey('asg_test_fifth'), previousKeyExpiresAt: '2026-01-04T00:00:00.000Z' }, '2026-01-01T04:00:00.000Z')).toBeNull();
+    });
+
+    it('rotation: refuses a hash another key has, and changes nothing', async () => {
+      const a = newRecord().record;
+      const b = newRecord().record;
+      await store.insert(a);
+      await store.insert(b);
+      await expect(store.rotate(a.id, { hash: b.hash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T01:00:00.000Z')).rejects.toThrow(/exists/);
+      expect(await store.get(a.id)).toEqual(a);
+      expect(await store.findByHash(b.hash)).toEqual(b);
+    });
+
+    it('rotation: tells listeners about each hash it touches', async () => {
+      const { record } = newRecord();
+      await store.insert(record);
+      const second = hashApiKey('asg_test_second');
+      const third = hashApiKey('asg_test_third');
+      await store.rotate(record.id, { hash: second, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T01:00:00.000Z');
+      const changes: KeyChange[] = [];
+      const off = store.onChange((change) => changes.push(change));
+      await store.rotate(record.id, { hash: third, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-01T02:00:00.000Z');
+      await eventually(() => [record.hash, second, third].every((h) => changes.some((c) => c.hash === h)), 2000, 'a change per hash');
+      off();
+      expect(changes.every((c) => c.id === record.id)).toBe(true);
+    });
+
     it('tells listeners about every insert, update and revocation, until they unsubscribe', async () => {
       const changes: KeyChange[] = [];
       const off = store.onChange((change) => changes.push(change));

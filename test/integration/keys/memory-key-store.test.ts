@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
+import { hashApiKey } from '../../../src/keys/key-format';
 import { MemoryKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/memory-key-store';
 import { describeKeyStoreContract, newRecord } from './key-store-contract';
 
@@ -38,6 +40,45 @@ describe('MemoryKeyStore persistence', () => {
       expect((await second.findByHash(revoked.hash))?.revokedAt).toBe('2026-01-04T00:00:00.000Z');
     } finally {
       await second.close();
+    }
+  });
+
+  it('keeps an expiry and a rotation (both hashes) across a close and reopen', async () => {
+    const dataDir = tempDir();
+    const first = new MemoryKeyStore({ dataDir });
+    const { record } = newRecord();
+    await first.insert(record);
+    await first.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z');
+    const newHash = hashApiKey('asg_test_rotated');
+    const rotated = await first.rotate(record.id, { hash: newHash, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-02T01:00:00.000Z');
+    await first.close();
+
+    const second = new MemoryKeyStore({ dataDir });
+    try {
+      expect(await second.findByHash(newHash)).toEqual(rotated);
+      expect(await second.findByHash(record.hash)).toEqual(rotated);
+      expect(rotated).toMatchObject({ expiresAt: '2027-01-01T00:00:00.000Z', previousHash: record.hash, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' });
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('opens a keys.sqlite written before the lifecycle columns existed, and adds them', async () => {
+    const dataDir = tempDir();
+    const old = new Database(path.join(dataDir, KEYS_DATABASE_FILE));
+    old.exec(`CREATE TABLE api_keys (id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL, plan TEXT NOT NULL,
+      per_minute INTEGER, per_day INTEGER, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, revoked_at TEXT,
+      CHECK ((per_minute IS NULL) = (per_day IS NULL))) STRICT`);
+    const { record } = newRecord();
+    old.prepare('INSERT INTO api_keys VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, NULL)').run(record.id, record.hash, record.name, record.plan, record.createdAt, record.updatedAt);
+    old.close();
+
+    const store = new MemoryKeyStore({ dataDir });
+    try {
+      expect(await store.findByHash(record.hash)).toEqual(record);
+      expect((await store.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z'))?.expiresAt).toBe('2027-01-01T00:00:00.000Z');
+    } finally {
+      await store.close();
     }
   });
 

@@ -269,3 +269,46 @@ describe('KeyResolver close', () => {
     expect(store.changeListeners).toBe(0);
   });
 });
+
+describe('KeyResolver and the key lifecycle', () => {
+  it('checks a cached record against its expiry on every request, without asking the store again', async () => {
+    const { key } = await addKey({ expiresAt: new Date(clock.now() + 1000).toISOString() });
+    expect((await resolver.resolve(key)).status).toBe('valid');
+    clock.advance(999);
+    expect((await resolver.resolve(key)).status).toBe('valid');
+    clock.advance(1);
+    expect((await resolver.resolve(key)).status).toBe('expired');
+    expect(store.findByHashCalls).toBe(1);
+  });
+
+  it('resolves both secrets of a rotated key through the cache; the previous one expires at previousKeyExpiresAt', async () => {
+    // Entries outlive the grace period: the end of it must be seen on the cached record.
+    makeResolver({ cacheTtlSeconds: 3600 });
+    const { key, record } = await addKey();
+    const newKey = generateApiKey(PREFIX);
+    await store.rotate(record.id, { hash: hashApiKey(newKey), previousKeyExpiresAt: new Date(clock.now() + 60_000).toISOString() }, new Date(clock.now()).toISOString());
+    for (let i = 0; i < 3; i++) {
+      expect(await resolver.resolve(key)).toMatchObject({ status: 'valid', record: { id: record.id } });
+      expect(await resolver.resolve(newKey)).toMatchObject({ status: 'valid', record: { id: record.id } });
+    }
+    expect(store.findByHashCalls).toBe(2);
+    clock.advance(60_000);
+    expect((await resolver.resolve(key)).status).toBe('expired');
+    expect((await resolver.resolve(newKey)).status).toBe('valid');
+    expect(store.findByHashCalls).toBe(2);
+  });
+
+  it('a second rotation makes the oldest secret unknown; a revocation makes both revoked', async () => {
+    const { key, record } = await addKey();
+    const second = generateApiKey(PREFIX);
+    const third = generateApiKey(PREFIX);
+    const until = new Date(clock.now() + 60_000).toISOString();
+    await store.rotate(record.id, { hash: hashApiKey(second), previousKeyExpiresAt: until }, until);
+    expect((await resolver.resolve(key)).status).toBe('valid');
+    await store.rotate(record.id, { hash: hashApiKey(third), previousKeyExpiresAt: until }, until);
+    expect((await resolver.resolve(key)).status).toBe('invalid');
+    await store.revoke(record.id, until);
+    expect((await resolver.resolve(second)).status).toBe('revoked');
+    expect((await resolver.resolve(third)).status).toBe('revoked');
+  });
+});
