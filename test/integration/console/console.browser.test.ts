@@ -204,10 +204,14 @@ test("the key's page: live windows and the 30-day usage chart", async () => {
   await shoot('06-key-detail-usage');
 });
 
-test('change the plan: the page and the gateway see the new limits', async () => {
+test('change the plan and the expiry: the page and the gateway see the new limits', async () => {
   await page.locator('#edit-plan').selectOption('pro');
+  // datetime-local takes the operator's local time; a year ahead is in the future in any zone.
+  const nextYear = new Date().getFullYear() + 1;
+  await page.getByLabel('Expires (your time zone; empty for never)').fill(`${nextYear}-06-01T12:00`);
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.waitForFunction(() => /300\/min/.test(document.getElementById('key-facts')?.textContent ?? ''));
+  expect(await textOf('#key-facts')).toContain(`Jun 1, ${nextYear}`);
   const res = await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${firstSecret}` } });
   expect(res.headers.get('ratelimit-policy')).toContain('"minute";q=300');
 });
@@ -227,19 +231,46 @@ test('rotate with a grace period: a new secret shown once, the old one still ser
   await page.getByRole('button', { name: 'I have copied it' }).click();
 });
 
+test('a banned key: the overview counts the ban, the key page lifts it', async () => {
+  const res = await fetch(new URL('/admin/keys', product.adminUrl), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${product.adminToken}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'browser-retry-storm', plan: 'enterprise', limits: { perMinute: 1, perDay: 1000 } }),
+  });
+  const stormy = (await res.json()) as { id: string; key: string };
+  // One admitted, then more 429s than ban.threshold (10) within the minute: banned.
+  const codes = [];
+  for (let i = 0; i < 13; i++) codes.push((await gateway(stormy.key)).code);
+  expect(codes.at(-1)).toBe('temporarily_banned');
+
+  await page.goto(new URL('/console#/overview', product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('active-bans')?.textContent === '1', undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => Number(document.getElementById('rejections-body')?.textContent?.match(/ban(\d+)/)?.[1] ?? 0) >= 1, undefined, { timeout: 10_000 });
+  await shoot('08-overview-with-a-ban');
+
+  await page.goto(new URL(`/console#/keys/${stormy.id}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'banned');
+  await page.getByRole('button', { name: 'Lift the ban' }).click();
+  await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'active');
+  // The ban is gone; the minute window is still spent, so the gateway says why, not "banned".
+  expect(await gateway(stormy.key)).toEqual({ status: 429, code: 'rate_limited' });
+  await page.goto(new URL(`/console#/keys/${keyId}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-title')?.textContent === 'browser-checkout');
+});
+
 test('revoke with a confirmation naming the key: the gateway answers 401 to both secrets', async () => {
   await page.getByRole('button', { name: 'Revoke…' }).click();
   const dialog = page.getByRole('dialog');
   await dialog.waitFor();
   expect(await dialog.textContent()).toContain(`“browser-checkout” (${keyId})`);
-  await shoot('08-revoke-confirmation');
+  await shoot('09-revoke-confirmation');
   await dialog.getByRole('button', { name: 'Revoke “browser-checkout”' }).click();
   await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'revoked');
   expect(await page.locator('#key-revoked-note').isVisible()).toBe(true);
   expect(await page.locator('#key-actions').isHidden()).toBe(true);
   expect(await gateway(rotatedSecret)).toEqual({ status: 401, code: 'revoked_api_key' });
   expect(await gateway(firstSecret)).toEqual({ status: 401, code: 'revoked_api_key' });
-  await shoot('09-key-revoked');
+  await shoot('10-key-revoked');
 });
 
 test('deprecations: the key among the callers of the deprecated operation, with the days to its sunset', async () => {
@@ -248,16 +279,18 @@ test('deprecations: the key among the callers of the deprecated operation, with 
   const body = await textOf('#deprecations-body');
   expect(body).toMatch(/days left/);
   expect(body).toContain('browser-checkout');
-  await shoot('10-deprecations');
+  await shoot('11-deprecations');
 });
 
 test('audit log: the create, update, rotate and revoke, newest first', async () => {
   await page.getByRole('link', { name: 'Audit log' }).click();
   await page.waitForFunction(() => (document.getElementById('audit-body')?.querySelectorAll('tr').length ?? 0) >= 4);
-  const actions = await page.locator('#audit-body tr td:nth-child(2)').allTextContents();
-  expect(actions.slice(0, 4)).toEqual(['revoke', 'rotate', 'update', 'create']);
+  const rows = await page.locator('#audit-body tr', { hasText: keyId }).locator('td:nth-child(2)').allTextContents();
+  expect(rows).toEqual(['revoke', 'rotate', 'update', 'create']);
+  expect(await page.locator('#audit-body tr', { hasText: keyId }).first().textContent()).toContain('browser-checkout');
+  expect(await page.locator('#audit-body tr td:nth-child(2)').allTextContents()).toContain('unban');
   expect(await page.content()).not.toContain(rotatedSecret);
-  await shoot('11-audit-log');
+  await shoot('12-audit-log');
 });
 
 test('readable at 200 % zoom: no horizontal scrolling on any page', async () => {
@@ -270,10 +303,10 @@ test('readable at 200 % zoom: no horizontal scrolling on any page', async () => 
   }
   await page.goto(new URL('/console#/overview', product.adminUrl).href);
   await page.waitForFunction(() => document.getElementById('health-store')?.textContent === 'OK');
-  await shoot('12-overview-at-200-percent');
+  await shoot('13-overview-at-200-percent');
   await page.goto(new URL(`/console#/keys/${keyId}`, product.adminUrl).href);
   await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'revoked');
-  await shoot('13-key-at-200-percent');
+  await shoot('14-key-at-200-percent');
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 

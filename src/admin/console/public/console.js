@@ -651,7 +651,8 @@ function describeDetails(details) {
 }
 
 async function loadAudit() {
-  const { entries } = await api('GET', '/admin/audit?limit=100');
+  const [{ entries }, keys] = await Promise.all([api('GET', '/admin/audit?limit=100'), api('GET', '/admin/keys')]);
+  const nameOf = new Map(keys.map((k) => [k.id, k.name]));
   if (entries.length === 0) {
     $('audit-body').replaceChildren(el('tr', {}, el('td', { colspan: 4, class: 'muted', text: 'No admin writes yet.' })));
     return;
@@ -661,9 +662,15 @@ async function loadAudit() {
       el(
         'tr',
         {},
-        el('td', { text: fmtTime(e.at) }),
+        el('td', { class: 'when', text: new Date(e.at).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }) }),
         el('td', { text: e.action }),
-        el('td', {}, el('a', { class: 'mono', href: `#/keys/${encodeURIComponent(e.keyId)}`, text: e.keyId })),
+        el(
+          'td',
+          {},
+          el('a', { href: `#/keys/${encodeURIComponent(e.keyId)}`, text: nameOf.get(e.keyId) || e.keyId }),
+          el('br'),
+          el('span', { class: 'mono muted', text: e.keyId }),
+        ),
         el('td', { text: describeDetails(e.details) }),
       ),
     ),
