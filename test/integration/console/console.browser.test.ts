@@ -134,6 +134,51 @@ test('signing in with the keyboard opens the overview: health, bans, charts, no 
   await shoot('02-overview-empty');
 });
 
+test('the overview stops asking while the tab is hidden and asks again when it shows', async () => {
+  let statsRequests = 0;
+  const count = (req: { url(): string }) => {
+    if (req.url().endsWith('/admin/stats')) statsRequests++;
+  };
+  page.on('request', count);
+  const setHidden = (hidden: boolean) =>
+    page.evaluate((value) => {
+      const doc = (globalThis as unknown as { document: EventTarget }).document;
+      Object.defineProperty(doc, 'hidden', { value, configurable: true });
+      Object.defineProperty(doc, 'visibilityState', { value: value ? 'hidden' : 'visible', configurable: true });
+      doc.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+  try {
+    await setHidden(true);
+    statsRequests = 0;
+    // Longer than the 5 s refresh: a visible tab would have asked at least once.
+    await page.waitForTimeout(6000);
+    expect(statsRequests).toBe(0);
+    expect(await textOf('#status')).toBe('Paused while the tab is hidden.');
+    const asked = page.waitForRequest((req) => req.url().endsWith('/admin/stats'), { timeout: 2000 });
+    await setHidden(false);
+    await asked;
+  } finally {
+    page.off('request', count);
+  }
+});
+
+test('keyboard: a skip link that shows when focused, then the sections, each reachable with Tab and Enter', async () => {
+  await page.goto(new URL('/console#/overview', product.adminUrl).href);
+  await page.locator('#overview').waitFor({ state: 'visible' });
+  const skip = page.getByRole('link', { name: 'Skip to content' });
+  await skip.focus();
+  expect((await skip.boundingBox())!.x).toBeGreaterThanOrEqual(0);
+  const focusedText = () => page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent.trim());
+  await page.keyboard.press('Tab');
+  expect(await focusedText()).toBe('Overview');
+  await page.keyboard.press('Tab');
+  expect(await focusedText()).toBe('Keys');
+  await page.keyboard.press('Enter');
+  await page.locator('#keys').waitFor({ state: 'visible' });
+  await page.getByRole('link', { name: 'Overview' }).click();
+  await page.locator('#overview').waitFor({ state: 'visible' });
+});
+
 test('every form control has a label', async () => {
   const unlabelled = await page.locator('input, select').evaluateAll((controls) =>
     controls.filter((c) => (c as unknown as { labels: { length: number } | null }).labels?.length === 0 && !c.getAttribute('aria-label')).map((c) => c.id || c.outerHTML),
