@@ -23,8 +23,8 @@ import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecation
 import { buildDeprecationReport } from './gateway/deprecation-report';
 import { TrafficRecorder, type TrafficSecond } from './admin/stats/traffic-recorder';
 import { createAdminApp, type MetricsSource, type ReadinessCheck } from './admin/app';
-import { MemoryAuditLog, RedisAuditLog } from './admin/audit-log';
-import { KeyActivityRecorder, MemoryKeyActivityStore, RedisKeyActivityStore } from './keys/key-activity';
+import { RedisAuditLog, SqliteAuditLog, type AuditLog } from './admin/audit-log';
+import { KeyActivityRecorder, RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } from './keys/key-activity';
 
 export interface StartOptions {
   logger: Logger;
@@ -163,14 +163,25 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     );
     cleanups.push(() => deprecationUsage.close());
 
-    const keyActivity = new KeyActivityRecorder(
-      redis ? new RedisKeyActivityStore(redis, config.redis.namespace) : new MemoryKeyActivityStore(),
-      clock,
-      undefined,
-      (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'),
+    // Usage history and the audit trail: in Redis for every instance, else in SQLite under dataDir
+    // beside the keys, so a restart keeps them as it keeps the keys.
+    let keyActivityStore: KeyActivityStore;
+    let auditLog: AuditLog;
+    if (redis) {
+      keyActivityStore = new RedisKeyActivityStore(redis, config.redis.namespace);
+      auditLog = new RedisAuditLog(redis, config.redis.namespace);
+    } else {
+      const sqliteActivity = new SqliteKeyActivityStore(config.dataDir);
+      cleanups.push(() => sqliteActivity.close());
+      keyActivityStore = sqliteActivity;
+      const sqliteAudit = new SqliteAuditLog(config.dataDir);
+      cleanups.push(() => sqliteAudit.close());
+      auditLog = sqliteAudit;
+    }
+    const keyActivity = new KeyActivityRecorder(keyActivityStore, clock, undefined, (err) =>
+      logger.warn({ err: (err as Error).message }, 'could not record key usage'),
     );
     cleanups.push(() => keyActivity.close());
-    const auditLog = redis ? new RedisAuditLog(redis, config.redis.namespace) : new MemoryAuditLog();
 
     const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
     const signer = new UpstreamTokenSigner({ ...config.signing, secret }, clock);

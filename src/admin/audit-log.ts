@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import type { RedisClient } from '../shared/redis';
 
 /** Entries kept: the oldest go first beyond this (CONTRACT §5). */
@@ -21,17 +24,42 @@ export interface AuditLog {
   recent(limit: number): Promise<AuditEntry[]>;
 }
 
-/** The single-instance trail: held in process, bounded like the Redis one. */
-export class MemoryAuditLog implements AuditLog {
-  private readonly entries: AuditEntry[] = [];
+export const AUDIT_DATABASE_FILE = 'audit.sqlite';
+
+/** The single-instance trail when a data directory is given: SQLite under it, bounded the same way. */
+export class SqliteAuditLog implements AuditLog {
+  private readonly db: Database.Database;
+  private readonly insert: Database.Statement<[string]>;
+  private readonly trim: Database.Statement<[number]>;
+  private readonly select: Database.Statement<[number]>;
+
+  constructor(dataDir: string) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(path.join(dataDir, AUDIT_DATABASE_FILE));
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('busy_timeout = 5000');
+      this.db.exec('CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL) STRICT');
+      this.insert = this.db.prepare('INSERT INTO audit (entry) VALUES (?)');
+      this.trim = this.db.prepare('DELETE FROM audit WHERE seq <= ?');
+      this.select = this.db.prepare('SELECT entry FROM audit ORDER BY seq DESC LIMIT ?');
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+  }
 
   async append(entry: AuditEntry): Promise<void> {
-    this.entries.push(entry);
-    if (this.entries.length > MAX_AUDIT_ENTRIES) this.entries.splice(0, this.entries.length - MAX_AUDIT_ENTRIES);
+    const { lastInsertRowid } = this.insert.run(JSON.stringify(entry));
+    this.trim.run(Number(lastInsertRowid) - MAX_AUDIT_ENTRIES);
   }
 
   async recent(limit: number): Promise<AuditEntry[]> {
-    return this.entries.slice(-limit).reverse();
+    return (this.select.all(limit) as Array<{ entry: string }>).map((row) => JSON.parse(row.entry) as AuditEntry);
+  }
+
+  close(): void {
+    this.db.close();
   }
 }
 
