@@ -363,6 +363,30 @@ test('signing out forgets the token', async () => {
   expect(await page.evaluate(() => sessionStorage.getItem('asg-admin-token'))).toBeNull();
 });
 
+test("the admin API's lockout after wrong tokens reaches the sign-in form as a wait, not as a wrong token", async () => {
+  const strict = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 1 } } });
+  const other = await chromium.context.newPage();
+  try {
+    await other.goto(new URL('/console', strict.adminUrl).href);
+    for (const attempt of ['wrong-once', 'wrong-twice']) {
+      await other.locator('#token').fill(attempt);
+      await other.keyboard.press('Enter');
+      await other.waitForFunction(() => (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document.getElementById('sign-in-error').textContent !== '');
+      if (attempt === 'wrong-once') {
+        expect(await other.locator('#sign-in-error').textContent()).toBe('That admin token is not valid.');
+        // The next answer must be a new one, not this one still on the page.
+        await other.evaluate(() => {
+          (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document.getElementById('sign-in-error').textContent = '';
+        });
+      }
+    }
+    expect(await other.locator('#sign-in-error').textContent()).toMatch(/^Too many wrong tokens from this address\. Try again in \d+ seconds\.$/);
+  } finally {
+    await other.close();
+    await strict.close();
+  }
+});
+
 test('no script error, no policy violation, no request to another origin during the whole session', () => {
   expect(pageProblems).toEqual([]);
   expect(foreignRequests).toEqual([]);
