@@ -29,6 +29,8 @@ COPY package.json package-lock.json ./
 # this image has its own.
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The console's static files: tsc compiles only the TypeScript beside them.
+COPY --from=build /app/src/admin/console/public ./dist/admin/console/public
 COPY openapi.yaml ./
 COPY config ./config
 COPY scripts/healthcheck.js ./scripts/healthcheck.js

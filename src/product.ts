@@ -21,6 +21,7 @@ import { createGatewayMetrics } from './gateway/metrics';
 import { answerUnparsableRequest } from './gateway/unparsable-request';
 import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
 import { buildDeprecationReport } from './gateway/deprecation-report';
+import { TrafficRecorder, type TrafficSecond } from './admin/stats/traffic-recorder';
 import { createAdminApp, type MetricsSource, type ReadinessCheck } from './admin/app';
 import { RedisAuditLog, SqliteAuditLog, type AuditLog } from './admin/audit-log';
 import { KeyActivityRecorder, RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } from './keys/key-activity';
@@ -39,6 +40,8 @@ export interface StartOptions {
    * inventory's merged in). Default: that registry; a worker serves every worker's sum instead.
    */
   metricsSource?: (registry: Registry) => MetricsSource;
+  /** What GET /admin/stats sums, given this process's recorder. Default: its own; a worker asks every worker. */
+  trafficSource?: (recorder: TrafficRecorder) => () => Promise<TrafficSecond[]>;
 }
 
 export interface RunningProduct {
@@ -214,6 +217,11 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);
     cleanups.push(() => closeServer(gatewayServer, config.server.shutdownTimeoutMs));
 
+    // The console's overview: the gateway's counters sampled once a second, off the request path.
+    const traffic = new TrafficRecorder(metrics, clock);
+    traffic.start();
+    cleanups.push(() => traffic.stop());
+
     const readiness: ReadinessCheck[] = [
       {
         name: 'store',
@@ -250,6 +258,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
           callers: (routeId) => deprecationUsage.callers(routeId),
           keyById: (id) => keys.get(id),
         }),
+      trafficSeconds: options.trafficSource ? options.trafficSource(traffic) : async () => traffic.seconds(),
       logger: logger.child({ component: 'admin' }),
       maxBodyBytes: config.server.maxBodyBytes,
     });

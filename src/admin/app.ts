@@ -9,6 +9,9 @@ import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, WindowLimits } from '../limits/types';
 import type { DeprecationReport } from '../gateway/deprecation-report';
 import type { AuditAction, AuditLog } from './audit-log';
+import { buildStatsReport } from './stats/stats-report';
+import type { TrafficSecond } from './stats/traffic-recorder';
+import { consoleRouter } from './console/console-router';
 
 /** What the admin API needs from the key service. */
 export interface KeyAdministration {
@@ -55,6 +58,8 @@ export interface AdminDependencies {
   readiness: ReadinessCheck[];
   /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
   deprecations: () => Promise<DeprecationReport>;
+  /** The last 15 minutes of this process's traffic, per second (every worker's, summed, under WORKERS > 1). */
+  trafficSeconds: () => Promise<TrafficSecond[]>;
   logger: Logger;
   maxBodyBytes: number;
 }
@@ -197,8 +202,8 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     res.json({ status: 'ok' });
   });
 
-  app.get('/readyz', async (_req, res) => {
-    const results = await Promise.all(
+  const runReadinessChecks = () =>
+    Promise.all(
       deps.readiness.map(async ({ name, check }) => {
         try {
           await check();
@@ -208,6 +213,9 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
         }
       }),
     );
+
+  app.get('/readyz', async (_req, res) => {
+    const results = await runReadinessChecks();
     const failing = results.filter((r) => !r.ok).map((r) => r.name);
     if (failing.length === 0) {
       res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])) });
@@ -314,7 +322,19 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     res.json(await deps.deprecations());
   });
 
+  admin.get('/stats', async (_req, res) => {
+    const [seconds, checks, activeBans] = await Promise.all([
+      deps.trafficSeconds(),
+      runReadinessChecks(),
+      // A store outage shows as a failing check; the ban count is then unknown, not an error.
+      deps.keyLimiter.activeBans().catch(() => null),
+    ]);
+    const health = Object.fromEntries(checks.map(({ name, ok }) => [name, ok ? ('ok' as const) : ('failing' as const)]));
+    res.json(buildStatsReport({ seconds, nowMs: (deps.clock ?? systemClock).now(), activeBans, health }));
+  });
+
   app.use('/admin', admin);
+  app.use('/console', consoleRouter());
   app.use((_req, res) => sendError(res, 'not_found', 'No such resource.'));
   app.use(errorHandler((err) => logger.error({ err }, 'unhandled admin error')));
   return app;

@@ -1,3 +1,5 @@
+import type { TrafficSecond } from '../admin/stats/traffic-recorder';
+
 /**
  * What the supervisor and its workers say to each other over the cluster's IPC channel. Every
  * type is prefixed so that prom-client's own messages (and anything else on the channel) pass by.
@@ -7,7 +9,11 @@ export type SupervisorMessage =
   | { type: 'asg:stop' }
   /** Development only: print the ready key and curl line (one worker does, once). */
   | { type: 'asg:greet' }
-  | { type: 'asg:metrics'; id: number; text?: string; error?: string };
+  | { type: 'asg:metrics'; id: number; text?: string; error?: string }
+  /** Every worker's recent traffic, summed: the answer to a worker's asg:stats. */
+  | { type: 'asg:stats'; id: number; seconds: TrafficSecond[] }
+  /** Send your recent traffic (asg:stats-part) for collection `id`. */
+  | { type: 'asg:stats-collect'; id: number };
 
 export type WorkerMessage =
   /** Both listeners are up. */
@@ -15,7 +21,11 @@ export type WorkerMessage =
   /** Startup failed: the supervisor prints this one line (once, not once per worker) and stops. */
   | { type: 'asg:startup-failed'; line: string }
   /** GET /metrics on this worker: every worker's metrics, summed by the supervisor. */
-  | { type: 'asg:metrics'; id: number };
+  | { type: 'asg:metrics'; id: number }
+  /** GET /admin/stats on this worker: every worker's recent traffic, summed by the supervisor. */
+  | { type: 'asg:stats'; id: number }
+  /** This worker's recent traffic, for the supervisor's collection `id`. */
+  | { type: 'asg:stats-part'; id: number; seconds: TrafficSecond[] };
 
 export function isMessage<T extends { type: string }>(message: unknown, type: T['type']): message is T {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;

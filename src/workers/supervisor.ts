@@ -7,6 +7,7 @@ import { startInventory, type RunningInventory } from '../inventory';
 import { resolveAdminToken } from '../product';
 import { startupFailureLine } from '../lifecycle';
 import { answerClusterMetrics } from './cluster-metrics';
+import { answerClusterStats } from './cluster-stats';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 import { restartDelayMs } from './worker-count';
 
@@ -44,6 +45,7 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
     workerEnv.INVENTORY_URL = inventory.url;
   }
   answerClusterMetrics(inventory ? [inventory.metrics] : []);
+  answerClusterStats();
 
   let started = false;
   let stopping = false;

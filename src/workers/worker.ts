@@ -4,6 +4,7 @@ import type { Logger } from '../shared/logger';
 import { startProduct } from '../product';
 import { createStopper, greetDeveloper, startupFailureLine, stopOnSignals } from '../lifecycle';
 import { clusterMetricsSource } from './cluster-metrics';
+import { clusterTrafficSource } from './cluster-stats';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 function tell(message: WorkerMessage, then?: () => void): void {
@@ -18,7 +19,7 @@ export async function runWorker(config: Config, logger: Logger, workers: number)
   const workerLogger = logger.child({ worker: cluster.worker!.id });
   let product;
   try {
-    product = await startProduct(config, { logger: workerLogger, metricsSource: clusterMetricsSource });
+    product = await startProduct(config, { logger: workerLogger, metricsSource: clusterMetricsSource, trafficSource: clusterTrafficSource });
   } catch (err) {
     // The supervisor prints it, once for all workers.
     tell({ type: 'asg:startup-failed', line: startupFailureLine(err) }, () => process.exit(1));

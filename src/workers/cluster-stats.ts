@@ -1,0 +1,71 @@
+import cluster, { type Worker } from 'node:cluster';
+import { sumSeconds } from '../admin/stats/stats-report';
+import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
+import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
+
+/** A worker that has not answered by then is left out of the sum rather than stalling the console. */
+const COLLECT_TIMEOUT_MS = 1000;
+/** The worker's own wait for the supervisor's sum. */
+const ANSWER_TIMEOUT_MS = 3000;
+
+type StatsAsk = Extract<WorkerMessage, { type: 'asg:stats' }>;
+type StatsPart = Extract<WorkerMessage, { type: 'asg:stats-part' }>;
+
+/**
+ * Supervisor side of GET /admin/stats under WORKERS > 1, as for /metrics: the worker that got the
+ * request asks here, every live worker sends its recorder's seconds, and the sum goes back.
+ */
+export function answerClusterStats(): void {
+  let nextCollection = 0;
+  const collections = new Map<number, { parts: TrafficSecond[][]; waitingFor: Set<Worker>; done(): void }>();
+
+  cluster.on('message', (worker, message: unknown) => {
+    if (isMessage<StatsPart>(message, 'asg:stats-part')) {
+      const collection = collections.get(message.id);
+      if (!collection || !collection.waitingFor.delete(worker)) return;
+      collection.parts.push(message.seconds);
+      if (collection.waitingFor.size === 0) collection.done();
+      return;
+    }
+    if (!isMessage<StatsAsk>(message, 'asg:stats')) return;
+    const id = nextCollection++;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
+    const collection = { parts: [] as TrafficSecond[][], waitingFor: new Set(workers), done: () => {} };
+    const timer = setTimeout(() => collection.done(), COLLECT_TIMEOUT_MS);
+    collection.done = () => {
+      clearTimeout(timer);
+      collections.delete(id);
+      if (worker.isConnected()) worker.send({ type: 'asg:stats', id: message.id, seconds: sumSeconds(collection.parts) } satisfies SupervisorMessage);
+    };
+    collections.set(id, collection);
+    for (const w of workers) w.send({ type: 'asg:stats-collect', id } satisfies SupervisorMessage);
+  });
+}
+
+/** Worker side: sends this worker's seconds when collected, and asks for every worker's sum. */
+export function clusterTrafficSource(recorder: TrafficRecorder): () => Promise<TrafficSecond[]> {
+  const pending = new Map<number, { resolve(seconds: TrafficSecond[]): void; timer: NodeJS.Timeout }>();
+  let nextId = 0;
+  process.on('message', (message: unknown) => {
+    if (isMessage<Extract<SupervisorMessage, { type: 'asg:stats-collect' }>>(message, 'asg:stats-collect')) {
+      process.send!({ type: 'asg:stats-part', id: message.id, seconds: recorder.seconds() } satisfies WorkerMessage);
+      return;
+    }
+    if (!isMessage<Extract<SupervisorMessage, { type: 'asg:stats' }>>(message, 'asg:stats')) return;
+    const waiting = pending.get(message.id);
+    if (!waiting) return;
+    pending.delete(message.id);
+    clearTimeout(waiting.timer);
+    waiting.resolve(message.seconds);
+  });
+  return () =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error('the supervisor did not answer with the summed traffic'));
+      }, ANSWER_TIMEOUT_MS);
+      pending.set(id, { resolve, timer });
+      process.send!({ type: 'asg:stats', id } satisfies WorkerMessage);
+    });
+}

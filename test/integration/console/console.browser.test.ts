@@ -1,0 +1,393 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { launchChromium, SCREENSHOT_DIR, type RunningBrowser } from '../../support/browser';
+
+/**
+ * The operator console in a real chromium against the whole product on loopback (real Redis, real
+ * SQLite, real HTTP): every step an operator takes, checked on the page and through the gateway.
+ * Steps run in order and share the key they create. Screenshots land in screenshots/ (git-ignored).
+ */
+
+jest.setTimeout(60_000);
+
+// The page.evaluate callbacks run in the browser; the project's type library is Node's, without the DOM.
+interface PageElement {
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+  querySelectorAll(selector: string): { length: number };
+}
+declare const document: {
+  getElementById(id: string): PageElement | null;
+  documentElement: { scrollWidth: number; clientWidth: number };
+};
+
+let product: ProductHarness;
+let chromium: RunningBrowser;
+let page: Page;
+const pageProblems: string[] = [];
+const foreignRequests: string[] = [];
+let keyId = '';
+let firstSecret = '';
+let rotatedSecret = '';
+
+async function shoot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
+}
+
+async function gateway(key: string, pathname = '/v1/pets'): Promise<{ status: number; code?: string }> {
+  const res = await fetch(new URL(pathname, product.gatewayUrl), { headers: { Authorization: `Bearer ${key}` } });
+  const body = (await res.json()) as { code?: string };
+  return { status: res.status, code: body.code };
+}
+
+async function textOf(selector: string): Promise<string> {
+  return (await page.locator(selector).textContent()) ?? '';
+}
+
+/** Total layout shift so far on this document (Chromium's Layout Instability API), input-driven shifts aside. */
+async function layoutShift(): Promise<number> {
+  return page.evaluate(
+    () =>
+      new Promise<number>((resolve) => {
+        let total = 0;
+        new PerformanceObserver((list) => {
+          for (const entry of list.getEntries() as unknown as Array<{ value: number; hadRecentInput: boolean }>) {
+            if (!entry.hadRecentInput) total += entry.value;
+          }
+        }).observe({ type: 'layout-shift' as never, buffered: true });
+        setTimeout(() => resolve(total), 100);
+      }),
+  );
+}
+
+/** Wider than the viewport means a horizontal scroll bar: unreadable at 200 % zoom. */
+async function overflowsHorizontally(): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1);
+}
+
+beforeAll(async () => {
+  fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  // The wrong-token step must not lock the test's own address out of the admin API.
+  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 100 } } });
+  chromium = await launchChromium();
+  page = await chromium.context.newPage();
+  page.on('console', (message) => {
+    // The deliberate wrong token shows as a failed (401) resource load in the console; anything else is a problem.
+    if (message.type() === 'error' && !/status of 401/.test(message.text())) pageProblems.push(message.text());
+  });
+  page.on('pageerror', (err) => pageProblems.push(err.message));
+  page.on('request', (req) => {
+    if (!req.url().startsWith(product.adminUrl)) foreignRequests.push(req.url());
+  });
+});
+
+afterAll(async () => {
+  await chromium?.close();
+  await product?.close();
+});
+
+test('GET /console: the page with a strict Content-Security-Policy, no framing, no referrer, no cookie', async () => {
+  const res = await fetch(new URL('/console', product.adminUrl));
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+  const csp = res.headers.get('content-security-policy') ?? '';
+  expect(csp).toContain("default-src 'none'");
+  expect(csp).toContain("script-src 'self'");
+  expect(csp).toContain("style-src 'self'");
+  expect(csp).toContain("connect-src 'self'");
+  expect(csp).toContain("frame-ancestors 'none'");
+  expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:/);
+  expect(res.headers.get('x-frame-options')).toBe('DENY');
+  expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+  expect(res.headers.get('set-cookie')).toBeNull();
+  const html = await res.text();
+  // No inline script or style for the policy to have to allow, no asset from another origin.
+  expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+  expect(html).not.toMatch(/<style|\sstyle=/);
+  expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+});
+
+test('a wrong admin token is refused with a clear message, and nothing is shown', async () => {
+  await page.goto(new URL('/console', product.adminUrl).href);
+  await page.locator('#token').fill('not-the-admin-token');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.getElementById('sign-in-error')?.textContent === 'That admin token is not valid.');
+  expect(await page.locator('#nav').isHidden()).toBe(true);
+  expect(await page.locator('#overview').isHidden()).toBe(true);
+  expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  await shoot('01-sign-in-wrong-token');
+});
+
+test('signing in with the keyboard opens the overview: health, bans, charts, no cookie set', async () => {
+  await page.locator('#token').fill(product.adminToken);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.getElementById('health-store')?.textContent === 'OK');
+  expect(await textOf('#health-upstream')).toBe('OK');
+  expect(await textOf('#active-bans')).toBe('0');
+  expect(await page.locator('#chart-status svg').count()).toBe(1);
+  expect(await textOf('#chart-status')).toContain('No requests in the last 15 minutes');
+  expect(await chromium.context.cookies()).toEqual([]);
+  expect(await page.evaluate(() => sessionStorage.getItem('asg-admin-token'))).toBe(product.adminToken);
+  expect(await layoutShift()).toBeLessThan(0.01);
+  await shoot('02-overview-empty');
+});
+
+test('the overview stops asking while the tab is hidden and asks again when it shows', async () => {
+  let statsRequests = 0;
+  const count = (req: { url(): string }) => {
+    if (req.url().endsWith('/admin/stats')) statsRequests++;
+  };
+  page.on('request', count);
+  const setHidden = (hidden: boolean) =>
+    page.evaluate((value) => {
+      const doc = (globalThis as unknown as { document: EventTarget }).document;
+      Object.defineProperty(doc, 'hidden', { value, configurable: true });
+      Object.defineProperty(doc, 'visibilityState', { value: value ? 'hidden' : 'visible', configurable: true });
+      doc.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+  try {
+    await setHidden(true);
+    statsRequests = 0;
+    // Longer than the 5 s refresh: a visible tab would have asked at least once.
+    await page.waitForTimeout(6000);
+    expect(statsRequests).toBe(0);
+    expect(await textOf('#status')).toBe('Paused while the tab is hidden.');
+    const asked = page.waitForRequest((req) => req.url().endsWith('/admin/stats'), { timeout: 2000 });
+    await setHidden(false);
+    await asked;
+  } finally {
+    page.off('request', count);
+  }
+});
+
+test('keyboard: a skip link that shows when focused, then the sections, each reachable with Tab and Enter', async () => {
+  await page.goto(new URL('/console#/overview', product.adminUrl).href);
+  await page.locator('#overview').waitFor({ state: 'visible' });
+  const skip = page.getByRole('link', { name: 'Skip to content' });
+  await skip.focus();
+  expect((await skip.boundingBox())!.x).toBeGreaterThanOrEqual(0);
+  const focusedText = () => page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent.trim());
+  await page.keyboard.press('Tab');
+  expect(await focusedText()).toBe('Overview');
+  await page.keyboard.press('Tab');
+  expect(await focusedText()).toBe('Keys');
+  await page.keyboard.press('Enter');
+  await page.locator('#keys').waitFor({ state: 'visible' });
+  await page.getByRole('link', { name: 'Overview' }).click();
+  await page.locator('#overview').waitFor({ state: 'visible' });
+});
+
+test('every form control has a label', async () => {
+  const unlabelled = await page.locator('input, select').evaluateAll((controls) =>
+    controls.filter((c) => (c as unknown as { labels: { length: number } | null }).labels?.length === 0 && !c.getAttribute('aria-label')).map((c) => c.id || c.outerHTML),
+  );
+  expect(unlabelled).toEqual([]);
+});
+
+test('create a key: shown once, with a copy button and a warning, then gone from the page', async () => {
+  await page.getByRole('link', { name: 'Keys' }).click();
+  await page.getByRole('button', { name: 'New key' }).click();
+  await page.getByLabel('Name').first().fill('browser-checkout');
+  await page.locator('#create-plan').selectOption('free');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.locator('#secret-panel').waitFor({ state: 'visible' });
+  firstSecret = await page.locator('#secret-value').inputValue();
+  expect(firstSecret).toMatch(/^asg_dev_/);
+  expect(await textOf('#secret-panel')).toContain('It will not be shown again');
+  expect(await page.getByRole('button', { name: 'Copy' }).isVisible()).toBe(true);
+  await shoot('03-key-created-shown-once');
+
+  await page.getByRole('button', { name: 'I have copied it' }).click();
+  expect(await page.locator('#secret-panel').isHidden()).toBe(true);
+  expect(await page.locator('#secret-value').inputValue()).toBe('');
+  const row = page.locator('#keys-body tr', { hasText: 'browser-checkout' });
+  await row.waitFor();
+  keyId = (await row.locator('td.mono').textContent()) ?? '';
+  expect(keyId).not.toBe('');
+  expect(await page.content()).not.toContain(firstSecret);
+});
+
+test('search by name and filter by plan and state', async () => {
+  await page.getByLabel('Search by name or id').fill('checkout');
+  expect(await page.locator('#keys-body tr').count()).toBe(1);
+  await page.locator('#key-plan-filter').selectOption('pro');
+  expect(await textOf('#keys-body')).toContain('No key matches.');
+  await page.locator('#key-plan-filter').selectOption('free');
+  await page.locator('#key-state-filter').selectOption('active');
+  expect(await page.locator('#keys-body tr', { hasText: 'browser-checkout' }).count()).toBe(1);
+  await page.getByLabel('Search by name or id').fill(keyId.slice(0, 6));
+  expect(await page.locator('#keys-body tr', { hasText: 'browser-checkout' }).count()).toBe(1);
+  await shoot('04-keys-filtered');
+});
+
+test('traffic through the gateway with the key shows in the overview', async () => {
+  for (let i = 0; i < 3; i++) expect(await gateway(firstSecret)).toEqual({ status: 200, code: undefined });
+  // The deprecated operation, so the key shows among its callers.
+  expect((await gateway(firstSecret, '/v1/pets/999999')).status).toBe(404);
+  await page.getByRole('link', { name: 'Overview' }).click();
+  await page.waitForFunction(() => document.getElementById('total-requests')?.textContent === '4', undefined, { timeout: 20_000 });
+  expect(await textOf('#legend-plan')).toContain('free');
+  expect(await textOf('#legend-status')).toContain('2xx');
+  expect(await textOf('#legend-status')).toContain('4xx');
+  expect(await page.locator('#chart-status rect').count()).toBeGreaterThan(0);
+  await shoot('05-overview-with-traffic');
+});
+
+test("the key's page: live windows and the 30-day usage chart", async () => {
+  await page.goto(new URL(`/console#/keys/${keyId}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-title')?.textContent === 'browser-checkout');
+  // The minute window may have turned since the traffic; the day window holds all four.
+  expect(await textOf('#window-minute-text')).toMatch(/^[0-4] of 60 used/);
+  expect(await textOf('#window-day-text')).toMatch(/^4 of 1,000 used/);
+  // Usage counts reach the store at most 5 s after the traffic; the page refreshes every 5 s.
+  await page.waitForFunction(() => /: 4 admitted in all$/.test(document.getElementById('chart-usage')?.getAttribute('aria-label') ?? ''), undefined, {
+    timeout: 20_000,
+  });
+  expect(await page.locator('#chart-usage rect').count()).toBe(1);
+  expect(await layoutShift()).toBeLessThan(0.01);
+  await shoot('06-key-detail-usage');
+});
+
+test('change the plan and the expiry: the page and the gateway see the new limits', async () => {
+  await page.locator('#edit-plan').selectOption('pro');
+  // datetime-local takes the operator's local time; a year ahead is in the future in any zone.
+  const nextYear = new Date().getFullYear() + 1;
+  await page.getByLabel('Expires (your time zone; empty for never)').fill(`${nextYear}-06-01T12:00`);
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.waitForFunction(() => /300\/min/.test(document.getElementById('key-facts')?.textContent ?? ''));
+  expect(await textOf('#key-facts')).toContain(`Jun 1, ${nextYear}`);
+  const res = await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${firstSecret}` } });
+  expect(res.headers.get('ratelimit-policy')).toContain('"minute";q=300');
+});
+
+test('rotate with a grace period: a new secret shown once, the old one still served', async () => {
+  await page.getByLabel('Old key keeps working for (seconds)').fill('120');
+  await page.getByRole('button', { name: 'Rotate' }).click();
+  await page.locator('#secret-panel').waitFor({ state: 'visible' });
+  rotatedSecret = await page.locator('#secret-value').inputValue();
+  expect(rotatedSecret).toMatch(/^asg_dev_/);
+  expect(rotatedSecret).not.toBe(firstSecret);
+  expect(await textOf('#secret-title')).toContain('the old one works until');
+  expect(await textOf('#key-facts')).not.toMatch(/Previous secret works until–/);
+  expect((await gateway(rotatedSecret)).status).toBe(200);
+  expect((await gateway(firstSecret)).status).toBe(200);
+  await shoot('07-key-rotated');
+  await page.getByRole('button', { name: 'I have copied it' }).click();
+});
+
+test('a banned key: the overview counts the ban, the key page lifts it', async () => {
+  const res = await fetch(new URL('/admin/keys', product.adminUrl), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${product.adminToken}`, 'Content-Type': 'application/json' },
+    // The day window is the one spent, so no minute boundary during the test can refill it.
+    body: JSON.stringify({ name: 'browser-retry-storm', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1 } }),
+  });
+  const stormy = (await res.json()) as { id: string; key: string };
+  // One admitted, then more 429s than ban.threshold (10) within ban.windowSeconds: banned.
+  const codes = [];
+  for (let i = 0; i < 13; i++) codes.push((await gateway(stormy.key)).code);
+  expect(codes.at(-1)).toBe('temporarily_banned');
+
+  await page.goto(new URL('/console#/overview', product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('active-bans')?.textContent === '1', undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => Number(document.getElementById('rejections-body')?.textContent?.match(/ban(\d+)/)?.[1] ?? 0) >= 1, undefined, { timeout: 10_000 });
+  await shoot('08-overview-with-a-ban');
+
+  await page.goto(new URL(`/console#/keys/${stormy.id}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'banned');
+  await page.getByRole('button', { name: 'Lift the ban' }).click();
+  await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'active');
+  // The ban is gone; the day window is still spent, so the gateway says why, not "banned".
+  expect(await gateway(stormy.key)).toEqual({ status: 429, code: 'rate_limited' });
+  await page.goto(new URL(`/console#/keys/${keyId}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-title')?.textContent === 'browser-checkout');
+});
+
+test('revoke with a confirmation naming the key: the gateway answers 401 to both secrets', async () => {
+  await page.getByRole('button', { name: 'Revoke…' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  expect(await dialog.textContent()).toContain(`“browser-checkout” (${keyId})`);
+  await shoot('09-revoke-confirmation');
+  await dialog.getByRole('button', { name: 'Revoke “browser-checkout”' }).click();
+  await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'revoked');
+  expect(await page.locator('#key-revoked-note').isVisible()).toBe(true);
+  expect(await page.locator('#key-actions').isHidden()).toBe(true);
+  expect(await gateway(rotatedSecret)).toEqual({ status: 401, code: 'revoked_api_key' });
+  expect(await gateway(firstSecret)).toEqual({ status: 401, code: 'revoked_api_key' });
+  await shoot('10-key-revoked');
+});
+
+test('deprecations: the key among the callers of the deprecated operation, with the days to its sunset', async () => {
+  await page.getByRole('link', { name: 'Deprecations' }).click();
+  await page.waitForFunction(() => /GET \/v1\/pets\/\{petId\}/.test(document.getElementById('deprecations-body')?.textContent ?? ''));
+  const body = await textOf('#deprecations-body');
+  expect(body).toMatch(/days left/);
+  expect(body).toContain('browser-checkout');
+  await shoot('11-deprecations');
+});
+
+test('audit log: the create, update, rotate and revoke, newest first', async () => {
+  await page.getByRole('link', { name: 'Audit log' }).click();
+  await page.waitForFunction(() => (document.getElementById('audit-body')?.querySelectorAll('tr').length ?? 0) >= 4);
+  const rows = await page.locator('#audit-body tr', { hasText: keyId }).locator('td:nth-child(2)').allTextContents();
+  expect(rows).toEqual(['revoke', 'rotate', 'update', 'create']);
+  expect(await page.locator('#audit-body tr', { hasText: keyId }).first().textContent()).toContain('browser-checkout');
+  expect(await page.locator('#audit-body tr td:nth-child(2)').allTextContents()).toContain('unban');
+  expect(await page.content()).not.toContain(rotatedSecret);
+  await shoot('12-audit-log');
+});
+
+test('readable at 200 % zoom: no horizontal scrolling on any page', async () => {
+  // 200 % zoom of a 1280×900 window lays the page out in 640×450 CSS pixels.
+  await page.setViewportSize({ width: 640, height: 450 });
+  for (const hash of ['#/overview', '#/keys', `#/keys/${keyId}`, '#/deprecations', '#/audit']) {
+    await page.goto(new URL(`/console${hash}`, product.adminUrl).href);
+    await page.waitForLoadState('networkidle');
+    expect({ hash, overflows: await overflowsHorizontally() }).toEqual({ hash, overflows: false });
+  }
+  await page.goto(new URL('/console#/overview', product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('health-store')?.textContent === 'OK');
+  await shoot('13-overview-at-200-percent');
+  await page.goto(new URL(`/console#/keys/${keyId}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-state')?.textContent === 'revoked');
+  await shoot('14-key-at-200-percent');
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+test('signing out forgets the token', async () => {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.locator('#sign-in').waitFor({ state: 'visible' });
+  expect(await page.evaluate(() => sessionStorage.getItem('asg-admin-token'))).toBeNull();
+});
+
+test("the admin API's lockout after wrong tokens reaches the sign-in form as a wait, not as a wrong token", async () => {
+  const strict = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 1 } } });
+  const other = await chromium.context.newPage();
+  try {
+    await other.goto(new URL('/console', strict.adminUrl).href);
+    for (const attempt of ['wrong-once', 'wrong-twice']) {
+      await other.locator('#token').fill(attempt);
+      await other.keyboard.press('Enter');
+      await other.waitForFunction(() => (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document.getElementById('sign-in-error').textContent !== '');
+      if (attempt === 'wrong-once') {
+        expect(await other.locator('#sign-in-error').textContent()).toBe('That admin token is not valid.');
+        // The next answer must be a new one, not this one still on the page.
+        await other.evaluate(() => {
+          (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document.getElementById('sign-in-error').textContent = '';
+        });
+      }
+    }
+    expect(await other.locator('#sign-in-error').textContent()).toMatch(/^Too many wrong tokens from this address\. Try again in \d+ seconds\.$/);
+  } finally {
+    await other.close();
+    await strict.close();
+  }
+});
+
+test('no script error, no policy violation, no request to another origin during the whole session', () => {
+  expect(pageProblems).toEqual([]);
+  expect(foreignRequests).toEqual([]);
+});

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { getThrough } from '../startup/held-upstream';
+
+/** GET /admin/stats under WORKERS=2: whichever worker answers, the traffic of both, summed (as /metrics). */
+
+jest.setTimeout(60_000);
+
+let redis: RedisProcess;
+let main: MainProcess | undefined;
+let dataDir: string | undefined;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+
+afterAll(async () => {
+  if (main && main.child.exitCode === null && main.child.signalCode === null) main.child.kill('SIGKILL');
+  await main?.exited;
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  await redis.stop();
+});
+
+const admin = { authorization: `Bearer ${LONG_ADMIN_TOKEN}` };
+
+async function requestsCounted(adminUrl: string): Promise<number> {
+  const res = await fetch(`${adminUrl}/admin/stats`, { headers: admin });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { totals: { requests: number } }).totals.requests;
+}
+
+test('WORKERS=2: /admin/stats sums the recent traffic of every worker, whichever one answers', async () => {
+  const env = await isolatedEnv({
+    APP_ENV: 'staging',
+    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
+    SIGNING_SECRET: LONG_SIGNING_SECRET,
+    REDIS_URL: redis.url,
+    WORKERS: '2',
+    CONFIG_FILE: tempFile('workers-stats.yaml', `redis:\n  namespace: "asg:workers-stats:${process.pid}:${Date.now()}"\n`),
+  });
+  dataDir = env.DATA_DIR;
+  main = startMain(env);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/, 30_000);
+  const gatewayUrl = `http://127.0.0.1:${env.PORT}`;
+  const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
+
+  const created = await fetch(`${adminUrl}/admin/keys`, {
+    method: 'POST',
+    headers: { ...admin, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'spread', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } }),
+  });
+  const { key } = (await created.json()) as { key: string };
+  // Fresh connections, so that the cluster's round robin spreads them over both workers.
+  const outcomes = await Promise.all(Array.from({ length: 40 }, () => getThrough(false, gatewayUrl, '/v1/pets', key)));
+  expect(outcomes.map((o) => ('status' in o ? o.status : 0))).toEqual(Array(40).fill(200));
+  const servedBy = () =>
+    new Set(
+      main!
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{') && line.includes('"msg":"request"'))
+        .map((line) => (JSON.parse(line) as { worker?: number }).worker)
+        .filter((worker) => worker !== undefined),
+    );
+  const logDeadline = Date.now() + 5000;
+  while (servedBy().size < 2 && Date.now() < logDeadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  expect([...servedBy()].sort()).toEqual([1, 2]);
+
+  // Each worker samples its counters once a second; then every answer (from either worker) counts all 40.
+  const deadline = Date.now() + 5000;
+  while ((await requestsCounted(adminUrl)) !== 40 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  const answers = [];
+  for (let i = 0; i < 6; i++) answers.push(await requestsCounted(adminUrl));
+  expect(answers).toEqual(Array(6).fill(40));
+});
