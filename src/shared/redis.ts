@@ -60,6 +60,18 @@ function baseOptions(settings: RedisSettings): RedisOptions {
   };
 }
 
+/**
+ * ioredis reads a user in the URL (`redis://gateway@host`) as that user with an empty password,
+ * and the URL's fields win over the options: REDIS_PASSWORD has to travel inside the URL. It stays
+ * in memory; nothing logs the URL.
+ */
+function urlWithPassword(url: string, password: string | null | undefined): string {
+  if (!password) return url;
+  const parsed = new URL(url);
+  parsed.password = encodeURIComponent(password);
+  return parsed.toString();
+}
+
 /** TLS for a single server's or a Cluster's connections: REDIS_TLS_* files, or rediss:// alone (system CAs). */
 function withTls(options: RedisOptions, settings: RedisSettings): RedisOptions {
   const tls = tlsFromFiles(settings);
@@ -116,7 +128,7 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
     });
   }
   if (!settings.url) throw new Error('createRedisClient needs a url or cluster nodes');
-  return new Redis(settings.url, withTls(baseOptions(settings), settings));
+  return new Redis(urlWithPassword(settings.url, settings.password), withTls(baseOptions(settings), settings));
 }
 
 /** Reconnect attempts of a Cluster subscriber before it ends and its owner opens one on another node. */

@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Redis from 'ioredis';
+import request from 'supertest';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { admin, createKey, sequentially } from '../gateway/gateway-kit';
+
+/**
+ * The whole gateway under exactly the Redis ACL the README gives (config/redis/gateway-acl.txt):
+ * production and staging as two users of one Redis, each confined to its namespace's keys and
+ * channels. Redis's own ACL LOG must stay empty (no command the gateway sends was refused), and the
+ * staging user can neither read nor write production's keys.
+ */
+
+const ACL_RULES = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'config', 'redis', 'gateway-acl.txt'), 'utf8').trim();
+const PRODUCTION = { user: 'asg-prod', password: 'prod-password-0123456789', namespace: 'asg:prod' };
+const STAGING = { user: 'asg-staging', password: 'staging-password-0123456789', namespace: 'asg:staging' };
+
+function userArgs(u: typeof PRODUCTION): string[] {
+  return ['--user', u.user, 'on', `>${u.password}`, ...ACL_RULES.replaceAll('{namespace}', u.namespace).split(/\s+/)];
+}
+
+let redis: RedisProcess;
+let superuser: Redis;
+let production: ProductHarness | null;
+
+beforeAll(async () => {
+  // The default user keeps a password only this test knows: it reads the ACL LOG and looks at keys.
+  redis = await startRedisServer(['--requirepass', 'test-superuser-password', ...userArgs(PRODUCTION), ...userArgs(STAGING)]);
+  superuser = new Redis(redis.port, '127.0.0.1', { password: 'test-superuser-password' });
+  const passwordFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-acl-')), 'redis-password');
+  fs.writeFileSync(passwordFile, `${PRODUCTION.password}\n`);
+  production = await startTestProduct({
+    namespace: PRODUCTION.namespace,
+    env: { REDIS_PASSWORD_FILE: passwordFile },
+    overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` }, ban: { threshold: 2 } },
+  });
+});
+
+afterAll(async () => {
+  await production?.close();
+  superuser?.disconnect();
+  await redis?.stop();
+});
+
+describe('the gateway under the README\'s Redis ACL', () => {
+  it('serves, limits, bans, revokes, counts deprecated calls and usage, and keeps the audit trail, with no command refused', async () => {
+    const product = production!;
+    const { id, auth } = await createKey(product, { plan: 'free', limits: { perMinute: 3, perDay: 100 } });
+    const statuses = (await sequentially(7, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth))).map((r) => r.status);
+    expect(statuses).toEqual([200, 200, 200, 429, 429, 429, 429]);
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).body.code).toBe('temporarily_banned');
+    await admin(product).delete(`/admin/keys/${id}/ban`).expect(204);
+    const second = await createKey(product, { plan: 'pro' });
+    expect((await request(product.gatewayUrl).get('/v1/pets/1').set('Authorization', second.auth)).status).toBe(404);
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
+    await admin(product).delete(`/admin/keys/${second.id}`).expect(204);
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', second.auth)).body.code).toBe('revoked_api_key');
+    await request(product.adminUrl).get('/readyz').expect(200);
+    await request(product.adminUrl).get('/metrics').expect(200);
+    await admin(product).get('/admin/audit').expect(200);
+    await admin(product).get(`/admin/keys/${id}/usage`).expect(200);
+    await admin(product).get('/admin/deprecations').expect(200);
+    // Closing flushes what is batched off the request path (usage, last use, deprecated callers).
+    production = null;
+    await product.close();
+
+    expect(await superuser.call('ACL', 'LOG')).toEqual([]);
+    expect(await superuser.keys(`${PRODUCTION.namespace}:*usage*`)).not.toEqual([]);
+    const keys = (await superuser.keys('*')) as string[];
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.filter((key) => !key.startsWith(`${PRODUCTION.namespace}:`))).toEqual([]);
+  });
+
+  it('the staging user can neither read nor write production\'s keys, nor hear its channel', async () => {
+    const staging = new Redis(redis.port, '127.0.0.1', { username: STAGING.user, password: STAGING.password, maxRetriesPerRequest: 0 });
+    try {
+      const productionKey = ((await superuser.keys(`${PRODUCTION.namespace}:*`)) as string[])[0]!;
+      await expect(staging.hgetall(productionKey)).rejects.toThrow(/NOPERM/);
+      await expect(staging.hset(productionKey, 'x', '1')).rejects.toThrow(/NOPERM/);
+      await expect(staging.publish(`${PRODUCTION.namespace}:key-changes`, 'forged')).rejects.toThrow(/NOPERM/);
+      // Its own namespace is open to it.
+      expect(await staging.hset(`${STAGING.namespace}:probe`, 'x', '1')).toBe(1);
+    } finally {
+      staging.disconnect();
+    }
+  });
+
+  it('a wrong password stops startup with one line naming the settings to check', async () => {
+    await expect(
+      startTestProduct({ namespace: PRODUCTION.namespace, env: { REDIS_PASSWORD: 'wrong' }, overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` } } }),
+    ).rejects.toThrow(/^Redis refused the user or password \(WRONGPASS\); check the user in REDIS_URL and REDIS_PASSWORD$/);
+  });
+});
