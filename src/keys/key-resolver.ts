@@ -71,7 +71,7 @@ export class KeyResolver {
     this.cacheTtlMs = options.cacheTtlSeconds * 1000;
     this.negativeCacheTtlMs = options.negativeCacheTtlSeconds * 1000;
     this.unsubscribe = [store.onChange((change) => this.evict(change.hash))];
-    if (store.onResync) this.unsubscribe.push(store.onResync(() => this.clear()));
+    if (store.onResync) this.unsubscribe.push(store.onResync(() => this.markAllStale()));
   }
 
   async resolve(presentedKey: string): Promise<KeyResolution> {
@@ -116,6 +116,18 @@ export class KeyResolver {
     this.unknown.delete(hash);
     // A lookup already under way may have read the old record: its answer must not be cached.
     this.inflight.delete(hash);
+  }
+
+  /**
+   * After change notifications were lost (the subscription came back, as after a Redis failover):
+   * every key is asked for again on its next use, but a key found before keeps working on its entry
+   * if the store fails meanwhile, as when a TTL ends in an outage. Dropping the entries instead
+   * would refuse every client with 503 while the store is still settling.
+   */
+  markAllStale(): void {
+    for (const entry of this.found.values()) entry.expiresAt = Number.NEGATIVE_INFINITY;
+    this.unknown.clear();
+    this.inflight.clear();
   }
 
   clear(): void {

@@ -9,7 +9,7 @@ export interface RedisKeyStoreOptions {
   namespace: string;
   /**
    * Connection for SUBSCRIBE. A client is used as given and left open on close; a factory's client
-   * and the default (`duplicateForSubscribe(redis)`) are the store's and quit on close.
+   * and the default (`duplicateForSubscribe(redis)`) are the store's and closed on close.
    */
   subscriber?: RedisClient | (() => Promise<RedisClient>);
 }
@@ -74,21 +74,18 @@ return redis.call('HGET', KEYS[2], hash)`;
 
 const MAX_CAS_ATTEMPTS = 20;
 
-/** QUIT, then wait until the socket is really gone (or cut it), so close() leaves nothing open behind. */
-async function quitAndWait(client: RedisClient, timeoutMs = 1000): Promise<void> {
+/**
+ * Closes a subscriber connection and waits until its socket is really gone, so close() leaves
+ * nothing open behind. disconnect() rather than QUIT: a subscriber has no replies left to wait for,
+ * and only disconnect() also closes a Sentinel client's failover-detector connections to the
+ * sentinels (ioredis 6), which QUIT leaves open on 60-second reconnect timers.
+ */
+async function disconnectAndWait(client: RedisClient, timeoutMs = 1000): Promise<void> {
   if (client.status === 'end') return;
   const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
-  await client.quit().catch(() => client.disconnect());
+  client.disconnect();
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    ended,
-    new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        client.disconnect();
-        resolve();
-      }, timeoutMs);
-    }),
-  ]);
+  await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
   clearTimeout(timer);
 }
 
@@ -103,7 +100,7 @@ function isKeyChange(value: unknown): value is KeyChange {
 
 interface Subscription {
   client: RedisClient;
-  /** Created by this store (quit on close, replaced when it ends), not given by the caller. */
+  /** Created by this store (closed on close, replaced when it ends), not given by the caller. */
   owned: boolean;
 }
 
@@ -197,7 +194,7 @@ export class RedisKeyStore implements KeyStore {
     return this.resyncListeners.add(listener);
   }
 
-  /** Unsubscribes and quits the connections this store created; the command connection is the caller's. */
+  /** Unsubscribes and closes the connections this store created; the command connection is the caller's. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -212,7 +209,7 @@ export class RedisKeyStore implements KeyStore {
     const { client, owned } = this.current!;
     this.detach(client);
     if (owned) {
-      await quitAndWait(client);
+      await disconnectAndWait(client);
     } else {
       await client.unsubscribe(this.layout.channel).catch(() => {});
     }
@@ -302,7 +299,7 @@ export class RedisKeyStore implements KeyStore {
       if (this.closed) {
         // close() already ran on the connection that ended; this one is left to us.
         this.detach(next.client);
-        await quitAndWait(next.client);
+        await disconnectAndWait(next.client);
         return;
       }
       this.resyncListeners.emit();

@@ -141,13 +141,28 @@ describe('KeyResolver cache', () => {
     expect((await resolver.resolve(key)).status).toBe('valid');
   });
 
-  it('drops everything on a resync', async () => {
+  it('asks the store again for every key after a resync, and forgets unknown keys', async () => {
+    const { key } = await addKey();
+    await resolver.resolve(key);
+    await resolver.resolve(generateApiKey(PREFIX));
+    expect(resolver.size).toBe(2);
+    store.triggerResync();
+    expect(resolver.size).toBe(1);
+    await resolver.resolve(key);
+    expect(store.findByHashCalls).toBe(3);
+    await resolver.resolve(key);
+    expect(store.findByHashCalls).toBe(3);
+  });
+
+  it('after a resync, serves a key it knew while the store fails, and asks again next time', async () => {
     const { key } = await addKey();
     await resolver.resolve(key);
     store.triggerResync();
-    expect(resolver.size).toBe(0);
-    await resolver.resolve(key);
+    store.failNext = new Error('store down');
+    expect((await resolver.resolve(key)).status).toBe('valid');
     expect(store.findByHashCalls).toBe(2);
+    await resolver.resolve(key);
+    expect(store.findByHashCalls).toBe(3);
   });
 
   it('hands out frozen records, so one request cannot change what the next one sees', async () => {
