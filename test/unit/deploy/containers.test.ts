@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import os from 'node:os';
 import { envBindings, loadConfig } from '../../../src/shared/config';
+import { SECRET_VARIABLES } from '../../../src/shared/secret-files';
 import { readTracingSettings } from '../../../src/shared/telemetry-settings';
 
 // No Docker engine runs here, so the Dockerfile and docker-compose.yml are kept right by reading
@@ -11,6 +13,8 @@ const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
 
 interface ComposeService {
   command?: string[];
+  entrypoint?: string[];
+  secrets?: string[];
   environment?: Record<string, string>;
   ports?: string[];
   volumes?: string[];
@@ -21,12 +25,25 @@ interface ComposeService {
 const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as {
   services: Record<string, ComposeService>;
   volumes: Record<string, unknown>;
+  secrets: Record<string, { file: string }>;
 };
 const dockerfile = read('Dockerfile');
 const instructions = dockerfile
   .split('\n')
   .map((line) => line.trim())
   .filter((line) => line && !line.startsWith('#'));
+
+let placeholderDir: string | undefined;
+/** A file holding a placeholder secret, for a <NAME>_FILE the real loader reads. */
+function placeholderSecretFile(): string {
+  placeholderDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'asg-secret-'));
+  const file = path.join(placeholderDir, 'secret');
+  fs.writeFileSync(file, `${'x'.repeat(40)}\n`);
+  return file;
+}
+afterAll(() => {
+  if (placeholderDir) fs.rmSync(placeholderDir, { recursive: true, force: true });
+});
 
 /** dist/x.js in a container is src/x.ts here. */
 function sourceOf(distFile: string): string {
@@ -35,6 +52,7 @@ function sourceOf(distFile: string): string {
 
 /** Variables the processes read besides the config bindings (OTEL_*: the OpenTelemetry SDK's own, src/shared/telemetry-settings.ts). */
 const extraVariables = new Set([
+  ...SECRET_VARIABLES.map((name) => `${name}_FILE`),
   'NODE_ENV',
   'HEALTHCHECK_URL',
   'CONFIG_FILE',
@@ -135,10 +153,16 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('runs redis with AOF persistence on a named volume', () => {
-    expect(services.redis!.command).toEqual(expect.arrayContaining(['--appendonly', 'yes']));
-    const volume = services.redis!.volumes![0]!.split(':')[0]!;
-    expect(compose.volumes).toHaveProperty(volume);
+  it('runs redis with AOF persistence on a named volume, through the ACL start script it mounts', () => {
+    const redis = services.redis!;
+    expect(redis.entrypoint).toEqual(['sh', '/etc/redis-acl/compose-redis.sh']);
+    expect(hostFolder(redis, '/etc/redis-acl')).toBe('config/redis');
+    const script = read('config/redis/compose-redis.sh');
+    expect(script).toMatch(/redis-server --appendonly yes --appendfsync everysec --aclfile/);
+    expect(script).toMatch(/\$\{ACL_FILE:-\/data\/users\.acl\}/);
+    const dataVolume = redis.volumes!.find((v) => v.split(':')[1] === '/data')!.split(':')[0]!;
+    expect(compose.volumes).toHaveProperty(dataVolume);
+    expect(redis.secrets!.sort()).toEqual(['prod_redis_password', 'staging_redis_password']);
   });
 
   it('starts only entry points that exist', () => {
@@ -155,8 +179,14 @@ describe('docker-compose.yml', () => {
       const env = service.environment ?? {};
       for (const variable of Object.keys(env)) expect({ name, variable, known: known.has(variable) }).toEqual({ name, variable, known: true });
       // Substitute placeholder secrets for ${VAR} references and let the real loader judge the rest.
+      // A <NAME>_FILE is read by the loader, so it gets a file holding a placeholder secret.
       const resolved = Object.fromEntries(
-        Object.entries(env).map(([k, v]) => [k, String(v).replace(/\$\{[^}]+\}/g, (ref) => (ref.includes(':-') ? ref.slice(ref.indexOf(':-') + 2, -1) : 'x'.repeat(40)))]),
+        Object.entries(env).map(([k, v]) => [
+          k,
+          k.endsWith('_FILE')
+            ? placeholderSecretFile()
+            : String(v).replace(/\$\{[^}]+\}/g, (ref) => (ref.includes(':-') ? ref.slice(ref.indexOf(':-') + 2, -1) : 'x'.repeat(40))),
+        ]),
       );
       const role = service.command[1] === 'dist/inventory/main.js' ? 'inventory' : 'gateway';
       expect(() => loadConfig({ env: resolved, role })).not.toThrow();
@@ -170,10 +200,15 @@ describe('docker-compose.yml', () => {
     expect(staging.environment!.APP_ENV).toBe('staging');
     expect(prod.environment!.INVENTORY_URL).toBe('http://inventory:8090');
     expect(staging.environment!.INVENTORY_URL).toBe('http://inventory-staging:8090');
-    expect(prod.environment!.ADMIN_TOKEN).not.toBe(staging.environment!.ADMIN_TOKEN);
-    expect(prod.environment!.SIGNING_SECRET).not.toBe(staging.environment!.SIGNING_SECRET);
-    expect(services.inventory!.environment!.SIGNING_SECRET).toBe(prod.environment!.SIGNING_SECRET);
-    expect(services['inventory-staging']!.environment!.SIGNING_SECRET).toBe(staging.environment!.SIGNING_SECRET);
+    for (const variable of ['ADMIN_TOKEN_FILE', 'SIGNING_SECRET_FILE', 'REDIS_PASSWORD_FILE']) {
+      expect(prod.environment![variable]).toMatch(/^\/run\/secrets\/prod_/);
+      expect(staging.environment![variable]).toMatch(/^\/run\/secrets\/staging_/);
+    }
+    expect(services.inventory!.environment!.SIGNING_SECRET_FILE).toBe(prod.environment!.SIGNING_SECRET_FILE);
+    expect(services['inventory-staging']!.environment!.SIGNING_SECRET_FILE).toBe(staging.environment!.SIGNING_SECRET_FILE);
+    // Each gateway logs in to Redis as its own ACL user (config/redis/compose-redis.sh).
+    expect(prod.environment!.REDIS_URL).toBe('redis://asg-prod@redis:6379/0');
+    expect(staging.environment!.REDIS_URL).toBe('redis://asg-staging@redis:6379/0');
     expect(prod.volumes).not.toEqual(staging.volumes);
     const hostPorts = (s: ComposeService) => (s.ports ?? []).map((p) => p.split(':').slice(-2, -1)[0]);
     expect(hostPorts(prod).filter((p) => hostPorts(staging).includes(p))).toEqual([]);
@@ -190,11 +225,33 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('takes every secret from .env, and .env.example names each one while .env is ignored', () => {
+  it('hands every secret over as a Docker secret file, never as an environment value', () => {
+    const secretNames = Object.keys(compose.secrets).sort();
+    for (const [name, service] of Object.entries(services)) {
+      for (const [variable, value] of Object.entries(service.environment ?? {})) {
+        // A secret's own variable (ADMIN_TOKEN, GF_SECURITY_ADMIN_PASSWORD, ...) never holds a value here.
+        expect({ name, variable, plain: /(TOKEN|SECRET|PASSWORD)S?$/.test(variable) }).toEqual({ name, variable, plain: false });
+        if (!/_FILE$/.test(variable)) continue;
+        const secret = String(value).replace(/^\/run\/secrets\//, '');
+        expect({ name, variable, declared: secretNames.includes(secret), mounted: (service.secrets ?? []).includes(secret) }).toEqual({
+          name,
+          variable,
+          declared: true,
+          mounted: true,
+        });
+      }
+    }
+    for (const name of secretNames) expect(compose.secrets[name]!.file).toBe(`./secrets/${name}`);
+    expect(read('.gitignore').split('\n')).toEqual(expect.arrayContaining(['.env', 'secrets/']));
+    // The script that makes them makes exactly these.
+    const made = read('scripts/compose-secrets.sh').match(/for name in ([^;]+);/)![1]!.replace(/\\\n/g, ' ').split(/\s+/).filter(Boolean).sort();
+    expect(made).toEqual(secretNames);
+  });
+
+  it('takes the rest from .env, and .env.example names each variable while .env is ignored', () => {
     const referenced = new Set([...read('docker-compose.yml').matchAll(/\$\{([A-Z_]+)/g)].map((m) => m[1]!));
     const example = new Set(read('.env.example').split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => l.split('=')[0]!));
     for (const variable of referenced) expect({ variable, inExample: example.has(variable) }).toEqual({ variable, inExample: true });
-    expect(read('.gitignore').split('\n')).toContain('.env');
   });
 
   /** The host folder that a service mounts at `containerPath`, relative to the repository root. */
@@ -227,6 +284,10 @@ describe('docker-compose.yml', () => {
     for (const file of prometheus.rule_files) expect(fs.existsSync(path.join(root, folder, file))).toBe(true);
   });
 
+  it('gives grafana its admin password from a secret file', () => {
+    expect(services.grafana!.environment!.GF_SECURITY_ADMIN_PASSWORD__FILE).toBe('/run/secrets/grafana_admin_password');
+  });
+
   it('provisions grafana with the compose prometheus as data source and the gateway dashboard', () => {
     const grafana = services.grafana!;
     const provisioning = hostFolder(grafana, '/etc/grafana/provisioning');
@@ -241,7 +302,6 @@ describe('docker-compose.yml', () => {
     expect(providers.providers.map((p) => p.options.path)).toEqual(['/var/lib/grafana/dashboards']);
     const dashboard = JSON.parse(read(path.join(dashboards, 'gateway.json'))) as { uid: string };
     expect(dashboard.uid).toBe('asg-gateway');
-    expect(grafana.environment!.GF_SECURITY_ADMIN_PASSWORD).toMatch(/^\$\{GRAFANA_ADMIN_PASSWORD:\?/);
     expect(grafana.ports).toEqual(['127.0.0.1:3000:3000']);
   });
 });
