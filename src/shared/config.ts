@@ -133,6 +133,8 @@ export const configSchema = z
       commandTimeoutMs: durationMs,
       /** REDIS_PASSWORD (or REDIS_PASSWORD_FILE): the ACL user's password, kept out of REDIS_URL. */
       password: z.string().min(1).nullable(),
+      /** REDIS_USERNAME: the ACL user, for Cluster and Sentinel data nodes (a REDIS_URL may name it itself). */
+      username: z.string().regex(/^[^\s@:/]+$/, 'must be an ACL user name (no spaces, "@", ":" or "/")').nullable(),
     }),
     store: z.strictObject({ failMode: z.enum(['local', 'open', 'closed']) }),
     keys: z.strictObject({
@@ -189,6 +191,9 @@ export const configSchema = z
     if (c.redis.password !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]*:[^/@]*@/.test(c.redis.url)) {
       ctx.addIssue({ code: 'custom', path: ['redis', 'password'], message: 'REDIS_URL holds a password too; give it in one place' });
     }
+    if (c.redis.username !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]+@/.test(c.redis.url)) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'username'], message: 'REDIS_URL names a user too; give it in one place' });
+    }
     if (c.server.headersTimeoutMs > c.server.requestTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: 'must not be longer than server.requestTimeoutMs (node:http requires it)' });
     }
@@ -233,6 +238,7 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'REDIS_URL', path: ['redis', 'url'] },
   { variable: 'REDIS_CLUSTER_NODES', path: ['redis', 'clusterNodes'], list: true },
   { variable: 'REDIS_PASSWORD', path: ['redis', 'password'] },
+  { variable: 'REDIS_USERNAME', path: ['redis', 'username'] },
   { variable: 'REDIS_SENTINELS', path: ['redis', 'sentinels'], list: true },
   { variable: 'REDIS_SENTINEL_NAME', path: ['redis', 'sentinelName'] },
   { variable: 'REDIS_SENTINEL_PASSWORD', path: ['redis', 'sentinelPassword'] },

@@ -11,6 +11,8 @@ export interface RedisSettings {
   commandTimeoutMs: number;
   /** Overrides nothing: config refuses a password in both REDIS_URL and REDIS_PASSWORD. */
   password?: string | null;
+  /** Likewise for REDIS_USERNAME and a user in REDIS_URL. */
+  username?: string | null;
   sentinels?: string[];
   sentinelName?: string;
   sentinelPassword?: string | null;
@@ -56,19 +58,21 @@ function baseOptions(settings: RedisSettings): RedisOptions {
     // together) go out in one write: under load that halves the gateway's system calls to Redis,
     // and each request still makes its one round trip.
     enableAutoPipelining: true,
+    ...(settings.username ? { username: settings.username } : {}),
     ...(settings.password ? { password: settings.password } : {}),
   };
 }
 
 /**
  * ioredis reads a user in the URL (`redis://gateway@host`) as that user with an empty password,
- * and the URL's fields win over the options: REDIS_PASSWORD has to travel inside the URL. It stays
- * in memory; nothing logs the URL.
+ * and the URL's fields win over the options: REDIS_USERNAME and REDIS_PASSWORD have to travel
+ * inside the URL. It stays in memory; nothing logs the URL.
  */
-function urlWithPassword(url: string, password: string | null | undefined): string {
-  if (!password) return url;
+function urlWithCredentials(url: string, settings: RedisSettings): string {
+  if (!settings.password && !settings.username) return url;
   const parsed = new URL(url);
-  parsed.password = encodeURIComponent(password);
+  if (settings.username) parsed.username = encodeURIComponent(settings.username);
+  if (settings.password) parsed.password = encodeURIComponent(settings.password);
   return parsed.toString();
 }
 
@@ -128,7 +132,7 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
     });
   }
   if (!settings.url) throw new Error('createRedisClient needs a url or cluster nodes');
-  return new Redis(urlWithPassword(settings.url, settings.password), withTls(baseOptions(settings), settings));
+  return new Redis(urlWithCredentials(settings.url, settings), withTls(baseOptions(settings), settings));
 }
 
 /** Reconnect attempts of a Cluster subscriber before it ends and its owner opens one on another node. */
@@ -201,7 +205,7 @@ async function connectMasters(cluster: Cluster): Promise<void> {
 function permanentFailure(err: Error): string | null {
   const code = (err as NodeJS.ErrnoException).code ?? '';
   const message = err.message ?? '';
-  if (message.startsWith('WRONGPASS')) return 'Redis refused the user or password (WRONGPASS); check the user in REDIS_URL and REDIS_PASSWORD';
+  if (message.startsWith('WRONGPASS')) return 'Redis refused the user or password (WRONGPASS); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD';
   if (message.startsWith('NOAUTH')) return 'Redis needs a password (NOAUTH); set REDIS_PASSWORD (or REDIS_PASSWORD_FILE)';
   if (message.startsWith('NOPERM')) return `the Redis user may not run a command the gateway needs (${message.split('\n')[0]}); see the README's Redis ACL`;
   if (code.includes('CERTIFICATE_REQUIRED')) return `Redis requires a client certificate (${code}); set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE`;

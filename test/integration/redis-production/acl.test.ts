@@ -91,6 +91,6 @@ describe('the gateway under the README\'s Redis ACL', () => {
   it('a wrong password stops startup with one line naming the settings to check', async () => {
     await expect(
       startTestProduct({ namespace: PRODUCTION.namespace, env: { REDIS_PASSWORD: 'wrong' }, overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` } } }),
-    ).rejects.toThrow(/^Redis refused the user or password \(WRONGPASS\); check the user in REDIS_URL and REDIS_PASSWORD$/);
+    ).rejects.toThrow(/^Redis refused the user or password \(WRONGPASS\); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD$/);
   });
 });
