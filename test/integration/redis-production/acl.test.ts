@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { admin, createKey, sequentially } from '../gateway/gateway-kit';
+import { admin, createKey, sequentially, within } from '../gateway/gateway-kit';
 
 /**
  * The whole gateway under exactly the Redis ACL the README gives (config/redis/gateway-acl.txt):
@@ -92,5 +92,31 @@ describe('the gateway under the README\'s Redis ACL', () => {
     await expect(
       startTestProduct({ namespace: PRODUCTION.namespace, env: { REDIS_PASSWORD: 'wrong' }, overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` } } }),
     ).rejects.toThrow(/^Redis refused the user or password \(WRONGPASS\); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD$/);
+  });
+
+  it('a password changed after startup is an outage like any other: the fail mode serves, /readyz says so, and the gateway returns by itself', async () => {
+    const product = await startTestProduct({
+      namespace: PRODUCTION.namespace,
+      env: { REDIS_PASSWORD: PRODUCTION.password },
+      overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` }, store: { failMode: 'local' } },
+    });
+    try {
+      const { auth } = await createKey(product, { plan: 'pro' });
+      await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
+      // The operator rotates the password on Redis before the gateway's secret, and connections drop.
+      await superuser.call('ACL', 'SETUSER', PRODUCTION.user, 'resetpass', '>rotated-password-0123456789');
+      await superuser.call('CLIENT', 'KILL', 'USER', PRODUCTION.user);
+      await within(5000, async () => (await request(product.adminUrl).get('/readyz')).status === 503);
+      const during = await sequentially(5, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth));
+      expect(during.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(/^gateway_store_degraded 1$/m.test((await request(product.adminUrl).get('/metrics')).text)).toBe(true);
+      // The old password is valid again: the reconnect loop gets in without a restart.
+      await superuser.call('ACL', 'SETUSER', PRODUCTION.user, `>${PRODUCTION.password}`);
+      await within(5000, async () => (await request(product.adminUrl).get('/readyz')).status === 200);
+      await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
+    } finally {
+      await product.close();
+      await superuser.call('ACL', 'SETUSER', PRODUCTION.user, 'resetpass', `>${PRODUCTION.password}`);
+    }
   });
 });
