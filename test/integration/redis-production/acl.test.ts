@@ -46,6 +46,12 @@ afterAll(async () => {
 });
 
 describe('the gateway under the README\'s Redis ACL', () => {
+  it('is the ACL the README prints for production', () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
+    const line = readme.split('\n').find((l) => l.startsWith('user asg-prod '))!;
+    expect(line.replace(/^user asg-prod\s+on\s+>PRODUCTION-PASSWORD\s+/, '').split(/\s+/)).toEqual(ACL_RULES.replaceAll('{namespace}', PRODUCTION.namespace).split(/\s+/));
+  });
+
   it('serves, limits, bans, revokes, counts deprecated calls and usage, and keeps the audit trail, with no command refused', async () => {
     const product = production!;
     const { id, auth } = await createKey(product, { plan: 'free', limits: { perMinute: 3, perDay: 100 } });
