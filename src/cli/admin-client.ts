@@ -10,16 +10,28 @@ export class AdminRequestError extends Error {
   }
 }
 
-/** The admin API over HTTP, as the CLI uses it. */
+/**
+ * The admin API over HTTP, as the CLI uses it; built with an API key for the gateway instead, it
+ * asks only `ownUsage` (a client's own view, `GET /v1/usage`).
+ */
 export class AdminClient {
   private readonly baseUrl: URL;
 
-  constructor(baseUrl: string, private readonly token: string) {
+  constructor(
+    baseUrl: string,
+    private readonly token: string,
+    private readonly target: { variable: string; name: string } = { variable: 'ADMIN_URL', name: 'the admin API' },
+  ) {
     try {
       this.baseUrl = new URL(baseUrl);
     } catch {
-      throw new AdminRequestError(`ADMIN_URL is not a URL: ${baseUrl}`, null, null);
+      throw new AdminRequestError(`${target.variable} is not a URL: ${baseUrl}`, null, null);
     }
+  }
+
+  /** The calling key's plan, windows, ban and expiry; counts nothing. */
+  ownUsage() {
+    return this.request('GET', '/v1/usage');
   }
 
   createKey(body: { name: string; plan: string; limits?: { perMinute: number; perDay: number }; expiresAt?: string }) {
@@ -65,7 +77,7 @@ export class AdminClient {
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const reason = cause?.code ?? cause?.message ?? (err as Error).name;
-      throw new AdminRequestError(`cannot reach the admin API at ${this.baseUrl.origin} (${reason})`, null, null);
+      throw new AdminRequestError(`cannot reach ${this.target.name} at ${this.baseUrl.origin} (${reason})`, null, null);
     }
     if (response.status === 204) return null;
     const text = await response.text();

@@ -74,3 +74,19 @@ export function formatKey(k: KeyView): string {
   if ('bannedUntil' in k) lines.push(`banned:     ${k.bannedUntil ? `until ${k.bannedUntil}` : 'no'}`);
   return lines.join('\n');
 }
+
+/** A client's own view (`GET /v1/usage`): plan, each window, ban and expiry. */
+export function formatOwnUsage(usage: {
+  plan: string;
+  windows: Array<{ name: string; limit: number; remaining: number; reset: number }>;
+  bannedUntil: string | null;
+  expiresAt: string | null;
+}): string {
+  const rows = usage.windows.map((w) => [w.name, String(w.limit), String(w.remaining), new Date(w.reset * 1000).toISOString()]);
+  return [
+    `plan:    ${usage.plan}`,
+    table(['WINDOW', 'LIMIT', 'REMAINING', 'RESETS AT'], rows),
+    `banned:  ${usage.bannedUntil === null ? 'no' : `until ${usage.bannedUntil}`}`,
+    `expires: ${usage.expiresAt ?? 'never'}`,
+  ].join('\n');
+}

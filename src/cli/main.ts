@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminClient, AdminRequestError } from './admin-client';
-import { formatAudit, formatKey, formatKeyTable, formatUsage } from './format';
+import { formatAudit, formatKey, formatKeyTable, formatOwnUsage, formatUsage } from './format';
 import { parseDurationSeconds } from './duration';
 
 interface Command {
@@ -11,6 +11,8 @@ interface Command {
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
   positionals: string[];
+  /** `gateway`: the command speaks to the gateway with the client's API key, not to the admin API. */
+  target?: 'gateway';
   run(client: AdminClient, values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<unknown>;
   /** How to print the result for a person. */
   render(result: unknown): string;
@@ -165,6 +167,15 @@ const commands: Record<string, Command> = {
     run: (client, values, [id]) => client.keyUsage(id!, positiveInt('days', values.days)),
     render: (result) => formatUsage(result as Parameters<typeof formatUsage>[0]),
   },
+  'my-usage': {
+    summary: 'a client\'s own key: plan, windows, ban, expiry (GET /v1/usage; API_KEY, no admin token)',
+    usage: 'my-usage [--json]   (environment: API_KEY, GATEWAY_URL)',
+    options: { ...jsonOption },
+    positionals: [],
+    target: 'gateway',
+    run: (client) => client.ownUsage(),
+    render: (result) => formatOwnUsage(result as Parameters<typeof formatOwnUsage>[0]),
+  },
   audit: {
     summary: 'the audit trail of admin writes, newest first',
     usage: 'audit [--limit N] [--json]',
@@ -176,7 +187,7 @@ const commands: Record<string, Command> = {
 };
 
 function generalHelp(): string {
-  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`);
   return [
     'usage: npm run keys -- <command> [options]',
     '',
@@ -187,9 +198,12 @@ function generalHelp(): string {
     '  ADMIN_URL    admin listener (default http://127.0.0.1:8081)',
     '  ADMIN_TOKEN  admin bearer token (default in development: DATA_DIR/admin-token)',
     '',
+    '  GATEWAY_URL  public gateway, for my-usage (default http://127.0.0.1:8080)',
+    '  API_KEY      the client\'s own API key, for my-usage (never an argument: it would stay in shell history)',
+    '',
     'Every command takes --help, and --json for output meant for scripts.',
-    'A client sees its own key\'s windows, ban and expiry with GET /v1/usage on the gateway (its',
-    'own key, no admin token, nothing counted); `show` is the operator\'s view of any key.',
+    '`my-usage` is a client\'s own view of its key (GET /v1/usage: nothing is counted); `show` is the',
+    'operator\'s view of any key.',
   ].join('\n');
 }
 
@@ -202,6 +216,12 @@ function adminToken(env: NodeJS.ProcessEnv): string {
   } catch {
     throw new AdminRequestError(`ADMIN_TOKEN is not set and ${file} does not exist`, null, null);
   }
+}
+
+/** The client's own key, for my-usage: from the environment only, never an argument. */
+function apiKey(env: NodeJS.ProcessEnv): string {
+  if (env.API_KEY) return env.API_KEY;
+  throw new AdminRequestError('API_KEY is not set: my-usage shows the key in API_KEY', null, null);
 }
 
 /** Where the CLI writes: results to `out` (stdout), errors and usage after an error to `err` (stderr). */
@@ -232,7 +252,10 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err:
     if (positionals.length !== command.positionals.length) {
       throw new UsageError(`expected ${command.positionals.join(' ') || 'no arguments'}`);
     }
-    const client = new AdminClient(env.ADMIN_URL ?? 'http://127.0.0.1:8081', adminToken(env));
+    const client =
+      command.target === 'gateway'
+        ? new AdminClient(env.GATEWAY_URL ?? 'http://127.0.0.1:8080', apiKey(env), { variable: 'GATEWAY_URL', name: 'the gateway' })
+        : new AdminClient(env.ADMIN_URL ?? 'http://127.0.0.1:8081', adminToken(env));
     const result = await command.run(client, values as Record<string, string | boolean | undefined>, positionals);
     out(values.json ? JSON.stringify(result, null, 2) : command.render(result));
     return 0;

@@ -301,6 +301,40 @@ describe('expiry, rotate, usage and audit', () => {
   });
 });
 
+describe('my-usage: a client\'s own view, with its API key and no admin token', () => {
+  test('prints the plan, both windows, the ban and the expiry; --json is GET /v1/usage; nothing is counted', async () => {
+    const created = (await createJson('--name', 'client', '--plan', 'free', '--expires-at', '2031-01-31T17:00:00Z')) as unknown as { id: string; key: string };
+    await gateway(created.key).expect(200);
+    const env = { GATEWAY_URL: product.gatewayUrl, API_KEY: created.key };
+    const text = await runKeys(['my-usage'], env);
+    expectSuccess(text);
+    expect(text.stdout).toMatch(/^plan: +free$/m);
+    expect(text.stdout).toMatch(/^minute +60 +59 +\d{4}-\d\d-\d\dT/m);
+    expect(text.stdout).toMatch(/^day +1000 +999 +\d{4}-\d\d-\d\dT/m);
+    expect(text.stdout).toMatch(/^banned: +no$/m);
+    expect(text.stdout).toMatch(/^expires: +2031-01-31T17:00:00.000Z$/m);
+    expect(text.stdout).not.toContain(created.key);
+
+    const json = await runKeys(['my-usage', '--json'], env);
+    expectSuccess(json);
+    const answer = (await request(product.gatewayUrl).get('/v1/usage').set('Authorization', `Bearer ${created.key}`).expect(200)).body as unknown;
+    expect(JSON.parse(json.stdout)).toEqual(answer);
+    // Three views of the usage later, the windows still show the one request through the gateway.
+    expect((answer as { windows: Array<{ remaining: number }> }).windows.map((w) => w.remaining)).toEqual([59, 999]);
+  });
+
+  test('a revoked key: exit 1 with the gateway\'s message; no API_KEY: exit 1 saying so; a gateway nothing listens on: exit 1', async () => {
+    const created = await createJson('--name', 'gone', '--plan', 'free');
+    expectSuccess(await keys('revoke', created.id));
+    const revoked = await runKeys(['my-usage'], { GATEWAY_URL: product.gatewayUrl, API_KEY: created.key });
+    expectFailure(revoked, 1, /401 revoked_api_key/);
+    expect(revoked.stderr).not.toContain(created.key);
+    expectFailure(await runKeys(['my-usage'], { GATEWAY_URL: product.gatewayUrl }), 1, /API_KEY is not set/);
+    const url = `http://127.0.0.1:${await freePort()}`;
+    expectFailure(await runKeys(['my-usage'], { GATEWAY_URL: url, API_KEY: created.key }), 1, new RegExp(`cannot reach the gateway at ${url} \\(ECONNREFUSED\\)`));
+  });
+});
+
 describe('exit 1: the admin API refused or cannot be reached', () => {
   test('an unknown id', async () => {
     expectFailure(await keys('show', 'key_000000000000000000000000'), 1, /No key with id key_000000000000000000000000.*404 not_found/);
