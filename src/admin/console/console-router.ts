@@ -34,14 +34,23 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /**
- * The static files live in src/admin/console/public; a build (dist/) has no copy unless the image
- * puts one beside it, so both places are looked at.
+ * The static files live in src/admin/console/public; a build has no copy unless the image puts one
+ * beside it, so both places are looked at. The source folder is found from the package root, as
+ * builds sit at different depths (dist/admin/console, and dist-bench/src/admin/console for the bench).
  */
-export function consolePublicDir(): string {
-  const candidates = [path.join(__dirname, 'public'), path.resolve(__dirname, '../../../src/admin/console/public')];
+export function consolePublicDir(moduleDir: string = __dirname): string {
+  const candidates = [path.join(moduleDir, 'public'), path.join(packageRoot(moduleDir), 'src', 'admin', 'console', 'public')];
   const found = candidates.find((dir) => fs.existsSync(path.join(dir, 'index.html')));
   if (!found) throw new Error(`operator console files not found (looked in ${candidates.join(', ')})`);
   return found;
+}
+
+/** The nearest folder at or above `from` that holds a package.json (the repository, or the image's /app). */
+function packageRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return from;
+  }
 }
 
 /** GET /console and its assets, read once at start: a handful of small files, no build step. */
