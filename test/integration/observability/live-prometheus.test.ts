@@ -186,6 +186,13 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     for (const target of dashboardTargets(dashboard)) {
       results.set(target, await prometheus.query(resolveGrafanaVariables(target.expr, RATE_INTERVAL)));
     }
+    // What each panel showed after this traffic, for the record (issue 16 asks the note to give it).
+    const shown = [...results].map(([target, answer]) => {
+      const series = answer.status === 'success' ? answer.data.result : [];
+      const values = series.slice(0, 4).map((s) => `${Object.values(s.metric).join(',') || '·'}=${Number(s.value[1]).toPrecision(3)}`);
+      return `  ${target.panel} [${target.refId}]: ${values.join('  ')}${series.length > 4 ? `  (+${series.length - 4} more)` : ''}`;
+    });
+    console.log(`dashboard queries after the test's traffic:\n${shown.join('\n')}`);
   }, 60_000);
 
   afterAll(async () => {
