@@ -19,6 +19,7 @@ import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from
 import { createUndiciForwarder } from './gateway/undici-forwarder';
 import { createGatewayMetrics } from './gateway/metrics';
 import { answerUnparsableRequest } from './gateway/unparsable-request';
+import { markCutOff } from './gateway/cut-off';
 import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
 import { buildDeprecationReport } from './gateway/deprecation-report';
 import { TrafficRecorder, type TrafficSecond } from './admin/stats/traffic-recorder';
@@ -213,7 +214,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       keyActivity,
     });
     const gatewayServer = createBoundedServer(config.server, handleGatewayRequest);
-    gatewayServer.on('clientError', answerUnparsableRequest({ metrics, logger }));
+    gatewayServer.on('clientError', answerUnparsableRequest({ metrics, logger, cutOff: markCutOff }));
     const gatewayPort = await listen(gatewayServer, options.gatewayPort ?? config.server.port, config.server.host);
     cleanups.push(() => closeServer(gatewayServer, config.server.shutdownTimeoutMs));
 

@@ -9,6 +9,7 @@ import type { AddressLimiter, ConsumeOptions, FallbackKind, KeyDecision, KeyLimi
 import type { ApiKeyRecord } from '../keys/types';
 import type { KeyResolution } from '../keys/key-resolver';
 import { requestIdFor } from './request-id';
+import { cutOffReason } from './cut-off';
 import { ClientAddressResolver } from './client-address';
 import { allowHeader, BASE_PATH, matchRoute, UNMATCHED_ROUTE, type RouteMatch } from './routes';
 import {
@@ -205,7 +206,9 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       span: traces ? traces.startGatewayRequest(req) : null,
       refusedWith: null,
     };
-    res.once('finish', () => recordFinished(req, res, state));
+    // 'close', not 'finish': a request cut off before its answer was complete (the client left, or
+    // its body outlasted server.requestTimeoutMs) is recorded too, under its route and request id.
+    res.once('close', () => recordFinished(req, res, state));
     if (state.span?.recording) res.once('close', () => endSpan(res, state));
     return state;
   }
@@ -535,7 +538,10 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
 
   function recordFinished(req: IncomingMessage, res: ServerResponse, state: RequestState): void {
     const route = state.route?.template ?? UNMATCHED_ROUTE;
-    const statusCode = String(res.statusCode);
+    const answered = res.writableFinished;
+    // Cut off before an answer started: no status reached the client (0, as for unparsed requests).
+    const status = answered || res.headersSent ? res.statusCode : 0;
+    const statusCode = String(status);
     const seconds = Number(process.hrtime.bigint() - state.startedAt) / 1e9;
     metrics.httpRequests.inc({ method: req.method!, route, status_code: statusCode, plan: state.plan });
     metrics.httpDuration.observe({ method: req.method!, route, status_code: statusCode }, seconds);
@@ -546,7 +552,8 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
         requestId: state.requestId,
         method: req.method,
         route,
-        status: res.statusCode,
+        status: status === 0 ? null : status,
+        ...(answered ? undefined : { cutOff: cutOffReason(res) ?? 'client closed the connection' }),
         durationMs: Math.round(seconds * 1e6) / 1e3,
         upstreamMs: state.upstreamMs,
         plan: state.plan,

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { rawErrorResponse } from '../shared/errors';
 import type { Logger } from '../shared/logger';
@@ -9,12 +10,18 @@ import type { GatewayMetrics } from './metrics';
 type ClientError = Error & { code?: string };
 
 /** The socket as node:http leaves it: the response in flight on it, if any. */
-type HttpSocket = Socket & { _httpMessage?: { headersSent?: boolean } | null };
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
 
 export interface UnparsableRequestHooks {
   /** The public listener counts these in gateway_http_requests_total; the admin listener does not. */
   metrics?: Pick<GatewayMetrics, 'httpRequests'>;
   logger: Logger;
+  /**
+   * Set when the listener's request handler records every request it started, cut off or not (the
+   * gateway's does, on the response's `close`): a request cut off after its headers arrived is then
+   * left to it, under its route and request id, with this told the reason.
+   */
+  cutOff?: (res: ServerResponse, reason: string) => void;
 }
 
 /**
@@ -31,6 +38,12 @@ export function answerUnparsableRequest(hooks: UnparsableRequestHooks) {
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
     if (!parserError && !timedOut) {
       // ECONNRESET and the like: the client is gone; there is no one to answer.
+      socket.destroy();
+      return;
+    }
+    const inFlight = socket._httpMessage;
+    if (timedOut && inFlight && hooks.cutOff) {
+      hooks.cutOff(inFlight, err.code!);
       socket.destroy();
       return;
     }
