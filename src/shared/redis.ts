@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { ConnectionOptions } from 'node:tls';
+import tls, { type ConnectionOptions } from 'node:tls';
 import Redis, { Cluster, type RedisOptions } from 'ioredis';
 
 /** A single Redis or a Redis Cluster; everything above this module talks to either alike. */
@@ -91,6 +91,13 @@ export async function connectRedis(settings: RedisSettings, connectTimeoutMs = 5
   try {
     await waitUntilReady(client, connectTimeoutMs, true);
   } catch (err) {
+    // ioredis drops the sentinels' own connection errors ("All sentinels are unreachable"); one TLS
+    // handshake with the first sentinel tells a certificate problem apart from an unreachable host.
+    const sentinelTls = (settings.sentinels?.length ?? 0) > 0 ? tlsFromFiles(settings) : null;
+    if (sentinelTls) {
+      const line = await tlsHandshakeFailure(settings.sentinels![0]!, sentinelTls);
+      if (line) throw new Error(line);
+    }
     // A TLS server that requires client certificates resets a client without one during the handshake.
     const usesTls = settings.url?.startsWith('rediss://') === true || tlsFromFiles(settings) !== null;
     if (usesTls && !settings.tls?.certFile && /\(ECONNRESET\)/.test((err as Error).message)) {
@@ -249,6 +256,21 @@ async function waitUntilReady(client: RedisClient, timeoutMs: number, allMasters
     clearTimeout(timer);
     client.off('error', remember);
   }
+}
+
+/** permanentFailure's line for a TLS handshake with `node`, or null when it succeeds or fails otherwise. */
+function tlsHandshakeFailure(node: string, options: ConnectionOptions, timeoutMs = 2000): Promise<string | null> {
+  const { host, port } = hostAndPort(node);
+  return new Promise((resolve) => {
+    const socket = tls.connect({ ...options, host, port, timeout: timeoutMs });
+    const done = (line: string | null) => {
+      socket.destroy();
+      resolve(line);
+    };
+    socket.once('secureConnect', () => done(null));
+    socket.once('timeout', () => done(null));
+    socket.once('error', (err) => done(permanentFailure(err)));
+  });
 }
 
 /** Whether `err` is already one of permanentFailure's lines. */

@@ -4,11 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import Redis from 'ioredis';
 import { assertRedisServerAvailable, freePort, startRedisServer, type RedisProcess } from './redis-server';
+import { redisTlsArgs, type TestCertificates } from './tls-certs';
 
 export interface SentinelSetup {
   primary: RedisProcess;
   replica: RedisProcess;
-  /** host:port of each sentinel, as REDIS_SENTINELS takes them. */
+  /** host:port of each sentinel, as REDIS_SENTINELS takes them (their TLS ports with `tls`). */
   sentinels: string[];
   name: string;
   /** host:port of the primary the sentinels name now. */
@@ -19,24 +20,36 @@ export interface SentinelSetup {
 /**
  * One primary, one replica and three sentinels (`redis-server --sentinel`, the same binary) on
  * loopback, with a quorum of 2 and a 1 s down-after: a killed primary is replaced in a few seconds.
+ * With `tls`, every process also listens with TLS (no client certificate required), replication
+ * and the sentinels' links to the data nodes go over TLS, and the sentinels name the data nodes by
+ * their TLS ports; the plain ports stay for the test's own looks inside.
  */
-export async function startSentinelSetup(name = 'mymaster'): Promise<SentinelSetup> {
+export async function startSentinelSetup(name = 'mymaster', options: { tls?: TestCertificates } = {}): Promise<SentinelSetup> {
   assertRedisServerAvailable();
-  const primary = await startRedisServer();
-  const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(primary.port)]);
+  const tlsArgs = async () => (options.tls ? [...redisTlsArgs(options.tls, await freePort(), { requireClientCert: false }), '--tls-replication', 'yes'] : []);
+  const primaryTls = await tlsArgs();
+  const primary = await startRedisServer(primaryTls);
+  const primaryPort = options.tls ? Number(primaryTls[1]) : primary.port;
+  const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(primaryPort), ...(await tlsArgs())]);
   const children: ChildProcess[] = [];
   const sentinels: string[] = [];
+  const plainSentinels: string[] = [];
   for (let i = 0; i < 3; i++) {
     const port = await freePort();
+    const tlsPort = options.tls ? await freePort() : null;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-sentinel-'));
     const conf = path.join(dir, 'sentinel.conf');
+    const tls = options.tls;
     fs.writeFileSync(
       conf,
       [
         `port ${port}`,
         'bind 127.0.0.1',
         `dir ${dir}`,
-        `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+        ...(tls
+          ? [`tls-port ${tlsPort}`, `tls-cert-file ${tls.serverCert}`, `tls-key-file ${tls.serverKey}`, `tls-ca-cert-file ${tls.caCert}`, 'tls-auth-clients no', 'tls-replication yes']
+          : []),
+        `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
         `sentinel down-after-milliseconds ${name} 1000`,
         `sentinel failover-timeout ${name} 5000`,
         `sentinel parallel-syncs ${name} 1`,
@@ -44,7 +57,8 @@ export async function startSentinelSetup(name = 'mymaster'): Promise<SentinelSet
       ].join('\n'),
     );
     children.push(spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' }));
-    sentinels.push(`127.0.0.1:${port}`);
+    plainSentinels.push(`127.0.0.1:${port}`);
+    sentinels.push(`127.0.0.1:${tlsPort ?? port}`);
   }
   const ask = async (sentinel: string): Promise<string | null> => {
     const [host, port] = sentinel.split(':');
@@ -63,9 +77,9 @@ export async function startSentinelSetup(name = 'mymaster'): Promise<SentinelSet
   // Every sentinel up and knowing the primary, and the replica in sync, before a test relies on them.
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const answers = await Promise.all(sentinels.map(ask));
+    const answers = await Promise.all(plainSentinels.map(ask));
     const replicaInfo = await replicaLinkUp(replica.port);
-    if (answers.every((a) => a === `127.0.0.1:${primary.port}`) && replicaInfo) break;
+    if (answers.every((a) => a === `127.0.0.1:${primaryPort}`) && replicaInfo) break;
     if (Date.now() > deadline) throw new Error(`sentinels did not come up: ${JSON.stringify(answers)}, replica link up: ${replicaInfo}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -75,7 +89,7 @@ export async function startSentinelSetup(name = 'mymaster'): Promise<SentinelSet
     sentinels,
     name,
     async currentPrimary() {
-      for (const sentinel of sentinels) {
+      for (const sentinel of plainSentinels) {
         const answer = await ask(sentinel);
         if (answer) return answer;
       }
