@@ -31,6 +31,9 @@ const foreignRequests: string[] = [];
 let keyId = '';
 let firstSecret = '';
 let rotatedSecret = '';
+let sessionStart = 0;
+/** Refusals (400) a step provokes on purpose; the console reports each as a failed resource load. */
+let deliberateBadRequests = 0;
 
 async function shoot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
@@ -44,6 +47,25 @@ async function gateway(key: string, pathname = '/v1/pets'): Promise<{ status: nu
 
 async function textOf(selector: string): Promise<string> {
   return (await page.locator(selector).textContent()) ?? '';
+}
+
+/** What the admin API answers the operator's token, straight from Node: what the page should be showing. */
+async function adminGet<T>(pathname: string): Promise<T> {
+  const res = await fetch(new URL(pathname, product.adminUrl), { headers: { Authorization: `Bearer ${product.adminToken}` } });
+  expect(res.status).toBe(200);
+  return (await res.json()) as T;
+}
+
+interface KeyView {
+  plan: string;
+  limits: { perMinute: number; perDay: number } | null;
+  usage: { minute: { limit: number }; day: { limit: number } };
+}
+
+/** One fact on the key page ("Plan", "Limits", …), as shown. */
+async function keyFact(name: string): Promise<string> {
+  const fact = page.locator('#key-facts > div').filter({ has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) });
+  return (await fact.locator('dd').textContent()) ?? '';
 }
 
 /** Total layout shift so far on this document (Chromium's Layout Instability API), input-driven shifts aside. */
@@ -68,6 +90,7 @@ async function overflowsHorizontally(): Promise<boolean> {
 }
 
 beforeAll(async () => {
+  sessionStart = Date.now();
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
   // The wrong-token step must not lock the test's own address out of the admin API.
   product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 100 } } });
@@ -75,7 +98,9 @@ beforeAll(async () => {
   page = await chromium.context.newPage();
   page.on('console', (message) => {
     // The deliberate wrong token shows as a failed (401) resource load in the console; anything else is a problem.
-    if (message.type() === 'error' && !/status of 401/.test(message.text())) pageProblems.push(message.text());
+    if (message.type() !== 'error' || /status of 401/.test(message.text())) return;
+    if (/status of 400/.test(message.text()) && deliberateBadRequests > 0) deliberateBadRequests--;
+    else pageProblems.push(message.text());
   });
   page.on('pageerror', (err) => pageProblems.push(err.message));
   page.on('request', (req) => {
@@ -262,6 +287,58 @@ test('change the plan and the expiry: the page and the gateway see the new limit
   expect(res.headers.get('ratelimit-policy')).toContain('"minute";q=300');
 });
 
+test("per-key limits: both overrides replace the plan's, one alone is refused with the API's message, none puts the plan's back", async () => {
+  // The key is on pro (300/min, 10,000/day) since the step before.
+  await page.getByLabel('Per minute override').fill('500');
+  await page.getByLabel('Per day override').fill('5000');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.waitForFunction(() => /500\/min/.test(document.getElementById('key-facts')?.textContent ?? ''), undefined, { timeout: 5000 });
+  expect(await keyFact('Limits')).toBe('500/min · 5,000/day');
+  expect(await keyFact('Plan')).toBe('pro');
+  expect(await textOf('#window-minute-text')).toMatch(/ of 500 used/);
+  expect(await textOf('#window-day-text')).toMatch(/ of 5,000 used/);
+  expect(await textOf('#status')).toBe('Saved the changes to “browser-checkout”.');
+  let key = await adminGet<KeyView>(`/admin/keys/${keyId}`);
+  expect(key).toMatchObject({ plan: 'pro', limits: { perMinute: 500, perDay: 5000 }, usage: { minute: { limit: 500 }, day: { limit: 5000 } } });
+  let res = await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${firstSecret}` } });
+  expect(res.headers.get('ratelimit-policy')).toBe('"minute";q=500;w=60, "day";q=5000;w=86400');
+  await shoot('06a-key-limits-overridden');
+
+  // One override without the other: the page sends it, the admin API refuses it, and the page shows why.
+  await page.getByLabel('Per minute override').fill('700');
+  await page.getByLabel('Per day override').fill('');
+  deliberateBadRequests++;
+  const answered = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().endsWith(`/admin/keys/${keyId}`), { timeout: 5000 });
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  const refusal = await answered;
+  expect(refusal.status()).toBe(400);
+  const { message } = (await refusal.json()) as { message: string };
+  expect(message).toMatch(/^limits\.perDay: /);
+  await page.waitForFunction(() => document.getElementById('edit-error')?.textContent !== '', undefined, { timeout: 5000 });
+  expect(await textOf('#edit-error')).toBe(message);
+  expect(await textOf('#status')).toBe('');
+  expect(await keyFact('Limits')).toBe('500/min · 5,000/day');
+  key = await adminGet<KeyView>(`/admin/keys/${keyId}`);
+  expect(key).toMatchObject({ plan: 'pro', limits: { perMinute: 500, perDay: 5000 } });
+  await shoot('06b-key-limits-one-override-refused');
+
+  // Both empty: the override goes, and the key is held to its plan's limits again.
+  await page.getByLabel('Per minute override').fill('');
+  await page.getByLabel('Per day override').fill('');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.waitForFunction(() => /300\/min/.test(document.getElementById('key-facts')?.textContent ?? ''), undefined, { timeout: 5000 });
+  expect(await keyFact('Limits')).toBe('300/min · 10,000/day');
+  expect(await textOf('#edit-error')).toBe('');
+  expect(await textOf('#window-day-text')).toMatch(/ of 10,000 used/);
+  key = await adminGet<KeyView>(`/admin/keys/${keyId}`);
+  // GET shows the limits the key is held to; the audit entry shows the override itself is gone, not set to the plan's values.
+  expect(key).toMatchObject({ plan: 'pro', limits: { perMinute: 300, perDay: 10000 }, usage: { minute: { limit: 300 }, day: { limit: 10000 } } });
+  const { entries } = await adminGet<{ entries: Array<{ action: string; keyId: string; details: Record<string, unknown> }> }>('/admin/audit?limit=1');
+  expect(entries[0]).toMatchObject({ action: 'update', keyId, details: { limits: null } });
+  res = await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${firstSecret}` } });
+  expect(res.headers.get('ratelimit-policy')).toContain('"minute";q=300');
+});
+
 test('rotate with a grace period: a new secret shown once, the old one still served', async () => {
   await page.getByLabel('Old key keeps working for (seconds)').fill('120');
   await page.getByRole('button', { name: 'Rotate' }).click();
@@ -326,14 +403,29 @@ test('deprecations: the key among the callers of the deprecated operation, with 
   const body = await textOf('#deprecations-body');
   expect(body).toMatch(/days left/);
   expect(body).toContain('browser-checkout');
+  // Each column of the key's row against the admin API: its plan now, one call (the 404 above), and when.
+  const report = await adminGet<{ routes: Array<{ method: string; route: string; callers: Array<{ keyId: string; name: string | null; plan: string | null; count: number; lastCallAt: string }> }> }>('/admin/deprecations');
+  const caller = report.routes.find((r) => r.method === 'GET' && r.route === '/v1/pets/{petId}')?.callers.find((c) => c.keyId === keyId);
+  expect(caller).toMatchObject({ name: 'browser-checkout', plan: 'pro', count: 1 });
+  expect(Date.parse(caller!.lastCallAt)).toBeGreaterThanOrEqual(sessionStart - 1000);
+  expect(Date.parse(caller!.lastCallAt)).toBeLessThanOrEqual(Date.now());
+  // The operator's time zone and locale, to the minute, as the browser formats it.
+  const lastCallShown = await page.evaluate(
+    (iso) => new Date(iso).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }),
+    caller!.lastCallAt,
+  );
+  const row = page.locator('#deprecations-body .panel', { hasText: 'GET /v1/pets/{petId}' }).locator('tbody tr', { hasText: 'browser-checkout' });
+  expect(await row.locator('td').allTextContents()).toEqual(['browser-checkout', 'pro', '1', lastCallShown]);
+  expect(await row.locator('a').getAttribute('href')).toBe(`#/keys/${keyId}`);
   await shoot('11-deprecations');
 });
 
-test('audit log: the create, update, rotate and revoke, newest first', async () => {
+test('audit log: the create, the updates, the rotate and the revoke, newest first', async () => {
   await page.getByRole('link', { name: 'Audit log' }).click();
   await page.waitForFunction(() => (document.getElementById('audit-body')?.querySelectorAll('tr').length ?? 0) >= 4);
   const rows = await page.locator('#audit-body tr', { hasText: keyId }).locator('td:nth-child(2)').allTextContents();
-  expect(rows).toEqual(['revoke', 'rotate', 'update', 'create']);
+  // Plan and expiry; both overrides; none (the one-override save was refused, so it wrote nothing).
+  expect(rows).toEqual(['revoke', 'rotate', 'update', 'update', 'update', 'create']);
   expect(await page.locator('#audit-body tr', { hasText: keyId }).first().textContent()).toContain('browser-checkout');
   expect(await page.locator('#audit-body tr td:nth-child(2)').allTextContents()).toContain('unban');
   expect(await page.content()).not.toContain(rotatedSecret);
@@ -389,5 +481,6 @@ test("the admin API's lockout after wrong tokens reaches the sign-in form as a w
 
 test('no script error, no policy violation, no request to another origin during the whole session', () => {
   expect(pageProblems).toEqual([]);
+  expect(deliberateBadRequests).toBe(0);
   expect(foreignRequests).toEqual([]);
 });
