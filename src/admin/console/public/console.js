@@ -519,11 +519,21 @@ function renderUsage(usage) {
   $('chart-usage').setAttribute('aria-label', `Requests per day over the last ${usage.days.length} days: ${total} admitted in all`);
 }
 
+/** The limit fields as the form was filled: a save sends limits only when the operator changed them. */
+let limitsAsFilled = '';
+
+function limitFields() {
+  return { perMinute: $('edit-per-minute').value.trim(), perDay: $('edit-per-day').value.trim() };
+}
+
 function fillEditForm(key) {
   $('edit-name').value = key.name;
   $('edit-plan').value = key.plan;
-  $('edit-per-minute').value = key.limits && key.plan === 'enterprise' ? key.limits.perMinute : '';
-  $('edit-per-day').value = key.limits && key.plan === 'enterprise' ? key.limits.perDay : '';
+  // The limits the key is held to now: the admin API does not say whether they are the plan's or an
+  // override, so the form shows them either way, and saving a new name or expiry leaves them alone.
+  $('edit-per-minute').value = key.limits ? key.limits.perMinute : '';
+  $('edit-per-day').value = key.limits ? key.limits.perDay : '';
+  limitsAsFilled = JSON.stringify(limitFields());
   $('edit-expires').value = isoToLocal(key.expiresAt);
   $('edit-error').textContent = '';
   $('action-error').textContent = '';
@@ -533,13 +543,17 @@ $('edit-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   say('');
   $('edit-error').textContent = '';
-  const limits = limitsFrom($('edit-per-minute').value, $('edit-per-day').value);
+  const fields = limitFields();
+  if (Boolean(fields.perMinute) !== Boolean(fields.perDay)) {
+    $('edit-error').textContent = 'Give both limits (per minute and per day), or empty both to use the plan\'s limits.';
+    return;
+  }
   const body = {
     name: $('edit-name').value.trim(),
     plan: $('edit-plan').value,
-    limits: limits ?? null,
     expiresAt: localToIso($('edit-expires').value),
   };
+  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = limitsFrom(fields.perMinute, fields.perDay) ?? null;
   try {
     await api('PATCH', `/admin/keys/${encodeURIComponent(shownKey.id)}`, body);
     say(`Saved the changes to “${body.name}”.`);
