@@ -91,11 +91,13 @@ export async function connectRedis(settings: RedisSettings, connectTimeoutMs = 5
   try {
     await waitUntilReady(client, connectTimeoutMs, true);
   } catch (err) {
-    // ioredis drops the sentinels' own connection errors ("All sentinels are unreachable"); one TLS
-    // handshake with the first sentinel tells a certificate problem apart from an unreachable host.
-    const sentinelTls = (settings.sentinels?.length ?? 0) > 0 ? tlsFromFiles(settings) : null;
-    if (sentinelTls) {
-      const line = await tlsHandshakeFailure(settings.sentinels![0]!, sentinelTls);
+    // ioredis drops the sentinels' own connection errors ("All sentinels are unreachable") and a
+    // Cluster's ("Failed to refresh slots cache."); one TLS handshake with the first sentinel or
+    // cluster node tells a certificate problem apart from an unreachable host.
+    const firstNode = settings.sentinels?.[0] ?? settings.clusterNodes[0];
+    const nodeTls = firstNode ? tlsFromFiles(settings) : null;
+    if (firstNode && nodeTls) {
+      const line = await tlsHandshakeFailure(firstNode, nodeTls);
       if (line) throw new Error(line);
     }
     // A TLS server that requires client certificates resets a client without one during the handshake.

@@ -4,11 +4,15 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, startRedisServer, type RedisProcess } from './redis-server';
+import { redisTlsArgs, type TestCertificates } from './tls-certs';
 
 export interface RedisCluster {
   /** `127.0.0.1:port` of every master, as REDIS_CLUSTER_NODES takes them. */
   nodes: string[];
+  /** Their plain ports, which the tests use to look inside (with `tls`, nodes announce their TLS ports instead). */
   ports: number[];
+  /** With `tls`: `127.0.0.1:tlsPort` of every master, in the order of `nodes`; otherwise empty. */
+  tlsNodes: string[];
   /** Milliseconds from the first spawn to cluster_state:ok on every node. */
   startedInMs: number;
   /** Kills one master (SIGKILL), as a crash would; stop() still cleans up after it. */
@@ -57,11 +61,13 @@ async function distinctFreePorts(count: number): Promise<number[]> {
   return [...ports];
 }
 
-function redisCliClusterCreate(nodes: string[], timeoutMs: number): Promise<string> {
+function redisCliClusterCreate(nodes: string[], timeoutMs: number, tls?: TestCertificates): Promise<string> {
+  // With tls-cluster on, the nodes meet at their TLS ports, so redis-cli has to speak TLS to them.
+  const tlsArgs = tls ? ['--tls', '--cacert', tls.caCert] : [];
   return new Promise((resolve, reject) => {
     execFile(
       'redis-cli',
-      ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'],
+      [...tlsArgs, '--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'],
       { timeout: timeoutMs, encoding: 'utf8' },
       (err, stdout, stderr) => {
         if (err || !stdout.includes('All 16384 slots covered')) {
@@ -78,18 +84,40 @@ function redisCliClusterCreate(nodes: string[], timeoutMs: number): Promise<stri
  * Starts a private Redis Cluster of `masters` masters (no replicas) on free loopback ports, each a
  * redis-server with cluster mode on, no persistence and its bus on a port of its own; creates the
  * cluster with `redis-cli --cluster create` and returns once every node says cluster_state:ok.
- * Never touches the machine's shared Redis.
+ * With `tls`, every node also listens with TLS on a port of its own (no client certificate
+ * required of clients), and the bus and replication speak TLS too; the plain ports stay for looking
+ * inside. Never touches the machine's shared Redis.
  */
 export async function startRedisCluster(
-  options: { masters?: number; timeoutMs?: number; /** More redis-server arguments for every node. */ extraArgs?: string[] } = {},
+  options: {
+    masters?: number;
+    timeoutMs?: number;
+    /** More redis-server arguments for every node. */
+    extraArgs?: string[];
+    /** Certificates for a TLS port per node, tls-cluster and tls-replication. */
+    tls?: TestCertificates;
+  } = {},
 ): Promise<RedisCluster> {
   const masters = options.masters ?? 3;
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   const started = Date.now();
   const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-cluster-'));
   // Client and bus ports drawn together; the bus would otherwise sit on port + 10000, inside the
-  // ephemeral range where client sockets could take it.
-  const ports = await distinctFreePorts(masters * 2);
+  // ephemeral range where client sockets could take it. With `tls`, a third range for the TLS ports.
+  const tls = options.tls;
+  const ports = await distinctFreePorts(masters * (tls ? 3 : 2));
+  const tlsPort = (i: number) => ports[2 * masters + i]!;
+  const tlsArgs = (i: number) =>
+    tls
+      ? [
+          ...redisTlsArgs(tls, tlsPort(i), { requireClientCert: false }),
+          '--tls-cluster', 'yes',
+          '--tls-replication', 'yes',
+          // A node dialling another's bus presents a client certificate (the bus always asks for one).
+          '--tls-client-cert-file', tls.clientCert,
+          '--tls-client-key-file', tls.clientKey,
+        ]
+      : [];
   const servers: RedisProcess[] = [];
   const stopAll = async () => {
     await Promise.all(servers.map((server) => server.stop()));
@@ -106,6 +134,7 @@ export async function startRedisCluster(
             '--cluster-announce-ip', '127.0.0.1',
             '--cluster-port', String(ports[masters + i]),
             '--cluster-node-timeout', '5000',
+            ...tlsArgs(i),
             ...(options.extraArgs ?? []),
           ],
           ports[i],
@@ -117,14 +146,15 @@ export async function startRedisCluster(
     if (failed) throw failed.reason;
 
     const nodes = servers.map((server) => `127.0.0.1:${server.port}`);
-    await redisCliClusterCreate(nodes, Math.max(1000, deadline - Date.now()));
+    const tlsNodes = tls ? servers.map((_, i) => `127.0.0.1:${tlsPort(i)}`) : [];
+    await redisCliClusterCreate(tls ? tlsNodes : nodes, Math.max(1000, deadline - Date.now()), tls);
     await Promise.all(servers.map((server) => waitForClusterOk(server.port, deadline)));
     const killNode = async (port: number) => {
       const server = servers.find((candidate) => candidate.port === port);
       if (!server) throw new Error(`no node of this cluster listens on ${port}`);
       await server.stop();
     };
-    return { nodes, ports: servers.map((server) => server.port), startedInMs: Date.now() - started, killNode, stop: stopAll };
+    return { nodes, ports: servers.map((server) => server.port), tlsNodes, startedInMs: Date.now() - started, killNode, stop: stopAll };
   } catch (err) {
     await stopAll();
     throw err;
