@@ -208,8 +208,10 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     };
     // 'close', not 'finish': a request cut off before its answer was complete (the client left, or
     // its body outlasted server.requestTimeoutMs) is recorded too, under its route and request id.
-    res.once('close', () => recordFinished(req, res, state));
-    if (state.span?.recording) res.once('close', () => endSpan(res, state));
+    res.once('close', () => {
+      recordFinished(req, res, state);
+      if (state.span?.recording) endSpan(res, state);
+    });
     return state;
   }
 

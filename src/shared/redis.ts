@@ -94,14 +94,14 @@ export async function connectRedis(settings: RedisSettings, connectTimeoutMs = 5
     // ioredis drops the sentinels' own connection errors ("All sentinels are unreachable") and a
     // Cluster's ("Failed to refresh slots cache."); one TLS handshake with the first sentinel or
     // cluster node tells a certificate problem apart from an unreachable host.
+    const tlsOptions = tlsFromFiles(settings);
     const firstNode = settings.sentinels?.[0] ?? settings.clusterNodes[0];
-    const nodeTls = firstNode ? tlsFromFiles(settings) : null;
-    if (firstNode && nodeTls) {
-      const line = await tlsHandshakeFailure(firstNode, nodeTls);
+    if (firstNode && tlsOptions) {
+      const line = await tlsHandshakeFailure(firstNode, tlsOptions);
       if (line) throw new Error(line);
     }
     // A TLS server that requires client certificates resets a client without one during the handshake.
-    const usesTls = settings.url?.startsWith('rediss://') === true || tlsFromFiles(settings) !== null;
+    const usesTls = settings.url?.startsWith('rediss://') === true || tlsOptions !== null;
     if (usesTls && !settings.tls?.certFile && /\(ECONNRESET\)/.test((err as Error).message)) {
       throw new Error('Redis closed the TLS connection during the handshake (ECONNRESET); if it requires client certificates, set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE');
     }
