@@ -12,7 +12,7 @@ import { writeReport, printTable, type BenchReport, type VariantSummary, type Rs
 
 /**
  * `npm run bench`: what the gateway costs on top of a plain proxy, measured side by side in one run.
- * Everything listens on 127.0.0.1; every load is bounded by its duration. See README "Benchmark".
+ * Everything listens on 127.0.0.1; every load is bounded by its duration. See docs/benchmark.md.
  */
 
 interface Settings {
@@ -339,7 +339,7 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
     gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
     gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
-    // Tracing on (README "Tracing"): every request a root span sampled at the ratio, exported to a sink that discards.
+    // Tracing on (docs/observability.md, Tracing): every request a root span sampled at the ratio, exported to a sink that discards.
     gateway('gateway-redis-undici-traced-100', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
     gateway('gateway-redis-undici-traced-001', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
   ]);
@@ -436,7 +436,7 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   process.stdout.write(`\nwrote ${written.map((f) => path.relative(repoRoot, f)).join(', ')}\n`);
 }
 
-/** Tracing's cost as the README states it: each traced row against the same gateway with tracing off. */
+/** Tracing's cost as docs/observability.md states it: each traced row against the same gateway with tracing off. */
 function printTracingCost(summaries: VariantSummary[]): void {
   const off = summaries.find((s) => s.id === TRACING_OFF);
   if (!off) return;

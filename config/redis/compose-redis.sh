@@ -1,5 +1,5 @@
 #!/bin/sh
-# The compose Redis with one ACL user per gateway (README "Production Redis"): asg-prod may touch only
+# The compose Redis with one ACL user per gateway (docs/redis.md, Production Redis): asg-prod may touch only
 # asg:prod:* keys and channels, asg-staging only asg:staging:*, each with exactly the rules of
 # gateway-acl.txt and its password from a Docker secret. The default user can only PING (the
 # healthcheck), so a client without a password reads and writes nothing.

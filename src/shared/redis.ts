@@ -216,7 +216,7 @@ function permanentFailure(err: Error): string | null {
   const message = err.message ?? '';
   if (message.startsWith('WRONGPASS')) return 'Redis refused the user or password (WRONGPASS); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD';
   if (message.startsWith('NOAUTH')) return 'Redis needs a password (NOAUTH); set REDIS_PASSWORD (or REDIS_PASSWORD_FILE)';
-  if (message.startsWith('NOPERM')) return `the Redis user may not run a command the gateway needs (${message.split('\n')[0]}); see the README's Redis ACL`;
+  if (message.startsWith('NOPERM')) return `the Redis user may not run a command the gateway needs (${message.split('\n')[0]}); see docs/redis.md, Redis ACL`;
   if (code.includes('CERTIFICATE_REQUIRED')) return `Redis requires a client certificate (${code}); set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE`;
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `Redis's TLS certificate does not name the host in REDIS_URL (${code})`;
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code)) return `Redis's TLS certificate failed verification (${code}); check REDIS_TLS_CA_FILE`;

@@ -45,9 +45,9 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-describe('the gateway under the README\'s Redis ACL', () => {
-  it('is the ACL the README prints for production', () => {
-    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
+describe('the gateway under the Redis ACL of docs/redis.md', () => {
+  it('is the ACL docs/redis.md prints for production', () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'redis.md'), 'utf8');
     const line = readme.split('\n').find((l) => l.startsWith('user asg-prod '))!;
     expect(line.replace(/^user asg-prod\s+on\s+>PRODUCTION-PASSWORD\s+/, '').split(/\s+/)).toEqual(ACL_RULES.replaceAll('{namespace}', PRODUCTION.namespace).split(/\s+/));
   });
