@@ -1,6 +1,6 @@
 import type { DeprecationConfig } from '../shared/config';
 import type { ApiKeyRecord } from '../keys/types';
-import { deprecationKey } from './deprecation';
+import { deprecatedOperationId } from './deprecation';
 import { LOOKBACK_DAYS, type DeprecatedCaller } from './deprecation-usage';
 import { BASE_PATH } from './routes';
 
@@ -18,11 +18,6 @@ export interface DeprecationReport {
   routes: DeprecatedRouteReport[];
 }
 
-/** Where calls are recorded under and read back from: `GET /v1/pets/{petId}` (HEAD counts as GET). */
-export function deprecatedRouteId(method: string, template: string): string {
-  return deprecationKey(method, template);
-}
-
 export interface DeprecationReportSources {
   deprecations: DeprecationConfig[];
   callers(routeId: string): Promise<DeprecatedCaller[]>;
@@ -37,7 +32,7 @@ export async function buildDeprecationReport(sources: DeprecationReportSources):
   const routes: DeprecatedRouteReport[] = [];
   for (const entry of sources.deprecations) {
     const route = BASE_PATH + entry.path;
-    const callers = await sources.callers(deprecatedRouteId(entry.method, route));
+    const callers = await sources.callers(deprecatedOperationId(entry.method, route));
     const records = await Promise.all(callers.map((caller) => sources.keyById(caller.keyId)));
     routes.push({
       method: entry.method,

@@ -1,7 +1,12 @@
 import type { DeprecationConfig } from '../shared/config';
+import { BASE_PATH } from './routes';
 
 /** A deprecation from config with its instants parsed once and its headers written once. */
 export interface DeprecationNotice {
+  /** The operation's one id (`GET /v1/pets/{petId}`): calls are recorded and reported under it. */
+  id: string;
+  /** The route template, `/v1/pets/{petId}`, as metric labels name it. */
+  template: string;
   sunsetAt: number;
   headers: Record<string, string>;
 }
@@ -11,7 +16,7 @@ function linkHeader(successor: string, docs: string): string {
 }
 
 /**
- * Builds the lookup the hot path uses: `METHOD /relative/template` → notice. Deprecation is
+ * Builds the lookup the hot path uses: operation id → notice. Deprecation is
  * RFC 9745 (`@<unix seconds>`), Sunset is RFC 8594 (an HTTP-date).
  */
 export function buildDeprecations(entries: DeprecationConfig[]): Map<string, DeprecationNotice> {
@@ -19,7 +24,11 @@ export function buildDeprecations(entries: DeprecationConfig[]): Map<string, Dep
   for (const entry of entries) {
     const deprecatedAt = Date.parse(entry.deprecatedAt);
     const sunsetAt = Date.parse(entry.sunset);
-    notices.set(deprecationKey(entry.method, entry.path), {
+    const template = BASE_PATH + entry.path;
+    const id = deprecatedOperationId(entry.method, template);
+    notices.set(id, {
+      id,
+      template,
       sunsetAt,
       headers: {
         Deprecation: `@${Math.floor(deprecatedAt / 1000)}`,
@@ -31,7 +40,11 @@ export function buildDeprecations(entries: DeprecationConfig[]): Map<string, Dep
   return notices;
 }
 
-/** HEAD shares GET's deprecation: it is the same operation without a body. */
-export function deprecationKey(method: string, relativeTemplate: string): string {
-  return `${method === 'HEAD' ? 'GET' : method} ${relativeTemplate}`;
+/**
+ * One id per deprecated operation, `GET /v1/pets/{petId}` (the route template with the base path):
+ * the key of the lookup, and what calls are recorded and reported under. HEAD shares GET's: it is
+ * the same operation without a body.
+ */
+export function deprecatedOperationId(method: string, template: string): string {
+  return `${method === 'HEAD' ? 'GET' : method} ${template}`;
 }

@@ -9,7 +9,7 @@ export { withoutHash, type PublicKeyRecord } from './record';
 export { MemoryKeyStore, KEYS_DATABASE_FILE, type MemoryKeyStoreOptions } from './memory-key-store';
 export { RedisKeyStore, redisKeyLayout, type RedisKeyStoreOptions } from './redis-key-store';
 export { keyStatusAt } from './key-status';
-export { KeyService, DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, effectiveLimits, planLimitsOf, MAX_NAME_LENGTH, type CreatedKey, type KeyServiceOptions, type Plans } from './key-service';
+export { KeyService, DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_NAME_LENGTH, type CreatedKey, type KeyServiceOptions } from './key-service';
 export { KeyResolver, DEFAULT_MAX_CACHE_ENTRIES, type KeyResolution, type KeyResolverOptions } from './key-resolver';
 
 export interface KeyStoreSettings {

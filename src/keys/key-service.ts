@@ -1,7 +1,7 @@
 import type { Clock } from '../shared/clock';
-import type { Config } from '../shared/config';
 import { ApiError } from '../shared/errors';
 import type { WindowLimits } from '../limits/types';
+import { effectiveLimits, planLimitsOf, type Plans } from '../limits/plan-limits';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
 import type { ApiKeyRecord, KeyPatch, KeyStore, NewKeyInput } from './types';
 import { limitsOf } from './record';
@@ -10,25 +10,8 @@ import { limitsOf } from './record';
 export const MAX_GRACE_SECONDS = 604_800;
 export const DEFAULT_GRACE_SECONDS = 86_400;
 
-export type Plans = Config['plans'];
 
 export const MAX_NAME_LENGTH = 200;
-
-/** Limits of a plan, or null when the plan leaves them to each key (enterprise) or does not exist. */
-export function planLimitsOf(plans: Plans, plan: string): WindowLimits | null {
-  const p = Object.hasOwn(plans, plan) ? plans[plan] : undefined;
-  if (!p || p.perMinute === undefined || p.perDay === undefined) return null;
-  return { perMinute: p.perMinute, perDay: p.perDay };
-}
-
-/**
- * The limits a key is held to: its own override, else its plan's. Null only when neither exists,
- * which the service never lets happen on write but a config change (plan removed, or turned into a
- * per-key plan) can cause later; the gateway should then refuse the request rather than guess.
- */
-export function effectiveLimits(record: Pick<ApiKeyRecord, 'plan' | 'limits'>, plans: Plans): WindowLimits | null {
-  return record.limits ? { ...record.limits } : planLimitsOf(plans, record.plan);
-}
 
 export interface CreatedKey {
   /** The full key: shown once, never stored, not recoverable. */

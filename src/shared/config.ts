@@ -40,8 +40,6 @@ const readableFile = z.string().min(1).refine(
 );
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
-export const windowLimitsSchema = z.strictObject({ perMinute: positiveInt, perDay: positiveInt });
-export type WindowLimits = z.infer<typeof windowLimitsSchema>;
 
 /**
  * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
@@ -433,11 +431,4 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);
   return result.data;
-}
-
-/** Limits of a plan, or null when the plan leaves them to each key (enterprise). */
-export function planLimits(config: Config, plan: string): WindowLimits | null {
-  const p = config.plans[plan];
-  if (!p || p.perMinute === undefined || p.perDay === undefined) return null;
-  return { perMinute: p.perMinute, perDay: p.perDay };
 }

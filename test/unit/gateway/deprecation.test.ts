@@ -1,4 +1,4 @@
-import { buildDeprecations, deprecationKey } from '../../../src/gateway/deprecation';
+import { buildDeprecations, deprecatedOperationId } from '../../../src/gateway/deprecation';
 import type { DeprecationConfig } from '../../../src/shared/config';
 
 const getPet: DeprecationConfig = {
@@ -13,7 +13,9 @@ const getPet: DeprecationConfig = {
 describe('buildDeprecations', () => {
   it('writes RFC 9745 Deprecation, RFC 8594 Sunset and the two Link relations once', () => {
     const notices = buildDeprecations([getPet]);
-    expect(notices.get('GET /pets/{petId}')).toEqual({
+    expect(notices.get('GET /v1/pets/{petId}')).toEqual({
+      id: 'GET /v1/pets/{petId}',
+      template: '/v1/pets/{petId}',
       sunsetAt: Date.UTC(2030, 11, 5),
       headers: {
         Deprecation: `@${Date.UTC(2025, 11, 5) / 1000}`,
@@ -37,18 +39,18 @@ describe('buildDeprecations', () => {
 
   it('keeps one notice per method and path; none when config has none', () => {
     const notices = buildDeprecations([getPet, { ...getPet, method: 'POST', path: '/pets' }]);
-    expect([...notices.keys()].sort()).toEqual(['GET /pets/{petId}', 'POST /pets']);
+    expect([...notices.keys()].sort()).toEqual(['GET /v1/pets/{petId}', 'POST /v1/pets']);
     expect(buildDeprecations([]).size).toBe(0);
   });
 });
 
-describe('deprecationKey', () => {
-  it('is method and relative template', () => {
-    expect(deprecationKey('GET', '/pets/{petId}')).toBe('GET /pets/{petId}');
-    expect(deprecationKey('POST', '/pets')).toBe('POST /pets');
+describe('deprecatedOperationId', () => {
+  it('is the method and the route template with the base path, the one id of an operation', () => {
+    expect(deprecatedOperationId('GET', '/v1/pets/{petId}')).toBe('GET /v1/pets/{petId}');
+    expect(deprecatedOperationId('POST', '/v1/pets')).toBe('POST /v1/pets');
   });
 
   it('files HEAD with GET', () => {
-    expect(deprecationKey('HEAD', '/pets/{petId}')).toBe('GET /pets/{petId}');
+    expect(deprecatedOperationId('HEAD', '/v1/pets/{petId}')).toBe('GET /v1/pets/{petId}');
   });
 });

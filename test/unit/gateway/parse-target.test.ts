@@ -1,4 +1,4 @@
-import { parseTarget } from '../../../src/gateway/handler';
+import { parseTarget } from '../../../src/gateway/request-target';
 
 describe('parseTarget: the path the gateway routes on, and the origin form the inventory gets', () => {
   it.each([

@@ -1,7 +1,8 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { ApiError } from '../../../src/shared/errors';
 import { generateKeyId, hashApiKey, isWellFormedKey } from '../../../src/keys/key-format';
-import { effectiveLimits, KeyService, planLimitsOf, type Plans } from '../../../src/keys/key-service';
+import { KeyService } from '../../../src/keys/key-service';
+import { effectiveLimits, planLimitsOf, type Plans } from '../../../src/limits/plan-limits';
 import { MemoryKeyStore } from '../../../src/keys/memory-key-store';
 import { withoutHash } from '../../../src/keys/record';
 

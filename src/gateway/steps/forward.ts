@@ -1,0 +1,80 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../../shared/logger';
+import { sendError } from '../../shared/errors';
+import type { UpstreamTokenSigner } from '../../shared/upstream-token';
+import type { Forwarder } from '../forwarder';
+import type { GatewayMetrics } from '../metrics';
+import type { RequestContext } from '../request-context';
+import { UNMATCHED_ROUTE } from '../routes';
+import { upstreamHeaders } from '../upstream-headers';
+
+export interface ForwardDependencies {
+  forwarder: Forwarder;
+  signer: UpstreamTokenSigner;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  maxBodyBytes: number;
+  /** Config `server.publicBaseUrl`: the scheme and host the inventory is told clients used. */
+  publicBaseUrl: string | null;
+}
+
+/** The last step: sign, rewrite headers, and stream to the inventory with the body bounded. */
+export function createForwardStep(deps: ForwardDependencies) {
+  const { forwarder, signer, metrics, logger, maxBodyBytes } = deps;
+  const publicBase = deps.publicBaseUrl ? new URL(deps.publicBaseUrl) : null;
+  const forwardedProto = publicBase ? publicBase.protocol.slice(0, -1) : 'http';
+  const forwardedHost = publicBase ? publicBase.host : null;
+  const tooLarge = `The request body is larger than ${maxBodyBytes} bytes.`;
+
+  return async function forward(req: IncomingMessage, res: ServerResponse, request: RequestContext, keyId: string): Promise<void> {
+    const declaredLength = Number(req.headers['content-length'] ?? 0);
+    if (declaredLength > maxBodyBytes) {
+      res.setHeader('Connection', 'close');
+      return sendError(res, 'payload_too_large', tooLarge);
+    }
+    const token = await signer.sign({ keyId, plan: request.plan });
+    const streamed = req.headers['transfer-encoding'] !== undefined;
+    // The forwarders send req.url and req.headers as they find them.
+    req.headers = upstreamHeaders(req.headers, { token, requestId: request.requestId, clientAddress: request.clientAddress, forwardedProto, forwardedHost });
+    req.url = request.originForm;
+    // The inventory's traceparent names the forward span (with tracing off the client's passes untouched).
+    const span = request.span;
+    const forwarding = span?.step('forward');
+    if (span && forwarding) span.propagate(req.headers, forwarding);
+
+    request.upstreamStartedAt = process.hrtime.bigint();
+    const abandon = forwarder.forward(req, res, {
+      onResponse: (statusCode) => {
+        forwarding?.end({ 'http.response.status_code': statusCode });
+        observeUpstream(req.method!, request, statusCode);
+      },
+      onFailure: (failure) => {
+        forwarding?.end(undefined, failure.reason);
+        metrics.upstreamErrors.inc({ reason: failure.reason });
+        logger.warn({ requestId: request.requestId, reason: failure.reason }, 'upstream failure');
+        sendError(res, failure.code, failure.message);
+      },
+    });
+    if (streamed) boundStreamedBody(req, res, abandon);
+  };
+
+  /** A chunked body has no declared length: count it as it streams and stop at the limit. */
+  function boundStreamedBody(req: IncomingMessage, res: ServerResponse, abandon: () => void): void {
+    let received = 0;
+    req.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received <= maxBodyBytes || res.headersSent) return;
+      abandon();
+      req.unpipe();
+      res.setHeader('Connection', 'close');
+      sendError(res, 'payload_too_large', tooLarge);
+    });
+  }
+
+  function observeUpstream(method: string, request: RequestContext, statusCode: number): void {
+    if (request.upstreamStartedAt === null) return;
+    const seconds = Number(process.hrtime.bigint() - request.upstreamStartedAt) / 1e9;
+    request.upstreamMs = Math.round(seconds * 1e6) / 1e3;
+    metrics.upstreamDuration.observe({ method, route: request.route?.template ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
+  }
+}

@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../../shared/logger';
+import { cutOffReason } from '../cut-off';
+import type { GatewayMetrics } from '../metrics';
+import type { RateLimitOutcome, RequestContext } from '../request-context';
+import { requestLogLine } from '../request-log-line';
+import { UNMATCHED_ROUTE } from '../routes';
+
+/**
+ * The limiter's outcomes that a key's usage history counts. A request over a shadowed limit was
+ * forwarded, so it counts as admitted; gateway_ratelimit_shadow_denied_total says it would not have been.
+ */
+const USAGE_OUTCOMES: Partial<Record<RateLimitOutcome, 'admitted' | 'rateLimited' | 'banned'>> = {
+  allowed: 'admitted',
+  shadow_limited: 'admitted',
+  limited: 'rateLimited',
+  banned: 'banned',
+};
+
+export interface RecordDependencies {
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** Counts each key's admitted, rate-limited and banned requests and its last use; off the request path. */
+  keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
+}
+
+/**
+ * Once a request is over, answered or cut off: its metrics, the key's usage, its log line and
+ * its span. Runs on the response's 'close', so a request cut off before its answer was complete
+ * (the client left, or its body outlasted server.requestTimeoutMs) is recorded too, under its
+ * route and request id.
+ */
+export function createRecordStep(deps: RecordDependencies) {
+  const { metrics, logger } = deps;
+
+  return function recordRequest(req: IncomingMessage, res: ServerResponse, request: RequestContext): void {
+    const route = request.route?.template ?? UNMATCHED_ROUTE;
+    const method = req.method!;
+    const answered = res.writableFinished;
+    // Cut off before an answer started: no status reached the client (0, as for unparsed requests).
+    const status = answered || res.headersSent ? res.statusCode : 0;
+    const statusCode = String(status);
+    const seconds = Number(process.hrtime.bigint() - request.startedAt) / 1e9;
+    metrics.httpRequests.inc({ method, route, status_code: statusCode, plan: request.plan });
+    metrics.httpDuration.observe({ method, route, status_code: statusCode }, seconds);
+    const { keyId, rateLimitOutcome } = request;
+    if (keyId !== null && rateLimitOutcome !== null) {
+      const usage = USAGE_OUTCOMES[rateLimitOutcome];
+      if (usage) deps.keyActivity?.record(keyId, usage);
+    }
+    logger.info(
+      requestLogLine(request, {
+        method,
+        route,
+        status: status === 0 ? null : status,
+        cutOff: answered ? undefined : (cutOffReason(res) ?? 'client closed the connection'),
+        durationMs: Math.round(seconds * 1e6) / 1e3,
+      }),
+      'request',
+    );
+    const span = request.span;
+    if (span?.recording) {
+      span.end({ statusCode: res.statusCode, route, plan: request.plan, clientAddress: request.clientAddress, rateLimit: request.rateLimitOutcome, refusal: request.refusedWith });
+    }
+  };
+}

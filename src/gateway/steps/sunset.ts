@@ -1,0 +1,24 @@
+import type { Clock } from '../../shared/clock';
+import type { GatewayMetrics } from '../metrics';
+import type { RequestContext } from '../request-context';
+import { CONTINUE, Refusal, type StepOutcome } from '../step-outcome';
+
+const PAST_SUNSET = new Refusal('gone', 'This operation has passed its sunset date. Use the successor version.');
+
+export interface SunsetDependencies {
+  metrics: GatewayMetrics;
+  clock: Clock;
+  /** Remembers which keys call deprecated operations (GET /admin/deprecations); off the request path. */
+  deprecationUsage?: { record(operationId: string, keyId: string): void };
+}
+
+/** A deprecated operation (its headers already set) is counted with its caller, and gone after its sunset. */
+export function createSunsetStep(deps: SunsetDependencies) {
+  return function applySunset(request: RequestContext, keyId: string): StepOutcome {
+    const notice = request.deprecation;
+    if (!notice) return CONTINUE;
+    deps.metrics.deprecatedRequests.inc({ route: notice.template, plan: request.plan });
+    deps.deprecationUsage?.record(notice.id, keyId);
+    return deps.clock.now() >= notice.sunsetAt ? PAST_SUNSET : CONTINUE;
+  };
+}

@@ -1,0 +1,50 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { UPSTREAM_TOKEN_HEADER } from '../shared/upstream-token';
+
+/** Request headers that never reach the inventory: credentials, hop-by-hop, and our own internals. */
+const STRIPPED_REQUEST_HEADERS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'connection',
+  // The gateway meets (100-continue) or ignores every expectation itself; the inventory sees none.
+  'expect',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
+]);
+const INTERNAL_HEADER_PREFIX = 'x-gateway-';
+
+/** What the gateway adds of its own. */
+export interface UpstreamIdentity {
+  token: string;
+  requestId: string;
+  clientAddress: string;
+  /** `http` or `https`: how clients reach the gateway (config `server.publicBaseUrl`). */
+  forwardedProto: string;
+  /** The public host, or null to pass the client's `Host` on. */
+  forwardedHost: string | null;
+}
+
+/** The client's headers minus credentials, hop-by-hop and internal ones, plus the gateway's own. */
+export function upstreamHeaders(incoming: IncomingHttpHeaders, identity: UpstreamIdentity): IncomingHttpHeaders {
+  const connectionListed = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
+  const headers: IncomingHttpHeaders = {};
+  for (const name in incoming) {
+    if (STRIPPED_REQUEST_HEADERS.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX) || connectionListed.includes(name)) continue;
+    headers[name] = incoming[name];
+  }
+  headers[UPSTREAM_TOKEN_HEADER] = identity.token;
+  headers['x-request-id'] = identity.requestId;
+  headers['x-forwarded-for'] = identity.clientAddress;
+  headers['x-forwarded-proto'] = identity.forwardedProto;
+  headers['x-forwarded-host'] = identity.forwardedHost ?? incoming.host ?? 'localhost';
+  return headers;
+}
