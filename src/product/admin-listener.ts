@@ -1,0 +1,78 @@
+import { Registry } from 'prom-client';
+import type { Config } from '../shared/config';
+import type { Clock } from '../shared/clock';
+import { closeServer } from '../shared/close-server';
+import { createBoundedServer } from '../shared/http-server';
+import type { Logger } from '../shared/logger';
+import type { KeyService } from '../keys';
+import type { KeyActivityRecorder } from '../keys/key-activity';
+import type { GatewayMetrics } from '../gateway/metrics';
+import { answerUnparsableRequest } from '../gateway/unparsable-request';
+import { buildDeprecationReport } from '../gateway/deprecation-report';
+import type { DeprecationUsageRecorder } from '../gateway/deprecation-usage';
+import type { TrafficSecond } from '../admin/stats/traffic-recorder';
+import { createAdminApp, type MetricsSource, type ReadinessCheck } from '../admin/app';
+import type { RunningInventory } from '../inventory';
+import type { Stores } from './stores';
+import type { Closers } from './closers';
+import { listen, localUrl } from './listen';
+
+export interface AdminListenerDependencies {
+  adminToken: string;
+  keys: KeyService;
+  stores: Stores;
+  keyActivity: KeyActivityRecorder;
+  deprecationUsage: DeprecationUsageRecorder;
+  metrics: GatewayMetrics;
+  /** The embedded inventory, whose metrics are served beside the gateway's; null when it runs elsewhere. */
+  inventory: RunningInventory | null;
+  upstreamUrl: string;
+  metricsSource(registry: Registry): MetricsSource;
+  trafficSeconds(): Promise<TrafficSecond[]>;
+  logger: Logger;
+  clock: Clock;
+  port?: number;
+  closers: Closers;
+}
+
+/** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
+export async function startAdminListener(config: Config, deps: AdminListenerDependencies): Promise<string> {
+  const { metrics, keys, stores, upstreamUrl } = deps;
+  const logger = deps.logger.child({ component: 'admin' });
+  const readiness: ReadinessCheck[] = [
+    { name: 'store', check: () => stores.ping() },
+    {
+      name: 'upstream',
+      check: async () => {
+        const res = await fetch(new URL('/healthz', upstreamUrl), { signal: AbortSignal.timeout(1000) });
+        if (!res.ok) throw new Error(`upstream answered ${res.status}`);
+      },
+    },
+  ];
+  const app = createAdminApp({
+    adminToken: deps.adminToken,
+    failedTokensPerMinute: config.admin.failedTokensPerMinute,
+    onFailedToken: (reason) => metrics.adminAuthFailures.inc({ reason }),
+    clock: deps.clock,
+    keys,
+    keyLimiter: stores.limiters.keys,
+    keyActivity: deps.keyActivity,
+    auditLog: stores.auditLog,
+    metrics: deps.metricsSource(deps.inventory ? Registry.merge([metrics.registry, deps.inventory.metrics]) : metrics.registry),
+    readiness,
+    deprecations: () =>
+      buildDeprecationReport({
+        deprecations: config.deprecations,
+        callers: (operationId) => deps.deprecationUsage.callers(operationId),
+        keyById: (id) => keys.get(id),
+      }),
+    trafficSeconds: deps.trafficSeconds,
+    logger,
+    maxBodyBytes: config.server.maxBodyBytes,
+  });
+  const server = createBoundedServer(config.server, app);
+  server.on('clientError', answerUnparsableRequest({ logger }));
+  const port = await listen(server, deps.port ?? config.server.adminPort, config.server.adminHost);
+  deps.closers.add(() => closeServer(server, config.server.shutdownTimeoutMs));
+  return localUrl(config.server.adminHost, port);
+}

@@ -1,0 +1,15 @@
+/**
+ * What a start has opened, closed in reverse order: by `close()` on a stop, and on a failed start
+ * by the starter that failed, so nothing opened before the failure is left running.
+ */
+export class Closers {
+  private readonly pending: Array<() => Promise<void> | void> = [];
+
+  add(close: () => Promise<void> | void): void {
+    this.pending.push(close);
+  }
+
+  async closeAll(): Promise<void> {
+    while (this.pending.length > 0) await this.pending.pop()!();
+  }
+}

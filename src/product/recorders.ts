@@ -1,0 +1,32 @@
+import type { Clock } from '../shared/clock';
+import type { Logger } from '../shared/logger';
+import { KeyActivityRecorder } from '../keys/key-activity';
+import { DeprecationUsageRecorder } from '../gateway/deprecation-usage';
+import type { GatewayMetrics } from '../gateway/metrics';
+import { TrafficRecorder } from '../admin/stats/traffic-recorder';
+import type { Stores } from './stores';
+import type { Closers } from './closers';
+
+export interface Recorders {
+  /** Who calls deprecated operations (GET /admin/deprecations). */
+  deprecationUsage: DeprecationUsageRecorder;
+  /** Each key's admitted, rate-limited and banned requests and its last use. */
+  keyActivity: KeyActivityRecorder;
+  /** The console's overview: the gateway's counters sampled once a second. */
+  traffic: TrafficRecorder;
+}
+
+/** What is counted off the request path and written in batches; each flushes what it holds on close. */
+export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; logger: Logger; clock: Clock; closers: Closers }): Recorders {
+  const { stores, logger, clock, closers } = deps;
+  const deprecationUsage = new DeprecationUsageRecorder(stores.deprecationUsage, clock, undefined, (err) =>
+    logger.warn({ err: (err as Error).message }, 'could not record callers of deprecated operations'),
+  );
+  closers.add(() => deprecationUsage.close());
+  const keyActivity = new KeyActivityRecorder(stores.keyActivity, clock, undefined, (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'));
+  closers.add(() => keyActivity.close());
+  const traffic = new TrafficRecorder(deps.metrics, clock);
+  traffic.start();
+  closers.add(() => traffic.stop());
+  return { deprecationUsage, keyActivity, traffic };
+}

@@ -1,0 +1,95 @@
+import type { Config } from '../shared/config';
+import type { Clock } from '../shared/clock';
+import type { Logger } from '../shared/logger';
+import { connectRedis, redisConfigured, type RedisClient } from '../shared/redis';
+import { MemoryKeyStore, RedisKeyStore, type KeyStore } from '../keys';
+import { RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } from '../keys/key-activity';
+import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
+import { MemoryDeprecationUsageStore, RedisDeprecationUsageStore, type DeprecationUsageStore } from '../gateway/deprecation-usage';
+import { RedisAuditLog, SqliteAuditLog, type AuditLog } from '../admin/audit-log';
+import type { Closers } from './closers';
+
+/** Everything the product keeps: on Redis for every instance, or in this process (SQLite under dataDir). */
+export interface Stores {
+  /** The Redis client, for what only Redis has (none in process). */
+  redis: RedisClient | null;
+  keys: KeyStore;
+  limiters: Limiters;
+  deprecationUsage: DeprecationUsageStore;
+  keyActivity: KeyActivityStore;
+  auditLog: AuditLog;
+  /** The readiness check of the store: a Redis PING; in process there is nothing that can be away. */
+  ping(): Promise<void>;
+}
+
+export interface StoreOptions {
+  logger: Logger;
+  clock: Clock;
+  limiterEvents: Partial<LimiterEvents>;
+  closers: Closers;
+}
+
+/** The one place that chooses between Redis (a server, a Cluster or Sentinel) and the in-process store. */
+export async function startStores(config: Config, options: StoreOptions): Promise<Stores> {
+  if (redisConfigured(config.redis)) return startRedisStores(config, options);
+  options.logger.warn('REDIS_URL is not set: using the in-process store. Limits, bans and keys are local to this one instance; do not run several.');
+  return startInProcessStores(config, options);
+}
+
+function limitersFor(config: Config, redis: RedisClient | null, options: StoreOptions): Limiters {
+  return createLimiters({
+    redis,
+    namespace: config.redis.namespace,
+    ban: config.ban,
+    minuteWindow: config.rateLimit.minuteWindow,
+    anonymousPerMinute: config.anonymous.perMinute,
+    clock: options.clock,
+    failMode: config.store.failMode,
+    events: options.limiterEvents,
+  });
+}
+
+async function startRedisStores(config: Config, options: StoreOptions): Promise<Stores> {
+  const { closers, logger } = options;
+  const namespace = config.redis.namespace;
+  const redis = await connectRedis(config.redis);
+  redis.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
+  closers.add(() => void redis.disconnect());
+  const keys = await RedisKeyStore.open(redis, { namespace });
+  closers.add(() => keys.close());
+  const limiters = limitersFor(config, redis, options);
+  closers.add(() => limiters.close());
+  return {
+    redis,
+    keys,
+    limiters,
+    deprecationUsage: new RedisDeprecationUsageStore(redis, namespace),
+    keyActivity: new RedisKeyActivityStore(redis, namespace),
+    auditLog: new RedisAuditLog(redis, namespace),
+    ping: async () => {
+      await redis.ping();
+    },
+  };
+}
+
+/** Keys, usage history and the audit trail in SQLite under dataDir, so a restart keeps them; windows in memory. */
+function startInProcessStores(config: Config, options: StoreOptions): Stores {
+  const { closers } = options;
+  const keys = new MemoryKeyStore({ dataDir: config.dataDir });
+  closers.add(() => keys.close());
+  const limiters = limitersFor(config, null, options);
+  closers.add(() => limiters.close());
+  const keyActivity = new SqliteKeyActivityStore(config.dataDir);
+  closers.add(() => keyActivity.close());
+  const auditLog = new SqliteAuditLog(config.dataDir);
+  closers.add(() => auditLog.close());
+  return {
+    redis: null,
+    keys,
+    limiters,
+    deprecationUsage: new MemoryDeprecationUsageStore(),
+    keyActivity,
+    auditLog,
+    ping: async () => {},
+  };
+}
