@@ -2,6 +2,7 @@ import { nodeVersion } from './shared/supported-runtime';
 import './tracing';
 import cluster from 'node:cluster';
 import { loadConfig, ConfigError, type Config } from './shared/config';
+import { tracing } from './shared/telemetry';
 import { createLogger, type Logger } from './shared/logger';
 import { startProduct } from './product';
 import { createStopper, greetDeveloper, startupFailureLine, stopOnSignals } from './lifecycle';
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
     process.stderr.write(problems.map((problem) => `animal-store-gateway: ${problem}\n`).join(''));
     process.exit(1);
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, { keyPrefix: config.keys.prefix, traceFields: tracing() });
   const workers = workerCount(config.workers);
   if (cluster.isWorker) await runWorker(config, logger, workers);
   else if (workers > 1) await runSupervisor(config, logger, workers);

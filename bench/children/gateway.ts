@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { loadConfig } from '../../src/shared/config';
 import { createLogger } from '../../src/shared/logger';
 import { startProduct } from '../../src/product';
-import { startTracing } from '../../src/shared/telemetry';
+import { startTracing, tracing } from '../../src/shared/telemetry';
 import { announceReady, childOptions } from '../processes';
 
 /**
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
       ...(options.minuteWindow ? { rateLimit: { minuteWindow: options.minuteWindow } } : {}),
     },
   });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, { keyPrefix: config.keys.prefix, traceFields: tracing() });
   const product = await startProduct(config, { logger, gatewayPort: 0, adminPort: 0 });
 
   const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };

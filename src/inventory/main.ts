@@ -1,6 +1,7 @@
 import { nodeVersion } from '../shared/supported-runtime';
 import './tracing';
 import { tracing } from '../shared/telemetry';
+import { INVENTORY_SERVICE } from '../shared/constants';
 import { ConfigError, loadConfig, type Config } from '../shared/config';
 import { createLogger } from '../shared/logger';
 import { startInventory } from './server';
@@ -16,7 +17,7 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const logger = createLogger(config.logLevel).child({ component: 'inventory' });
+  const logger = createLogger(config.logLevel, undefined, { service: INVENTORY_SERVICE, keyPrefix: config.keys.prefix, traceFields: tracing() });
 
   let inventory;
   try {

@@ -6,6 +6,8 @@ import type { Config } from '../shared/config';
 import { systemClock, type Clock } from '../shared/clock';
 import { closeServer } from '../shared/close-server';
 import { createLogger, type Logger } from '../shared/logger';
+import { tracing } from '../shared/telemetry';
+import { INVENTORY_SERVICE } from '../shared/constants';
 import { UpstreamTokenVerifier, resolveSigningSecret } from '../shared/upstream-token';
 import { createInventoryApp } from './app';
 import { openInventoryDatabase } from './database';
@@ -53,7 +55,7 @@ export function inventoryDatabasePath(config: Config): string {
 const GATEWAY_HEADER_ALLOWANCE_BYTES = 4096;
 
 export async function startInventory(config: Config, options: StartInventoryOptions = {}): Promise<RunningInventory> {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createLogger(config.logLevel, undefined, { service: INVENTORY_SERVICE, keyPrefix: config.keys.prefix, traceFields: tracing() });
   const clock = options.clock ?? systemClock;
   const host = options.host ?? config.server.host;
   const secret = resolveSigningSecret(config.signing.secret, config.dataDir);

@@ -1,66 +1,21 @@
-import { types } from 'node:util';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { NO_TRACE_FIELDS, tracing } from './telemetry';
+import { createKeyScrubber, redactPaths } from './redaction';
+import { NO_TRACE_FIELDS } from './trace-fields';
+import { GATEWAY_SERVICE } from './constants';
 
 export type { Logger };
 
-/**
- * Paths pino blanks before a line is written. Keys travel only in Authorization; the censor also
- * covers any field a future change might name after a key or token.
- */
-export const redactPaths = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["x-gateway-token"]',
-  'res.headers["set-cookie"]',
-  'headers.authorization',
-  'authorization',
-  'key',
-  'apiKey',
-  'token',
-  'adminToken',
-  '*.key',
-  '*.apiKey',
-  '*.token',
-];
-
-/** Anything shaped like one of our API keys, wherever it turns up in a line. */
-const API_KEY_LOOKALIKE = /asg_[a-z]+_[A-Za-z0-9]{8,}/g;
-const HAS_API_KEY_LOOKALIKE = new RegExp(API_KEY_LOOKALIKE.source);
-
-function scrubString(value: string): string {
-  return value.includes('asg_') ? value.replace(API_KEY_LOOKALIKE, '[redacted-key]') : value;
-}
-
-/** Key-shaped text replaced, for strings that leave the process elsewhere than in a log line (span attributes). */
-export const scrubKeyLookalikes = scrubString;
-
-function isScrubbable(value: object): boolean {
-  // Errors go to pino's serializer whole (isNativeError also catches errors from another realm).
-  return !(value instanceof Error || types.isNativeError(value));
-}
-
-/** Whether anything below `value` holds key-shaped text; a walk that allocates nothing. */
-function holdsKeyLookalike(value: unknown, depth: number): boolean {
-  if (typeof value === 'string') return value.includes('asg_') && HAS_API_KEY_LOOKALIKE.test(value);
-  if (depth > 4 || value === null || typeof value !== 'object' || !isScrubbable(value)) return false;
-  const record = value as Record<string, unknown>;
-  for (const k in record) if (holdsKeyLookalike(record[k], depth + 1)) return true;
-  return false;
-}
-
-/**
- * Path redaction covers known fields; this covers a key pasted into any other string, message or
- * nested field. The object comes back as it is unless something in it must change: a request's
- * log line is written for every request and should not be copied for nothing.
- */
-export function scrubKeys(value: unknown, depth = 0): unknown {
-  if (!holdsKeyLookalike(value, depth)) return value;
-  if (typeof value === 'string') return scrubString(value);
-  if (Array.isArray(value)) return value.map((v) => scrubKeys(v, depth + 1));
-  const scrubbed: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as object)) scrubbed[k] = scrubKeys(v, depth + 1);
-  return scrubbed;
+/** What the logger may be given beyond its level and destination. */
+export interface LoggerOptions {
+  /** The `service` field of every line; the gateway's unless a part of its own says otherwise. */
+  service?: string;
+  /** Config `keys.prefix`: keys of its family are blanked wherever they turn up in a line. */
+  keyPrefix?: string;
+  /**
+   * The current span's ids for each line (tracing's `logMixin`, see ./telemetry); absent when
+   * tracing is off. Given, not imported, so that the logger depends on nothing but redaction.
+   */
+  traceFields?: { logMixin(mergeObject: object): object } | null;
 }
 
 /**
@@ -81,9 +36,10 @@ function asynchronousStdout(): DestinationStream {
   return stdout;
 }
 
-export function createLogger(level: string, destination: DestinationStream = asynchronousStdout()): Logger {
+export function createLogger(level: string, destination: DestinationStream = asynchronousStdout(), options: LoggerOptions = {}): Logger {
   // With tracing on, a line written while a traced request runs carries its trace_id and span_id.
-  const traces = tracing();
+  const traces = options.traceFields ?? null;
+  const { scrubString, scrubKeys } = createKeyScrubber(options.keyPrefix);
   return pino(
     {
       ...(traces
@@ -95,7 +51,7 @@ export function createLogger(level: string, destination: DestinationStream = asy
           }
         : {}),
       level,
-      base: { service: 'animal-store-gateway' },
+      base: { service: options.service ?? GATEWAY_SERVICE },
       redact: { paths: redactPaths, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { log: (object) => scrubKeys(object) as Record<string, unknown> },

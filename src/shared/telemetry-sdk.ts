@@ -41,7 +41,8 @@ import {
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
-import { scrubKeyLookalikes } from './logger';
+import { createKeyScrubber } from './redaction';
+import { GATEWAY_SERVICE, INVENTORY_SERVICE } from './constants';
 import { readTracingSettings, type SamplerSetting } from './telemetry-settings';
 import {
   NO_TRACE_FIELDS,
@@ -52,7 +53,7 @@ import {
   type SpanAttributes,
   type StepSpan,
   type Tracing,
-} from './telemetry';
+} from './telemetry-types';
 
 /**
  * The OpenTelemetry SDK behind the Tracing interface; loaded only when an OTLP endpoint is set.
@@ -169,6 +170,9 @@ class GatewaySpan implements GatewayRequestSpan {
   }
 }
 
+/** Span attributes leave the process too: a key pasted into a path or a user agent is blanked. */
+const { scrubString: scrubKeyLookalikes } = createKeyScrubber();
+
 function serverAttributes(req: IncomingMessage, path: string): Attributes {
   const attributes: Attributes = {
     [ATTR_HTTP_REQUEST_METHOD]: req.method ?? 'GET',
@@ -207,8 +211,8 @@ export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: str
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
 
-  const gatewayTracer = provider.getTracer('animal-store-gateway', SCOPE_VERSION);
-  const inventoryTracer = provider.getTracer('animal-store-inventory', SCOPE_VERSION);
+  const gatewayTracer = provider.getTracer(GATEWAY_SERVICE, SCOPE_VERSION);
+  const inventoryTracer = provider.getTracer(INVENTORY_SERVICE, SCOPE_VERSION);
 
   return {
     startGatewayRequest(req) {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, mergeConfig, type Config } from '../../src/shared/config';
 import { createLogger } from '../../src/shared/logger';
+import { tracing } from '../../src/shared/telemetry';
 import type { Clock } from '../../src/shared/clock';
 import { startProduct, type RunningProduct } from '../../src/product';
 import { testRedisUrl, uniqueNamespace } from './test-redis';
@@ -69,7 +70,7 @@ export async function startTestProduct(options: ProductHarnessOptions = {}): Pro
     ) as never,
   });
   const logs = new LogCapture();
-  const logger = createLogger(config.logLevel, logs);
+  const logger = createLogger(config.logLevel, logs, { keyPrefix: config.keys.prefix, traceFields: tracing() });
   const product = await startProduct(config, {
     logger,
     clock: options.clock,

@@ -6,6 +6,7 @@ import type { Forwarder } from '../forwarder';
 import type { GatewayMetrics } from '../metrics';
 import type { RequestContext } from '../request-context';
 import { UNMATCHED_ROUTE } from '../routes';
+import { markCutOff } from '../cut-off';
 import { upstreamHeaders } from '../upstream-headers';
 
 export interface ForwardDependencies {
@@ -52,6 +53,8 @@ export function createForwardStep(deps: ForwardDependencies) {
         forwarding?.end(undefined, failure.reason);
         metrics.upstreamErrors.inc({ reason: failure.reason });
         logger.warn({ requestId: request.requestId, reason: failure.reason }, 'upstream failure');
+        // Mid-answer, sendError can only cut the response off: the request's line says why.
+        if (res.headersSent) markCutOff(res, `upstream ${failure.reason}`);
         sendError(res, failure.code, failure.message);
       },
     });

@@ -39,3 +39,38 @@ describe('logger redaction', () => {
     expect(line.route).toBe('/v1/pets/{petId}');
   });
 });
+
+describe('logger redaction follows keys.prefix', () => {
+  function captureWith(keyPrefix: string) {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    return { logger: createLogger('info', stream, { keyPrefix }), text: () => lines.join('') };
+  }
+
+  it('blanks keys of another family when keys.prefix names it, in every environment of that family', () => {
+    const { logger, text } = captureWith('acme_prod_');
+    const production = 'acme_prod_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z';
+    const staging = 'acme_stage_Zy9xWv8uTs7rQp6oNm5lKj4iHg3fEd2c';
+    logger.info({ note: `pasted ${production}`, nested: { list: [staging] } }, `saw ${production}`);
+    expect(text()).not.toContain(production);
+    expect(text()).not.toContain(staging);
+    expect(text().match(/\[redacted-key\]/g)).toHaveLength(3);
+  });
+
+  it('still blanks the product’s own asg_ keys, and leaves look-alike words of other families alone', () => {
+    const { logger, text } = captureWith('acme_prod_');
+    logger.info({ note: `asg_live_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z and gateway_ratelimit_rejections_total` }, 'line');
+    expect(text()).toContain('[redacted-key] and gateway_ratelimit_rejections_total');
+  });
+
+  it('with the default prefix does not know other families (why the gateway passes keys.prefix)', () => {
+    const { logger, text } = capture();
+    logger.info({ note: 'acme_prod_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z' }, 'line');
+    expect(text()).toContain('acme_prod_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z');
+  });
+});
