@@ -1,0 +1,143 @@
+import { ManualClock } from '../../../../src/shared/clock';
+import { MemoryKeyLimiter } from '../../../../src/limits';
+import { PlanBook } from '../../../../src/limits/plan-limits';
+import type { KeyLimiter, KeyUsage } from '../../../../src/limits/types';
+import type { ApiKeyRecord } from '../../../../src/keys/types';
+import { usageRoute } from '../../../../src/gateway/routes';
+import { createUsageStep } from '../../../../src/gateway/steps/answer-usage';
+import { ANSWERED, Refusal } from '../../../../src/gateway/step-outcome';
+import { NOW, headersStartingWith, incoming, keyRecord, outgoing, requestContext, stepEnvironment } from './step-kit';
+
+const PLANS = { free: { perMinute: 10, perDay: 1000 }, enterprise: {} };
+const MINUTE_RESET = NOW + 60_000;
+const DAY_RESET = Date.UTC(2026, 2, 11);
+const record = keyRecord({ expiresAt: '2027-01-01T00:00:00.000Z' });
+
+function setUp(keyLimiter: KeyLimiter) {
+  const env = stepEnvironment();
+  const clock = new ManualClock(NOW);
+  const answerUsage = createUsageStep({ keyLimiter, plans: new PlanBook(PLANS), clock, storeCall: env.storeCall });
+  const call = async (method: string, key: ApiKeyRecord = record) => {
+    const req = incoming(method, '/v1/usage');
+    const { res, sent } = outgoing(req);
+    const request = requestContext({ path: '/v1/usage', route: usageRoute, keyId: key.id, plan: key.plan });
+    const outcome = await answerUsage(req, res, request, usageRoute, key);
+    return { outcome, res, request, sent };
+  };
+  return { ...env, clock, call };
+}
+
+function fixedUsage(usage: KeyUsage | Error): KeyLimiter & { usage: jest.Mock; consume: jest.Mock } {
+  return {
+    usage: jest.fn(async () => {
+      if (usage instanceof Error) throw usage;
+      return usage;
+    }),
+    consume: jest.fn(),
+    unban: jest.fn(),
+    activeBans: jest.fn(),
+    close: jest.fn(),
+  };
+}
+
+const usage = (bannedUntil: number | null = null): KeyUsage => ({
+  minute: { limit: 10, remaining: 4, resetAt: MINUTE_RESET },
+  day: { limit: 1000, remaining: 990, resetAt: DAY_RESET },
+  bannedUntil,
+});
+
+describe('usage step (GET /v1/usage)', () => {
+  it('answers 200 with the plan, both windows, the ban and the expiry, and the rate-limit headers', async () => {
+    const limiter = fixedUsage(usage());
+    const { call } = setUp(limiter);
+    const { outcome, res, request, sent } = await call('GET');
+    expect(outcome).toBe(ANSWERED);
+    expect(limiter.usage).toHaveBeenCalledWith(record.id, { perMinute: 10, perDay: 1000 });
+    expect(limiter.consume).not.toHaveBeenCalled();
+    expect(request.rateLimitOutcome).toBe('allowed');
+    expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({
+      'x-ratelimit-limit': '10',
+      'x-ratelimit-remaining': '4',
+      'x-ratelimit-reset': String(MINUTE_RESET / 1000),
+      'ratelimit-policy': '"minute";q=10;w=60, "day";q=1000;w=86400',
+      ratelimit: `"minute";r=4;t=60, "day";r=990;t=${(DAY_RESET - NOW) / 1000}`,
+    });
+    const response = await sent();
+    expect(response.statusLine).toBe('HTTP/1.1 200 OK');
+    expect(response.headers).toMatchObject({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(response.body)) });
+    expect(JSON.parse(response.body)).toEqual({
+      plan: 'free',
+      windows: [
+        { name: 'minute', limit: 10, remaining: 4, reset: MINUTE_RESET / 1000 },
+        { name: 'day', limit: 1000, remaining: 990, reset: DAY_RESET / 1000 },
+      ],
+      bannedUntil: null,
+      expiresAt: '2027-01-01T00:00:00.000Z',
+    });
+  });
+
+  it('spends no unit: with the in-process limiter, asking twice leaves the windows where consume left them', async () => {
+    const clock = new ManualClock(NOW);
+    const limiter = new MemoryKeyLimiter({ ban: { threshold: 3, windowSeconds: 60, durationSeconds: 300 }, clock, sweepIntervalMs: 0 });
+    await limiter.consume(record.id, { perMinute: 10, perDay: 1000 });
+    const { call } = setUp(limiter);
+    const remaining = async () => {
+      const { sent } = await call('GET');
+      return (JSON.parse((await sent()).body) as { windows: Array<{ remaining: number }> }).windows.map((w) => w.remaining);
+    };
+    expect(await remaining()).toEqual([9, 999]);
+    expect(await remaining()).toEqual([9, 999]);
+    await limiter.consume(record.id, { perMinute: 10, perDay: 1000 });
+    expect(await remaining()).toEqual([8, 998]);
+  });
+
+  it('HEAD answers the same headers and no body', async () => {
+    const { call } = setUp(fixedUsage(usage()));
+    const { outcome, sent } = await call('HEAD');
+    expect(outcome).toBe(ANSWERED);
+    const response = await sent();
+    expect(response.statusLine).toBe('HTTP/1.1 200 OK');
+    expect(Number(response.headers['content-length'])).toBeGreaterThan(50);
+    expect(response.headers['x-ratelimit-remaining']).toBe('4');
+    expect(response.body).toBe('');
+  });
+
+  it.each(['POST', 'DELETE'])('%s is refused with 405 and Allow, without asking the limiter', async (method) => {
+    const limiter = fixedUsage(usage());
+    const { call } = setUp(limiter);
+    const { outcome, res, request } = await call(method);
+    expect(outcome).toEqual(new Refusal('method_not_allowed', `${method} is not allowed here.`, { Allow: 'GET, HEAD' }));
+    expect(limiter.usage).not.toHaveBeenCalled();
+    expect(request.rateLimitOutcome).toBeNull();
+    expect(res.headersSent).toBe(false);
+  });
+
+  it('a banned key sees the ban: nothing remaining in the headers, the ban end in the body', async () => {
+    const bannedUntil = NOW + 120_000;
+    const { call } = setUp(fixedUsage(usage(bannedUntil)));
+    const { res, sent } = await call('GET');
+    expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({
+      'x-ratelimit-limit': '10',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(bannedUntil / 1000),
+      'ratelimit-policy': '"minute";q=10;w=60, "day";q=1000;w=86400',
+      ratelimit: '"minute";r=0;t=120, "day";r=0;t=120',
+    });
+    expect(JSON.parse((await sent()).body)).toMatchObject({ bannedUntil: new Date(bannedUntil).toISOString() });
+  });
+
+  it('a key without limits throws rather than guess', async () => {
+    const limiter = fixedUsage(usage());
+    const { call } = setUp(limiter);
+    await expect(call('GET', keyRecord({ id: 'key_e', plan: 'enterprise' }))).rejects.toThrow('key key_e has plan enterprise without limits');
+    expect(limiter.usage).not.toHaveBeenCalled();
+  });
+
+  it('a store that throws answers 503 service_unavailable and writes nothing', async () => {
+    const { call } = setUp(fixedUsage(new Error('store down')));
+    const { outcome, res, request } = await call('GET');
+    expect(outcome).toEqual(new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' }));
+    expect(request.rateLimitOutcome).toBe('store_error');
+    expect(res.headersSent).toBe(false);
+  });
+});

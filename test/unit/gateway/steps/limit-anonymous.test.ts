@@ -1,0 +1,127 @@
+import { ManualClock } from '../../../../src/shared/clock';
+import { createMemoryAddressLimiter } from '../../../../src/limits';
+import type { AddressDecision, AddressLimiter, WindowState } from '../../../../src/limits/types';
+import { createAnonymousLimitStep } from '../../../../src/gateway/steps/limit-anonymous';
+import type { Caller } from '../../../../src/gateway/steps/authenticate';
+import { Refusal } from '../../../../src/gateway/step-outcome';
+import { NOW, counted, countedInAll, headersStartingWith, incoming, outgoing, requestContext, stepEnvironment } from './step-kit';
+
+const unknownCaller: Exclude<Caller, { kind: 'key' }> = {
+  kind: 'unknown',
+  refusal: new Refusal('invalid_api_key', 'The API key is not valid for this environment.', { 'WWW-Authenticate': 'Bearer realm="animal-store"' }),
+};
+const revokedCaller: Exclude<Caller, { kind: 'key' }> = {
+  kind: 'known',
+  refusal: new Refusal('revoked_api_key', 'This API key has been revoked.', { 'WWW-Authenticate': 'Bearer realm="animal-store"' }),
+};
+
+const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
+
+function setUp(addressLimiter: AddressLimiter) {
+  const env = stepEnvironment();
+  const clock = new ManualClock(NOW);
+  const retryAfter = jest.fn((waitMs: number) => `${Math.ceil(waitMs / 1000)}+jitter`);
+  const limitAnonymous = createAnonymousLimitStep({ addressLimiter, metrics: env.metrics, clock, storeCall: env.storeCall, retryAfter });
+  const { res } = outgoing(incoming('GET', '/v1/pets'));
+  return { ...env, clock, retryAfter, limitAnonymous, res, request: requestContext() };
+}
+
+/** An address limiter that answers fixed decisions, and counts what it was asked. */
+function fixedAddressLimiter(decision: AddressDecision | Error, window: WindowState | Error = decision instanceof Error ? decision : decision.window) {
+  return {
+    consume: jest.fn(async () => {
+      if (decision instanceof Error) throw decision;
+      return decision;
+    }),
+    peek: jest.fn(async () => {
+      if (window instanceof Error) throw window;
+      return window;
+    }),
+  };
+}
+
+const window = (remaining: number): WindowState => ({ limit: 30, remaining, resetAt: NOW + 42_500 });
+
+describe('anonymous limit step', () => {
+  it('an unknown key under the limit spends a unit and gets its own 401 with the address window in the headers', async () => {
+    const limiter = fixedAddressLimiter({ allowed: true, window: window(29), retryAfterMs: 0 });
+    const { limitAnonymous, res, request, metrics } = setUp(limiter);
+    const outcome = await limitAnonymous(res, request, unknownCaller);
+    expect(outcome).toBe(unknownCaller.refusal);
+    expect(limiter.consume).toHaveBeenCalledWith('203.0.113.7');
+    expect(limiter.peek).not.toHaveBeenCalled();
+    expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({
+      'x-ratelimit-limit': '30',
+      'x-ratelimit-remaining': '29',
+      'x-ratelimit-reset': String(Math.ceil((NOW + 42_500) / 1000)),
+      'ratelimit-policy': '"anonymous";q=30;w=60',
+      ratelimit: '"anonymous";r=29;t=43',
+    });
+    expect(request).toMatchObject({ rateLimitOutcome: 'anonymous', storeFallback: null });
+    expect(await countedInAll(metrics.rejections)).toBe(0);
+  });
+
+  it('an unknown key over the limit gets 429 rate_limited with a jittered Retry-After, counted under anonymous', async () => {
+    const limiter = fixedAddressLimiter({ allowed: false, window: window(0), retryAfterMs: 12_300 });
+    const { limitAnonymous, res, request, metrics, retryAfter } = setUp(limiter);
+    const outcome = await limitAnonymous(res, request, unknownCaller);
+    expect(outcome).toEqual(new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': '13+jitter' }));
+    expect(retryAfter).toHaveBeenCalledWith(12_300);
+    expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
+    expect(res.getHeader('retry-after')).toBeUndefined();
+    expect(request.rateLimitOutcome).toBe('anonymous_limited');
+    expect(await counted(metrics.rejections, { plan: 'anonymous', window: 'anonymous' })).toBe(1);
+  });
+
+  it('a decision taken without the shared store is written into the request', async () => {
+    const limiter = fixedAddressLimiter({ allowed: true, window: window(10), retryAfterMs: 0, fallback: 'local' });
+    const { limitAnonymous, res, request } = setUp(limiter);
+    await limitAnonymous(res, request, unknownCaller);
+    expect(request.storeFallback).toBe('local');
+  });
+
+  it('a known revoked key only peeks at the window: it never spends a unit and always gets its own 401', async () => {
+    const limiter = fixedAddressLimiter({ allowed: false, window: window(0), retryAfterMs: 9_000 });
+    const { limitAnonymous, res, request, metrics } = setUp(limiter);
+    const outcome = await limitAnonymous(res, request, revokedCaller);
+    expect(outcome).toBe(revokedCaller.refusal);
+    expect(limiter.consume).not.toHaveBeenCalled();
+    expect(limiter.peek).toHaveBeenCalledWith('203.0.113.7');
+    expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
+    expect(request.rateLimitOutcome).toBe('anonymous');
+    expect(await countedInAll(metrics.rejections)).toBe(0);
+  });
+
+  it('with the in-process limiter: unknown keys spend the address window down to 429, a revoked key leaves it as it is', async () => {
+    const clock = new ManualClock(NOW);
+    const limiter = createMemoryAddressLimiter({ perMinute: 2, clock });
+    const { limitAnonymous, metrics } = setUp(limiter);
+    const call = async (caller: Exclude<Caller, { kind: 'key' }>) => {
+      const { res } = outgoing(incoming('GET', '/v1/pets'));
+      const outcome = await limitAnonymous(res, requestContext(), caller);
+      return { outcome, remaining: res.getHeader('x-ratelimit-remaining') };
+    };
+
+    expect(await call(unknownCaller)).toEqual({ outcome: unknownCaller.refusal, remaining: '1' });
+    for (let i = 0; i < 3; i++) expect(await call(revokedCaller)).toEqual({ outcome: revokedCaller.refusal, remaining: '1' });
+    expect(await call(unknownCaller)).toEqual({ outcome: unknownCaller.refusal, remaining: '0' });
+    const over = await call(unknownCaller);
+    expect(over.outcome).toMatchObject({ code: 'rate_limited' });
+    expect(over.remaining).toBe('0');
+    expect(await counted(metrics.rejections, { plan: 'anonymous', window: 'anonymous' })).toBe(1);
+  });
+
+  it.each([
+    ['an unknown key', unknownCaller, 'consume'],
+    ['a known key', revokedCaller, 'peek'],
+  ] as const)('%s with an unreachable store gets 503 and no rate-limit headers', async (_name, caller, method) => {
+    const limiter = fixedAddressLimiter(new Error('store down'));
+    const { limitAnonymous, res, request, metrics } = setUp(limiter);
+    const outcome = await limitAnonymous(res, request, caller);
+    expect(outcome).toEqual(STORE_UNAVAILABLE);
+    expect(limiter[method]).toHaveBeenCalledTimes(1);
+    expect(request.rateLimitOutcome).toBe('store_error');
+    expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({});
+    expect(await counted(metrics.storeErrors)).toBe(1);
+  });
+});
