@@ -259,6 +259,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
           callers: (routeId) => deprecationUsage.callers(routeId),
           keyById: (id) => keys.get(id),
         }),
+      plans: config.plans,
       trafficSeconds: options.trafficSource ? options.trafficSource(traffic) : async () => traffic.seconds(),
       logger: logger.child({ component: 'admin' }),
       maxBodyBytes: config.server.maxBodyBytes,
