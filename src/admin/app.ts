@@ -12,7 +12,7 @@ import type { AuditAction, AuditLog } from './audit-log';
 import { buildStatsReport } from './stats/stats-report';
 import type { TrafficSecond } from './stats/traffic-recorder';
 import { consoleRouter } from './console/console-router';
-import { planViews, type ConfiguredPlan } from './plans-view';
+import { plansRouter, type ConfiguredPlan } from './plans-route';
 
 /** What the admin API needs from the key service. */
 export interface KeyAdministration {
@@ -321,9 +321,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     res.json({ entries: await deps.auditLog.recent(limit) });
   });
 
-  admin.get('/plans', (_req, res) => {
-    res.json({ plans: planViews(deps.plans) });
-  });
+  admin.use(plansRouter(deps.plans));
 
   admin.get('/deprecations', async (_req, res) => {
     res.json(await deps.deprecations());

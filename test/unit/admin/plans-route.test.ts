@@ -1,4 +1,4 @@
-import { planViews } from '../../../src/admin/plans-view';
+import { planViews } from '../../../src/admin/plans-route';
 
 test('each configured plan in the config order, a per-key plan with null limits, shadow false unless set', () => {
   expect(

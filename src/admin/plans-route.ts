@@ -1,3 +1,5 @@
+import express from 'express';
+
 /** A plan as configured (`plans.<name>` in the config): both limits, or neither for a per-key plan. */
 export interface ConfiguredPlan {
   perMinute?: number;
@@ -21,4 +23,13 @@ export function planViews(plans: Readonly<Record<string, ConfiguredPlan>>): Plan
     perDay: plan.perDay ?? null,
     shadow: plan.shadow ?? false,
   }));
+}
+
+/** GET /plans under the admin router, so behind its token check: `{plans: PlanView[]}`. */
+export function plansRouter(plans: Readonly<Record<string, ConfiguredPlan>>): express.Router {
+  const router = express.Router();
+  router.get('/plans', (_req, res) => {
+    res.json({ plans: planViews(plans) });
+  });
+  return router;
 }
