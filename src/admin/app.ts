@@ -12,6 +12,7 @@ import type { AuditAction, AuditLog } from './audit-log';
 import { buildStatsReport } from './stats/stats-report';
 import type { TrafficSecond } from './stats/traffic-recorder';
 import { consoleRouter } from './console/console-router';
+import { plansRouter, type ConfiguredPlan } from './plans-route';
 
 /** What the admin API needs from the key service. */
 export interface KeyAdministration {
@@ -60,6 +61,8 @@ export interface AdminDependencies {
   deprecations: () => Promise<DeprecationReport>;
   /** The last 15 minutes of this process's traffic, per second (every worker's, summed, under WORKERS > 1). */
   trafficSeconds: () => Promise<TrafficSecond[]>;
+  /** The configured plans (config `plans`), listed by GET /admin/plans for the console's plan choices. */
+  plans: Readonly<Record<string, ConfiguredPlan>>;
   logger: Logger;
   maxBodyBytes: number;
 }
@@ -317,6 +320,8 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     const limit = intParameter(req.query.limit, 'limit', 1, 1000, 100);
     res.json({ entries: await deps.auditLog.recent(limit) });
   });
+
+  admin.use(plansRouter(deps.plans));
 
   admin.get('/deprecations', async (_req, res) => {
     res.json(await deps.deprecations());

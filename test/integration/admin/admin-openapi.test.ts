@@ -77,8 +77,10 @@ test('every key lifecycle answer, good and bad, matches openapi-admin.yaml', asy
   checked.push(['post', '/admin/keys/{id}/rotate', await send('post', `/admin/keys/${id}/rotate`).send({})]);
   checked.push(['get', '/admin/audit', await send('get', '/admin/audit?limit=10')]);
   checked.push(['get', '/admin/audit', await send('get', '/admin/audit?limit=1001')]);
+  checked.push(['get', '/admin/plans', await send('get', '/admin/plans')]);
+  checked.push(['get', '/admin/plans', await request(product.adminUrl).get('/admin/plans')]);
 
-  expect(checked.map(([, , res]) => res.status)).toEqual([201, 400, 401, 200, 200, 200, 201, 400, 415, 404, 200, 200, 400, 404, 204, 204, 409, 200, 400]);
+  expect(checked.map(([, , res]) => res.status)).toEqual([201, 400, 401, 200, 200, 200, 201, 400, 415, 404, 200, 200, 400, 404, 204, 204, 409, 200, 400, 200, 401]);
   const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
   expect(problems).toEqual([]);
 });

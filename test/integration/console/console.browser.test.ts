@@ -92,8 +92,9 @@ async function overflowsHorizontally(): Promise<boolean> {
 beforeAll(async () => {
   sessionStart = Date.now();
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  // The wrong-token step must not lock the test's own address out of the admin API.
-  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 100 } } });
+  // The wrong-token step must not lock the test's own address out of the admin API. The plan
+  // `trial` is not in the default config: the page can only offer it by asking GET /admin/plans.
+  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 100 }, plans: { trial: { perMinute: 5, perDay: 50 } } } });
   chromium = await launchChromium();
   page = await chromium.context.newPage();
   page.on('console', (message) => {
@@ -209,6 +210,20 @@ test('every form control has a label', async () => {
     controls.filter((c) => (c as unknown as { labels: { length: number } | null }).labels?.length === 0 && !c.getAttribute('aria-label')).map((c) => c.id || c.outerHTML),
   );
   expect(unlabelled).toEqual([]);
+});
+
+test("the plan choices are the server's (GET /admin/plans), in the config's order, an added plan included", async () => {
+  await page.goto(new URL('/console#/keys', product.adminUrl).href);
+  // A reload starts the page afresh with the token of this tab: it asks for the plans again.
+  const plansAsked = page.waitForRequest((req) => req.url().endsWith('/admin/plans'), { timeout: 5000 });
+  await page.reload();
+  await plansAsked;
+  const { plans } = await adminGet<{ plans: Array<{ name: string }> }>('/admin/plans');
+  const names = plans.map((plan) => plan.name);
+  expect(names).toEqual(['free', 'pro', 'business', 'enterprise', 'trial']);
+  await page.waitForFunction(() => document.getElementById('key-plan-filter')?.querySelectorAll('option').length === 6);
+  expect(await page.locator('#create-plan option').allTextContents()).toEqual(names);
+  expect(await page.locator('#key-plan-filter option').allTextContents()).toEqual(['Any plan', ...names]);
 });
 
 test('create a key: shown once, with a copy button and a warning, then gone from the page', async () => {

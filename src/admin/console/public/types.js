@@ -1,0 +1,37 @@
+// @ts-check
+// The admin API's answers and bodies as the console uses them; openapi-admin.yaml is the reference.
+// Types only: the other modules import them in JSDoc (`import('./types.js').Key`), nothing at run time.
+
+/**
+ * @typedef {{ perMinute: number, perDay: number }} Limits
+ * @typedef {{ name: string, perMinute: number | null, perDay: number | null, shadow: boolean }} Plan
+ * @typedef {{ plans: Plan[] }} PlanList
+ * @typedef {{
+ *   id: string, name: string, plan: string, limits: Limits | null, createdAt: string,
+ *   revokedAt: string | null, expiresAt: string | null, lastUsedAt: string | null
+ * }} Key
+ * @typedef {{ limit: number, remaining: number, reset: number }} Window
+ * @typedef {Key & {
+ *   usage: { minute: Window, day: Window }, bannedUntil: string | null, previousKeyExpiresAt: string | null
+ * }} KeyDetail
+ * @typedef {{ id: string, key: string, name: string, plan: string }} CreatedKey
+ * @typedef {Key & { key: string, previousKeyExpiresAt: string | null }} RotatedKey
+ * @typedef {{ date: string, admitted: number, rateLimited: number, banned: number }} UsageDay
+ * @typedef {{ keyId: string, days: UsageDay[] }} KeyUsage
+ * @typedef {{ at: string, action: string, keyId: string, details: Record<string, unknown> }} AuditEntry
+ * @typedef {{ entries: AuditEntry[] }} AuditTrail
+ * @typedef {Record<string, number>} Counts
+ * @typedef {{ start: string, byStatus: Counts, byPlan: Counts, rejectionsByWindow: Counts }} StatsPoint
+ * @typedef {{
+ *   generatedAt: string, stepSeconds: number, points: StatsPoint[], activeBans: number | null,
+ *   totals: { requests: number, byStatus: Counts, byPlan: Counts, rejectionsByWindow: Counts },
+ *   health: Record<string, 'ok' | 'failing'>
+ * }} StatsReport
+ * @typedef {{ keyId: string, name: string | null, plan: string | null, count: number, lastCallAt: string }} Caller
+ * @typedef {{ method: string, route: string, sunset: string, callers: Caller[] }} DeprecatedRoute
+ * @typedef {{ lookbackDays: number, routes: DeprecatedRoute[] }} DeprecationReport
+ * @typedef {{ name: string, plan: string, limits?: Limits, expiresAt?: string }} NewKey
+ * @typedef {{ name: string, plan: string, expiresAt: string | null, limits?: Limits | null }} KeyChange
+ */
+
+export {};
