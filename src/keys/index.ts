@@ -5,6 +5,7 @@ import type { KeyStore } from './types';
 
 export * from './types';
 export * from './key-format';
+export { ImportLineError, NDJSON_CONTENT_TYPE, parseExport, exportLine } from './key-export';
 export { withoutHash, type PublicKeyRecord } from './record';
 export { MemoryKeyStore, KEYS_DATABASE_FILE, type MemoryKeyStoreOptions } from './memory-key-store';
 export { RedisKeyStore, redisKeyLayout, type RedisKeyStoreOptions } from './redis-key-store';
