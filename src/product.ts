@@ -11,7 +11,7 @@ import { createBoundedServer } from './shared/http-server';
 import type { Logger } from './shared/logger';
 import { connectRedis, redisConfigured, type RedisClient } from './shared/redis';
 import { UpstreamTokenSigner, resolveSigningSecret } from './shared/upstream-token';
-import { createKeyStore, KeyResolver, KeyService } from './keys';
+import { createKeyDurabilityMetrics, createKeyStore, KeyResolver, KeyService } from './keys';
 import { createLimiters } from './limits';
 import { startInventory, type RunningInventory } from './inventory';
 import { createGatewayHandler } from './gateway/handler';
@@ -124,7 +124,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     }
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const store = await createKeyStore({ redis, namespace: config.redis.namespace, dataDir: config.dataDir });
+    const keyDurability = createKeyDurabilityMetrics();
+    const durability = { logger, metrics: keyDurability, lossCheckSeconds: config.keys.lossCheckSeconds };
+    const store = await createKeyStore({ redis, namespace: config.redis.namespace, dataDir: config.dataDir, durability });
     cleanups.push(() => store.close());
     const keys = new KeyService({ store, prefix: config.keys.prefix, plans: config.plans, clock });
     const resolver = new KeyResolver(store, clock, {
@@ -137,6 +139,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       activeBans: () => limiters.keys.activeBans(),
       deprecations: config.deprecations,
     });
+    keyDurability.register(metrics.registry);
     const limiters = createLimiters({
       redis,
       namespace: config.redis.namespace,
