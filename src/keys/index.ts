@@ -1,9 +1,11 @@
+import cluster from 'node:cluster';
 import type { RedisClient } from '../shared/redis';
 import { MemoryKeyStore } from './memory-key-store';
 import { RedisKeyStore } from './redis-key-store';
 import type { KeyStore } from './types';
 import type { Logger } from '../shared/logger';
 import { DurableKeyStore } from './durable-key-store';
+import { checkRedisDurability } from './redis-durability-check';
 import { KeyReplica } from './key-replica';
 import { KeyLossMonitor, type DataLossEvent } from './key-loss-monitor';
 import type { KeyDurabilityMetrics } from './key-durability-metrics';
@@ -60,6 +62,8 @@ export async function createKeyStore(settings: KeyStoreSettings): Promise<KeySto
     });
     const store = new DurableKeyStore(redisStore, replica, monitor, (err) => logger.warn({ err: (err as Error).message }, 'could not copy key records to DATA_DIR'));
     await store.start();
+    // Once per process; under WORKERS every worker would say it again.
+    if (!cluster.worker || cluster.worker.id === 1) await checkRedisDurability(settings.redis, logger, metrics.dataAtRisk);
     return store;
   }
   return new MemoryKeyStore({ dataDir: settings.dataDir });
