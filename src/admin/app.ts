@@ -13,9 +13,10 @@ import { buildStatsReport } from './stats/stats-report';
 import type { TrafficSecond } from './stats/traffic-recorder';
 import { consoleRouter } from './console/console-router';
 import { plansRouter, type ConfiguredPlan } from './plans-route';
+import { keyBackupRoutes, type KeyBackup } from './key-backup-routes';
 
 /** What the admin API needs from the key service. */
-export interface KeyAdministration {
+export interface KeyAdministration extends KeyBackup {
   create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }>;
   get(id: string): Promise<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
@@ -240,6 +241,8 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
 
   const admin = express.Router();
   admin.use(requireAdminToken);
+
+  admin.use(keyBackupRoutes(keys, audit));
 
   admin.post('/keys', requireJson, json, async (req, res) => {
     const input = parseBody(createKeySchema, req.body);

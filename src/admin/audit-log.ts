@@ -6,7 +6,7 @@ import type { RedisClient } from '../shared/redis';
 /** Entries kept: the oldest go first beyond this (CONTRACT §5). */
 export const MAX_AUDIT_ENTRIES = 10_000;
 
-export type AuditAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban';
+export type AuditAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban' | 'import';
 
 export interface AuditEntry {
   /** ISO instant of the write. */

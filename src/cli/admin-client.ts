@@ -58,21 +58,31 @@ export class AdminClient {
   keyUsage(id: string, days?: number) {
     return this.request('GET', `/admin/keys/${encodeURIComponent(id)}/usage${days === undefined ? '' : `?days=${days}`}`);
   }
+  /** The backup of every key record, NDJSON text as the admin API sent it. */
+  exportKeys(): Promise<string> {
+    return this.request('GET', '/admin/keys/export', undefined, { raw: true });
+  }
+  /** Loads a backup (the export's lines); {imported, unchanged}. */
+  importKeys(ndjson: string) {
+    return this.request('POST', '/admin/keys/import', ndjson, { contentType: 'application/x-ndjson' });
+  }
   audit(limit?: number) {
     return this.request('GET', `/admin/audit${limit === undefined ? '' : `?limit=${limit}`}`);
   }
 
-  private async request(method: string, path: string, body?: unknown): Promise<any> {
+  /** `raw`: a success is returned as text, not parsed; `contentType`: `body` is sent as that text as is. */
+  private async request(method: string, path: string, body?: unknown, as: { raw?: boolean; contentType?: string } = {}): Promise<any> {
     let response: Response;
     try {
       response = await fetch(new URL(path, this.baseUrl), {
         method,
         headers: {
           authorization: `Bearer ${this.token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(body === undefined ? {} : { 'content-type': as.contentType ?? 'application/json' }),
         },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(10_000),
+        body: body === undefined ? undefined : as.contentType ? (body as string) : JSON.stringify(body),
+        // A backup of many keys takes longer than one admin call.
+        signal: AbortSignal.timeout(as.raw || as.contentType ? 120_000 : 10_000),
       });
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
@@ -81,6 +91,7 @@ export class AdminClient {
     }
     if (response.status === 204) return null;
     const text = await response.text();
+    if (as.raw && response.ok) return text;
     let parsed: any = null;
     try {
       parsed = text ? JSON.parse(text) : null;

@@ -176,6 +176,33 @@ const commands: Record<string, Command> = {
     run: (client) => client.ownUsage(),
     render: (result) => formatOwnUsage(result as Parameters<typeof formatOwnUsage>[0]),
   },
+  export: {
+    summary: 'every key record as NDJSON (hashes only, never a key): npm run keys -- export > keys.ndjson',
+    usage: 'export > keys.ndjson',
+    options: {},
+    positionals: [],
+    run: (client) => client.exportKeys(),
+    render: (result) => (result as string).replace(/\n$/, ''),
+  },
+  import: {
+    summary: 'load an export: ids and states kept, all or nothing; a second import changes nothing',
+    usage: 'import FILE [--json]',
+    options: { ...jsonOption },
+    positionals: ['FILE'],
+    run: (client, _values, [file]) => {
+      let text: string;
+      try {
+        text = fs.readFileSync(file!, 'utf8');
+      } catch (err) {
+        throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+      return client.importKeys(text);
+    },
+    render: (result) => {
+      const { imported, unchanged } = result as { imported: number; unchanged: number };
+      return `imported ${imported} key record(s), ${unchanged} already as in the file`;
+    },
+  },
   audit: {
     summary: 'the audit trail of admin writes, newest first',
     usage: 'audit [--limit N] [--json]',

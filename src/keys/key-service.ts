@@ -3,7 +3,8 @@ import { ApiError } from '../shared/errors';
 import type { WindowLimits } from '../limits/types';
 import { effectiveLimits, planLimitsOf, type Plans } from '../limits/plan-limits';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
-import type { ApiKeyRecord, KeyPatch, KeyStore, NewKeyInput } from './types';
+import type { ApiKeyRecord, ImportResult, KeyPatch, KeyStore, NewKeyInput } from './types';
+import { exportLine, parseExport } from './key-export';
 import { limitsOf } from './record';
 
 /** Bounds of a rotation's grace period (CONTRACT §5). */
@@ -159,6 +160,23 @@ export class KeyService {
 
   get(id: string): Promise<ApiKeyRecord | null> {
     return this.store.get(id);
+  }
+
+  /** Every key record as a backup line (hashes only, this environment's prefix named). */
+  async exportLines(): Promise<string[]> {
+    return (await this.store.list()).map((record) => exportLine(record, this.prefix));
+  }
+
+  /**
+   * Loads a backup: every line is checked first (format, this environment's prefix, a plan this
+   * config knows), so a bad line (ImportLineError) or a secret held by another id here
+   * (KeyImportConflict) imports nothing.
+   */
+  importBackup(body: string): Promise<ImportResult> {
+    const records = parseExport(body, this.prefix, (record) =>
+      record.limits === null && planLimitsOf(this.plans, record.plan) === null ? `plan ${record.plan} is not configured here with limits of its own, and the key carries none` : null,
+    );
+    return this.store.importRecords(records);
   }
 
   /** Records still carry `hash`; strip it (`withoutHash`) before showing them. */

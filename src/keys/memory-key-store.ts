@@ -3,7 +3,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf, limitsOf } from './record';
-import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
+import { applyImport } from './memory-key-import';
+import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
 
 export interface MemoryKeyStoreOptions {
   /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
@@ -92,6 +93,7 @@ export class MemoryKeyStore implements KeyStore {
   private readonly db: Database.Database;
   private readonly insertRow: Database.Statement<KeyRow>;
   private readonly updateRow: Database.Statement<KeyRow>;
+  private readonly upsertRow: Database.Statement<KeyRow>;
   private closed = false;
 
   constructor(options: MemoryKeyStoreOptions) {
@@ -120,6 +122,14 @@ export class MemoryKeyStore implements KeyStore {
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at
          WHERE id = @id AND created_at = @created_at`,
+      );
+      this.upsertRow = this.db.prepare<KeyRow>(
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)
+         ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
+           per_day = excluded.per_day, shadow = excluded.shadow, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
+           previous_key_expires_at = excluded.previous_key_expires_at`,
       );
       for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(fromRow(row));
     } catch (err) {
@@ -167,6 +177,23 @@ export class MemoryKeyStore implements KeyStore {
     this.assertOpen();
     if (this.byHash.has(rotation.hash)) throw new Error('key hash already exists');
     return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
+  }
+
+  /** One SQLite transaction, so a failure leaves disk and memory as they were. */
+  async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
+    this.assertOpen();
+    const plan = applyImport(this.byId, this.byHash, records);
+    this.db.transaction(() => {
+      for (const record of plan.changed) this.upsertRow.run(toRow(record));
+    })();
+    for (const record of plan.changed) {
+      const before = this.byId.get(record.id);
+      const touched = new Set([...(before ? hashesOf(before) : []), ...hashesOf(record)]);
+      if (before) for (const hash of hashesOf(before)) this.byHash.delete(hash);
+      this.remember(copyRecord(record));
+      for (const hash of touched) this.changeListeners.emit({ id: record.id, hash });
+    }
+    return { imported: plan.changed.length, unchanged: plan.unchanged };
   }
 
   onChange(listener: (change: KeyChange) => void): () => void {

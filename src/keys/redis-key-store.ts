@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { duplicateForSubscribe, type RedisClient } from '../shared/redis';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from './record';
-import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
+import { HEALTH_SCRIPT, IMPORT_SCRIPT, RESTORE_MISSING_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
+import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore } from './types';
 
 export interface RedisKeyStoreOptions {
   /** Prefix of every Redis key and channel (config `redis.namespace`). */
@@ -32,6 +33,10 @@ export function redisKeyLayout(namespace: string) {
     byHash: `${namespace}:keys:{k}:by-hash`,
     byId: `${namespace}:keys:{k}:by-id`,
     channel: `${namespace}:key-changes`,
+    /** Set once key records exist here: its absence beside a non-empty local copy means Redis lost them. */
+    epoch: `${namespace}:keys:{k}:epoch`,
+    /** Held (SET NX PX) by the one instance restoring lost records, so many noticing restore once. */
+    restoreLock: `${namespace}:keys:{k}:restore-lock`,
   };
 }
 
@@ -73,6 +78,20 @@ if not hash then return false end
 return redis.call('HGET', KEYS[2], hash)`;
 
 const MAX_CAS_ATTEMPTS = 20;
+
+/** Records per restore script: keeps each one short, so Redis never stalls on a large restore. */
+const RESTORE_BATCH = 500;
+
+/** The four script arguments of a record (see redis-key-recovery-scripts.ts). */
+function recordArgs(record: ApiKeyRecord): string[] {
+  return [record.id, encodeRecord(record), record.hash, record.previousHash ?? ''];
+}
+
+/** What the loss check reads in one round trip. */
+export interface KeyStoreHealth {
+  markerPresent: boolean;
+  records: number;
+}
 
 /**
  * Closes a subscriber connection and waits until its socket is really gone, so close() leaves
@@ -184,6 +203,58 @@ export class RedisKeyStore implements KeyStore {
 
   rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
     return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
+  }
+
+  async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
+    const { byHash, byId, channel } = this.layout;
+    let counts: unknown;
+    try {
+      counts = await this.script(IMPORT_SCRIPT, [byHash, byId], [channel, ...records.flatMap(recordArgs)]);
+    } catch (err) {
+      const conflict = /hash-conflict (\S+) (\S+)/.exec((err as Error).message);
+      if (conflict) throw new KeyImportConflict(conflict[1]!, conflict[2]!);
+      throw err;
+    }
+    const [imported, unchanged] = counts as [number, number];
+    // Changes are published by the script; this instance's listeners hear them through the channel.
+    return { imported, unchanged };
+  }
+
+  /** Writes the records whose id and hashes are all absent (after data loss); returns the ids written. */
+  async restoreMissing(records: ApiKeyRecord[]): Promise<string[]> {
+    const { byHash, byId, channel } = this.layout;
+    const restored: string[] = [];
+    for (let at = 0; at < records.length; at += RESTORE_BATCH) {
+      const batch = records.slice(at, at + RESTORE_BATCH);
+      const ids = await this.script(RESTORE_MISSING_SCRIPT, [byHash, byId], [channel, ...batch.flatMap(recordArgs)]);
+      restored.push(...(ids as string[]));
+    }
+    return restored;
+  }
+
+  /** Is the epoch marker there, and how many key records does Redis hold. */
+  async health(): Promise<KeyStoreHealth> {
+    const [marker, records] = (await this.script(HEALTH_SCRIPT, [this.layout.epoch, this.layout.byId], [])) as [number, number];
+    return { markerPresent: marker === 1, records };
+  }
+
+  /** Sets the epoch marker unless present; true when this call set it. */
+  async setMarker(epoch: string): Promise<boolean> {
+    return (await this.redis.set(this.layout.epoch, epoch, 'NX')) === 'OK';
+  }
+
+  /** The ids Redis holds. */
+  async ids(): Promise<string[]> {
+    return this.redis.hkeys(this.layout.byId);
+  }
+
+  /** Takes the restore lock for `ttlMs` unless another holder has it. */
+  async lockRestore(owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(this.layout.restoreLock, owner, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async unlockRestore(owner: string): Promise<void> {
+    await this.script(UNLOCK_SCRIPT, [this.layout.restoreLock], [owner]);
   }
 
   onChange(listener: (change: KeyChange) => void): () => void {

@@ -47,6 +47,23 @@ export interface KeyChange {
   hash: string;
 }
 
+/** What an import did: records created or brought to the imported state, and those already in it. */
+export interface ImportResult {
+  imported: number;
+  unchanged: number;
+}
+
+/** An import refused because a record's secret (hash) belongs to another key id here. */
+export class KeyImportConflict extends Error {
+  constructor(
+    readonly id: string,
+    readonly otherId: string,
+  ) {
+    super(`key ${id} has a secret that key ${otherId} already holds here`);
+    this.name = 'KeyImportConflict';
+  }
+}
+
 /**
  * Where keys live: Redis (shared by every instance) or in process (persisted under DATA_DIR).
  * Every mutation publishes a KeyChange so each instance's cache drops the entry.
@@ -65,6 +82,12 @@ export interface KeyStore {
    * stops resolving. A revoked key comes back unchanged. Both hashes resolve to the one record.
    */
   rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null>;
+  /**
+   * Brings every record to exactly the given state, ids kept, all or nothing (a backup's import).
+   * Records already in that state are counted unchanged, so importing twice changes nothing.
+   * Throws KeyImportConflict when a hash belongs to another id.
+   */
+  importRecords(records: ApiKeyRecord[]): Promise<ImportResult>;
   /** Called for every change, from this instance or another; returns an unsubscribe function. */
   onChange(listener: (change: KeyChange) => void): () => void;
   /**

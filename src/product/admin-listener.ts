@@ -66,6 +66,7 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
         callers: (operationId) => deps.deprecationUsage.callers(operationId),
         keyById: (id) => keys.get(id),
       }),
+    plans: config.plans,
     trafficSeconds: deps.trafficSeconds,
     logger,
     maxBodyBytes: config.server.maxBodyBytes,

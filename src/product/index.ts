@@ -3,7 +3,7 @@ import type { Config } from '../shared/config';
 import { systemClock, type Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/upstream-token';
-import { KeyResolver, KeyService } from '../keys';
+import { createKeyDurabilityMetrics, KeyResolver, KeyService } from '../keys';
 import type { RunningInventory } from '../inventory';
 import { createGatewayMetrics, type GatewayMetrics } from '../gateway/metrics';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
@@ -61,7 +61,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
   try {
     let stores: Stores | null = null;
     const metrics = createGatewayMetrics(new Registry(), { activeBans: () => stores!.limiters.keys.activeBans(), deprecations: config.deprecations });
-    stores = await startStores(config, { logger, clock, closers, limiterEvents: limiterEventsFor(config, metrics, logger) });
+    const keyDurability = createKeyDurabilityMetrics();
+    keyDurability.register(metrics.registry);
+    stores = await startStores(config, { logger, clock, closers, keyDurability, limiterEvents: limiterEventsFor(config, metrics, logger) });
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 

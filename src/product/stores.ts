@@ -2,7 +2,7 @@ import type { Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { connectRedis, redisConfigured, type RedisClient } from '../shared/redis';
-import { MemoryKeyStore, RedisKeyStore, type KeyStore } from '../keys';
+import { MemoryKeyStore, openDurableRedisKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../keys';
 import { RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } from '../keys/key-activity';
 import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
 import { MemoryDeprecationUsageStore, RedisDeprecationUsageStore, type DeprecationUsageStore } from '../gateway/deprecation-usage';
@@ -26,6 +26,8 @@ export interface StoreOptions {
   logger: Logger;
   clock: Clock;
   limiterEvents: Partial<LimiterEvents>;
+  /** Counts what the durable copy of the key records restores (Redis only). */
+  keyDurability: KeyDurabilityMetrics;
   closers: Closers;
 }
 
@@ -55,7 +57,13 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
   const redis = await connectRedis(config.redis);
   redis.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   closers.add(() => void redis.disconnect());
-  const keys = await RedisKeyStore.open(redis, { namespace });
+  const keys = await openDurableRedisKeyStore(redis, {
+    namespace,
+    dataDir: config.dataDir,
+    logger,
+    metrics: options.keyDurability,
+    lossCheckSeconds: config.keys.lossCheckSeconds,
+  });
   closers.add(() => keys.close());
   const limiters = limitersFor(config, redis, options);
   closers.add(() => limiters.close());

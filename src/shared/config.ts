@@ -139,6 +139,8 @@ export const configSchema = z
       prefix: z.string().regex(/^[a-z]+_[a-z]+_$/, 'must look like asg_live_'),
       cacheTtlSeconds: positiveInt,
       negativeCacheTtlSeconds: positiveInt,
+      /** How often each instance checks that Redis still holds the key records (restored from DATA_DIR if not). */
+      lossCheckSeconds: wholeNumber(1, 30),
     }),
     plans: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a plan name is lower-case letters, digits, "_" or "-"'), planSchema),
     anonymous: z.strictObject({ perMinute: positiveInt }),

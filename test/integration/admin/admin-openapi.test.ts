@@ -75,12 +75,17 @@ test('every key lifecycle answer, good and bad, matches openapi-admin.yaml', asy
   checked.push(['delete', '/admin/keys/{id}/ban', await send('delete', `/admin/keys/${id}/ban`)]);
   checked.push(['delete', '/admin/keys/{id}', await send('delete', `/admin/keys/${id}`)]);
   checked.push(['post', '/admin/keys/{id}/rotate', await send('post', `/admin/keys/${id}/rotate`).send({})]);
+  const exported = await send('get', '/admin/keys/export');
+  expect(exported.headers['content-type']).toMatch(/^application\/x-ndjson/);
+  checked.push(['post', '/admin/keys/import', await send('post', '/admin/keys/import').set('Content-Type', 'application/x-ndjson').send(exported.text)]);
+  checked.push(['post', '/admin/keys/import', await send('post', '/admin/keys/import').set('Content-Type', 'application/x-ndjson').send('{"v":1}\n')]);
+  checked.push(['post', '/admin/keys/import', await send('post', '/admin/keys/import').set('Content-Type', 'application/xml').send('<k/>')]);
   checked.push(['get', '/admin/audit', await send('get', '/admin/audit?limit=10')]);
   checked.push(['get', '/admin/audit', await send('get', '/admin/audit?limit=1001')]);
   checked.push(['get', '/admin/plans', await send('get', '/admin/plans')]);
   checked.push(['get', '/admin/plans', await request(product.adminUrl).get('/admin/plans')]);
 
-  expect(checked.map(([, , res]) => res.status)).toEqual([201, 400, 401, 200, 200, 200, 201, 400, 415, 404, 200, 200, 400, 404, 204, 204, 409, 200, 400, 200, 401]);
+  expect(checked.map(([, , res]) => res.status)).toEqual([201, 400, 401, 200, 200, 200, 201, 400, 415, 404, 200, 200, 400, 404, 204, 204, 409, 200, 400, 415, 200, 400, 200, 401]);
   const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
   expect(problems).toEqual([]);
 });

@@ -6,7 +6,11 @@ import { ManualClock, systemClock } from '../../../src/shared/clock';
 import { KeyResolver } from '../../../src/keys/key-resolver';
 import { KeyService } from '../../../src/keys/key-service';
 import { RedisKeyStore } from '../../../src/keys/redis-key-store';
-import { createKeyStore } from '../../../src/keys';
+import { createKeyDurabilityMetrics } from '../../../src/keys';
+import { startStores } from '../../../src/product/stores';
+import { Closers } from '../../../src/product/closers';
+import { loadConfig } from '../../../src/shared/config';
+import { createLogger } from '../../../src/shared/logger';
 import { MemoryKeyStore } from '../../../src/keys/memory-key-store';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
@@ -105,23 +109,36 @@ describe('key changes across instances', () => {
   });
 });
 
-describe('createKeyStore', () => {
-  it('gives a subscribed RedisKeyStore with a client, else a MemoryKeyStore', async () => {
-    const redis = await connectRedis(settings());
+describe('startStores, the one place that chooses the store', () => {
+  const startOptions = () => ({ logger: createLogger('silent'), clock: systemClock, closers: new Closers(), keyDurability: createKeyDurabilityMetrics(), limiterEvents: {} });
+
+  it('opens every store on Redis when Redis is configured', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-stores-redis-'));
+    const options = startOptions();
+    const config = loadConfig({ env: { REDIS_URL: testRedisUrl() }, overrides: { dataDir, redis: { namespace: uniqueNamespace('factory') } } });
     try {
-      const withRedis = await createKeyStore({ redis, namespace: uniqueNamespace('factory'), dataDir: '/nonexistent' });
-      expect(withRedis).toBeInstanceOf(RedisKeyStore);
-      await withRedis.close();
+      const stores = await startStores(config, options);
+      expect(stores.redis).not.toBeNull();
+      expect(stores.limiters.health).not.toBeNull();
+      await expect(stores.ping()).resolves.toBeUndefined();
+      expect(fs.existsSync(path.join(dataDir, 'keys.sqlite'))).toBe(false);
     } finally {
-      await redis.quit();
+      await options.closers.closeAll();
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-keys-factory-'));
-    const inProcess = await createKeyStore({ redis: null, namespace: 'unused', dataDir });
+  });
+
+  it('keeps keys, usage and the audit trail in SQLite under dataDir without Redis', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-stores-local-'));
+    const options = startOptions();
     try {
-      expect(inProcess).toBeInstanceOf(MemoryKeyStore);
+      const stores = await startStores(loadConfig({ env: {}, overrides: { dataDir } }), options);
+      expect(stores.redis).toBeNull();
+      expect(stores.keys).toBeInstanceOf(MemoryKeyStore);
+      expect(stores.limiters.health).toBeNull();
       expect(fs.existsSync(path.join(dataDir, 'keys.sqlite'))).toBe(true);
     } finally {
-      await inProcess.close();
+      await options.closers.closeAll();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });

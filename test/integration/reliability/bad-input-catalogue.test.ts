@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
 import { systemClock } from '../../../src/shared/clock';
-import { createKeyStore, KeyService, type KeyStore } from '../../../src/keys';
+import { KeyService, RedisKeyStore, type KeyStore } from '../../../src/keys';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import {
   buildRequest,
@@ -443,7 +443,7 @@ describe('bad input catalogue: what the gateway answers to each', () => {
 
     // A production key written to this product's own store: the record exists, the prefix is wrong.
     redis = await connectRedis(product.config.redis);
-    store = await createKeyStore({ redis, namespace: product.config.redis.namespace, dataDir: product.dataDir });
+    store = await RedisKeyStore.open(redis, { namespace: product.config.redis.namespace });
     const production = new KeyService({ store, prefix: 'asg_live_', plans: product.config.plans, clock: systemClock });
     c.otherEnvironmentKey = (await production.create({ name: 'production', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1000 } })).key;
 

@@ -1,4 +1,4 @@
-import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../../../src/keys/types';
+import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../../../src/keys/types';
 
 /**
  * A thin wrapper around a real KeyStore that counts lookups and can hold them: how the tests see
@@ -46,6 +46,9 @@ export class CountingKeyStore implements KeyStore {
   }
   rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
     return this.inner.rotate(id, rotation, rotatedAt);
+  }
+  importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
+    return this.inner.importRecords(records);
   }
   onChange(listener: (change: KeyChange) => void): () => void {
     this.changeListeners++;

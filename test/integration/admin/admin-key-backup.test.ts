@@ -1,0 +1,143 @@
+import request from 'supertest';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { adminRequest, createKeyOverApi, expectError, gatewayGet, sha256Hex } from './admin-kit';
+
+/**
+ * GET /admin/keys/export and POST /admin/keys/import (CONTRACT §5): a backup taken on one gateway
+ * and loaded into a gateway on a fresh redis-server gives the same keys, ids and states; a second
+ * import changes nothing; a bad line or another environment's prefix imports nothing; the
+ * in-process (SQLite) store takes the same file.
+ */
+
+let source: ProductHarness;
+let freshRedis: RedisProcess;
+const started: ProductHarness[] = [];
+
+async function product(options: Parameters<typeof startTestProduct>[0] = {}): Promise<ProductHarness> {
+  const p = await startTestProduct(options);
+  started.push(p);
+  return p;
+}
+
+const keys: Record<string, { id: string; key: string }> = {};
+let rotatedNewKey = '';
+let backup = '';
+
+beforeAll(async () => {
+  freshRedis = await startRedisServer();
+  source = await product();
+  keys.active = await createKeyOverApi(source, { name: 'active', plan: 'pro' });
+  keys.custom = await createKeyOverApi(source, { name: 'custom', plan: 'enterprise', limits: { perMinute: 7, perDay: 70 } });
+  keys.revoked = await createKeyOverApi(source, { name: 'revoked', plan: 'free' });
+  keys.rotated = await createKeyOverApi(source, { name: 'rotated', plan: 'free' });
+  const expiring = await adminRequest(source, 'post', '/admin/keys').send({ name: 'expiring', plan: 'free', expiresAt: '2031-01-01T00:00:00Z' });
+  keys.expiring = expiring.body as { id: string; key: string };
+  await adminRequest(source, 'delete', `/admin/keys/${keys.revoked!.id}`).expect(204);
+  const rotated = await adminRequest(source, 'post', `/admin/keys/${keys.rotated!.id}/rotate`).send({ graceSeconds: 3600 }).expect(201);
+  rotatedNewKey = (rotated.body as { key: string }).key;
+  const res = await adminRequest(source, 'get', '/admin/keys/export').expect(200);
+  backup = res.text;
+}, 30_000);
+
+afterAll(async () => {
+  for (const p of started) await p.close();
+  await freshRedis?.stop();
+});
+
+function importBody(target: ProductHarness, body: string, type = 'application/x-ndjson'): request.Test {
+  return adminRequest(target, 'post', '/admin/keys/import').set('Content-Type', type).send(body);
+}
+
+test('the export is NDJSON, one line per record, with hashes and states and never a key in clear', async () => {
+  const res = await adminRequest(source, 'get', '/admin/keys/export').expect(200);
+  expect(res.headers['content-type']).toMatch(/^application\/x-ndjson/);
+  const lines = res.text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(lines.map((l) => l.name)).toEqual(['active', 'custom', 'revoked', 'rotated', 'expiring']);
+  for (const { key } of Object.values(keys)) expect(res.text).not.toContain(key);
+  expect(res.text).not.toContain(rotatedNewKey);
+  const byName = Object.fromEntries(lines.map((l) => [l.name, l]));
+  expect(byName.active).toMatchObject({ v: 1, prefix: 'asg_dev_', id: keys.active!.id, plan: 'pro', limits: null, hash: sha256Hex(keys.active!.key), revokedAt: null });
+  expect(byName.custom).toMatchObject({ limits: { perMinute: 7, perDay: 70 } });
+  expect(byName.revoked!.revokedAt).toEqual(expect.any(String));
+  expect(byName.rotated).toMatchObject({ hash: sha256Hex(rotatedNewKey), previousHash: sha256Hex(keys.rotated!.key), previousKeyExpiresAt: expect.any(String) });
+  expect(byName.expiring).toMatchObject({ expiresAt: '2031-01-01T00:00:00.000Z' });
+});
+
+test('import into a gateway on a fresh redis-server: same ids and states, every secret answers as before; a second import changes nothing', async () => {
+  const target = await product({ overrides: { redis: { url: freshRedis.url } } });
+  await adminRequest(target, 'get', '/admin/keys').expect(200, []);
+  const first = await importBody(target, backup).expect(200);
+  expect(first.body).toEqual({ imported: 5, unchanged: 0 });
+  const second = await importBody(target, backup).expect(200);
+  expect(second.body).toEqual({ imported: 0, unchanged: 5 });
+
+  const strip = (list: Array<Record<string, unknown>>) => list.map(({ lastUsedAt: _l, ...rest }) => rest);
+  const [before, after] = await Promise.all([adminRequest(source, 'get', '/admin/keys'), adminRequest(target, 'get', '/admin/keys')]);
+  expect(strip(after.body as Array<Record<string, unknown>>)).toEqual(strip(before.body as Array<Record<string, unknown>>));
+  const reexport = await adminRequest(target, 'get', '/admin/keys/export').expect(200);
+  expect(reexport.text).toBe(backup);
+
+  await gatewayGet(target, keys.active!.key).expect(200);
+  await gatewayGet(target, keys.custom!.key).expect(200).expect('X-RateLimit-Limit', '7');
+  expectError(await gatewayGet(target, keys.revoked!.key), 401, 'revoked_api_key');
+  await gatewayGet(target, keys.rotated!.key).expect(200);
+  await gatewayGet(target, rotatedNewKey).expect(200);
+  const audit = await adminRequest(target, 'get', '/admin/audit?limit=5').expect(200);
+  expect((audit.body as { entries: Array<Record<string, unknown>> }).entries.filter((e) => e.action === 'import').map((e) => e.details)).toEqual([
+    { imported: 0, unchanged: 5 },
+    { imported: 5, unchanged: 0 },
+  ]);
+}, 30_000);
+
+test('import brings a changed record back to the exported state (a rename made since is undone, as the file says)', async () => {
+  const target = await product();
+  await importBody(target, backup).expect(200, { imported: 5, unchanged: 0 });
+  await adminRequest(target, 'patch', `/admin/keys/${keys.active!.id}`).send({ name: 'renamed' }).expect(200);
+  await importBody(target, backup).expect(200, { imported: 1, unchanged: 4 });
+  const shown = await adminRequest(target, 'get', `/admin/keys/${keys.active!.id}`).expect(200);
+  expect((shown.body as { name: string }).name).toBe('active');
+}, 30_000);
+
+test('a malformed line answers 400 naming its line number, and nothing is imported', async () => {
+  const target = await product();
+  const lines = backup.trimEnd().split('\n');
+  const broken = [lines[0], lines[1], '{"v":1,"prefix":"asg_dev_","id":"key_nope"}', lines[3]].join('\n');
+  const res = await importBody(target, broken);
+  expectError(res, 400, 'validation_failed');
+  expect((res.body as { message: string }).message).toMatch(/line 3: id is missing or malformed/);
+  expectError(await importBody(target, `${lines[0]}\nnot json\n`), 400, 'validation_failed');
+  await adminRequest(target, 'get', '/admin/keys').expect(200, []);
+  expectError(await importBody(target, backup, 'application/xml'), 415, 'unsupported_media_type');
+  expectError(await request(target.adminUrl).post('/admin/keys/import').send(backup), 401, 'missing_api_key');
+}, 30_000);
+
+test("another environment's keys are refused by their prefix: staging keys do not go into production", async () => {
+  const production = await product({ overrides: { keys: { prefix: 'asg_live_' } } });
+  const res = await importBody(production, backup);
+  expectError(res, 400, 'validation_failed');
+  expect((res.body as { message: string }).message).toMatch(/line 1: key of prefix asg_dev_ refused: this gateway issues and accepts asg_live_ keys only/);
+  await adminRequest(production, 'get', '/admin/keys').expect(200, []);
+}, 30_000);
+
+test('a record whose secret another id holds here is a 409 conflict, nothing imported', async () => {
+  const lines = backup.trimEnd().split('\n');
+  const clash = lines[0]!.replace(keys.active!.id, 'key_0123456789abcdef01234567');
+  const res = await importBody(source, [lines[1], clash].join('\n'));
+  expectError(res, 409, 'conflict');
+  await adminRequest(source, 'get', '/admin/keys/key_0123456789abcdef01234567').expect(404);
+}, 30_000);
+
+test('the in-process store (SQLite under DATA_DIR) takes the same file, keeps it over a restart, and a second import changes nothing', async () => {
+  const local = await product({ redis: false });
+  await importBody(local, backup).expect(200, { imported: 5, unchanged: 0 });
+  expectError(await gatewayGet(local, keys.revoked!.key), 401, 'revoked_api_key');
+  await gatewayGet(local, keys.rotated!.key).expect(200);
+  await local.close();
+  started.splice(started.indexOf(local), 1);
+  const restarted = await product({ redis: false, dataDir: local.dataDir });
+  await importBody(restarted, backup).expect(200, { imported: 0, unchanged: 5 });
+  const reexport = await adminRequest(restarted, 'get', '/admin/keys/export').expect(200);
+  expect(reexport.text).toBe(backup);
+  await gatewayGet(restarted, rotatedNewKey).expect(200);
+}, 30_000);
