@@ -1,0 +1,159 @@
+import express from 'express';
+import { z } from 'zod';
+import { ApiError } from '../shared/errors';
+import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
+import type { KeyLimiter, WindowLimits, WindowState } from '../limits/types';
+import type { RecordAudit } from './audit-trail';
+import { hasBody, intParameter, parseBody, requireJson } from './request-parsing';
+
+/** What the key routes need from the key service. */
+export interface KeyAdministration {
+  create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }>;
+  get(id: string): Promise<ApiKeyRecord | null>;
+  list(): Promise<ApiKeyRecord[]>;
+  update(id: string, patch: KeyPatch): Promise<ApiKeyRecord | null>;
+  revoke(id: string): Promise<ApiKeyRecord | null>;
+  /** Null for an unknown id; throws ApiError('conflict') for a revoked key. */
+  rotate(id: string, graceSeconds?: number): Promise<{ key: string; record: ApiKeyRecord } | null>;
+  effectiveLimits(record: ApiKeyRecord): WindowLimits | null;
+}
+
+/** Each key's use, as counted off the request path (src/keys/key-activity.ts). */
+export interface KeyUsageHistory {
+  usage(keyId: string, days: number): Promise<{ keyId: string; days: Array<{ date: string; admitted: number; rateLimited: number; banned: number }> }>;
+  lastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;
+}
+
+export interface KeyRouteDependencies {
+  keys: KeyAdministration;
+  keyLimiter: KeyLimiter;
+  keyActivity: KeyUsageHistory;
+  audit: RecordAudit;
+  maxBodyBytes: number;
+}
+
+const limitsSchema = z.strictObject({
+  perMinute: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  perDay: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  /** Shadow mode for this key (CONTRACT §4); absent, the key follows its plan. */
+  shadow: z.boolean().optional(),
+});
+const createKeySchema = z.strictObject({
+  name: z.string(),
+  plan: z.string(),
+  limits: limitsSchema.nullable().optional(),
+  expiresAt: z.string().nullable().optional(),
+});
+const updateKeySchema = z.strictObject({
+  name: z.string().optional(),
+  plan: z.string().optional(),
+  limits: limitsSchema.nullable().optional(),
+  expiresAt: z.string().nullable().optional(),
+});
+const rotateKeySchema = z.strictObject({
+  graceSeconds: z.number().int().min(0).max(604_800).optional(),
+});
+
+const windowView = (w: WindowState) => ({ limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+const notFound = (id: unknown) => new ApiError('not_found', `No key with id ${String(id)}.`);
+
+/** A key as GET /admin/keys lists it: never the key or its hash. */
+function publicView(keys: KeyAdministration, record: ApiKeyRecord, lastUsed: Map<string, number>) {
+  const lastUsedAt = lastUsed.get(record.id);
+  return {
+    id: record.id,
+    name: record.name,
+    plan: record.plan,
+    limits: keys.effectiveLimits(record),
+    createdAt: record.createdAt,
+    revokedAt: record.revokedAt,
+    expiresAt: record.expiresAt,
+    lastUsedAt: lastUsedAt === undefined ? null : new Date(lastUsedAt).toISOString(),
+  };
+}
+
+/** The key lifecycle under /admin/keys (CONTRACT §5): reads, then writes, each audited. */
+export function keyRoutes(deps: KeyRouteDependencies): express.Router {
+  const router = express.Router();
+  addKeyReads(router, deps);
+  addKeyWrites(router, deps);
+  return router;
+}
+
+async function loadKey(keys: KeyAdministration, id: string): Promise<ApiKeyRecord> {
+  const record = await keys.get(id);
+  if (!record) throw notFound(id);
+  return record;
+}
+
+function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
+  const { keys, keyActivity } = deps;
+  router.get('/keys', async (_req, res) => {
+    const records = await keys.list();
+    const lastUsed = await keyActivity.lastUsed(records.map((r) => r.id));
+    res.json(records.map((record) => publicView(keys, record, lastUsed)));
+  });
+  router.get('/keys/:id', async (req, res) => {
+    const record = await loadKey(keys, req.params.id as string);
+    const limits = keys.effectiveLimits(record);
+    if (!limits) throw new Error(`key ${record.id} has no limits`);
+    const usage = await deps.keyLimiter.usage(record.id, limits);
+    res.json({
+      ...publicView(keys, record, await keyActivity.lastUsed([record.id])),
+      usage: { minute: windowView(usage.minute), day: windowView(usage.day) },
+      bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
+      previousKeyExpiresAt: record.previousKeyExpiresAt,
+    });
+  });
+  router.get('/keys/:id/usage', async (req, res) => {
+    const days = intParameter(req.query.days, 'days', 1, 90, 30);
+    const record = await loadKey(keys, req.params.id as string);
+    res.json(await keyActivity.usage(record.id, days));
+  });
+}
+
+function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void {
+  const { keys, audit } = deps;
+  const json = express.json({ limit: deps.maxBodyBytes, strict: false });
+  const viewOf = async (record: ApiKeyRecord) => publicView(keys, record, await deps.keyActivity.lastUsed([record.id]));
+
+  router.post('/keys', requireJson, json, async (req, res) => {
+    const { key, record } = await keys.create(parseBody(createKeySchema, req.body));
+    const limits = keys.effectiveLimits(record);
+    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt });
+    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt });
+  });
+  router.post('/keys/:id/rotate', json, async (req, res) => {
+    // The body is optional ({graceSeconds} has a default); one that is sent must be JSON.
+    const withBody = hasBody(req);
+    if (withBody && !req.is('application/json')) throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
+    const { graceSeconds } = parseBody(rotateKeySchema, withBody ? req.body : {});
+    const rotated = await keys.rotate(req.params.id as string, graceSeconds);
+    if (!rotated) throw notFound(req.params.id);
+    const { key, record } = rotated;
+    await audit(req, 'rotate', record.id, { graceSeconds: graceSeconds ?? null, previousKeyExpiresAt: record.previousKeyExpiresAt });
+    res.status(201).json({ ...(await viewOf(record)), key, previousKeyExpiresAt: record.previousKeyExpiresAt });
+  });
+  router.patch('/keys/:id', requireJson, json, async (req, res) => {
+    const patch = parseBody(updateKeySchema, req.body);
+    const record = await keys.update(req.params.id as string, patch);
+    if (!record) throw notFound(req.params.id);
+    // What was asked for, as stored (an expiry normalised to UTC).
+    const details: Record<string, unknown> = {};
+    for (const field of Object.keys(patch) as Array<keyof typeof patch>) details[field] = record[field];
+    await audit(req, 'update', record.id, details);
+    res.json(await viewOf(record));
+  });
+  router.delete('/keys/:id', async (req, res) => {
+    const record = await keys.revoke(req.params.id as string);
+    if (!record) throw notFound(req.params.id);
+    await audit(req, 'revoke', record.id, { revokedAt: record.revokedAt });
+    res.status(204).end();
+  });
+  router.delete('/keys/:id/ban', async (req, res) => {
+    const record = await loadKey(keys, req.params.id as string);
+    await deps.keyLimiter.unban(record.id);
+    await audit(req, 'unban', record.id);
+    res.status(204).end();
+  });
+}
