@@ -1,53 +1,14 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { Config } from '../shared/config';
-import type { Clock } from '../shared/clock';
-import type { Logger } from '../shared/logger';
 import { tracing } from '../shared/telemetry';
 import { sendError } from '../shared/errors';
-import type { UpstreamTokenSigner } from '../shared/upstream-token';
-import { PlanBook } from '../limits/plan-limits';
-import type { AddressLimiter, KeyLimiter } from '../limits/types';
 import { requestIdFor } from './request-id';
 import { ClientAddressResolver } from './client-address';
-import { jitteredRetryAfterSeconds, type RandomSource } from './rate-limit-headers';
-import { buildDeprecations } from './deprecation';
-import { createCorsPolicy } from './cors';
-import type { Forwarder } from './forwarder';
-import type { GatewayMetrics } from './metrics';
 import type { RequestContext } from './request-context';
 import { parseTarget } from './request-target';
 import { CONTINUE, Refusal, setHeaders, type StepOutcome } from './step-outcome';
-import { createStoreCall } from './steps/store-failure';
-import { createPreflightStep } from './steps/cors-preflight';
-import { createOperationStep } from './steps/match-operation';
-import { createAuthenticateStep, type KeyLookup } from './steps/authenticate';
-import { createAnonymousLimitStep } from './steps/limit-anonymous';
-import { createUsageStep } from './steps/answer-usage';
-import { createKeyLimitStep } from './steps/limit-key';
-import { checkRoute } from './steps/check-route';
-import { createSunsetStep } from './steps/sunset';
-import { createForwardStep } from './steps/forward';
-import { createRecordStep } from './steps/record';
+import { createSteps, type GatewayDependencies, type KeyLookup } from './steps';
 
-export type { KeyLookup };
-
-export interface GatewayDependencies {
-  config: Config;
-  keys: KeyLookup;
-  keyLimiter: KeyLimiter;
-  addressLimiter: AddressLimiter;
-  signer: UpstreamTokenSigner;
-  forwarder: Forwarder;
-  metrics: GatewayMetrics;
-  logger: Logger;
-  clock: Clock;
-  /** Uniform [0, 1) numbers for Retry-After jitter; Math.random unless a test fixes it. */
-  random?: RandomSource;
-  /** Remembers which keys call deprecated operations (GET /admin/deprecations); off the request path. */
-  deprecationUsage?: { record(operationId: string, keyId: string): void };
-  /** Counts each key's admitted, rate-limited and banned requests and its last use; off the request path. */
-  keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
-}
+export type { GatewayDependencies, KeyLookup };
 
 /**
  * The public listener's request path on node:http. `serve` reads as the sequence: CORS preflight,
@@ -56,33 +17,11 @@ export interface GatewayDependencies {
  * once here from what it needs, and answers with one StepOutcome: CONTINUE, ANSWERED or a Refusal.
  */
 export function createGatewayHandler(deps: GatewayDependencies): RequestListener {
-  const { config, metrics, logger, clock } = deps;
-  const addresses = new ClientAddressResolver(config.server.trustedProxies);
-  const cors = config.cors.allowedOrigins.length > 0 ? createCorsPolicy(config.cors) : null;
-  const plans = new PlanBook(config.plans);
-  const random = deps.random ?? Math.random;
-  const jitterSeconds = config.rateLimit.retryAfterJitterSeconds;
-  const retryAfter = (waitMs: number) => jitteredRetryAfterSeconds(waitMs, jitterSeconds, random);
-  const storeCall = createStoreCall({ metrics, logger });
+  const { logger } = deps;
+  const addresses = new ClientAddressResolver(deps.config.server.trustedProxies);
   // Chosen once: with tracing off every hook is one null check.
   const traces = tracing();
-
-  const answerPreflight = createPreflightStep(cors);
-  const matchOperation = createOperationStep(buildDeprecations(config.deprecations));
-  const authenticate = createAuthenticateStep({ keys: deps.keys, metrics, storeCall });
-  const limitAnonymous = createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter });
-  const answerUsage = createUsageStep({ keyLimiter: deps.keyLimiter, plans, clock, storeCall });
-  const limitKey = createKeyLimitStep({ keyLimiter: deps.keyLimiter, plans, metrics, logger, storeCall, retryAfter });
-  const applySunset = createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage });
-  const forward = createForwardStep({
-    forwarder: deps.forwarder,
-    signer: deps.signer,
-    metrics,
-    logger,
-    maxBodyBytes: config.server.maxBodyBytes,
-    publicBaseUrl: config.server.publicBaseUrl,
-  });
-  const recordRequest = createRecordStep({ metrics, logger, keyActivity: deps.keyActivity });
+  const { cors, answerPreflight, matchOperation, authenticate, limitAnonymous, answerUsage, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
 
   return function handleRequest(req, res) {
     const request = startRequest(req, res);

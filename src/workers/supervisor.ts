@@ -47,73 +47,86 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   answerClusterMetrics(inventory ? [inventory.metrics] : []);
   answerClusterStats();
 
-  let started = false;
-  let stopping = false;
-  let earlyDeaths = 0;
-  const readyAt = new Map<Worker, number>();
+  const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv);
+  cluster.on('message', (worker, message: unknown) => supervisor.onMessage(worker, message));
+  cluster.on('exit', (worker, code, signal) => supervisor.onExit(worker, code, signal));
+  process.on('SIGTERM', () => supervisor.stop('SIGTERM'));
+  process.on('SIGINT', () => supervisor.stop('SIGINT'));
+  for (let i = 0; i < workerCount; i++) supervisor.fork();
+}
 
-  const fork = () => cluster.fork(workerEnv);
-  const closeInventory = async () => {
-    await inventory?.close();
-    inventory = null;
-  };
+function killAllWorkers(): void {
+  for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+}
 
-  const failStartup = (line: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`${line}\n`);
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
-    void closeInventory().finally(() => process.exit(1));
-  };
+/** The supervisor's state: which workers are ready, whether it has started or is stopping, and its restarts. */
+class Supervisor {
+  private started = false;
+  private stopping = false;
+  private earlyDeaths = 0;
+  private readonly readyAt = new Map<Worker, number>();
 
-  cluster.on('message', (worker, message: unknown) => {
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+    private readonly workerCount: number,
+    private inventory: RunningInventory | null,
+    private readonly workerEnv: Record<string, string>,
+  ) {}
+
+  fork(): void {
+    cluster.fork(this.workerEnv);
+  }
+
+  onMessage(worker: Worker, message: unknown): void {
     if (isMessage<Extract<WorkerMessage, { type: 'asg:ready' }>>(message, 'asg:ready')) {
-      readyAt.set(worker, Date.now());
-      log.info({ worker: worker.id, pid: worker.process.pid }, 'worker ready');
-      if (!started && readyAt.size === workerCount) {
-        started = true;
-        log.info(
-          { workers: workerCount, gateway: message.gatewayUrl, admin: message.adminUrl, inventory: inventory?.url ?? config.upstream.url, node: nodeVersion },
-          `listening on Node ${nodeVersion} with ${workerCount} workers`,
-        );
-        if (config.env === 'development') tell(worker, { type: 'asg:greet' });
-      }
+      this.readyAt.set(worker, Date.now());
+      this.log.info({ worker: worker.id, pid: worker.process.pid }, 'worker ready');
+      if (this.started || this.readyAt.size !== this.workerCount) return;
+      this.started = true;
+      this.log.info(
+        { workers: this.workerCount, gateway: message.gatewayUrl, admin: message.adminUrl, inventory: this.inventory?.url ?? this.config.upstream.url, node: nodeVersion },
+        `listening on Node ${nodeVersion} with ${this.workerCount} workers`,
+      );
+      if (this.config.env === 'development') tell(worker, { type: 'asg:greet' });
     } else if (isMessage<Extract<WorkerMessage, { type: 'asg:startup-failed' }>>(message, 'asg:startup-failed')) {
-      if (!started) failStartup(message.line);
-      else log.error({ worker: worker.id, reason: message.line }, 'a replacement worker could not start');
+      if (!this.started) this.failStartup(message.line);
+      else this.log.error({ worker: worker.id, reason: message.line }, 'a replacement worker could not start');
     }
-  });
+  }
 
-  cluster.on('exit', (worker, code, signal) => {
-    const servedMs = Date.now() - (readyAt.get(worker) ?? Date.now());
-    readyAt.delete(worker);
-    if (stopping) return;
-    if (!started) {
-      failStartup(`animal-store-gateway: cannot start: worker ${worker.id} exited (${signal ?? `code ${code}`}) before it was ready`);
+  /** A worker that dies is replaced, with a backoff while they keep dying early. */
+  onExit(worker: Worker, code: number, signal: string): void {
+    const servedMs = Date.now() - (this.readyAt.get(worker) ?? Date.now());
+    this.readyAt.delete(worker);
+    if (this.stopping) return;
+    if (!this.started) {
+      this.failStartup(`animal-store-gateway: cannot start: worker ${worker.id} exited (${signal ?? `code ${code}`}) before it was ready`);
       return;
     }
-    earlyDeaths = servedMs >= HEALTHY_LIFETIME_MS ? 1 : earlyDeaths + 1;
-    const delayMs = restartDelayMs(earlyDeaths);
-    log.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delayMs }, 'worker died: replacing it');
+    this.earlyDeaths = servedMs >= HEALTHY_LIFETIME_MS ? 1 : this.earlyDeaths + 1;
+    const delayMs = restartDelayMs(this.earlyDeaths);
+    this.log.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delayMs }, 'worker died: replacing it');
     setTimeout(() => {
-      if (!stopping) fork();
+      if (!this.stopping) this.fork();
     }, delayMs);
-  });
+  }
 
-  const stop = (reason: string) => {
-    if (stopping) {
-      log.warn({ signal: reason }, 'second signal: exiting now');
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+  /** Every worker drains; exit 0 once all have, 1 if one failed or they outlast the backstop. A second signal exits at once. */
+  stop(reason: string): void {
+    if (this.stopping) {
+      this.log.warn({ signal: reason }, 'second signal: exiting now');
+      killAllWorkers();
       process.exit(1);
     }
-    stopping = true;
-    log.info({ reason, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down: draining every worker');
-    const backstop = setTimeout(() => {
-      log.error({ shutdownTimeoutMs: config.server.shutdownTimeoutMs }, 'workers did not finish: killing them');
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+    this.stopping = true;
+    this.log.info({ reason, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down: draining every worker');
+    const shutdownTimeoutMs = this.config.server.shutdownTimeoutMs;
+    setTimeout(() => {
+      this.log.error({ shutdownTimeoutMs }, 'workers did not finish: killing them');
+      killAllWorkers();
       process.exit(1);
-    }, config.server.shutdownTimeoutMs + SHUTDOWN_BACKSTOP_MARGIN_MS);
-    backstop.unref();
+    }, shutdownTimeoutMs + SHUTDOWN_BACKSTOP_MARGIN_MS).unref();
     const exits = Object.values(cluster.workers ?? {}).map(
       (worker) =>
         new Promise<number>((resolve) => {
@@ -122,12 +135,21 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
         }),
     );
     void Promise.all(exits).then(async (codes) => {
-      await closeInventory();
-      exitAfterLogs(log, codes.every((code) => code === 0) ? 0 : 1);
+      await this.closeInventory();
+      exitAfterLogs(this.log, codes.every((code) => code === 0) ? 0 : 1);
     });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  }
 
-  for (let i = 0; i < workerCount; i++) fork();
+  private failStartup(line: string): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    process.stderr.write(`${line}\n`);
+    killAllWorkers();
+    void this.closeInventory().finally(() => process.exit(1));
+  }
+
+  private async closeInventory(): Promise<void> {
+    await this.inventory?.close();
+    this.inventory = null;
+  }
 }

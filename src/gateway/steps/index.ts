@@ -1,0 +1,73 @@
+import type { Config } from '../../shared/config';
+import type { Clock } from '../../shared/clock';
+import type { Logger } from '../../shared/logger';
+import type { UpstreamTokenSigner } from '../../shared/upstream-token';
+import { PlanBook } from '../../limits/plan-limits';
+import type { AddressLimiter, KeyLimiter } from '../../limits/types';
+import { createCorsPolicy, type CorsPolicy } from '../cors';
+import { buildDeprecations } from '../deprecation';
+import type { Forwarder } from '../forwarder';
+import type { GatewayMetrics } from '../metrics';
+import { jitteredRetryAfterSeconds, type RandomSource } from '../rate-limit-headers';
+import { createStoreCall } from './store-failure';
+import { createPreflightStep } from './cors-preflight';
+import { createOperationStep } from './match-operation';
+import { createAuthenticateStep, type KeyLookup } from './authenticate';
+import { createAnonymousLimitStep } from './limit-anonymous';
+import { createUsageStep } from './answer-usage';
+import { createKeyLimitStep } from './limit-key';
+import { checkRoute } from './check-route';
+import { createSunsetStep } from './sunset';
+import { createForwardStep } from './forward';
+import { createRecordStep } from './record';
+
+export type { KeyLookup };
+
+export interface GatewayDependencies {
+  config: Config;
+  keys: KeyLookup;
+  keyLimiter: KeyLimiter;
+  addressLimiter: AddressLimiter;
+  signer: UpstreamTokenSigner;
+  forwarder: Forwarder;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  clock: Clock;
+  /** Uniform [0, 1) numbers for Retry-After jitter; Math.random unless a test fixes it. */
+  random?: RandomSource;
+  /** Remembers which keys call deprecated operations (GET /admin/deprecations); off the request path. */
+  deprecationUsage?: { record(operationId: string, keyId: string): void };
+  /** Counts each key's admitted, rate-limited and banned requests and its last use; off the request path. */
+  keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
+}
+
+/** Every step of the request path, each built once from the part of the dependencies it needs. */
+export function createSteps(deps: GatewayDependencies) {
+  const { config, metrics, logger, clock } = deps;
+  const plans = new PlanBook(config.plans);
+  const random = deps.random ?? Math.random;
+  const jitterSeconds = config.rateLimit.retryAfterJitterSeconds;
+  const retryAfter = (waitMs: number) => jitteredRetryAfterSeconds(waitMs, jitterSeconds, random);
+  const storeCall = createStoreCall({ metrics, logger });
+  const cors: CorsPolicy | null = config.cors.allowedOrigins.length > 0 ? createCorsPolicy(config.cors) : null;
+  return {
+    cors,
+    answerPreflight: createPreflightStep(cors),
+    matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
+    authenticate: createAuthenticateStep({ keys: deps.keys, metrics, storeCall }),
+    limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
+    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, plans, clock, storeCall }),
+    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, plans, metrics, logger, storeCall, retryAfter }),
+    checkRoute,
+    applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
+    forward: createForwardStep({
+      forwarder: deps.forwarder,
+      signer: deps.signer,
+      metrics,
+      logger,
+      maxBodyBytes: config.server.maxBodyBytes,
+      publicBaseUrl: config.server.publicBaseUrl,
+    }),
+    recordRequest: createRecordStep({ metrics, logger, keyActivity: deps.keyActivity }),
+  };
+}
