@@ -11,7 +11,7 @@ import { createBoundedServer } from './shared/http-server';
 import type { Logger } from './shared/logger';
 import { connectRedis, redisConfigured, type RedisClient } from './shared/redis';
 import { UpstreamTokenSigner, resolveSigningSecret } from './shared/upstream-token';
-import { createKeyStore, KeyResolver, KeyService } from './keys';
+import { createKeyStore, KeyResolver, KeyService, MemoryKeyStore } from './keys';
 import { createLimiters } from './limits';
 import { startInventory, type RunningInventory } from './inventory';
 import { createGatewayHandler } from './gateway/handler';
@@ -124,7 +124,16 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     }
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const store = await createKeyStore({ redis, namespace: config.redis.namespace, dataDir: config.dataDir });
+    const metrics = createGatewayMetrics(new Registry(), {
+      activeBans: () => limiters.keys.activeBans(),
+      deprecations: config.deprecations,
+    });
+    // The single-instance mode's SQLite files: how long a write waits for a lock, and each failed statement.
+    const sqlite = {
+      busyTimeoutMs: config.storage.busyTimeoutMs,
+      onSqliteError: (database: string, code: string) => metrics.sqliteErrors.inc({ database, code }),
+    };
+    const store = await createKeyStore({ redis, namespace: config.redis.namespace, dataDir: config.dataDir, sqlite });
     cleanups.push(() => store.close());
     const keys = new KeyService({ store, prefix: config.keys.prefix, plans: config.plans, clock });
     const resolver = new KeyResolver(store, clock, {
@@ -133,10 +142,6 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
     });
     cleanups.push(() => resolver.close());
-    const metrics = createGatewayMetrics(new Registry(), {
-      activeBans: () => limiters.keys.activeBans(),
-      deprecations: config.deprecations,
-    });
     const limiters = createLimiters({
       redis,
       namespace: config.redis.namespace,
@@ -174,19 +179,31 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     // beside the keys, so a restart keeps them as it keeps the keys.
     let keyActivityStore: KeyActivityStore;
     let auditLog: AuditLog;
+    /** Each SQLite file this process writes, for /readyz: it turns not ready while one refuses writes. */
+    const writableDatabases: Array<{ name: string; checkWrites(): void }> = [];
+    if (store instanceof MemoryKeyStore) writableDatabases.push({ name: 'keys database', checkWrites: () => store.checkWrites() });
+    if (inventory) writableDatabases.push({ name: 'inventory database', checkWrites: inventory.checkWrites });
     if (redis) {
       keyActivityStore = new RedisKeyActivityStore(redis, config.redis.namespace);
       auditLog = new RedisAuditLog(redis, config.redis.namespace);
     } else {
-      const sqliteActivity = new SqliteKeyActivityStore(config.dataDir);
+      const sqliteActivity = new SqliteKeyActivityStore(config.dataDir, sqlite);
       cleanups.push(() => sqliteActivity.close());
       keyActivityStore = sqliteActivity;
-      const sqliteAudit = new SqliteAuditLog(config.dataDir);
+      const sqliteAudit = new SqliteAuditLog(config.dataDir, { ...sqlite, onDropped: (entries) => metrics.auditDropped.inc(entries) });
       cleanups.push(() => sqliteAudit.close());
       auditLog = sqliteAudit;
+      writableDatabases.push(
+        { name: 'audit database', checkWrites: () => sqliteAudit.checkWrites() },
+        { name: 'key-usage database', checkWrites: () => sqliteActivity.checkWrites() },
+      );
     }
-    const keyActivity = new KeyActivityRecorder(keyActivityStore, clock, undefined, (err) =>
-      logger.warn({ err: (err as Error).message }, 'could not record key usage'),
+    const keyActivity = new KeyActivityRecorder(
+      keyActivityStore,
+      clock,
+      undefined,
+      (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'),
+      (requests) => metrics.keyUsageDropped.inc(requests),
     );
     cleanups.push(() => keyActivity.close());
 
@@ -230,6 +247,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
           if (redis) await redis.ping();
         },
       },
+      // A probe write to each SQLite file: a full disk, a read-only file system or a held lock shows
+      // here (with its SQLite code), and passes again by itself once the cause is gone.
+      ...writableDatabases.map(({ name, checkWrites }) => ({ name, check: async () => checkWrites() })),
       {
         name: 'upstream',
         check: async () => {

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { ApiError, errorHandler, sendError } from '../shared/errors';
+import { describeWriteFailure, StorageUnavailableError } from '../shared/sqlite-failures';
 import type { Logger } from '../shared/logger';
 import { systemClock, type Clock } from '../shared/clock';
 import { FAILED_TOKEN_DELAY_MS, FailedTokenLimiter } from './failed-tokens';
@@ -114,6 +115,16 @@ function tokensEqual(presented: string, expected: string): boolean {
 
 const ADMIN_REALM = 'Bearer realm="animal-store-admin"';
 
+/** A write the key store refused is answered 503 with nothing stored; the operator learns why here. */
+function logRefusedWrites(logger: Logger) {
+  return (err: unknown, _req: Request, _res: Response, next: NextFunction): void => {
+    if (err instanceof StorageUnavailableError) {
+      logger.error({ database: err.database, sqliteCode: err.sqliteCode, detail: err.detail }, 'admin write refused: the database cannot take it');
+    }
+    next(err);
+  };
+}
+
 export function createAdminApp(deps: AdminDependencies): express.Express {
   const { keys, logger } = deps;
   const failedTokens = new FailedTokenLimiter(deps.failedTokensPerMinute, deps.clock ?? systemClock);
@@ -208,22 +219,24 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
         try {
           await check();
           return { name, ok: true };
-        } catch {
-          return { name, ok: false };
+        } catch (err) {
+          // A database that refuses writes says why (SQLITE_FULL: disk full, …); other checks just fail.
+          return { name, ok: false, reason: err instanceof StorageUnavailableError ? describeWriteFailure(err) : undefined };
         }
       }),
     );
 
   app.get('/readyz', async (_req, res) => {
     const results = await runReadinessChecks();
-    const failing = results.filter((r) => !r.ok).map((r) => r.name);
+    const failed = results.filter((r) => !r.ok);
+    const failing = failed.map((r) => r.name);
     if (failing.length === 0) {
       res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])) });
       return;
     }
     res.status(503).json({
       code: 'service_unavailable',
-      message: `Not ready: ${failing.join(', ')} not answering.`,
+      message: `Not ready: ${failed.map((r) => (r.reason ? `${r.name} cannot take writes (${r.reason})` : `${r.name} not answering`)).join('; ')}.`,
       status: 503,
       failing,
     });
@@ -336,6 +349,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   app.use('/admin', admin);
   app.use('/console', consoleRouter());
   app.use((_req, res) => sendError(res, 'not_found', 'No such resource.'));
+  app.use(logRefusedWrites(logger));
   app.use(errorHandler((err) => logger.error({ err }, 'unhandled admin error')));
   return app;
 }

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../shared/redis';
-import { MemoryKeyStore } from './memory-key-store';
+import { MemoryKeyStore, type MemoryKeyStoreOptions } from './memory-key-store';
 import { RedisKeyStore } from './redis-key-store';
 import type { KeyStore } from './types';
 
@@ -19,6 +19,8 @@ export interface KeyStoreSettings {
   namespace: string;
   /** Config `dataDir`: where the in-process store keeps `keys.sqlite`. */
   dataDir: string;
+  /** For the in-process store: config `storage.busyTimeoutMs` and the failed-statement counter. */
+  sqlite?: Pick<MemoryKeyStoreOptions, 'busyTimeoutMs' | 'onSqliteError'>;
 }
 
 /**
@@ -28,5 +30,5 @@ export interface KeyStoreSettings {
  */
 export async function createKeyStore(settings: KeyStoreSettings): Promise<KeyStore> {
   if (settings.redis) return RedisKeyStore.open(settings.redis, { namespace: settings.namespace });
-  return new MemoryKeyStore({ dataDir: settings.dataDir });
+  return new MemoryKeyStore({ dataDir: settings.dataDir, ...settings.sqlite });
 }
