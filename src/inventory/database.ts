@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from '../shared/sqlite-failures';
+import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from '../shared/sqlite-failures';
 import { migrate } from './migrations';
 
 /**
@@ -12,6 +12,7 @@ import { migrate } from './migrations';
  */
 export function openInventoryDatabase(file: string, busyTimeoutMs = DEFAULT_SQLITE_BUSY_TIMEOUT_MS): Database.Database {
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  assertWritableDataDir(path.dirname(path.resolve(file)));
   const db = new Database(file);
   try {
     const journalMode = db.pragma('journal_mode = WAL', { simple: true });

@@ -179,7 +179,7 @@ export class KeyActivityRecorder {
 
 /** Held in process only: for tests of the recorder, and for a process with nowhere to write. */
 export class MemoryKeyActivityStore implements KeyActivityStore {
-  readonly retriesAreSafe = true;
+  readonly retriesAreSafe: boolean = true;
   /** key id → day → counts. */
   private readonly counts = new Map<string, Map<number, Omit<KeyTally, 'lastUsedAt'>>>();
   private readonly lastUses = new Map<string, number>();

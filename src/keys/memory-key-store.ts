@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { systemClock } from '../shared/clock';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
+import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf, limitsOf } from './record';
@@ -110,6 +110,7 @@ export class MemoryKeyStore implements KeyStore {
     let file = ':memory:';
     if (options.dataDir !== null) {
       fs.mkdirSync(options.dataDir, { recursive: true });
+      assertWritableDataDir(options.dataDir);
       file = path.join(options.dataDir, KEYS_DATABASE_FILE);
     }
     this.db = new Database(file);

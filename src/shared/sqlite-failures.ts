@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { ApiError } from './errors';
 
 /** Seconds a client is told to wait after a write the database could not make (Retry-After). */
@@ -86,4 +87,26 @@ export function describeWriteFailure(err: unknown): string {
   const code = sqliteCodeOf(err);
   const message = err instanceof Error ? err.message : String(err);
   return code ? `${code}: ${message}` : message;
+}
+
+/** The data directory is on a read-only file system at startup: said in one line, exit 1. */
+export class ReadOnlyDataDirError extends Error {
+  constructor(readonly dir: string) {
+    super(`DATA_DIR ${dir} is on a read-only file system: its SQLite files cannot take writes. Remount it read-write (or point DATA_DIR elsewhere) and start again.`);
+    this.name = 'ReadOnlyDataDirError';
+  }
+}
+
+/**
+ * Refuses to start on a read-only file system. SQLite would open the database read-only and serve
+ * reads, but that connection stays read-only after a remount, so writes could never resume without
+ * a restart; refusing lets the supervisor restart the process until the file system is writable.
+ * (A full disk or a held lock is no reason to refuse: those pass while the process runs.)
+ */
+export function assertWritableDataDir(dir: string): void {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EROFS') throw new ReadOnlyDataDirError(dir);
+  }
 }

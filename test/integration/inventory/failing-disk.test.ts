@@ -10,7 +10,7 @@ import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
 /**
  * The standalone inventory (src/inventory/main.ts, a real child process) on a disk that cannot take
  * writes: a tmpfs filled to the last byte, and a second connection holding the write lock past the
- * busy timeout. Every POST is 201 and stored, or 503 with the Error body and Retry-After; /readyz
+ * busy timeout; a read-only remount. Every POST is 201 and stored, or 503 with the Error body and Retry-After; /readyz
  * says why and turns ready by itself; after a SIGKILL and a restart the database holds exactly the
  * acknowledged pets, each id once (issue 32, CONTRACT §7).
  */
@@ -130,6 +130,31 @@ describe('standalone inventory on a failing disk', () => {
     // No id handed out twice, and every id after the outage beyond every id acknowledged before it.
     expect(Math.min(...after.stored.map((p) => p.id))).toBeGreaterThan(Math.max(...before.stored.map((p) => p.id), ...full.stored.map((p) => p.id)));
     running.push(await expectExactlyAfterCrash(proc, disk.dir, acknowledged, env));
+  });
+
+  it('read-only remount: startup refuses with one line naming DATA_DIR; remounted read-write, exactly the acknowledged pets', async () => {
+    const disk = mountTmpfs('inventory-ro', 2 * 1024 * 1024);
+    mounts.push(disk);
+    const proc = await spawnInventoryProcess({ dataDir: disk.dir });
+    running.push(proc);
+    const before = await postMany(proc, 'Writable', 4);
+    expect(before.refused).toBe(0);
+    // Linux refuses a read-only remount while a process holds a file open for writing: crash it first.
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    disk.remount('ro');
+
+    const refused = await spawnInventoryProcess({ dataDir: disk.dir, waitUntilReady: false });
+    running.push(refused);
+    expect((await refused.exited).code).toBe(1);
+    expect(refused.stderr().trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^DATA_DIR ${disk.dir} is on a read-only file system`))]);
+
+    disk.remount('rw');
+    const revived = await spawnInventoryProcess({ dataDir: disk.dir });
+    running.push(revived);
+    const after = await postMany(revived, 'Writable again', 2);
+    expect(after.refused).toBe(0);
+    running.push(await expectExactlyAfterCrash(revived, disk.dir, [...before.stored, ...after.stored], {}));
   });
 
   it('a second connection holding the write lock past the busy timeout: 503, then 201 once it lets go; a crash keeps exactly the 201s', async () => {
