@@ -1,4 +1,5 @@
-import express from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { StorageUnavailableError } from '../shared/sqlite-failures';
 import { errorHandler, sendError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import { systemClock, type Clock } from '../shared/clock';
@@ -44,6 +45,16 @@ export interface AdminDependencies {
   maxBodyBytes: number;
 }
 
+/** A write the key store refused is answered 503 with nothing stored; the operator learns why here. */
+function logRefusedWrites(logger: Logger) {
+  return (err: unknown, _req: Request, _res: Response, next: NextFunction): void => {
+    if (err instanceof StorageUnavailableError) {
+      logger.error({ database: err.database, sqliteCode: err.sqliteCode, detail: err.detail }, 'admin write refused: the database cannot take it');
+    }
+    next(err);
+  };
+}
+
 /**
  * The admin listener: health and metrics without a token; `/admin/*` behind the admin token (keys,
  * backups, audit, plans, deprecations, stats); the console's static files.
@@ -85,6 +96,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   app.use('/admin', admin);
   app.use('/console', consoleRouter());
   app.use((_req, res) => sendError(res, 'not_found', 'No such resource.'));
+  app.use(logRefusedWrites(logger));
   app.use(errorHandler((err) => logger.error({ err }, 'unhandled admin error')));
   return app;
 }

@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { systemClock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
+import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 
 /** Entries kept: the oldest go first beyond this (CONTRACT §5). */
 export const MAX_AUDIT_ENTRIES = 10_000;
@@ -26,40 +29,120 @@ export interface AuditLog {
 
 export const AUDIT_DATABASE_FILE = 'audit.sqlite';
 
-/** The single-instance trail when a data directory is given: SQLite under it, bounded the same way. */
+export interface SqliteAuditLogOptions {
+  /** Config `storage.busyTimeoutMs`. */
+  busyTimeoutMs?: number;
+  /** Each failed SQLite statement, by code: `gateway_sqlite_errors_total{database="audit"}`. */
+  onSqliteError?: SqliteErrorListener;
+  /** Entries given up on because MAX_PENDING_AUDIT_ENTRIES were already waiting. */
+  onDropped?: (entries: number) => void;
+  /** How often entries the file refused are tried again. */
+  retryIntervalMs?: number;
+}
+
+/** Entries kept in memory while audit.sqlite refuses writes; the oldest are dropped (and counted) beyond. */
+export const MAX_PENDING_AUDIT_ENTRIES = 1000;
+
+const DATABASE = 'audit';
+
+/**
+ * The single-instance trail when a data directory is given: SQLite under it, bounded the same way.
+ * An entry follows an admin write that is already stored, so an entry the file refuses (disk full,
+ * lock, read-only) does not undo or fail that write: it waits in memory, shows in `recent`, and is
+ * written with the next entry or the next retry, in order.
+ */
 export class SqliteAuditLog implements AuditLog {
   private readonly db: Database.Database;
   private readonly insert: Database.Statement<[string]>;
   private readonly trim: Database.Statement<[number]>;
   private readonly select: Database.Statement<[number]>;
+  private readonly writeProbe: SqliteWriteProbe;
+  /** Entries not yet in the file, oldest first. */
+  private pending: AuditEntry[] = [];
+  private readonly retryTimer: NodeJS.Timeout;
 
-  constructor(dataDir: string) {
+  constructor(
+    dataDir: string,
+    private readonly options: SqliteAuditLogOptions = {},
+  ) {
     fs.mkdirSync(dataDir, { recursive: true });
     this.db = new Database(path.join(dataDir, AUDIT_DATABASE_FILE));
     try {
       this.db.pragma('journal_mode = WAL');
-      this.db.pragma('busy_timeout = 5000');
+      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
       this.db.exec('CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL) STRICT');
+      this.db.exec(WRITE_PROBE_TABLE_SQL);
       this.insert = this.db.prepare('INSERT INTO audit (entry) VALUES (?)');
       this.trim = this.db.prepare('DELETE FROM audit WHERE seq <= ?');
       this.select = this.db.prepare('SELECT entry FROM audit ORDER BY seq DESC LIMIT ?');
+      this.writeProbe = new SqliteWriteProbe(this.db, DATABASE, systemClock, options.onSqliteError);
     } catch (err) {
       this.db.close();
       throw err;
     }
+    this.retryTimer = setInterval(() => {
+      if (this.pending.length > 0) this.tryWritePending();
+    }, options.retryIntervalMs ?? 5000);
+    this.retryTimer.unref();
   }
 
+  /** Resolves once the entry is in the file; rejects (StorageUnavailableError) when it waits in memory. */
   async append(entry: AuditEntry): Promise<void> {
-    const { lastInsertRowid } = this.insert.run(JSON.stringify(entry));
-    this.trim.run(Number(lastInsertRowid) - MAX_AUDIT_ENTRIES);
+    this.pending.push(entry);
+    const excess = this.pending.length - MAX_PENDING_AUDIT_ENTRIES;
+    if (excess > 0) {
+      this.pending.splice(0, excess);
+      this.options.onDropped?.(excess);
+    }
+    this.writePending();
   }
 
   async recent(limit: number): Promise<AuditEntry[]> {
-    return (this.select.all(limit) as Array<{ entry: string }>).map((row) => JSON.parse(row.entry) as AuditEntry);
+    if (this.pending.length > 0) this.tryWritePending();
+    // Entries still waiting are newer than any in the file.
+    const waiting = this.pending.slice().reverse();
+    const stored = (this.select.all(limit) as Array<{ entry: string }>).map((row) => JSON.parse(row.entry) as AuditEntry);
+    return [...waiting, ...stored].slice(0, limit);
+  }
+
+  /** Throws when audit.sqlite cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.writeProbe.check();
+  }
+
+  /** Entries waiting for the file. */
+  get pendingCount(): number {
+    return this.pending.length;
   }
 
   close(): void {
+    clearInterval(this.retryTimer);
+    if (this.pending.length > 0) this.tryWritePending();
     this.db.close();
+  }
+
+  /** Writes every waiting entry in one transaction (all or none), then trims; throws when refused. */
+  private writePending(): void {
+    const entries = this.pending;
+    sqliteStatement(
+      DATABASE,
+      () =>
+        this.db.transaction(() => {
+          let last = 0;
+          for (const entry of entries) last = Number(this.insert.run(JSON.stringify(entry)).lastInsertRowid);
+          this.trim.run(last - MAX_AUDIT_ENTRIES);
+        })(),
+      this.options.onSqliteError,
+    );
+    this.pending = this.pending.slice(entries.length);
+  }
+
+  private tryWritePending(): void {
+    try {
+      this.writePending();
+    } catch {
+      // Still refused: the entries wait for the next try; the failure is already counted.
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import express from 'express';
+import { describeWriteFailure, StorageUnavailableError } from '../shared/sqlite-failures';
 
 /** What GET /metrics serves: this process's registry, or every worker's summed (src/workers). */
 export interface MetricsSource {
@@ -12,7 +13,8 @@ export interface ReadinessCheck {
   check(): Promise<void>;
 }
 
-export type ReadinessResult = { name: string; ok: boolean };
+/** `reason` says why a database refuses writes (SQLITE_FULL: disk full, …); other checks just fail. */
+export type ReadinessResult = { name: string; ok: boolean; reason?: string };
 
 /** Every check at once; one that rejects is failing, whatever it threw. */
 export function runReadinessChecks(checks: readonly ReadinessCheck[]): Promise<ReadinessResult[]> {
@@ -21,8 +23,8 @@ export function runReadinessChecks(checks: readonly ReadinessCheck[]): Promise<R
       try {
         await check();
         return { name, ok: true };
-      } catch {
-        return { name, ok: false };
+      } catch (err) {
+        return { name, ok: false, reason: err instanceof StorageUnavailableError ? describeWriteFailure(err) : undefined };
       }
     }),
   );
@@ -36,12 +38,14 @@ export function healthRoutes(readiness: readonly ReadinessCheck[], metrics: Metr
   });
   router.get('/readyz', async (_req, res) => {
     const results = await runReadinessChecks(readiness);
-    const failing = results.filter((r) => !r.ok).map((r) => r.name);
+    const failed = results.filter((r) => !r.ok);
+    const failing = failed.map((r) => r.name);
     if (failing.length === 0) {
       res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])) });
       return;
     }
-    res.status(503).json({ code: 'service_unavailable', message: `Not ready: ${failing.join(', ')} not answering.`, status: 503, failing });
+    const reasons = failed.map((r) => (r.reason ? `${r.name} cannot take writes (${r.reason})` : `${r.name} not answering`));
+    res.status(503).json({ code: 'service_unavailable', message: `Not ready: ${reasons.join('; ')}.`, status: 503, failing });
   });
   router.get('/metrics', async (_req, res) => {
     const text = await metrics.text();

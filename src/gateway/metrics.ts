@@ -128,6 +128,32 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    ...storageMetrics(registry),
+  };
+}
+
+/**
+ * The single-instance mode's own SQLite files (keys, audit, key-usage): failed statements by SQLite
+ * code (SQLITE_FULL, SQLITE_READONLY, SQLITE_BUSY, SQLITE_IOERR_*, …) and what was given up on.
+ */
+function storageMetrics(registry: Registry) {
+  return {
+    sqliteErrors: new Counter({
+      name: 'gateway_sqlite_errors_total',
+      help: "Failed statements on the gateway's own SQLite files, by database and SQLite result code.",
+      labelNames: ['database', 'code'] as const,
+      registers: [registry],
+    }),
+    keyUsageDropped: new Counter({
+      name: 'gateway_key_usage_dropped_total',
+      help: 'Requests whose usage counts were given up on after the usage store refused them (beyond what is kept for retries).',
+      registers: [registry],
+    }),
+    auditDropped: new Counter({
+      name: 'gateway_audit_entries_dropped_total',
+      help: 'Audit entries given up on while the audit file refused writes (beyond the 1,000 kept for retries).',
+      registers: [registry],
+    }),
   };
 }
 

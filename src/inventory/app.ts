@@ -1,6 +1,7 @@
 import express, { type Express, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { errorHandler, sendError } from '../shared/errors';
+import { describeWriteFailure } from '../shared/sqlite-failures';
 import type { Logger } from '../shared/logger';
 import { tracing } from '../shared/telemetry';
 import type { UpstreamTokenVerifier } from '../shared/upstream-token';
@@ -69,6 +70,14 @@ export function createInventoryApp({
       } catch (err) {
         logger.warn({ err }, 'readiness check failed: database');
         sendError(res, 'service_unavailable', 'The inventory database does not answer.');
+        return;
+      }
+      try {
+        repository.checkWrites();
+      } catch (err) {
+        // The reason (SQLITE_FULL: disk full, …) is for the operator; this listener is not public.
+        logger.warn({ err }, 'readiness check failed: the database cannot take writes');
+        sendError(res, 'service_unavailable', `The inventory database cannot take writes (${describeWriteFailure(err)}).`);
         return;
       }
       res.json({ status: 'ok' });

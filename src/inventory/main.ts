@@ -4,6 +4,7 @@ import { tracing } from '../shared/telemetry';
 import { INVENTORY_SERVICE } from '../shared/constants';
 import { ConfigError, loadConfig, type Config } from '../shared/config';
 import { createLogger } from '../shared/logger';
+import { ReadOnlyDataDirError } from '../shared/sqlite-failures';
 import { startInventory } from './server';
 
 /** The inventory on its own (`npm run start:inventory`): config, listen, stop cleanly on a signal. */
@@ -23,6 +24,11 @@ async function main(): Promise<void> {
   try {
     inventory = await startInventory(config, { logger, port: config.inventory.port, collectDefaultMetrics: true });
   } catch (err) {
+    if (err instanceof ReadOnlyDataDirError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
     logger.fatal({ err }, 'inventory failed to start');
     process.exitCode = 1;
     return;

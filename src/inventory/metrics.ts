@@ -65,6 +65,14 @@ export function createInventoryMetrics(registry: Registry, options: InventoryMet
       registers: [registry],
     }),
     sqliteQueryDuration,
+    // A failed statement by its SQLite code (SQLITE_FULL, SQLITE_READONLY, SQLITE_BUSY,
+    // SQLITE_IOERR_WRITE, …); `write_probe` is /readyz's probe write. Both label sets are closed.
+    sqliteErrors: new Counter({
+      name: 'inventory_sqlite_errors_total',
+      help: 'SQLite statements of the inventory that failed, by statement and SQLite result code.',
+      labelNames: ['statement', 'code'] as const,
+      registers: [registry],
+    }),
   };
 }
 

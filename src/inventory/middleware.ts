@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { Logger } from '../shared/logger';
 import { ApiError, sendError, toApiError } from '../shared/errors';
+import { StorageUnavailableError } from '../shared/sqlite-failures';
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenVerifier } from '../shared/upstream-token';
 import { isJsonContentType } from './validation';
 
@@ -96,7 +97,10 @@ export function readJsonBody(maxBodyBytes: number): RequestHandler[] {
 /** Logs what will become a 500 (with its stack, which the client never sees), then passes it on. */
 export function logInternalErrors(logger: Logger): ErrorRequestHandler {
   return (err, req, res, next) => {
-    if (toApiError(err).code === 'internal_error') {
+    if (err instanceof StorageUnavailableError) {
+      // Answered 503 with nothing stored; the reason (SQLITE_FULL: disk full, …) is the operator's.
+      logger.error({ database: err.database, sqliteCode: err.sqliteCode, detail: err.detail, requestId: res.locals.requestId }, 'write refused: the database cannot take it');
+    } else if (toApiError(err).code === 'internal_error') {
       logger.error({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
     }
     next(err);

@@ -29,6 +29,13 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    description: 'write_probe: one row that /readyz rewrites to learn whether the database takes writes',
+    up(db) {
+      db.exec('CREATE TABLE write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL) STRICT');
+    },
+  },
 ];
 
 export interface MigrationResult {

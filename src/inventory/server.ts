@@ -39,6 +39,8 @@ export interface RunningInventory {
    * /metrics, e.g. with Registry.merge. Holds no default process metrics unless asked for.
    */
   metrics: Registry;
+  /** Throws when the database cannot take a write now (the check behind /readyz; the embedding gateway's /readyz runs it too). */
+  checkWrites(): void;
   /** Stops accepting, lets requests in flight finish (up to config.server.shutdownTimeoutMs), closes the database. */
   close(): Promise<void>;
 }
@@ -61,7 +63,7 @@ export async function startInventory(config: Config, options: StartInventoryOpti
   const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
   const verifier = new VerifiedTokenCache(new UpstreamTokenVerifier({ ...config.signing, secret }, clock), clock);
   const metrics = createInventoryMetrics(new Registry(), { collectDefaults: options.collectDefaultMetrics ?? false });
-  const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config)), clock, metrics);
+  const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config), config.storage.busyTimeoutMs), clock, metrics);
   const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: config.server.maxBodyBytes, metrics });
 
   const server = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes + GATEWAY_HEADER_ALLOWANCE_BYTES }, app);
@@ -95,5 +97,5 @@ export async function startInventory(config: Config, options: StartInventoryOpti
     return closing;
   };
 
-  return { server, port, url, metrics: metrics.registry, close };
+  return { server, port, url, metrics: metrics.registry, checkWrites: () => repository.checkWrites(), close };
 }

@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { Clock } from '../shared/clock';
+import { systemClock, type Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
+import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 
 const DAY_MS = 86_400_000;
 /** How many UTC days of usage history are kept per key (CONTRACT §5). */
@@ -29,12 +31,30 @@ export interface DayUsage {
 
 /** Where usage is kept: Redis for every instance together, or this process alone. */
 export interface KeyActivityStore {
+  /**
+   * True when `add` stores a batch whole or not at all, so a refused batch can be sent again without
+   * counting anything twice (SQLite: one transaction). Redis runs one script per key: a failed batch
+   * may be partly stored, so it is dropped rather than doubled.
+   */
+  readonly retriesAreSafe?: boolean;
   /** Adds a batch of tallies of UTC day `day` (days since the epoch). Counts add up; never set. */
   add(day: number, tallies: ReadonlyMap<string, KeyTally>): Promise<void>;
   /** Counts of days `firstDay`..`lastDay`, oldest first, zero-filled. */
   days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>>;
   /** Epoch ms of each key's latest admitted request; keys never used are absent. */
   lastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;
+}
+
+/**
+ * Key-day tallies kept while the store refuses batches (about 100 bytes each: a few MB at most).
+ * Beyond it the oldest days are dropped and counted.
+ */
+export const MAX_RETAINED_TALLIES = 50_000;
+
+function requestsIn(tallies: Iterable<KeyTally>): number {
+  let requests = 0;
+  for (const t of tallies) requests += t.admitted + t.rateLimited + t.banned;
+  return requests;
 }
 
 function emptyTally(): KeyTally {
@@ -65,6 +85,8 @@ export class KeyActivityRecorder {
     private readonly clock: Clock,
     flushIntervalMs = 5000,
     private readonly onFlushError: (err: unknown) => void = () => {},
+    /** Requests whose counts were given up on (a batch the store refused, beyond what is kept): gateway_key_usage_dropped_total. */
+    private readonly onDropped: (requests: number) => void = () => {},
   ) {
     this.timer = setInterval(() => void this.flush(), flushIntervalMs);
     this.timer.unref();
@@ -82,8 +104,10 @@ export class KeyActivityRecorder {
   }
 
   /**
-   * Sends what has gathered. Flushes run one after another, so a batch is never written twice; a batch
-   * the store refused is reported and dropped (a count may be lost in an outage, never doubled).
+   * Sends what has gathered. Flushes run one after another, so a batch is never written twice. A
+   * batch the store refused is reported; when the store's retries are safe it goes back into the
+   * pending tallies (up to MAX_RETAINED_TALLIES, oldest days dropped first and counted) and is sent
+   * with the next flush, else it is dropped and counted: a count may be lost, never doubled.
    */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(() => this.flushOnce());
@@ -117,13 +141,45 @@ export class KeyActivityRecorder {
         await this.store.add(day, tallies);
       } catch (err) {
         this.onFlushError(err);
+        if (this.store.retriesAreSafe) this.keep(day, tallies);
+        else this.onDropped(requestsIn(tallies.values()));
       }
+    }
+    this.dropBeyondBound();
+  }
+
+  /** Adds a refused batch back to what is pending (counts add up, the later last use wins). */
+  private keep(day: number, tallies: ReadonlyMap<string, KeyTally>): void {
+    let pendingDay = this.pending.get(day);
+    if (!pendingDay) this.pending.set(day, (pendingDay = new Map()));
+    for (const [keyId, tally] of tallies) {
+      const current = pendingDay.get(keyId) ?? emptyTally();
+      pendingDay.set(keyId, {
+        admitted: current.admitted + tally.admitted,
+        rateLimited: current.rateLimited + tally.rateLimited,
+        banned: current.banned + tally.banned,
+        lastUsedAt: Math.max(current.lastUsedAt, tally.lastUsedAt),
+      });
+    }
+  }
+
+  /** Memory stays bounded during a long outage: the oldest days' tallies go first, counted. */
+  private dropBeyondBound(): void {
+    let retained = 0;
+    for (const tallies of this.pending.values()) retained += tallies.size;
+    for (const day of [...this.pending.keys()].sort((a, b) => a - b)) {
+      if (retained <= MAX_RETAINED_TALLIES) return;
+      const tallies = this.pending.get(day)!;
+      this.pending.delete(day);
+      retained -= tallies.size;
+      this.onDropped(requestsIn(tallies.values()));
     }
   }
 }
 
 /** Held in process only: for tests of the recorder, and for a process with nowhere to write. */
 export class MemoryKeyActivityStore implements KeyActivityStore {
+  readonly retriesAreSafe: boolean = true;
   /** key id → day → counts. */
   private readonly counts = new Map<string, Map<number, Omit<KeyTally, 'lastUsedAt'>>>();
   private readonly lastUses = new Map<string, number>();
@@ -163,6 +219,8 @@ export class MemoryKeyActivityStore implements KeyActivityStore {
 }
 
 export const KEY_USAGE_DATABASE_FILE = 'key-usage.sqlite';
+/** This store's name in errors, metrics and /readyz. */
+const KEY_USAGE_DATABASE = 'key-usage';
 
 /**
  * The single-instance store when a data directory is given: SQLite under it, so the history and
@@ -170,18 +228,25 @@ export const KEY_USAGE_DATABASE_FILE = 'key-usage.sqlite';
  * transaction), never on the request path.
  */
 export class SqliteKeyActivityStore implements KeyActivityStore {
+  /** add() is one transaction: a refused batch stored nothing and can be sent again. */
+  readonly retriesAreSafe = true;
   private readonly db: Database.Database;
+  private readonly writeProbe: SqliteWriteProbe;
   private readonly addCounts: Database.Statement<[string, number, number, number, number]>;
   private readonly addLastUse: Database.Statement<[string, number]>;
   private readonly dropOld: Database.Statement<[number]>;
   private readonly selectDays: Database.Statement<[string, number, number]>;
 
-  constructor(dataDir: string) {
+  constructor(
+    dataDir: string,
+    private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
+  ) {
     fs.mkdirSync(dataDir, { recursive: true });
     this.db = new Database(path.join(dataDir, KEY_USAGE_DATABASE_FILE));
     try {
       this.db.pragma('journal_mode = WAL');
-      this.db.pragma('busy_timeout = 5000');
+      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
+      this.db.exec(WRITE_PROBE_TABLE_SQL);
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS key_usage (
           key_id TEXT NOT NULL, day INTEGER NOT NULL,
@@ -199,6 +264,7 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
       );
       this.dropOld = this.db.prepare('DELETE FROM key_usage WHERE day <= ?');
       this.selectDays = this.db.prepare('SELECT day, admitted, rate_limited, banned FROM key_usage WHERE key_id = ? AND day BETWEEN ? AND ?');
+      this.writeProbe = new SqliteWriteProbe(this.db, KEY_USAGE_DATABASE, systemClock, options.onSqliteError);
     } catch (err) {
       this.db.close();
       throw err;
@@ -206,13 +272,19 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
   }
 
   async add(day: number, tallies: ReadonlyMap<string, KeyTally>): Promise<void> {
-    this.db.transaction(() => {
+    const addAll = this.db.transaction(() => {
       for (const [keyId, tally] of tallies) {
         this.addCounts.run(keyId, day, tally.admitted, tally.rateLimited, tally.banned);
         if (tally.lastUsedAt > 0) this.addLastUse.run(keyId, tally.lastUsedAt);
       }
       this.dropOld.run(day - USAGE_HISTORY_DAYS);
-    })();
+    });
+    sqliteStatement(KEY_USAGE_DATABASE, () => addAll(), this.options.onSqliteError);
+  }
+
+  /** Throws when key-usage.sqlite cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.writeProbe.check();
   }
 
   async days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>> {

@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { systemClock } from '../shared/clock';
+import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf, limitsOf } from './record';
 import { applyImport } from './memory-key-import';
@@ -9,7 +12,14 @@ import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyS
 export interface MemoryKeyStoreOptions {
   /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
   dataDir: string | null;
+  /** Config `storage.busyTimeoutMs`: how long a write waits for another connection's lock (then 503). */
+  busyTimeoutMs?: number;
+  /** Each failed SQLite statement, by code: `gateway_sqlite_errors_total{database="keys"}`. */
+  onSqliteError?: SqliteErrorListener;
 }
+
+/** This store's name in errors, metrics and /readyz. */
+const DATABASE = 'keys';
 
 export const KEYS_DATABASE_FILE = 'keys.sqlite';
 
@@ -94,21 +104,26 @@ export class MemoryKeyStore implements KeyStore {
   private readonly insertRow: Database.Statement<KeyRow>;
   private readonly updateRow: Database.Statement<KeyRow>;
   private readonly upsertRow: Database.Statement<KeyRow>;
+  private readonly writeProbe: SqliteWriteProbe;
+  private readonly onSqliteError?: SqliteErrorListener;
   private closed = false;
 
   constructor(options: MemoryKeyStoreOptions) {
     let file = ':memory:';
     if (options.dataDir !== null) {
       fs.mkdirSync(options.dataDir, { recursive: true });
+      assertWritableDataDir(options.dataDir);
       file = path.join(options.dataDir, KEYS_DATABASE_FILE);
     }
     this.db = new Database(file);
+    this.onSqliteError = options.onSqliteError;
     try {
       this.db.pragma('journal_mode = WAL');
       // FULL: a key the admin API reported as created or revoked survives a power loss too.
       this.db.pragma('synchronous = FULL');
-      this.db.pragma('busy_timeout = 5000');
+      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
       this.db.exec(SCHEMA);
+      this.db.exec(WRITE_PROBE_TABLE_SQL);
       const present = new Set((this.db.pragma('table_info(api_keys)') as Array<{ name: string }>).map((c) => c.name));
       for (const column of LIFECYCLE_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} TEXT`);
       // Shadow mode came later too: NULL (follow the plan) for every key of an older database.
@@ -131,6 +146,7 @@ export class MemoryKeyStore implements KeyStore {
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
            previous_key_expires_at = excluded.previous_key_expires_at`,
       );
+      this.writeProbe = new SqliteWriteProbe(this.db, DATABASE, systemClock, options.onSqliteError);
       for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(fromRow(row));
     } catch (err) {
       this.db.close();
@@ -142,7 +158,8 @@ export class MemoryKeyStore implements KeyStore {
     this.assertOpen();
     if (this.byId.has(record.id)) throw new Error(`key id ${record.id} already exists`);
     if (hashesOf(record).some((h) => this.byHash.has(h))) throw new Error('key hash already exists');
-    this.insertRow.run(toRow(record));
+    // Disk first, and only then memory: a write the file refused (503) leaves no key in the Maps.
+    this.write(() => this.insertRow.run(toRow(record)));
     this.remember(copyRecord(record));
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
@@ -214,13 +231,24 @@ export class MemoryKeyStore implements KeyStore {
     const next = transform(current);
     if (next === current) return copyRecord(current);
     // Disk first: if the write fails, memory still matches what a restart would load.
-    const result = this.updateRow.run(toRow(next));
+    const result = this.write(() => this.updateRow.run(toRow(next)));
     if (result.changes !== 1) throw new Error(`key ${id} is missing from ${KEYS_DATABASE_FILE}`);
     const before = hashesOf(current);
     for (const hash of before) this.byHash.delete(hash);
     this.remember(next);
     for (const hash of new Set([...before, ...hashesOf(next)])) this.changeListeners.emit({ id: next.id, hash });
     return copyRecord(next);
+  }
+
+  /** Throws when `keys.sqlite` cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.assertOpen();
+    this.writeProbe.check();
+  }
+
+  /** One statement on the file; a failure is counted, and one that passes becomes a 503. */
+  private write<T>(run: () => T): T {
+    return sqliteStatement(DATABASE, run, this.onSqliteError);
   }
 
   private remember(record: ApiKeyRecord): void {

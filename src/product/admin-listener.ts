@@ -41,6 +41,10 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
   const logger = deps.logger.child({ component: 'admin' });
   const readiness: ReadinessCheck[] = [
     { name: 'store', check: () => stores.ping() },
+    // A probe write to each SQLite file: a full disk, a read-only file system or a held lock shows
+    // here (with its SQLite code), and passes again by itself once the cause is gone.
+    ...stores.writableDatabases.map(({ name, checkWrites }) => ({ name, check: async () => checkWrites() })),
+    ...(deps.inventory ? [{ name: 'inventory database', check: async () => deps.inventory!.checkWrites() }] : []),
     {
       name: 'upstream',
       check: async () => {

@@ -63,7 +63,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const metrics = createGatewayMetrics(new Registry(), { activeBans: () => stores!.limiters.keys.activeBans(), deprecations: config.deprecations });
     const keyDurability = createKeyDurabilityMetrics();
     keyDurability.register(metrics.registry);
-    stores = await startStores(config, { logger, clock, closers, keyDurability, limiterEvents: limiterEventsFor(config, metrics, logger) });
+    stores = await startStores(config, { logger, clock, closers, keyDurability, metrics, limiterEvents: limiterEventsFor(config, metrics, logger) });
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 

@@ -23,7 +23,13 @@ export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; 
     logger.warn({ err: (err as Error).message }, 'could not record callers of deprecated operations'),
   );
   closers.add(() => deprecationUsage.close());
-  const keyActivity = new KeyActivityRecorder(stores.keyActivity, clock, undefined, (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'));
+  const keyActivity = new KeyActivityRecorder(
+    stores.keyActivity,
+    clock,
+    undefined,
+    (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'),
+    (requests) => deps.metrics.keyUsageDropped.inc(requests),
+  );
   closers.add(() => keyActivity.close());
   const traffic = new TrafficRecorder(deps.metrics, clock);
   traffic.start();

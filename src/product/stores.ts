@@ -7,6 +7,7 @@ import { RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } 
 import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
 import { MemoryDeprecationUsageStore, RedisDeprecationUsageStore, type DeprecationUsageStore } from '../gateway/deprecation-usage';
 import { RedisAuditLog, SqliteAuditLog, type AuditLog } from '../admin/audit-log';
+import type { GatewayMetrics } from '../gateway/metrics';
 import type { Closers } from './closers';
 
 /** Everything the product keeps: on Redis for every instance, or in this process (SQLite under dataDir). */
@@ -20,6 +21,11 @@ export interface Stores {
   auditLog: AuditLog;
   /** The readiness check of the store: a Redis PING; in process there is nothing that can be away. */
   ping(): Promise<void>;
+  /**
+   * Each SQLite file the store writes (in process only), for /readyz: a probe write that fails
+   * while the disk is full, the file system read-only or a lock held, and passes again by itself.
+   */
+  writableDatabases: Array<{ name: string; checkWrites(): void }>;
 }
 
 export interface StoreOptions {
@@ -28,6 +34,8 @@ export interface StoreOptions {
   limiterEvents: Partial<LimiterEvents>;
   /** Counts what the durable copy of the key records restores (Redis only). */
   keyDurability: KeyDurabilityMetrics;
+  /** The gateway's metrics: failed SQLite statements and audit entries dropped (in process only). */
+  metrics: GatewayMetrics;
   closers: Closers;
 }
 
@@ -77,19 +85,25 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
     ping: async () => {
       await redis.ping();
     },
+    writableDatabases: [],
   };
 }
 
 /** Keys, usage history and the audit trail in SQLite under dataDir, so a restart keeps them; windows in memory. */
 function startInProcessStores(config: Config, options: StoreOptions): Stores {
-  const { closers } = options;
-  const keys = new MemoryKeyStore({ dataDir: config.dataDir });
+  const { closers, metrics } = options;
+  // How long a write waits for a lock, and each failed statement counted.
+  const sqlite = {
+    busyTimeoutMs: config.storage.busyTimeoutMs,
+    onSqliteError: (database: string, code: string) => metrics.sqliteErrors.inc({ database, code }),
+  };
+  const keys = new MemoryKeyStore({ dataDir: config.dataDir, ...sqlite });
   closers.add(() => keys.close());
   const limiters = limitersFor(config, null, options);
   closers.add(() => limiters.close());
-  const keyActivity = new SqliteKeyActivityStore(config.dataDir);
+  const keyActivity = new SqliteKeyActivityStore(config.dataDir, sqlite);
   closers.add(() => keyActivity.close());
-  const auditLog = new SqliteAuditLog(config.dataDir);
+  const auditLog = new SqliteAuditLog(config.dataDir, { ...sqlite, onDropped: (entries) => metrics.auditDropped.inc(entries) });
   closers.add(() => auditLog.close());
   return {
     redis: null,
@@ -99,5 +113,10 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
     keyActivity,
     auditLog,
     ping: async () => {},
+    writableDatabases: [
+      { name: 'keys database', checkWrites: () => keys.checkWrites() },
+      { name: 'audit database', checkWrites: () => auditLog.checkWrites() },
+      { name: 'key-usage database', checkWrites: () => keyActivity.checkWrites() },
+    ],
   };
 }

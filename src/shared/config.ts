@@ -110,6 +110,8 @@ export const configSchema = z
       forwarder: z.enum(['undici', 'http-proxy']),
     }),
     inventory: z.strictObject({ port, databaseFile: z.string().min(1) }),
+    /** The SQLite files under dataDir: how long a write waits for another connection's lock before it is answered 503. */
+    storage: z.strictObject({ busyTimeoutMs: wholeNumber(1, 60_000) }),
     redis: z.strictObject({
       url: z.string().regex(/^rediss?:\/\//, 'must look like redis://host:port/db').nullable(),
       clusterNodes: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
@@ -253,6 +255,7 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'RATE_LIMIT_RETRY_AFTER_JITTER_SECONDS', path: ['rateLimit', 'retryAfterJitterSeconds'] },
   { variable: 'SHUTDOWN_TIMEOUT_MS', path: ['server', 'shutdownTimeoutMs'] },
   { variable: 'DATA_DIR', path: ['dataDir'] },
+  { variable: 'SQLITE_BUSY_TIMEOUT_MS', path: ['storage', 'busyTimeoutMs'] },
   { variable: 'LOG_LEVEL', path: ['logLevel'] },
   { variable: 'WORKERS', path: ['workers'] },
 ];

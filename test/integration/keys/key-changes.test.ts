@@ -8,6 +8,8 @@ import { KeyService } from '../../../src/keys/key-service';
 import { RedisKeyStore } from '../../../src/keys/redis-key-store';
 import { createKeyDurabilityMetrics } from '../../../src/keys';
 import { startStores } from '../../../src/product/stores';
+import { createGatewayMetrics } from '../../../src/gateway/metrics';
+import { Registry } from 'prom-client';
 import { Closers } from '../../../src/product/closers';
 import { loadConfig } from '../../../src/shared/config';
 import { createLogger } from '../../../src/shared/logger';
@@ -110,7 +112,14 @@ describe('key changes across instances', () => {
 });
 
 describe('startStores, the one place that chooses the store', () => {
-  const startOptions = () => ({ logger: createLogger('silent'), clock: systemClock, closers: new Closers(), keyDurability: createKeyDurabilityMetrics(), limiterEvents: {} });
+  const startOptions = () => ({
+    logger: createLogger('silent'),
+    clock: systemClock,
+    closers: new Closers(),
+    keyDurability: createKeyDurabilityMetrics(),
+    metrics: createGatewayMetrics(new Registry(), { activeBans: async () => 0, deprecations: [] }),
+    limiterEvents: {},
+  });
 
   it('opens every store on Redis when Redis is configured', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-stores-redis-'));

@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { KeyActivityRecorder, MemoryKeyActivityStore, USAGE_HISTORY_DAYS, type KeyActivityStore, type KeyTally } from '../../../src/keys/key-activity';
+import { KeyActivityRecorder, MAX_RETAINED_TALLIES, MemoryKeyActivityStore, USAGE_HISTORY_DAYS, type KeyActivityStore, type KeyTally } from '../../../src/keys/key-activity';
 
 const DAY = 86_400_000;
 
@@ -71,14 +71,60 @@ describe('KeyActivityRecorder', () => {
     expect((await recorder.usage('key_a', 1)).days[0]!.admitted).toBe(12);
   });
 
-  it('a batch the store refuses is reported and dropped, never written twice', async () => {
+  it('a batch a store with safe retries refuses is kept and sent with the next flush, counted once', async () => {
     recorder.record('key_a', 'admitted');
+    recorder.record('key_a', 'banned');
     store.failNext = true;
     await recorder.flush();
     expect(errors).toHaveLength(1);
+    expect(store.batches).toEqual([]);
     recorder.record('key_a', 'admitted');
     await recorder.flush();
-    expect((await recorder.usage('key_a', 1)).days[0]!.admitted).toBe(1);
+    expect(store.batches).toHaveLength(1);
+    expect((await recorder.usage('key_a', 1)).days[0]).toMatchObject({ admitted: 2, banned: 1 });
+    expect(await recorder.lastUsed(['key_a'])).toEqual(new Map([['key_a', clock.now()]]));
+  });
+
+  it('a batch a store without safe retries refuses is dropped and counted, never written twice', async () => {
+    const unsafe = new (class extends WatchedStore {
+      override readonly retriesAreSafe = false;
+    })();
+    const dropped: number[] = [];
+    const other = new KeyActivityRecorder(unsafe, clock, 60_000, (err) => errors.push(err), (requests) => dropped.push(requests));
+    other.record('key_a', 'admitted');
+    other.record('key_a', 'rateLimited');
+    unsafe.failNext = true;
+    await other.flush();
+    expect(dropped).toEqual([2]);
+    other.record('key_a', 'admitted');
+    expect((await other.usage('key_a', 1)).days[0]!.admitted).toBe(1);
+    await other.close();
+  });
+
+  it(`keeps at most ${MAX_RETAINED_TALLIES} refused key-day tallies, dropping the oldest day first and counting its requests`, async () => {
+    const refusing = new (class extends WatchedStore {
+      refuse = true;
+      override async add(day: number, tallies: ReadonlyMap<string, KeyTally>): Promise<void> {
+        if (this.refuse) throw new Error('disk full');
+        return super.add(day, tallies);
+      }
+    })();
+    const dropped: number[] = [];
+    const bounded = new KeyActivityRecorder(refusing, clock, 60_000, () => {}, (requests) => dropped.push(requests));
+    bounded.record('old_key', 'admitted');
+    bounded.record('old_key', 'rateLimited');
+    await bounded.flush();
+    expect(dropped).toEqual([]); // one tally kept
+    clock.advance(DAY);
+    for (let i = 0; i < MAX_RETAINED_TALLIES; i++) bounded.record(`key_${i}`, 'admitted');
+    await bounded.flush();
+    // One tally over the bound: the older day goes whole, its two requests counted.
+    expect(dropped).toEqual([2]);
+    refusing.refuse = false;
+    await bounded.flush();
+    expect((await bounded.usage('key_7', 1)).days[0]!.admitted).toBe(1);
+    expect((await bounded.usage('old_key', 2)).days[0]).toMatchObject({ admitted: 0, rateLimited: 0 });
+    await bounded.close();
   });
 
   it(`keeps ${USAGE_HISTORY_DAYS} days`, async () => {

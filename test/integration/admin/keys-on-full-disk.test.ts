@@ -1,0 +1,145 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { REPO_ROOT, rawRequest, type RawResponse } from '../../support/inventory-harness';
+import { freePort } from '../../support/redis-server';
+import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
+
+/**
+ * `npm start` without Redis (src/main.ts as a real child process): keys, audit and usage live in
+ * SQLite under DATA_DIR, here a 2 MiB tmpfs filled to the last byte. POST /admin/keys is 201 and
+ * stored or 503 with the Error body, and a refused key is nowhere, not even in memory; /readyz
+ * names the database; after space returns, writes resume; after a SIGKILL and a restart the
+ * store holds exactly the acknowledged keys (issue 32, CONTRACT §7).
+ */
+
+const ADMIN_TOKEN = 'keys-on-full-disk-admin-token-0123456789';
+
+interface ProductProcess {
+  child: ChildProcess;
+  adminUrl: string;
+  exited: Promise<unknown>;
+}
+
+async function spawnProduct(dataDir: string): Promise<ProductProcess> {
+  const [port, adminPort, inventoryPort] = [await freePort(), await freePort(), await freePort()];
+  const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', 'src/main.ts'], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      INVENTORY_PORT: String(inventoryPort),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN,
+      SIGNING_SECRET: 'keys-on-full-disk-signing-secret-0123456789',
+      SQLITE_BUSY_TIMEOUT_MS: '200',
+      // staging: no development key created at startup, so the keys are exactly the test's.
+      APP_ENV: 'staging',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the product exited before it was ready:\n${stderr}`);
+    try {
+      if ((await fetch(`${adminUrl}/healthz`)).status === 200) return { child, adminUrl, exited };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`the product did not answer /healthz within 30 s:\n${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
+function createKey(proc: ProductProcess, name: string): Promise<RawResponse> {
+  return rawRequest(proc.adminUrl, {
+    method: 'POST',
+    path: '/admin/keys',
+    headers: { ...auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, plan: 'free' }),
+  });
+}
+
+async function keyIds(proc: ProductProcess): Promise<string[]> {
+  const res = await rawRequest(proc.adminUrl, { method: 'GET', path: '/admin/keys', headers: auth });
+  expect(res.status).toBe(200);
+  return (res.body as Array<{ id: string }>).map((k) => k.id).sort();
+}
+
+async function readyzBecomes(proc: ProductProcess, status: number): Promise<RawResponse> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const res = await rawRequest(proc.adminUrl, { method: 'GET', path: '/readyz' });
+    if (res.status === status || Date.now() > deadline) return res;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('in-process key store on a full disk', () => {
+  let disk: Tmpfs | undefined;
+  const running: ProductProcess[] = [];
+
+  afterAll(async () => {
+    for (const proc of running) {
+      if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+      await proc.exited;
+    }
+    disk?.unmount();
+  });
+
+  it('POST /admin/keys: 201 and stored, or 503 and no key anywhere; /readyz names the database; a crash keeps exactly the 201s', async () => {
+    disk = mountTmpfs('keys-full', 2 * 1024 * 1024);
+    const proc = await spawnProduct(disk.dir);
+    running.push(proc);
+    const acknowledged: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const res = await createKey(proc, `before ${i}`);
+      expect(res.status).toBe(201);
+      acknowledged.push((res.body as { id: string }).id);
+    }
+
+    const filler = disk.fill();
+    let refused = 0;
+    for (let i = 0; i < 20; i += 1) {
+      const res = await createKey(proc, `full ${i} ${'n'.repeat(100)}`);
+      if (res.status === 201) {
+        acknowledged.push((res.body as { id: string }).id);
+        continue;
+      }
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 503,
+        body: { code: 'service_unavailable', message: expect.any(String), status: 503 },
+      });
+      expect(res.headers['retry-after']).toBe('5');
+      refused += 1;
+    }
+    expect(refused).toBeGreaterThan(0);
+    // A refused key is not in memory either: the list is exactly the acknowledged ones.
+    expect(await keyIds(proc)).toEqual([...acknowledged].sort());
+    const notReady = await readyzBecomes(proc, 503);
+    expect(notReady.body).toMatchObject({ code: 'service_unavailable', failing: expect.arrayContaining(['keys database']) });
+    expect((notReady.body as { message: string }).message).toMatch(/keys database cannot take writes \(SQLITE_FULL/);
+    const metrics = (await rawRequest(proc.adminUrl, { method: 'GET', path: '/metrics' })).text;
+    expect(metrics).toMatch(/^gateway_sqlite_errors_total\{database="keys",code="SQLITE_FULL"\} [1-9]\d*$/m);
+
+    fs.rmSync(filler);
+    const after = await createKey(proc, 'after');
+    expect(after.status).toBe(201);
+    acknowledged.push((after.body as { id: string }).id);
+    expect((await readyzBecomes(proc, 200)).status).toBe(200);
+
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    const revived = await spawnProduct(disk.dir);
+    running.push(revived);
+    expect(await keyIds(revived)).toEqual([...acknowledged].sort());
+  });
+});
