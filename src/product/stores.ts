@@ -1,7 +1,7 @@
-import type { Config } from '../shared/config';
+import { redisConfigured, type Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
-import { connectRedis, redisConfigured, type RedisClient } from '../shared/redis';
+import { connectRedis, type RedisClient } from '../shared/redis';
 import { MemoryKeyStore, openDurableRedisKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../keys';
 import { RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } from '../keys/key-activity';
 import { createLimiters, type LimiterEvents, type Limiters } from '../limits';

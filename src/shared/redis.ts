@@ -19,10 +19,6 @@ export interface RedisSettings {
   tls?: { caFile: string | null; certFile: string | null; keyFile: string | null };
 }
 
-export function redisConfigured(settings: RedisSettings): boolean {
-  return settings.url !== null || settings.clusterNodes.length > 0 || (settings.sentinels?.length ?? 0) > 0;
-}
-
 /**
  * TLS options from REDIS_TLS_*, read once (at startup, when the client is made), or null when none
  * is set. Verification is always on: a certificate the CA does not vouch for stops the connection.

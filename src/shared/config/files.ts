@@ -1,0 +1,44 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { isObject, type JsonObject } from './merge';
+
+const readFailures: Record<string, string> = { ENOENT: 'does not exist', EACCES: 'cannot be read (permission denied)', EISDIR: 'is a directory' };
+
+/**
+ * A config file's settings, or null after adding the reason it cannot be used to `problems`.
+ * `label` names the file in the line: `CONFIG_FILE` for the operator's own, `config file` for ours.
+ */
+export function readConfigFile(file: string, label: string, problems: string[]): JsonObject | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    problems.push(`${label} ${file} ${readFailures[code] ?? `cannot be read (${code})`}`);
+    return null;
+  }
+  let parsed: unknown;
+  try {
+    parsed = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    problems.push(`${label} ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+    return null;
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (!isObject(parsed)) {
+    problems.push(`${label} ${file} must hold a mapping of settings at the top level`);
+    return null;
+  }
+  return parsed;
+}
+
+/** `config/<name>.yaml`, `.yml` or `.json`, whichever exists; none is fine except for `default`. */
+export function findConfigFile(dir: string, name: string): string | null {
+  for (const ext of ['.yaml', '.yml', '.json']) {
+    const candidate = path.join(dir, name + ext);
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  return null;
+}
+

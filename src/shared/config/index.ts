@@ -1,0 +1,11 @@
+/**
+ * The configuration, by concern: fields.ts (kinds of setting), schema.ts (the one zod schema, which
+ * is the type), environment.ts (variables and the settings they set), merge.ts, files.ts
+ * (config/*.yaml and CONFIG_FILE), messages.ts (one line per bad setting), load.ts (the order).
+ */
+export { appEnvSchema, configSchema, type AppEnv, type Config, type DeprecationConfig, type PlanConfig } from './schema';
+export { ConfigError } from './errors';
+export { envBindings } from './environment';
+export { mergeConfig } from './merge';
+export { loadConfig, type LoadConfigOptions } from './load';
+export { redisConfigured, redisSourceCount, type RedisSources } from './redis-sources';

@@ -1,0 +1,178 @@
+import { z } from 'zod';
+import { durationMs, httpUrl, instant, port, positiveInt, readableFile, wholeNumber, workerCount } from './fields';
+import { redisConfigured, redisSourceCount } from './redis-sources';
+
+/**
+ * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
+ * and reports its limits but forwards what they would refuse (CONTRACT §4, shadow mode).
+ */
+const planSchema = z
+  .strictObject({
+    perMinute: positiveInt.optional(),
+    perDay: positiveInt.optional(),
+    shadow: z.boolean({ error: 'must be true or false' }).optional(),
+  })
+  .refine(
+  (p) => (p.perMinute === undefined) === (p.perDay === undefined),
+  { message: 'a plan sets both perMinute and perDay, or neither (limits then come from each key)' },
+);
+
+const deprecationSchema = z.strictObject({
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+  /** Route template under the base path, e.g. `/pets/{petId}`. */
+  path: z.string().regex(/^\/[A-Za-z0-9_{}\/-]*$/, 'must be a route template under the base path, e.g. /pets/{petId}'),
+  deprecatedAt: instant,
+  sunset: instant,
+  successor: z.string().min(1),
+  docs: z.string().min(1),
+});
+export type DeprecationConfig = z.infer<typeof deprecationSchema>;
+
+export const appEnvSchema = z.enum(['development', 'staging', 'production']);
+export type AppEnv = z.infer<typeof appEnvSchema>;
+
+/** The whole configuration: this schema is the type, and every default lives in config/default.yaml. */
+export const configSchema = z
+  .strictObject({
+    env: appEnvSchema,
+    server: z.strictObject({
+      host: z.string().min(1),
+      /** The admin listener's address: loopback unless set, as Kong's Admin API. */
+      adminHost: z.string().min(1),
+      port,
+      adminPort: port,
+      /** Origin clients use to reach the gateway; absolute URLs in `Link` headers are built on it. */
+      publicBaseUrl: httpUrl.nullable(),
+      /** Socket addresses whose `X-Forwarded-For` is believed. */
+      trustedProxies: z.array(z.string().min(1)),
+      maxBodyBytes: positiveInt,
+      maxHeaderBytes: positiveInt,
+      shutdownTimeoutMs: durationMs,
+      /** A client's whole header section must arrive within this. */
+      headersTimeoutMs: durationMs,
+      /** A client's whole request, body included, must arrive within this. */
+      requestTimeoutMs: durationMs,
+      /** An idle keep-alive connection is closed after this. */
+      keepAliveTimeoutMs: durationMs,
+      /** Open connections on the public listener (per worker); further ones are closed at once. */
+      maxConnections: positiveInt,
+    }),
+    cors: z.strictObject({
+      /** Origins whose browser code may call the API, e.g. https://app.example; `*` for any; empty: CORS off. */
+      allowedOrigins: z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be an origin like https://app.example (scheme and host, no path), or *')),
+      maxAgeSeconds: wholeNumber(0, 86_400),
+    }),
+    upstream: z.strictObject({
+      /** Inventory base URL; null means this process runs the inventory itself. */
+      url: httpUrl.nullable(),
+      timeoutMs: durationMs,
+      maxSockets: positiveInt,
+      /** How requests reach the inventory: an undici Pool, or http-proxy-middleware over a node:http Agent. */
+      forwarder: z.enum(['undici', 'http-proxy']),
+    }),
+    inventory: z.strictObject({ port, databaseFile: z.string().min(1) }),
+    /** The SQLite files under dataDir: how long a write waits for another connection's lock before it is answered 503. */
+    storage: z.strictObject({ busyTimeoutMs: wholeNumber(1, 60_000) }),
+    redis: z.strictObject({
+      url: z.string().regex(/^rediss?:\/\//, 'must look like redis://host:port/db').nullable(),
+      clusterNodes: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
+      /** REDIS_SENTINELS: find the primary through these sentinels instead of REDIS_URL. */
+      sentinels: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
+      /** REDIS_SENTINEL_NAME: the primary's name as the sentinels know it. */
+      sentinelName: z.string().min(1),
+      /** REDIS_SENTINEL_PASSWORD (or _FILE): the sentinels' own password, if they require one. */
+      sentinelPassword: z.string().min(1).nullable(),
+      tls: z.strictObject({
+        /** REDIS_TLS_CA_FILE: PEM bundle that verifies the server's certificate; null: the system's CAs. */
+        caFile: readableFile.nullable(),
+        /** REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE: a client certificate, for mutual TLS. */
+        certFile: readableFile.nullable(),
+        keyFile: readableFile.nullable(),
+      }),
+      /** Prefix of every Redis key and channel, so staging and production can share one Redis. */
+      namespace: z.string().regex(/^[A-Za-z0-9:_-]+$/, 'must be letters, digits, ":", "_" or "-", e.g. asg:prod'),
+      commandTimeoutMs: durationMs,
+      /** REDIS_PASSWORD (or REDIS_PASSWORD_FILE): the ACL user's password, kept out of REDIS_URL. */
+      password: z.string().min(1).nullable(),
+      /** REDIS_USERNAME: the ACL user, for Cluster and Sentinel data nodes (a REDIS_URL may name it itself). */
+      username: z.string().regex(/^[^\s@:/]+$/, 'must be an ACL user name (no spaces, "@", ":" or "/")').nullable(),
+    }),
+    store: z.strictObject({ failMode: z.enum(['local', 'open', 'closed']) }),
+    keys: z.strictObject({
+      prefix: z.string().regex(/^[a-z]+_[a-z]+_$/, 'must look like asg_live_'),
+      cacheTtlSeconds: positiveInt,
+      negativeCacheTtlSeconds: positiveInt,
+      /** How often each instance checks that Redis still holds the key records (restored from DATA_DIR if not). */
+      lossCheckSeconds: wholeNumber(1, 30),
+    }),
+    plans: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a plan name is lower-case letters, digits, "_" or "-"'), planSchema),
+    anonymous: z.strictObject({ perMinute: positiveInt }),
+    rateLimit: z.strictObject({
+      /** `fixed`: UTC minutes; `sliding`: no 60-second interval admits more than the limit. */
+      minuteWindow: z.enum(['fixed', 'sliding']),
+      /** A 429's Retry-After gets a uniformly random 0..N whole seconds more, so refused clients spread out. */
+      retryAfterJitterSeconds: wholeNumber(0, 3600),
+    }),
+    ban: z.strictObject({ threshold: positiveInt, windowSeconds: positiveInt, durationSeconds: positiveInt }),
+    deprecations: z.array(deprecationSchema),
+    signing: z.strictObject({
+      /** Shared HMAC secret between gateway and inventory; generated under dataDir in development. */
+      secret: z.string().min(32, 'must be at least 32 characters').nullable(),
+      /** Secrets the inventory still accepts while a rotation is under way; the gateway signs with `secret` only. */
+      previousSecrets: z.array(z.string().min(32, 'must be at least 32 characters')),
+      issuer: z.string().min(1),
+      audience: z.string().min(1),
+      tokenTtlSeconds: positiveInt,
+    }),
+    admin: z.strictObject({
+      token: z.string().nullable(),
+      /** Wrong admin tokens one address may send per minute before it is locked out until the minute ends. */
+      failedTokensPerMinute: positiveInt,
+    }),
+    /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
+    workers: workerCount,
+    dataDir: z.string().min(1),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  })
+  .superRefine((c, ctx) => {
+    if (c.env !== 'development') {
+      if (!c.signing.secret) {
+        ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
+      }
+    }
+    if (redisSourceCount(c.redis) > 1) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS' });
+    }
+    if ((c.redis.tls.certFile === null) !== (c.redis.tls.keyFile === null)) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'tls', c.redis.tls.certFile === null ? 'certFile' : 'keyFile'], message: 'a client certificate needs both REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE' });
+    }
+    const tlsFileSet = c.redis.tls.caFile !== null || c.redis.tls.certFile !== null;
+    if (tlsFileSet && c.redis.url !== null && c.redis.url.startsWith('redis://')) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'REDIS_TLS_* settings need a rediss:// URL (TLS); redis:// is plain TCP' });
+    }
+    if (c.redis.password !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]*:[^/@]*@/.test(c.redis.url)) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'password'], message: 'REDIS_URL holds a password too; give it in one place' });
+    }
+    if (c.redis.username !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]+@/.test(c.redis.url)) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'username'], message: 'REDIS_URL names a user too; give it in one place' });
+    }
+    if (c.server.headersTimeoutMs > c.server.requestTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: 'must not be longer than server.requestTimeoutMs (node:http requires it)' });
+    }
+    if (c.workers !== 1 && !redisConfigured(c.redis)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['workers'],
+        message: 'more than one worker needs a shared store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (workers on the in-process store would each keep their own limits and keys)',
+      });
+    }
+    for (const [i, d] of c.deprecations.entries()) {
+      if (Date.parse(d.sunset) <= Date.parse(d.deprecatedAt)) {
+        ctx.addIssue({ code: 'custom', path: ['deprecations', i, 'sunset'], message: 'must be after deprecatedAt' });
+      }
+    }
+  });
+
+export type Config = z.infer<typeof configSchema>;
+export type PlanConfig = Config['plans'][string];
+
