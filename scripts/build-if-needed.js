@@ -27,6 +27,9 @@ const sources = Math.max(
 const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
 if (sources > built) {
   process.stderr.write('building dist/ …\n');
+  // A fresh dist/: a module that moved (src/product.ts to src/product/index.ts) must not leave its
+  // old file behind, which Node would load before the folder.
+  fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
   // TypeScript 7 (the npm alias typescript-7) builds; its package exports no bin path to resolve.
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript-7', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
     cwd: root,
