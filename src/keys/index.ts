@@ -13,7 +13,7 @@ export * from './types';
 export * from './key-format';
 export { ImportLineError, NDJSON_CONTENT_TYPE, parseExport, exportLine } from './key-export';
 export { withoutHash, type PublicKeyRecord } from './record';
-export { MemoryKeyStore, KEYS_DATABASE_FILE, type MemoryKeyStoreOptions } from './memory-key-store';
+export { SqliteKeyStore, KEYS_DATABASE_FILE, type SqliteKeyStoreOptions } from './sqlite-key-store';
 export { RedisKeyStore, redisKeyLayout, type RedisKeyStoreOptions } from './redis-key-store';
 export { keyStatusAt } from './key-status';
 export { KeyService, DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_NAME_LENGTH, type CreatedKey, type KeyServiceOptions } from './key-service';

@@ -2,8 +2,10 @@ import { redisConfigured, type Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { connectRedis, type RedisClient } from '../shared/redis';
-import { MemoryKeyStore, openDurableRedisKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../keys';
-import { RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } from '../keys/key-activity';
+import { SqliteKeyStore, openDurableRedisKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../keys';
+import type { KeyActivityStore } from '../keys/key-activity';
+import { RedisKeyActivityStore } from '../keys/redis-key-activity-store';
+import { SqliteKeyActivityStore } from '../keys/sqlite-key-activity-store';
 import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
 import { MemoryDeprecationUsageStore, RedisDeprecationUsageStore, type DeprecationUsageStore } from '../gateway/deprecation-usage';
 import { RedisAuditLog, SqliteAuditLog, type AuditLog } from '../admin/audit-log';
@@ -97,7 +99,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
     busyTimeoutMs: config.storage.busyTimeoutMs,
     onSqliteError: (database: string, code: string) => metrics.sqliteErrors.inc({ database, code }),
   };
-  const keys = new MemoryKeyStore({ dataDir: config.dataDir, ...sqlite });
+  const keys = new SqliteKeyStore({ dataDir: config.dataDir, ...sqlite });
   closers.add(() => keys.close());
   const limiters = limitersFor(config, null, options);
   closers.add(() => limiters.close());

@@ -13,7 +13,7 @@ import { Registry } from 'prom-client';
 import { Closers } from '../../../src/product/closers';
 import { loadConfig } from '../../../src/shared/config';
 import { createLogger } from '../../../src/shared/logger';
-import { MemoryKeyStore } from '../../../src/keys/memory-key-store';
+import { SqliteKeyStore } from '../../../src/keys/sqlite-key-store';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import type { KeyChange } from '../../../src/keys/types';
@@ -143,7 +143,7 @@ describe('startStores, the one place that chooses the store', () => {
     try {
       const stores = await startStores(loadConfig({ env: {}, overrides: { dataDir } }), options);
       expect(stores.redis).toBeNull();
-      expect(stores.keys).toBeInstanceOf(MemoryKeyStore);
+      expect(stores.keys).toBeInstanceOf(SqliteKeyStore);
       expect(stores.limiters.health).toBeNull();
       expect(fs.existsSync(path.join(dataDir, 'keys.sqlite'))).toBe(true);
     } finally {

@@ -6,7 +6,8 @@ import { within } from '../gateway/gateway-kit';
 import { adminRequest, createKeyOverApi, gatewayGet } from '../admin/admin-kit';
 import { MAX_AUDIT_ENTRIES, RedisAuditLog } from '../../../src/admin/audit-log';
 import { LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE, RedisDeprecationUsageStore } from '../../../src/gateway/deprecation-usage';
-import { RedisKeyActivityStore, USAGE_HISTORY_DAYS, dayOf, type KeyTally } from '../../../src/keys/key-activity';
+import { USAGE_HISTORY_DAYS, dayOf, type KeyTally } from '../../../src/keys/key-activity';
+import { RedisKeyActivityStore } from '../../../src/keys/redis-key-activity-store';
 import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
 import { DAY_MS, EXPIRY_SLACK_MS, MINUTE_MS, banPolicy } from '../../../src/limits/windows';
 import { ManualClock } from '../../../src/shared/clock';
@@ -168,6 +169,16 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       type: 'hash',
       forever: 'the index of the key records, one entry per key',
       // Its count is the number of keys; by-hash checks the two indexes agree.
+    },
+    {
+      pattern: '<ns>:keys:{k}:epoch',
+      match: new RegExp(`^${ns}:keys:\\{k\\}:epoch$`),
+      type: 'string',
+      forever: 'the marker that tells an empty Redis from a new one (docs/disaster-recovery.md): one short string per namespace',
+      bound: async (key) => {
+        const length = await superuser.strlen(key);
+        return length <= 64 ? [] : [`${key}: ${length} bytes`];
+      },
     },
     {
       pattern: '<ns>:keys:{k}:last-used',

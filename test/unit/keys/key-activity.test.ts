@@ -1,5 +1,6 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { KeyActivityRecorder, MAX_RETAINED_TALLIES, MemoryKeyActivityStore, USAGE_HISTORY_DAYS, type KeyActivityStore, type KeyTally } from '../../../src/keys/key-activity';
+import { KeyActivityRecorder, MAX_RETAINED_TALLIES, USAGE_HISTORY_DAYS, type KeyActivityStore, type KeyTally } from '../../../src/keys/key-activity';
+import { MemoryKeyActivityStore } from '../../../src/keys/memory-key-activity-store';
 
 const DAY = 86_400_000;
 

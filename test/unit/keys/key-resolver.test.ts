@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import { KeyResolver, type KeyResolverOptions } from '../../../src/keys/key-resolver';
-import { MemoryKeyStore } from '../../../src/keys/memory-key-store';
+import { SqliteKeyStore } from '../../../src/keys/sqlite-key-store';
 import type { ApiKeyRecord } from '../../../src/keys/types';
 import { CountingKeyStore } from './counting-key-store';
 
@@ -47,7 +47,7 @@ function deferred(): { promise: Promise<void>; release: () => void } {
 
 beforeEach(() => {
   clock = new ManualClock();
-  store = new CountingKeyStore(new MemoryKeyStore({ dataDir: null }));
+  store = new CountingKeyStore(new SqliteKeyStore({ dataDir: null }));
   makeResolver();
 });
 

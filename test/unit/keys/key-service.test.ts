@@ -3,7 +3,7 @@ import { ApiError } from '../../../src/shared/errors';
 import { generateKeyId, hashApiKey, isWellFormedKey } from '../../../src/keys/key-format';
 import { KeyService } from '../../../src/keys/key-service';
 import { effectiveLimits, planLimitsOf, type Plans } from '../../../src/limits/plan-limits';
-import { MemoryKeyStore } from '../../../src/keys/memory-key-store';
+import { SqliteKeyStore } from '../../../src/keys/sqlite-key-store';
 import { withoutHash } from '../../../src/keys/record';
 
 const PREFIX = 'asg_dev_';
@@ -14,12 +14,12 @@ const plans: Plans = {
 };
 
 let clock: ManualClock;
-let store: MemoryKeyStore;
+let store: SqliteKeyStore;
 let service: KeyService;
 
 beforeEach(() => {
   clock = new ManualClock(Date.parse('2026-03-01T12:00:00.000Z'));
-  store = new MemoryKeyStore({ dataDir: null });
+  store = new SqliteKeyStore({ dataDir: null });
   service = new KeyService({ store, prefix: PREFIX, plans, clock });
 });
 

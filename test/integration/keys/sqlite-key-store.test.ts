@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { hashApiKey } from '../../../src/keys/key-format';
-import { MemoryKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/memory-key-store';
+import { SqliteKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/sqlite-key-store';
 import { describeKeyStoreContract, newRecord } from './key-store-contract';
 
 const dirs: string[] = [];
@@ -17,13 +17,13 @@ afterAll(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describeKeyStoreContract('MemoryKeyStore (SQLite file)', async () => new MemoryKeyStore({ dataDir: tempDir() }));
-describeKeyStoreContract('MemoryKeyStore (no dataDir)', async () => new MemoryKeyStore({ dataDir: null }));
+describeKeyStoreContract('SqliteKeyStore (SQLite file)', async () => new SqliteKeyStore({ dataDir: tempDir() }));
+describeKeyStoreContract('SqliteKeyStore (no dataDir)', async () => new SqliteKeyStore({ dataDir: null }));
 
-describe('MemoryKeyStore persistence', () => {
+describe('SqliteKeyStore persistence', () => {
   it('keeps keys, updates and revocations across a close and reopen', async () => {
     const dataDir = path.join(tempDir(), 'nested', 'data');
-    const first = new MemoryKeyStore({ dataDir });
+    const first = new SqliteKeyStore({ dataDir });
     const kept = newRecord({ limits: { perMinute: 3, perDay: 30 } }).record;
     const revoked = newRecord({ createdAt: '2026-01-02T00:00:00.000Z' }).record;
     await first.insert(kept);
@@ -33,7 +33,7 @@ describe('MemoryKeyStore persistence', () => {
     const before = await first.list();
     await first.close();
 
-    const second = new MemoryKeyStore({ dataDir });
+    const second = new SqliteKeyStore({ dataDir });
     try {
       expect(await second.list()).toEqual(before);
       expect(await second.findByHash(kept.hash)).toMatchObject({ name: 'renamed', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 } });
@@ -45,7 +45,7 @@ describe('MemoryKeyStore persistence', () => {
 
   it('keeps an expiry and a rotation (both hashes) across a close and reopen', async () => {
     const dataDir = tempDir();
-    const first = new MemoryKeyStore({ dataDir });
+    const first = new SqliteKeyStore({ dataDir });
     const { record } = newRecord();
     await first.insert(record);
     await first.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z');
@@ -53,7 +53,7 @@ describe('MemoryKeyStore persistence', () => {
     const rotated = await first.rotate(record.id, { hash: newHash, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-02T01:00:00.000Z');
     await first.close();
 
-    const second = new MemoryKeyStore({ dataDir });
+    const second = new SqliteKeyStore({ dataDir });
     try {
       expect(await second.findByHash(newHash)).toEqual(rotated);
       expect(await second.findByHash(record.hash)).toEqual(rotated);
@@ -73,7 +73,7 @@ describe('MemoryKeyStore persistence', () => {
     old.prepare('INSERT INTO api_keys VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, NULL)').run(record.id, record.hash, record.name, record.plan, record.createdAt, record.updatedAt);
     old.close();
 
-    const store = new MemoryKeyStore({ dataDir });
+    const store = new SqliteKeyStore({ dataDir });
     try {
       expect(await store.findByHash(record.hash)).toEqual(record);
       expect((await store.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z'))?.expiresAt).toBe('2027-01-01T00:00:00.000Z');
@@ -95,7 +95,7 @@ describe('MemoryKeyStore persistence', () => {
       .prepare('INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(record.id, record.hash, record.name, record.plan, 3, 30, record.createdAt, record.updatedAt, null);
     old.close();
-    const store = new MemoryKeyStore({ dataDir });
+    const store = new SqliteKeyStore({ dataDir });
     try {
       expect(await store.get(record.id)).toEqual(record);
       await store.update(record.id, { limits: { perMinute: 3, perDay: 30, shadow: true } }, '2026-01-02T00:00:00.000Z');
@@ -107,7 +107,7 @@ describe('MemoryKeyStore persistence', () => {
 
   it('writes only the hash to disk, never the key', async () => {
     const dataDir = tempDir();
-    const store = new MemoryKeyStore({ dataDir });
+    const store = new SqliteKeyStore({ dataDir });
     const { key, record } = newRecord();
     await store.insert(record);
     await store.update(record.id, { name: 'x' }, '2026-01-02T00:00:00.000Z');
@@ -125,7 +125,7 @@ describe('MemoryKeyStore persistence', () => {
   });
 
   it('refuses calls after close', async () => {
-    const store = new MemoryKeyStore({ dataDir: null });
+    const store = new SqliteKeyStore({ dataDir: null });
     await store.close();
     await expect(store.findByHash('x')).rejects.toThrow(/closed/);
     await expect(store.close()).resolves.toBeUndefined();

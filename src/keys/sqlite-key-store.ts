@@ -6,10 +6,10 @@ import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement,
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf, limitsOf } from './record';
-import { applyImport } from './memory-key-import';
+import { applyImport } from './sqlite-key-import';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
 
-export interface MemoryKeyStoreOptions {
+export interface SqliteKeyStoreOptions {
   /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
   dataDir: string | null;
   /** Config `storage.busyTimeoutMs`: how long a write waits for another connection's lock (then 503). */
@@ -96,7 +96,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
  * never touches disk; every write goes synchronously to SQLite under `dataDir` first, so a restart
  * (or a crash right after an admin call returned) keeps it. The plaintext key is never written.
  */
-export class MemoryKeyStore implements KeyStore {
+export class SqliteKeyStore implements KeyStore {
   private readonly byHash = new Map<string, ApiKeyRecord>();
   private readonly byId = new Map<string, ApiKeyRecord>();
   private readonly changeListeners = new Listeners<[KeyChange]>();
@@ -108,7 +108,7 @@ export class MemoryKeyStore implements KeyStore {
   private readonly onSqliteError?: SqliteErrorListener;
   private closed = false;
 
-  constructor(options: MemoryKeyStoreOptions) {
+  constructor(options: SqliteKeyStoreOptions) {
     let file = ':memory:';
     if (options.dataDir !== null) {
       fs.mkdirSync(options.dataDir, { recursive: true });
