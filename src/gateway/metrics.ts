@@ -25,6 +25,17 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
   collectDefaultMetrics({ register: registry });
   return {
     registry,
+    ...requestMetrics(registry, sources.deprecations ?? []),
+    ...limiterMetrics(registry, sources),
+    ...authMetrics(registry),
+    ...storeMetrics(registry),
+    ...storageMetrics(registry),
+  };
+}
+
+/** Requests answered, their time, what the inventory answered, and calls to deprecated operations. */
+function requestMetrics(registry: Registry, deprecations: readonly DeprecationConfig[]) {
+  return {
     httpRequests: new Counter({
       name: 'gateway_http_requests_total',
       help: 'Requests answered by the gateway.',
@@ -45,6 +56,25 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       buckets: PROXY_LATENCY_BUCKETS,
       registers: [registry],
     }),
+    upstreamErrors: new Counter({
+      name: 'gateway_upstream_errors_total',
+      help: 'Forwarding failures, by reason.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    deprecatedRequests: new Counter({
+      name: 'gateway_deprecated_requests_total',
+      help: 'Requests to deprecated operations.',
+      labelNames: ['route', 'plan'] as const,
+      registers: [registry],
+    }),
+    deprecationSunset: sunsetGauge(registry, deprecations),
+  };
+}
+
+/** The limiter's decisions: refusals, keys near a limit, shadowed refusals, bans, requests served unlimited. */
+function limiterMetrics(registry: Registry, sources: GatewayMetricSources) {
+  return {
     rejections: new Counter({
       name: 'gateway_ratelimit_rejections_total',
       help: 'Requests refused with 429, by plan and by the window that refused.',
@@ -69,23 +99,6 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       labelNames: ['plan'] as const,
       registers: [registry],
     }),
-    authFailures: new Counter({
-      name: 'gateway_auth_failures_total',
-      help: 'Requests refused with 401, by reason.',
-      labelNames: ['reason'] as const,
-      registers: [registry],
-    }),
-    adminAuthFailures: new Counter({
-      name: 'gateway_admin_auth_failures_total',
-      help: 'Admin API requests refused for their token, by reason (missing, invalid, locked_out).',
-      labelNames: ['reason'] as const,
-      registers: [registry],
-    }),
-    storeErrors: new Counter({
-      name: 'gateway_store_errors_total',
-      help: 'Failed calls to the key or limit store.',
-      registers: [registry],
-    }),
     activeBans: new Gauge({
       name: 'gateway_active_bans',
       help: 'API keys banned right now, across every instance sharing the store.',
@@ -108,6 +121,35 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       labelNames: ['plan'] as const,
       registers: [registry],
     }),
+  };
+}
+
+/** Refused API keys and admin tokens, by reason. */
+function authMetrics(registry: Registry) {
+  return {
+    authFailures: new Counter({
+      name: 'gateway_auth_failures_total',
+      help: 'Requests refused with 401, by reason.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    adminAuthFailures: new Counter({
+      name: 'gateway_admin_auth_failures_total',
+      help: 'Admin API requests refused for their token, by reason (missing, invalid, locked_out).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+/** The shared store (Redis): failed calls, and whether the limiter runs on its fallback. */
+function storeMetrics(registry: Registry) {
+  return {
+    storeErrors: new Counter({
+      name: 'gateway_store_errors_total',
+      help: 'Failed calls to the key or limit store.',
+      registers: [registry],
+    }),
     storeDegraded: new Gauge({
       name: 'gateway_store_degraded',
       help: '1 while the limiter runs on its fallback because the store is unreachable.',
@@ -115,20 +157,6 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       // Over workers: 1 while any of them is degraded.
       aggregator: 'max',
     }),
-    deprecatedRequests: new Counter({
-      name: 'gateway_deprecated_requests_total',
-      help: 'Requests to deprecated operations.',
-      labelNames: ['route', 'plan'] as const,
-      registers: [registry],
-    }),
-    deprecationSunset: sunsetGauge(registry, sources.deprecations ?? []),
-    upstreamErrors: new Counter({
-      name: 'gateway_upstream_errors_total',
-      help: 'Forwarding failures, by reason.',
-      labelNames: ['reason'] as const,
-      registers: [registry],
-    }),
-    ...storageMetrics(registry),
   };
 }
 

@@ -191,11 +191,8 @@ function pathOf(url: string | undefined): string {
   return end === -1 ? url : url.slice(0, end);
 }
 
-/** Builds the SDK from the environment and registers it globally (context manager, propagator, provider). */
-export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: string): Tracing {
-  const { settings, problems } = readTracingSettings(env);
-  if (problems.length > 0) throw new TracingConfigError(problems);
-
+/** The provider the settings ask for, registered globally (context manager, propagator, provider). */
+function registerProvider(settings: ReturnType<typeof readTracingSettings>['settings'], defaultServiceName: string): TracerProvider {
   // Endpoint, headers, timeout and compression come from OTEL_EXPORTER_OTLP_[TRACES_]* as the exporters read them.
   const exporter: SpanExporter = settings.protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
   const resource = defaultResource()
@@ -210,6 +207,14 @@ export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: str
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
+  return provider;
+}
+
+/** Builds the SDK from the environment and registers it globally. */
+export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: string): Tracing {
+  const { settings, problems } = readTracingSettings(env);
+  if (problems.length > 0) throw new TracingConfigError(problems);
+  const provider = registerProvider(settings, defaultServiceName);
 
   const gatewayTracer = provider.getTracer(GATEWAY_SERVICE, SCOPE_VERSION);
   const inventoryTracer = provider.getTracer(INVENTORY_SERVICE, SCOPE_VERSION);
