@@ -57,7 +57,12 @@ export function createStopper(close: () => Promise<void>, logger: Logger, shutdo
     // Spans still queued are exported before the exit (nothing to do when tracing is off), then the
     // last log lines are written.
     close()
-      .then(() => tracing()?.shutdown())
+      .then(() =>
+        // Spans that cannot be exported (a collector away) are lost, but never fail the stop.
+        tracing()
+          ?.shutdown()
+          .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not export the last spans')),
+      )
       .then(
         () => exitAfterLogs(logger, 0),
         (err) => {

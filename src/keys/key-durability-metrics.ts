@@ -22,6 +22,8 @@ export function createKeyDurabilityMetrics() {
     labelNames: ['reason'] as const,
     registers: [],
   });
+  // Both reasons from the start, at 0: an alert's rate() needs the series before the first loss.
+  for (const reason of ['marker_missing', 'records_missing']) dataLoss.inc({ reason }, 0);
   return {
     dataLoss,
     restoredRecords,
