@@ -165,13 +165,16 @@ function storeMetrics(registry: Registry) {
  * code (SQLITE_FULL, SQLITE_READONLY, SQLITE_BUSY, SQLITE_IOERR_*, …) and what was given up on.
  */
 function storageMetrics(registry: Registry) {
+  const sqliteErrors = new Counter({
+    name: 'gateway_sqlite_errors_total',
+    help: "Failed statements on the gateway's own SQLite files, by database and SQLite result code.",
+    labelNames: ['database', 'code'] as const,
+    registers: [registry],
+  });
+  // At 0 from the start for the keys file on a full disk, so SqliteWritesFailing's increase() has a series to watch.
+  sqliteErrors.inc({ database: 'keys', code: 'SQLITE_FULL' }, 0);
   return {
-    sqliteErrors: new Counter({
-      name: 'gateway_sqlite_errors_total',
-      help: "Failed statements on the gateway's own SQLite files, by database and SQLite result code.",
-      labelNames: ['database', 'code'] as const,
-      registers: [registry],
-    }),
+    sqliteErrors,
     keyUsageDropped: new Counter({
       name: 'gateway_key_usage_dropped_total',
       help: 'Requests whose usage counts were given up on after the usage store refused them (beyond what is kept for retries).',
