@@ -66,6 +66,8 @@ export interface AdminDependencies {
   plans: Readonly<Record<string, ConfiguredPlan>>;
   logger: Logger;
   maxBodyBytes: number;
+  /** After each write, before its answer and audit entry: waits for a replica (admin/write-replication-report.ts). */
+  confirmWrite?: (res: Response, details: Record<string, unknown>) => Promise<Record<string, unknown>>;
 }
 
 const limitsSchema = z.strictObject({
@@ -188,6 +190,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
    * trail that cannot be reached is logged as an error rather than failing the answer.
    */
   async function audit(req: Request, action: AuditAction, keyId: string, details: Record<string, unknown> = {}): Promise<void> {
+    if (deps.confirmWrite && req.res) details = await deps.confirmWrite(req.res, details);
     logger.info({ audit: true, action, keyId, admin: req.socket.remoteAddress }, `admin ${action}`);
     const at = new Date((deps.clock ?? systemClock).now()).toISOString();
     try {

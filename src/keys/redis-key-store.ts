@@ -37,6 +37,8 @@ export function redisKeyLayout(namespace: string) {
     epoch: `${namespace}:keys:{k}:epoch`,
     /** Held (SET NX PX) by the one instance restoring lost records, so many noticing restore once. */
     restoreLock: `${namespace}:keys:{k}:restore-lock`,
+    /** Written before WAIT after an admin write (write-replication.ts); in the records' slot. */
+    replicationProbe: `${namespace}:keys:{k}:replication-probe`,
   };
 }
 

@@ -7,6 +7,7 @@ import { RedisKeyActivityStore, SqliteKeyActivityStore, type KeyActivityStore } 
 import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
 import { MemoryDeprecationUsageStore, RedisDeprecationUsageStore, type DeprecationUsageStore } from '../gateway/deprecation-usage';
 import { RedisAuditLog, SqliteAuditLog, type AuditLog } from '../admin/audit-log';
+import { WriteReplication } from '../keys/write-replication';
 import type { Closers } from './closers';
 
 /** Everything the product keeps: on Redis for every instance, or in this process (SQLite under dataDir). */
@@ -18,6 +19,8 @@ export interface Stores {
   deprecationUsage: DeprecationUsageStore;
   keyActivity: KeyActivityStore;
   auditLog: AuditLog;
+  /** Waits for a replica after an admin write (Redis only; null in process). */
+  writeReplication: WriteReplication | null;
   /** The readiness check of the store: a Redis PING; in process there is nothing that can be away. */
   ping(): Promise<void>;
 }
@@ -65,11 +68,19 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
     lossCheckSeconds: config.keys.lossCheckSeconds,
   });
   closers.add(() => keys.close());
+  const writeReplication = await WriteReplication.open(redis, {
+    namespace,
+    waitMs: config.redis.replicationWaitMs,
+    commandTimeoutMs: config.redis.commandTimeoutMs,
+    replicaExpected: config.redis.sentinels.length > 0,
+  });
+  closers.add(() => writeReplication.close());
   const limiters = limitersFor(config, redis, options);
   closers.add(() => limiters.close());
   return {
     redis,
     keys,
+    writeReplication,
     limiters,
     deprecationUsage: new RedisDeprecationUsageStore(redis, namespace),
     keyActivity: new RedisKeyActivityStore(redis, namespace),
@@ -98,6 +109,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
     deprecationUsage: new MemoryDeprecationUsageStore(),
     keyActivity,
     auditLog,
+    writeReplication: null,
     ping: async () => {},
   };
 }
