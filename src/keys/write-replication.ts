@@ -76,7 +76,8 @@ export class WriteReplication {
   async confirm(): Promise<Replication> {
     if (this.options.waitMs === 0) return null;
     try {
-      if (this.replicas === null || this.replicas === 0) await this.readReplicas();
+      // A lone Redis (never a replica seen, no Sentinel) is read only at start and on reconnect.
+      if (this.replicas === null || (this.replicatedSetup && this.replicas === 0)) await this.readReplicas();
       if (!this.replicatedSetup) return null;
       if (this.replicas === 0) return false;
       const acknowledged = await this.waitForReplica();
