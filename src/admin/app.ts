@@ -12,7 +12,7 @@ import { consoleRouter } from './console/console-router';
 import { plansRouter, type ConfiguredPlan } from './plans-route';
 import { keyBackupRoutes, type KeyBackup } from './key-backup-routes';
 import { requireAdminToken } from './admin-token';
-import { createAuditTrail } from './audit-trail';
+import { createAuditTrail, type ConfirmWrite } from './audit-trail';
 import { healthRoutes, runReadinessChecks, type MetricsSource, type ReadinessCheck } from './health-routes';
 import { keyRoutes, type KeyAdministration as KeyLifecycle, type KeyUsageHistory } from './key-routes';
 import { intParameter } from './request-parsing';
@@ -43,6 +43,8 @@ export interface AdminDependencies {
   plans: Readonly<Record<string, ConfiguredPlan>>;
   logger: Logger;
   maxBodyBytes: number;
+  /** After each write, before its answer and audit entry: waits for a replica (admin/write-replication-report.ts). */
+  confirmWrite?: ConfirmWrite;
 }
 
 /** A write the key store refused is answered 503 with nothing stored; the operator learns why here. */
@@ -62,7 +64,7 @@ function logRefusedWrites(logger: Logger) {
 export function createAdminApp(deps: AdminDependencies): express.Express {
   const { keys, logger } = deps;
   const clock = deps.clock ?? systemClock;
-  const audit = createAuditTrail(deps.auditLog, logger, clock);
+  const audit = createAuditTrail(deps.auditLog, logger, clock, deps.confirmWrite);
 
   const app = express();
   app.disable('x-powered-by');

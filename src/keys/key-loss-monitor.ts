@@ -29,7 +29,9 @@ const RESTORE_LOCK_MS = 30_000;
 /**
  * Tells an empty Redis from a new one and puts lost key records back. Redis carries an epoch
  * marker from the first check on; it vanishes with the data. Marker missing while this instance's
- * durable copy holds records, or fewer records in Redis than in the copy: records were lost. The
+ * durable copy holds records, fewer records in Redis than in the copy, or Redis's writes counter
+ * below one this instance saw before (a rollback that new keys may have made up in number):
+ * records may have been lost. The
  * instance that takes the restore lock (SET NX PX) writes back every record Redis lacks, leaving
  * records Redis has (written since, so newer) as they are, then sets the marker again; the others
  * find the marker back on their next check. One round trip per check when nothing is wrong.
@@ -38,6 +40,8 @@ export class KeyLossMonitor {
   private readonly owner = randomBytes(8).toString('hex');
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
+  /** The highest `writes` counter this instance has read from Redis. */
+  private highestWrites = 0;
 
   constructor(
     private readonly redis: RedisKeyStore,
@@ -64,7 +68,11 @@ export class KeyLossMonitor {
 
   private async check(): Promise<void> {
     const health = await this.redis.health();
-    if (health.markerPresent && health.records >= this.replica.size) return;
+    // A writes counter below one seen before: Redis went back in time (a failover to a replica that
+    // missed writes), even if keys created since make up the number of records.
+    const wentBack = health.writes < this.highestWrites;
+    this.highestWrites = wentBack ? health.writes : Math.max(this.highestWrites, health.writes);
+    if (health.markerPresent && health.records >= this.replica.size && !wentBack) return;
     if (this.replica.size === 0) {
       // A new Redis (or one written before the marker existed): nothing of ours to miss.
       await this.redis.setMarker(this.epoch());

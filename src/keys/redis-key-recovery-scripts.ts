@@ -59,6 +59,7 @@ for i = 0, n - 1 do
     imported = imported + 1
   end
 end
+if imported > 0 then redis.call('INCRBY', KEYS[3], imported) end
 return {imported, unchanged}`;
 
 /**
@@ -86,9 +87,9 @@ for i = 0, n - 1 do
 end
 return restored`;
 
-/** {marker present (1/0), number of key records}: the loss check, one round trip. */
+/** {marker present (1/0), number of key records, writes counter}: the loss check, one round trip. */
 export const HEALTH_SCRIPT = `
-return {redis.call('EXISTS', KEYS[1]), redis.call('HLEN', KEYS[2])}`;
+return {redis.call('EXISTS', KEYS[1]), redis.call('HLEN', KEYS[2]), tonumber(redis.call('GET', KEYS[3]) or '0')}`;
 
 /** Releases the restore lock only if it is still ours (it may have expired and been taken). */
 export const UNLOCK_SCRIPT = `

@@ -37,6 +37,13 @@ export function redisKeyLayout(namespace: string) {
     epoch: `${namespace}:keys:{k}:epoch`,
     /** Held (SET NX PX) by the one instance restoring lost records, so many noticing restore once. */
     restoreLock: `${namespace}:keys:{k}:restore-lock`,
+    /**
+     * Records ever inserted or imported (INCRBY in the same script). Redis only grows it, so a value
+     * below one seen before means Redis went back in time: a failover to a replica that missed writes.
+     */
+    writes: `${namespace}:keys:{k}:writes`,
+    /** Written before WAIT after an admin write (write-replication.ts); in the records' slot. */
+    replicationProbe: `${namespace}:keys:{k}:replication-probe`,
   };
 }
 
@@ -46,6 +53,7 @@ if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return redis.error_reply('E
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return redis.error_reply('ERR key hash already exists') end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+redis.call('INCRBY', KEYS[3], 1)
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 1`;
 
@@ -91,6 +99,8 @@ function recordArgs(record: ApiKeyRecord): string[] {
 export interface KeyStoreHealth {
   markerPresent: boolean;
   records: number;
+  /** The `writes` counter (0 when absent). */
+  writes: number;
 }
 
 /**
@@ -166,8 +176,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async insert(record: ApiKeyRecord): Promise<void> {
-    const { byHash, byId, channel } = this.layout;
-    await this.script(INSERT_SCRIPT, [byHash, byId], [record.hash, record.id, encodeRecord(record), channel, this.changeOf(record)]);
+    const { byHash, byId, channel, writes } = this.layout;
+    await this.script(INSERT_SCRIPT, [byHash, byId, writes], [record.hash, record.id, encodeRecord(record), channel, this.changeOf(record)]);
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
 
@@ -206,10 +216,10 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
-    const { byHash, byId, channel } = this.layout;
+    const { byHash, byId, channel, writes } = this.layout;
     let counts: unknown;
     try {
-      counts = await this.script(IMPORT_SCRIPT, [byHash, byId], [channel, ...records.flatMap(recordArgs)]);
+      counts = await this.script(IMPORT_SCRIPT, [byHash, byId, writes], [channel, ...records.flatMap(recordArgs)]);
     } catch (err) {
       const conflict = /hash-conflict (\S+) (\S+)/.exec((err as Error).message);
       if (conflict) throw new KeyImportConflict(conflict[1]!, conflict[2]!);
@@ -234,8 +244,8 @@ export class RedisKeyStore implements KeyStore {
 
   /** Is the epoch marker there, and how many key records does Redis hold. */
   async health(): Promise<KeyStoreHealth> {
-    const [marker, records] = (await this.script(HEALTH_SCRIPT, [this.layout.epoch, this.layout.byId], [])) as [number, number];
-    return { markerPresent: marker === 1, records };
+    const [marker, records, writes] = (await this.script(HEALTH_SCRIPT, [this.layout.epoch, this.layout.byId, this.layout.writes], [])) as [number, number, number];
+    return { markerPresent: marker === 1, records, writes };
   }
 
   /** Sets the epoch marker unless present; true when this call set it. */

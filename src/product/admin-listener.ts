@@ -11,6 +11,7 @@ import { answerUnparsableRequest } from '../gateway/unparsable-request';
 import { buildDeprecationReport } from '../gateway/deprecation-report';
 import type { DeprecationUsageRecorder } from '../gateway/deprecation-usage';
 import type { TrafficSecond } from '../admin/stats/traffic-recorder';
+import { writeReplicationReport } from '../admin/write-replication-report';
 import { createAdminApp, type MetricsSource, type ReadinessCheck } from '../admin/app';
 import type { RunningInventory } from '../inventory';
 import type { Stores } from './stores';
@@ -74,6 +75,7 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     trafficSeconds: deps.trafficSeconds,
     logger,
     maxBodyBytes: config.server.maxBodyBytes,
+    ...(stores.writeReplication ? { confirmWrite: writeReplicationReport(() => stores.writeReplication!.confirm()) } : {}),
   });
   const server = createBoundedServer(config.server, app);
   server.on('clientError', answerUnparsableRequest({ logger }));

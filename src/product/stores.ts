@@ -10,6 +10,7 @@ import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
 import { MemoryDeprecationUsageStore, RedisDeprecationUsageStore, type DeprecationUsageStore } from '../gateway/deprecation-usage';
 import { RedisAuditLog, SqliteAuditLog, type AuditLog } from '../admin/audit-log';
 import type { GatewayMetrics } from '../gateway/metrics';
+import { WriteReplication } from '../keys/write-replication';
 import type { Closers } from './closers';
 
 /** Everything the product keeps: on Redis for every instance, or in this process (SQLite under dataDir). */
@@ -21,6 +22,8 @@ export interface Stores {
   deprecationUsage: DeprecationUsageStore;
   keyActivity: KeyActivityStore;
   auditLog: AuditLog;
+  /** Waits for a replica after an admin write (Redis only; null in process). */
+  writeReplication: WriteReplication | null;
   /** The readiness check of the store: a Redis PING; in process there is nothing that can be away. */
   ping(): Promise<void>;
   /**
@@ -75,11 +78,19 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
     lossCheckSeconds: config.keys.lossCheckSeconds,
   });
   closers.add(() => keys.close());
+  const writeReplication = await WriteReplication.open(redis, {
+    namespace,
+    waitMs: config.redis.replicationWaitMs,
+    commandTimeoutMs: config.redis.commandTimeoutMs,
+    replicaExpected: config.redis.sentinels.length > 0,
+  });
+  closers.add(() => writeReplication.close());
   const limiters = limitersFor(config, redis, options);
   closers.add(() => limiters.close());
   return {
     redis,
     keys,
+    writeReplication,
     limiters,
     deprecationUsage: new RedisDeprecationUsageStore(redis, namespace),
     keyActivity: new RedisKeyActivityStore(redis, namespace),
@@ -114,6 +125,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
     deprecationUsage: new MemoryDeprecationUsageStore(),
     keyActivity,
     auditLog,
+    writeReplication: null,
     ping: async () => {},
     writableDatabases: [
       { name: 'keys database', checkWrites: () => keys.checkWrites() },

@@ -92,6 +92,8 @@ export const configSchema = z
       /** Prefix of every Redis key and channel, so staging and production can share one Redis. */
       namespace: z.string().regex(/^[A-Za-z0-9:_-]+$/, 'must be letters, digits, ":", "_" or "-", e.g. asg:prod'),
       commandTimeoutMs: durationMs,
+      /** How long an admin write waits (WAIT 1 <ms>) for a replica to hold it; 0: never wait (docs/keys-and-console.md). */
+      replicationWaitMs: wholeNumber(0, 10_000),
       /** REDIS_PASSWORD (or REDIS_PASSWORD_FILE): the ACL user's password, kept out of REDIS_URL. */
       password: z.string().min(1).nullable(),
       /** REDIS_USERNAME: the ACL user, for Cluster and Sentinel data nodes (a REDIS_URL may name it itself). */

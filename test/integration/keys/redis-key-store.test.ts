@@ -79,7 +79,7 @@ describe('RedisKeyStore layout', () => {
     const tags = new Set([...dump.keys()].map((key) => /\{([^}]*)\}/.exec(key)?.[1]));
     expect(tags).toEqual(new Set(['k']));
     const layout = redisKeyLayout(namespace);
-    expect(new Set(dump.keys())).toEqual(new Set([layout.byHash, layout.byId]));
+    expect(new Set(dump.keys())).toEqual(new Set([layout.byHash, layout.byId, layout.writes]));
   });
 
   it('returns records with their hash from list(); stripping it is the admin layer’s job', async () => {

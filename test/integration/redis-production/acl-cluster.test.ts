@@ -7,6 +7,14 @@ import { startTestProduct } from '../../support/product-harness';
 import { admin, createKey, sequentially } from '../gateway/gateway-kit';
 
 /**
+ * ACL LOG entries other than the startup durability check's CONFIG GET, which the ACL refuses on
+ * purpose (CONFIG GET reads passwords too) and which the gateway reports as "unknown".
+ */
+function refusedCommands(log: unknown): unknown[] {
+  return (log as unknown[][]).filter((entry) => entry[entry.indexOf('object') + 1] !== 'config|get');
+}
+
+/**
  * The gateway on a Redis Cluster as an ACL user named by REDIS_USERNAME (a Cluster has no REDIS_URL
  * to carry it), with the README's ACL plus the cluster commands of config/redis/gateway-acl-cluster.txt.
  * Every node's ACL LOG must stay empty.
@@ -56,7 +64,7 @@ it('serves, limits, bans and revokes on a Cluster as the ACL user of REDIS_USERN
   for (const port of cluster.ports) {
     const node = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     try {
-      expect({ port, log: await node.call('ACL', 'LOG') }).toEqual({ port, log: [] });
+      expect({ port, log: refusedCommands(await node.call('ACL', 'LOG')) }).toEqual({ port, log: [] });
     } finally {
       node.disconnect();
     }
