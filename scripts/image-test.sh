@@ -152,8 +152,8 @@ EOF
 
   # This machine's registry settings, so that `npm ci` in the build reaches the registry this
   # machine reaches. Registry, CA file and strict-ssl only: no credential goes into an image.
-  registry=$(npm config get registry)
-  cafile=$(npm config get cafile)
+  registry=$(npm config get registry 2>/dev/null)
+  cafile=$(npm config get cafile 2>/dev/null)
   mkdir -p "$rootfs/usr/local/etc"
   printf 'registry=%s\n' "$registry" >"$rootfs/usr/local/etc/npmrc"
   if [ -n "$cafile" ] && [ "$cafile" != null ] && [ "$cafile" != undefined ]; then
@@ -161,7 +161,7 @@ EOF
     cp "$cafile" "$rootfs$cafile"
     printf 'cafile=%s\n' "$cafile" >>"$rootfs/usr/local/etc/npmrc"
   fi
-  [ "$(npm config get strict-ssl)" = false ] && echo 'strict-ssl=false' >>"$rootfs/usr/local/etc/npmrc"
+  [ "$(npm config get strict-ssl 2>/dev/null)" = false ] && echo 'strict-ssl=false' >>"$rootfs/usr/local/etc/npmrc"
 
   # As slim as the official slim image: no package lists, no downloaded packages, no docs.
   rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/* "$rootfs"/usr/share/doc/* \
@@ -199,6 +199,9 @@ base_mb=$(( $(docker image inspect -f '{{.Size}}' "$BASE_IMAGE") / 1000000 ))
 previous_mb=$(cat "$STATE/last-image-size-mb" 2>/dev/null || echo none)
 log "image size: $IMAGE $size_mb MB (base $BASE_IMAGE $base_mb MB; previous run: $previous_mb MB)"
 echo "$size_mb" >"$STATE/last-image-size-mb"
+docker run --rm --network none --entrypoint sh "$IMAGE" -c \
+  'cd /app && du -sm /usr/local/bin/node /usr/local/lib/node_modules/npm node_modules dist config openapi.yaml' |
+  awk '{ printf "image-test:   %6d MB  %s\n", $1, $2 }'
 
 # --- helpers for the running containers ---
 health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' "$1"; }
