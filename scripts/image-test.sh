@@ -61,6 +61,7 @@ fi
 work=$(mktemp -d /tmp/asg-image-test.XXXXXX)
 chmod 755 "$work"
 redis_pid=
+otlp_pid=
 
 stop_daemon() {
   local pid
@@ -85,6 +86,7 @@ cleanup() {
     docker image prune -f >/dev/null
   fi
   [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+  [ -n "$otlp_pid" ] && kill "$otlp_pid" 2>/dev/null && wait "$otlp_pid" 2>/dev/null
   stop_daemon
   rm -rf "$work"
   log "cleanup took $((SECONDS - step_started)) s"
@@ -276,12 +278,12 @@ for name in admin_token signing_secret; do openssl rand -hex 32 >"$work/secrets/
 chmod 755 "$work/secrets"; chmod 644 "$work/secrets"/*
 inventory_port=$(free_port); gateway_port=$(free_port); admin_port=$(free_port)
 log "production, in-process store: inventory on 127.0.0.1:$inventory_port, gateway on :$gateway_port, admin :$admin_port"
-run_service "$PREFIX-inventory" "${PREFIX}_inventory-data" \
+run_service "$PREFIX-inventory" "${PREFIX}_in-process-inventory-data" \
   -e APP_ENV=production -e HOST=127.0.0.1 -e INVENTORY_PORT="$inventory_port" \
   -e HEALTHCHECK_URL="http://127.0.0.1:$inventory_port/healthz" \
   -e SIGNING_SECRET_FILE=/run/secrets/signing_secret \
   "$IMAGE" node dist/inventory/main.js
-run_service "$PREFIX-gateway" "${PREFIX}_gateway-data" \
+run_service "$PREFIX-gateway" "${PREFIX}_in-process-gateway-data" \
   -e APP_ENV=production -e HOST=127.0.0.1 -e ADMIN_HOST=127.0.0.1 \
   -e PORT="$gateway_port" -e ADMIN_PORT="$admin_port" -e INVENTORY_URL="http://127.0.0.1:$inventory_port" \
   -e ADMIN_TOKEN_FILE=/run/secrets/admin_token -e SIGNING_SECRET_FILE=/run/secrets/signing_secret \
@@ -345,13 +347,29 @@ redis_pid=$!
 for _ in $(seq 1 50); do [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break; sleep 0.2; done
 [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] || { cat "$work/redis.log" >&2; fail "redis-server did not start"; }
 log "redis-server (compose's ACL users) on 127.0.0.1:$redis_port"
+# Jaeger's OTLP/HTTP port, stood in for by a sink that answers every export with 200: the services
+# export traces as compose configures them. (With nothing listening there, a stop that finds a
+# sampled span queued waits for the exporter's retries and exits 1: the gateway's shutdown fails
+# when its trace collector is down.)
+otlp_port=$(free_port)
+python3 -c '
+import http.server, sys
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200); self.send_header("content-length", "0"); self.end_headers()
+        print(self.path, flush=True)
+    def log_message(self, *args): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Sink).serve_forever()
+' "$otlp_port" >"$work/otlp.log" 2>&1 &
+otlp_pid=$!
 
 # Each service built from the project's image, as compose would start it, with host networking:
 # its ports moved to free loopback ports, the host names of the compose network (inventory, redis,
 # jaeger) turned into 127.0.0.1, every listener on 127.0.0.1. All else as compose gives it.
-python3 - "$work/compose.yml" "$IMAGE" "$PREFIX" "$redis_port" "$work/compose-secrets" >"$work/compose-services.sh" <<'PY'
+python3 - "$work/compose.yml" "$IMAGE" "$PREFIX" "$redis_port" "$work/compose-secrets" "$otlp_port" >"$work/compose-services.sh" <<'PY'
 import json, re, shlex, socket, sys, os, yaml
-compose_file, image, prefix, redis_port, secrets_dir = sys.argv[1:]
+compose_file, image, prefix, redis_port, secrets_dir, otlp_port = sys.argv[1:]
 compose = yaml.safe_load(open(compose_file))
 def free_port():
     with socket.socket() as s:
@@ -361,7 +379,6 @@ services = {n: s for n, s in compose['services'].items() if s.get('image') == im
 order = sorted(services, key=lambda n: 'gateway' in n)
 ports = {n: {v: free_port() for v in ('PORT', 'ADMIN_PORT', 'INVENTORY_PORT') if v in (s.get('environment') or {})}
          for n, s in services.items()}
-unused = free_port()  # the OTLP endpoint: Jaeger cannot run here, nobody listens
 print('compose_services=(%s)' % ' '.join(shlex.quote(n) for n in order))
 for i, name in enumerate(order):
     s = services[name]
@@ -372,7 +389,7 @@ for i, name in enumerate(order):
         if not m: return url
         scheme, host, port, rest = m.groups()
         if host == 'redis': port = redis_port
-        elif host == 'jaeger': port = unused
+        elif host == 'jaeger': port = otlp_port
         elif host in ports: port = ports[host]['INVENTORY_PORT']
         elif host == '127.0.0.1' and port == '8090': port = ports[name]['INVENTORY_PORT']
         return '%s127.0.0.1:%s%s' % (scheme, port, rest)
@@ -428,5 +445,6 @@ for i in "${!compose_services[@]}"; do
 done
 for ((i = ${#compose_services[@]} - 1; i >= 0; i--)); do stop_within_grace "$PREFIX-${compose_services[$i]}"; done
 timed "the compose services"
+log "the OTLP sink on 127.0.0.1:$otlp_port took $(grep -c /v1/traces "$work/otlp.log" || true) trace exports (sampler ratio 0.1)"
 log "not run here (third-party images, no registry): redis:7-alpine (a host redis-server with compose's ACL script stands in), prom/prometheus, grafana/grafana, jaegertracing/jaeger"
 echo "image-test: $checks_passed passed, 0 failed"
