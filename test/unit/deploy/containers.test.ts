@@ -6,8 +6,8 @@ import { envBindings, loadConfig } from '../../../src/shared/config';
 import { SECRET_VARIABLES } from '../../../src/shared/secret-files';
 import { readTracingSettings } from '../../../src/shared/telemetry-settings';
 
-// No Docker engine runs here, so the Dockerfile and docker-compose.yml are kept right by reading
-// them: everything they name must exist and agree with the config schema.
+// The Dockerfile and docker-compose.yml are kept right by reading them: everything they name must
+// exist and agree with the config schema. scripts/image-test.sh (CI) builds and runs them for real.
 const root = path.resolve(__dirname, '..', '..', '..');
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
 
