@@ -15,9 +15,9 @@ import { createKeyStore, KeyResolver, KeyService } from './keys';
 import { createLimiters } from './limits';
 import { startInventory, type RunningInventory } from './inventory';
 import { createGatewayHandler } from './gateway/handler';
-import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from './gateway/forwarder';
+import { createHttpProxyForwarder, type ForwarderSettings, type GuardedForwarder } from './gateway/forwarder';
 import { createUndiciForwarder } from './gateway/undici-forwarder';
-import { createGatewayMetrics } from './gateway/metrics';
+import { createGatewayMetrics, UPSTREAM_LABEL } from './gateway/metrics';
 import { answerUnparsableRequest } from './gateway/unparsable-request';
 import { markCutOff } from './gateway/cut-off';
 import { DeprecationUsageRecorder, MemoryDeprecationUsageStore, RedisDeprecationUsageStore } from './gateway/deprecation-usage';
@@ -85,7 +85,7 @@ function localUrl(host: string, port: number): string {
   return `http://${reachable}:${port}`;
 }
 
-function createForwarder(kind: Config['upstream']['forwarder'], settings: ForwarderSettings): Forwarder {
+function createForwarder(kind: Config['upstream']['forwarder'], settings: ForwarderSettings): GuardedForwarder {
   return kind === 'undici' ? createUndiciForwarder(settings) : createHttpProxyForwarder(settings);
 }
 
@@ -136,6 +136,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const metrics = createGatewayMetrics(new Registry(), {
       activeBans: () => limiters.keys.activeBans(),
       deprecations: config.deprecations,
+      upstream: () => forwarder,
     });
     const limiters = createLimiters({
       redis,
@@ -196,6 +197,15 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       target: upstreamUrl,
       timeoutMs: config.upstream.timeoutMs,
       maxSockets: config.upstream.maxSockets,
+      maxPending: config.upstream.maxPending,
+      circuitBreaker: config.upstream.circuitBreaker,
+      clock,
+      onCircuitChange: (to, from, why) => {
+        metrics.upstreamCircuitTransitions.inc({ upstream: UPSTREAM_LABEL, to });
+        const line = { upstream: UPSTREAM_LABEL, circuit: to, from, why };
+        if (to === 'open') logger.error(line, 'upstream circuit open: answering 503 without sending until the cool-down ends');
+        else logger.warn(line, to === 'closed' ? 'upstream circuit closed: sending again' : 'upstream circuit half-open: probing');
+      },
     });
     cleanups.push(() => forwarder.close());
 
@@ -253,6 +263,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
         inventory ? Registry.merge([metrics.registry, inventory.metrics]) : metrics.registry,
       ),
       readiness,
+      // The breaker's state is reported, not a failing check: the upstream check already fails while the inventory does not answer.
+      readinessDetails: () => ({ upstreamCircuit: forwarder.circuitState() }),
       deprecations: () =>
         buildDeprecationReport({
           deprecations: config.deprecations,

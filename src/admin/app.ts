@@ -56,6 +56,8 @@ export interface AdminDependencies {
   auditLog: AuditLog;
   metrics: MetricsSource;
   readiness: ReadinessCheck[];
+  /** States /readyz reports beside its checks without failing on them (the upstream circuit breaker's). */
+  readinessDetails?: () => Record<string, string>;
   /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
   deprecations: () => Promise<DeprecationReport>;
   /** The last 15 minutes of this process's traffic, per second (every worker's, summed, under WORKERS > 1). */
@@ -217,8 +219,9 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   app.get('/readyz', async (_req, res) => {
     const results = await runReadinessChecks();
     const failing = results.filter((r) => !r.ok).map((r) => r.name);
+    const details = deps.readinessDetails?.();
     if (failing.length === 0) {
-      res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])) });
+      res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])), ...details });
       return;
     }
     res.status(503).json({
@@ -226,6 +229,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
       message: `Not ready: ${failing.join(', ')} not answering.`,
       status: 503,
       failing,
+      ...details,
     });
   });
 

@@ -496,7 +496,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
         forwarding?.end(undefined, failure.reason);
         metrics.upstreamErrors.inc({ reason: failure.reason });
         logger.warn({ requestId: state.requestId, reason: failure.reason }, 'upstream failure');
-        sendError(res, failure.code, failure.message);
+        sendError(res, failure.code, failure.message, failure.headers, failure.status);
       },
     });
     if (streamed) boundStreamedBody(req, res, abandon);

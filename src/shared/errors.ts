@@ -48,8 +48,9 @@ export class ApiError extends Error {
   }
 }
 
-export function errorBody(code: ErrorCode, message: string): ErrorBody {
-  return { code, message, status: codeToStatus[code] };
+/** `status` only where the contract gives a code two statuses (502/503 `upstream_unavailable`). */
+export function errorBody(code: ErrorCode, message: string, status: number = codeToStatus[code]): ErrorBody {
+  return { code, message, status };
 }
 
 /** Status line reasons for the raw answers written where no ServerResponse exists. */
@@ -73,14 +74,20 @@ export function rawErrorResponse(code: ErrorCode, message: string, headers: Reco
  * node:http, so the gateway's request path and the Express apps (whose responses extend
  * ServerResponse) share it. For HEAD, node:http sends the headers without the body.
  */
-export function sendError(res: ServerResponse, code: ErrorCode, message: string, headers: Readonly<Record<string, string>> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  code: ErrorCode,
+  message: string,
+  headers: Readonly<Record<string, string>> = {},
+  status: number = codeToStatus[code],
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify(errorBody(code, message));
+  const body = JSON.stringify(errorBody(code, message, status));
   for (const name in headers) res.setHeader(name, headers[name]!);
-  res.statusCode = codeToStatus[code];
+  res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));
   res.end(body);

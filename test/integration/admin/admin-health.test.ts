@@ -27,7 +27,7 @@ describe('with the store and the upstream answering', () => {
   test('GET /readyz: 200 naming both checks as ok', async () => {
     const res = await request(product.adminUrl).get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { store: 'ok', upstream: 'ok' } });
+    expect(res.body).toEqual({ status: 'ready', checks: { store: 'ok', upstream: 'ok' }, upstreamCircuit: 'closed' });
   });
 
   test('GET /metrics: Prometheus text without a token, counting gateway requests by route template and plan', async () => {

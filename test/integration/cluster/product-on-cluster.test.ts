@@ -111,7 +111,7 @@ describe('the product on a three-master Redis Cluster', () => {
       expect(product.config.redis).toMatchObject({ url: null, clusterNodes: cluster.nodes });
       expect(product.logs.text()).not.toContain('in-process store');
       const ready = await request(product.adminUrl).get('/readyz').expect(200);
-      expect(ready.body).toEqual({ status: 'ready', checks: { store: 'ok', upstream: 'ok' } });
+      expect(ready.body).toEqual({ status: 'ready', checks: { store: 'ok', upstream: 'ok' }, upstreamCircuit: 'closed' });
     }
   });
 

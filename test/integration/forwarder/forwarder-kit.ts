@@ -180,7 +180,7 @@ export async function startContractProxy(
       onResponse: (statusCode) => statuses.push(statusCode),
       onFailure: (failure) => {
         failures.push(failure);
-        sendError(res, failure.code, failure.message);
+        sendError(res, failure.code, failure.message, failure.headers, failure.status);
       },
     });
     if (typeof abandonAfter === 'string') {

@@ -1,0 +1,105 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { systemClock } from '../shared/clock';
+import { CircuitBreaker, type CircuitBreakerSettings, type Outcome } from './circuit-breaker';
+import type { ForwardHandlers, Forwarder, ForwarderSettings, ForwarderStats, GuardedForwarder, UpstreamFailure } from './forward-contract';
+
+/** The breaker's defaults, for a forwarder built without config (tests, the bench's bare children). */
+export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = { consecutiveFailures: 5, cooldownMs: 5000, halfOpenProbes: 3 };
+
+/** Seconds for Retry-After: whole, at least one. */
+function retryAfterSeconds(ms: number): string {
+  return String(Math.max(1, Math.ceil(ms / 1000)));
+}
+
+function overloaded(): UpstreamFailure {
+  return {
+    code: 'upstream_unavailable',
+    status: 503,
+    reason: 'overloaded',
+    message: 'Too many requests are waiting for the inventory service. Retry shortly.',
+    headers: { 'Retry-After': '1' },
+  };
+}
+
+function circuitOpen(retryAfterMs: number): UpstreamFailure {
+  return {
+    code: 'upstream_unavailable',
+    status: 503,
+    reason: 'circuit_open',
+    message: 'The inventory service is failing; the gateway is not sending it requests for a moment. Retry later.',
+    headers: { 'Retry-After': retryAfterSeconds(retryAfterMs) },
+  };
+}
+
+const DEADLINE_PASSED: UpstreamFailure = { code: 'upstream_timeout', reason: 'timeout', message: 'The inventory service did not answer in time.' };
+
+const NOTHING_TO_ABANDON = () => {};
+
+/**
+ * What stands between the request path and a forwarder (CONTRACT §3, the inventory slow or
+ * hanging): a bound on requests at or waiting for the upstream, a circuit breaker, and one deadline
+ * per request that starts here, before the pool queues it. The forwarders' own timeouts (undici's
+ * headersTimeout, a socket timeout) start only once a connection is theirs, so the n-th request
+ * queued behind a hung pool would wait n/maxSockets timeouts; this deadline does not wait for that.
+ */
+export function guardForwarder(inner: Forwarder, settings: ForwarderSettings): GuardedForwarder {
+  const breaker = new CircuitBreaker(settings.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER, settings.clock ?? systemClock, settings.onCircuitChange);
+  const maxInFlight = settings.maxSockets + (settings.maxPending ?? settings.maxSockets);
+  let inFlight = 0;
+
+  function forward(req: IncomingMessage, res: ServerResponse, handlers: ForwardHandlers): () => void {
+    // Refused at once, before anything is held for the request: no timer, no pool entry.
+    if (inFlight >= maxInFlight) {
+      handlers.onFailure(overloaded());
+      return NOTHING_TO_ABANDON;
+    }
+    const admission = breaker.admit();
+    if (!admission.admitted) {
+      handlers.onFailure(circuitOpen(admission.retryAfterMs));
+      return NOTHING_TO_ABANDON;
+    }
+    inFlight++;
+    let settled = false;
+    /** Ends the request's hold on the guard once: its slot, its timer, its word to the breaker. */
+    const settle = (outcome: Outcome) => {
+      if (settled) return false;
+      settled = true;
+      inFlight--;
+      clearTimeout(deadline);
+      breaker.settle(admission.probe, outcome);
+      return true;
+    };
+    // A plain timer rather than AbortSignal.timeout: that one cannot be cancelled, so every answered
+    // request would keep its timer (and what it closes over) alive for the whole timeout.
+    const deadline = setTimeout(() => {
+      // A client still sending its body is slow itself; that says nothing about the upstream.
+      if (!settle(req.complete ? 'failure' : 'none')) return;
+      abandonInner();
+      handlers.onFailure(DEADLINE_PASSED);
+    }, settings.timeoutMs);
+    res.once('close', () => settle('none'));
+
+    const abandonInner = inner.forward(req, res, {
+      onResponse(statusCode) {
+        if (settle('success')) handlers.onResponse?.(statusCode);
+      },
+      onFailure(failure) {
+        // A failure after the head (a cut body) still reaches the handler, which closes the client's connection.
+        const first = settle('failure');
+        if (first || res.headersSent) handlers.onFailure(failure);
+      },
+    });
+    return () => {
+      settle('none');
+      abandonInner();
+    };
+  }
+
+  return {
+    forward,
+    stats: (): ForwarderStats => inner.stats(),
+    close: () => inner.close(),
+    circuitState: () => breaker.state,
+    inFlight: () => inFlight,
+  };
+}
