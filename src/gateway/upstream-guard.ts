@@ -59,13 +59,21 @@ export function guardForwarder(inner: Forwarder, settings: ForwarderSettings): G
       return NOTHING_TO_ABANDON;
     }
     inFlight++;
-    let settled = false;
-    /** Ends the request's hold on the guard once: its slot, its timer, its word to the breaker. */
-    const settle = (outcome: Outcome) => {
-      if (settled) return false;
-      settled = true;
+    let released = false;
+    let judged = false;
+    let headReceived = false;
+    /** Ends the request's hold on the guard once: its slot and its timer. */
+    const release = () => {
+      if (released) return false;
+      released = true;
       inFlight--;
       clearTimeout(deadline);
+      return true;
+    };
+    /** The breaker's word on this request, once: a cut body after a good head is a failure too. */
+    const judge = (outcome: Outcome) => {
+      if (judged) return false;
+      judged = true;
       breaker.settle(admission.probe, outcome);
       return true;
     };
@@ -73,24 +81,34 @@ export function guardForwarder(inner: Forwarder, settings: ForwarderSettings): G
     // request would keep its timer (and what it closes over) alive for the whole timeout.
     const deadline = setTimeout(() => {
       // A client still sending its body is slow itself; that says nothing about the upstream.
-      if (!settle(req.complete ? 'failure' : 'none')) return;
+      judge(req.complete ? 'failure' : 'none');
+      release();
       abandonInner();
       handlers.onFailure(DEADLINE_PASSED);
     }, settings.timeoutMs);
-    res.once('close', () => settle('none'));
+    res.once('close', () => {
+      judge(headReceived && res.writableFinished ? 'success' : 'none');
+      release();
+    });
 
     const abandonInner = inner.forward(req, res, {
       onResponse(statusCode) {
-        if (settle('success')) handlers.onResponse?.(statusCode);
+        if (released) return;
+        // The head is the answer the deadline waits for; a stalled body is the forwarders' idle timeouts' to end.
+        headReceived = true;
+        clearTimeout(deadline);
+        handlers.onResponse?.(statusCode);
       },
       onFailure(failure) {
-        // A failure after the head (a cut body) still reaches the handler, which closes the client's connection.
-        const first = settle('failure');
-        if (first || res.headersSent) handlers.onFailure(failure);
+        judge('failure');
+        // After the deadline has answered, the forwarder's own late word is dropped; a failure after
+        // the head (a cut body) still reaches the handler, which closes the client's connection.
+        if (release() || headReceived) handlers.onFailure(failure);
       },
     });
     return () => {
-      settle('none');
+      judge('none');
+      release();
       abandonInner();
     };
   }

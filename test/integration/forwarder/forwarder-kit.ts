@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { sendError } from '../../../src/shared/errors';
-import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings, type UpstreamFailure } from '../../../src/gateway/forwarder';
+import { createHttpProxyForwarder, type ForwarderSettings, type GuardedForwarder, type UpstreamFailure } from '../../../src/gateway/forwarder';
 import { createUndiciForwarder } from '../../../src/gateway/undici-forwarder';
 
 /**
@@ -14,7 +14,7 @@ import { createUndiciForwarder } from '../../../src/gateway/undici-forwarder';
 
 export type ForwarderKind = 'http-proxy' | 'undici';
 
-export const FORWARDERS: ReadonlyArray<[ForwarderKind, (settings: ForwarderSettings) => Forwarder]> = [
+export const FORWARDERS: ReadonlyArray<[ForwarderKind, (settings: ForwarderSettings) => GuardedForwarder]> = [
   ['http-proxy', createHttpProxyForwarder],
   ['undici', createUndiciForwarder],
 ];
@@ -152,7 +152,7 @@ export async function startRawUpstream(reply: (socket: net.Socket) => void): Pro
 
 export interface ContractProxy {
   url: string;
-  forwarder: Forwarder;
+  forwarder: GuardedForwarder;
   failures: UpstreamFailure[];
   statuses: number[];
   close(): Promise<void>;
@@ -165,11 +165,11 @@ export interface ContractProxy {
  * and answer 413 itself, as the gateway does with an oversized chunked body.
  */
 export async function startContractProxy(
-  create: (settings: ForwarderSettings) => Forwarder,
+  create: (settings: ForwarderSettings) => GuardedForwarder,
   target: string,
-  options: { timeoutMs?: number; maxSockets?: number } = {},
+  options: Partial<Omit<ForwarderSettings, 'target'>> = {},
 ): Promise<ContractProxy> {
-  const forwarder = create({ target, timeoutMs: options.timeoutMs ?? 10_000, maxSockets: options.maxSockets ?? 16 });
+  const forwarder = create({ ...options, target, timeoutMs: options.timeoutMs ?? 10_000, maxSockets: options.maxSockets ?? 16 });
   const failures: UpstreamFailure[] = [];
   const statuses: number[] = [];
   const app = express();
