@@ -23,6 +23,11 @@ export interface ForwardHandlers {
   onFailure(failure: UpstreamFailure): void;
   /** Called when the upstream's response headers arrive (for upstream duration). */
   onResponse?(statusCode: number): void;
+  /**
+   * When the gateway received the request (process.hrtime.bigint()): the deadline counts from it, so
+   * that a slow store ahead of the forward does not push the answer past timeoutMs + 1 s. Absent: from the forward.
+   */
+  receivedAt?: bigint;
 }
 
 /** What the forwarder holds right now: requests not yet finished, and connections to the upstream. */

@@ -488,6 +488,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
 
     state.upstreamStartedAt = process.hrtime.bigint();
     const abandon = deps.forwarder.forward(req, res, {
+      receivedAt: state.startedAt,
       onResponse: (statusCode) => {
         forwarding?.end({ 'http.response.status_code': statusCode });
         observeUpstream(req, state, statusCode);

@@ -35,10 +35,16 @@ const DEADLINE_PASSED: UpstreamFailure = { code: 'upstream_timeout', reason: 'ti
 
 const NOTHING_TO_ABANDON = () => {};
 
+/** Time since the gateway received the request; 0 when the caller did not say. */
+function elapsedMs(receivedAt: bigint | undefined): number {
+  return receivedAt === undefined ? 0 : Number(process.hrtime.bigint() - receivedAt) / 1e6;
+}
+
 /**
  * What stands between the request path and a forwarder (CONTRACT §3, the inventory slow or
  * hanging): a bound on requests at or waiting for the upstream, a circuit breaker, and one deadline
- * per request that starts here, before the pool queues it. The forwarders' own timeouts (undici's
+ * per request, counted from its arrival at the gateway (ForwardHandlers.receivedAt) and set here,
+ * before the pool queues it. The forwarders' own timeouts (undici's
  * headersTimeout, a socket timeout) start only once a connection is theirs, so the n-th request
  * queued behind a hung pool would wait n/maxSockets timeouts; this deadline does not wait for that.
  */
@@ -85,7 +91,7 @@ export function guardForwarder(inner: Forwarder, settings: ForwarderSettings): G
       release();
       abandonInner();
       handlers.onFailure(DEADLINE_PASSED);
-    }, settings.timeoutMs);
+    }, settings.timeoutMs - elapsedMs(handlers.receivedAt));
     res.once('close', () => {
       judge(headReceived && res.writableFinished ? 'success' : 'none');
       release();
