@@ -89,6 +89,16 @@ function createForwarder(kind: Config['upstream']['forwarder'], settings: Forwar
   return kind === 'undici' ? createUndiciForwarder(settings) : createHttpProxyForwarder(settings);
 }
 
+/** The upstream breaker's transitions: counted, and one log line each (an error when it opens). */
+function reportCircuitChanges(metrics: ReturnType<typeof createGatewayMetrics>, logger: Logger): NonNullable<ForwarderSettings['onCircuitChange']> {
+  return (to, from, why) => {
+    metrics.upstreamCircuitTransitions.inc({ upstream: UPSTREAM_LABEL, to });
+    const line = { upstream: UPSTREAM_LABEL, circuit: to, from, why };
+    if (to === 'open') logger.error(line, 'upstream circuit open: answering 503 without sending until the cool-down ends');
+    else logger.warn(line, to === 'closed' ? 'upstream circuit closed: sending again' : 'upstream circuit half-open: probing');
+  };
+}
+
 /** Starts everything this process runs: the inventory (unless upstream.url is set), the gateway and the admin listener. */
 export async function startProduct(config: Config, options: StartOptions): Promise<RunningProduct> {
   const { logger } = options;
@@ -200,12 +210,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       maxPending: config.upstream.maxPending,
       circuitBreaker: config.upstream.circuitBreaker,
       clock,
-      onCircuitChange: (to, from, why) => {
-        metrics.upstreamCircuitTransitions.inc({ upstream: UPSTREAM_LABEL, to });
-        const line = { upstream: UPSTREAM_LABEL, circuit: to, from, why };
-        if (to === 'open') logger.error(line, 'upstream circuit open: answering 503 without sending until the cool-down ends');
-        else logger.warn(line, to === 'closed' ? 'upstream circuit closed: sending again' : 'upstream circuit half-open: probing');
-      },
+      onCircuitChange: reportCircuitChanges(metrics, logger),
     });
     cleanups.push(() => forwarder.close());
 
