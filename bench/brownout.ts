@@ -155,15 +155,18 @@ export async function runBrownout(settings: BrownoutSettings, inventory: Switcha
   const hangSeconds = (performance.now() - hangStarted) / 1000;
 
   inventory.hanging = false;
+  // One request at a time until the first 200 (a probe, when a breaker guards the inventory), then
+  // until ten in a row (the circuit closed: a half-open breaker refuses what its probes do not cover).
   const recoverStarted = performance.now();
   let recoveredAfterMs: number | null = null;
-  while (performance.now() - recoverStarted < 60_000) {
+  let closedAfterMs: number | null = null;
+  let inARow = 0;
+  while (performance.now() - recoverStarted < 60_000 && closedAfterMs === null) {
     const answer = await timedRequest(url, auth, 30_000);
-    if (answer.status === 200) {
-      recoveredAfterMs = Math.round(performance.now() - recoverStarted);
-      break;
-    }
-    await wait(100);
+    inARow = answer.status === 200 ? inARow + 1 : 0;
+    if (inARow === 1) recoveredAfterMs ??= Math.round(performance.now() - recoverStarted);
+    if (inARow === 10) closedAfterMs = Math.round(performance.now() - recoverStarted);
+    if (inARow === 0) await wait(100);
   }
   const recovered = summarize(await Promise.all(Array.from({ length: 200 }, () => timedRequest(url, auth, 30_000))));
   clearInterval(sampler);
@@ -176,6 +179,7 @@ export async function runBrownout(settings: BrownoutSettings, inventory: Switcha
     hangSeconds: Math.round(hangSeconds),
     sentToHangingInventory: inventory.receivedWhileHanging,
     recoveredAfterMs,
+    allAnsweredAfterMs: closedAfterMs,
     recovered,
     rss: { beforeMiB: rssBeforeMiB, peakMiB: mib(peakRss), endMiB: mib(gateway.rssBytes()), samplesMiB: rssSamples },
   };
