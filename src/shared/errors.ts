@@ -28,6 +28,13 @@ export const codeToStatus = {
 
 export type ErrorCode = keyof typeof codeToStatus;
 
+/**
+ * The one code CONTRACT §3 gives two statuses: `upstream_unavailable` is 502 when the inventory
+ * could not be reached, 503 (with Retry-After) when the gateway did not try (too many waiting, or
+ * its circuit breaker open). sendError takes the status for those.
+ */
+export const otherStatusesOf: Partial<Record<ErrorCode, readonly number[]>> = { upstream_unavailable: [503] };
+
 export interface ErrorBody {
   code: ErrorCode;
   message: string;
