@@ -92,7 +92,7 @@ describe('GET /readyz when a dependency is down', () => {
 function expectReadyzFailure(res: request.Response, failing: string[]): void {
   expect({ status: res.status, body: res.body as unknown }).toEqual({
     status: 503,
-    body: { code: 'service_unavailable', message: expect.any(String), status: 503, failing },
+    body: { code: 'service_unavailable', message: expect.any(String), status: 503, failing, upstreamCircuit: 'closed' },
   });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   for (const name of failing) expect((res.body as { message: string }).message).toContain(name);

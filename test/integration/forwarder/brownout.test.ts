@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type net from 'node:net';
-import { FORWARDERS, closeServer, eventually, jsonOf, listenOnLoopback, send, startContractProxy, type ClientResult, type ContractProxy } from './forwarder-kit';
+import { FORWARDERS, closeServer, eventually, jsonOf, listenOnLoopback, send, startContractProxy, type ClientResult, type ContractProxy, type ProxyTiming } from './forwarder-kit';
 import { freePort } from '../../support/redis-server';
 
 /**
@@ -12,6 +12,8 @@ import { freePort } from '../../support/redis-server';
 
 const TIMEOUT_MS = 400;
 const BOUND_MS = TIMEOUT_MS + 1000;
+/** A client that waited this long would be waiting on a queue, not on a busy machine. */
+const CLIENT_HANG_GUARD_MS = 5 * BOUND_MS;
 const MAX_SOCKETS = 16;
 const MAX_PENDING = 48;
 const CONCURRENT = 300;
@@ -25,6 +27,8 @@ interface SwitchableUpstream {
   url: string;
   mode: Mode;
   received: number;
+  /** Connections holding a request the upstream never answered: 0 once the proxy let go of them all. */
+  unanswered: Set<net.Socket>;
   close(): Promise<void>;
 }
 
@@ -35,7 +39,7 @@ interface SwitchableUpstream {
  */
 async function startSwitchableUpstream(): Promise<SwitchableUpstream> {
   const sockets = new Set<net.Socket>();
-  const upstream = { url: '', mode: 'healthy' as Mode, received: 0, close: async () => {} };
+  const upstream = { url: '', mode: 'healthy' as Mode, received: 0, unanswered: new Set<net.Socket>(), close: async () => {} };
   const server = http.createServer((req, res) => {
     upstream.received++;
     req.resume();
@@ -56,6 +60,8 @@ async function startSwitchableUpstream(): Promise<SwitchableUpstream> {
         req.socket.resetAndDestroy();
         break;
       case 'hang':
+        upstream.unanswered.add(req.socket);
+        req.socket.once('close', () => upstream.unanswered.delete(req.socket));
         break;
     }
   });
@@ -88,8 +94,12 @@ function countBy<T>(items: readonly T[], key: (item: T) => string): Record<strin
   return counts;
 }
 
-/** Every answer an Error body of the contract, with the status it names, within the bound. */
-function expectErrorAnswersInTime(answers: readonly Timed[]): void {
+/**
+ * Every answer an Error body of the contract, with the status it names, within the bound as the
+ * proxy timed it (arrival to answer). The client's own figures also hold the time a connection waits
+ * to be accepted on 2 cores shared with other suites; they get a looser hang guard.
+ */
+function expectErrorAnswersInTime(answers: readonly Timed[], timings: readonly ProxyTiming[]): void {
   for (const answer of answers) {
     const body = jsonOf(answer) as { code: string; status: number; message: string };
     expect({ status: answer.status, complete: answer.complete, bodyStatus: body.status, message: typeof body.message }).toEqual({
@@ -101,7 +111,8 @@ function expectErrorAnswersInTime(answers: readonly Timed[]): void {
     expect(['upstream_timeout', 'upstream_unavailable']).toContain(body.code);
     if (answer.status === 503) expect(Number(answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   }
-  expect(Math.max(...answers.map((a) => a.elapsedMs))).toBeLessThan(BOUND_MS);
+  expect(Math.max(...timings.slice(-answers.length).map((t) => t.elapsedMs))).toBeLessThan(BOUND_MS);
+  expect(Math.max(...answers.map((a) => a.elapsedMs))).toBeLessThan(CLIENT_HANG_GUARD_MS);
 }
 
 describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) => {
@@ -136,7 +147,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
   it(`hanging: ${CONCURRENT} concurrent requests all get 504 or 503 within the bound; past the bound at once; the breaker opens`, async () => {
     upstream.mode = 'hang';
     const answers = await burst(proxy.url);
-    expectErrorAnswersInTime(answers);
+    expectErrorAnswersInTime(answers, proxy.timings);
     const reasons = countBy(proxy.failures, (f) => f.reason);
     // Those admitted waited out the deadline (in the pool's queue or on a socket); the rest were refused
     // at once. A slot freed by one of the first timeouts, before the breaker has seen enough, takes one more.
@@ -144,9 +155,12 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     expect(reasons.timeout).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
     expect((reasons.overloaded ?? 0) + (reasons.circuit_open ?? 0) + reasons.timeout!).toBe(CONCURRENT);
     expect(reasons.overloaded).toBeGreaterThan(0);
-    // Refused at once: no deadline waited out (the median, since on 2 busy cores a client's connect may queue).
-    const refusedAtOnce = answers.filter((a) => a.status === 503).map((a) => a.elapsedMs).sort((a, b) => a - b);
-    expect(refusedAtOnce[Math.floor(refusedAtOnce.length / 2)]).toBeLessThan(TIMEOUT_MS);
+    // Refused at once, not after a deadline: the median 503 comes before the first 504 (the median,
+    // and against the 504s rather than the clock, since on 2 busy cores every answer is late alike).
+    const elapsedOf = (status: number) => proxy.timings.filter((t) => t.status === status).map((t) => t.elapsedMs).sort((a, b) => a - b);
+    const refusedAtOnce = elapsedOf(503);
+    expect({ refused: refusedAtOnce.length > 0, timedOut: elapsedOf(504).length > 0 }).toEqual({ refused: true, timedOut: true });
+    expect(refusedAtOnce[Math.floor(refusedAtOnce.length / 2)]).toBeLessThan(elapsedOf(504)[0]!);
     expect(upstream.received).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING);
     expect(proxy.forwarder.circuitState()).toBe('open');
     expect(transitions).toEqual(['closed->open']);
@@ -156,7 +170,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
   it('slow (answers after 1.5 × the timeout): 504 within the bound, never the late answer', async () => {
     upstream.mode = 'slow';
     const answers = await burst(proxy.url);
-    expectErrorAnswersInTime(answers);
+    expectErrorAnswersInTime(answers, proxy.timings);
     expect(answers.filter((a) => a.status === 200)).toEqual([]);
     expect(countBy(answers, (a) => String(a.status))['504']).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
     expect(proxy.forwarder.circuitState()).toBe('open');
@@ -168,7 +182,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     const nobody = `http://127.0.0.1:${await freePort()}`;
     proxy = await proxyTo(nobody);
     const answers = await burst(proxy.url);
-    expectErrorAnswersInTime(answers);
+    expectErrorAnswersInTime(answers, proxy.timings);
     const reasons = countBy(proxy.failures, (f) => f.reason);
     expect(reasons.refused).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
     expect(Object.keys(reasons).sort()).toEqual(expect.arrayContaining(['refused']));
@@ -184,7 +198,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     proxy = await proxyTo(upstream.url, SHORT_COOLDOWN);
     upstream.mode = 'reset';
     const answers = await burst(proxy.url);
-    expectErrorAnswersInTime(answers);
+    expectErrorAnswersInTime(answers, proxy.timings);
     expect(countBy(proxy.failures, (f) => f.reason).reset).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
     expect(transitions[0]).toBe('closed->open');
     await expectAllReleased();
@@ -196,8 +210,8 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     for (const answer of cut) {
       if (answer.status === 200) expect(answer.complete).toBe(false);
       else expect(answer.status).toBe(503);
-      expect(answer.elapsedMs).toBeLessThan(BOUND_MS);
     }
+    expect(Math.max(...proxy.timings.slice(-cut.length).map((t) => t.elapsedMs))).toBeLessThan(BOUND_MS);
     expect(cut.filter((a) => a.status === 200).length).toBeLessThanOrEqual(BREAKER.halfOpenProbes);
     expect(transitions).toContain('half_open->open');
     await expectAllReleased();
@@ -209,8 +223,11 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     upstream.mode = 'hang';
     await burst(proxy.url, 20);
     expect(proxy.forwarder.circuitState()).toBe('open');
-    // Queued requests still in time went out on the connections that timed-out requests freed; none after.
+    // Queued requests still in time went out on the connections that timed-out requests freed; a
+    // request written just before its deadline may be read by this (busy) upstream only as its
+    // connection closes. Counted once every such connection is closed: nothing is sent after.
     await expectAllReleased();
+    await eventually(() => upstream.unanswered.size === 0, 5000);
     const receivedWhileOpen = upstream.received;
     const refused = await timedSend(`${proxy.url}/v1/pets`);
     expect({ status: refused.status, body: jsonOf(refused) }).toEqual({
@@ -218,13 +235,13 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
       body: { code: 'upstream_unavailable', message: expect.any(String), status: 503 },
     });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(refused.elapsedMs).toBeLessThan(TIMEOUT_MS);
+    expect(proxy.timings.at(-1)!.elapsedMs).toBeLessThan(TIMEOUT_MS);
     expect(upstream.received).toBe(receivedWhileOpen);
 
     // Still hanging after the cool-down: the probes fail and it opens again.
     await eventually(() => proxy.forwarder.circuitState() === 'half_open', 3000);
     const probes = await burst(proxy.url, 5);
-    expectErrorAnswersInTime(probes);
+    expectErrorAnswersInTime(probes, proxy.timings);
     expect(upstream.received).toBe(receivedWhileOpen + BREAKER.halfOpenProbes);
     expect(proxy.forwarder.circuitState()).toBe('open');
 

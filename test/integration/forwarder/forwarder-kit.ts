@@ -150,11 +150,19 @@ export async function startRawUpstream(reply: (socket: net.Socket) => void): Pro
   return { url, close: () => closeServer(server, sockets) };
 }
 
+/** One answer as the proxy timed it: from its request event to the end (or cut) of its response. */
+export interface ProxyTiming {
+  status: number;
+  elapsedMs: number;
+}
+
 export interface ContractProxy {
   url: string;
   forwarder: GuardedForwarder;
   failures: UpstreamFailure[];
   statuses: number[];
+  /** Every answer as the proxy timed it, so that a busy test machine's accept queue is not counted. */
+  timings: ProxyTiming[];
   close(): Promise<void>;
 }
 
@@ -172,8 +180,11 @@ export async function startContractProxy(
   const forwarder = create({ ...options, target, timeoutMs: options.timeoutMs ?? 10_000, maxSockets: options.maxSockets ?? 16 });
   const failures: UpstreamFailure[] = [];
   const statuses: number[] = [];
+  const timings: ProxyTiming[] = [];
   const app = express();
   app.use((req, res) => {
+    const arrived = performance.now();
+    res.once('close', () => timings.push({ status: res.statusCode, elapsedMs: performance.now() - arrived }));
     delete req.headers.connection;
     const abandonAfter = req.headers['x-abandon-after'];
     const abandon = forwarder.forward(req, res, {
@@ -202,6 +213,7 @@ export async function startContractProxy(
     forwarder,
     failures,
     statuses,
+    timings,
     async close() {
       await closeServer(server);
       await forwarder.close();
