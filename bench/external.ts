@@ -103,7 +103,7 @@ http {
   return treeChild(name, child, url, {}, 'SIGQUIT');
 }
 
-const ADMIN_TOKEN = 'bench-admin-token-that-is-long-enough-0123456789';
+export const ADMIN_TOKEN = 'bench-admin-token-that-is-long-enough-0123456789';
 
 /**
  * The gateway as `npm start` runs it (dist/main.js), with WORKERS set: a supervisor and its workers
@@ -111,7 +111,7 @@ const ADMIN_TOKEN = 'bench-admin-token-that-is-long-enough-0123456789';
  */
 export async function startGatewayProcess(
   name: string,
-  options: { repoRoot: string; workers: number; redisUrl: string; upstreamUrl: string; workDir: string },
+  options: { repoRoot: string; workers: number; redisUrl: string; upstreamUrl: string; workDir: string; appEnv?: string },
 ): Promise<BenchChild> {
   const dataDir = path.join(options.workDir, name);
   fs.mkdirSync(dataDir, { recursive: true });
@@ -120,7 +120,7 @@ export async function startGatewayProcess(
   const child = spawn(process.execPath, [path.join(options.repoRoot, 'dist', 'main.js')], {
     env: {
       PATH: process.env.PATH ?? '',
-      APP_ENV: 'staging',
+      APP_ENV: options.appEnv ?? 'staging',
       WORKERS: String(options.workers),
       PORT: String(port),
       ADMIN_PORT: String(adminPort),
@@ -146,5 +146,5 @@ export async function startGatewayProcess(
     return ((await res.json()) as { key: string }).key;
   };
   const admitted = await createKey({ name: 'bench admitted', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 } });
-  return treeChild(name, child, url, { admitted }, 'SIGTERM');
+  return treeChild(name, child, url, { admitted, adminUrl: `http://127.0.0.1:${adminPort}` }, 'SIGTERM');
 }

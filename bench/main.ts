@@ -5,7 +5,8 @@ import { startRedisServer, type RedisProcess } from '../test/support/redis-serve
 import { processCpuMs, startChild, type BenchChild } from './processes';
 import { runLoad, type LoadResult, type LoadSettings } from './load';
 import { runWrk, wrkAvailable } from './wrk';
-import { nginxAvailable, startGatewayProcess, startNginx } from './external';
+import { ADMIN_TOKEN, nginxAvailable, startGatewayProcess, startNginx } from './external';
+import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSettings } from './brownout';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, timeByModule } from './profile';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
@@ -33,13 +34,15 @@ interface Settings {
   client: 'wrk' | 'autocannon';
   /** Variant ids to run (the baseline always runs), for a quick look at a few; null: all. */
   only: string[] | null;
+  /** `--brownout`: the inventory hanging for part of the run instead of comparing variants. */
+  brownout: BrownoutSettings | null;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -74,10 +77,19 @@ function parseArgs(argv: string[]): Settings {
         if (argv[i + 1] === 'wrk' && !wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install wrk)');
         settings.client = argv[i + 1] as 'wrk' | 'autocannon';
         break;
+      case '--brownout':
+        settings.brownout = { burst: 3000, sustainSeconds: 120, arrivalsPerSecond: 100 };
+        break;
+      case '--burst':
+      case '--sustain':
+      case '--arrivals':
+        if (!settings.brownout) throw new Error(`${argv[i]} goes after --brownout`);
+        settings.brownout[argv[i] === '--burst' ? 'burst' : argv[i] === '--sustain' ? 'sustainSeconds' : 'arrivalsPerSecond'] = value;
+        break;
       case '--quick':
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -263,6 +275,38 @@ async function soakGateway(settings: Settings, fixture: Fixture): Promise<void> 
     `RSS after warm-up ${result.startMiB.toFixed(0)} MiB, at the end ${result.endMiB.toFixed(0)} MiB (${result.growthPercent.toFixed(1)} %), ` +
       `peak ${result.peakMiB.toFixed(0)} MiB; ${load.requestsPerSecond.toFixed(0)} req/s. Wrote ${path.relative(repoRoot, SOAK_FILE())}\n`,
   );
+}
+
+/**
+ * `--brownout`: `npm start`'s gateway (dist/main.js, the default config, one process, Redis) in
+ * front of an inventory that hangs for part of the run. Writes bench/results/brownout.json.
+ */
+async function brownoutGateway(brownout: BrownoutSettings, fixture: Fixture): Promise<void> {
+  const inventory = await startSwitchableInventory();
+  try {
+    const gateway = await startGatewayProcess('gateway-brownout', {
+      repoRoot,
+      workers: 1,
+      redisUrl: fixture.redis.url,
+      upstreamUrl: inventory.url,
+      workDir: fixture.workDir,
+      appEnv: 'development',
+    });
+    fixture.children.push(gateway);
+    process.stdout.write(
+      `brownout: ${brownout.burst} requests at once, then ${brownout.arrivalsPerSecond}/s for ${brownout.sustainSeconds} s, with the inventory hanging
+`,
+    );
+    const run = await runBrownout(brownout, inventory, { gateway, adminUrl: gateway.details.adminUrl!, adminToken: ADMIN_TOKEN });
+    const result = { ...run, asTheGatewayTimedThem: gatewayTimings(path.join(fixture.workDir, 'gateway-brownout.log')) };
+    const file = path.join(repoRoot, 'bench', 'results', 'brownout.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify({ ...result, finishedAt: new Date().toISOString() }, null, 2) + '\n');
+    const { samplesMiB: _samples, ...rss } = result.rss;
+    process.stdout.write(`${JSON.stringify({ ...result, rss }, null, 2)}\nWrote ${path.relative(repoRoot, file)}\n`);
+  } finally {
+    await inventory.close();
+  }
 }
 
 /** What every mode needs: a private Redis, the fixed upstream, and a way to start gateways. */
@@ -481,6 +525,7 @@ async function main(): Promise<void> {
   await withFixture((fixture) => {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);
+    if (settings.brownout) return brownoutGateway(settings.brownout, fixture);
     return compare(settings, fixture);
   });
 }

@@ -35,6 +35,8 @@ export interface AdminDependencies {
   auditLog: AuditLog;
   metrics: MetricsSource;
   readiness: ReadinessCheck[];
+  /** States /readyz reports beside its checks without failing on them (the upstream circuit breaker's). */
+  readinessDetails?: () => Record<string, string>;
   /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
   deprecations: () => Promise<DeprecationReport>;
   /** The last 15 minutes of this process's traffic, per second (every worker's, summed, under WORKERS > 1). */
@@ -69,7 +71,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(healthRoutes(deps.readiness, deps.metrics));
+  app.use(healthRoutes(deps.readiness, deps.metrics, deps.readinessDetails));
 
   const admin = express.Router();
   admin.use(requireAdminToken({ ...deps, clock, logger }));

@@ -31,7 +31,7 @@ export function runReadinessChecks(checks: readonly ReadinessCheck[]): Promise<R
 }
 
 /** /healthz (the process runs), /readyz (its dependencies answer) and /metrics: no token, for probes and Prometheus. */
-export function healthRoutes(readiness: readonly ReadinessCheck[], metrics: MetricsSource): express.Router {
+export function healthRoutes(readiness: readonly ReadinessCheck[], metrics: MetricsSource, readinessDetails?: () => Record<string, string>): express.Router {
   const router = express.Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -40,12 +40,13 @@ export function healthRoutes(readiness: readonly ReadinessCheck[], metrics: Metr
     const results = await runReadinessChecks(readiness);
     const failed = results.filter((r) => !r.ok);
     const failing = failed.map((r) => r.name);
+    const details = readinessDetails?.();
     if (failing.length === 0) {
-      res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])) });
+      res.json({ status: 'ready', checks: Object.fromEntries(results.map((r) => [r.name, 'ok'])), ...details });
       return;
     }
     const reasons = failed.map((r) => (r.reason ? `${r.name} cannot take writes (${r.reason})` : `${r.name} not answering`));
-    res.status(503).json({ code: 'service_unavailable', message: `Not ready: ${reasons.join('; ')}.`, status: 503, failing });
+    res.status(503).json({ code: 'service_unavailable', message: `Not ready: ${reasons.join('; ')}.`, status: 503, failing, ...details });
   });
   router.get('/metrics', async (_req, res) => {
     const text = await metrics.text();

@@ -1,43 +1,10 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import type { ErrorCode } from '../shared/errors';
+import type { ForwardHandlers, Forwarder, ForwarderSettings, GuardedForwarder, UpstreamFailure } from './forward-contract';
+import { guardForwarder } from './upstream-guard';
 
-/** Why forwarding failed, as the contract names it, plus the metric label. */
-export interface UpstreamFailure {
-  code: Extract<ErrorCode, 'upstream_unavailable' | 'upstream_timeout'>;
-  message: string;
-  /** `refused`, `timeout`, `reset`, `invalid_response`, `other`: gateway_upstream_errors_total{reason}. */
-  reason: string;
-}
-
-export interface ForwardHandlers {
-  /** Called once when the upstream could not answer; headers may already be sent. */
-  onFailure(failure: UpstreamFailure): void;
-  /** Called when the upstream's response headers arrive (for upstream duration). */
-  onResponse?(statusCode: number): void;
-}
-
-/** What the forwarder holds right now: requests not yet finished, and connections to the upstream. */
-export interface ForwarderStats {
-  activeRequests: number;
-  openConnections: number;
-}
-
-/** Sends a prepared request to the inventory and streams the answer back. */
-export interface Forwarder {
-  /** Starts forwarding; the returned function abandons the upstream request (e.g. body too large). */
-  forward(req: IncomingMessage, res: ServerResponse, handlers: ForwardHandlers): () => void;
-  /** For tests and diagnostics: whether requests and connections are released. */
-  stats(): ForwarderStats;
-  close(): void | Promise<void>;
-}
-
-export interface ForwarderSettings {
-  target: string;
-  timeoutMs: number;
-  maxSockets: number;
-}
+export type { ForwardHandlers, Forwarder, ForwarderSettings, ForwarderStats, GuardedForwarder, UpstreamFailure } from './forward-contract';
 
 const TIMEOUT_CODE = 'ASG_UPSTREAM_TIMEOUT';
 
@@ -112,7 +79,12 @@ function reportOnce(inFlight: InFlight, err: NodeJS.ErrnoException): void {
  * http-proxy-middleware, created once, with a keep-alive agent. The caller has already rewritten
  * the request headers; this only moves bytes and maps failures.
  */
-export function createHttpProxyForwarder(settings: ForwarderSettings): Forwarder {
+export function createHttpProxyForwarder(settings: ForwarderSettings): GuardedForwarder {
+  return guardForwarder(createHttpProxyExchange(settings), settings);
+}
+
+/** The forwarder proper, without the guard: its timeout starts once the agent has given it a socket. */
+function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
   const agent = new http.Agent({ keepAlive: true, maxSockets: settings.maxSockets, keepAliveMsecs: 1000 });
   const proxy = createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: settings.target,

@@ -1,6 +1,10 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DeprecationConfig } from '../shared/config';
 import { BASE_PATH } from './routes';
+import { CIRCUIT_STATES, type CircuitState } from './circuit-breaker';
+
+/** The upstream's label in the circuit metrics: one upstream, one breaker (upstream.url). */
+export const UPSTREAM_LABEL = 'inventory';
 
 /**
  * Buckets for a reverse proxy: the gateway's own overhead sits well under a millisecond, a healthy
@@ -19,6 +23,8 @@ export interface GatewayMetricSources {
    * never touched by a request.
    */
   deprecations?: readonly DeprecationConfig[];
+  /** The guarded forwarder, read at scrape time: its breaker's state and the requests it holds. */
+  upstream?: () => { circuitState(): CircuitState; inFlight(): number };
 }
 
 export function createGatewayMetrics(registry: Registry = new Registry(), sources: GatewayMetricSources = {}) {
@@ -26,6 +32,7 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
   return {
     registry,
     ...requestMetrics(registry, sources.deprecations ?? []),
+    ...upstreamMetrics(registry, sources),
     ...limiterMetrics(registry, sources),
     ...authMetrics(registry),
     ...storeMetrics(registry),
@@ -58,7 +65,7 @@ function requestMetrics(registry: Registry, deprecations: readonly DeprecationCo
     }),
     upstreamErrors: new Counter({
       name: 'gateway_upstream_errors_total',
-      help: 'Forwarding failures, by reason.',
+      help: 'Forwarding failures, by reason (overloaded and circuit_open: refused by the gateway without sending).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
@@ -69,6 +76,38 @@ function requestMetrics(registry: Registry, deprecations: readonly DeprecationCo
       registers: [registry],
     }),
     deprecationSunset: sunsetGauge(registry, deprecations),
+  };
+}
+
+/** The circuit breaker in front of the inventory and the requests it holds. */
+function upstreamMetrics(registry: Registry, sources: GatewayMetricSources) {
+  return {
+    upstreamCircuitState: new Gauge({
+      name: 'gateway_upstream_circuit_state',
+      help: 'The circuit breaker in front of the upstream: 0 closed, 1 half-open (probing), 2 open (nothing sent).',
+      labelNames: ['upstream'] as const,
+      registers: [registry],
+      // Over workers: the worst of them.
+      aggregator: 'max',
+      collect() {
+        // Read at scrape time: an open circuit turns half-open by the clock, with or without traffic.
+        if (sources.upstream) this.set({ upstream: UPSTREAM_LABEL }, CIRCUIT_STATES[sources.upstream().circuitState()]);
+      },
+    }),
+    upstreamCircuitTransitions: new Counter({
+      name: 'gateway_upstream_circuit_transitions_total',
+      help: 'Circuit breaker transitions, by the state entered.',
+      labelNames: ['upstream', 'to'] as const,
+      registers: [registry],
+    }),
+    upstreamInFlight: new Gauge({
+      name: 'gateway_upstream_in_flight',
+      help: 'Requests at or waiting for the upstream right now (bounded by upstream.maxSockets + upstream.maxPending).',
+      registers: [registry],
+      collect() {
+        if (sources.upstream) this.set(sources.upstream().inFlight());
+      },
+    }),
   };
 }
 

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
-import { classifyUpstreamError, isHopByHopResponseHeader, type ForwarderSettings, type ForwardHandlers, type Forwarder } from './forwarder';
+import { classifyUpstreamError, isHopByHopResponseHeader } from './forwarder';
+import type { ForwarderSettings, ForwardHandlers, Forwarder, GuardedForwarder } from './forward-contract';
+import { guardForwarder } from './upstream-guard';
 
 /**
  * Request headers undici sets itself or refuses (it frames the body and names the host from the
@@ -138,7 +140,16 @@ async function* chunksOf(body: PassThrough): AsyncGenerator<Buffer> {
  * http-proxy-middleware forwarder: the caller has rewritten the request headers; this moves bytes,
  * drops hop-by-hop response headers, and maps failures with classifyUpstreamError.
  */
-export function createUndiciForwarder(settings: ForwarderSettings): Forwarder {
+export function createUndiciForwarder(settings: ForwarderSettings): GuardedForwarder {
+  return guardForwarder(createUndiciPool(settings), settings);
+}
+
+/**
+ * The forwarder proper, without the guard. undici's pool queues past `connections` without a
+ * bound, and its headersTimeout starts only once a request is written to a connection: the guard's
+ * deadline and bound cover the queue.
+ */
+function createUndiciPool(settings: ForwarderSettings): Forwarder {
   const target = new URL(settings.target);
   const basePath = target.pathname.replace(/\/+$/, '');
   const pool = new Pool(target.origin, {

@@ -14,6 +14,7 @@ import type { TrafficSecond } from '../admin/stats/traffic-recorder';
 import { writeReplicationReport } from '../admin/write-replication-report';
 import { createAdminApp, type MetricsSource, type ReadinessCheck } from '../admin/app';
 import type { RunningInventory } from '../inventory';
+import type { GuardedForwarder } from '../gateway/forwarder';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 import { listen, localUrl } from './listen';
@@ -28,6 +29,8 @@ export interface AdminListenerDependencies {
   /** The embedded inventory, whose metrics are served beside the gateway's; null when it runs elsewhere. */
   inventory: RunningInventory | null;
   upstreamUrl: string;
+  /** Its circuit breaker's state is reported on /readyz. */
+  forwarder: GuardedForwarder;
   metricsSource(registry: Registry): MetricsSource;
   trafficSeconds(): Promise<TrafficSecond[]>;
   logger: Logger;
@@ -65,6 +68,8 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     auditLog: stores.auditLog,
     metrics: deps.metricsSource(deps.inventory ? Registry.merge([metrics.registry, deps.inventory.metrics]) : metrics.registry),
     readiness,
+    // The breaker's state is reported, not a failing check: the upstream check already fails while the inventory does not answer.
+    readinessDetails: () => ({ upstreamCircuit: deps.forwarder.circuitState() }),
     deprecations: () =>
       buildDeprecationReport({
         deprecations: config.deprecations,

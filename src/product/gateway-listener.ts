@@ -5,9 +5,9 @@ import { createBoundedServer } from '../shared/http-server';
 import type { Logger } from '../shared/logger';
 import type { UpstreamTokenSigner } from '../shared/upstream-token';
 import { createGatewayHandler, type KeyLookup } from '../gateway/handler';
-import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings } from '../gateway/forwarder';
+import { createHttpProxyForwarder, type ForwarderSettings, type GuardedForwarder } from '../gateway/forwarder';
 import { createUndiciForwarder } from '../gateway/undici-forwarder';
-import type { GatewayMetrics } from '../gateway/metrics';
+import { UPSTREAM_LABEL, type GatewayMetrics } from '../gateway/metrics';
 import { answerUnparsableRequest } from '../gateway/unparsable-request';
 import { markCutOff } from '../gateway/cut-off';
 import type { DeprecationUsageRecorder } from '../gateway/deprecation-usage';
@@ -26,25 +26,43 @@ export interface GatewayListenerDependencies {
   random?: () => number;
   deprecationUsage: DeprecationUsageRecorder;
   keyActivity: KeyActivityRecorder;
-  /** Where the inventory answers. */
-  upstreamUrl: string;
+  forwarder: GuardedForwarder;
   port?: number;
   closers: Closers;
 }
 
-function createForwarder(kind: Config['upstream']['forwarder'], settings: ForwarderSettings): Forwarder {
+function createForwarder(kind: Config['upstream']['forwarder'], settings: ForwarderSettings): GuardedForwarder {
   return kind === 'undici' ? createUndiciForwarder(settings) : createHttpProxyForwarder(settings);
 }
 
-/** The public listener: the forwarder to the inventory and the request path in front of it. Resolves its URL. */
-export async function startGatewayListener(config: Config, deps: GatewayListenerDependencies): Promise<string> {
-  const { metrics, logger, closers } = deps;
+/** The upstream breaker's transitions: counted, and one log line each (an error when it opens). */
+function reportCircuitChanges(metrics: GatewayMetrics, logger: Logger): NonNullable<ForwarderSettings['onCircuitChange']> {
+  return (to, from, why) => {
+    metrics.upstreamCircuitTransitions.inc({ upstream: UPSTREAM_LABEL, to });
+    const line = { upstream: UPSTREAM_LABEL, circuit: to, from, why };
+    if (to === 'open') logger.error(line, 'upstream circuit open: answering 503 without sending until the cool-down ends');
+    else logger.warn(line, to === 'closed' ? 'upstream circuit closed: sending again' : 'upstream circuit half-open: probing');
+  };
+}
+
+/** The guarded forwarder to the inventory: deadline, bound on waiting requests, circuit breaker. */
+export function startForwarder(config: Config, deps: { upstreamUrl: string; metrics: GatewayMetrics; logger: Logger; clock: Clock; closers: Closers }): GuardedForwarder {
   const forwarder = createForwarder(config.upstream.forwarder, {
     target: deps.upstreamUrl,
     timeoutMs: config.upstream.timeoutMs,
     maxSockets: config.upstream.maxSockets,
+    maxPending: config.upstream.maxPending,
+    circuitBreaker: config.upstream.circuitBreaker,
+    clock: deps.clock,
+    onCircuitChange: reportCircuitChanges(deps.metrics, deps.logger),
   });
-  closers.add(() => forwarder.close());
+  deps.closers.add(() => forwarder.close());
+  return forwarder;
+}
+
+/** The public listener: the request path in front of the forwarder. Resolves its URL. */
+export async function startGatewayListener(config: Config, deps: GatewayListenerDependencies): Promise<string> {
+  const { metrics, logger, closers, forwarder } = deps;
   const handleRequest = createGatewayHandler({
     config,
     keys: deps.keys,

@@ -13,7 +13,8 @@ import { Closers } from './closers';
 import { startStores, type Stores } from './stores';
 import { startEmbeddedInventory } from './inventory';
 import { startRecorders } from './recorders';
-import { startGatewayListener } from './gateway-listener';
+import { startForwarder, startGatewayListener } from './gateway-listener';
+import type { GuardedForwarder } from '../gateway/forwarder';
 import { startAdminListener } from './admin-listener';
 import { resolveAdminToken } from './admin-token';
 
@@ -60,7 +61,12 @@ export async function startProduct(config: Config, options: StartOptions): Promi
   const closers = new Closers();
   try {
     let stores: Stores | null = null;
-    const metrics = createGatewayMetrics(new Registry(), { activeBans: () => stores!.limiters.keys.activeBans(), deprecations: config.deprecations });
+    let forwarder: GuardedForwarder | null = null;
+    const metrics = createGatewayMetrics(new Registry(), {
+      activeBans: () => stores!.limiters.keys.activeBans(),
+      deprecations: config.deprecations,
+      upstream: () => forwarder!,
+    });
     const keyDurability = createKeyDurabilityMetrics();
     keyDurability.register(metrics.registry);
     stores = await startStores(config, { logger, clock, closers, keyDurability, metrics, limiterEvents: limiterEventsFor(config, metrics, logger) });
@@ -77,7 +83,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const recorders = startRecorders({ stores, metrics, logger, clock, closers });
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
-    const gatewayUrl = await startGatewayListener(config, { ...recorders, keys: resolver, limiters: stores.limiters, signer, metrics, logger, clock, random: options.random, upstreamUrl, port: options.gatewayPort, closers });
+    forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
+    const gatewayUrl = await startGatewayListener(config, { ...recorders, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers });
     const adminToken = resolveAdminToken(config);
     const adminUrl = await startAdminListener(config, {
       ...recorders,
@@ -87,6 +94,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       metrics,
       inventory,
       upstreamUrl,
+      forwarder,
       metricsSource: options.metricsSource ?? registryAsSource,
       trafficSeconds: options.trafficSource ? options.trafficSource(recorders.traffic) : async () => recorders.traffic.seconds(),
       logger,

@@ -28,6 +28,13 @@ export const codeToStatus = {
 
 export type ErrorCode = keyof typeof codeToStatus;
 
+/**
+ * The one code CONTRACT §3 gives two statuses: `upstream_unavailable` is 502 when the inventory
+ * could not be reached, 503 (with Retry-After) when the gateway did not try (too many waiting, or
+ * its circuit breaker open). sendError takes the status for those.
+ */
+export const otherStatusesOf: Partial<Record<ErrorCode, readonly number[]>> = { upstream_unavailable: [503] };
+
 export interface ErrorBody {
   code: ErrorCode;
   message: string;
@@ -48,8 +55,9 @@ export class ApiError extends Error {
   }
 }
 
-export function errorBody(code: ErrorCode, message: string): ErrorBody {
-  return { code, message, status: codeToStatus[code] };
+/** `status` only where the contract gives a code two statuses (502/503 `upstream_unavailable`). */
+export function errorBody(code: ErrorCode, message: string, status: number = codeToStatus[code]): ErrorBody {
+  return { code, message, status };
 }
 
 /** Status line reasons for the raw answers written where no ServerResponse exists. */
@@ -73,14 +81,20 @@ export function rawErrorResponse(code: ErrorCode, message: string, headers: Reco
  * node:http, so the gateway's request path and the Express apps (whose responses extend
  * ServerResponse) share it. For HEAD, node:http sends the headers without the body.
  */
-export function sendError(res: ServerResponse, code: ErrorCode, message: string, headers: Readonly<Record<string, string>> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  code: ErrorCode,
+  message: string,
+  headers: Readonly<Record<string, string>> = {},
+  status: number = codeToStatus[code],
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify(errorBody(code, message));
+  const body = JSON.stringify(errorBody(code, message, status));
   for (const name in headers) res.setHeader(name, headers[name]!);
-  res.statusCode = codeToStatus[code];
+  res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));
   res.end(body);

@@ -45,6 +45,8 @@ export function createForwardStep(deps: ForwardDependencies) {
 
     request.upstreamStartedAt = process.hrtime.bigint();
     const abandon = forwarder.forward(req, res, {
+      // The upstream deadline counts from the request's arrival, the wait for a connection included.
+      receivedAt: request.startedAt,
       onResponse: (statusCode) => {
         forwarding?.end({ 'http.response.status_code': statusCode });
         observeUpstream(req.method!, request, statusCode);
@@ -55,7 +57,7 @@ export function createForwardStep(deps: ForwardDependencies) {
         logger.warn({ requestId: request.requestId, reason: failure.reason }, 'upstream failure');
         // Mid-answer, sendError can only cut the response off: the request's line says why.
         if (res.headersSent) markCutOff(res, `upstream ${failure.reason}`);
-        sendError(res, failure.code, failure.message);
+        sendError(res, failure.code, failure.message, failure.headers, failure.status);
       },
     });
     if (streamed) boundStreamedBody(req, res, abandon);

@@ -67,6 +67,14 @@ export const configSchema = z
       url: httpUrl.nullable(),
       timeoutMs: durationMs,
       maxSockets: positiveInt,
+      /** Requests that may wait for a connection beyond maxSockets; past them a new one gets 503 at once. */
+      maxPending: wholeNumber(0, 100_000),
+      /** Stops sending to a failing inventory for a cool-down (src/gateway/circuit-breaker.ts). */
+      circuitBreaker: z.strictObject({
+        consecutiveFailures: positiveInt,
+        cooldownMs: durationMs,
+        halfOpenProbes: positiveInt,
+      }),
       /** How requests reach the inventory: an undici Pool, or http-proxy-middleware over a node:http Agent. */
       forwarder: z.enum(['undici', 'http-proxy']),
     }),

@@ -27,7 +27,7 @@ describe('with the store and the upstream answering', () => {
   test('GET /readyz: 200 naming both checks as ok', async () => {
     const res = await request(product.adminUrl).get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { store: 'ok', 'inventory database': 'ok', upstream: 'ok' } });
+    expect(res.body).toEqual({ status: 'ready', checks: { store: 'ok', 'inventory database': 'ok', upstream: 'ok' }, upstreamCircuit: 'closed' });
   });
 
   test('GET /metrics: Prometheus text without a token, counting gateway requests by route template and plan', async () => {
@@ -92,7 +92,7 @@ describe('GET /readyz when a dependency is down', () => {
 function expectReadyzFailure(res: request.Response, failing: string[]): void {
   expect({ status: res.status, body: res.body as unknown }).toEqual({
     status: 503,
-    body: { code: 'service_unavailable', message: expect.any(String), status: 503, failing },
+    body: { code: 'service_unavailable', message: expect.any(String), status: 503, failing, upstreamCircuit: 'closed' },
   });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   for (const name of failing) expect((res.body as { message: string }).message).toContain(name);

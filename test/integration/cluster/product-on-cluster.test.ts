@@ -113,7 +113,7 @@ describe('the product on a three-master Redis Cluster', () => {
       const ready = await request(product.adminUrl).get('/readyz').expect(200);
       // a runs the inventory itself, so its /readyz also probes the inventory's database.
       const checks = product === a ? { store: 'ok', 'inventory database': 'ok', upstream: 'ok' } : { store: 'ok', upstream: 'ok' };
-      expect(ready.body).toEqual({ status: 'ready', checks });
+      expect(ready.body).toEqual({ status: 'ready', checks, upstreamCircuit: 'closed' });
     }
   });
 

@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { sendError } from '../../../src/shared/errors';
-import { createHttpProxyForwarder, type Forwarder, type ForwarderSettings, type UpstreamFailure } from '../../../src/gateway/forwarder';
+import { createHttpProxyForwarder, type ForwarderSettings, type GuardedForwarder, type UpstreamFailure } from '../../../src/gateway/forwarder';
 import { createUndiciForwarder } from '../../../src/gateway/undici-forwarder';
 
 /**
@@ -14,7 +14,7 @@ import { createUndiciForwarder } from '../../../src/gateway/undici-forwarder';
 
 export type ForwarderKind = 'http-proxy' | 'undici';
 
-export const FORWARDERS: ReadonlyArray<[ForwarderKind, (settings: ForwarderSettings) => Forwarder]> = [
+export const FORWARDERS: ReadonlyArray<[ForwarderKind, (settings: ForwarderSettings) => GuardedForwarder]> = [
   ['http-proxy', createHttpProxyForwarder],
   ['undici', createUndiciForwarder],
 ];
@@ -150,11 +150,19 @@ export async function startRawUpstream(reply: (socket: net.Socket) => void): Pro
   return { url, close: () => closeServer(server, sockets) };
 }
 
+/** One answer as the proxy timed it: from its request event to the end (or cut) of its response. */
+export interface ProxyTiming {
+  status: number;
+  elapsedMs: number;
+}
+
 export interface ContractProxy {
   url: string;
-  forwarder: Forwarder;
+  forwarder: GuardedForwarder;
   failures: UpstreamFailure[];
   statuses: number[];
+  /** Every answer as the proxy timed it, so that a busy test machine's accept queue is not counted. */
+  timings: ProxyTiming[];
   close(): Promise<void>;
 }
 
@@ -165,22 +173,25 @@ export interface ContractProxy {
  * and answer 413 itself, as the gateway does with an oversized chunked body.
  */
 export async function startContractProxy(
-  create: (settings: ForwarderSettings) => Forwarder,
+  create: (settings: ForwarderSettings) => GuardedForwarder,
   target: string,
-  options: { timeoutMs?: number; maxSockets?: number } = {},
+  options: Partial<Omit<ForwarderSettings, 'target'>> = {},
 ): Promise<ContractProxy> {
-  const forwarder = create({ target, timeoutMs: options.timeoutMs ?? 10_000, maxSockets: options.maxSockets ?? 16 });
+  const forwarder = create({ ...options, target, timeoutMs: options.timeoutMs ?? 10_000, maxSockets: options.maxSockets ?? 16 });
   const failures: UpstreamFailure[] = [];
   const statuses: number[] = [];
+  const timings: ProxyTiming[] = [];
   const app = express();
   app.use((req, res) => {
+    const arrived = performance.now();
+    res.once('close', () => timings.push({ status: res.statusCode, elapsedMs: performance.now() - arrived }));
     delete req.headers.connection;
     const abandonAfter = req.headers['x-abandon-after'];
     const abandon = forwarder.forward(req, res, {
       onResponse: (statusCode) => statuses.push(statusCode),
       onFailure: (failure) => {
         failures.push(failure);
-        sendError(res, failure.code, failure.message);
+        sendError(res, failure.code, failure.message, failure.headers, failure.status);
       },
     });
     if (typeof abandonAfter === 'string') {
@@ -202,6 +213,7 @@ export async function startContractProxy(
     forwarder,
     failures,
     statuses,
+    timings,
     async close() {
       await closeServer(server);
       await forwarder.close();

@@ -215,10 +215,16 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
   describe('the inventory stopped while the gateway runs, then started again', () => {
     let product: ProductHarness;
     let auth: string;
+    // A separate inventory (upstream.url), as production runs it: the embedded one lives and dies with the gateway.
+    let inventory: RunningInventory;
     let restarted: RunningInventory | null = null;
 
     beforeAll(async () => {
-      product = await startTestProduct({ overrides: { upstream: { timeoutMs: 2000, forwarder } } });
+      const seed = await startTestProduct({ overrides: { upstream: { timeoutMs: 2000, forwarder } } });
+      const config = seed.config;
+      await seed.close();
+      inventory = await startInventory(config, { port: 0, host: '127.0.0.1', logger: createLogger('silent') });
+      product = await startTestProduct({ dataDir: config.dataDir, overrides: { upstream: { url: inventory.url, timeoutMs: 2000, forwarder } } });
       auth = await businessKey(product, 'stopped');
     });
     afterAll(async () => {
@@ -229,10 +235,10 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
     it('answers 502 while it is down (readyz says upstream, healthz stays 200) and serves again once it is back', async () => {
       const first = await sendToGateway(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: auth } });
       expect(first.status).toBe(200);
-      const port = product.inventory!.port;
+      const port = inventory.port;
 
       // The real inventory goes away; the gateway's idle keep-alive connection to it is closed too.
-      await product.inventory!.close();
+      await inventory.close();
       const before = await upstreamErrors(product);
       for (let i = 1; i <= 3; i++) {
         const requestId = `stopped-${forwarder}-${i}`;

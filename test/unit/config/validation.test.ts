@@ -30,6 +30,13 @@ describe('messages', () => {
     ['ban.threshold 0', fromOverrides({ ban: { threshold: 0 } }), 'invalid setting ban.threshold: must be a whole number of at least 1'],
     ['anonymous.perMinute 2.5', fromOverrides({ anonymous: { perMinute: 2.5 } }), 'invalid setting anonymous.perMinute: must be a whole number of at least 1'],
     ['upstream.timeoutMs too long', fromOverrides({ upstream: { timeoutMs: 3_600_001 } }), 'invalid setting upstream.timeoutMs: must be a whole number from 1 to 3600000'],
+    ['upstream.maxPending -1', fromOverrides({ upstream: { maxPending: -1 } }), 'invalid setting upstream.maxPending: must be a whole number from 0 to 100000'],
+    ['accepted: upstream.maxPending 0 (no waiting beyond the sockets)', fromOverrides({ upstream: { maxPending: 0 } }), null],
+    [
+      'upstream.circuitBreaker.consecutiveFailures 0',
+      fromOverrides({ upstream: { circuitBreaker: { consecutiveFailures: 0 } } }),
+      'invalid setting upstream.circuitBreaker.consecutiveFailures: must be a whole number of at least 1',
+    ],
     ['LOG_LEVEL=loud', fromEnv({ LOG_LEVEL: 'loud' }), 'invalid setting LOG_LEVEL (logLevel): must be one of fatal, error, warn, info, debug, trace, silent'],
     ['APP_ENV=bogus', fromEnv({ APP_ENV: 'bogus' }), 'invalid setting APP_ENV: must be development, staging or production (got "bogus")'],
     ['REDIS_URL=http://x', fromEnv({ REDIS_URL: 'http://x' }), 'invalid setting REDIS_URL (redis.url): must look like redis://host:port/db'],

@@ -1,0 +1,258 @@
+import http from 'node:http';
+import type net from 'node:net';
+import { FORWARDERS, closeServer, eventually, jsonOf, listenOnLoopback, send, startContractProxy, type ClientResult, type ContractProxy, type ProxyTiming } from './forwarder-kit';
+import { freePort } from '../../support/redis-server';
+
+/**
+ * An inventory brown-out at the forwarder (CONTRACT §3): whatever the upstream does under a few
+ * hundred concurrent requests, every request gets an Error body within timeoutMs + 1 s, those past
+ * the bound at once; the breaker opens, refuses without sending, probes, and closes by itself.
+ * Both forwarders, behind the same guard.
+ */
+
+const TIMEOUT_MS = 400;
+const BOUND_MS = TIMEOUT_MS + 1000;
+/** A client that waited this long would be waiting on a queue, not on a busy machine. */
+const CLIENT_HANG_GUARD_MS = 5 * BOUND_MS;
+const MAX_SOCKETS = 16;
+const MAX_PENDING = 48;
+const CONCURRENT = 300;
+/** A cool-down longer than any burst here, so that a burst sees one opening; the recovery tests shorten it. */
+const BREAKER = { consecutiveFailures: 5, cooldownMs: 10_000, halfOpenProbes: 2 };
+const SHORT_COOLDOWN = { ...BREAKER, cooldownMs: 1000 };
+
+type Mode = 'healthy' | 'hang' | 'slow' | 'cut' | 'reset';
+
+interface SwitchableUpstream {
+  url: string;
+  mode: Mode;
+  received: number;
+  /** Connections holding a request the upstream never answered: 0 once the proxy let go of them all. */
+  unanswered: Set<net.Socket>;
+  close(): Promise<void>;
+}
+
+/**
+ * One upstream whose behaviour a test switches: `hang` never answers, `slow` answers after 1.5 × the
+ * timeout, `cut` sends a head promising 64 KiB and resets after 1 KiB, `reset` destroys the
+ * connection before any byte of an answer.
+ */
+async function startSwitchableUpstream(): Promise<SwitchableUpstream> {
+  const sockets = new Set<net.Socket>();
+  const upstream = { url: '', mode: 'healthy' as Mode, received: 0, unanswered: new Set<net.Socket>(), close: async () => {} };
+  const server = http.createServer((req, res) => {
+    upstream.received++;
+    req.resume();
+    switch (upstream.mode) {
+      case 'healthy':
+        res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+        break;
+      case 'slow': {
+        const timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'), TIMEOUT_MS * 1.5);
+        res.on('close', () => clearTimeout(timer));
+        break;
+      }
+      case 'cut':
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(64 * 1024) });
+        res.write(Buffer.alloc(1024, 0x20), () => req.socket.resetAndDestroy());
+        break;
+      case 'reset':
+        req.socket.resetAndDestroy();
+        break;
+      case 'hang':
+        upstream.unanswered.add(req.socket);
+        req.socket.once('close', () => upstream.unanswered.delete(req.socket));
+        break;
+    }
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  upstream.url = await listenOnLoopback(server);
+  upstream.close = () => closeServer(server, sockets);
+  return upstream;
+}
+
+interface Timed extends ClientResult {
+  elapsedMs: number;
+}
+
+async function timedSend(url: string): Promise<Timed> {
+  const started = performance.now();
+  const result = await send(url);
+  return { ...result, elapsedMs: performance.now() - started };
+}
+
+function burst(url: string, count = CONCURRENT): Promise<Timed[]> {
+  return Promise.all(Array.from({ length: count }, () => timedSend(`${url}/v1/pets`)));
+}
+
+function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const item of items) counts[key(item)] = (counts[key(item)] ?? 0) + 1;
+  return counts;
+}
+
+/**
+ * Every answer an Error body of the contract, with the status it names, within the bound as the
+ * proxy timed it (arrival to answer). The client's own figures also hold the time a connection waits
+ * to be accepted on 2 cores shared with other suites; they get a looser hang guard.
+ */
+function expectErrorAnswersInTime(answers: readonly Timed[], timings: readonly ProxyTiming[]): void {
+  for (const answer of answers) {
+    const body = jsonOf(answer) as { code: string; status: number; message: string };
+    expect({ status: answer.status, complete: answer.complete, bodyStatus: body.status, message: typeof body.message }).toEqual({
+      status: body.status,
+      complete: true,
+      bodyStatus: answer.status,
+      message: 'string',
+    });
+    expect(['upstream_timeout', 'upstream_unavailable']).toContain(body.code);
+    if (answer.status === 503) expect(Number(answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  }
+  expect(Math.max(...timings.slice(-answers.length).map((t) => t.elapsedMs))).toBeLessThan(BOUND_MS);
+  expect(Math.max(...answers.map((a) => a.elapsedMs))).toBeLessThan(CLIENT_HANG_GUARD_MS);
+}
+
+describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) => {
+  let upstream: SwitchableUpstream;
+  let proxy: ContractProxy;
+  const transitions: string[] = [];
+
+  async function proxyTo(target: string, breaker = BREAKER): Promise<ContractProxy> {
+    return startContractProxy(create, target, {
+      timeoutMs: TIMEOUT_MS,
+      maxSockets: MAX_SOCKETS,
+      maxPending: MAX_PENDING,
+      circuitBreaker: breaker,
+      onCircuitChange: (to, from) => transitions.push(`${from}->${to}`),
+    });
+  }
+
+  beforeEach(async () => {
+    transitions.length = 0;
+    upstream = await startSwitchableUpstream();
+    proxy = await proxyTo(upstream.url);
+  });
+  afterEach(async () => {
+    await proxy.close();
+    await upstream.close();
+  });
+
+  async function expectAllReleased(): Promise<void> {
+    await eventually(() => proxy.forwarder.inFlight() === 0 && proxy.forwarder.stats().activeRequests === 0, 5000);
+  }
+
+  it(`hanging: ${CONCURRENT} concurrent requests all get 504 or 503 within the bound; past the bound at once; the breaker opens`, async () => {
+    upstream.mode = 'hang';
+    const answers = await burst(proxy.url);
+    expectErrorAnswersInTime(answers, proxy.timings);
+    const reasons = countBy(proxy.failures, (f) => f.reason);
+    // Those admitted waited out the deadline (in the pool's queue or on a socket); the rest were refused
+    // at once. A slot freed by one of the first timeouts, before the breaker has seen enough, takes one more.
+    expect(reasons.timeout).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING + BREAKER.consecutiveFailures - 1);
+    expect(reasons.timeout).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
+    expect((reasons.overloaded ?? 0) + (reasons.circuit_open ?? 0) + reasons.timeout!).toBe(CONCURRENT);
+    expect(reasons.overloaded).toBeGreaterThan(0);
+    // Refused at once, not after a deadline: the median 503 comes before the first 504 (the median,
+    // and against the 504s rather than the clock, since on 2 busy cores every answer is late alike).
+    const elapsedOf = (status: number) => proxy.timings.filter((t) => t.status === status).map((t) => t.elapsedMs).sort((a, b) => a - b);
+    const refusedAtOnce = elapsedOf(503);
+    expect({ refused: refusedAtOnce.length > 0, timedOut: elapsedOf(504).length > 0 }).toEqual({ refused: true, timedOut: true });
+    expect(refusedAtOnce[Math.floor(refusedAtOnce.length / 2)]).toBeLessThan(elapsedOf(504)[0]!);
+    expect(upstream.received).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING);
+    expect(proxy.forwarder.circuitState()).toBe('open');
+    expect(transitions).toEqual(['closed->open']);
+    await expectAllReleased();
+  });
+
+  it('slow (answers after 1.5 × the timeout): 504 within the bound, never the late answer', async () => {
+    upstream.mode = 'slow';
+    const answers = await burst(proxy.url);
+    expectErrorAnswersInTime(answers, proxy.timings);
+    expect(answers.filter((a) => a.status === 200)).toEqual([]);
+    expect(countBy(answers, (a) => String(a.status))['504']).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
+    expect(proxy.forwarder.circuitState()).toBe('open');
+    await expectAllReleased();
+  });
+
+  it('refusing: 502 fast, then 503 circuit_open without trying to connect', async () => {
+    await proxy.close();
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    proxy = await proxyTo(nobody);
+    const answers = await burst(proxy.url);
+    expectErrorAnswersInTime(answers, proxy.timings);
+    const reasons = countBy(proxy.failures, (f) => f.reason);
+    expect(reasons.refused).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
+    expect(Object.keys(reasons).sort()).toEqual(expect.arrayContaining(['refused']));
+    for (const reason of Object.keys(reasons)) expect(['refused', 'overloaded', 'circuit_open']).toContain(reason);
+    const after = await timedSend(`${proxy.url}/v1/pets`);
+    expect({ status: after.status, code: (jsonOf(after) as { code: string }).code }).toEqual({ status: 503, code: 'upstream_unavailable' });
+    expect(proxy.failures.at(-1)!.reason).toBe('circuit_open');
+    await expectAllReleased();
+  });
+
+  it('resetting before the head: 502 reset within the bound; mid-body: the 200 cut short; both open the breaker', async () => {
+    await proxy.close();
+    proxy = await proxyTo(upstream.url, SHORT_COOLDOWN);
+    upstream.mode = 'reset';
+    const answers = await burst(proxy.url);
+    expectErrorAnswersInTime(answers, proxy.timings);
+    expect(countBy(proxy.failures, (f) => f.reason).reset).toBeGreaterThanOrEqual(BREAKER.consecutiveFailures);
+    expect(transitions[0]).toBe('closed->open');
+    await expectAllReleased();
+
+    // Once the head has gone out, the only honest signal left is a cut connection; the breaker counts it.
+    upstream.mode = 'cut';
+    await eventually(() => proxy.forwarder.circuitState() === 'half_open', 3000);
+    const cut = await Promise.all(Array.from({ length: 20 }, () => timedSend(`${proxy.url}/v1/pets`)));
+    for (const answer of cut) {
+      if (answer.status === 200) expect(answer.complete).toBe(false);
+      else expect(answer.status).toBe(503);
+    }
+    expect(Math.max(...proxy.timings.slice(-cut.length).map((t) => t.elapsedMs))).toBeLessThan(BOUND_MS);
+    expect(cut.filter((a) => a.status === 200).length).toBeLessThanOrEqual(BREAKER.halfOpenProbes);
+    expect(transitions).toContain('half_open->open');
+    await expectAllReleased();
+  });
+
+  it('the breaker refuses without sending while open, probes after the cool-down, and traffic is back without a restart', async () => {
+    await proxy.close();
+    proxy = await proxyTo(upstream.url, SHORT_COOLDOWN);
+    upstream.mode = 'hang';
+    await burst(proxy.url, 20);
+    expect(proxy.forwarder.circuitState()).toBe('open');
+    // Queued requests still in time went out on the connections that timed-out requests freed; a
+    // request written just before its deadline may be read by this (busy) upstream only as its
+    // connection closes. Counted once every such connection is closed: nothing is sent after.
+    await expectAllReleased();
+    await eventually(() => upstream.unanswered.size === 0, 5000);
+    const receivedWhileOpen = upstream.received;
+    const refused = await timedSend(`${proxy.url}/v1/pets`);
+    expect({ status: refused.status, body: jsonOf(refused) }).toEqual({
+      status: 503,
+      body: { code: 'upstream_unavailable', message: expect.any(String), status: 503 },
+    });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(proxy.timings.at(-1)!.elapsedMs).toBeLessThan(TIMEOUT_MS);
+    expect(upstream.received).toBe(receivedWhileOpen);
+
+    // Still hanging after the cool-down: the probes fail and it opens again.
+    await eventually(() => proxy.forwarder.circuitState() === 'half_open', 3000);
+    const probes = await burst(proxy.url, 5);
+    expectErrorAnswersInTime(probes, proxy.timings);
+    expect(upstream.received).toBe(receivedWhileOpen + BREAKER.halfOpenProbes);
+    expect(proxy.forwarder.circuitState()).toBe('open');
+
+    // The inventory recovers: the next probes succeed, the circuit closes, everything is 200 again.
+    upstream.mode = 'healthy';
+    await eventually(() => proxy.forwarder.circuitState() === 'half_open', 3000);
+    for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++) expect((await send(`${proxy.url}/v1/pets`)).status).toBe(200);
+    await eventually(() => proxy.forwarder.circuitState() === 'closed', 3000);
+    const back = await burst(proxy.url, 100);
+    expect(countBy(back, (a) => String(a.status))).toEqual({ '200': 100 });
+    expect(transitions).toEqual(['closed->open', 'open->half_open', 'half_open->open', 'open->half_open', 'half_open->closed']);
+    await expectAllReleased();
+  });
+});
