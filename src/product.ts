@@ -131,8 +131,11 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
       negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
+      issued: { onRebuilt: (hashes, bytes, ms) => logger.info({ hashes, bytes, ms: Math.round(ms) }, 'issued-key filter built') },
     });
     cleanups.push(() => resolver.close());
+    // Until the filter is built every unknown key is looked up in Redis, as before; wait for it.
+    await resolver.ready();
     const metrics = createGatewayMetrics(new Registry(), {
       activeBans: () => limiters.keys.activeBans(),
       deprecations: config.deprecations,
