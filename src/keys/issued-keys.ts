@@ -188,6 +188,7 @@ export class IssuedKeys {
         void this.rebuild();
         resolve(false);
       }, this.catchUpTimeoutMs);
+      timer.unref();
       const entry: SeqWaiter = {
         seq,
         resolve: (reached) => {

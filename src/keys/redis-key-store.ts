@@ -99,6 +99,14 @@ async function disconnectAndWait(client: RedisClient, timeoutMs = 1000): Promise
   clearTimeout(timer);
 }
 
+/**
+ * A proposal for the issued mark's epoch, fresh on every call: the first script to find none sets
+ * it, and a mark that is lost (with Redis's data) can never come back under an epoch seen before.
+ */
+function newEpoch(): string {
+  return randomBytes(8).toString('hex');
+}
+
 function sha1(text: string): string {
   return createHash('sha1').update(text).digest('hex');
 }
@@ -128,8 +136,6 @@ export class RedisKeyStore implements KeyStore {
   private readonly onEnd = () => this.replaceSubscriber();
   private reopenTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  /** This store's proposal for the issued mark's epoch; the first writer's proposal wins. */
-  private readonly epochCandidate = randomBytes(8).toString('hex');
 
   constructor(
     private readonly redis: RedisClient,
@@ -160,7 +166,7 @@ export class RedisKeyStore implements KeyStore {
 
   async insert(record: ApiKeyRecord): Promise<void> {
     const { byHash, byId, issued, channel } = this.layout;
-    await this.script(INSERT_SCRIPT, [byHash, byId, issued], [record.hash, record.id, encodeRecord(record), channel, this.epochCandidate]);
+    await this.script(INSERT_SCRIPT, [byHash, byId, issued], [record.hash, record.id, encodeRecord(record), channel, newEpoch()]);
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
 
@@ -203,7 +209,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async issuedMark(): Promise<StoreIssuedMark> {
-    return parseStoreIssuedMark(await this.script(ISSUED_MARK_SCRIPT, [this.layout.issued, this.layout.byHash], [this.epochCandidate]));
+    return parseStoreIssuedMark(await this.script(ISSUED_MARK_SCRIPT, [this.layout.issued, this.layout.byHash], [newEpoch()]));
   }
 
   /** HSCAN over by-hash in steps of SCAN_BATCH, hashes only; a hash written meanwhile may be missed (its change is not). */
@@ -252,7 +258,7 @@ export class RedisKeyStore implements KeyStore {
       const { byHash, byId, issued, channel } = this.layout;
       const kept = hashesOf(next);
       const dropped = hashesOf(current).filter((hash) => !kept.includes(hash));
-      const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), this.epochCandidate, ...kept, ...dropped];
+      const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), newEpoch(), ...kept, ...dropped];
       const written = await this.script(REPLACE_SCRIPT, [byHash, byId, issued], args);
       if (written === 1) {
         for (const hash of [...kept, ...dropped]) this.changeListeners.emit({ id: next.id, hash });
