@@ -257,6 +257,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   async function authenticate(req: IncomingMessage, res: ServerResponse, state: RequestState): Promise<Refusal | null> {
     const header = req.headers.authorization;
     let failure: Refusal & { reason: string };
+    let neverIssuedKey = false;
     if (header === undefined || header === '') {
       failure = { code: 'missing_api_key', reason: 'missing', message: 'Send your API key as "Authorization: Bearer <key>".', headers: { 'WWW-Authenticate': REALM } };
     } else if (hasRepeatedAuthorization(req.rawHeaders)) {
@@ -290,6 +291,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
         const code = revoked ? 'revoked_api_key' : 'expired_api_key';
         return (await showAnonymousWindow(res, state)) ?? { code, message, headers: { 'WWW-Authenticate': bearerChallenge('invalid_token', message) } };
       }
+      neverIssuedKey = resolution.neverIssued === true;
       const message = 'The API key is not valid for this environment.';
       // Another scheme (Basic, a bare key) sent no bearer token: the challenge alone says what to send (RFC 6750 §3).
       const challenge = presented ? bearerChallenge('invalid_token', message) : REALM;
@@ -299,7 +301,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     let decision;
     const limiting = state.span?.step('rate limit');
     try {
-      decision = await deps.addressLimiter.consume(state.clientAddress);
+      decision = await deps.addressLimiter.consume(state.clientAddress, { neverIssuedKey });
     } catch (err) {
       limiting?.end(undefined, 'store_error');
       return storeFailed(err, state);

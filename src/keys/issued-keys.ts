@@ -11,10 +11,13 @@ export function isIssuedHashSource(store: KeyStore): store is KeyStore & IssuedH
 
 export interface IssuedKeysOptions {
   /**
-   * Least time between two mark reads. Misses in between wait for the next read and share it, so a
-   * flood of made-up keys costs the store at most 1000/checkIntervalMs commands a second per process.
+   * Least time between two mark reads. Misses in between wait for the next read and share it. While
+   * misses keep coming (BUSY_CHECK waiters or more on a read) the time doubles up to
+   * maxCheckIntervalMs, so a flood of made-up keys costs the store at most 1000/maxCheckIntervalMs
+   * commands a second per process; it drops back once a read has few waiters.
    */
   checkIntervalMs?: number;
+  maxCheckIntervalMs?: number;
   /** How long a miss waits for changes the mark counts but the change stream has not brought yet. */
   catchUpTimeoutMs?: number;
   /** Least capacity of a rebuilt filter; it is sized for twice the store's hashes. */
@@ -26,7 +29,10 @@ export interface IssuedKeysOptions {
   onRebuilt?(hashes: number, bytes: number, ms: number): void;
 }
 
-export const DEFAULT_CHECK_INTERVAL_MS = 50;
+export const DEFAULT_CHECK_INTERVAL_MS = 100;
+export const DEFAULT_MAX_CHECK_INTERVAL_MS = 500;
+/** Waiters on one mark read from which the misses count as a flood. */
+const BUSY_CHECK = 10;
 export const DEFAULT_CATCH_UP_TIMEOUT_MS = 250;
 const DEFAULT_MIN_CAPACITY = 10_000;
 const DEFAULT_RETRY_MS = 1000;
@@ -70,7 +76,11 @@ export class IssuedKeys {
   private build: Build | null = null;
   private generation = 0;
   private waiters: SeqWaiter[] = [];
+  /** Misses waiting for a mark read, by hash: the change stream bringing the hash ends the wait. */
+  private readonly awaitingArrival = new Map<string, Array<() => void>>();
   private nextCheck: Promise<StoreIssuedMark> | null = null;
+  private nextCheckWaiters = 0;
+  private intervalMs: number;
   private lastCheckAt = Number.NEGATIVE_INFINITY;
   private retryTimer: NodeJS.Timeout | undefined;
   private firstBuild: Promise<void>;
@@ -78,6 +88,7 @@ export class IssuedKeys {
   private readonly unsubscribe: Array<() => void> = [];
   private closed = false;
   private readonly checkIntervalMs: number;
+  private readonly maxCheckIntervalMs: number;
   private readonly catchUpTimeoutMs: number;
 
   constructor(
@@ -85,6 +96,8 @@ export class IssuedKeys {
     private readonly options: IssuedKeysOptions = {},
   ) {
     this.checkIntervalMs = options.checkIntervalMs ?? DEFAULT_CHECK_INTERVAL_MS;
+    this.maxCheckIntervalMs = Math.max(this.checkIntervalMs, options.maxCheckIntervalMs ?? DEFAULT_MAX_CHECK_INTERVAL_MS);
+    this.intervalMs = this.checkIntervalMs;
     this.catchUpTimeoutMs = options.catchUpTimeoutMs ?? DEFAULT_CATCH_UP_TIMEOUT_MS;
     this.unsubscribe.push(source.onChange((change) => this.apply(change)));
     if (source.onResync) this.unsubscribe.push(source.onResync(() => this.rebuild()));
@@ -113,12 +126,8 @@ export class IssuedKeys {
    */
   async neverIssued(hash: string): Promise<boolean> {
     if (!this.view || this.view.filter.has(hash)) return false;
-    let mark: StoreIssuedMark;
-    try {
-      mark = await this.markReadFromNow();
-    } catch {
-      return false;
-    }
+    const mark = await this.markOrArrival(hash);
+    if (mark === null) return false;
     let view = this.view as View | null;
     if (!view || view.filter.has(hash)) return false;
     if (mark.epoch !== view.epoch) {
@@ -142,18 +151,53 @@ export class IssuedKeys {
   }
 
   /**
+   * The next mark read, or null as soon as the change stream brings this hash (a creation that
+   * arrives first is looked up at once, not after the read) or the read fails.
+   */
+  private markOrArrival(hash: string): Promise<StoreIssuedMark | null> {
+    return new Promise((resolve) => {
+      const arrived = () => resolve(null);
+      const waiting = this.awaitingArrival.get(hash);
+      if (waiting) waiting.push(arrived);
+      else this.awaitingArrival.set(hash, [arrived]);
+      const done = () => {
+        const list = this.awaitingArrival.get(hash);
+        const rest = list?.filter((entry) => entry !== arrived) ?? [];
+        if (rest.length > 0) this.awaitingArrival.set(hash, rest);
+        else this.awaitingArrival.delete(hash);
+      };
+      this.markReadFromNow().then(
+        (mark) => {
+          done();
+          resolve(mark);
+        },
+        () => {
+          done();
+          resolve(null);
+        },
+      );
+    });
+  }
+
+  /**
    * A mark read that starts after this call: the one scheduled and not yet sent, or a new one sent
    * once checkIntervalMs has passed since the last. Every caller until it is sent shares it.
    */
   private markReadFromNow(): Promise<StoreIssuedMark> {
-    if (this.nextCheck) return this.nextCheck;
-    const delay = Math.max(0, this.lastCheckAt + this.checkIntervalMs - performance.now());
+    if (this.nextCheck) {
+      this.nextCheckWaiters++;
+      return this.nextCheck;
+    }
+    const delay = Math.max(0, this.lastCheckAt + this.intervalMs - performance.now());
     const check: Promise<StoreIssuedMark> = new Promise((resolve) => setTimeout(resolve, delay)).then(() => {
       if (this.nextCheck === check) this.nextCheck = null;
+      const busy = this.nextCheckWaiters >= BUSY_CHECK;
+      this.intervalMs = busy ? Math.min(this.maxCheckIntervalMs, this.intervalMs * 2) : this.checkIntervalMs;
       this.lastCheckAt = performance.now();
       return this.source.issuedMark();
     });
     this.nextCheck = check;
+    this.nextCheckWaiters = 1;
     return check;
   }
 
@@ -163,6 +207,11 @@ export class IssuedKeys {
       if (build.filter) build.filter.add(change.hash);
       else build.early.push(change.hash);
       if (change.mark) build.marks.push(change.mark);
+    }
+    const arrivals = this.awaitingArrival.get(change.hash);
+    if (arrivals) {
+      this.awaitingArrival.delete(change.hash);
+      for (const arrived of arrivals) arrived();
     }
     const view = this.view;
     if (!view) return;
@@ -223,9 +272,9 @@ export class IssuedKeys {
     const build: Build = { filter: null, early: [], marks: [] };
     this.build = build;
     try {
-      const mark = await this.source.issuedMark();
+      const mark = await this.source.issuedMark({ countHashes: true });
       if (generation !== this.generation) return;
-      const capacity = Math.max(this.options.minCapacity ?? DEFAULT_MIN_CAPACITY, mark.hashes * 2);
+      const capacity = Math.max(this.options.minCapacity ?? DEFAULT_MIN_CAPACITY, (mark.hashes ?? 0) * 2);
       const filter = new GrowingBloomFilter(capacity, this.options.falsePositiveRate ?? DEFAULT_FALSE_POSITIVE_RATE, this.seeds);
       for (const hash of build.early.splice(0)) filter.add(hash);
       build.filter = filter;

@@ -8,7 +8,8 @@ export type KeyResolution =
   | { status: 'valid'; record: ApiKeyRecord }
   | { status: 'revoked'; record: ApiKeyRecord }
   | { status: 'expired'; record: ApiKeyRecord }
-  | { status: 'invalid' };
+  /** neverIssued: proven by the issued-key filter, without the store (its anonymous unit may come from a batch). */
+  | { status: 'invalid'; neverIssued?: boolean };
 
 export interface KeyResolverOptions {
   /** This environment's key prefix (config `keys.prefix`); keys without it never reach the store. */
@@ -108,7 +109,7 @@ export class KeyResolver {
     }
     // A key never issued is not remembered in `unknown`: random keys never repeat, and would only
     // push out the entries that do.
-    if (this.issued && (await this.issued.neverIssued(hash))) return { status: 'invalid' };
+    if (this.issued && (await this.issued.neverIssued(hash))) return { status: 'invalid', neverIssued: true };
     return resolution(await this.lookup(hash), hash, this.clock.now());
   }
 

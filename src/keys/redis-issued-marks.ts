@@ -18,11 +18,14 @@ local seq = redis.call('HINCRBY', ${issuedKey}, 'seq', 1)
 local epoch = redis.call('HGET', ${issuedKey}, 'epoch')`;
 }
 
-/** KEYS: 1 issued, 2 by-hash. ARGV: 1 epoch candidate. Returns {epoch, seq, hashes}. */
-export const ISSUED_MARK_SCRIPT = `
+/**
+ * Starts the mark where there is none yet (first use, or its data lost) and returns it; the usual read
+ * is a plain HMGET. KEYS: 1 issued. ARGV: 1 epoch candidate. Returns {epoch, seq}.
+ */
+export const START_ISSUED_MARK_SCRIPT = `
 redis.call('HSETNX', KEYS[1], 'epoch', ARGV[1])
 local mark = redis.call('HMGET', KEYS[1], 'epoch', 'seq')
-return {mark[1], mark[2] or '0', redis.call('HLEN', KEYS[2])}`;
+return {mark[1], mark[2] or '0'}`;
 
 /**
  * One HSCAN step over by-hash that returns the fields only ({cursor, hash, hash, ...}): the records
@@ -40,10 +43,11 @@ return out`;
 /** Entries asked of HSCAN per round trip during a rebuild: bounded replies, a few ms of Redis each. */
 export const SCAN_BATCH = 1000;
 
-export function parseStoreIssuedMark(reply: unknown): StoreIssuedMark {
-  const [epoch, seq, hashes] = reply as [unknown, unknown, unknown];
-  if (typeof epoch !== 'string') throw new Error('issued-key mark without an epoch');
-  return { epoch, seq: Number(seq), hashes: Number(hashes) };
+/** {epoch, seq} as HMGET or the script returns them; null when there is no epoch yet. */
+export function parseIssuedMark(reply: unknown): StoreIssuedMark | null {
+  const [epoch, seq] = reply as [unknown, unknown];
+  if (typeof epoch !== 'string') return null;
+  return { epoch, seq: Number(seq ?? 0) };
 }
 
 /** The mark carried by a published change, if it has a valid one. */

@@ -60,9 +60,9 @@ export interface IssuedMark {
   seq: number;
 }
 
-/** The mark as read from the store, with the number of hashes it holds (for sizing a filter). */
+/** The mark as read from the store, with the number of hashes it holds when asked (for sizing a filter). */
 export interface StoreIssuedMark extends IssuedMark {
-  hashes: number;
+  hashes?: number;
 }
 
 /**
@@ -91,10 +91,11 @@ export interface KeyStore {
    */
   onResync?(listener: () => void): () => void;
   /**
-   * Optional, for stores shared by instances (Redis): the mark now, in one command. Together with
+   * Optional, for stores shared by instances (Redis): the mark now, in one command (HMGET; the hash
+   * count costs one more). Together with
    * the marks on changes it tells an instance whether its filter of issued hashes may be behind.
    */
-  issuedMark?(): Promise<StoreIssuedMark>;
+  issuedMark?(options?: { countHashes?: boolean }): Promise<StoreIssuedMark>;
   /** Optional, with issuedMark: every hash that resolves to a record, in bounded batches. */
   scanIssuedHashes?(onBatch: (hashes: string[]) => void): Promise<void>;
   close(): Promise<void>;
