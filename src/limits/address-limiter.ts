@@ -45,7 +45,11 @@ export class FlexibleAddressLimiter implements AddressLimiter, ReservationSource
   }
 
   consume(address: string, options?: AddressConsumeOptions): Promise<AddressDecision> {
-    if (options?.neverIssuedKey && this.reservations) return this.reservations.consume(address);
+    if (this.reservations) {
+      if (options?.neverIssuedKey) return this.reservations.consume(address);
+      const held = this.reservations.takeHeld(address);
+      if (held) return Promise.resolve(held);
+    }
     return this.limiter.consume(address).then(this.allow, this.refuse);
   }
 
@@ -67,7 +71,8 @@ export class FlexibleAddressLimiter implements AddressLimiter, ReservationSource
   async peek(address: string): Promise<WindowState> {
     const res = await this.limiter.get(address);
     if (!res) return { limit: this.perMinute, remaining: this.perMinute, resetAt: this.clock.now() + WINDOW_SECONDS * 1000 };
-    return this.decision(true, res).window;
+    const window = this.decision(true, res).window;
+    return { ...window, remaining: window.remaining + (this.reservations?.held(address) ?? 0) };
   }
 
   private decision(allowed: boolean, res: RateLimiterRes): AddressDecision {

@@ -49,6 +49,24 @@ export class AddressReservations {
     private readonly units: number = DEFAULT_RESERVATION_UNITS,
   ) {}
 
+  /**
+   * A unit this instance already holds for the address, if any: every anonymous request of the
+   * address uses these first, whatever its key, so that on one instance no reserved unit is left
+   * unused while a request is refused.
+   */
+  takeHeld(address: string): AddressDecision | null {
+    const entry = this.entries.get(address);
+    if (!entry || entry.units === 0 || entry.resetAt <= this.clock.now()) return null;
+    entry.units--;
+    return this.decision(true, entry);
+  }
+
+  /** Units held here for the address (they are still the address's, so its headers count them). */
+  held(address: string): number {
+    const entry = this.entries.get(address);
+    return entry && entry.resetAt > this.clock.now() ? entry.units : 0;
+  }
+
   async consume(address: string): Promise<AddressDecision> {
     for (;;) {
       const entry = this.entryOf(address);
@@ -83,7 +101,8 @@ export class AddressReservations {
       const reservation = await this.source.reserve(address, Math.min(this.units, this.perMinute));
       entry.units += reservation.granted;
       entry.remaining = reservation.remaining;
-      entry.resetAt = reservation.resetAt;
+      // Never in the past, or the entry would be dropped before its units are used.
+      entry.resetAt = Math.max(reservation.resetAt, this.clock.now() + 1000);
       entry.refused = reservation.granted === 0;
     } finally {
       entry.pending = null;
