@@ -21,6 +21,7 @@ export interface FloodSettings {
 interface Phase {
   load: LoadResult;
   redisCommands: number;
+  byCommand: Record<string, number>;
   gatewayCpuMs: number;
 }
 
@@ -31,9 +32,10 @@ async function phase(gateway: BenchChild, stats: RedisCommandStats, loads: () =>
   const cpuBefore = gateway.cpuMs();
   const results = await loads();
   const cpuMs = gateway.cpuMs() - cpuBefore;
-  const commands = Object.values(difference(await stats.snapshot(), before)).reduce((sum, n) => sum + n, 0);
+  const byCommand = difference(await stats.snapshot(), before);
+  const commands = Object.values(byCommand).reduce((sum, n) => sum + n, 0);
   // Commands and CPU belong to the phase; each load gets them when it runs alone.
-  return results.map((load) => ({ load, redisCommands: commands, gatewayCpuMs: cpuMs }));
+  return results.map((load) => ({ load, redisCommands: commands, byCommand, gatewayCpuMs: cpuMs }));
 }
 
 export async function floodGateway(settings: FloodSettings, gateway: BenchChild, stats: RedisCommandStats, resultFile: string): Promise<void> {
@@ -53,6 +55,7 @@ export async function floodGateway(settings: FloodSettings, gateway: BenchChild,
     floodStatuses: floodAlone!.load.statuses,
     floodP99Ms: floodAlone!.load.p99Ms,
     redisCommandsPerFloodRequest: perRequest(floodAlone!.redisCommands, floodAlone!.load.requests),
+    redisCommandsOfFlood: floodAlone!.byCommand,
     gatewayCpuMsPerFloodRequest: perRequest(floodAlone!.gatewayCpuMs, floodAlone!.load.requests),
     legitimateP99MsAlone: alone!.load.p99Ms,
     legitimateP99MsDuringFlood: legitimateBoth!.load.p99Ms,

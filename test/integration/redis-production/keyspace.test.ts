@@ -170,6 +170,16 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       // Its count is the number of keys; by-hash checks the two indexes agree.
     },
     {
+      pattern: '<ns>:keys:{k}:issued',
+      match: new RegExp(`^${ns}:keys:\\{k\\}:issued$`),
+      type: 'hash',
+      forever: 'the issued-key mark (epoch, seq) every instance compares its filter of issued hashes with: two fields',
+      bound: async (key) => {
+        const fields = (await superuser.hkeys(key)).sort();
+        return fields.join(',') === 'epoch,seq' ? [] : [`${key}: fields ${fields.join(',')}, not epoch,seq`];
+      },
+    },
+    {
       pattern: '<ns>:keys:{k}:last-used',
       match: new RegExp(`^${ns}:keys:\\{k\\}:last-used$`),
       type: 'zset',
