@@ -30,7 +30,7 @@ export interface IssuedKeysOptions {
 }
 
 export const DEFAULT_CHECK_INTERVAL_MS = 100;
-export const DEFAULT_MAX_CHECK_INTERVAL_MS = 500;
+export const DEFAULT_MAX_CHECK_INTERVAL_MS = 1000;
 /** Waiters on one mark read from which the misses count as a flood. */
 const BUSY_CHECK = 10;
 export const DEFAULT_CATCH_UP_TIMEOUT_MS = 250;
