@@ -11,6 +11,8 @@ declare module 'autocannon' {
     timeout?: number;
     headers?: Record<string, string>;
     method?: string;
+    /** Per-request setup: autocannon calls setupRequest before each request it sends. */
+    requests?: Array<{ setupRequest?: (request: { headers?: Record<string, string> }) => { headers?: Record<string, string> } }>;
   }
 
   interface Histogram {

@@ -7,6 +7,8 @@ export interface LoadSettings {
   /** A number of requests instead of a duration (soak runs). */
   amount?: number;
   headers?: Record<string, string>;
+  /** Headers made anew for every request (a fresh made-up key each time: `--flood`). */
+  headersPerRequest?: () => Record<string, string>;
 }
 
 export interface LoadResult {
@@ -44,6 +46,9 @@ export async function runLoad(settings: LoadSettings): Promise<LoadResult> {
     pipelining: 1,
     timeout: 10,
     headers: settings.headers ?? {},
+    ...(settings.headersPerRequest
+      ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, ...settings.headersPerRequest!() } }) }] }
+      : {}),
   });
   instance.on('response', (_client, _status, _bytes, responseTime) => {
     if (count === latencies.length) {

@@ -9,6 +9,7 @@ import { ADMIN_TOKEN, nginxAvailable, startGatewayProcess, startNginx } from './
 import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSettings } from './brownout';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, timeByModule } from './profile';
+import { floodGateway } from './flood';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
 
 /**
@@ -36,13 +37,15 @@ interface Settings {
   only: string[] | null;
   /** `--brownout`: the inventory hanging for part of the run instead of comparing variants. */
   brownout: BrownoutSettings | null;
+  /** Made-up keys from one address against the Redis gateway instead of comparing variants. */
+  flood: boolean;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -88,8 +91,11 @@ function parseArgs(argv: string[]): Settings {
         break;
       case '--quick':
         break;
+      case '--flood':
+        settings.flood = true;
+        break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -526,6 +532,11 @@ async function main(): Promise<void> {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);
     if (settings.brownout) return brownoutGateway(settings.brownout, fixture);
+    if (settings.flood) {
+      return fixture
+        .gateway('gateway-redis-undici-flood', 'undici', true)
+        .then((child) => floodGateway(settings, child, fixture.redisStats, path.join(repoRoot, 'bench', 'results', 'flood.json')));
+    }
     return compare(settings, fixture);
   });
 }

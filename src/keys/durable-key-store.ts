@@ -1,7 +1,8 @@
 import type { KeyReplica } from './key-replica';
 import type { KeyLossMonitor } from './key-loss-monitor';
 import type { RedisKeyStore } from './redis-key-store';
-import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
+import { hashesOf } from './record';
+import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from './types';
 
 /**
  * The Redis key store with this instance's durable copy behind it (CONTRACT §4: keys are never
@@ -52,6 +53,20 @@ export class DurableKeyStore implements KeyStore {
 
   list(): Promise<ApiKeyRecord[]> {
     return this.redis.list();
+  }
+
+  /** The issued mark of the Redis store: the filter of issued hashes (issued-keys.ts) follows it. */
+  issuedMark(options?: { countHashes?: boolean }): Promise<StoreIssuedMark> {
+    return this.redis.issuedMark(options);
+  }
+
+  /**
+   * Every hash Redis holds and every hash of the copy: a filter rebuilt while Redis is empty after
+   * a loss still knows every key, which the lookups above answer from the copy until the restore.
+   */
+  async scanIssuedHashes(onBatch: (hashes: string[]) => void): Promise<void> {
+    await this.redis.scanIssuedHashes(onBatch);
+    onBatch(this.replica.all().flatMap(hashesOf));
   }
 
   update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {

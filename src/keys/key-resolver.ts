@@ -1,13 +1,15 @@
 import type { Clock } from '../shared/clock';
 import { hashApiKey, isWellFormedKey } from './key-format';
 import { keyStatusAt } from './key-status';
+import { IssuedKeys, isIssuedHashSource, type IssuedKeysOptions } from './issued-keys';
 import type { ApiKeyRecord, KeyStore } from './types';
 
 export type KeyResolution =
   | { status: 'valid'; record: ApiKeyRecord }
   | { status: 'revoked'; record: ApiKeyRecord }
   | { status: 'expired'; record: ApiKeyRecord }
-  | { status: 'invalid' };
+  /** neverIssued: proven by the issued-key filter, without the store (its anonymous unit may come from a batch). */
+  | { status: 'invalid'; neverIssued?: boolean };
 
 export interface KeyResolverOptions {
   /** This environment's key prefix (config `keys.prefix`); keys without it never reach the store. */
@@ -18,6 +20,11 @@ export interface KeyResolverOptions {
   negativeCacheTtlSeconds: number;
   /** Bound of each cache (found keys, unknown keys); the least recently used entry goes first. Default 10,000. */
   maxEntries?: number;
+  /**
+   * The filter of issued key hashes that answers never-issued keys without the store (issued-keys.ts);
+   * used when the store is shared and offers marks (Redis). False turns it off.
+   */
+  issued?: IssuedKeysOptions | false;
 }
 
 export const DEFAULT_MAX_CACHE_ENTRIES = 10_000;
@@ -60,6 +67,8 @@ export class KeyResolver {
   private readonly cacheTtlMs: number;
   private readonly negativeCacheTtlMs: number;
   private readonly unsubscribe: Array<() => void>;
+  /** Null with a store that has no marks (in process: every lookup is local anyway). */
+  readonly issued: IssuedKeys | null;
 
   constructor(
     private readonly store: KeyStore,
@@ -72,6 +81,12 @@ export class KeyResolver {
     this.negativeCacheTtlMs = options.negativeCacheTtlSeconds * 1000;
     this.unsubscribe = [store.onChange((change) => this.evict(change.hash))];
     if (store.onResync) this.unsubscribe.push(store.onResync(() => this.markAllStale()));
+    this.issued = options.issued !== false && isIssuedHashSource(store) ? new IssuedKeys(store, options.issued) : null;
+  }
+
+  /** Resolves once the issued-key filter was first built (at once without one). */
+  async ready(): Promise<void> {
+    await this.issued?.ready();
   }
 
   async resolve(presentedKey: string): Promise<KeyResolution> {
@@ -92,6 +107,9 @@ export class KeyResolver {
       if (unknownUntil > now) return { status: 'invalid' };
       this.unknown.delete(hash);
     }
+    // A key never issued is not remembered in `unknown`: random keys never repeat, and would only
+    // push out the entries that do.
+    if (this.issued && (await this.issued.neverIssued(hash))) return { status: 'invalid', neverIssued: true };
     return resolution(await this.lookup(hash), hash, this.clock.now());
   }
 
@@ -144,6 +162,7 @@ export class KeyResolver {
   /** Stops listening to the store's changes; the store itself is the caller's to close. */
   close(): void {
     for (const off of this.unsubscribe.splice(0)) off();
+    this.issued?.close();
     this.clear();
   }
 

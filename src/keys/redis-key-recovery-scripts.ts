@@ -3,8 +3,11 @@
  * the epoch marker). Every key they touch carries the `{k}` hash tag (see redisKeyLayout), so each
  * script is atomic on a single Redis and legal on Cluster.
  *
- * Records are passed four arguments each, after the channel: id, record JSON (encodeRecord), hash,
- * previous hash or ''.
+ * Records are passed four arguments each, after the channel and an epoch candidate for the issued
+ * mark: id, record JSON (encodeRecord), hash, previous hash or ''. KEYS: 1 by-hash, 2 by-id, then
+ * (import) 3 writes, 4 issued, or (restore) 3 issued. Each change is published with the issued mark
+ * it bumped, as every other write of a record, so the instances' filters of issued hashes
+ * (issued-keys.ts) learn imported and restored keys like created ones.
  */
 
 /**
@@ -15,9 +18,15 @@
  * Returns {imported, unchanged} or an error naming the conflicting ids.
  */
 export const IMPORT_SCRIPT = `
-local byHash, byId, channel = KEYS[1], KEYS[2], ARGV[1]
-local n = (#ARGV - 1) / 4
-local function arg(i, f) return ARGV[1 + 4 * i + f] end
+local byHash, byId, issued, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[2]
+local n = (#ARGV - 2) / 4
+local function arg(i, f) return ARGV[2 + 4 * i + f] end
+local function publish(id, h)
+  redis.call('HSETNX', issued, 'epoch', epochCandidate)
+  local seq = redis.call('HINCRBY', issued, 'seq', 1)
+  local epoch = redis.call('HGET', issued, 'epoch')
+  redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h, epoch = epoch, seq = seq}))
+end
 for i = 0, n - 1 do
   for f = 3, 4 do
     local h = arg(i, f)
@@ -55,7 +64,7 @@ for i = 0, n - 1 do
       touched[#touched + 1] = h2
     end
     redis.call('HSET', byId, id, h1)
-    for _, h in ipairs(touched) do redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h})) end
+    for _, h in ipairs(touched) do publish(id, h) end
     imported = imported + 1
   end
 end
@@ -69,19 +78,25 @@ return {imported, unchanged}`;
  * Returns the ids written.
  */
 export const RESTORE_MISSING_SCRIPT = `
-local byHash, byId, channel = KEYS[1], KEYS[2], ARGV[1]
-local n = (#ARGV - 1) / 4
+local byHash, byId, issued, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2]
+local n = (#ARGV - 2) / 4
+local function publish(id, h)
+  redis.call('HSETNX', issued, 'epoch', epochCandidate)
+  local seq = redis.call('HINCRBY', issued, 'seq', 1)
+  local epoch = redis.call('HGET', issued, 'epoch')
+  redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h, epoch = epoch, seq = seq}))
+end
 local restored = {}
 for i = 0, n - 1 do
-  local id, json, h1, h2 = ARGV[2 + 4 * i], ARGV[3 + 4 * i], ARGV[4 + 4 * i], ARGV[5 + 4 * i]
+  local id, json, h1, h2 = ARGV[3 + 4 * i], ARGV[4 + 4 * i], ARGV[5 + 4 * i], ARGV[6 + 4 * i]
   local taken = redis.call('HEXISTS', byId, id) == 1 or redis.call('HEXISTS', byHash, h1) == 1
   if not taken and h2 ~= '' then taken = redis.call('HEXISTS', byHash, h2) == 1 end
   if not taken then
     redis.call('HSET', byHash, h1, json)
     if h2 ~= '' then redis.call('HSET', byHash, h2, json) end
     redis.call('HSET', byId, id, h1)
-    redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h1}))
-    if h2 ~= '' then redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h2})) end
+    publish(id, h1)
+    if h2 ~= '' then publish(id, h2) end
     restored[#restored + 1] = id
   end
 end

@@ -1,9 +1,10 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { duplicateForSubscribe, type RedisClient } from '../shared/redis';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from './record';
 import { HEALTH_SCRIPT, IMPORT_SCRIPT, RESTORE_MISSING_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
-import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore } from './types';
+import { bumpIssuedMarkLua, markOfMessage, parseIssuedMark, SCAN_BATCH, SCAN_HASHES_SCRIPT, START_ISSUED_MARK_SCRIPT } from './redis-issued-marks';
+import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore, type StoreIssuedMark } from './types';
 
 export interface RedisKeyStoreOptions {
   /** Prefix of every Redis key and channel (config `redis.namespace`). */
@@ -23,7 +24,8 @@ export interface RedisKeyStoreOptions {
  *                                 hot-path lookup is one HGET; a rotated key's record lives under
  *                                 both its current and its previous hash, so either secret is one HGET)
  *   <ns>:keys:{k}:by-id     HASH  key id → sha256 hex
- *   <ns>:key-changes        channel of KeyChange JSON, published by every mutation
+ *   <ns>:keys:{k}:issued    HASH  epoch, seq: how far the hashes have come (redis-issued-marks.ts)
+ *   <ns>:key-changes        channel of KeyChange JSON (with the mark), published by every mutation
  *
  * The plaintext key is never sent to Redis. `by-hash` doubles as the list of all keys (the entries
  * under a record's current hash).
@@ -32,6 +34,7 @@ export function redisKeyLayout(namespace: string) {
   return {
     byHash: `${namespace}:keys:{k}:by-hash`,
     byId: `${namespace}:keys:{k}:by-id`,
+    issued: `${namespace}:keys:{k}:issued`,
     channel: `${namespace}:key-changes`,
     /** Set once key records exist here: its absence beside a non-empty local copy means Redis lost them. */
     epoch: `${namespace}:keys:{k}:epoch`,
@@ -47,14 +50,18 @@ export function redisKeyLayout(namespace: string) {
   };
 }
 
-/** Inserts a record under its hash and id, unless either exists; publishes the change. */
+/**
+ * Inserts a record under its hash and id, unless either exists; bumps the issued mark and publishes
+ * the change with it, in one script: whoever reads the mark after this sees the creation counted.
+ * KEYS: 1 by-hash, 2 by-id, 3 issued, 4 writes (the loss check's counter). ARGV: 1 hash, 2 id, 3 JSON, 4 channel, 5 epoch candidate.
+ */
 const INSERT_SCRIPT = `
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return redis.error_reply('ERR key id already exists') end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return redis.error_reply('ERR key hash already exists') end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
-redis.call('INCRBY', KEYS[3], 1)
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])${bumpIssuedMarkLua('KEYS[3]', 'ARGV[5]')}
+redis.call('INCRBY', KEYS[4], 1)
+redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[2], hash = ARGV[1], epoch = epoch, seq = seq}))
 return 1`;
 
 /**
@@ -63,20 +70,23 @@ return 1`;
  * each of its hashes (current, previous), hashes it no longer has are dropped, and one change per
  * hash touched is published so every cache drops each of them.
  *
+ * Every write bumps the issued mark (a rotation adds a hash), published with each change.
+ *
+ * KEYS: 1 by-hash, 2 by-id, 3 issued.
  * ARGV: 1 hash read, 2 JSON read, 3 new JSON, 4 channel, 5 id, 6 new current hash,
- *       7 N, 8..7+N hashes to write, then hashes to drop.
+ *       7 N, 8 epoch candidate, 9..8+N hashes to write, then hashes to drop.
  */
 const REPLACE_SCRIPT = `
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 local n = tonumber(ARGV[7])
-for i = 8, 7 + n do
+for i = 9, 8 + n do
   local other = redis.call('HGET', KEYS[1], ARGV[i])
   if other and other ~= ARGV[2] then return redis.error_reply('ERR key hash already exists') end
 end
-for i = 8 + n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
-for i = 8, 7 + n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[3]) end
-redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])
-for i = 8, #ARGV do redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[5], hash = ARGV[i]})) end
+for i = 9 + n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+for i = 9, 8 + n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[3]) end
+redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])${bumpIssuedMarkLua('KEYS[3]', 'ARGV[8]')}
+for i = 9, #ARGV do redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[5], hash = ARGV[i], epoch = epoch, seq = seq})) end
 return 1`;
 
 /** Record by id in one round trip: both keys are declared, so this is legal on Cluster. */
@@ -116,6 +126,14 @@ async function disconnectAndWait(client: RedisClient, timeoutMs = 1000): Promise
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
   clearTimeout(timer);
+}
+
+/**
+ * A proposal for the issued mark's epoch, fresh on every call: the first script to find none sets
+ * it, and a mark that is lost (with Redis's data) can never come back under an epoch seen before.
+ */
+function newEpoch(): string {
+  return randomBytes(8).toString('hex');
 }
 
 function sha1(text: string): string {
@@ -176,8 +194,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async insert(record: ApiKeyRecord): Promise<void> {
-    const { byHash, byId, channel, writes } = this.layout;
-    await this.script(INSERT_SCRIPT, [byHash, byId, writes], [record.hash, record.id, encodeRecord(record), channel, this.changeOf(record)]);
+    const { byHash, byId, issued, writes, channel } = this.layout;
+    await this.script(INSERT_SCRIPT, [byHash, byId, issued, writes], [record.hash, record.id, encodeRecord(record), channel, newEpoch()]);
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
 
@@ -219,7 +237,7 @@ export class RedisKeyStore implements KeyStore {
     const { byHash, byId, channel, writes } = this.layout;
     let counts: unknown;
     try {
-      counts = await this.script(IMPORT_SCRIPT, [byHash, byId, writes], [channel, ...records.flatMap(recordArgs)]);
+      counts = await this.script(IMPORT_SCRIPT, [byHash, byId, writes, this.layout.issued], [channel, newEpoch(), ...records.flatMap(recordArgs)]);
     } catch (err) {
       const conflict = /hash-conflict (\S+) (\S+)/.exec((err as Error).message);
       if (conflict) throw new KeyImportConflict(conflict[1]!, conflict[2]!);
@@ -236,7 +254,7 @@ export class RedisKeyStore implements KeyStore {
     const restored: string[] = [];
     for (let at = 0; at < records.length; at += RESTORE_BATCH) {
       const batch = records.slice(at, at + RESTORE_BATCH);
-      const ids = await this.script(RESTORE_MISSING_SCRIPT, [byHash, byId], [channel, ...batch.flatMap(recordArgs)]);
+      const ids = await this.script(RESTORE_MISSING_SCRIPT, [byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgs)]);
       restored.push(...(ids as string[]));
     }
     return restored;
@@ -269,6 +287,25 @@ export class RedisKeyStore implements KeyStore {
 
   onChange(listener: (change: KeyChange) => void): () => void {
     return this.changeListeners.add(listener);
+  }
+
+  /** One HMGET (commandstats counts every call inside a script too, so a script would cost more). */
+  async issuedMark(options: { countHashes?: boolean } = {}): Promise<StoreIssuedMark> {
+    const { issued, byHash } = this.layout;
+    const mark = parseIssuedMark(await this.redis.hmget(issued, 'epoch', 'seq')) ?? parseIssuedMark(await this.script(START_ISSUED_MARK_SCRIPT, [issued], [newEpoch()]));
+    if (!mark) throw new Error('the issued-key mark could not be started');
+    if (options.countHashes) mark.hashes = await this.redis.hlen(byHash);
+    return mark;
+  }
+
+  /** HSCAN over by-hash in steps of SCAN_BATCH, hashes only; a hash written meanwhile may be missed (its change is not). */
+  async scanIssuedHashes(onBatch: (hashes: string[]) => void): Promise<void> {
+    let cursor = '0';
+    do {
+      const [next, ...hashes] = (await this.script(SCAN_HASHES_SCRIPT, [this.layout.byHash], [cursor, String(SCAN_BATCH)])) as string[];
+      cursor = next ?? '0';
+      if (hashes.length > 0) onBatch(hashes);
+    } while (cursor !== '0');
   }
 
   onResync(listener: () => void): () => void {
@@ -304,10 +341,11 @@ export class RedisKeyStore implements KeyStore {
       const current = decodeRecord(json);
       const next = transform(current);
       if (next === current) return current;
-      const { byHash, byId, channel } = this.layout;
+      const { byHash, byId, issued, channel } = this.layout;
       const kept = hashesOf(next);
       const dropped = hashesOf(current).filter((hash) => !kept.includes(hash));
-      const written = await this.script(REPLACE_SCRIPT, [byHash, byId], [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), ...kept, ...dropped]);
+      const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), newEpoch(), ...kept, ...dropped];
+      const written = await this.script(REPLACE_SCRIPT, [byHash, byId, issued], args);
       if (written === 1) {
         for (const hash of [...kept, ...dropped]) this.changeListeners.emit({ id: next.id, hash });
         return next;
@@ -316,10 +354,6 @@ export class RedisKeyStore implements KeyStore {
     throw new Error(`key ${id} kept changing under concurrent updates; gave up after ${MAX_CAS_ATTEMPTS} attempts`);
   }
 
-  private changeOf(record: ApiKeyRecord): string {
-    const change: KeyChange = { id: record.id, hash: record.hash };
-    return JSON.stringify(change);
-  }
 
   /** EVALSHA, falling back to EVAL once when the server has not cached the script yet. */
   private async script(source: string, keys: string[], args: string[]): Promise<unknown> {
@@ -396,7 +430,9 @@ export class RedisKeyStore implements KeyStore {
     } catch {
       return;
     }
-    if (isKeyChange(change)) this.changeListeners.emit({ id: change.id, hash: change.hash });
+    if (!isKeyChange(change)) return;
+    const mark = markOfMessage(change as { epoch?: unknown; seq?: unknown });
+    this.changeListeners.emit(mark ? { id: change.id, hash: change.hash, mark } : { id: change.id, hash: change.hash });
   }
 
   /**

@@ -45,6 +45,24 @@ export interface KeyRotation {
 export interface KeyChange {
   id: string;
   hash: string;
+  /** Where the store's issued hashes stood after this write (shared stores only). */
+  mark?: IssuedMark;
+}
+
+/**
+ * How far the store's set of issued key hashes has come: `seq` counts the writes that may have added
+ * a hash (creations, rotations, any record change), within `epoch`, which is new whenever the store
+ * lost that count (its data). A filter that has applied every change up to `seq` of `epoch` knows
+ * every hash the store had when the mark was read.
+ */
+export interface IssuedMark {
+  epoch: string;
+  seq: number;
+}
+
+/** The mark as read from the store, with the number of hashes it holds when asked (for sizing a filter). */
+export interface StoreIssuedMark extends IssuedMark {
+  hashes?: number;
 }
 
 /** What an import did: records created or brought to the imported state, and those already in it. */
@@ -95,5 +113,13 @@ export interface KeyStore {
    * back), so a cache should drop every entry. Returns an unsubscribe function.
    */
   onResync?(listener: () => void): () => void;
+  /**
+   * Optional, for stores shared by instances (Redis): the mark now, in one command (HMGET; the hash
+   * count costs one more). Together with
+   * the marks on changes it tells an instance whether its filter of issued hashes may be behind.
+   */
+  issuedMark?(options?: { countHashes?: boolean }): Promise<StoreIssuedMark>;
+  /** Optional, with issuedMark: every hash that resolves to a record, in bounded batches. */
+  scanIssuedHashes?(onBatch: (hashes: string[]) => void): Promise<void>;
   close(): Promise<void>;
 }

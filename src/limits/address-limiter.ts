@@ -1,7 +1,8 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { systemClock, type Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
-import type { AddressDecision, AddressLimiter, WindowState } from './types';
+import { AddressReservations, DEFAULT_RESERVATION_UNITS, type Reservation, type ReservationSource } from './address-reservations';
+import type { AddressConsumeOptions, AddressDecision, AddressLimiter, WindowState } from './types';
 
 const WINDOW_SECONDS = 60;
 
@@ -13,6 +14,8 @@ export interface AddressLimiterOptions {
 
 export interface RedisAddressLimiterOptions extends AddressLimiterOptions {
   namespace: string;
+  /** Units reserved at once for requests with never-issued keys (address-reservations.ts). */
+  reservationUnits?: number;
 }
 
 /**
@@ -20,15 +23,19 @@ export interface RedisAddressLimiterOptions extends AddressLimiterOptions {
  * per address starting at its first request. A refusal resolves with allowed=false; a store failure
  * rejects with the store's Error, so the gateway applies its fail mode.
  */
-export class FlexibleAddressLimiter implements AddressLimiter {
+export class FlexibleAddressLimiter implements AddressLimiter, ReservationSource {
   private readonly allow: (res: RateLimiterRes) => AddressDecision;
   private readonly refuse: (reason: unknown) => AddressDecision;
+  /** Null: every request is counted on its own (in process, where counting costs nothing). */
+  private readonly reservations: AddressReservations | null;
 
   constructor(
     private readonly limiter: RateLimiterAbstract,
     private readonly perMinute: number,
     private readonly clock: Clock = systemClock,
+    reservationUnits = 0,
   ) {
+    this.reservations = reservationUnits > 0 ? new AddressReservations(this, perMinute, clock, reservationUnits) : null;
     // Bound once, not per call.
     this.allow = (res) => this.decision(true, res);
     this.refuse = (reason) => {
@@ -37,14 +44,35 @@ export class FlexibleAddressLimiter implements AddressLimiter {
     };
   }
 
-  consume(address: string): Promise<AddressDecision> {
+  consume(address: string, options?: AddressConsumeOptions): Promise<AddressDecision> {
+    if (this.reservations) {
+      if (options?.neverIssuedKey) return this.reservations.consume(address);
+      const held = this.reservations.takeHeld(address);
+      if (held) return Promise.resolve(held);
+    }
     return this.limiter.consume(address).then(this.allow, this.refuse);
+  }
+
+  /** `units` at once from the address's window; what fits under the limit is granted. */
+  async reserve(address: string, units: number): Promise<Reservation> {
+    let res: RateLimiterRes;
+    try {
+      res = await this.limiter.consume(address, units);
+    } catch (reason) {
+      if (!(reason instanceof RateLimiterRes)) throw reason;
+      res = reason;
+    }
+    // A refusal from rate-limiter-flexible's in-memory block reports nothing consumed: nothing granted.
+    const granted = res.consumedPoints === 0 ? 0 : Math.min(units, Math.max(0, this.perMinute - res.consumedPoints + units));
+    const msBeforeNext = res.msBeforeNext > 0 ? res.msBeforeNext : WINDOW_SECONDS * 1000;
+    return { granted, remaining: res.remainingPoints, resetAt: this.clock.now() + msBeforeNext };
   }
 
   async peek(address: string): Promise<WindowState> {
     const res = await this.limiter.get(address);
     if (!res) return { limit: this.perMinute, remaining: this.perMinute, resetAt: this.clock.now() + WINDOW_SECONDS * 1000 };
-    return this.decision(true, res).window;
+    const window = this.decision(true, res).window;
+    return { ...window, remaining: window.remaining + (this.reservations?.held(address) ?? 0) };
   }
 
   private decision(allowed: boolean, res: RateLimiterRes): AddressDecision {
@@ -72,7 +100,7 @@ export function createRedisAddressLimiter(redis: RedisClient, options: RedisAddr
     // ends: a flood from one address costs Redis one round trip per instance, not one per request.
     inMemoryBlockOnConsumed: options.perMinute + 1,
   });
-  return new FlexibleAddressLimiter(limiter, options.perMinute, options.clock);
+  return new FlexibleAddressLimiter(limiter, options.perMinute, options.clock, options.reservationUnits ?? DEFAULT_RESERVATION_UNITS);
 }
 
 /** Addresses counted in this process (one instance). Windows follow the system time. */

@@ -1,5 +1,5 @@
 import type { KeySnapshot } from './memory-key-limiter';
-import type { AddressDecision, AddressLimiter, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
+import type { AddressConsumeOptions, AddressDecision, AddressLimiter, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
 export type { FallbackKind } from './types';
 
 /**
@@ -196,8 +196,8 @@ export class FallbackAddressLimiter implements AddressLimiter {
     private readonly options: FallbackOptions<AddressLimiter>,
   ) {}
 
-  async consume(address: string): Promise<AddressDecision> {
-    const shared = await askStore(this.options, () => this.primary.consume(address));
+  async consume(address: string, options?: AddressConsumeOptions): Promise<AddressDecision> {
+    const shared = await askStore(this.options, () => this.primary.consume(address, options));
     if (shared !== undefined) return shared;
     this.fallback ??= this.options.createFallback();
     const decision = await this.fallback.consume(address);

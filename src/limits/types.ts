@@ -107,8 +107,16 @@ export interface AddressDecision extends DecisionSource {
   retryAfterMs: number;
 }
 
+export interface AddressConsumeOptions {
+  /**
+   * The request carried a key this instance proved was never issued (a flood of made-up keys): the
+   * unit may come from a batch reserved in the shared store beforehand (address-reservations.ts).
+   */
+  neverIssuedKey?: boolean;
+}
+
 export interface AddressLimiter {
-  consume(address: string): Promise<AddressDecision>;
+  consume(address: string, options?: AddressConsumeOptions): Promise<AddressDecision>;
   /** The address's window as it stands, counting nothing (for a known key's 401, which costs no quota). */
   peek(address: string): Promise<WindowState>;
 }

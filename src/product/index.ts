@@ -78,8 +78,11 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
       negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
+      issued: { onRebuilt: (hashes, bytes, ms) => logger.info({ hashes, bytes, ms: Math.round(ms) }, 'issued-key filter built') },
     });
     closers.add(() => resolver.close());
+    // Until the filter of issued keys is built every unknown key is looked up in Redis, as before; wait for it.
+    await resolver.ready();
     const recorders = startRecorders({ stores, metrics, logger, clock, closers });
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 

@@ -24,6 +24,8 @@ export class LogCapture extends Writable {
 export interface ProductHarnessOptions {
   /** Use the test Redis (default) or the in-process store. */
   redis?: boolean;
+  /** A Redis of the test's own instead of the shared test Redis (to count its commands). */
+  redisUrl?: string;
   /** Namespace shared by instances that must share counts; a fresh one by default. */
   namespace?: string;
   /** Config overrides merged after files and environment. */
@@ -53,7 +55,7 @@ export async function startTestProduct(options: ProductHarnessOptions = {}): Pro
     ADMIN_TOKEN: 'test-admin-token-that-is-long-enough-0123456789',
     ...options.env,
   };
-  if (options.redis !== false) env.REDIS_URL = testRedisUrl();
+  if (options.redis !== false) env.REDIS_URL = options.redisUrl ?? testRedisUrl();
   const config = loadConfig({
     env,
     overrides: mergeConfig(

@@ -19,7 +19,7 @@ export interface KeyLookup {
 export type Caller =
   | { kind: 'key'; record: ApiKeyRecord }
   | { kind: 'known'; refusal: Refusal }
-  | { kind: 'unknown'; refusal: Refusal };
+  | { kind: 'unknown'; refusal: Refusal; neverIssued?: boolean };
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
@@ -47,6 +47,8 @@ const UNKNOWN_CALLERS = {
   missing: { kind: 'unknown', refusal: MISSING },
   repeated: { kind: 'unknown', refusal: REPEATED },
   invalid: { kind: 'unknown', refusal: INVALID },
+  // Proven never issued by the local filter of issued keys: its anonymous unit costs the store nothing.
+  neverIssued: { kind: 'unknown', refusal: INVALID, neverIssued: true },
   notBearer: { kind: 'unknown', refusal: NOT_BEARER },
 } as const satisfies Record<string, Caller>;
 const REVOKED_CALLER: Caller = { kind: 'known', refusal: REVOKED };
@@ -83,7 +85,7 @@ export function createAuthenticateStep(deps: AuthenticateDependencies) {
       case 'expired':
         return failed('expired', EXPIRED_CALLER);
       default:
-        return failed('invalid', UNKNOWN_CALLERS.invalid);
+        return failed('invalid', resolution.neverIssued === true ? UNKNOWN_CALLERS.neverIssued : UNKNOWN_CALLERS.invalid);
     }
   };
 

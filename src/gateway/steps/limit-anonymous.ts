@@ -35,7 +35,8 @@ export function createAnonymousLimitStep(deps: AnonymousLimitDependencies) {
       setHeaders(res, anonymousRateLimitHeaders(window, clock.now()));
       return caller.refusal;
     }
-    const decision = await storeCall(request, 'rate limit', () => addressLimiter.consume(request.clientAddress), describeDecision);
+    const neverIssuedKey = caller.neverIssued === true;
+    const decision = await storeCall(request, 'rate limit', () => addressLimiter.consume(request.clientAddress, { neverIssuedKey }), describeDecision);
     if (decision instanceof Refusal) return decision;
     if (decision.fallback) request.storeFallback = decision.fallback;
     setHeaders(res, anonymousRateLimitHeaders(decision.window, clock.now()));

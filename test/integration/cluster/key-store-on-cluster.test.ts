@@ -70,7 +70,12 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       const { record } = newRecord();
       await writer.insert(record);
       await eventually(() => changes.some((c) => c.id === record.id), 2000, 'change heard on another master');
-      expect(changes).toEqual([{ id: record.id, hash: record.hash }]);
+      // The issued mark travels with the change, and the filter's rebuild reads the hashes on the Cluster.
+      const { epoch, seq } = await listener.issuedMark();
+      expect(changes).toEqual([{ id: record.id, hash: record.hash, mark: { epoch, seq } }]);
+      const scanned: string[] = [];
+      await listener.scanIssuedHashes((hashes) => scanned.push(...hashes));
+      expect(scanned).toEqual([record.hash]);
     } finally {
       await writer.close();
       await listener.close();
@@ -122,7 +127,7 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       const { record } = newRecord();
       await writer.insert(record);
       await eventually(() => changes.some((c) => c.id === record.id), 2000, 'change after the node died');
-      expect(changes.find((c) => c.id === record.id)).toEqual({ id: record.id, hash: record.hash });
+      expect(changes.find((c) => c.id === record.id)).toMatchObject({ id: record.id, hash: record.hash, mark: { seq: expect.any(Number) } });
     } finally {
       await writer.close();
       await store.close();

@@ -79,7 +79,7 @@ describe('RedisKeyStore layout', () => {
     const tags = new Set([...dump.keys()].map((key) => /\{([^}]*)\}/.exec(key)?.[1]));
     expect(tags).toEqual(new Set(['k']));
     const layout = redisKeyLayout(namespace);
-    expect(new Set(dump.keys())).toEqual(new Set([layout.byHash, layout.byId, layout.writes]));
+    expect(new Set(dump.keys())).toEqual(new Set([layout.byHash, layout.byId, layout.writes, layout.issued]));
   });
 
   it('returns records with their hash from list(); stripping it is the admin layer’s job', async () => {
@@ -104,7 +104,7 @@ describe('RedisKeyStore layout', () => {
     }
   });
 
-  it('publishes each change as KeyChange JSON on <namespace>:key-changes', async () => {
+  it('publishes each change as KeyChange JSON on <namespace>:key-changes, with the issued mark', async () => {
     const listener = await duplicateForSubscribe(redis);
     try {
       const messages: Array<[string, string]> = [];
@@ -114,10 +114,13 @@ describe('RedisKeyStore layout', () => {
       await store.insert(record);
       await store.revoke(record.id, '2026-05-01T00:00:00.000Z');
       await eventually(() => messages.length >= 2, 2000, 'two messages');
-      for (const [channel, message] of messages) {
-        expect(channel).toBe(`${namespace}:key-changes`);
-        expect(JSON.parse(message)).toEqual({ id: record.id, hash: record.hash });
-      }
+      const { epoch, seq } = await store.issuedMark();
+      expect(messages.map(([channel]) => channel)).toEqual([`${namespace}:key-changes`, `${namespace}:key-changes`]);
+      // Each write counts once in the mark, in the order written.
+      expect(messages.map(([, message]) => JSON.parse(message))).toEqual([
+        { id: record.id, hash: record.hash, epoch, seq: seq - 1 },
+        { id: record.id, hash: record.hash, epoch, seq },
+      ]);
     } finally {
       await listener.quit();
     }
@@ -199,7 +202,7 @@ describe('RedisKeyStore subscription', () => {
       const { record } = newRecord();
       await writer.insert(record);
       await eventually(() => changes.some((c) => c.id === record.id), 2000, 'change after reconnect');
-      expect(changes.find((c) => c.id === record.id)).toEqual({ id: record.id, hash: record.hash });
+      expect(changes.find((c) => c.id === record.id)).toEqual({ id: record.id, hash: record.hash, mark: await writer.issuedMark().then(({ epoch, seq }) => ({ epoch, seq })) });
     } finally {
       await writer.close();
       await store.close();

@@ -181,6 +181,26 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       },
     },
     {
+      pattern: '<ns>:keys:{k}:issued',
+      match: new RegExp(`^${ns}:keys:\\{k\\}:issued$`),
+      type: 'hash',
+      forever: 'the issued-key mark (epoch, seq) every instance compares its filter of issued hashes with: two fields',
+      bound: async (key) => {
+        const fields = (await superuser.hkeys(key)).sort();
+        return fields.join(',') === 'epoch,seq' ? [] : [`${key}: fields ${fields.join(',')}, not epoch,seq`];
+      },
+    },
+    {
+      pattern: '<ns>:keys:{k}:writes',
+      match: new RegExp(`^${ns}:keys:\\{k\\}:writes$`),
+      type: 'string',
+      forever: 'the loss check\'s counter of records ever written (docs/disaster-recovery.md): one integer per namespace',
+      bound: async (key) => {
+        const value = await superuser.get(key);
+        return /^\d{1,15}$/.test(value ?? '') ? [] : [`${key}: ${value} is not a counter`];
+      },
+    },
+    {
       pattern: '<ns>:keys:{k}:last-used',
       match: new RegExp(`^${ns}:keys:\\{k\\}:last-used$`),
       type: 'zset',

@@ -1,0 +1,149 @@
+import Redis from 'ioredis';
+import { generateApiKey } from '../../../src/keys/key-format';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { uniqueNamespace } from '../../support/test-redis';
+
+/**
+ * CONTRACT §4: a flood of keys that were never issued costs the shared Redis nothing per request,
+ * while a key created on one instance is served by the other from its first request. Two product
+ * instances on a redis-server of this test's own, whose INFO commandstats counts every command.
+ */
+
+jest.setTimeout(120_000);
+
+const ANONYMOUS_PER_MINUTE = 30;
+let redis: RedisProcess;
+let observer: Redis;
+let a: ProductHarness;
+let b: ProductHarness;
+
+/** Commands the server has executed, all clients, except this observer's INFO calls. */
+async function commandsExecuted(): Promise<number> {
+  const info = await observer.info('commandstats');
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') total += Number(match[2]);
+  return total;
+}
+
+async function createKey(product: ProductHarness, plan = 'pro'): Promise<string> {
+  return (await createKeyWithId(product, plan)).key;
+}
+
+async function createKeyWithId(product: ProductHarness, plan = 'pro'): Promise<{ id: string; key: string }> {
+  const res = await fetch(`${product.adminUrl}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${product.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'fresh', plan }),
+  });
+  expect(res.status).toBe(201);
+  return (await res.json()) as { id: string; key: string };
+}
+
+async function get(product: ProductHarness, key: string): Promise<Response> {
+  const res = await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+  await res.arrayBuffer();
+  return res;
+}
+
+/** `total` requests with made-up keys of the right shape, `concurrency` at a time, over the products in turn. */
+async function flood(products: ProductHarness[], total: number, concurrency = 50): Promise<Response[]> {
+  const prefix = a.config.keys.prefix;
+  const responses: Response[] = [];
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < total) {
+        const product = products[sent++ % products.length]!;
+        responses.push(await get(product, generateApiKey(prefix)));
+      }
+    }),
+  );
+  return responses;
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  observer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  const namespace = uniqueNamespace('flood');
+  const overrides = { anonymous: { perMinute: ANONYMOUS_PER_MINUTE } };
+  a = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
+  b = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
+  // Some keys exist before the flood, so the filter has something in it.
+  for (let i = 0; i < 5; i++) await createKey(a);
+});
+
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+  observer?.disconnect();
+  await redis?.stop();
+});
+
+test('3,000 requests with made-up keys over two instances cost Redis fewer than 150 commands, and the anonymous limit holds', async () => {
+  const before = await commandsExecuted();
+  const startedAt = Date.now();
+  // 100 connections to each instance, as an attacker's wrk -c 100 would hold.
+  const responses = await flood([a, b], 3000, 200);
+  const ms = Date.now() - startedAt;
+  const commands = (await commandsExecuted()) - before;
+
+  const statuses = responses.map((res) => res.status);
+  // One address, counted in Redis across both instances: exactly the anonymous limit gets its 401.
+  expect(statuses.filter((status) => status === 401).length).toBe(ANONYMOUS_PER_MINUTE);
+  expect(statuses.filter((status) => status === 429).length).toBe(3000 - ANONYMOUS_PER_MINUTE);
+  for (const res of responses) {
+    expect(res.headers.get('x-ratelimit-limit')).toBe(String(ANONYMOUS_PER_MINUTE));
+    if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  }
+  process.stdout.write(`made-up keys: ${commands} Redis commands for 3000 requests in ${ms} ms\n${await observer.info('commandstats')}\n`);
+  expect(commands).toBeLessThan(150);
+});
+
+test('a key created on one instance is served by the other from its first request, during a flood', async () => {
+  const during = flood([b], 300, 20);
+  const firstAnswers: number[] = [];
+  for (let i = 0; i < 15; i++) {
+    const key = await createKey(i % 2 === 0 ? a : b);
+    firstAnswers.push((await get(i % 2 === 0 ? b : a, key)).status);
+  }
+  const flooded = await during;
+  expect(firstAnswers).toEqual(Array(15).fill(200));
+  expect(flooded.every((res) => res.status === 401 || res.status === 429)).toBe(true);
+});
+
+test('a revoked key still gets its own 401 on the other instance, the anonymous limit used up or not', async () => {
+  const { id, key } = await createKeyWithId(a);
+  expect((await get(b, key)).status).toBe(200);
+  const revoked = await fetch(`${a.adminUrl}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.adminToken}` } });
+  expect(revoked.ok).toBe(true);
+  const start = Date.now();
+  let body: { code?: string } = {};
+  while (body.code !== 'revoked_api_key') {
+    if (Date.now() - start > 1000) throw new Error('revocation not seen within 1 s');
+    const res = await fetch(`${b.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+    body = (await res.json()) as { code?: string };
+    if (body.code === 'revoked_api_key') expect(res.status).toBe(401);
+  }
+});
+
+test('keys imported on one instance (a backup) are served by the other from their first request: an import marks them issued', async () => {
+  const source = await startTestProduct({ redisUrl: redis.url, namespace: uniqueNamespace('flood-source') });
+  try {
+    const keys: string[] = [];
+    for (let i = 0; i < 4; i++) keys.push(await createKey(source));
+    const exported = await fetch(`${source.adminUrl}/admin/keys/export`, { headers: { authorization: `Bearer ${source.adminToken}` } });
+    expect(exported.status).toBe(200);
+    const imported = await fetch(`${a.adminUrl}/admin/keys/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.adminToken}`, 'content-type': 'application/x-ndjson' },
+      body: await exported.text(),
+    });
+    expect(imported.status).toBe(200);
+    const statuses = [];
+    for (const key of keys) statuses.push((await get(b, key)).status);
+    expect(statuses).toEqual([200, 200, 200, 200]);
+  } finally {
+    await source.close();
+  }
+});

@@ -1,0 +1,92 @@
+import fs from 'node:fs';
+import Redis from 'ioredis';
+import { generateApiKey } from '../../../src/keys/key-format';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+
+/**
+ * WORKERS=2 (CONTRACT §4, §9): each worker holds its own filter of issued keys. A key created
+ * through the admin listener (answered by one worker) is served by whichever worker gets its
+ * first request, and a flood of made-up keys costs the private redis-server almost nothing.
+ */
+
+jest.setTimeout(120_000);
+
+let redis: RedisProcess;
+let observer: Redis;
+let main: MainProcess | null = null;
+let dataDir: string | null = null;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  observer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+});
+
+afterAll(async () => {
+  if (main && main.child.exitCode === null && main.child.signalCode === null) main.child.kill('SIGKILL');
+  await main?.exited;
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  observer.disconnect();
+  await redis.stop();
+});
+
+async function commandsExecuted(): Promise<number> {
+  const info = await observer.info('commandstats');
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') total += Number(match[2]);
+  return total;
+}
+
+test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands; keys created through the admin API are served at once by any worker', async () => {
+  const env = await isolatedEnv({
+    APP_ENV: 'staging',
+    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
+    SIGNING_SECRET: LONG_SIGNING_SECRET,
+    REDIS_URL: redis.url,
+    WORKERS: '2',
+    CONFIG_FILE: tempFile('workers-unknown.yaml', `redis:\n  namespace: "asg:unknown:${process.pid}"\nanonymous:\n  perMinute: 30\n`),
+  });
+  dataDir = env.DATA_DIR!;
+  main = startMain(env);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/, 30_000);
+  const gatewayUrl = `http://127.0.0.1:${env.PORT}`;
+  const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
+
+  // Fresh connections each time, so the cluster's round robin spreads the requests over both workers.
+  const get = async (key: string) => {
+    const res = await fetch(`${gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: 'close' } });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  const before = await commandsExecuted();
+  const statuses: number[] = [];
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: 200 }, async () => {
+      while (sent < 3000) {
+        sent++;
+        const res = await fetch(`${gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${generateApiKey('asg_test_')}` } });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+    }),
+  );
+  const commands = (await commandsExecuted()) - before;
+  expect(statuses.filter((status) => status === 401 || status === 429)).toHaveLength(3000);
+  expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(30);
+  process.stdout.write(`WORKERS=2: ${commands} Redis commands for 3000 made-up keys\n`);
+  expect(commands).toBeLessThan(150);
+
+  const firstAnswers: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    const res = await fetch(`${adminUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}`, 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify({ name: `fresh ${i}`, plan: 'pro' }),
+    });
+    expect(res.status).toBe(201);
+    const { key } = (await res.json()) as { key: string };
+    firstAnswers.push(await get(key), await get(key));
+  }
+  expect(firstAnswers).toEqual(Array(24).fill(200));
+});
