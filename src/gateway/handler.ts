@@ -3,7 +3,7 @@ import { tracing } from '../shared/telemetry';
 import { sendError } from '../shared/errors';
 import { requestIdFor } from './request-id';
 import { ClientAddressResolver } from './client-address';
-import type { RequestContext } from './request-context';
+import { newRequestContext, type RequestContext } from './request-context';
 import { parseTarget } from './request-target';
 import { CONTINUE, Refusal, setHeaders, type StepOutcome } from './step-outcome';
 import { createSteps, type GatewayDependencies, type KeyLookup } from './steps';
@@ -58,23 +58,13 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       if (corsHeaders) setHeaders(res, corsHeaders);
     }
     const target = parseTarget(req.url ?? '/');
-    const request: RequestContext = {
+    const request = newRequestContext({
       requestId,
-      startedAt: process.hrtime.bigint(),
       clientAddress: addresses.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']),
       path: target?.path ?? null,
       originForm: target?.originForm ?? '/',
-      route: null,
-      deprecation: null,
-      plan: 'anonymous',
-      keyId: null,
-      rateLimitOutcome: null,
-      storeFallback: null,
-      upstreamStartedAt: null,
-      upstreamMs: null,
       span: traces ? traces.startGatewayRequest(req) : null,
-      refusedWith: null,
-    };
+    });
     res.once('close', () => recordRequest(req, res, request));
     return request;
   }

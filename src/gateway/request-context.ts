@@ -37,3 +37,26 @@ export interface RequestContext {
   /** The Error code a step answered with, for the span. */
   refusedWith: ErrorCode | null;
 }
+
+/** A request's context as it starts: what the first look at it learned, and nothing else yet. */
+export function newRequestContext(start: {
+  requestId: string;
+  clientAddress: string;
+  path: string | null;
+  originForm: string;
+  span: GatewayRequestSpan | null;
+}): RequestContext {
+  return {
+    ...start,
+    startedAt: process.hrtime.bigint(),
+    route: null,
+    deprecation: null,
+    plan: 'anonymous',
+    keyId: null,
+    rateLimitOutcome: null,
+    storeFallback: null,
+    upstreamStartedAt: null,
+    upstreamMs: null,
+    refusedWith: null,
+  };
+}

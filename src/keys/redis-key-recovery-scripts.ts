@@ -17,17 +17,23 @@
  * written, dropping hashes they no longer have and publishing one change per hash touched.
  * Returns {imported, unchanged} or an error naming the conflicting ids.
  */
-export const IMPORT_SCRIPT = `
-local byHash, byId, issued, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[2]
-local n = (#ARGV - 2) / 4
-local function arg(i, f) return ARGV[2 + 4 * i + f] end
-local function publish(id, h)
+/**
+ * Lua: publishes one record's change with the issued mark it bumps (redis-issued-marks.ts); expects
+ * `issued`, `channel` and `epochCandidate` as locals.
+ */
+const PUBLISH_WITH_MARK_LUA = `local function publish(id, h)
   redis.call('HSETNX', issued, 'epoch', epochCandidate)
   local seq = redis.call('HINCRBY', issued, 'seq', 1)
   local epoch = redis.call('HGET', issued, 'epoch')
   redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h, epoch = epoch, seq = seq}))
 end
-for i = 0, n - 1 do
+`;
+
+export const IMPORT_SCRIPT = `
+local byHash, byId, issued, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[2]
+local n = (#ARGV - 2) / 4
+local function arg(i, f) return ARGV[2 + 4 * i + f] end
+${PUBLISH_WITH_MARK_LUA}for i = 0, n - 1 do
   for f = 3, 4 do
     local h = arg(i, f)
     if h ~= '' then
@@ -80,13 +86,7 @@ return {imported, unchanged}`;
 export const RESTORE_MISSING_SCRIPT = `
 local byHash, byId, issued, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2]
 local n = (#ARGV - 2) / 4
-local function publish(id, h)
-  redis.call('HSETNX', issued, 'epoch', epochCandidate)
-  local seq = redis.call('HINCRBY', issued, 'seq', 1)
-  local epoch = redis.call('HGET', issued, 'epoch')
-  redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h, epoch = epoch, seq = seq}))
-end
-local restored = {}
+${PUBLISH_WITH_MARK_LUA}local restored = {}
 for i = 0, n - 1 do
   local id, json, h1, h2 = ARGV[3 + 4 * i], ARGV[4 + 4 * i], ARGV[5 + 4 * i], ARGV[6 + 4 * i]
   local taken = redis.call('HEXISTS', byId, id) == 1 or redis.call('HEXISTS', byHash, h1) == 1

@@ -100,6 +100,15 @@ describe('authenticate step', () => {
     expect(request).toMatchObject({ keyId: null, plan: 'anonymous' });
   });
 
+  it('a key the issued-key filter proved never issued is an unknown caller marked neverIssued, refused like any unknown key', async () => {
+    const { authenticate, request } = setUp({ status: 'invalid', neverIssued: true });
+    const caller = await authenticate(withAuthorization(`Bearer ${PRESENTED}`), request);
+    expect(caller).toMatchObject({ kind: 'unknown', neverIssued: true, refusal: { code: 'invalid_api_key' } });
+    const known = await setUp({ status: 'invalid' }).authenticate(withAuthorization(`Bearer ${PRESENTED}`), request);
+    expect(known).toMatchObject({ kind: 'unknown' });
+    expect((known as { neverIssued?: boolean }).neverIssued).toBeUndefined();
+  });
+
   it('a revoked key is a known caller refused with revoked_api_key; it never becomes the request key', async () => {
     const { authenticate, request, metrics } = setUp({ status: 'revoked', record });
     const caller = await authenticate(withAuthorization(`Bearer ${PRESENTED}`), request);

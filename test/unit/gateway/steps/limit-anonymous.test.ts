@@ -43,12 +43,20 @@ function fixedAddressLimiter(decision: AddressDecision | Error, window: WindowSt
 const window = (remaining: number): WindowState => ({ limit: 30, remaining, resetAt: NOW + 42_500 });
 
 describe('anonymous limit step', () => {
+  it('a key proven never issued asks the address limiter for a batched unit (neverIssuedKey), so it costs the store nothing per request', async () => {
+    const limiter = fixedAddressLimiter({ allowed: true, window: window(29), retryAfterMs: 0 });
+    const { limitAnonymous, res, request } = setUp(limiter);
+    const neverIssued = { ...unknownCaller, neverIssued: true };
+    expect(await limitAnonymous(res, request, neverIssued)).toBe(unknownCaller.refusal);
+    expect(limiter.consume).toHaveBeenCalledWith('203.0.113.7', { neverIssuedKey: true });
+  });
+
   it('an unknown key under the limit spends a unit and gets its own 401 with the address window in the headers', async () => {
     const limiter = fixedAddressLimiter({ allowed: true, window: window(29), retryAfterMs: 0 });
     const { limitAnonymous, res, request, metrics } = setUp(limiter);
     const outcome = await limitAnonymous(res, request, unknownCaller);
     expect(outcome).toBe(unknownCaller.refusal);
-    expect(limiter.consume).toHaveBeenCalledWith('203.0.113.7');
+    expect(limiter.consume).toHaveBeenCalledWith('203.0.113.7', { neverIssuedKey: false });
     expect(limiter.peek).not.toHaveBeenCalled();
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({
       'x-ratelimit-limit': '30',

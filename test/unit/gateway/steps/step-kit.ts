@@ -4,7 +4,7 @@ import { Duplex, Writable } from 'node:stream';
 import { Registry, type Counter, type Histogram } from 'prom-client';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { createGatewayMetrics, type GatewayMetrics } from '../../../../src/gateway/metrics';
-import type { RequestContext } from '../../../../src/gateway/request-context';
+import { newRequestContext, type RequestContext } from '../../../../src/gateway/request-context';
 import { createStoreCall, type StoreCall } from '../../../../src/gateway/steps/store-failure';
 import { createLogger, type Logger } from '../../../../src/shared/logger';
 
@@ -96,21 +96,7 @@ export function headersStartingWith(res: http.ServerResponse, ...prefixes: strin
 
 export function requestContext(overrides: Partial<RequestContext> = {}): RequestContext {
   return {
-    requestId: 'req-0001',
-    startedAt: process.hrtime.bigint(),
-    clientAddress: '203.0.113.7',
-    path: '/v1/pets',
-    originForm: '/v1/pets',
-    route: null,
-    deprecation: null,
-    plan: 'anonymous',
-    keyId: null,
-    rateLimitOutcome: null,
-    storeFallback: null,
-    upstreamStartedAt: null,
-    upstreamMs: null,
-    span: null,
-    refusedWith: null,
+    ...newRequestContext({ requestId: 'req-0001', clientAddress: '203.0.113.7', path: '/v1/pets', originForm: '/v1/pets', span: null }),
     ...overrides,
   };
 }
