@@ -1,6 +1,6 @@
 import type { WindowLimits, WindowName, WindowState } from '../limits/types';
 
-const WINDOW_SECONDS: Record<WindowName, number> = { minute: 60, day: 86_400 };
+const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
 
 function secondsUntil(resetAt: number, now: number): number {
   return Math.max(0, Math.ceil((resetAt - now) / 1000));

@@ -36,6 +36,7 @@ function fixedUsage(usage: KeyUsage | Error): KeyLimiter & { usage: jest.Mock; c
     consume: jest.fn(),
     unban: jest.fn(),
     activeBans: jest.fn(),
+    addCredits: jest.fn(),
     close: jest.fn(),
   };
 }

@@ -30,6 +30,7 @@ function fixedKeyLimiter(decision: KeyDecision | Error): KeyLimiter & { consume:
     usage: jest.fn(),
     unban: jest.fn(),
     activeBans: jest.fn(),
+    addCredits: jest.fn(),
     close: jest.fn(),
   };
 }
