@@ -45,30 +45,7 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       buckets: PROXY_LATENCY_BUCKETS,
       registers: [registry],
     }),
-    rejections: new Counter({
-      name: 'gateway_ratelimit_rejections_total',
-      help: 'Requests refused with 429, by plan and by the window that refused.',
-      labelNames: ['plan', 'window'] as const,
-      registers: [registry],
-    }),
-    nearLimit: new Counter({
-      name: 'gateway_ratelimit_near_limit_total',
-      help: 'Admitted requests that took a key past 80% of a window.',
-      labelNames: ['plan', 'window'] as const,
-      registers: [registry],
-    }),
-    shadowDenied: new Counter({
-      name: 'gateway_ratelimit_shadow_denied_total',
-      help: 'Requests a shadowed limit would have refused (window minute, day or ban), forwarded anyway.',
-      labelNames: ['plan', 'window'] as const,
-      registers: [registry],
-    }),
-    keyBans: new Counter({
-      name: 'gateway_key_bans_total',
-      help: 'Keys banned for retrying after 429.',
-      labelNames: ['plan'] as const,
-      registers: [registry],
-    }),
+    ...rateLimitMetrics(registry),
     authFailures: new Counter({
       name: 'gateway_auth_failures_total',
       help: 'Requests refused with 401, by reason.',
@@ -129,6 +106,46 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       registers: [registry],
     }),
     ...storageMetrics(registry),
+  };
+}
+
+/**
+ * The key limits' counters: refusals, keys nearing a window's end, shadowed refusals, bans, and the
+ * units admitted requests took (config `costs`), by route, so that an operator sees which
+ * operations spend the quotas.
+ */
+function rateLimitMetrics(registry: Registry) {
+  return {
+    rejections: new Counter({
+      name: 'gateway_ratelimit_rejections_total',
+      help: 'Requests refused with 429, by plan and by the window that refused (minute, day, month, ban, anonymous).',
+      labelNames: ['plan', 'window'] as const,
+      registers: [registry],
+    }),
+    nearLimit: new Counter({
+      name: 'gateway_ratelimit_near_limit_total',
+      help: 'Admitted requests that took a key past 80% of a window.',
+      labelNames: ['plan', 'window'] as const,
+      registers: [registry],
+    }),
+    shadowDenied: new Counter({
+      name: 'gateway_ratelimit_shadow_denied_total',
+      help: 'Requests a shadowed limit would have refused (window minute, day, month or ban), forwarded anyway.',
+      labelNames: ['plan', 'window'] as const,
+      registers: [registry],
+    }),
+    keyBans: new Counter({
+      name: 'gateway_key_bans_total',
+      help: 'Keys banned for retrying after 429.',
+      labelNames: ['plan'] as const,
+      registers: [registry],
+    }),
+    unitsConsumed: new Counter({
+      name: 'gateway_ratelimit_units_consumed_total',
+      help: 'Units of every window of its key an admitted request took (its operation\'s cost, 1 unless config costs says more), by route template and plan.',
+      labelNames: ['route', 'plan'] as const,
+      registers: [registry],
+    }),
   };
 }
 
