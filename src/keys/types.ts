@@ -27,6 +27,8 @@ export interface NewKeyInput {
   plan: string;
   limits?: WindowLimits | null;
   expiresAt?: string | null;
+  /** 1..28; absent: the 1st. */
+  billingDay?: number | null;
 }
 
 export interface KeyPatch {
