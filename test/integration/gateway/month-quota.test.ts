@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
+import { expectMatchesOpenApi } from '../../support/openapi';
 import { expectError, expectRateLimitHeaders, header, parseRateLimit, startTestProduct, type ProductHarness } from './gateway-kit';
 
 /**
@@ -71,6 +72,7 @@ describe.each([
       { name: 'day', limit: 1000, remaining: 995, reset: expect.any(Number) },
       { name: 'month', limit: 5, remaining: 0, reset: end / 1000 },
     ]);
+    expectMatchesOpenApi('GET', '/usage', usage);
 
     clock.set(end);
     expect(expectRateLimitHeaders(await pets(auth).expect(200)).rateLimit).toContain('"month";r=4;');
