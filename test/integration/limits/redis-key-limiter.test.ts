@@ -172,6 +172,11 @@ describe('RedisKeyLimiter: month window across instances', () => {
     expect(ttl).toBeGreaterThan(untilEnd - 5_000);
     expect(ttl).toBeLessThanOrEqual(untilEnd + 1_000);
     expect(calculateSlot(monthRedisKey(namespace, 'k1'))).toBe(calculateSlot(keyLimiterRedisKey(namespace, 'k1')));
+    // What a month window costs in Redis (docs/redis.md): a small hash of three integers.
+    await limiter.addCredits('k1', 1_000, 20);
+    const bytes = Number(await client.call('MEMORY', 'USAGE', monthRedisKey(namespace, 'k1'), 'SAMPLES', '0'));
+    console.log(`MEMORY USAGE of a month window's hash (count and credits): ${bytes} bytes`);
+    expect(bytes).toBeLessThan(200);
   });
 
   it('writes no month hash for a key without a month window', async () => {
