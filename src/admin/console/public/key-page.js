@@ -166,8 +166,14 @@ function keyChange() {
   }
   /** @type {KeyChange} */
   const body = { name: ui.editName.value.trim(), plan: ui.editPlan.value, expiresAt: localToIso(ui.editExpires.value) };
-  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = limitsFrom(fields.perMinute, fields.perDay) ?? null;
+  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = withMonth(limitsFrom(fields.perMinute, fields.perDay) ?? null);
   return body;
+}
+
+/** New minute and day limits keep the key's month quota, which this form does not edit. */
+function withMonth(/** @type {import('./types.js').Limits | null} */ limits) {
+  const perMonth = shownKey?.limits?.perMonth;
+  return limits && perMonth !== undefined ? { ...limits, perMonth } : limits;
 }
 
 /**
