@@ -31,20 +31,7 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       labelNames: ['method', 'route', 'status_code', 'plan'] as const,
       registers: [registry],
     }),
-    httpDuration: new Histogram({
-      name: 'gateway_http_request_duration_seconds',
-      help: 'Time from request to response end at the gateway.',
-      labelNames: ['method', 'route', 'status_code'] as const,
-      buckets: PROXY_LATENCY_BUCKETS,
-      registers: [registry],
-    }),
-    upstreamDuration: new Histogram({
-      name: 'gateway_upstream_request_duration_seconds',
-      help: 'Time from forwarding a request to the upstream response headers.',
-      labelNames: ['method', 'route', 'status_code'] as const,
-      buckets: PROXY_LATENCY_BUCKETS,
-      registers: [registry],
-    }),
+    ...latencyMetrics(registry),
     ...rateLimitMetrics(registry),
     authFailures: new Counter({
       name: 'gateway_auth_failures_total',
@@ -106,6 +93,26 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
       registers: [registry],
     }),
     ...storageMetrics(registry),
+  };
+}
+
+/** Time at the gateway and at the upstream, by method, route template and status. */
+function latencyMetrics(registry: Registry) {
+  return {
+    httpDuration: new Histogram({
+      name: 'gateway_http_request_duration_seconds',
+      help: 'Time from request to response end at the gateway.',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: PROXY_LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: 'gateway_upstream_request_duration_seconds',
+      help: 'Time from forwarding a request to the upstream response headers.',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: PROXY_LATENCY_BUCKETS,
+      registers: [registry],
+    }),
   };
 }
 
