@@ -325,7 +325,7 @@ interface Fixture {
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number } },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; monthAndCost?: boolean },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -359,6 +359,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         banThreshold: options.banThreshold,
         minuteWindow: options.minuteWindow,
         tracing: options.tracing,
+        monthAndCost: options.monthAndCost,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
     };
@@ -379,7 +380,7 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const redisPid = fixture.redis.pid;
   const maxSockets = 256;
   const otlpSink = await spawn('otlp-sink', 'otlp-sink', {});
-  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, redisSliding, memorySliding, tracedAll, tracedSome] = await Promise.all([
+  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, redisSliding, memorySliding, tracedAll, tracedSome, redisMonthCost] = await Promise.all([
     spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
     spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
     gateway('gateway-memory-http-proxy', 'http-proxy', false),
@@ -392,6 +393,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     // Tracing on (docs/observability.md, Tracing): every request a root span sampled at the ratio, exported to a sink that discards.
     gateway('gateway-redis-undici-traced-100', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
     gateway('gateway-redis-undici-traced-001', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
+    // Issue 28: a month window and a cost rule on; compare with gateway-redis-undici (two windows).
+    gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
   ]);
   const variants: Variant[] = [
     { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
@@ -401,6 +404,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     { id: 'gateway-memory-undici', label: 'gateway, in-process store, undici', child: memoryUndici!, key: 'admitted', expectedStatus: 200, usesRedis: false },
     { id: 'gateway-redis-http-proxy', label: 'gateway, Redis, http-proxy', child: redisHpm!, key: 'admitted', expectedStatus: 200, usesRedis: true },
     { id: 'gateway-redis-undici', label: 'gateway, Redis, undici', child: redisUndici!, key: 'admitted', expectedStatus: 200, usesRedis: true },
+    // Month window + cost 2 on the measured route: its CPU per request beside the row above (target: within 10 %).
+    { id: 'gateway-redis-undici-month-cost', label: 'gateway, Redis, undici, month window + cost rule', child: redisMonthCost!, key: 'admitted', expectedStatus: 200, usesRedis: true },
     // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
     // every request of the last minute: the sliding window's worst case in memory and CPU.
     { id: 'gateway-redis-undici-sliding', label: 'gateway, Redis, undici, sliding minute', child: redisSliding!, key: 'admitted', expectedStatus: 200, usesRedis: true },

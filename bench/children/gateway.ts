@@ -23,9 +23,18 @@ interface GatewayChildOptions {
   banThreshold?: number;
   /** Config rateLimit.minuteWindow; the default (config) unless a row measures the other shape. */
   minuteWindow?: 'fixed' | 'sliding';
+  /**
+   * A month window and a cost rule on (issue 28): the measured GET /v1/pets costs 2 units, and the
+   * admitted key has a month quota out of reach and billing day 15, so every request also reads and
+   * writes its month hash, in the same single script call.
+   */
+  monthAndCost?: boolean;
   /** Tracing on, exporting OTLP/protobuf to this sink with sampler parentbased_traceidratio at `ratio`. */
   tracing?: { sinkUrl: string; ratio: number };
 }
+
+/** What the measured operation costs in the month-and-cost row. */
+const MEASURED_COST = 2;
 
 // Every command a client of this process sends to Redis is a request and its reply: a round trip.
 let redisCommandsSent = 0;
@@ -66,15 +75,18 @@ async function main(): Promise<void> {
       logLevel: 'info',
       ...(options.banThreshold ? { ban: { threshold: options.banThreshold } } : {}),
       ...(options.minuteWindow ? { rateLimit: { minuteWindow: options.minuteWindow } } : {}),
+      ...(options.monthAndCost ? { costs: [{ method: 'GET', path: '/pets', cost: MEASURED_COST }] } : {}),
     },
   });
   const logger = createLogger(config.logLevel, undefined, { keyPrefix: config.keys.prefix, traceFields: tracing() });
   const product = await startProduct(config, { logger, gatewayPort: 0, adminPort: 0 });
 
-  const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };
-  const admitted = await product.keys.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable });
-  const limited = await product.keys.create({ name: 'bench limited', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 } });
-  const banned = await product.keys.create({ name: 'bench banned', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 } });
+  const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000, ...(options.monthAndCost ? { perMonth: 1_000_000_000_000 } : {}) };
+  const admitted = await product.keys.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable, ...(options.monthAndCost ? { billingDay: 15 } : {}) });
+  // One request's worth: used up by the first request, whatever it costs.
+  const oneRequest = options.monthAndCost ? { perMinute: MEASURED_COST, perDay: MEASURED_COST } : { perMinute: 1, perDay: 1 };
+  const limited = await product.keys.create({ name: 'bench limited', plan: 'enterprise', limits: oneRequest });
+  const banned = await product.keys.create({ name: 'bench banned', plan: 'enterprise', limits: oneRequest });
   const get = (key: string) => fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } }).then((res) => res.arrayBuffer().then(() => res.status));
   await get(limited.key);
   // A child told never to ban has no banned key to offer.

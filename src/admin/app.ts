@@ -11,6 +11,7 @@ import type { TrafficSecond } from './stats/traffic-recorder';
 import { consoleRouter } from './console/console-router';
 import { plansRouter, type ConfiguredPlan } from './plans-route';
 import { keyBackupRoutes, type KeyBackup } from './key-backup-routes';
+import { creditRoutes } from './credit-routes';
 import { requireAdminToken } from './admin-token';
 import { createAuditTrail, type ConfirmWrite } from './audit-trail';
 import { healthRoutes, runReadinessChecks, type MetricsSource, type ReadinessCheck } from './health-routes';
@@ -78,6 +79,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   // Before /keys/:id, which would otherwise take `export` for an id.
   admin.use(keyBackupRoutes(keys, audit));
   admin.use(keyRoutes({ keys, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes }));
+  admin.use(creditRoutes({ keys, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.get('/audit', async (req, res) => {
     const limit = intParameter(req.query.limit, 'limit', 1, 1000, 100);
     res.json({ entries: await deps.auditLog.recent(limit) });

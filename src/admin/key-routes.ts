@@ -2,7 +2,8 @@ import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
 import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
-import type { KeyLimiter, WindowLimits, WindowState } from '../limits/types';
+import type { KeyLimiter, KeyUsage, WindowLimits, WindowState } from '../limits/types';
+import { DEFAULT_BILLING_DAY, MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import type { RecordAudit } from './audit-trail';
 import { hasBody, intParameter, parseBody, requireJson } from './request-parsing';
 
@@ -35,6 +36,8 @@ export interface KeyRouteDependencies {
 const limitsSchema = z.strictObject({
   perMinute: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
   perDay: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  /** A month window of the key's own (CONTRACT §4). */
+  perMonth: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   /** Shadow mode for this key (CONTRACT §4); absent, the key follows its plan. */
   shadow: z.boolean().optional(),
 });
@@ -43,6 +46,8 @@ const createKeySchema = z.strictObject({
   plan: z.string(),
   limits: limitsSchema.nullable().optional(),
   expiresAt: z.string().nullable().optional(),
+  /** Day of the month (00:00 UTC) the key's month window starts on. */
+  billingDay: z.number().int().min(MIN_BILLING_DAY).max(MAX_BILLING_DAY).nullable().optional(),
 });
 const updateKeySchema = z.strictObject({
   name: z.string().optional(),
@@ -54,22 +59,40 @@ const rotateKeySchema = z.strictObject({
   graceSeconds: z.number().int().min(0).max(604_800).optional(),
 });
 
-const windowView = (w: WindowState) => ({ limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+export const windowView = (w: WindowState) => ({ limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+
+/** A key's windows as the admin API shows them: the month (with its credits) only when the key has one. */
+export function usageView(usage: KeyUsage) {
+  const view: Record<string, unknown> = { minute: windowView(usage.minute), day: windowView(usage.day) };
+  if (usage.month) view.month = { ...windowView(usage.month), credits: usage.month.credits, startsAt: new Date(usage.month.startAt).toISOString() };
+  return view;
+}
 const notFound = (id: unknown) => new ApiError('not_found', `No key with id ${String(id)}.`);
 
 /** A key as GET /admin/keys lists it: never the key or its hash. */
 function publicView(keys: KeyAdministration, record: ApiKeyRecord, lastUsed: Map<string, number>) {
   const lastUsedAt = lastUsed.get(record.id);
+  const limits = keys.effectiveLimits(record);
   return {
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: keys.effectiveLimits(record),
+    limits,
     createdAt: record.createdAt,
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
+    ...billingDayView(record, limits),
     lastUsedAt: lastUsedAt === undefined ? null : new Date(lastUsedAt).toISOString(),
   };
+}
+
+/**
+ * `billingDay` where it means something: a key with a month window, or one given a billing day of
+ * its own. Keys of plans without a month answer exactly as before month quotas existed.
+ */
+export function billingDayView(record: ApiKeyRecord, limits: WindowLimits | null): { billingDay?: number } {
+  if (record.billingDay === undefined && limits?.perMonth === undefined) return {};
+  return { billingDay: record.billingDay ?? DEFAULT_BILLING_DAY };
 }
 
 /** The key lifecycle under /admin/keys (CONTRACT §5): reads, then writes, each audited. */
@@ -97,10 +120,10 @@ function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
     const record = await loadKey(keys, req.params.id as string);
     const limits = keys.effectiveLimits(record);
     if (!limits) throw new Error(`key ${record.id} has no limits`);
-    const usage = await deps.keyLimiter.usage(record.id, limits);
+    const usage = await deps.keyLimiter.usage(record.id, limits, record.billingDay);
     res.json({
       ...publicView(keys, record, await keyActivity.lastUsed([record.id])),
-      usage: { minute: windowView(usage.minute), day: windowView(usage.day) },
+      usage: usageView(usage),
       bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
       previousKeyExpiresAt: record.previousKeyExpiresAt,
     });
@@ -120,8 +143,9 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
   router.post('/keys', requireJson, json, async (req, res) => {
     const { key, record } = await keys.create(parseBody(createKeySchema, req.body));
     const limits = keys.effectiveLimits(record);
-    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt });
-    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt });
+    const billingDay = billingDayView(record, limits);
+    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay });
+    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay });
   });
   router.post('/keys/:id/rotate', json, async (req, res) => {
     // The body is optional ({graceSeconds} has a default); one that is sent must be JSON.

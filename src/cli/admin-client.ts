@@ -66,6 +66,10 @@ export class AdminClient {
   importKeys(ndjson: string) {
     return this.request('POST', '/admin/keys/import', ndjson, { contentType: 'application/x-ndjson' });
   }
+  /** One-off units for the key's current billing month; the key with its month window. */
+  addCredits(id: string, units: number) {
+    return this.request('POST', `/admin/keys/${encodeURIComponent(id)}/credits`, { units });
+  }
   audit(limit?: number) {
     return this.request('GET', `/admin/audit${limit === undefined ? '' : `?limit=${limit}`}`);
   }

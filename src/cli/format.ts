@@ -1,8 +1,9 @@
 type KeyView = Record<string, unknown>;
 
 function limitsText(limits: unknown): string {
-  const l = limits as { perMinute?: number; perDay?: number } | null;
-  return l ? `${l.perMinute}/min, ${l.perDay}/day` : '-';
+  const l = limits as { perMinute?: number; perDay?: number; perMonth?: number } | null;
+  if (!l) return '-';
+  return `${l.perMinute}/min, ${l.perDay}/day${l.perMonth === undefined ? '' : `, ${l.perMonth}/month`}`;
 }
 
 /** A fixed-width table: one row a key, never the key itself. */
@@ -64,11 +65,13 @@ export function formatKey(k: KeyView): string {
   if ('expiresAt' in k) lines.push(`expires:    ${k.expiresAt ?? 'never'}`);
   if ('lastUsedAt' in k) lines.push(`last used:  ${k.lastUsedAt ?? 'never'}`);
   if (k.previousKeyExpiresAt) lines.push(`old secret: works until ${k.previousKeyExpiresAt}`);
-  const usage = k.usage as Record<string, { limit: number; remaining: number; reset: number }> | undefined;
+  if (typeof k.billingDay === 'number') lines.push(`billing:    day ${k.billingDay} of each month, 00:00 UTC`);
+  const usage = k.usage as Record<string, { limit: number; remaining: number; reset: number; credits?: number }> | undefined;
   if (usage) {
-    for (const window of ['minute', 'day']) {
+    for (const window of ['minute', 'day', 'month']) {
       const w = usage[window];
-      if (w) lines.push(`${(window + ':').padEnd(11)} ${w.remaining} of ${w.limit} left, resets ${new Date(w.reset * 1000).toISOString()}`);
+      const credits = w?.credits ? ` (${w.credits} credited)` : '';
+      if (w) lines.push(`${(window + ':').padEnd(11)} ${w.remaining} of ${w.limit}${credits} left, resets ${new Date(w.reset * 1000).toISOString()}`);
     }
   }
   if ('bannedUntil' in k) lines.push(`banned:     ${k.bannedUntil ? `until ${k.bannedUntil}` : 'no'}`);

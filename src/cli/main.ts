@@ -20,17 +20,21 @@ interface Command {
 
 const jsonOption = { json: { type: 'boolean' as const } };
 
-function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number } | undefined {
+function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number; perMonth?: number } | undefined {
   const perMinute = values['per-minute'];
   const perDay = values['per-day'];
-  if (perMinute === undefined && perDay === undefined) return undefined;
-  if (perMinute === undefined || perDay === undefined) throw new UsageError('--per-minute and --per-day go together');
+  const perMonth = values['per-month'];
+  if (perMinute === undefined && perDay === undefined && perMonth === undefined) return undefined;
+  if (perMinute === undefined || perDay === undefined) throw new UsageError(perMonth === undefined ? '--per-minute and --per-day go together' : '--per-month needs --per-minute and --per-day');
   const parse = (flag: string, v: string | boolean) => {
     if (typeof v !== 'string' || !/^[1-9]\d*$/.test(v)) throw new UsageError(`--${flag} needs a positive whole number`);
     return Number(v);
   };
-  return { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
+  const limits = { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
+  return perMonth === undefined ? limits : { ...limits, perMonth: parse('per-month', perMonth) };
 }
+
+const limitOptions = { 'per-minute': { type: 'string' as const }, 'per-day': { type: 'string' as const }, 'per-month': { type: 'string' as const } };
 
 class UsageError extends Error {}
 
@@ -61,15 +65,16 @@ const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at':
 const commands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N] [--expires-in 30d | --expires-at INSTANT] [--json]',
-    options: { name: { type: 'string' }, plan: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, ...expiryOptions, ...jsonOption },
+    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] [--json]',
+    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...jsonOption },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
       if (typeof values.plan !== 'string') throw new UsageError('--plan is required');
       const limits = limitsFrom(values);
       const expiresAt = expiryFrom(values);
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}) });
+      const billingDay = positiveInt('billing-day', values['billing-day']);
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}) });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -94,12 +99,11 @@ const commands: Record<string, Command> = {
   },
   update: {
     summary: 'change a key\'s name, plan, limits or expiry',
-    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--json]',
+    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--json]',
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
-      'per-minute': { type: 'string' },
-      'per-day': { type: 'string' },
+      ...limitOptions,
       'clear-limits': { type: 'boolean' },
       ...expiryOptions,
       'no-expiry': { type: 'boolean' },
@@ -144,6 +148,17 @@ const commands: Record<string, Command> = {
       return { id, unbanned: true };
     },
     render: (result) => `ban lifted for ${(result as { id: string }).id}`,
+  },
+  credits: {
+    summary: 'add one-off units to a key\'s current billing month (gone when it ends; the key needs a month quota)',
+    usage: 'credits ID --units N [--json]',
+    options: { units: { type: 'string' }, ...jsonOption },
+    positionals: ['ID'],
+    run: (client, values, [id]) => {
+      if (typeof values.units !== 'string' || !/^[1-9]\d{0,9}$/.test(values.units)) throw new UsageError('--units needs a whole number from 1 to 1000000000');
+      return client.addCredits(id!, Number(values.units));
+    },
+    render: (result) => formatKey(result as Record<string, unknown>),
   },
   rotate: {
     summary: 'give a key a new secret; the old one works for the grace period (default 1d)',

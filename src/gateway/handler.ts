@@ -42,7 +42,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     // GET /v1/usage is the gateway's own answer and costs no unit of any window.
     if (request.route?.answeredByGateway) return answer(res, request, await answerUsage(req, res, request, request.route, caller.record));
 
-    outcome = await limitKey(res, request, caller.record);
+    outcome = await limitKey(res, request, caller.record, req.method);
     if (outcome === CONTINUE) outcome = checkRoute(method, request);
     if (outcome === CONTINUE) outcome = applySunset(request, caller.record.id);
     if (outcome !== CONTINUE) return answer(res, request, outcome);

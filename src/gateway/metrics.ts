@@ -111,12 +111,16 @@ function upstreamMetrics(registry: Registry, sources: GatewayMetricSources) {
   };
 }
 
-/** The limiter's decisions: refusals, keys near a limit, shadowed refusals, bans, requests served unlimited. */
+/**
+ * The limiter's decisions: refusals, keys near a limit, shadowed refusals, bans, requests served
+ * unlimited, and the units admitted requests took (config `costs`), by route, so that an operator
+ * sees which operations spend the quotas.
+ */
 function limiterMetrics(registry: Registry, sources: GatewayMetricSources) {
   return {
     rejections: new Counter({
       name: 'gateway_ratelimit_rejections_total',
-      help: 'Requests refused with 429, by plan and by the window that refused.',
+      help: 'Requests refused with 429, by plan and by the window that refused (minute, day, month, ban, anonymous).',
       labelNames: ['plan', 'window'] as const,
       registers: [registry],
     }),
@@ -128,7 +132,7 @@ function limiterMetrics(registry: Registry, sources: GatewayMetricSources) {
     }),
     shadowDenied: new Counter({
       name: 'gateway_ratelimit_shadow_denied_total',
-      help: 'Requests a shadowed limit would have refused (window minute, day or ban), forwarded anyway.',
+      help: 'Requests a shadowed limit would have refused (window minute, day, month or ban), forwarded anyway.',
       labelNames: ['plan', 'window'] as const,
       registers: [registry],
     }),
@@ -136,6 +140,12 @@ function limiterMetrics(registry: Registry, sources: GatewayMetricSources) {
       name: 'gateway_key_bans_total',
       help: 'Keys banned for retrying after 429.',
       labelNames: ['plan'] as const,
+      registers: [registry],
+    }),
+    unitsConsumed: new Counter({
+      name: 'gateway_ratelimit_units_consumed_total',
+      help: "Units of every window of its key an admitted request took (its operation's cost, 1 unless config costs says more), by route template and plan.",
+      labelNames: ['route', 'plan'] as const,
       registers: [registry],
     }),
     activeBans: new Gauge({

@@ -1,6 +1,6 @@
-import type { WindowLimits, WindowName, WindowState } from '../limits/types';
+import type { MonthWindowState, WindowLimits, WindowName, WindowState } from '../limits/types';
 
-const WINDOW_SECONDS: Record<WindowName, number> = { minute: 60, day: 86_400 };
+const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
 
 function secondsUntil(resetAt: number, now: number): number {
   return Math.max(0, Math.ceil((resetAt - now) / 1000));
@@ -12,12 +12,15 @@ export function retryAfterSeconds(waitMs: number): string {
 }
 
 /**
- * The window a client should watch: the one with fewest remaining, minute on a tie; or, on a
- * refusal, the window that refused, so that X-RateLimit-Reset is when the key is served again.
+ * The window a client should watch: the one with fewest remaining (minute, then day, then month on
+ * a tie); or, on a refusal, the window that refused, so that X-RateLimit-Reset is when the key is
+ * served again.
  */
-export function bindingWindow(minute: WindowState, day: WindowState, refusedBy?: WindowName): WindowName {
+export function bindingWindow(minute: WindowState, day: WindowState, refusedBy?: WindowName, month?: WindowState): WindowName {
   if (refusedBy) return refusedBy;
-  return day.remaining < minute.remaining ? 'day' : 'minute';
+  let binding: WindowName = day.remaining < minute.remaining ? 'day' : 'minute';
+  if (month !== undefined && month.remaining < Math.min(minute.remaining, day.remaining)) binding = 'month';
+  return binding;
 }
 
 /** Distinct (per-minute, per-day) pairs are few (the plans, and keys with limits of their own). */
@@ -42,34 +45,57 @@ function keyPolicy(perMinute: number, perDay: number): string {
   return policy;
 }
 
-/** Header values for a key's two windows (CONTRACT §4). */
+/** The month's policy item: its quota (credits included) over the seconds of this billing month, which vary from 28 to 31 days. */
+export function monthPolicy(limit: number, startAt: number, resetAt: number): string {
+  return `"month";q=${limit};w=${Math.round((resetAt - startAt) / 1000)}`;
+}
+
+/** Header values for a key's windows (CONTRACT §4); `month` only when the key has a month window. */
 export function keyRateLimitHeaders(
   minute: WindowState,
   day: WindowState,
   now: number,
   refusedBy?: WindowName,
+  month?: MonthWindowState,
 ): Record<string, string> {
-  const binding = bindingWindow(minute, day, refusedBy);
-  const shown = binding === 'minute' ? minute : day;
-  return {
+  const binding = bindingWindow(minute, day, refusedBy, month);
+  const shown = binding === 'minute' ? minute : binding === 'day' ? day : month!;
+  const headers = {
     'X-RateLimit-Limit': String(shown.limit),
     'X-RateLimit-Remaining': String(shown.remaining),
     'X-RateLimit-Reset': String(Math.ceil(shown.resetAt / 1000)),
     'RateLimit-Policy': keyPolicy(minute.limit, day.limit),
     RateLimit: `"minute";r=${minute.remaining};t=${secondsUntil(minute.resetAt, now)}, "day";r=${day.remaining};t=${secondsUntil(day.resetAt, now)}`,
   };
+  if (month !== undefined) {
+    headers['RateLimit-Policy'] += ', ' + monthPolicy(month.limit, month.startAt, month.resetAt);
+    headers.RateLimit += `, "month";r=${month.remaining};t=${secondsUntil(month.resetAt, now)}`;
+  }
+  return headers;
+}
+
+/** The month window of a banned key, for its headers: the quota and span only, nothing available. */
+export interface BannedMonth {
+  limit: number;
+  startAt: number;
+  resetAt: number;
 }
 
 /** A banned key: nothing was counted, and nothing is available until the ban ends. */
-export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number, now: number): Record<string, string> {
+export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number, now: number, month?: BannedMonth): Record<string, string> {
   const wait = secondsUntil(bannedUntil, now);
-  return {
+  const headers = {
     'X-RateLimit-Limit': String(limits.perMinute),
     'X-RateLimit-Remaining': '0',
     'X-RateLimit-Reset': String(Math.ceil(bannedUntil / 1000)),
     'RateLimit-Policy': keyPolicy(limits.perMinute, limits.perDay),
     RateLimit: `"minute";r=0;t=${wait}, "day";r=0;t=${wait}`,
   };
+  if (month !== undefined) {
+    headers['RateLimit-Policy'] += ', ' + monthPolicy(month.limit, month.startAt, month.resetAt);
+    headers.RateLimit += `, "month";r=0;t=${wait}`;
+  }
+  return headers;
 }
 
 /** Requests without a valid key are limited per client address, under one per-minute window. */

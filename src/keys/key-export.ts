@@ -1,4 +1,4 @@
-import { limitsOf } from './record';
+import { billingDayOf, limitsOf } from './record';
 import type { ApiKeyRecord } from './types';
 
 /**
@@ -37,6 +37,7 @@ export function exportLine(record: ApiKeyRecord, prefix: string): string {
     updatedAt: record.updatedAt,
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
+    ...billingDayOf(record.billingDay),
   });
 }
 
@@ -61,10 +62,18 @@ function limitsField(value: unknown): ApiKeyRecord['limits'] {
   if (value === null || value === undefined) return null;
   const l = value as Fields;
   const positive = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 1;
-  if (typeof l !== 'object' || !positive(l.perMinute) || !positive(l.perDay) || (l.shadow !== undefined && typeof l.shadow !== 'boolean')) {
-    throw new Error('limits must be null or {perMinute, perDay} of positive integers');
+  if (typeof l !== 'object' || !positive(l.perMinute) || !positive(l.perDay) || (l.shadow !== undefined && typeof l.shadow !== 'boolean') || (l.perMonth !== undefined && !positive(l.perMonth))) {
+    throw new Error('limits must be null or {perMinute, perDay, perMonth?} of positive integers');
   }
-  return limitsOf(l.perMinute as number, l.perDay as number, l.shadow as boolean | undefined);
+  return limitsOf(l.perMinute as number, l.perDay as number, l.shadow as boolean | undefined, l.perMonth as number | undefined);
+}
+
+function billingDayField(value: unknown): { billingDay?: number } {
+  try {
+    return billingDayOf(value);
+  } catch {
+    throw new Error('billingDay must be a whole number from 1 to 28');
+  }
 }
 
 /** One line → record; throws a plain Error saying what is wrong. */
@@ -91,6 +100,7 @@ function parseLine(line: string, prefix: string): ApiKeyRecord {
     expiresAt: optional(v, 'expiresAt', INSTANT),
     previousHash: optional(v, 'previousHash', HASH),
     previousKeyExpiresAt: optional(v, 'previousKeyExpiresAt', INSTANT),
+    ...billingDayField(v.billingDay),
   };
   if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null)) throw new Error('previousHash and previousKeyExpiresAt go together');
   if (record.previousHash === record.hash) throw new Error('previousHash equals hash');

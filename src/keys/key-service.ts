@@ -5,7 +5,10 @@ import { effectiveLimits, planLimitsOf, type Plans } from '../limits/plan-limits
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
 import type { ApiKeyRecord, ImportResult, KeyPatch, KeyStore, NewKeyInput } from './types';
 import { exportLine, parseExport } from './key-export';
-import { limitsOf } from './record';
+import { billingDayOf, limitsOf } from './record';
+import { isBillingDay } from '../limits/month-window';
+import { MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
+import { largestCost, limitsBelowCost } from '../shared/config/costs';
 
 /** Bounds of a rotation's grace period (CONTRACT §5). */
 export const MAX_GRACE_SECONDS = 604_800;
@@ -26,6 +29,8 @@ export interface KeyServiceOptions {
   prefix: string;
   plans: Plans;
   clock: Clock;
+  /** Config `costs`: a key's own limits must not be below the largest (CONTRACT §4). */
+  costs?: readonly { method: string; path: string; cost: number }[];
 }
 
 function invalid(message: string): ApiError {
@@ -41,21 +46,33 @@ function validName(name: unknown): string {
   return trimmed;
 }
 
-function validLimits(limits: unknown): WindowLimits {
+const LIMIT_FIELDS = new Set(['perMinute', 'perDay', 'perMonth', 'shadow']);
+
+function validLimits(limits: unknown, largestCost: number): WindowLimits {
   const l = limits as Partial<WindowLimits> | null;
   if (typeof l !== 'object' || l === null || Array.isArray(l)) {
-    throw invalid('limits must be an object {perMinute, perDay}.');
+    throw invalid('limits must be an object {perMinute, perDay, perMonth?}.');
   }
-  for (const field of ['perMinute', 'perDay'] as const) {
+  for (const field of ['perMinute', 'perDay', 'perMonth'] as const) {
     const value = l[field];
+    if (field === 'perMonth' && value === undefined) continue;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
       throw invalid(`limits.${field} must be a positive integer.`);
     }
   }
   if (l.shadow !== undefined && typeof l.shadow !== 'boolean') throw invalid('limits.shadow must be true or false.');
-  const extra = Object.keys(l).filter((k) => k !== 'perMinute' && k !== 'perDay' && k !== 'shadow');
+  const extra = Object.keys(l).filter((k) => !LIMIT_FIELDS.has(k));
   if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
-  return limitsOf(l.perMinute!, l.perDay!, l.shadow);
+  // A request takes its cost of every window or nothing: a window below the largest cost could never serve it.
+  const short = limitsBelowCost(l, largestCost);
+  if (short.length > 0) throw invalid(`limits below the largest operation cost ${largestCost} (config costs) could never serve it: ${short.join(', ')}.`);
+  return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth);
+}
+
+function validBillingDay(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isBillingDay(value)) throw invalid(`billingDay must be a whole number from ${MIN_BILLING_DAY} to ${MAX_BILLING_DAY}.`);
+  return value;
 }
 
 /** RFC 3339 with a zone (Z or ±hh:mm), the shape `expiresAt` must have. */
@@ -87,8 +104,10 @@ export class KeyService {
   private readonly prefix: string;
   private readonly plans: Plans;
   private readonly clock: Clock;
+  private readonly largestCost: number;
 
   constructor(options: KeyServiceOptions) {
+    this.largestCost = largestCost(options.costs ?? [])?.cost ?? 1;
     this.store = options.store;
     this.prefix = options.prefix;
     this.plans = options.plans;
@@ -99,8 +118,9 @@ export class KeyService {
   async create(input: NewKeyInput): Promise<CreatedKey> {
     const name = validName(input.name);
     const plan = this.validPlan(input.plan);
-    const limits = input.limits === undefined || input.limits === null ? null : validLimits(input.limits);
+    const limits = input.limits === undefined || input.limits === null ? null : validLimits(input.limits, this.largestCost);
     this.assertHasLimits(plan, limits);
+    const billingDay = validBillingDay(input.billingDay);
     const expiresAt = input.expiresAt === undefined || input.expiresAt === null ? null : validExpiry(input.expiresAt, this.clock.now());
 
     const key = generateApiKey(this.prefix);
@@ -117,6 +137,7 @@ export class KeyService {
       expiresAt,
       previousHash: null,
       previousKeyExpiresAt: null,
+      ...billingDayOf(billingDay),
     };
     await this.store.insert(record);
     return { key, record };
@@ -127,7 +148,7 @@ export class KeyService {
     const clean: KeyPatch = {};
     if (patch.name !== undefined) clean.name = validName(patch.name);
     if (patch.plan !== undefined) clean.plan = this.validPlan(patch.plan);
-    if (patch.limits !== undefined) clean.limits = patch.limits === null ? null : validLimits(patch.limits);
+    if (patch.limits !== undefined) clean.limits = patch.limits === null ? null : validLimits(patch.limits, this.largestCost);
     if (patch.expiresAt !== undefined) clean.expiresAt = patch.expiresAt === null ? null : validExpiry(patch.expiresAt, this.clock.now());
 
     const current = await this.store.get(id);

@@ -1,4 +1,6 @@
 import type { WindowLimits } from '../limits/types';
+import { isBillingDay } from '../limits/month-window';
+import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import type { ApiKeyRecord, KeyPatch, KeyRotation } from './types';
 
 /**
@@ -22,9 +24,22 @@ export function copyRecord(record: ApiKeyRecord): ApiKeyRecord {
   return { ...record, limits: record.limits ? { ...record.limits } : null };
 }
 
-/** `{perMinute, perDay}`, plus `shadow` only when the key sets it (absent: the plan decides). */
-export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined): WindowLimits {
-  return typeof shadow === 'boolean' ? { perMinute, perDay, shadow } : { perMinute, perDay };
+/**
+ * `{perMinute, perDay}`, plus `perMonth` only when the key has a month window and `shadow` only
+ * when the key sets it (absent: the plan decides). Field order fixed, so equal limits encode alike.
+ */
+export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined, perMonth?: number | null): WindowLimits {
+  const limits: WindowLimits = { perMinute, perDay };
+  if (typeof perMonth === 'number') limits.perMonth = perMonth;
+  if (typeof shadow === 'boolean') limits.shadow = shadow;
+  return limits;
+}
+
+/** The billing day a record carries, or nothing for the default (the 1st), so that old and new records encode alike. */
+export function billingDayOf(value: unknown): { billingDay?: number } {
+  if (value === undefined || value === null || value === DEFAULT_BILLING_DAY) return {};
+  if (!isBillingDay(value)) throw new Error(`corrupt key record: billingDay ${JSON.stringify(value)}`);
+  return { billingDay: value };
 }
 
 /** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
@@ -65,7 +80,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow) : null,
+    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth) : null,
     hash: record.hash,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
@@ -73,6 +88,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     expiresAt: record.expiresAt,
     previousHash: record.previousHash,
     previousKeyExpiresAt: record.previousKeyExpiresAt,
+    ...billingDayOf(record.billingDay),
   });
 }
 
@@ -83,7 +99,8 @@ function isLimits(value: unknown): value is WindowLimits {
     v !== null &&
     Number.isSafeInteger(v.perMinute) &&
     Number.isSafeInteger(v.perDay) &&
-    (v.shadow === undefined || typeof v.shadow === 'boolean')
+    (v.shadow === undefined || typeof v.shadow === 'boolean') &&
+    (v.perMonth === undefined || Number.isSafeInteger(v.perMonth))
   );
 }
 
@@ -107,7 +124,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     id: str('id'),
     name: str('name'),
     plan: str('plan'),
-    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow),
+    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth),
     hash: str('hash'),
     createdAt: str('createdAt'),
     updatedAt: str('updatedAt'),
@@ -115,6 +132,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     expiresAt: optional('expiresAt'),
     previousHash: optional('previousHash'),
     previousKeyExpiresAt: optional('previousKeyExpiresAt'),
+    ...billingDayOf(v.billingDay),
   };
 }
 

@@ -5,7 +5,7 @@ import { systemClock } from '../shared/clock';
 import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf, limitsOf } from './record';
+import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, copyRecord, hashesOf, limitsOf } from './record';
 import { applyImport } from './sqlite-key-import';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from './types';
 
@@ -32,6 +32,10 @@ interface KeyRow {
   per_day: number | null;
   /** 1 or 0 when the key's limits set `shadow`, NULL when they follow the plan. */
   shadow: number | null;
+  /** NULL without a month window of the key's own. */
+  per_month: number | null;
+  /** NULL for the default billing day (the 1st). */
+  billing_day: number | null;
   created_at: string;
   updated_at: string;
   revoked_at: string | null;
@@ -56,13 +60,14 @@ CREATE TABLE IF NOT EXISTS api_keys (
 
 /** Columns added after the first release: added to an older keys.sqlite when it is opened. */
 const LIFECYCLE_COLUMNS = ['expires_at', 'previous_hash', 'previous_key_expires_at'] as const;
+const MONTH_COLUMNS = ['per_month', 'billing_day'] as const;
 
 function fromRow(row: KeyRow): ApiKeyRecord {
   return {
     id: row.id,
     name: row.name,
     plan: row.plan,
-    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1),
+    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month),
     hash: row.hash,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -70,6 +75,7 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     expiresAt: row.expires_at,
     previousHash: row.previous_hash,
     previousKeyExpiresAt: row.previous_key_expires_at,
+    ...billingDayOf(row.billing_day),
   };
 }
 
@@ -82,6 +88,8 @@ function toRow(record: ApiKeyRecord): KeyRow {
     per_minute: record.limits?.perMinute ?? null,
     per_day: record.limits?.perDay ?? null,
     shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
+    per_month: record.limits?.perMonth ?? null,
+    billing_day: record.billingDay ?? null,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     revoked_at: record.revokedAt,
@@ -128,21 +136,23 @@ export class SqliteKeyStore implements KeyStore {
       for (const column of LIFECYCLE_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} TEXT`);
       // Shadow mode came later too: NULL (follow the plan) for every key of an older database.
       if (!present.has('shadow')) this.db.exec('ALTER TABLE api_keys ADD COLUMN shadow INTEGER');
+      // Month quotas came later again: NULL (no month window of its own, billed on the 1st).
+      for (const column of MONTH_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} INTEGER`);
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at
          WHERE id = @id AND created_at = @created_at`,
       );
       this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)
          ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
-           per_day = excluded.per_day, shadow = excluded.shadow, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, created_at = excluded.created_at, updated_at = excluded.updated_at,
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
            previous_key_expires_at = excluded.previous_key_expires_at`,
       );

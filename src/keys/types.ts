@@ -18,6 +18,8 @@ export interface ApiKeyRecord {
   previousHash: string | null;
   /** Until when the previous secret is admitted; after that it gets expired_api_key. */
   previousKeyExpiresAt: string | null;
+  /** Day of the month (1..28) the key's month window starts on, 00:00 UTC; absent means 1. */
+  billingDay?: number;
 }
 
 export interface NewKeyInput {
@@ -25,6 +27,8 @@ export interface NewKeyInput {
   plan: string;
   limits?: WindowLimits | null;
   expiresAt?: string | null;
+  /** 1..28; absent: the 1st. */
+  billingDay?: number | null;
 }
 
 export interface KeyPatch {

@@ -23,6 +23,12 @@ export class AdmissionLog {
     return first < this.times.length ? this.times[first]! : 0;
   }
 
+  /** The n-th oldest admission (1-based) in (now - 60 s, now], or 0 when there are fewer; changes nothing. */
+  nthOldestAt(now: number, n: number): number {
+    const at = this.firstInInterval(now) + n - 1;
+    return at < this.times.length ? this.times[at]! : 0;
+  }
+
   /** Drops the admissions that have left the interval (now - 60 s, now]; returns how many are left. */
   prune(now: number): number {
     this.start = this.firstInInterval(now);

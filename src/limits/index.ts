@@ -9,7 +9,7 @@ import type { AddressLimiter, BanSettings, KeyLimiter, MinuteWindowShape } from 
 export type * from './types';
 export { FlexibleAddressLimiter, createMemoryAddressLimiter, createRedisAddressLimiter } from './address-limiter';
 export { MemoryKeyLimiter, type MemoryKeyLimiterOptions } from './memory-key-limiter';
-export { RedisKeyLimiter, activeBansRedisKey, keyLimiterRedisKey, slidingLogRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
+export { RedisKeyLimiter, activeBansRedisKey, keyLimiterRedisKey, monthRedisKey, slidingLogRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
 export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
 export interface LimitersOptions {

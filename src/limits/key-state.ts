@@ -1,7 +1,9 @@
 import { AdmissionLog } from './admission-log';
+import type { MonthCount, MonthSpan } from './month-window';
 import type { MinuteWindowShape, WindowLimits } from './types';
 import {
   DAY_MS,
+  EXPIRY_SLACK_MS,
   OUTCOME_ALLOWED,
   OUTCOME_BANNED,
   OUTCOME_LIMITED,
@@ -23,6 +25,10 @@ export interface KeyState {
   minuteCount: number;
   dayIndex: number;
   dayCount: number;
+  /** Start (epoch ms) of the billing month monthCount and monthCredits belong to; -1 for none. */
+  monthStart: number;
+  monthCount: number;
+  monthCredits: number;
   bannedUntil: number;
   refusalCount: number;
   /** End of the refusal window, fixed by the first refusal in it. */
@@ -37,7 +43,7 @@ export interface KeyState {
 }
 
 export function emptyKeyState(): KeyState {
-  return { minuteIndex: -1, minuteCount: 0, dayIndex: -1, dayCount: 0, bannedUntil: 0, refusalCount: 0, refusalsResetAt: 0, keepUntil: 0, minuteLog: null };
+  return { minuteIndex: -1, minuteCount: 0, dayIndex: -1, dayCount: 0, monthStart: -1, monthCount: 0, monthCredits: 0, bannedUntil: 0, refusalCount: 0, refusalsResetAt: 0, keepUntil: 0, minuteLog: null };
 }
 
 /** Count of the minute window holding `now` (0 when the stored one is an earlier minute). */
@@ -58,8 +64,35 @@ export function oldestSlidingAdmission(state: KeyState, now: number): number {
   return state.minuteLog?.oldestAt(now) ?? 0;
 }
 
+/**
+ * The admission whose leaving the sliding minute frees enough units for `cost`: the oldest for one
+ * unit, the (count + cost - limit)-th oldest for more. 0 for none.
+ */
+export function slidingAdmissionFreeing(state: KeyState, now: number, cost: number, perMinute: number): number {
+  if (cost <= 1) return oldestSlidingAdmission(state, now);
+  const nth = Math.max(1, slidingMinuteCount(state, now) + cost - perMinute);
+  return state.minuteLog?.nthOldestAt(now, nth) ?? 0;
+}
+
 export function currentDayCount(state: KeyState, now: number): number {
   return state.dayIndex === dayIndex(now) ? state.dayCount : 0;
+}
+
+/** The month count and credits of `span`, the billing month holding now (zero when the state holds an earlier one). */
+export function currentMonthCount(state: KeyState, span: MonthSpan): MonthCount {
+  const same = state.monthStart === span.start;
+  return { startAt: span.start, resetAt: span.end, count: same ? state.monthCount : 0, credits: same ? state.monthCredits : 0 };
+}
+
+/** Moves the state into `span`'s month (dropping an earlier month's count and credits) and keeps it until the month ends. */
+export function enterMonth(state: KeyState, span: MonthSpan): void {
+  if (state.monthStart !== span.start) {
+    state.monthStart = span.start;
+    state.monthCount = 0;
+    state.monthCredits = 0;
+  }
+  const keepUntil = span.end + EXPIRY_SLACK_MS;
+  if (state.keepUntil < keepUntil) state.keepUntil = keepUntil;
 }
 
 /**
@@ -68,8 +101,9 @@ export function currentDayCount(state: KeyState, now: number): number {
  * those of the windows holding `now`, and `state.bannedUntil` is the ban a BANNED or
  * LIMITED_BANNED_NOW outcome reports.
  *
- * Order: ban check (nothing counted), then both windows; a refusal consumes nothing but counts
- * toward the ban, and the refusal that exceeds the threshold bans the key and resets the count.
+ * Order: ban check (nothing counted), then every window: `cost` units of each, or none; a refusal
+ * consumes nothing but counts toward the ban, and the refusal that exceeds the threshold bans the
+ * key and resets the count. `month` is the billing month holding `now`, null without perMonth.
  */
 export function consumeKeyState(
   state: KeyState,
@@ -78,6 +112,8 @@ export function consumeKeyState(
   now: number,
   shape: MinuteWindowShape = 'fixed',
   shadow = false,
+  cost = 1,
+  month: MonthSpan | null = null,
 ): OutcomeCode {
   if (state.bannedUntil > now) return OUTCOME_BANNED;
 
@@ -98,10 +134,13 @@ export function consumeKeyState(
   const keepUntil = windowEnd(now, DAY_MS) + ban.retainMs;
   if (state.keepUntil < keepUntil) state.keepUntil = keepUntil;
 
-  if (state.minuteCount < limits.perMinute && state.dayCount < limits.perDay) {
-    state.minuteCount += 1;
-    state.dayCount += 1;
-    if (shape === 'sliding') state.minuteLog!.push(now);
+  if (month !== null) enterMonth(state, month);
+  const monthHasRoom = month === null || state.monthCount + cost <= limits.perMonth! + state.monthCredits;
+  if (state.minuteCount + cost <= limits.perMinute && state.dayCount + cost <= limits.perDay && monthHasRoom) {
+    state.minuteCount += cost;
+    state.dayCount += cost;
+    if (month !== null) state.monthCount += cost;
+    if (shape === 'sliding') for (let i = 0; i < cost; i++) state.minuteLog!.push(now);
     return OUTCOME_ALLOWED;
   }
   // Shadowed: the request is forwarded, so its refusal must not lead to a ban.

@@ -4,14 +4,18 @@ import {
   consumeKeyState,
   currentDayCount,
   currentMinuteCount,
+  currentMonthCount,
   emptyKeyState,
+  enterMonth,
   oldestSlidingAdmission,
+  slidingAdmissionFreeing,
   slidingMinuteCount,
   unbanKeyState,
   type KeyState,
 } from './key-state';
 import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
-import { DAY_MS, banPolicy, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
+import { monthSpan, type MonthSpan } from './month-window';
+import { DAY_MS, OUTCOME_ALLOWED, banPolicy, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
 export interface KeySnapshot {
@@ -21,6 +25,9 @@ export interface KeySnapshot {
   dayCount: number;
   /** Epoch ms, 0 for none. */
   bannedUntil: number;
+  /** The month window's units taken and credits, when the key has one. */
+  monthCount?: number;
+  monthCredits?: number;
 }
 
 export interface MemoryKeyLimiterOptions {
@@ -59,22 +66,38 @@ export class MemoryKeyLimiter implements KeyLimiter {
 
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     const now = this.clock.now();
+    const state = this.stateOf(keyId);
+    const cost = options?.cost ?? 1;
+    const month = limits.perMonth === undefined ? null : monthSpan(now, options?.billingDay);
+    const outcome = consumeKeyState(state, limits, this.ban, now, this.shape, options?.shadow === true, cost, month);
+    const monthCount = month === null ? null : currentMonthCount(state, month);
+    if (this.shape === 'fixed') return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, undefined, cost, monthCount);
+    // A refused cost of several units waits for as many admissions to leave the minute.
+    const freeing = outcome === OUTCOME_ALLOWED ? oldestSlidingAdmission(state, now) : slidingAdmissionFreeing(state, now, cost, limits.perMinute);
+    const minuteResetAt = slidingMinuteResetAt(freeing, now);
+    return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, minuteResetAt, cost, monthCount);
+  }
+
+  async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
+    const state = this.stateOf(keyId);
+    enterMonth(state, monthSpan(this.clock.now(), billingDay));
+    state.monthCredits += units;
+  }
+
+  private stateOf(keyId: string): KeyState {
     let state = this.states.get(keyId);
     if (state === undefined) {
       state = emptyKeyState();
       this.states.set(keyId, state);
     }
-    const outcome = consumeKeyState(state, limits, this.ban, now, this.shape, options?.shadow === true);
-    if (this.shape === 'fixed') return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits);
-    const minuteResetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
-    return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, minuteResetAt);
+    return state;
   }
 
   /**
    * Starts a key from `snapshot` unless this limiter already holds it: the fallback for a Redis
    * outage begins where Redis left off instead of from zero.
    */
-  seed(keyId: string, snapshot: KeySnapshot): void {
+  seed(keyId: string, snapshot: KeySnapshot, billingDay?: number): void {
     if (this.states.has(keyId)) return;
     const state = emptyKeyState();
     state.minuteIndex = minuteIndex(snapshot.at);
@@ -88,20 +111,24 @@ export class MemoryKeyLimiter implements KeyLimiter {
     state.dayCount = snapshot.dayCount;
     state.bannedUntil = snapshot.bannedUntil;
     state.keepUntil = Math.max(windowEnd(snapshot.at, DAY_MS), snapshot.bannedUntil) + this.ban.retainMs;
+    if (snapshot.monthCount !== undefined) {
+      enterMonth(state, monthSpan(snapshot.at, billingDay));
+      state.monthCount = snapshot.monthCount;
+      state.monthCredits = snapshot.monthCredits ?? 0;
+    }
     this.states.set(keyId, state);
   }
 
-  async usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
+  async usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
     const now = this.clock.now();
-    const state = this.states.get(keyId);
-    if (state === undefined) {
-      return keyUsage(now, 0, 0, 0, limits, this.shape === 'sliding' ? slidingMinuteResetAt(0, now) : undefined);
-    }
+    const state = this.states.get(keyId) ?? emptyKeyState();
+    const month: MonthSpan | null = limits.perMonth === undefined ? null : monthSpan(now, billingDay);
+    const monthCount = month === null ? null : currentMonthCount(state, month);
     if (this.shape === 'sliding') {
       const resetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
-      return keyUsage(now, slidingMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, resetAt);
+      return keyUsage(now, slidingMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, resetAt, monthCount);
     }
-    return keyUsage(now, currentMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits);
+    return keyUsage(now, currentMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, undefined, monthCount);
   }
 
   async unban(keyId: string): Promise<void> {

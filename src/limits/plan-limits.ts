@@ -7,7 +7,7 @@ export type Plans = Readonly<Record<string, PlanConfig>>;
 export function planLimitsOf(plans: Plans, plan: string): WindowLimits | null {
   const p = Object.hasOwn(plans, plan) ? plans[plan] : undefined;
   if (!p || p.perMinute === undefined || p.perDay === undefined) return null;
-  return { perMinute: p.perMinute, perDay: p.perDay };
+  return p.perMonth === undefined ? { perMinute: p.perMinute, perDay: p.perDay } : { perMinute: p.perMinute, perDay: p.perDay, perMonth: p.perMonth };
 }
 
 /**

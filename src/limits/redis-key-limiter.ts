@@ -1,7 +1,9 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
 import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
-import { banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
+import { DEFAULT_BILLING_DAY } from '../shared/constants';
+import { MonthBoundaries, type MonthCount } from './month-window';
+import { EXPIRY_SLACK_MS, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
 
 /**
  * Redis layout: one hash per API key, `${namespace}:rl:{${keyId}}`. The braces make the key id the
@@ -17,6 +19,11 @@ import { banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
  * (tests) behaves exactly like one that reads Redis TIME. The hash expires (PEXPIRE, relative to
  * `now`) at the end of its day plus `retainMs`, which covers any refusal window or ban started that
  * day: memory holds one small hash per key used today.
+ *
+ * A key with a month window has a second hash beside it, `${namespace}:rl:{${keyId}}:mo` (same hash
+ * tag, same slot): w the start of the billing month (epoch ms), c its count, k its credits. It
+ * expires at the month's end (plus a second's slack), so credits end with their month and the
+ * month's count outlives the day hash without keeping the rest of the key's state that long.
  */
 /**
  * The sorted set of banned key ids by ban end, `${namespace}:rl:bans`, read for the
@@ -32,9 +39,9 @@ export function keyLimiterRedisKey(namespace: string, keyId: string): string {
   return `${namespace}:rl:{${keyId}}`;
 }
 
-/** Lua that sets `now` (epoch ms) from ARGV[index] when a test clock passed one, else from Redis TIME. */
+/** Lua that sets `now` (epoch ms) from ARGV[index] when a test clock passed one ('' or absent: Redis TIME). */
 function nowFromArgOrTime(index: number): string {
-  return `if ARGV[${index}] then
+  return `if ARGV[${index}] and ARGV[${index}] ~= '' then
   now = tonumber(ARGV[${index}])
 else
   local t = redis.call('TIME')
@@ -43,13 +50,53 @@ end`;
 }
 
 /**
+ * Reads the month window when ARGV[perMonthAt] is present: picks the billing month holding `now`
+ * among the four boundaries that follow it (month before's start, this month's start and end, next
+ * month's end; the caller's clock may be a little off Redis TIME), and sets `ms`, `me` (its start and
+ * end), `oc`, `ok` (count and credits; 0 when the hash holds another month) and `monthLimit`
+ * (perMonth + credits; nil without a month window). Expects `mkey` and `now` in scope.
+ */
+function monthReadLua(perMonthAt: number): string {
+  return `local monthLimit = nil
+local ms, me, oc, ok = 0, 0, 0, 0
+if ARGV[${perMonthAt}] then
+  ms = tonumber(ARGV[${perMonthAt + 2}])
+  me = tonumber(ARGV[${perMonthAt + 3}])
+  if now < ms then
+    me = ms
+    ms = tonumber(ARGV[${perMonthAt + 1}])
+  elseif now >= me then
+    ms = me
+    me = tonumber(ARGV[${perMonthAt + 4}])
+  end
+  local g = redis.call('HMGET', mkey, 'w', 'c', 'k')
+  if tonumber(g[1]) == ms then
+    oc = tonumber(g[2]) or 0
+    ok = tonumber(g[3]) or 0
+  end
+  monthLimit = tonumber(ARGV[${perMonthAt}]) + ok
+end`;
+}
+
+/** Admitted: takes `cost` units of the month (when there is one) and, entering a new month, sets its expiry. */
+const MONTH_ADMIT_LUA = `if monthLimit then
+  if oc == 0 and ok == 0 then
+    redis.call('HSET', mkey, 'w', ms, 'c', cost, 'k', 0)
+    redis.call('PEXPIRE', mkey, me - now + ${EXPIRY_SLACK_MS})
+  else
+    redis.call('HINCRBY', mkey, 'c', cost)
+  end
+  oc = oc + cost
+end`;
+
+/**
  * The refusal half of a consume, shared by both window shapes: counts the refusal toward a ban
  * (unless shadowed, ARGV[7] = '1') and bans the key past the threshold. Expects `key`, `now`, `f`
  * (with rc, re at `rcAt`, `rcAt` + 1), `mc`, `dc`, `ttl` and `minuteResetAt` in scope.
  */
 function refusalLua(rcAt: number): string {
   return `if ARGV[7] == '1' then
-  return {1, now, mc, dc, 0, minuteResetAt}
+  return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
 end
 local rc = 1
 local re = tonumber(f[${rcAt + 1}]) or 0
@@ -63,29 +110,32 @@ if rc > tonumber(ARGV[3]) then
   redis.call('HSET', key, 'bu', bannedUntil)
   redis.call('HDEL', key, 'rc', 're')
   redis.call('PEXPIRE', key, ttl)
-  return {3, now, mc, dc, bannedUntil, minuteResetAt}
+  return {3, now, mc, dc, bannedUntil, minuteResetAt, oc, ok, me, ms}
 end
 redis.call('HSET', key, 'rc', rc, 're', re)
 redis.call('PEXPIRE', key, ttl)
-return {1, now, mc, dc, 0, minuteResetAt}`;
+return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}`;
 }
 
 /**
- * Fixed minute. KEYS: 1 the key's hash.
+ * Fixed minute. KEYS: 1 the key's hash, 2 its month hash.
  * ARGV: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms, 6 retain ms,
- * 7 shadow ('1' or '0'), 8 now (epoch ms; absent: Redis TIME, so every gateway instance decides on
- * one clock).
- * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end)};
- * outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
+ * 7 shadow ('1' or '0'), 8 now (epoch ms; '': Redis TIME, so every gateway instance decides on
+ * one clock), 9 cost (units of every window), and with a month window 10 perMonth, 11..14 the month
+ * boundaries (see monthReadLua).
+ * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end),
+ * monthCount, monthCredits, monthEnd, monthStart}; outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
  */
 const CONSUME_LUA = `
 local key = KEYS[1]
+local mkey = KEYS[2]
 local now
 ${nowFromArgOrTime(8)}
+local cost = tonumber(ARGV[9])
 local f = redis.call('HMGET', key, 'mw', 'mc', 'dw', 'dc', 'bu', 'rc', 're')
 local bannedUntil = tonumber(f[5]) or 0
 if bannedUntil > now then
-  return {2, now, 0, 0, bannedUntil, 0}
+  return {2, now, 0, 0, bannedUntil, 0, 0, 0, 0, 0}
 end
 
 local minute = math.floor(now / 60000)
@@ -97,34 +147,39 @@ local sameDay = tonumber(f[3]) == day
 if sameDay then dc = tonumber(f[4]) or 0 end
 local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
 local minuteResetAt = 0
+${monthReadLua(10)}
 
-if mc < tonumber(ARGV[1]) and dc < tonumber(ARGV[2]) then
-  mc = mc + 1
-  dc = dc + 1
+if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
+  mc = mc + cost
+  dc = dc + cost
   redis.call('HSET', key, 'mw', minute, 'mc', mc, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
-  return {0, now, mc, dc, 0, 0}
+  ${MONTH_ADMIT_LUA}
+  return {0, now, mc, dc, 0, 0, oc, ok, me, ms}
 end
 ${refusalLua(6)}
 `;
 
 /**
  * Sliding minute: an exact log of the admission times of the last 60 s in a sorted set beside the
- * hash (KEYS: 1 the hash, 2 the log; one hash tag, one slot). A request is admitted when fewer than
- * perMinute admissions lie in (now - 60 s, now], so no 60-second interval ever admits more than the
- * limit. Members are `now-dayCount`, unique because the day count grows with every admission.
- * The log expires a minute after its last admission. ARGV and reply as CONSUME_LUA; minuteResetAt
- * is the oldest admission in the interval plus a minute (now + a minute when there is none).
+ * hash (KEYS: 1 the hash, 2 the log, 3 the month hash; one hash tag, one slot). A request is
+ * admitted when at most perMinute - cost admissions lie in (now - 60 s, now], so no 60-second
+ * interval ever admits more than the limit. Members are `now-dayCount`, unique because the day
+ * count grows with every admitted unit. The log expires a minute after its last admission. ARGV and
+ * reply as CONSUME_LUA; minuteResetAt is the admission whose leaving frees enough units (the oldest
+ * for one) plus a minute (now + a minute when there is none).
  */
 const SLIDING_CONSUME_LUA = `
 local key = KEYS[1]
 local log = KEYS[2]
+local mkey = KEYS[3]
 local now
 ${nowFromArgOrTime(8)}
+local cost = tonumber(ARGV[9])
 local f = redis.call('HMGET', key, 'dw', 'dc', 'bu', 'rc', 're')
 local bannedUntil = tonumber(f[3]) or 0
 if bannedUntil > now then
-  return {2, now, 0, 0, bannedUntil, 0}
+  return {2, now, 0, 0, bannedUntil, 0, 0, 0, 0, 0}
 end
 
 redis.call('ZREMRANGEBYSCORE', log, '-inf', now - 60000)
@@ -138,21 +193,35 @@ local minuteResetAt = now + 60000
 if mc > 0 then
   minuteResetAt = tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) + 60000
 end
+${monthReadLua(10)}
 
-if mc < tonumber(ARGV[1]) and dc < tonumber(ARGV[2]) then
-  mc = mc + 1
-  dc = dc + 1
-  redis.call('ZADD', log, now, now .. '-' .. dc)
+if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
+  for i = 1, cost do
+    redis.call('ZADD', log, now, now .. '-' .. (dc + i))
+  end
+  mc = mc + cost
+  dc = dc + cost
   redis.call('PEXPIRE', log, 61000)
   redis.call('HSET', key, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
-  return {0, now, mc, dc, 0, minuteResetAt}
+  ${MONTH_ADMIT_LUA}
+  return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
+end
+if cost > 1 and mc > 0 then
+  local nth = math.max(1, mc + cost - tonumber(ARGV[1]))
+  local at = redis.call('ZRANGE', log, nth - 1, nth - 1, 'WITHSCORES')[2]
+  if at then minuteResetAt = tonumber(at) + 60000 end
 end
 ${refusalLua(4)}
 `;
 
-/** Fixed minute. ARGV: 1 now (optional, as above). Reply: {now, minuteCount, dayCount, bannedUntil, 0}. */
+/**
+ * Fixed minute. KEYS: 1 the hash, 2 the month hash. ARGV: 1 now ('' as above), and with a month
+ * window 2 perMonth, 3..6 the month boundaries. Reply: {now, minuteCount, dayCount, bannedUntil, 0,
+ * monthCount, monthCredits, monthStart, monthEnd}.
+ */
 const USAGE_LUA = `
+local mkey = KEYS[2]
 local now
 ${nowFromArgOrTime(1)}
 local f = redis.call('HMGET', KEYS[1], 'mw', 'mc', 'dw', 'dc', 'bu')
@@ -160,14 +229,16 @@ local mc = 0
 if tonumber(f[1]) == math.floor(now / 60000) then mc = tonumber(f[2]) or 0 end
 local dc = 0
 if tonumber(f[3]) == math.floor(now / 86400000) then dc = tonumber(f[4]) or 0 end
-return {now, mc, dc, tonumber(f[5]) or 0, 0}
+${monthReadLua(2)}
+return {now, mc, dc, tonumber(f[5]) or 0, 0, oc, ok, ms, me}
 `;
 
 /**
- * Sliding minute, read only (the log is not pruned). KEYS as SLIDING_CONSUME_LUA, ARGV as USAGE_LUA.
- * Reply: {now, minuteCount, dayCount, bannedUntil, minuteResetAt}.
+ * Sliding minute, read only (the log is not pruned). KEYS as SLIDING_CONSUME_LUA, ARGV and reply as
+ * USAGE_LUA (minuteResetAt in the fifth place).
  */
 const SLIDING_USAGE_LUA = `
+local mkey = KEYS[3]
 local now
 ${nowFromArgOrTime(1)}
 local f = redis.call('HMGET', KEYS[1], 'dw', 'dc', 'bu')
@@ -179,7 +250,27 @@ local minuteResetAt = now + 60000
 if mc > 0 then
   minuteResetAt = tonumber(redis.call('ZRANGEBYSCORE', KEYS[2], from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]) + 60000
 end
-return {now, mc, dc, tonumber(f[3]) or 0, minuteResetAt}
+${monthReadLua(2)}
+return {now, mc, dc, tonumber(f[3]) or 0, minuteResetAt, oc, ok, ms, me}
+`;
+
+/**
+ * Credits: KEYS 1 the month hash. ARGV 1 now ('' as above), 2 units, 3 a placeholder for perMonth
+ * (any number), 4..7 the month boundaries. Adds the units to the month holding now, starting the
+ * month afresh when the hash holds an earlier one.
+ */
+const CREDITS_LUA = `
+local mkey = KEYS[1]
+local now
+${nowFromArgOrTime(1)}
+${monthReadLua(3)}
+if oc == 0 and ok == 0 then
+  redis.call('HSET', mkey, 'w', ms, 'c', 0, 'k', tonumber(ARGV[2]))
+  redis.call('PEXPIRE', mkey, me - now + ${EXPIRY_SLACK_MS})
+else
+  redis.call('HINCRBY', mkey, 'k', tonumber(ARGV[2]))
+end
+return ok + tonumber(ARGV[2])
 `;
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
@@ -187,20 +278,31 @@ const CONSUME_COMMAND = 'asgKeyLimitConsume';
 const USAGE_COMMAND = 'asgKeyLimitUsage';
 const SLIDING_CONSUME_COMMAND = 'asgKeyLimitSlidingConsume';
 const SLIDING_USAGE_COMMAND = 'asgKeyLimitSlidingUsage';
+const CREDITS_COMMAND = 'asgKeyLimitCredits';
 
-type ConsumeReply = [OutcomeCode, number, number, number, number, number];
-type UsageReply = [number, number, number, number, number];
+type ConsumeReply = [OutcomeCode, number, number, number, number, number, number, number, number, number];
+type UsageReply = [number, number, number, number, number, number, number, number, number];
 
 interface KeyLimitCommands {
-  [CONSUME_COMMAND](key: string, ...argv: string[]): Promise<ConsumeReply>;
-  [USAGE_COMMAND](key: string, ...argv: string[]): Promise<UsageReply>;
-  [SLIDING_CONSUME_COMMAND](key: string, log: string, ...argv: string[]): Promise<ConsumeReply>;
-  [SLIDING_USAGE_COMMAND](key: string, log: string, ...argv: string[]): Promise<UsageReply>;
+  [CONSUME_COMMAND](key: string, monthKey: string, ...argv: string[]): Promise<ConsumeReply>;
+  [USAGE_COMMAND](key: string, monthKey: string, ...argv: string[]): Promise<UsageReply>;
+  [SLIDING_CONSUME_COMMAND](key: string, log: string, monthKey: string, ...argv: string[]): Promise<ConsumeReply>;
+  [SLIDING_USAGE_COMMAND](key: string, log: string, monthKey: string, ...argv: string[]): Promise<UsageReply>;
+  [CREDITS_COMMAND](monthKey: string, ...argv: string[]): Promise<number>;
+}
+
+/** The hash holding a key's month count and credits; same hash tag, so same Cluster slot, as its hash. */
+export function monthRedisKey(namespace: string, keyId: string): string {
+  return `${keyLimiterRedisKey(namespace, keyId)}:mo`;
 }
 
 /** The sorted set holding a key's sliding-minute log; same hash tag, so same Cluster slot, as its hash. */
 export function slidingLogRedisKey(namespace: string, keyId: string): string {
   return `${keyLimiterRedisKey(namespace, keyId)}:log`;
+}
+
+function monthCountOf(count: number, credits: number, resetAt: number, startAt: number): MonthCount {
+  return { count, credits, resetAt, startAt };
 }
 
 export interface RedisKeyLimiterOptions {
@@ -233,6 +335,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly banDurationMs: string;
   private readonly retainMs: string;
   private readonly bansKey: string;
+  private readonly months = new MonthBoundaries();
 
   constructor(
     private readonly redis: RedisClient,
@@ -247,15 +350,17 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.bansKey = activeBansRedisKey(options.namespace);
     this.clock = options.clock;
     this.sliding = options.minuteWindow === 'sliding';
-    redis.defineCommand(CONSUME_COMMAND, { numberOfKeys: 1, lua: CONSUME_LUA });
-    redis.defineCommand(USAGE_COMMAND, { numberOfKeys: 1, lua: USAGE_LUA });
-    redis.defineCommand(SLIDING_CONSUME_COMMAND, { numberOfKeys: 2, lua: SLIDING_CONSUME_LUA });
-    redis.defineCommand(SLIDING_USAGE_COMMAND, { numberOfKeys: 2, lua: SLIDING_USAGE_LUA });
+    redis.defineCommand(CONSUME_COMMAND, { numberOfKeys: 2, lua: CONSUME_LUA });
+    redis.defineCommand(USAGE_COMMAND, { numberOfKeys: 2, lua: USAGE_LUA });
+    redis.defineCommand(SLIDING_CONSUME_COMMAND, { numberOfKeys: 3, lua: SLIDING_CONSUME_LUA });
+    redis.defineCommand(SLIDING_USAGE_COMMAND, { numberOfKeys: 3, lua: SLIDING_USAGE_LUA });
+    redis.defineCommand(CREDITS_COMMAND, { numberOfKeys: 1, lua: CREDITS_LUA });
     this.commands = redis as unknown as KeyLimitCommands;
   }
 
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     const key = this.prefix + keyId + '}';
+    const cost = options?.cost ?? 1;
     const argv = [
       String(limits.perMinute),
       String(limits.perDay),
@@ -264,14 +369,28 @@ export class RedisKeyLimiter implements KeyLimiter {
       this.banDurationMs,
       this.retainMs,
       options?.shadow === true ? '1' : '0',
+      this.clock === undefined ? '' : String(this.clock.now()),
+      cost === 1 ? '1' : String(cost),
     ];
-    if (this.clock !== undefined) argv.push(String(this.clock.now()));
+    if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
     const reply = this.sliding
-      ? await this.commands[SLIDING_CONSUME_COMMAND](key, key + ':log', ...argv)
-      : await this.commands[CONSUME_COMMAND](key, ...argv);
-    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits, reply[5] || undefined);
+      ? await this.commands[SLIDING_CONSUME_COMMAND](key, key + ':log', key + ':mo', ...argv)
+      : await this.commands[CONSUME_COMMAND](key, key + ':mo', ...argv);
+    const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
+    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits, reply[5] || undefined, cost, month);
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
     return decision;
+  }
+
+  async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
+    const monthKey = this.prefix + keyId + '}:mo';
+    const now = this.clock === undefined ? '' : String(this.clock.now());
+    await this.commands[CREDITS_COMMAND](monthKey, now, String(units), '0', ...this.monthArgv(billingDay));
+  }
+
+  /** The month boundaries around this process's present (the script picks by Redis TIME). */
+  private monthArgv(billingDay: number | undefined): readonly string[] {
+    return this.months.argv(this.clock?.now() ?? Date.now(), billingDay ?? DEFAULT_BILLING_DAY);
   }
 
   private rememberBan(keyId: string, bannedUntil: number): void {
@@ -288,13 +407,15 @@ export class RedisKeyLimiter implements KeyLimiter {
     return Number(count);
   }
 
-  async usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
+  async usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
     const key = this.prefix + keyId + '}';
-    const argv = this.clock === undefined ? [] : [String(this.clock.now())];
+    const argv = [this.clock === undefined ? '' : String(this.clock.now())];
+    if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(billingDay));
     const reply = this.sliding
-      ? await this.commands[SLIDING_USAGE_COMMAND](key, key + ':log', ...argv)
-      : await this.commands[USAGE_COMMAND](key, ...argv);
-    return keyUsage(reply[0], reply[1], reply[2], reply[3], limits, reply[4] || undefined);
+      ? await this.commands[SLIDING_USAGE_COMMAND](key, key + ':log', key + ':mo', ...argv)
+      : await this.commands[USAGE_COMMAND](key, key + ':mo', ...argv);
+    const month = limits.perMonth === undefined ? null : monthCountOf(reply[5], reply[6], reply[8], reply[7]);
+    return keyUsage(reply[0], reply[1], reply[2], reply[3], limits, reply[4] || undefined, month);
   }
 
   async unban(keyId: string): Promise<void> {

@@ -96,7 +96,7 @@ async function askStore<T>(options: FallbackOptions<unknown>, call: () => Promis
 
 /** An in-process key limiter that can start a key from what the store last said. */
 export interface SeedableKeyLimiter extends KeyLimiter {
-  seed(keyId: string, snapshot: KeySnapshot): void;
+  seed(keyId: string, snapshot: KeySnapshot, billingDay?: number): void;
 }
 
 /** Keys whose last store decision is remembered for the fallback; the least recent go first. */
@@ -104,12 +104,17 @@ export const MAX_REMEMBERED_KEYS = 10_000;
 
 function snapshotOf(decision: KeyDecision): KeySnapshot {
   if (decision.outcome === 'banned') return { at: decision.now, minuteCount: 0, dayCount: 0, bannedUntil: decision.bannedUntil };
-  return {
+  const snapshot: KeySnapshot = {
     at: decision.now,
     minuteCount: decision.minute.limit - decision.minute.remaining,
     dayCount: decision.day.limit - decision.day.remaining,
     bannedUntil: 0,
   };
+  if (decision.month) {
+    snapshot.monthCount = decision.month.limit - decision.month.remaining;
+    snapshot.monthCredits = decision.month.credits;
+  }
+  return snapshot;
 }
 
 /**
@@ -137,8 +142,13 @@ export class FallbackKeyLimiter implements KeyLimiter {
     return decision;
   }
 
-  usage(keyId: string, limits: WindowLimits): Promise<KeyUsage> {
-    return this.primary.usage(keyId, limits);
+  usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
+    return this.primary.usage(keyId, limits, billingDay);
+  }
+
+  /** An admin write: it goes to the store or fails, never to this process's fallback. */
+  addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
+    return this.primary.addCredits(keyId, units, billingDay);
   }
 
   unban(keyId: string): Promise<void> {
@@ -175,13 +185,14 @@ export class FallbackKeyLimiter implements KeyLimiter {
       const snapshot = snapshotOf(last);
       // Open mode applies no limits, bans included; the counts still feed the headers.
       if (this.options.mode === 'open') snapshot.bannedUntil = 0;
-      this.fallback.seed(keyId, snapshot);
+      this.fallback.seed(keyId, snapshot, options?.billingDay);
     }
     const decision = await this.fallback.consume(keyId, limits, options);
     if (this.options.mode === 'local') return { ...decision, fallback: 'local' };
     // Open: the fallback never bans (see createFallback in index.ts), and a refusal is served anyway.
     if (decision.outcome === 'limited') {
-      return { outcome: 'allowed', minute: decision.minute, day: decision.day, now: decision.now, fallback: 'open' };
+      const { minute, day, month, now } = decision;
+      return month ? { outcome: 'allowed', minute, day, month, now, fallback: 'open' } : { outcome: 'allowed', minute, day, now, fallback: 'open' };
     }
     return { ...decision, fallback: 'open' };
   }

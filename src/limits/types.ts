@@ -1,7 +1,9 @@
-/** Per-minute and per-day allowances of one API key. */
+/** Per-minute, per-day and (optional) per-month allowances of one API key. */
 export interface WindowLimits {
   perMinute: number;
   perDay: number;
+  /** Units per billing month; absent, the key has no month window (CONTRACT §4). */
+  perMonth?: number;
   /**
    * A key's own limits only: `true` shadows them (counted and reported, never enforced), `false`
    * enforces them even on a shadowed plan; absent, the key follows its plan.
@@ -9,7 +11,7 @@ export interface WindowLimits {
   shadow?: boolean;
 }
 
-export type WindowName = 'minute' | 'day';
+export type WindowName = 'minute' | 'day' | 'month';
 
 /**
  * Shape of the per-minute window (config `rateLimit.minuteWindow`). `fixed`: UTC minutes, a client
@@ -25,6 +27,10 @@ export interface ConsumeOptions {
    * count toward a ban, since the gateway forwards the request anyway.
    */
   shadow?: boolean;
+  /** Units this request takes of every window (config `costs`); default 1. */
+  cost?: number;
+  /** The key's billing day (1..28), where its month window starts; default 1. */
+  billingDay?: number;
 }
 
 /** One window as a client sees it in the rate-limit headers. */
@@ -33,6 +39,14 @@ export interface WindowState {
   remaining: number;
   /** Epoch milliseconds at which this window starts afresh. */
   resetAt: number;
+}
+
+/** The month window: its limit counts the month's credits too, and it knows its start (its length varies). */
+export interface MonthWindowState extends WindowState {
+  /** Epoch ms of 00:00 UTC on the billing day this month started. */
+  startAt: number;
+  /** Units granted on top of perMonth for this month (POST /admin/keys/{id}/credits). */
+  credits: number;
 }
 
 export interface BanSettings {
@@ -56,6 +70,8 @@ export type KeyDecision = DecisionSource &
       outcome: 'allowed';
       minute: WindowState;
       day: WindowState;
+      /** Present when the key's limits have perMonth. */
+      month?: MonthWindowState;
       /** Epoch ms of the decision, from the store's clock (Redis TIME with Redis). */
       now: number;
     }
@@ -65,6 +81,7 @@ export type KeyDecision = DecisionSource &
       refusedBy: WindowName;
       minute: WindowState;
       day: WindowState;
+      month?: MonthWindowState;
       /** Milliseconds until the binding window frees a unit. */
       retryAfterMs: number;
       /** True when this refusal pushed the key over the ban threshold. */
@@ -79,10 +96,11 @@ export type KeyDecision = DecisionSource &
     }
   );
 
-/** What the admin API shows for a key: both windows without consuming, and any ban. */
+/** What the admin API shows for a key: its windows without consuming, and any ban. */
 export interface KeyUsage {
   minute: WindowState;
   day: WindowState;
+  month?: MonthWindowState;
   bannedUntil: number | null;
 }
 
@@ -93,7 +111,12 @@ export interface KeyUsage {
  */
 export interface KeyLimiter {
   consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision>;
-  usage(keyId: string, limits: WindowLimits): Promise<KeyUsage>;
+  usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage>;
+  /**
+   * Adds `units` to the key's current month (billingDay as in ConsumeOptions); they expire with the
+   * month. The caller checks that the key has a month window.
+   */
+  addCredits(keyId: string, units: number, billingDay?: number): Promise<void>;
   unban(keyId: string): Promise<void>;
   /** Keys banned right now, across every instance that shares the store (`gateway_active_bans`). */
   activeBans(): Promise<number>;

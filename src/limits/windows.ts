@@ -1,4 +1,5 @@
-import type { BanSettings, KeyDecision, KeyUsage, WindowLimits, WindowName, WindowState } from './types';
+import { monthWindowState, type MonthCount } from './month-window';
+import type { BanSettings, KeyDecision, KeyUsage, MonthWindowState, WindowLimits, WindowName, WindowState } from './types';
 
 /**
  * The arithmetic both key limiters share: window indices and ends, which window refuses, and how a
@@ -37,12 +38,22 @@ export function windowState(limit: number, count: number, resetAt: number): Wind
 }
 
 /**
- * The window that refuses one more unit, or null when both have room. When both are exhausted the
- * day binds: it resets later, and retrying at the minute boundary would only be refused again.
+ * The window that refuses `cost` more units, or null when every window has room for them. When
+ * several are short the one that resets last binds (month, then day, then minute): retrying when
+ * an earlier one frees units would only be refused again. `monthLimit` is perMonth plus this month's
+ * credits, null without a month window.
  */
-export function refusingWindow(minuteCount: number, dayCount: number, limits: WindowLimits): WindowName | null {
-  if (dayCount >= limits.perDay) return 'day';
-  if (minuteCount >= limits.perMinute) return 'minute';
+export function refusingWindow(
+  minuteCount: number,
+  dayCount: number,
+  limits: WindowLimits,
+  cost = 1,
+  monthCount = 0,
+  monthLimit: number | null = null,
+): WindowName | null {
+  if (monthLimit !== null && monthCount + cost > monthLimit) return 'month';
+  if (dayCount + cost > limits.perDay) return 'day';
+  if (minuteCount + cost > limits.perMinute) return 'minute';
   return null;
 }
 
@@ -83,9 +94,10 @@ export function slidingMinuteResetAt(oldestAdmission: number, now: number): numb
 }
 
 /**
- * Shapes a store's answer into a KeyDecision. `minuteCount` and `dayCount` are the counts of the
- * windows holding `now` after the decision (incremented when allowed, untouched when limited).
- * `minuteResetAt` is given for a sliding minute; a fixed one ends at the UTC minute.
+ * Shapes a store's answer into a KeyDecision. `minuteCount`, `dayCount` and `month.count` are the
+ * counts of the windows holding `now` after the decision (increased by the cost when allowed,
+ * untouched when limited). `minuteResetAt` is given for a sliding minute; a fixed one ends at the
+ * UTC minute. `month` is null unless the limits have perMonth.
  */
 export function keyDecision(
   outcome: OutcomeCode,
@@ -95,27 +107,28 @@ export function keyDecision(
   bannedUntil: number,
   limits: WindowLimits,
   minuteResetAt: number = windowEnd(now, MINUTE_MS),
+  cost = 1,
+  month: MonthCount | null = null,
 ): KeyDecision {
   if (outcome === OUTCOME_BANNED) return { outcome: 'banned', bannedUntil, now };
   const dayResetAt = windowEnd(now, DAY_MS);
   const minute = windowState(limits.perMinute, minuteCount, minuteResetAt);
   const day = windowState(limits.perDay, dayCount, dayResetAt);
-  if (outcome === OUTCOME_ALLOWED) return { outcome: 'allowed', minute, day, now };
+  const monthState = monthOf(limits, month);
+  if (outcome === OUTCOME_ALLOWED) return monthState ? { outcome: 'allowed', minute, day, month: monthState, now } : { outcome: 'allowed', minute, day, now };
   // A refusal means one window had no room; should the limits have changed under a stored state so
-  // that neither looks exhausted now, the minute binds, being the soonest to free a unit.
-  const refusedBy = refusingWindow(minuteCount, dayCount, limits) ?? 'minute';
-  return {
-    outcome: 'limited',
-    refusedBy,
-    minute,
-    day,
-    retryAfterMs: (refusedBy === 'day' ? dayResetAt : minuteResetAt) - now,
-    bannedNow: outcome === OUTCOME_LIMITED_BANNED_NOW,
-    now,
-  };
+  // that none looks short now, the minute binds, being the soonest to free units.
+  const refusedBy = refusingWindow(minuteCount, dayCount, limits, cost, month?.count ?? 0, monthState?.limit ?? null) ?? 'minute';
+  const resetAt = refusedBy === 'month' ? monthState!.resetAt : refusedBy === 'day' ? dayResetAt : minuteResetAt;
+  const limited = { outcome: 'limited' as const, refusedBy, minute, day, retryAfterMs: resetAt - now, bannedNow: outcome === OUTCOME_LIMITED_BANNED_NOW, now };
+  return monthState ? { ...limited, month: monthState } : limited;
 }
 
-/** Both windows and any ban as the admin API shows them; counts are those of the windows holding `now`. */
+function monthOf(limits: WindowLimits, month: MonthCount | null): MonthWindowState | undefined {
+  return limits.perMonth === undefined || month === null ? undefined : monthWindowState(limits.perMonth, month);
+}
+
+/** Every window and any ban as the admin API shows them; counts are those of the windows holding `now`. */
 export function keyUsage(
   now: number,
   minuteCount: number,
@@ -123,10 +136,14 @@ export function keyUsage(
   bannedUntil: number,
   limits: WindowLimits,
   minuteResetAt: number = windowEnd(now, MINUTE_MS),
+  month: MonthCount | null = null,
 ): KeyUsage {
-  return {
+  const usage: KeyUsage = {
     minute: windowState(limits.perMinute, minuteCount, minuteResetAt),
     day: windowState(limits.perDay, dayCount, windowEnd(now, DAY_MS)),
     bannedUntil: bannedUntil > now ? bannedUntil : null,
   };
+  const monthState = monthOf(limits, month);
+  if (monthState) usage.month = monthState;
+  return usage;
 }

@@ -73,7 +73,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const keys = new KeyService({ store: stores.keys, prefix: config.keys.prefix, plans: config.plans, clock });
+    const keys = new KeyService({ store: stores.keys, prefix: config.keys.prefix, plans: config.plans, clock, costs: config.costs });
     const resolver = new KeyResolver(stores.keys, clock, {
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,

@@ -1,3 +1,10 @@
 /** The names the two services go by in log lines, spans and traces. */
 export const GATEWAY_SERVICE = 'animal-store-gateway';
 export const INVENTORY_SERVICE = 'animal-store-inventory';
+
+/** A key's billing day (CONTRACT §4): its month runs from 00:00 UTC on this day of a month to the next. 1..28 so every month has it. */
+export const MIN_BILLING_DAY = 1;
+export const MAX_BILLING_DAY = 28;
+export const DEFAULT_BILLING_DAY = 1;
+/** Most units one credit grant may add (CONTRACT §5). */
+export const MAX_CREDIT_UNITS = 1_000_000_000;

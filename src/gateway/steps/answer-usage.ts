@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../shared/clock';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
-import type { KeyLimiter, KeyUsage, WindowState } from '../../limits/types';
+import type { KeyLimiter, KeyUsage, WindowName, WindowState } from '../../limits/types';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
 import type { RequestContext } from '../request-context';
 import type { RouteMatch } from '../routes';
@@ -18,7 +18,14 @@ export interface UsageDependencies {
   storeCall: StoreCall;
 }
 
-const windowOf = (name: 'minute' | 'day', w: WindowState) => ({ name, limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+const windowOf = (name: WindowName, w: WindowState) => ({ name, limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+
+/** The windows as GET /v1/usage lists them: minute, day, and month when the key has one. */
+function windowsOf(usage: KeyUsage) {
+  const windows = [windowOf('minute', usage.minute), windowOf('day', usage.day)];
+  if (usage.month) windows.push(windowOf('month', usage.month));
+  return windows;
+}
 
 /**
  * GET /v1/usage (CONTRACT §3): the caller's plan, both windows, ban and expiry, read without
@@ -33,15 +40,15 @@ export function createUsageStep(deps: UsageDependencies) {
     if (!route.allowedMethods.includes(method)) return methodNotAllowed(method, route);
     const limits = plans.limitsOf(record);
     if (!limits) throw limitsNotFound(record);
-    const usage = await storeCall<KeyUsage>(request, 'rate limit', () => keyLimiter.usage(record.id, limits), describe);
+    const usage = await storeCall<KeyUsage>(request, 'rate limit', () => keyLimiter.usage(record.id, limits, record.billingDay), describe);
     if (usage instanceof Refusal) return usage;
     const now = clock.now();
     request.rateLimitOutcome = 'allowed';
-    if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now));
-    else setHeaders(res, keyRateLimitHeaders(usage.minute, usage.day, now));
+    if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now, usage.month && { limit: usage.month.limit, startAt: usage.month.startAt, resetAt: usage.month.resetAt }));
+    else setHeaders(res, keyRateLimitHeaders(usage.minute, usage.day, now, undefined, usage.month));
     const body = JSON.stringify({
       plan: record.plan,
-      windows: [windowOf('minute', usage.minute), windowOf('day', usage.day)],
+      windows: windowsOf(usage),
       bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
       expiresAt: record.expiresAt,
     });

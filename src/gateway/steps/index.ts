@@ -6,6 +6,7 @@ import { PlanBook } from '../../limits/plan-limits';
 import type { AddressLimiter, KeyLimiter } from '../../limits/types';
 import { createCorsPolicy, type CorsPolicy } from '../cors';
 import { buildDeprecations } from '../deprecation';
+import { OperationCosts } from '../operation-costs';
 import type { Forwarder } from '../forwarder';
 import type { GatewayMetrics } from '../metrics';
 import { jitteredRetryAfterSeconds, type RandomSource } from '../rate-limit-headers';
@@ -57,7 +58,7 @@ export function createSteps(deps: GatewayDependencies) {
     authenticate: createAuthenticateStep({ keys: deps.keys, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
     answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, plans, clock, storeCall }),
-    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, plans, metrics, logger, storeCall, retryAfter }),
+    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs) }),
     checkRoute,
     applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
     forward: createForwardStep({

@@ -2,9 +2,11 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../shared/logger';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
-import type { ConsumeOptions, KeyDecision, KeyLimiter, WindowLimits, WindowState } from '../../limits/types';
+import { monthSpan } from '../../limits/month-window';
+import type { ConsumeOptions, KeyDecision, KeyLimiter, WindowLimits, WindowName, WindowState } from '../../limits/types';
 import type { GatewayMetrics } from '../metrics';
-import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
+import type { OperationCosts } from '../operation-costs';
+import { bannedRateLimitHeaders, keyRateLimitHeaders, type BannedMonth } from '../rate-limit-headers';
 import type { RequestContext } from '../request-context';
 import { CONTINUE, Refusal, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
@@ -23,6 +25,8 @@ export interface KeyLimitDependencies {
   metrics: GatewayMetrics;
   logger: Logger;
   storeCall: StoreCall;
+  /** Config `costs`: the units each operation takes. */
+  costs: OperationCosts;
   /** Retry-After of a 429: the true wait plus the configured jitter; X-RateLimit-Reset stays the true reset. */
   retryAfter(waitMs: number): string;
 }
@@ -32,15 +36,17 @@ export function limitsNotFound(record: ApiKeyRecord): Error {
   return new Error(`key ${record.id} has plan ${record.plan} without limits`);
 }
 
-/** The ban and both windows of a key, decided together in one store round trip. */
+/** The ban and every window of a key, decided together in one store round trip, for `cost` units. */
 export function createKeyLimitStep(deps: KeyLimitDependencies) {
-  const { keyLimiter, plans, metrics, storeCall } = deps;
+  const { keyLimiter, plans, metrics, storeCall, costs } = deps;
 
-  return async function limitKey(res: ServerResponse, request: RequestContext, record: ApiKeyRecord): Promise<StepOutcome> {
+  return async function limitKey(res: ServerResponse, request: RequestContext, record: ApiKeyRecord, method = 'GET'): Promise<StepOutcome> {
     const limits = plans.limitsOf(record);
     if (!limits) throw limitsNotFound(record);
     const shadow = plans.isShadowed(record);
-    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(record.id, limits, shadow ? SHADOW : undefined), (d: KeyDecision) => ({
+    const route = request.route?.template;
+    const options = consumeOptions(shadow, costs.costOf(method, route), record.billingDay);
+    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(record.id, limits, options), (d: KeyDecision) => ({
       'asg.rate_limit.scope': 'key',
       'asg.rate_limit.decision': d.outcome,
       'asg.plan': record.plan,
@@ -52,20 +58,19 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     }
     if (decision.outcome === 'allowed') {
       request.rateLimitOutcome = 'allowed';
-      countNearLimit(record.plan, 'minute', decision.minute);
-      countNearLimit(record.plan, 'day', decision.day);
-      setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now));
+      countAdmitted(record.plan, route, options?.cost ?? 1, decision);
+      setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, undefined, decision.month));
       return CONTINUE;
     }
-    if (shadow) return admitShadowed(res, request, limits, decision);
+    if (shadow) return admitShadowed(res, request, limits, decision, record.billingDay);
     if (decision.outcome === 'banned') {
       request.rateLimitOutcome = 'banned';
-      setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now));
+      setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, record.billingDay)));
       metrics.rejections.inc({ plan: record.plan, window: 'ban' });
       return new Refusal('temporarily_banned', BANNED_MESSAGE, { 'Retry-After': deps.retryAfter(decision.bannedUntil - decision.now) });
     }
     request.rateLimitOutcome = 'limited';
-    setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy));
+    setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month));
     metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
     if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
     return new Refusal('rate_limited', `The ${decision.refusedBy} limit of this API key is used up.`, { 'Retry-After': deps.retryAfter(decision.retryAfterMs) });
@@ -76,18 +81,41 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
    * would have carried, no Retry-After and no ban; it is logged and counted so that an operator can
    * see what the limit would do before enforcing it.
    */
-  function admitShadowed(res: ServerResponse, request: RequestContext, limits: WindowLimits, decision: Exclude<KeyDecision, { outcome: 'allowed' }>): StepOutcome {
+  function admitShadowed(res: ServerResponse, request: RequestContext, limits: WindowLimits, decision: Exclude<KeyDecision, { outcome: 'allowed' }>, billingDay?: number): StepOutcome {
     const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
     request.rateLimitOutcome = 'shadow_limited';
     metrics.shadowDenied.inc({ plan: request.plan, window });
     deps.logger.info({ requestId: request.requestId, plan: request.plan, keyId: request.keyId, window }, 'shadow limit would have refused; forwarded');
-    if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now));
-    else setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy));
+    if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, billingDay)));
+    else setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month));
     return CONTINUE;
   }
 
-  /** Counts the one admitted request per window that takes a key past 80 % of it. */
-  function countNearLimit(plan: string, window: 'minute' | 'day', windowState: WindowState): void {
-    if (windowState.limit - windowState.remaining === Math.ceil(windowState.limit * NEAR_LIMIT_SHARE)) metrics.nearLimit.inc({ plan, window });
+  /** The units an admitted request took, and the windows it took past 80 %. */
+  function countAdmitted(plan: string, route: string | undefined, cost: number, decision: Extract<KeyDecision, { outcome: 'allowed' }>): void {
+    metrics.unitsConsumed.inc({ route: route ?? 'unmatched', plan }, cost);
+    countNearLimit(plan, 'minute', decision.minute, cost);
+    countNearLimit(plan, 'day', decision.day, cost);
+    if (decision.month) countNearLimit(plan, 'month', decision.month, cost);
   }
+
+  /** Counts the one admitted request per window that takes a key past 80 % of it. */
+  function countNearLimit(plan: string, window: WindowName, windowState: WindowState, cost: number): void {
+    const used = windowState.limit - windowState.remaining;
+    const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
+    if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
+  }
+}
+
+/** What the limiter is asked: shared constants for the common cases, so most requests allocate nothing. */
+function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined): ConsumeOptions | undefined {
+  if (cost === 1 && billingDay === undefined) return shadow ? SHADOW : undefined;
+  return { shadow, cost, billingDay };
+}
+
+/** A banned key's month, for its RateLimit-Policy: the quota over this billing month. */
+function bannedMonth(limits: WindowLimits, now: number, billingDay?: number): BannedMonth | undefined {
+  if (limits.perMonth === undefined) return undefined;
+  const span = monthSpan(now, billingDay);
+  return { limit: limits.perMonth, startAt: span.start, resetAt: span.end };
 }

@@ -3,7 +3,7 @@
  * is the type), environment.ts (variables and the settings they set), merge.ts, files.ts
  * (config/*.yaml and CONFIG_FILE), messages.ts (one line per bad setting), load.ts (the order).
  */
-export { appEnvSchema, configSchema, type AppEnv, type Config, type DeprecationConfig, type PlanConfig } from './schema';
+export { appEnvSchema, configSchema, type AppEnv, type Config, type CostConfig, type DeprecationConfig, type PlanConfig } from './schema';
 export { ConfigError } from './errors';
 export { envBindings } from './environment';
 export { mergeConfig } from './merge';

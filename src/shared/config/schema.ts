@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { durationMs, httpUrl, instant, port, positiveInt, readableFile, wholeNumber, workerCount } from './fields';
 import { redisConfigured, redisSourceCount } from './redis-sources';
+import { costIssues, MAX_OPERATION_COST } from './costs';
 
 /**
  * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
@@ -10,12 +11,14 @@ const planSchema = z
   .strictObject({
     perMinute: positiveInt.optional(),
     perDay: positiveInt.optional(),
+    /** Units per billing month (CONTRACT §4); absent, the plan has no month window. */
+    perMonth: positiveInt.optional(),
     shadow: z.boolean({ error: 'must be true or false' }).optional(),
   })
   .refine(
   (p) => (p.perMinute === undefined) === (p.perDay === undefined),
   { message: 'a plan sets both perMinute and perDay, or neither (limits then come from each key)' },
-);
+).refine((p) => p.perMonth === undefined || p.perDay !== undefined, { message: 'perMonth needs perMinute and perDay beside it', path: ['perMonth'] });
 
 const deprecationSchema = z.strictObject({
   method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
@@ -27,6 +30,14 @@ const deprecationSchema = z.strictObject({
   docs: z.string().min(1),
 });
 export type DeprecationConfig = z.infer<typeof deprecationSchema>;
+
+/** An operation's weight (CONTRACT §4): a request to it takes `cost` units of every window of its key. */
+const costSchema = z.strictObject({
+  method: deprecationSchema.shape.method,
+  path: deprecationSchema.shape.path,
+  cost: wholeNumber(1, MAX_OPERATION_COST),
+});
+export type CostConfig = z.infer<typeof costSchema>;
 
 export const appEnvSchema = z.enum(['development', 'staging', 'production']);
 export type AppEnv = z.infer<typeof appEnvSchema>;
@@ -125,6 +136,7 @@ export const configSchema = z
     }),
     ban: z.strictObject({ threshold: positiveInt, windowSeconds: positiveInt, durationSeconds: positiveInt }),
     deprecations: z.array(deprecationSchema),
+    costs: z.array(costSchema),
     signing: z.strictObject({
       /** Shared HMAC secret between gateway and inventory; generated under dataDir in development. */
       secret: z.string().min(32, 'must be at least 32 characters').nullable(),
@@ -176,6 +188,7 @@ export const configSchema = z
         message: 'more than one worker needs a shared store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (workers on the in-process store would each keep their own limits and keys)',
       });
     }
+    for (const issue of costIssues(c.plans, c.costs)) ctx.addIssue({ code: 'custom', ...issue });
     for (const [i, d] of c.deprecations.entries()) {
       if (Date.parse(d.sunset) <= Date.parse(d.deprecatedAt)) {
         ctx.addIssue({ code: 'custom', path: ['deprecations', i, 'sunset'], message: 'must be after deprecatedAt' });

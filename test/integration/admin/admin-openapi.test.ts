@@ -69,6 +69,18 @@ test('every key lifecycle answer, good and bad, matches openapi-admin.yaml', asy
   checked.push(['post', '/admin/keys/{id}/rotate', await send('post', `/admin/keys/${id}/rotate`).set('Content-Type', 'text/plain').send('x')]);
   checked.push(['post', '/admin/keys/{id}/rotate', await send('post', '/admin/keys/key_000000000000000000000000/rotate')]);
   checked.push(['get', '/admin/keys/{id}', await send('get', `/admin/keys/${id}`)]);
+  // A key with a month window of its own and a billing day: credits, its detail with usage.month.
+  const metered = await send('post', '/admin/keys').send({ name: 'metered', plan: 'enterprise', limits: { perMinute: 10, perDay: 100, perMonth: 1000 }, billingDay: 15 });
+  checked.push(['post', '/admin/keys', metered]);
+  const meteredId = (metered.body as { id: string }).id;
+  checked.push(['post', '/admin/keys/{id}/credits', await send('post', `/admin/keys/${meteredId}/credits`).send({ units: 50 })]);
+  checked.push(['post', '/admin/keys/{id}/credits', await send('post', `/admin/keys/${meteredId}/credits`).send({ units: 0 })]);
+  checked.push(['post', '/admin/keys/{id}/credits', await send('post', `/admin/keys/${id}/credits`).send({ units: 5 })]);
+  checked.push(['post', '/admin/keys/{id}/credits', await send('post', '/admin/keys/key_000000000000000000000000/credits').send({ units: 5 })]);
+  checked.push(['post', '/admin/keys/{id}/credits', await send('post', `/admin/keys/${meteredId}/credits`).set('Content-Type', 'text/plain').send('5')]);
+  const meteredDetail = await send('get', `/admin/keys/${meteredId}`);
+  expect(meteredDetail.body.usage.month).toMatchObject({ limit: 1050, remaining: 1050, credits: 50 });
+  checked.push(['get', '/admin/keys/{id}', meteredDetail]);
   checked.push(['get', '/admin/keys/{id}/usage', await send('get', `/admin/keys/${id}/usage?days=7`)]);
   checked.push(['get', '/admin/keys/{id}/usage', await send('get', `/admin/keys/${id}/usage?days=0`)]);
   checked.push(['get', '/admin/keys/{id}/usage', await send('get', '/admin/keys/key_000000000000000000000000/usage')]);
@@ -85,7 +97,7 @@ test('every key lifecycle answer, good and bad, matches openapi-admin.yaml', asy
   checked.push(['get', '/admin/plans', await send('get', '/admin/plans')]);
   checked.push(['get', '/admin/plans', await request(product.adminUrl).get('/admin/plans')]);
 
-  expect(checked.map(([, , res]) => res.status)).toEqual([201, 400, 401, 200, 200, 200, 201, 400, 415, 404, 200, 200, 400, 404, 204, 204, 409, 200, 400, 415, 200, 400, 200, 401]);
+  expect(checked.map(([, , res]) => res.status)).toEqual([201, 400, 401, 200, 200, 200, 201, 400, 415, 404, 200, 201, 200, 400, 409, 404, 415, 200, 200, 400, 404, 204, 204, 409, 200, 400, 415, 200, 400, 200, 401]);
   const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
   expect(problems).toEqual([]);
 });

@@ -419,3 +419,30 @@ describe('--help', () => {
     for (const command of ['create', 'list', 'show', 'update', 'revoke', 'unban']) expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
   });
 });
+
+describe('month quotas and credits', () => {
+  test('--per-month and --billing-day make a month window; credits adds to it; show prints it', async () => {
+    const created = await createJson('--name', 'metered', '--plan', 'enterprise', '--per-minute', '10', '--per-day', '100', '--per-month', '1000', '--billing-day', '15');
+    expect(created.limits).toEqual({ perMinute: 10, perDay: 100, perMonth: 1000 });
+    await gateway(created.key).expect(200);
+
+    const credited = await keys('credits', created.id, '--units', '25');
+    expectSuccess(credited);
+    // 10 March is before the 15th: this billing month ends on 15 March.
+    expect(credited.stdout).toContain('month:      1024 of 1025 (25 credited) left, resets 2026-03-15T00:00:00.000Z');
+    expect(credited.stdout).toContain('limits:     10/min, 100/day, 1000/month');
+    expect(credited.stdout).toContain('billing:    day 15 of each month, 00:00 UTC');
+
+    const shown = await keys('show', created.id);
+    expectSuccess(shown);
+    expect(shown.stdout).toContain('month:      1024 of 1025 (25 credited) left');
+
+    const free = await createJson('--name', 'no month', '--plan', 'free');
+    const refused = await keys('credits', free.id, '--units', '5');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/no month window.*\(409 conflict\)/);
+    const bad = await keys('credits', created.id, '--units', '0');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^error: --units needs a whole number/);
+  });
+});

@@ -410,6 +410,37 @@ test('a banned key: the overview counts the ban, the key page lifts it', async (
   await page.waitForFunction(() => document.getElementById('key-title')?.textContent === 'browser-checkout');
 });
 
+test('a month quota: the overview counts month refusals, the key page shows the month bar and its reset day, and credits serve the key again', async () => {
+  const res = await fetch(new URL('/admin/keys', product.adminUrl), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${product.adminToken}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'browser-metered', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1000, perMonth: 3 }, billingDay: 20 }),
+  });
+  const metered = (await res.json()) as { id: string; key: string };
+  for (let i = 0; i < 3; i++) expect((await gateway(metered.key)).status).toBe(200);
+  expect(await gateway(metered.key)).toEqual({ status: 429, code: 'rate_limited' });
+
+  await page.goto(new URL('/console#/overview', product.adminUrl).href);
+  await page.waitForFunction(() => Number(document.getElementById('rejections-body')?.textContent?.match(/month(\d+)/)?.[1] ?? 0) >= 1, undefined, { timeout: 10_000 });
+
+  await page.goto(new URL(`/console#/keys/${metered.id}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-title')?.textContent === 'browser-metered');
+  const detail = await adminGet<{ usage: { month: { reset: number } } }>(`/admin/keys/${metered.id}`);
+  const resetDay = new Date(detail.usage.month.reset * 1000).toISOString().slice(0, 10);
+  expect(resetDay).toMatch(/-20$/);
+  expect(await textOf('#window-month-text')).toBe(`3 of 3 used · resets ${resetDay} 00:00 UTC (billing day 20)`);
+  await page.getByLabel('Credits for this billing month (units)').fill('2');
+  await page.getByRole('button', { name: 'Add credits' }).click();
+  await page.waitForFunction(() => /3 of 5 \(2 credited\) used/.test(document.getElementById('window-month-text')?.textContent ?? ''), undefined, { timeout: 5000 });
+  expect((await gateway(metered.key)).status).toBe(200);
+  await shoot('08b-key-month-credits');
+  // The plain key's page has no month bar and no credits form.
+  await page.goto(new URL(`/console#/keys/${keyId}`, product.adminUrl).href);
+  await page.waitForFunction(() => document.getElementById('key-title')?.textContent === 'browser-checkout');
+  expect(await page.locator('#window-month-row').isHidden()).toBe(true);
+  expect(await page.locator('#credits-form').isHidden()).toBe(true);
+});
+
 test('revoke with a confirmation naming the key: the gateway answers 401 to both secrets', async () => {
   await page.getByRole('button', { name: 'Revoke…' }).click();
   const dialog = page.getByRole('dialog');

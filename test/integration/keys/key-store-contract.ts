@@ -65,6 +65,18 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       expect((await store.get(plain.id))?.limits).toEqual({ perMinute: 6, perDay: 60, shadow: true });
     });
 
+    it('keeps a key’s month quota and billing day through insert, update and rotation; the 1st is the default', async () => {
+      const metered = { ...newRecord({ limits: { perMinute: 5, perDay: 50, perMonth: 500 } }).record, billingDay: 17 };
+      const plain = newRecord({}).record;
+      for (const record of [metered, plain]) await store.insert(record);
+      expect(await store.findByHash(metered.hash)).toEqual(metered);
+      expect((await store.get(plain.id))?.billingDay).toBeUndefined();
+      const updated = await store.update(metered.id, { name: 'renamed' }, '2026-01-02T00:00:00.000Z');
+      expect(updated).toMatchObject({ billingDay: 17, limits: { perMinute: 5, perDay: 50, perMonth: 500 } });
+      await store.rotate(metered.id, { hash: 'f'.repeat(64), previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z');
+      expect((await store.get(metered.id))?.billingDay).toBe(17);
+    });
+
     it('answers null for an unknown hash or id', async () => {
       expect(await store.findByHash(hashApiKey('asg_test_nothing'))).toBeNull();
       expect(await store.get(generateKeyId())).toBeNull();

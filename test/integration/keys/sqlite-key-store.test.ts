@@ -105,6 +105,33 @@ describe('SqliteKeyStore persistence', () => {
     }
   });
 
+  it('adds the month columns to a database made before month quotas, and keeps them across a reopen', async () => {
+    const dataDir = tempDir();
+    const old = new Database(path.join(dataDir, KEYS_DATABASE_FILE));
+    old.exec(`CREATE TABLE api_keys (
+      id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL, plan TEXT NOT NULL,
+      per_minute INTEGER, per_day INTEGER, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, revoked_at TEXT,
+      expires_at TEXT, previous_hash TEXT, previous_key_expires_at TEXT, shadow INTEGER,
+      CHECK ((per_minute IS NULL) = (per_day IS NULL))) STRICT`);
+    const { record } = newRecord({ limits: { perMinute: 3, perDay: 30 } });
+    old
+      .prepare('INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(record.id, record.hash, record.name, record.plan, 3, 30, record.createdAt, record.updatedAt);
+    old.close();
+    let store = new SqliteKeyStore({ dataDir });
+    try {
+      expect(await store.get(record.id)).toEqual(record);
+      const metered = { ...newRecord({ limits: { perMinute: 5, perDay: 50, perMonth: 900 } }).record, billingDay: 28 };
+      await store.insert(metered);
+      await store.close();
+      store = new SqliteKeyStore({ dataDir });
+      expect(await store.get(metered.id)).toEqual(metered);
+      expect(await store.get(record.id)).toEqual(record);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('writes only the hash to disk, never the key', async () => {
     const dataDir = tempDir();
     const store = new SqliteKeyStore({ dataDir });

@@ -72,8 +72,11 @@ describe('createLimiters', () => {
     try {
       await keys.consume('k1', limits);
       const args = await sent;
-      // EVAL(SHA), script, key count, key, then the seven ARGV of a TIME-clocked call (no `now`).
-      expect(args.slice(4)).toHaveLength(7);
+      // EVAL(SHA), script, key count, the key and its month hash, then the nine ARGV of a
+      // TIME-clocked call: `now` (the eighth) empty, then the cost.
+      const argv = args.slice(5);
+      expect(argv).toHaveLength(9);
+      expect(argv[7]).toBe('');
     } finally {
       monitor.disconnect();
     }

@@ -5,6 +5,7 @@ import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
 import type { KeyDecision } from '../../../src/limits/types';
 import { DEFAULT_BAN, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
 import { describeMinuteWindowBehaviours } from '../../unit/limits/minute-window-behaviours';
+import { describeMonthWindowBehaviours } from '../../unit/limits/month-window-behaviours';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { uniqueNamespace } from '../../support/test-redis';
 
@@ -40,7 +41,25 @@ describeMinuteWindowBehaviours('RedisKeyLimiter on a Redis Cluster', {
   create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl-shape'), ban, clock, minuteWindow: shape }),
 });
 
+// The month hash sits beside the key's hash under the same hash tag: one slot, one script.
+describeMonthWindowBehaviours('RedisKeyLimiter on a Redis Cluster', {
+  create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl-month'), ban, clock, minuteWindow: shape }),
+});
+
 describe('RedisKeyLimiter on a Redis Cluster: exactness', () => {
+  it('admits exactly a month limit of 50 of 200 concurrent cost-1 requests over two Cluster clients (Redis TIME)', async () => {
+    const namespace = uniqueNamespace('cl-exact-month');
+    const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
+    const monthLimits = { perMinute: 1000, perDay: 1000, perMonth: 50 };
+    const calls: Promise<KeyDecision>[] = [];
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume('k-month', monthLimits, { billingDay: 7 }));
+    const decisions = await Promise.all(calls);
+    expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(50);
+    // Refused by the month until the refusals ban the key (the default ban threshold).
+    expect(decisions.every((d) => d.outcome !== 'limited' || d.refusedBy === 'month')).toBe(true);
+  });
+
   it('admits exactly 60 of 200 concurrent requests over two Cluster clients (Redis TIME)', async () => {
     const namespace = uniqueNamespace('cl-exact');
     const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyLimiter, keyLimiterRedisKey, activeBansRedisKey } from '../../../src/limits/redis-key-limiter';
+import { RedisKeyLimiter, keyLimiterRedisKey, activeBansRedisKey, monthRedisKey } from '../../../src/limits/redis-key-limiter';
 import type { KeyDecision, WindowLimits } from '../../../src/limits/types';
 import { DAY_MS, minuteIndex, windowEnd } from '../../../src/limits/windows';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
@@ -136,6 +136,58 @@ describe('RedisKeyLimiter: exactness across instances', () => {
   });
 });
 
+describe('RedisKeyLimiter: month window across instances', () => {
+  it('admits exactly the month limit of 200 concurrent requests over two instances (Redis TIME)', async () => {
+    const namespace = uniqueNamespace('exact-month');
+    const monthLimits = { perMinute: 1000, perDay: 1000, perMonth: 50 };
+    const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
+    const calls: Promise<KeyDecision>[] = [];
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume('k1', monthLimits, { billingDay: 28 }));
+    const decisions = await Promise.all(calls);
+    expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(50);
+    expect((await a.usage('k1', monthLimits, 28)).month!.remaining).toBe(0);
+  });
+
+  it('never admits more than the month limit under concurrent cost-3 requests: 16 of 100 fit in 50 units', async () => {
+    const namespace = uniqueNamespace('exact-month-cost');
+    const monthLimits = { perMinute: 1000, perDay: 1000, perMonth: 50 };
+    const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
+    const calls: Promise<KeyDecision>[] = [];
+    for (let i = 0; i < 100; i++) calls.push((i % 2 === 0 ? a : b).consume('k1', monthLimits, { cost: 3 }));
+    const decisions = await Promise.all(calls);
+    expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(16);
+    const usage = await a.usage('k1', monthLimits);
+    expect([usage.month!.remaining, usage.day.remaining, usage.minute.remaining]).toEqual([2, 952, 952]);
+  });
+
+  it('keeps the month hash until the end of the billing month, not longer', async () => {
+    const namespace = uniqueNamespace('month-ttl');
+    const now = Date.UTC(2026, 2, 15, 12);
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, clock: new ManualClock(now) });
+    await limiter.consume('k1', { perMinute: 10, perDay: 10, perMonth: 10 }, { billingDay: 20 });
+    const ttl = await client.pttl(monthRedisKey(namespace, 'k1'));
+    const untilEnd = Date.UTC(2026, 2, 20) - now;
+    expect(ttl).toBeGreaterThan(untilEnd - 5_000);
+    expect(ttl).toBeLessThanOrEqual(untilEnd + 1_000);
+    expect(calculateSlot(monthRedisKey(namespace, 'k1'))).toBe(calculateSlot(keyLimiterRedisKey(namespace, 'k1')));
+    // What a month window costs in Redis (docs/redis.md): a small hash of three integers.
+    await limiter.addCredits('k1', 1_000, 20);
+    const bytes = Number(await client.call('MEMORY', 'USAGE', monthRedisKey(namespace, 'k1'), 'SAMPLES', '0'));
+    console.log(`MEMORY USAGE of a month window's hash (count and credits): ${bytes} bytes`);
+    expect(bytes).toBeLessThan(200);
+  });
+
+  it('writes no month hash for a key without a month window', async () => {
+    const namespace = uniqueNamespace('no-month');
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    await limiter.consume('k1', { perMinute: 10, perDay: 10 });
+    expect(await client.exists(monthRedisKey(namespace, 'k1'))).toBe(0);
+    expect(await client.exists(keyLimiterRedisKey(namespace, 'k1'))).toBe(1);
+  });
+});
+
 describe('RedisKeyLimiter: Redis TIME as the clock', () => {
   it('decides on Redis’s time and refuses with the wait until the binding window ends', async () => {
     const limiter = new RedisKeyLimiter(client, { namespace: uniqueNamespace('time'), ban: DEFAULT_BAN });
@@ -242,7 +294,8 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
       const keys = name === 'eval' || name === 'evalsha' ? c.args.slice(3, 3 + Number(c.args[2])) : [c.args[1]!];
       for (const key of keys) touched.add(key);
     }
-    expect([...touched]).toEqual([keyLimiterRedisKey(namespace, keyId)]);
+    // The month hash is declared to every consume (it is read only when the limits have perMonth).
+    expect([...touched]).toEqual([keyLimiterRedisKey(namespace, keyId), monthRedisKey(namespace, keyId)]);
     for (const key of touched) expect(calculateSlot(key)).toBe(slot);
     expect(gaugeCommands).toEqual(['zadd', 'zrem']);
   });
@@ -281,9 +334,13 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
       }),
     );
     expect(seen).toHaveLength(2);
-    expect(seen[0]!.args.at(-1)).toBe(String(Date.UTC(2026, 0, 1, 12)));
-    // key count 1, the key, then seven ARGV (limits, ban, retention, shadow): no `now`.
-    expect(seen[1]!.args.slice(3)).toHaveLength(1 + 7);
+    // key count 2, the key and its month hash, then ARGV: limits, ban, retention, shadow, now, cost.
+    expect(seen[0]!.args.slice(3, 5)).toEqual([keyLimiterRedisKey(namespace, 'a'), monthRedisKey(namespace, 'a')]);
+    expect(seen[0]!.args.slice(5)).toHaveLength(9);
+    expect(seen[0]!.args.at(-2)).toBe(String(Date.UTC(2026, 0, 1, 12)));
+    // With Redis TIME, `now` is empty.
+    expect(seen[1]!.args.slice(5)).toHaveLength(9);
+    expect(seen[1]!.args.at(-2)).toBe('');
   });
 });
 

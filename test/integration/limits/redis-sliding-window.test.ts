@@ -1,9 +1,10 @@
 import type Redis from 'ioredis';
 import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyLimiter, keyLimiterRedisKey, slidingLogRedisKey } from '../../../src/limits/redis-key-limiter';
+import { RedisKeyLimiter, keyLimiterRedisKey, monthRedisKey, slidingLogRedisKey } from '../../../src/limits/redis-key-limiter';
 import type { KeyDecision, MinuteWindowShape, WindowLimits } from '../../../src/limits/types';
 import { describeMinuteWindowBehaviours, mostAdmittedInAnyMinute, NO_BAN } from '../../unit/limits/minute-window-behaviours';
+import { describeMonthWindowBehaviours } from '../../unit/limits/month-window-behaviours';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
@@ -27,6 +28,10 @@ afterAll(async () => {
 
 describeMinuteWindowBehaviours('RedisKeyLimiter (injected clock)', {
   create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('shape'), ban, clock, minuteWindow: shape }),
+});
+
+describeMonthWindowBehaviours('RedisKeyLimiter (injected clock)', {
+  create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('month'), ban, clock, minuteWindow: shape }),
 });
 
 describe('RedisKeyLimiter, sliding minute: exactness across instances', () => {
@@ -114,7 +119,7 @@ describe('RedisKeyLimiter, sliding minute: one round trip, one slot', () => {
       const keys = name === 'eval' || name === 'evalsha' ? c.args.slice(3, 3 + Number(c.args[2])) : [c.args[1]!];
       if (!isGaugeWrite(c)) for (const key of keys) touched.add(key);
     }
-    expect([...touched].sort()).toEqual([keyLimiterRedisKey(namespace, 'key-9'), slidingLogRedisKey(namespace, 'key-9')].sort());
+    expect([...touched].sort()).toEqual([keyLimiterRedisKey(namespace, 'key-9'), slidingLogRedisKey(namespace, 'key-9'), monthRedisKey(namespace, 'key-9')].sort());
     for (const key of touched) expect(calculateSlot(key)).toBe(calculateSlot('key-9'));
   });
 

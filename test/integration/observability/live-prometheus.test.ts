@@ -97,6 +97,12 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     const banned = await expectStatus(429, () => gateway().get('/v1/pets').set('Authorization', business.auth));
     expect((banned.body as { code: string }).code).toBe('temporarily_banned');
 
+    // A month quota of 5 (the key's own): 5 admitted (the 4th passes 80 % of the month), then
+    // refused by the month window, for the dashboard's month panel and the month alert.
+    const metered = await createKey(product, { plan: 'pro', limits: { perMinute: 100, perDay: 100, perMonth: 5 } });
+    for (let i = 0; i < 5; i++) await expectStatus(200, () => gateway().get('/v1/pets').set('Authorization', metered.auth));
+    await expectStatus(429, () => gateway().get('/v1/pets').set('Authorization', metered.auth));
+
     const dead = await createKey(deadUpstream, { plan: 'pro' });
     for (let i = 0; i < 3; i++) {
       const res = await request(deadUpstream.gatewayUrl).get('/v1/pets').set('Authorization', dead.auth);
@@ -269,7 +275,7 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     expect(reasons).toContain('refused');
     expect(reasons.filter((reason) => reason !== 'refused' && reason !== 'circuit_open')).toEqual([]);
     const rejections = await valueOf('sum by (window) (job_plan_window:gateway_ratelimit_rejections:rate5m{environment="test"})', 'window');
-    expect(Object.keys(rejections).sort()).toEqual(['ban', 'day']);
+    expect(Object.keys(rejections).sort()).toEqual(['ban', 'day', 'month']);
     for (const value of Object.values(rejections)) expect(value).toBeGreaterThan(0);
     expect(await valueOf('sum by (plan) (job_plan:gateway_key_bans:increase15m{environment="test"})', 'plan')).toEqual({ business: expect.any(Number) });
     expect((await valueOf('sum by (plan) (job_plan:gateway_key_bans:increase15m{environment="test"})', 'plan')).business).toBeGreaterThan(0);

@@ -9,6 +9,7 @@ import { LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE, RedisDeprecationUsageStore } from
 import { USAGE_HISTORY_DAYS, dayOf, type KeyTally } from '../../../src/keys/key-activity';
 import { RedisKeyActivityStore } from '../../../src/keys/redis-key-activity-store';
 import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
+import { monthSpan } from '../../../src/limits/month-window';
 import { DAY_MS, EXPIRY_SLACK_MS, MINUTE_MS, banPolicy } from '../../../src/limits/windows';
 import { ManualClock } from '../../../src/shared/clock';
 import type { BanSettings } from '../../../src/limits/types';
@@ -240,6 +241,14 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       maxTtlMs: () => MINUTE_MS + EXPIRY_SLACK_MS,
     },
     {
+      // A month window's count and credits: to the end of the key's billing month (the flow's only
+      // month key is billed on the 15th) plus the slack every expiry has, never longer.
+      pattern: '<ns>:rl:{<key id>}:mo',
+      match: new RegExp(`^${ns}:rl:\\{${keyId}\\}:mo$`),
+      type: 'hash',
+      maxTtlMs: () => monthSpan(Date.now(), FLOW_BILLING_DAY).end - Date.now() + EXPIRY_SLACK_MS,
+    },
+    {
       // rate-limiter-flexible's per-address counter for requests without a valid key: one window.
       pattern: '<ns>:rl:addr:<client address>',
       match: new RegExp(`^${ns}:rl:addr:[0-9a-fA-F.:]+$`),
@@ -345,6 +354,9 @@ async function driveUntilBanned(product: ProductHarness, key: string): Promise<s
   throw new Error(`key was never banned: ${codes.join(', ')}`);
 }
 
+/** The billing day of the flow's key with a month quota. */
+const FLOW_BILLING_DAY = 15;
+
 /** Every flow that writes to Redis, through the admin API and the gateway as a client would use them. */
 async function driveEveryFlow(product: ProductHarness): Promise<void> {
   // Key A: created, renamed, rotated (both secrets count on one key), limited, banned, unbanned.
@@ -370,6 +382,11 @@ async function driveEveryFlow(product: ProductHarness): Promise<void> {
   await adminRequest(product, 'delete', `/admin/keys/${c.id}`).expect(204);
   expect((await gatewayGet(product, c.key).expect(401)).body.code).toBe('revoked_api_key');
 
+  // Key D: a month quota of its own, billed on the 15th, used and given credits.
+  const d = (await adminRequest(product, 'post', '/admin/keys').send({ name: 'keyspace d', plan: 'enterprise', limits: { perMinute: 50, perDay: 100, perMonth: 1000 }, billingDay: FLOW_BILLING_DAY }).expect(201)).body as { id: string; key: string };
+  await gatewayGet(product, d.key).expect(200);
+  await adminRequest(product, 'post', `/admin/keys/${d.id}/credits`).send({ units: 10 }).expect(200);
+
   // An unknown key: counted per client address.
   expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
 
@@ -380,7 +397,7 @@ async function driveEveryFlow(product: ProductHarness): Promise<void> {
   expect(usage.days[0]).toEqual({ date: expect.any(String), admitted: expect.any(Number), rateLimited: expect.any(Number), banned: expect.any(Number) });
   expect(usage.days[0]!.rateLimited).toBeGreaterThan(0);
   const audit = (await adminRequest(product, 'get', '/admin/audit').expect(200)).body as { entries: Array<{ action: string }> };
-  expect(new Set(audit.entries.map((e) => e.action))).toEqual(new Set(['create', 'update', 'rotate', 'unban', 'revoke']));
+  expect(new Set(audit.entries.map((e) => e.action))).toEqual(new Set(['create', 'update', 'rotate', 'unban', 'revoke', 'credits']));
   const report = (await adminRequest(product, 'get', '/admin/deprecations').expect(200)).text;
   expect(report).toContain(c.id);
   expect((await request(product.adminUrl).get('/metrics').expect(200)).text).toMatch(/^gateway_active_bans 1$/m);

@@ -127,3 +127,39 @@ describe('deprecations', () => {
     expect(refusal(fromOverrides({ deprecations: valid }))).toBe('invalid setting deprecations: must be a list');
   });
 });
+
+describe('costs and month quotas (CONTRACT §4)', () => {
+  const post = { method: 'POST', path: '/pets', cost: 4 };
+
+  test('the default file has no costs and the seed plans have no month window', () => {
+    const config = loadConfig({ env: {} });
+    expect(config.costs).toEqual([]);
+    for (const plan of Object.values(config.plans)) expect(plan.perMonth).toBeUndefined();
+  });
+
+  test('a cost rule and a plan perMonth are accepted', () => {
+    const config = loadConfig({ env: {}, overrides: { costs: [post], plans: { metered: { perMinute: 10, perDay: 100, perMonth: 1000 } } } as never });
+    expect(config.costs).toEqual([post]);
+    expect(config.plans.metered!.perMonth).toBe(1000);
+  });
+
+  test('a plan limit below the largest cost is refused, every such row named', () => {
+    const message = refusal(fromOverrides({ costs: [{ method: 'GET', path: '/pets', cost: 2 }, post], plans: { tiny: { perMinute: 3, perDay: 100, perMonth: 2 } } }));
+    expect(message).toContain('invalid setting plans.tiny.perMinute: is 3, below the cost 4 of POST /pets: such a request could never be served');
+    expect(message).toContain('invalid setting plans.tiny.perMonth: is 2, below the cost 4 of POST /pets');
+    expect(message).not.toContain('plans.tiny.perDay');
+    expect(message).not.toContain('plans.free');
+  });
+
+  test.each([
+    ['a cost of 0', [{ ...post, cost: 0 }], 'invalid setting costs.0.cost: must be a whole number from 1 to 1000000'],
+    ['a cost rule given twice', [post, { ...post, cost: 2 }], 'invalid setting costs.1: POST /pets has a cost already'],
+    ['a path that is no template', [{ ...post, path: 'pets' }], 'invalid setting costs.0.path: must be a route template under the base path, e.g. /pets/{petId}'],
+  ])('%s is refused', (_label, costs, message) => {
+    expect(refusal(fromOverrides({ costs }))).toBe(message);
+  });
+
+  test('perMonth without perMinute and perDay is refused', () => {
+    expect(refusal(fromOverrides({ plans: { odd: { perMonth: 10 } } }))).toContain('plans.odd.perMonth');
+  });
+});

@@ -105,3 +105,27 @@ describe('anonymousRateLimitHeaders', () => {
     });
   });
 });
+
+describe('keyRateLimitHeaders with a month window', () => {
+  const now = Date.UTC(2026, 2, 15, 12, 0, 30);
+  const w = (limit: number, remaining: number, resetAt: number) => ({ limit, remaining, resetAt });
+  // Billing day 20: February 20 to March 20, 28 days.
+  const month = (remaining: number) => ({ ...w(5000, remaining, Date.UTC(2026, 2, 20)), startAt: Date.UTC(2026, 1, 20), credits: 0 });
+
+  it('adds "month" to both RateLimit headers, with the seconds of this billing month', () => {
+    const h = keyRateLimitHeaders(w(60, 59, Date.UTC(2026, 2, 15, 12, 1)), w(1000, 999, Date.UTC(2026, 2, 16)), now, undefined, month(4999));
+    expect(h['RateLimit-Policy']).toBe('"minute";q=60;w=60, "day";q=1000;w=86400, "month";q=5000;w=2419200');
+    expect(h.RateLimit).toBe(`"minute";r=59;t=30, "day";r=999;t=43170, "month";r=4999;t=${(Date.UTC(2026, 2, 20) - now) / 1000}`);
+    expect(h['X-RateLimit-Limit']).toBe('60');
+  });
+
+  it('shows the month in X-RateLimit-* when it has the fewest remaining, or refused', () => {
+    const h = keyRateLimitHeaders(w(60, 59, 0), w(1000, 999, 0), now, undefined, month(3));
+    expect([h['X-RateLimit-Limit'], h['X-RateLimit-Remaining'], h['X-RateLimit-Reset']]).toEqual(['5000', '3', String(Date.UTC(2026, 2, 20) / 1000)]);
+    const refused = keyRateLimitHeaders(w(60, 59, 0), w(1000, 999, 0), now, 'month', month(0));
+    expect(refused['X-RateLimit-Remaining']).toBe('0');
+    expect(refused['X-RateLimit-Reset']).toBe(String(Date.UTC(2026, 2, 20) / 1000));
+    // A tie goes to the shorter window.
+    expect(bindingWindow(w(60, 5, 0), w(1000, 5, 0), undefined, month(5))).toBe('minute');
+  });
+});

@@ -2,6 +2,11 @@ import { ManualClock } from '../../../src/shared/clock';
 import { MemoryKeyLimiter } from '../../../src/limits/memory-key-limiter';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from './key-limiter-behaviours';
 import { describeMinuteWindowBehaviours } from './minute-window-behaviours';
+import { describeMonthWindowBehaviours } from './month-window-behaviours';
+
+describeMonthWindowBehaviours('MemoryKeyLimiter', {
+  create: (clock, ban, shape) => new MemoryKeyLimiter({ ban, clock, minuteWindow: shape, sweepIntervalMs: 0 }),
+});
 
 describeKeyLimiterBehaviours('MemoryKeyLimiter', {
   create: (clock, ban) => new MemoryKeyLimiter({ ban, clock, sweepIntervalMs: 0 }),

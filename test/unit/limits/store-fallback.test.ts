@@ -22,6 +22,7 @@ class SwitchableStore implements KeyLimiter {
   usage = (keyId: string, l: WindowLimits) => this.inner.usage(keyId, l);
   unban = (keyId: string) => this.inner.unban(keyId);
   activeBans = () => this.inner.activeBans();
+  addCredits = (keyId: string, units: number, billingDay?: number) => this.inner.addCredits(keyId, units, billingDay);
   close = () => this.inner.close();
 }
 

@@ -120,6 +120,8 @@ export const createKey = (/** @type {NewKey} */ body) => call('POST', '/admin/ke
 export const updateKey = (/** @type {string} */ id, /** @type {KeyChange} */ body) => call('PATCH', keyPath(id), body);
 /** @returns {Promise<RotatedKey>} */
 export const rotateKey = (/** @type {string} */ id, /** @type {number} */ graceSeconds) => call('POST', `${keyPath(id)}/rotate`, { graceSeconds });
+/** @returns {Promise<unknown>} */
+export const addCredits = (/** @type {string} */ id, /** @type {number} */ units) => call('POST', `${keyPath(id)}/credits`, { units });
 /** @returns {Promise<null>} */
 export const revokeKey = (/** @type {string} */ id) => call('DELETE', keyPath(id));
 /** @returns {Promise<null>} */

@@ -2,7 +2,7 @@
 // One key's page: its facts, live windows and 30-day usage, and the forms that change, rotate,
 // unban and revoke it. Refreshed every few seconds without touching a form being typed in.
 
-import { getKey, getKeyUsage, liftBan, revokeKey, rotateKey, updateKey } from './api.js';
+import { addCredits, getKey, getKeyUsage, liftBan, revokeKey, rotateKey, updateKey } from './api.js';
 import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el, say } from './dom.js';
 import { fmtNumber, fmtTime, isoToLocal, keyState, limitsFrom, localToIso, messageOf } from './format.js';
@@ -22,6 +22,9 @@ const ui = {
     minute: { meter: byId('window-minute', HTMLMeterElement), text: byId('window-minute-text', HTMLElement) },
     day: { meter: byId('window-day', HTMLMeterElement), text: byId('window-day-text', HTMLElement) },
   },
+  month: { row: byId('window-month-row', HTMLElement), meter: byId('window-month', HTMLMeterElement), text: byId('window-month-text', HTMLElement) },
+  creditsForm: byId('credits-form', HTMLFormElement),
+  creditsUnits: byId('credits-units', HTMLInputElement),
   usageChart: byId('chart-usage', HTMLElement),
   usageLegend: byId('legend-usage', HTMLElement),
   revokedNote: byId('key-revoked-note', HTMLElement),
@@ -94,12 +97,29 @@ function renderKey(/** @type {KeyDetail} */ key) {
     meter.high = w.limit * 0.8;
     text.textContent = `${fmtNumber(used)} of ${fmtNumber(w.limit)} used · resets ${new Date(w.reset * 1000).toLocaleTimeString()}`;
   }
+  renderMonth(key);
   const revoked = Boolean(key.revokedAt);
   ui.unban.disabled = !banned;
   ui.revoke.disabled = revoked;
   // A revoked key is final: nothing to change, rotate or lift.
   ui.actions.hidden = revoked;
   ui.revokedNote.hidden = !revoked;
+}
+
+/** The month window, only for a key that has one: its bar, credits and the day it starts afresh; the credits form with it. */
+function renderMonth(/** @type {KeyDetail} */ key) {
+  const month = key.usage.month;
+  ui.month.row.hidden = !month;
+  ui.creditsForm.hidden = !month || Boolean(key.revokedAt);
+  if (!month) return;
+  const used = month.limit - month.remaining;
+  ui.month.meter.max = month.limit;
+  ui.month.meter.value = used;
+  ui.month.meter.high = month.limit * 0.8;
+  const credits = month.credits > 0 ? ` (${fmtNumber(month.credits)} credited)` : '';
+  // The reset is 00:00 UTC on the billing day: shown as a UTC date, the same for every operator.
+  const resetDay = new Date(month.reset * 1000).toISOString().slice(0, 10);
+  ui.month.text.textContent = `${fmtNumber(used)} of ${fmtNumber(month.limit)}${credits} used · resets ${resetDay} 00:00 UTC (billing day ${key.billingDay ?? 1})`;
 }
 
 /** @type {Record<string, keyof Omit<UsageDay, 'date'>>} */
@@ -146,8 +166,14 @@ function keyChange() {
   }
   /** @type {KeyChange} */
   const body = { name: ui.editName.value.trim(), plan: ui.editPlan.value, expiresAt: localToIso(ui.editExpires.value) };
-  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = limitsFrom(fields.perMinute, fields.perDay) ?? null;
+  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = withMonth(limitsFrom(fields.perMinute, fields.perDay) ?? null);
   return body;
+}
+
+/** New minute and day limits keep the key's month quota, which this form does not edit. */
+function withMonth(/** @type {import('./types.js').Limits | null} */ limits) {
+  const perMonth = shownKey?.limits?.perMonth;
+  return limits && perMonth !== undefined ? { ...limits, perMonth } : limits;
 }
 
 /**
@@ -185,6 +211,17 @@ export function setUpKeyPage() {
       await loadKey(key.id);
       // The secret panel's home is the keys section; here it shows above the key's facts.
       showSecret(`New secret for “${rotated.name}”: the old one works until ${fmtTime(rotated.previousKeyExpiresAt)}`, rotated.key, ui.facts);
+    });
+  });
+  ui.creditsForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    say('');
+    onShownKey(ui.actionError, async (key) => {
+      const units = Number(ui.creditsUnits.value);
+      await addCredits(key.id, units);
+      ui.creditsUnits.value = '';
+      say(`Added ${fmtNumber(units)} credits to “${key.name}” for this billing month.`);
+      await refreshKey(key.id);
     });
   });
   ui.unban.addEventListener('click', () =>

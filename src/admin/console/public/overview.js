@@ -14,7 +14,7 @@ const STATUS_ORDER = ['2xx', '3xx', '4xx', '429', '5xx'];
 /** @type {Record<string, string | undefined>} */
 const STATUS_COLOURS = { '2xx': PALETTE[0], '3xx': PALETTE[6], '4xx': PALETTE[2], '429': PALETTE[3], '5xx': PALETTE[4] };
 const PLAN_COLOURS = [PALETTE[1], PALETTE[2], PALETTE[4], PALETTE[6], PALETTE[5], PALETTE[0], PALETTE[3]];
-const WINDOWS = ['minute', 'day', 'ban', 'anonymous'];
+const WINDOWS = ['minute', 'day', 'month', 'ban', 'anonymous'];
 
 const ui = {
   requests: byId('total-requests', HTMLElement),

@@ -3,7 +3,7 @@
 // Types only: the other modules import them in JSDoc (`import('./types.js').Key`), nothing at run time.
 
 /**
- * @typedef {{ perMinute: number, perDay: number }} Limits
+ * @typedef {{ perMinute: number, perDay: number, perMonth?: number }} Limits
  * @typedef {{ name: string, perMinute: number | null, perDay: number | null, shadow: boolean }} Plan
  * @typedef {{ plans: Plan[] }} PlanList
  * @typedef {{
@@ -11,8 +11,10 @@
  *   revokedAt: string | null, expiresAt: string | null, lastUsedAt: string | null
  * }} Key
  * @typedef {{ limit: number, remaining: number, reset: number }} Window
+ * @typedef {Window & { credits: number, startsAt: string }} MonthWindow
  * @typedef {Key & {
- *   usage: { minute: Window, day: Window }, bannedUntil: string | null, previousKeyExpiresAt: string | null
+ *   usage: { minute: Window, day: Window, month?: MonthWindow }, bannedUntil: string | null, previousKeyExpiresAt: string | null,
+ *   billingDay?: number
  * }} KeyDetail
  * @typedef {{ id: string, key: string, name: string, plan: string }} CreatedKey
  * @typedef {Key & { key: string, previousKeyExpiresAt: string | null }} RotatedKey

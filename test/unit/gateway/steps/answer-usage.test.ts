@@ -36,6 +36,7 @@ function fixedUsage(usage: KeyUsage | Error): KeyLimiter & { usage: jest.Mock; c
     consume: jest.fn(),
     unban: jest.fn(),
     activeBans: jest.fn(),
+    addCredits: jest.fn(),
     close: jest.fn(),
   };
 }
@@ -52,7 +53,7 @@ describe('usage step (GET /v1/usage)', () => {
     const { call } = setUp(limiter);
     const { outcome, res, request, sent } = await call('GET');
     expect(outcome).toBe(ANSWERED);
-    expect(limiter.usage).toHaveBeenCalledWith(record.id, { perMinute: 10, perDay: 1000 });
+    expect(limiter.usage).toHaveBeenCalledWith(record.id, { perMinute: 10, perDay: 1000 }, undefined);
     expect(limiter.consume).not.toHaveBeenCalled();
     expect(request.rateLimitOutcome).toBe('allowed');
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({

@@ -5,6 +5,7 @@ import type { KeyDecision, KeyLimiter, WindowLimits, WindowState } from '../../.
 import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { createKeyLimitStep } from '../../../../src/gateway/steps/limit-key';
 import { CONTINUE, Refusal } from '../../../../src/gateway/step-outcome';
+import { OperationCosts } from '../../../../src/gateway/operation-costs';
 import { NOW, counted, countedInAll, headersStartingWith, incoming, keyRecord, outgoing, requestContext, stepEnvironment } from './step-kit';
 
 const PLANS: Plans = {
@@ -30,6 +31,7 @@ function fixedKeyLimiter(decision: KeyDecision | Error): KeyLimiter & { consume:
     usage: jest.fn(),
     unban: jest.fn(),
     activeBans: jest.fn(),
+    addCredits: jest.fn(),
     close: jest.fn(),
   };
 }
@@ -37,7 +39,7 @@ function fixedKeyLimiter(decision: KeyDecision | Error): KeyLimiter & { consume:
 function setUp(keyLimiter: KeyLimiter, record: ApiKeyRecord = keyRecord()) {
   const env = stepEnvironment();
   const retryAfter = jest.fn((waitMs: number) => `${Math.ceil(waitMs / 1000)}+jitter`);
-  const limitKey = createKeyLimitStep({ keyLimiter, plans: new PlanBook(PLANS), metrics: env.metrics, logger: env.logger, storeCall: env.storeCall, retryAfter });
+  const limitKey = createKeyLimitStep({ keyLimiter, plans: new PlanBook(PLANS), metrics: env.metrics, logger: env.logger, storeCall: env.storeCall, retryAfter, costs: new OperationCosts([]) });
   const fresh = () => ({ res: outgoing(incoming('GET', '/v1/pets')).res, request: requestContext({ keyId: record.id, plan: record.plan }) });
   return { ...env, retryAfter, limitKey, record, fresh, ...fresh() };
 }
