@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
+import { hasBody } from './request-body';
 import { classifyUpstreamError, isHopByHopResponseHeader, type ForwarderSettings, type ForwardHandlers, type Forwarder } from './forwarder';
 
 /**
@@ -114,12 +115,6 @@ function upstreamHeaders(req: IncomingMessage): string[] {
     }
   }
   return headers;
-}
-
-/** A request has a body when it says so (`Content-Length` > 0 or any `Transfer-Encoding`). */
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**

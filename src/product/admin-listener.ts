@@ -15,6 +15,7 @@ import { createAdminApp, type MetricsSource, type ReadinessCheck } from '../admi
 import type { RunningInventory } from '../inventory';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
+import type { ConfigAdministration } from '../admin/config-routes';
 import { listen, localUrl } from './listen';
 
 export interface AdminListenerDependencies {
@@ -33,6 +34,12 @@ export interface AdminListenerDependencies {
   clock: Clock;
   port?: number;
   closers: Closers;
+  /** GET /admin/config and POST /admin/reload. */
+  configAdministration: ConfigAdministration;
+  /** The plans in force (updated in place by a reload). */
+  plans: Config['plans'];
+  /** The config in force now (a reload replaces it): what the deprecation report lists. */
+  inForce(): Config;
 }
 
 /** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
@@ -66,11 +73,12 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     readiness,
     deprecations: () =>
       buildDeprecationReport({
-        deprecations: config.deprecations,
+        deprecations: deps.inForce().deprecations,
         callers: (operationId) => deps.deprecationUsage.callers(operationId),
         keyById: (id) => keys.get(id),
       }),
-    plans: config.plans,
+    plans: deps.plans,
+    config: deps.configAdministration,
     trafficSeconds: deps.trafficSeconds,
     logger,
     maxBodyBytes: config.server.maxBodyBytes,
