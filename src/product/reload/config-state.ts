@@ -18,8 +18,8 @@ export class ConfigState {
   }
 
   /** A reload was attempted: on success `config` is the one now in force. */
-  record(last: LastReload, config?: Config): void {
-    this.last = last;
+  record(last: LastReload | null, config?: Config): void {
+    this.last = last ?? this.last;
     if (!config) return;
     this.inForce = config;
     this.hashInForce = configHash(config);
