@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Registry } from 'prom-client';
-import { loadConfig, type Config, type ReloadOutcome } from '../shared/config';
+import { loadConfig, type Config, type LastReload, type ReloadOutcome } from '../shared/config';
 import type { Logger } from '../shared/logger';
 import type { TlsPair } from '../shared/tls-pair';
 import type { RunningProduct } from '../product';
@@ -38,8 +38,8 @@ export function superviseReloads(config: Config, log: Logger, registry: Registry
   let latest: Omit<ApplyConfig, 'id'> = { type: 'asg:apply-config', config, pair: null, last: null };
   const waiting = new Map<number, { workers: Set<Worker>; done(): void }>();
 
-  const applyEverywhere = (inForce: Config, pair: TlsPair | null): Promise<void> => {
-    latest = { type: 'asg:apply-config', config: inForce, pair: pairMessage(pair), last: { at: new Date().toISOString(), result: 'success', trigger: 'reload' } };
+  const applyEverywhere = (inForce: Config, pair: TlsPair | null, last: LastReload): Promise<void> => {
+    latest = { type: 'asg:apply-config', config: inForce, pair: pairMessage(pair), last };
     const id = nextApply++;
     const workers = new Set(livingWorkers());
     return new Promise((resolve) => {

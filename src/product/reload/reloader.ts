@@ -1,4 +1,4 @@
-import { failedReload, planReload, type Config, type ReloadOutcome } from '../../shared/config';
+import { failedReload, planReload, type Config, type LastReload, type ReloadOutcome } from '../../shared/config';
 import type { Logger } from '../../shared/logger';
 import { readTlsPair, type TlsPair } from '../../shared/tls-pair';
 import type { ConfigMetrics } from './config-metrics';
@@ -9,7 +9,7 @@ export interface ReloaderOptions {
   /** Reads every config source again and validates the whole (throws ConfigError naming every bad setting). */
   load(): Config;
   /** Puts a validated config (and the TLS pair, when the listener has TLS) in force. */
-  apply(config: Config, pair: TlsPair | null): void | Promise<void>;
+  apply(config: Config, pair: TlsPair | null, last: LastReload): void | Promise<void>;
   metrics: ConfigMetrics;
   logger: Logger;
   now?: () => Date;
@@ -48,8 +48,9 @@ export class ConfigReloader {
       logger.error({ trigger, errors: outcome.errors }, 'config reload refused: the config in force is unchanged');
       return outcome;
     }
-    await this.options.apply(plan.inForce, pair);
-    state.record({ at, result: 'success', trigger }, plan.inForce);
+    const last: LastReload = { at, result: 'success', trigger };
+    await this.options.apply(plan.inForce, pair, last);
+    state.record(last, plan.inForce);
     metrics.reloads.inc({ result: 'success' });
     metrics.setHash(state.hash);
     logger.info(
