@@ -20,6 +20,9 @@ export const MODERN_CIPHERS = [
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
 
+/** As on the plain listener (src/shared/http-server.ts): slow HTTP/1.1 clients are looked for every second. */
+const TIMEOUT_CHECK_INTERVAL_MS = 1000;
+
 /** What a secure context is made of, at startup and again for each certificate reload. */
 export function secureContextOptions(pair: TlsPair) {
   return {
@@ -60,8 +63,16 @@ export function createSecureBoundedServer(settings: Config['server'], limits: Co
     },
     listener as never,
   );
-  // HTTP/1.1 connections are served by node:http's connection code, which reads these from the server.
-  Object.assign(server, { headersTimeout: settings.headersTimeoutMs, requestTimeout: settings.requestTimeoutMs, maxHeaderSize: settings.maxHeaderBytes, keepAliveTimeout: settings.keepAliveTimeoutMs });
+  // HTTP/1.1 connections are served by node:http's connection code, which reads these from the
+  // server; its check for requests past headersTimeout or requestTimeout runs every
+  // connectionsCheckingInterval (read when it starts listening; Node's default is 30 s).
+  Object.assign(server, {
+    headersTimeout: settings.headersTimeoutMs,
+    requestTimeout: settings.requestTimeoutMs,
+    maxHeaderSize: settings.maxHeaderBytes,
+    keepAliveTimeout: settings.keepAliveTimeoutMs,
+    connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+  });
   server.maxConnections = settings.maxConnections;
   // No activity on a connection for this long: an HTTP/2 session is sent GOAWAY, an HTTP/1.1 socket closed.
   server.setTimeout(limits.idleTimeoutMs);

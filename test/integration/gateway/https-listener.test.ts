@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import http2 from 'node:http2';
+import tls from 'node:tls';
 import request from 'supertest';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient, type Protocol, type TlsAnswer } from '../../support/tls-client';
@@ -210,6 +212,28 @@ describe('HTTP/2 limits', () => {
       expect(res.status).toBe(431);
     } finally {
       http1.close();
+    }
+  });
+});
+
+describe('HTTPS/1.1 slow clients', () => {
+  it('a client that never finishes its headers is cut off after server.headersTimeoutMs', async () => {
+    const product = await startTestProduct({ env: tlsEnv(), overrides: { server: { headersTimeoutMs: 1000, requestTimeoutMs: 2000 } } });
+    try {
+      const { port } = new URL(product.gatewayUrl);
+      const socket = tls.connect({ host: '127.0.0.1', port: Number(port), ca: fs.readFileSync(certs.caCert), ALPNProtocols: ['http/1.1'] });
+      await new Promise((resolve) => socket.once('secureConnect', resolve));
+      const started = Date.now();
+      socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n');
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));
+      await new Promise((resolve) => socket.once('close', resolve));
+      const waitedMs = Date.now() - started;
+      expect(waitedMs).toBeGreaterThanOrEqual(900);
+      expect(waitedMs).toBeLessThan(4000);
+      expect(answer === '' || /^HTTP\/1\.1 408/.test(answer)).toBe(true);
+    } finally {
+      await product.close();
     }
   });
 });
