@@ -47,9 +47,9 @@ export interface SecureServer {
  * The public listener with TLS: HTTP/2 and HTTP/1.1 offered by ALPN (node:http2's compatibility
  * API hands both to the same request listener), with the bounds of the plain listener (header
  * size and time, whole-request time, idle keep-alive, open connections) and HTTP/2's own: streams
- * per session, header fields per request, session memory and idle sessions. Rapid reset
- * (CVE-2023-44487) is bounded by Node itself (a session whose client resets streams faster than
- * it lets them be served is closed); test/integration/gateway/h2-rapid-reset.test.ts shows it.
+ * per session, header fields per request, session memory and idle sessions, and a session that
+ * cancels streams in a loop (rapid reset, CVE-2023-44487) is closed: see closeOnRapidReset and
+ * test/integration/gateway/h2-rapid-reset.test.ts.
  */
 export function createSecureBoundedServer(settings: Config['server'], limits: Config['http2'], pair: TlsPair, listener: RequestListener): SecureServer {
   const server = http2.createSecureServer(
@@ -100,8 +100,38 @@ function trackConnections(server: http2.Http2SecureServer): Connections {
   server.on('session', (session) => {
     connections.sessions.add(session);
     session.once('close', () => connections.sessions.delete(session));
+    closeOnRapidReset(session);
   });
   return connections;
+}
+
+/** Streams a client may cancel within one second (browsers cancel a few on navigation). */
+export const MAX_CLIENT_RESETS_PER_SECOND = 100;
+
+/**
+ * Rapid reset (CVE-2023-44487): each stream a client opens starts a request here (authentication,
+ * a limiter call, a log line) even when the client cancels it at once, so a client resetting
+ * streams in a loop keeps the process busy with requests nobody waits for. A session whose client
+ * cancels more than MAX_CLIENT_RESETS_PER_SECOND streams in a second is sent GOAWAY
+ * (ENHANCE_YOUR_CALM) and closed, as nginx and Envoy do; other sessions are not affected.
+ */
+function closeOnRapidReset(session: http2.ServerHttp2Session): void {
+  let windowStartedAt = 0;
+  let resets = 0;
+  session.on('stream', (stream) => {
+    stream.once('close', () => {
+      // A client's cancel (RST_STREAM CANCEL), answered or not: the work was done either way.
+      if (stream.rstCode !== http2.constants.NGHTTP2_CANCEL) return;
+      const now = Date.now();
+      if (now - windowStartedAt >= 1000) {
+        windowStartedAt = now;
+        resets = 0;
+      }
+      if (++resets <= MAX_CLIENT_RESETS_PER_SECOND || session.destroyed) return;
+      // Its last frame a GOAWAY with ENHANCE_YOUR_CALM; streams in flight on it end with it.
+      session.destroy(undefined, http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    });
+  });
 }
 
 function closeSecureServer(server: http2.Http2SecureServer, connections: Connections, graceMs: number): Promise<void> {
