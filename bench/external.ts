@@ -1,6 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
+import { MODERN_CIPHERS } from '../src/shared/secure-server';
 import { freePort } from '../test/support/redis-server';
 import type { BenchChild } from './processes';
 import { treeBytes, treeCpuMs } from './processes';
@@ -59,7 +61,7 @@ async function waitUntilServing(url: string, child: ChildProcess, what: string, 
  * nginx with `proxy_pass` to the upstream over a keep-alive pool: the plainest fast reverse proxy.
  * It writes an access log line per request, as the gateway writes its log line per request.
  */
-export async function startNginx(name: string, workers: number, upstreamUrl: string, workDir: string): Promise<BenchChild> {
+export async function startNginx(name: string, workers: number, upstreamUrl: string, workDir: string, tls?: BenchTls): Promise<BenchChild> {
   const dir = path.join(workDir, name);
   fs.mkdirSync(dir, { recursive: true });
   // nginx's workers drop root privileges; they must be able to write their temp folders and logs.
@@ -87,7 +89,7 @@ http {
     keepalive 256;
   }
   server {
-    listen 127.0.0.1:${port};
+    listen 127.0.0.1:${port}${tls ? ' ssl http2' : ''};${tls ? nginxTls(tls) : ''}
     location / {
       proxy_pass http://inventory;
       proxy_http_version 1.1;
@@ -98,9 +100,45 @@ http {
 `,
   );
   const child = spawn('nginx', ['-c', conf, '-p', dir, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntilServing(`${url}/v1/pets`, child, name);
+  const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
+  if (tls) await waitUntilListening(port, child, name);
+  else await waitUntilServing(`${url}/v1/pets`, child, name);
   return treeChild(name, child, url, {}, 'SIGQUIT');
+}
+
+/** A certificate and key for the TLS rows: the gateway and nginx serve the same pair. */
+export interface BenchTls {
+  certFile: string;
+  keyFile: string;
+}
+
+/** The same protocol versions and suites as the gateway's listener (src/shared/secure-server.ts). */
+function nginxTls(tls: BenchTls): string {
+  return `
+    ssl_certificate ${tls.certFile};
+    ssl_certificate_key ${tls.keyFile};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_ciphers ${MODERN_CIPHERS.split(':').filter((c) => !c.startsWith('TLS_')).join(':')};
+    ssl_prefer_server_ciphers on;
+    ssl_session_cache shared:SSL:10m;`;
+}
+
+/** A TLS listener with a test certificate: fetch would refuse it, so the bench waits for the port. */
+async function waitUntilListening(port: number, child: ChildProcess, what: string, timeoutMs = 30_000): Promise<void> {
+  const startedAt = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode}) before it listened`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() - startedAt > timeoutMs) throw new Error(`${what} did not listen on ${port} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 export const ADMIN_TOKEN = 'bench-admin-token-that-is-long-enough-0123456789';
@@ -111,7 +149,7 @@ export const ADMIN_TOKEN = 'bench-admin-token-that-is-long-enough-0123456789';
  */
 export async function startGatewayProcess(
   name: string,
-  options: { repoRoot: string; workers: number; redisUrl: string; upstreamUrl: string; workDir: string; appEnv?: string },
+  options: { repoRoot: string; workers: number; redisUrl: string; upstreamUrl: string; workDir: string; appEnv?: string; tls?: BenchTls },
 ): Promise<BenchChild> {
   const dataDir = path.join(options.workDir, name);
   fs.mkdirSync(dataDir, { recursive: true });
@@ -130,11 +168,12 @@ export async function startGatewayProcess(
       SIGNING_SECRET: 'bench-signing-secret-that-is-long-enough-0123456789',
       DATA_DIR: dataDir,
       LOG_LEVEL: 'info',
+      ...(options.tls ? { TLS_CERT_FILE: options.tls.certFile, TLS_KEY_FILE: options.tls.keyFile } : {}),
     },
     stdio: ['ignore', log, 'inherit'],
   });
   fs.closeSync(log);
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   await waitUntilServing(`http://127.0.0.1:${adminPort}/readyz`, child, name);
   const createKey = async (body: object) => {
     const res = await fetch(`http://127.0.0.1:${adminPort}/admin/keys`, {

@@ -7,6 +7,8 @@ import { runLoad, type LoadResult, type LoadSettings } from './load';
 import { runWrk, wrkAvailable } from './wrk';
 import { ADMIN_TOKEN, nginxAvailable, startGatewayProcess, startNginx } from './external';
 import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSettings } from './brownout';
+import { h2loadAvailable, runH2load, type TlsProtocol } from './h2load';
+import { makeTestCertificates } from '../test/support/tls-certs';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, timeByModule } from './profile';
 import { floodGateway } from './flood';
@@ -121,6 +123,8 @@ interface Variant {
   /** The status every response should have. */
   expectedStatus: number;
   usesRedis: boolean;
+  /** A TLS row: loaded by h2load over this protocol (the certificate is the bench's own). */
+  tls?: TlsProtocol;
 }
 
 interface RunFigures {
@@ -145,8 +149,9 @@ function headersFor(variant: Variant): Record<string, string> {
   return variant.key ? { authorization: `Bearer ${variant.child.details[variant.key]}` } : {};
 }
 
-/** One load with the chosen client; the soak always uses autocannon, which can stop after N requests. */
-function load(settings: Settings, run: LoadSettings): Promise<LoadResult> {
+/** One load with the chosen client; the soak always uses autocannon, which can stop after N requests; TLS rows use h2load. */
+function load(settings: Settings, run: LoadSettings, tls?: TlsProtocol): Promise<LoadResult> {
+  if (tls) return runH2load(run, tls);
   return settings.client === 'wrk' && !run.amount ? runWrk(run) : runLoad(run);
 }
 
@@ -158,6 +163,8 @@ function unexpectedResponses(result: LoadResult, expectedStatus: number): number
 
 /** One request before the load: the exact status, which wrk does not report. */
 async function probeStatus(variant: Variant): Promise<void> {
+  // fetch refuses the bench's own certificate; h2load's per-request log gives each status instead.
+  if (variant.tls) return;
   const res = await fetch(`${variant.child.url}/v1/pets`, { headers: headersFor(variant) });
   await res.arrayBuffer();
   if (res.status !== variant.expectedStatus) throw new Error(`${variant.label}: answered ${res.status}, not ${variant.expectedStatus}`);
@@ -167,14 +174,14 @@ async function measure(variant: Variant, settings: Settings, redisStats: RedisCo
   const url = `${variant.child.url}/v1/pets`;
   const headers = headersFor(variant);
   await probeStatus(variant);
-  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
+  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers }, variant.tls);
   // Requests cut off by the end of a run still finish on the server; let them, before counting.
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   const sentBefore = (await variant.child.stats()).redisCommandsSent;
   const cpuBefore = variant.child.cpuMs();
   const redisCpuBefore = processCpuMs(redisPid);
-  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
+  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers }, variant.tls);
   await settle();
   const serverCpuMs = variant.child.cpuMs() - cpuBefore;
   const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
@@ -434,6 +441,8 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     process.stdout.write('nginx is not installed (Debian: apt-get install nginx-light): the nginx rows are left out\n');
   }
 
+  await addTlsRows(variants, children, fixture.workDir, upstream.url, fixture.redis.url);
+
   if (settings.only) {
     const keep = new Set([...settings.only, BASELINE]);
     for (let i = variants.length - 1; i >= 0; i--) if (!keep.has(variants[i]!.id)) variants.splice(i, 1);
@@ -550,3 +559,31 @@ main().catch((err: unknown) => {
   process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });
+
+/**
+ * HTTPS rows (issue 29): the gateway with TLS_CERT_FILE and TLS_KEY_FILE (node:http2's secure
+ * server: HTTP/2 and HTTP/1.1 by ALPN) beside nginx with the same certificate (`ssl http2`), each
+ * loaded by h2load over HTTP/2 and over HTTPS/1.1 (`--h1`): the same client for all four, so that
+ * CPU per request compares side by side. Left out, with a line saying so, without h2load or nginx.
+ */
+async function addTlsRows(variants: Variant[], children: BenchChild[], workDir: string, upstreamUrl: string, redisUrl: string): Promise<void> {
+  if (!h2loadAvailable()) {
+    process.stdout.write('h2load is not installed (Debian: apt-get install nghttp2-client): the HTTPS rows are left out\n');
+    return;
+  }
+  const certs = makeTestCertificates({ validDays: 30 });
+  const tls = { certFile: certs.serverCert, keyFile: certs.serverKey };
+  const gateway = await startGatewayProcess('gateway-redis-undici-tls', { repoRoot, workers: 1, redisUrl, upstreamUrl, workDir, tls });
+  children.push(gateway);
+  variants.push(
+    { id: 'gateway-tls-h2', label: 'gateway, Redis, undici, HTTPS HTTP/2', child: gateway, key: 'admitted', expectedStatus: 200, usesRedis: true, tls: 'h2' },
+    { id: 'gateway-tls-h1', label: 'gateway, Redis, undici, HTTPS/1.1', child: gateway, key: 'admitted', expectedStatus: 200, usesRedis: true, tls: 'http/1.1' },
+  );
+  if (!nginxAvailable()) return;
+  const nginx = await startNginx('nginx-1-worker-tls', 1, upstreamUrl, workDir, tls);
+  children.push(nginx);
+  variants.push(
+    { id: 'nginx-tls-h2', label: 'nginx ssl http2, 1 worker, HTTP/2', child: nginx, expectedStatus: 200, usesRedis: false, tls: 'h2' },
+    { id: 'nginx-tls-h1', label: 'nginx ssl http2, 1 worker, HTTPS/1.1', child: nginx, expectedStatus: 200, usesRedis: false, tls: 'http/1.1' },
+  );
+}

@@ -25,6 +25,8 @@ async function runSingleProcess(config: Config, logger: Logger): Promise<void> {
     `listening on Node ${nodeVersion}`,
   );
   stopOnSignals(createStopper(() => running.close(), logger, config.server.shutdownTimeoutMs));
+  // CONTRACT §2: SIGHUP re-reads the config and the TLS files (the outcome is logged by the reload).
+  process.on('SIGHUP', () => void running.reload('SIGHUP'));
   if (config.env === 'development') await greetDeveloper(config, running);
 }
 

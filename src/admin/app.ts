@@ -17,6 +17,7 @@ import { createAuditTrail, type ConfirmWrite } from './audit-trail';
 import { healthRoutes, runReadinessChecks, type MetricsSource, type ReadinessCheck } from './health-routes';
 import { keyRoutes, type KeyAdministration as KeyLifecycle, type KeyUsageHistory } from './key-routes';
 import { intParameter } from './request-parsing';
+import { configRoutes, type ConfigAdministration } from './config-routes';
 
 export type { MetricsSource, ReadinessCheck, KeyUsageHistory };
 
@@ -38,6 +39,8 @@ export interface AdminDependencies {
   readiness: ReadinessCheck[];
   /** States /readyz reports beside its checks without failing on them (the upstream circuit breaker's). */
   readinessDetails?: () => Record<string, string>;
+  /** GET /admin/config and POST /admin/reload. */
+  config: ConfigAdministration;
   /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
   deprecations: () => Promise<DeprecationReport>;
   /** The last 15 minutes of this process's traffic, per second (every worker's, summed, under WORKERS > 1). */
@@ -85,6 +88,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     res.json({ entries: await deps.auditLog.recent(limit) });
   });
   admin.use(plansRouter(deps.plans));
+  admin.use(configRoutes(deps.config));
   admin.get('/deprecations', async (_req, res) => {
     res.json(await deps.deprecations());
   });

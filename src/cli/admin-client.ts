@@ -4,6 +4,8 @@ export class AdminRequestError extends Error {
     message: string,
     readonly status: number | null,
     readonly code: string | null,
+    /** The Error body as sent (a refused reload lists each bad setting in `errors`). */
+    readonly body: unknown = null,
   ) {
     super(message);
     this.name = 'AdminRequestError';
@@ -70,6 +72,11 @@ export class AdminClient {
   addCredits(id: string, units: number) {
     return this.request('POST', `/admin/keys/${encodeURIComponent(id)}/credits`, { units });
   }
+
+  /** POST /admin/reload: the config and TLS files read again, as SIGHUP does. */
+  reload() {
+    return this.request('POST', '/admin/reload');
+  }
   audit(limit?: number) {
     return this.request('GET', `/admin/audit${limit === undefined ? '' : `?limit=${limit}`}`);
   }
@@ -105,7 +112,7 @@ export class AdminClient {
     if (!response.ok) {
       const code = typeof parsed?.code === 'string' ? parsed.code : null;
       const message = typeof parsed?.message === 'string' ? parsed.message : `HTTP ${response.status}`;
-      throw new AdminRequestError(`${message} (${response.status}${code ? ` ${code}` : ''})`, response.status, code);
+      throw new AdminRequestError(`${message} (${response.status}${code ? ` ${code}` : ''})`, response.status, code, parsed);
     }
     return parsed;
   }

@@ -218,6 +218,27 @@ const commands: Record<string, Command> = {
       return `imported ${imported} key record(s), ${unchanged} already as in the file`;
     },
   },
+  reload: {
+    summary: 're-read the config and TLS certificate files (as SIGHUP): applied whole, or refused naming each bad setting',
+    usage: 'reload [--json]',
+    options: { ...jsonOption },
+    positionals: [],
+    run: async (client) => {
+      try {
+        return await client.reload();
+      } catch (err) {
+        const errors = (err as AdminRequestError).body as { errors?: Array<{ setting: string; message: string }> } | null;
+        if (!(err instanceof AdminRequestError) || !errors?.errors) throw err;
+        const lines = errors.errors.map((e) => `\n  ${e.setting}: ${e.message}`).join('');
+        throw new AdminRequestError(`${err.message}${lines}`, err.status, err.code, err.body);
+      }
+    },
+    render: (result) => {
+      const { hash, restartNeeded } = result as { hash: string; restartNeeded: string[] };
+      const restart = restartNeeded.length > 0 ? `\nneeds a restart (left as it was): ${restartNeeded.join(', ')}` : '';
+      return `config reloaded: hash ${hash}${restart}`;
+    },
+  },
   audit: {
     summary: 'the audit trail of admin writes, newest first',
     usage: 'audit [--limit N] [--json]',

@@ -250,10 +250,16 @@ function sunsetGauge(registry: Registry, deprecations: readonly DeprecationConfi
     // Every worker exports the same config: one copy, not the sum.
     aggregator: 'first',
   });
+  setDeprecationSunsets(gauge, deprecations);
+  return gauge;
+}
+
+/** The gauge's samples for these deprecations only (a reload may have removed some). */
+export function setDeprecationSunsets(gauge: Gauge<'method' | 'route'>, deprecations: readonly DeprecationConfig[]): void {
+  gauge.reset();
   for (const deprecation of deprecations) {
     gauge.set({ method: deprecation.method, route: BASE_PATH + deprecation.path }, Date.parse(deprecation.sunset) / 1000);
   }
-  return gauge;
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

@@ -9,6 +9,13 @@ export interface FinishedRequest {
   /** Why it was cut off (the client left, or its body outlasted server.requestTimeoutMs); absent when answered. */
   cutOff?: string;
   durationMs: number;
+  /** `h2` or `http/1.1` (`http/1.0`): what the client spoke, as ALPN names it. */
+  protocol: string;
+}
+
+/** The request's protocol as ALPN names it. */
+export function protocolOf(httpVersion: string): string {
+  return httpVersion === '2.0' ? 'h2' : `http/${httpVersion}`;
 }
 
 /** The request's one log line: what an operator greps for, never a key (only its id). */
@@ -17,6 +24,7 @@ export function requestLogLine(request: RequestContext, finished: FinishedReques
     requestId: request.requestId,
     method: finished.method,
     route: finished.route,
+    protocol: finished.protocol,
     status: finished.status,
     ...(finished.cutOff === undefined ? undefined : { cutOff: finished.cutOff }),
     durationMs: finished.durationMs,

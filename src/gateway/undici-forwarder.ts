@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
+import { hasBody } from './request-body';
 import { classifyUpstreamError, isHopByHopResponseHeader } from './forwarder';
 import type { ForwarderSettings, ForwardHandlers, Forwarder, GuardedForwarder } from './forward-contract';
 import { guardForwarder } from './upstream-guard';
@@ -64,7 +65,9 @@ class ForwardExchange implements Dispatcher.DispatchHandler {
       for (const name in headers) {
         if (!isHopByHopResponseHeader(name)) res.setHeader(name, headers[name]!);
       }
-      res.writeHead(statusCode, statusMessage || undefined);
+      // HTTP/2 has no reason phrase (RFC 9113 §8.3.2): the upstream's is passed on over HTTP/1.1 only.
+      if (statusMessage && res.req.httpVersionMajor < 2) res.writeHead(statusCode, statusMessage);
+      else res.writeHead(statusCode);
     } catch (err) {
       // A header node:http will not write (a control character, say) is an invalid response.
       const invalid: NodeJS.ErrnoException = new Error(`upstream response header refused: ${(err as Error).message}`);
@@ -116,12 +119,6 @@ function upstreamHeaders(req: IncomingMessage): string[] {
     }
   }
   return headers;
-}
-
-/** A request has a body when it says so (`Content-Length` > 0 or any `Transfer-Encoding`). */
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**

@@ -38,13 +38,17 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, identity: Upstrea
   const connectionListed = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
   const headers: IncomingHttpHeaders = {};
   for (const name in incoming) {
-    if (STRIPPED_REQUEST_HEADERS.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX) || connectionListed.includes(name)) continue;
+    // HTTP/2's pseudo-headers (:method, :path, :authority, :scheme) describe the client's stream, not the request upstream.
+    if (name.startsWith(':') || STRIPPED_REQUEST_HEADERS.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX) || connectionListed.includes(name)) continue;
     headers[name] = incoming[name];
   }
   headers[UPSTREAM_TOKEN_HEADER] = identity.token;
   headers['x-request-id'] = identity.requestId;
   headers['x-forwarded-for'] = identity.clientAddress;
   headers['x-forwarded-proto'] = identity.forwardedProto;
-  headers['x-forwarded-host'] = identity.forwardedHost ?? incoming.host ?? 'localhost';
+  // HTTP/2 names the host in :authority (RFC 9113 §8.3.1); the inventory is reached over HTTP/1.1, which needs Host.
+  const clientHost = incoming.host ?? (incoming[':authority'] as string | undefined);
+  if (headers.host === undefined && clientHost !== undefined) headers.host = clientHost;
+  headers['x-forwarded-host'] = identity.forwardedHost ?? clientHost ?? 'localhost';
   return headers;
 }

@@ -17,6 +17,7 @@ import type { RunningInventory } from '../inventory';
 import type { GuardedForwarder } from '../gateway/forwarder';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
+import type { ConfigAdministration } from '../admin/config-routes';
 import { listen, localUrl } from './listen';
 
 export interface AdminListenerDependencies {
@@ -37,6 +38,12 @@ export interface AdminListenerDependencies {
   clock: Clock;
   port?: number;
   closers: Closers;
+  /** GET /admin/config and POST /admin/reload. */
+  configAdministration: ConfigAdministration;
+  /** The plans in force (updated in place by a reload). */
+  plans: Config['plans'];
+  /** The config in force now (a reload replaces it): what the deprecation report lists. */
+  inForce(): Config;
 }
 
 /** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
@@ -72,11 +79,12 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     readinessDetails: () => ({ upstreamCircuit: deps.forwarder.circuitState() }),
     deprecations: () =>
       buildDeprecationReport({
-        deprecations: config.deprecations,
+        deprecations: deps.inForce().deprecations,
         callers: (operationId) => deps.deprecationUsage.callers(operationId),
         keyById: (id) => keys.get(id),
       }),
-    plans: config.plans,
+    plans: deps.plans,
+    config: deps.configAdministration,
     trafficSeconds: deps.trafficSeconds,
     logger,
     maxBodyBytes: config.server.maxBodyBytes,

@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import type { Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import { closeServer } from '../shared/close-server';
@@ -13,6 +14,8 @@ import { markCutOff } from '../gateway/cut-off';
 import type { DeprecationUsageRecorder } from '../gateway/deprecation-usage';
 import type { KeyActivityRecorder } from '../keys/key-activity';
 import type { Limiters } from '../limits';
+import { createSecureBoundedServer } from '../shared/secure-server';
+import type { TlsPair } from '../shared/tls-pair';
 import type { Closers } from './closers';
 import { listen, localUrl } from './listen';
 
@@ -60,26 +63,55 @@ export function startForwarder(config: Config, deps: { upstreamUrl: string; metr
   return forwarder;
 }
 
-/** The public listener: the request path in front of the forwarder. Resolves its URL. */
-export async function startGatewayListener(config: Config, deps: GatewayListenerDependencies): Promise<string> {
+/** The running public listener: its URL, and how a reload reaches it. */
+export interface GatewayListener {
+  url: string;
+  /** Requests that start from now on are served under `config`; those in flight finish under theirs. */
+  applyConfig(config: Config): void;
+  /** New TLS handshakes use `pair` (null when the listener is plain HTTP). */
+  setTlsPair: ((pair: TlsPair) => void) | null;
+}
+
+/**
+ * The public listener: the forwarder to the inventory and the request path in front of it, over
+ * plain HTTP/1.1, or HTTPS with HTTP/2 and HTTP/1.1 when a TLS pair is given. The server calls
+ * one stable listener that calls the handler in force: a reload builds a new handler for the new
+ * config (same forwarder, stores and limiters: nothing opened per reload) and swaps the reference.
+ */
+export async function startGatewayListener(config: Config, deps: GatewayListenerDependencies, tlsPair: TlsPair | null = null): Promise<GatewayListener> {
   const { metrics, logger, closers, forwarder } = deps;
-  const handleRequest = createGatewayHandler({
-    config,
-    keys: deps.keys,
-    keyLimiter: deps.limiters.keys,
-    addressLimiter: deps.limiters.addresses,
-    signer: deps.signer,
-    forwarder,
-    metrics,
-    logger,
-    clock: deps.clock,
-    random: deps.random,
-    deprecationUsage: deps.deprecationUsage,
-    keyActivity: deps.keyActivity,
-  });
-  const server = createBoundedServer(config.server, handleRequest);
-  server.on('clientError', answerUnparsableRequest({ metrics, logger, cutOff: markCutOff }));
+  const handlerFor = (inForce: Config) =>
+    createGatewayHandler({
+      config: inForce,
+      keys: deps.keys,
+      keyLimiter: deps.limiters.keys,
+      addressLimiter: deps.limiters.addresses,
+      signer: deps.signer,
+      forwarder,
+      metrics,
+      logger,
+      clock: deps.clock,
+      random: deps.random,
+      deprecationUsage: deps.deprecationUsage,
+      keyActivity: deps.keyActivity,
+    });
+  let handleRequest = handlerFor(config);
+  const listener: RequestListener = (req, res) => handleRequest(req, res);
+  const onClientError = answerUnparsableRequest({ metrics, logger, cutOff: markCutOff });
+  const applyConfig = (next: Config) => {
+    handleRequest = handlerFor(next);
+  };
+  const { shutdownTimeoutMs } = config.server;
+  if (tlsPair) {
+    const secure = createSecureBoundedServer(config.server, config.http2, tlsPair, listener);
+    secure.server.on('clientError', onClientError);
+    const port = await listen(secure.server, deps.port ?? config.server.port, config.server.host);
+    closers.add(() => secure.close(shutdownTimeoutMs));
+    return { url: localUrl(config.server.host, port, 'https'), applyConfig, setTlsPair: secure.setPair };
+  }
+  const server = createBoundedServer(config.server, listener);
+  server.on('clientError', onClientError);
   const port = await listen(server, deps.port ?? config.server.port, config.server.host);
-  closers.add(() => closeServer(server, config.server.shutdownTimeoutMs));
-  return localUrl(config.server.host, port);
+  closers.add(() => closeServer(server, shutdownTimeoutMs));
+  return { url: localUrl(config.server.host, port), applyConfig, setTlsPair: null };
 }

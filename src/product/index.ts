@@ -1,11 +1,12 @@
 import { Registry } from 'prom-client';
-import type { Config } from '../shared/config';
+import { loadConfig, type Config, type ReloadOutcome } from '../shared/config';
+import { readTlsPair, type TlsPair } from '../shared/tls-pair';
 import { systemClock, type Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/upstream-token';
 import { createKeyDurabilityMetrics, KeyResolver, KeyService } from '../keys';
 import type { RunningInventory } from '../inventory';
-import { createGatewayMetrics, type GatewayMetrics } from '../gateway/metrics';
+import { createGatewayMetrics, setDeprecationSunsets, type GatewayMetrics } from '../gateway/metrics';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
 import type { MetricsSource } from '../admin/app';
 import type { LimiterEvents } from '../limits';
@@ -17,6 +18,9 @@ import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/forwarder';
 import { startAdminListener } from './admin-listener';
 import { resolveAdminToken } from './admin-token';
+import { ConfigState } from './reload/config-state';
+import { ConfigReloader } from './reload/reloader';
+import { createConfigMetrics } from './reload/config-metrics';
 
 export { resolveAdminToken };
 
@@ -36,6 +40,13 @@ export interface StartOptions {
   metricsSource?: (registry: Registry) => MetricsSource;
   /** What GET /admin/stats sums, given this process's recorder. Default: its own; a worker asks every worker. */
   trafficSource?: (recorder: TrafficRecorder) => () => Promise<TrafficSecond[]>;
+  /** How a reload reads the config again (default: loadConfig() from this process's environment). */
+  loadConfig?: () => Config;
+  /**
+   * Who reloads. Default: this process (SIGHUP and POST /admin/reload, its own config metrics).
+   * A worker passes the supervisor's, which reads and validates once and applies on every worker.
+   */
+  reload?: (trigger: string) => Promise<ReloadOutcome>;
 }
 
 export interface RunningProduct {
@@ -45,6 +56,12 @@ export interface RunningProduct {
   inventory: RunningInventory | null;
   adminToken: string;
   keys: KeyService;
+  /** SIGHUP and POST /admin/reload: re-read, validate whole, apply or change nothing. */
+  reload(trigger: string): Promise<ReloadOutcome>;
+  /** Puts a config already validated (and the TLS pair) in force: requests that start afterwards use it. */
+  applyConfig(config: Config, pair: TlsPair | null): void;
+  /** The config in force, its hash and the last reload. */
+  configState: ConfigState;
   close(): Promise<void>;
 }
 
@@ -60,6 +77,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
   const clock = options.clock ?? systemClock;
   const closers = new Closers();
   try {
+    // A missing, unreadable or mismatched pair stops startup before anything is opened.
+    const tlsPair = await readTlsPair(config.tls);
     let stores: Stores | null = null;
     let forwarder: GuardedForwarder | null = null;
     const metrics = createGatewayMetrics(new Registry(), {
@@ -73,7 +92,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const keys = new KeyService({ store: stores.keys, prefix: config.keys.prefix, plans: config.plans, clock, costs: config.costs });
+    const livePlans = { ...config.plans };
+    const keys = new KeyService({ store: stores.keys, prefix: config.keys.prefix, plans: livePlans, clock, costs: config.costs });
     const resolver = new KeyResolver(stores.keys, clock, {
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
@@ -87,7 +107,18 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
-    const gatewayUrl = await startGatewayListener(config, { ...recorders, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers });
+    const gateway = await startGatewayListener(config, { ...recorders, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers }, tlsPair);
+    const configState = new ConfigState(config);
+    const applyConfig = (next: Config, pair: TlsPair | null) => {
+      gateway.applyConfig(next);
+      if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
+      // The admin API and the key service read the plans object they were given: updated in place.
+      replaceContents(livePlans, next.plans);
+      setDeprecationSunsets(metrics.deprecationSunset, next.deprecations);
+    };
+    const reload =
+      options.reload ??
+      reloaderFor(new ConfigReloader({ state: configState, load: options.loadConfig ?? (() => loadConfig()), apply: applyConfig, metrics: createConfigMetrics(metrics.registry), logger }));
     const adminToken = resolveAdminToken(config);
     const adminUrl = await startAdminListener(config, {
       ...recorders,
@@ -104,12 +135,22 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       clock,
       port: options.adminPort,
       closers,
+      plans: livePlans,
+      configAdministration: { view: () => configState.view(), reload },
+      inForce: () => configState.config,
     });
-    return { gatewayUrl, adminUrl, inventory, adminToken, keys, close: () => closers.closeAll() };
+    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keys, reload, applyConfig, configState, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;
   }
+}
+
+const reloaderFor = (reloader: ConfigReloader) => (trigger: string) => reloader.reload(trigger);
+
+function replaceContents<T extends object>(target: T, source: T): void {
+  for (const key of Object.keys(target)) delete (target as Record<string, unknown>)[key];
+  Object.assign(target, source);
 }
 
 /** The limiters' store events as metrics and log lines. */

@@ -1,5 +1,4 @@
-import type http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 
 /**
  * Connections the kernel may hold for a listener before the process accepts them. Node's 511 drops
@@ -9,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 const LISTEN_BACKLOG = 4096;
 
 /** Listens and resolves the port actually bound (0 asks for any free one). */
-export async function listen(server: http.Server, port: number, host: string): Promise<number> {
+export async function listen(server: Server, port: number, host: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
@@ -21,7 +20,7 @@ export async function listen(server: http.Server, port: number, host: string): P
 }
 
 /** A URL this machine can reach a listener at: a wildcard address is reached on loopback. */
-export function localUrl(host: string, port: number): string {
+export function localUrl(host: string, port: number, scheme: 'http' | 'https' = 'http'): string {
   const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  return `http://${reachable}:${port}`;
+  return `${scheme}://${reachable}:${port}`;
 }

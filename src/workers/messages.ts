@@ -1,4 +1,13 @@
 import type { TrafficSecond } from '../admin/stats/traffic-recorder';
+import type { Config, LastReload, ReloadOutcome } from '../shared/config';
+
+/** A TLS pair as it crosses the IPC channel (JSON): the PEM text of both files. */
+export interface PairMessage {
+  cert: string;
+  key: string;
+  fingerprint: string;
+  validTo: string;
+}
 
 /**
  * What the supervisor and its workers say to each other over the cluster's IPC channel. Every
@@ -13,7 +22,11 @@ export type SupervisorMessage =
   /** Every worker's recent traffic, summed: the answer to a worker's asg:stats. */
   | { type: 'asg:stats'; id: number; seconds: TrafficSecond[] }
   /** Send your recent traffic (asg:stats-part) for collection `id`. */
-  | { type: 'asg:stats-collect'; id: number };
+  | { type: 'asg:stats-collect'; id: number }
+  /** Serve requests that start from now on under this config (read and validated once, here); answer asg:config-applied. */
+  | { type: 'asg:apply-config'; id: number; config: Config; pair: PairMessage | null; last: LastReload | null }
+  /** The answer to a worker's asg:reload. */
+  | { type: 'asg:reloaded'; id: number; outcome: ReloadOutcome };
 
 export type WorkerMessage =
   /** Both listeners are up. */
@@ -25,7 +38,11 @@ export type WorkerMessage =
   /** GET /admin/stats on this worker: every worker's recent traffic, summed by the supervisor. */
   | { type: 'asg:stats'; id: number }
   /** This worker's recent traffic, for the supervisor's collection `id`. */
-  | { type: 'asg:stats-part'; id: number; seconds: TrafficSecond[] };
+  | { type: 'asg:stats-part'; id: number; seconds: TrafficSecond[] }
+  /** POST /admin/reload on this worker: the supervisor reloads for every worker and answers asg:reloaded. */
+  | { type: 'asg:reload'; id: number }
+  /** This worker serves under the config of asg:apply-config `id`. */
+  | { type: 'asg:config-applied'; id: number };
 
 export function isMessage<T extends { type: string }>(message: unknown, type: T['type']): message is T {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;

@@ -8,6 +8,8 @@ import { resolveAdminToken } from '../product';
 import { startupFailureLine } from '../lifecycle';
 import { answerClusterMetrics } from './cluster-metrics';
 import { answerClusterStats } from './cluster-stats';
+import { superviseReloads } from './cluster-reload';
+import { Registry } from 'prom-client';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 import { restartDelayMs } from './worker-count';
 
@@ -44,14 +46,17 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
     }
     workerEnv.INVENTORY_URL = inventory.url;
   }
-  answerClusterMetrics(inventory ? [inventory.metrics] : []);
+  const reloadMetrics = new Registry();
+  answerClusterMetrics(inventory ? [inventory.metrics, reloadMetrics] : [reloadMetrics]);
   answerClusterStats();
+  const reloads = superviseReloads(config, log, reloadMetrics);
 
-  const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv);
+  const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv, (worker) => reloads.onWorkerReady(worker));
   cluster.on('message', (worker, message: unknown) => supervisor.onMessage(worker, message));
   cluster.on('exit', (worker, code, signal) => supervisor.onExit(worker, code, signal));
   process.on('SIGTERM', () => supervisor.stop('SIGTERM'));
   process.on('SIGINT', () => supervisor.stop('SIGINT'));
+  process.on('SIGHUP', () => void reloads.reload('SIGHUP'));
   for (let i = 0; i < workerCount; i++) supervisor.fork();
 }
 
@@ -72,6 +77,7 @@ class Supervisor {
     private readonly workerCount: number,
     private inventory: RunningInventory | null,
     private readonly workerEnv: Record<string, string>,
+    private readonly onWorkerReady: (worker: Worker) => void,
   ) {}
 
   fork(): void {
@@ -81,6 +87,7 @@ class Supervisor {
   onMessage(worker: Worker, message: unknown): void {
     if (isMessage<Extract<WorkerMessage, { type: 'asg:ready' }>>(message, 'asg:ready')) {
       this.readyAt.set(worker, Date.now());
+      this.onWorkerReady(worker);
       this.log.info({ worker: worker.id, pid: worker.process.pid }, 'worker ready');
       if (this.started || this.readyAt.size !== this.workerCount) return;
       this.started = true;

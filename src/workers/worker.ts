@@ -5,6 +5,7 @@ import { startProduct } from '../product';
 import { createStopper, greetDeveloper, startupFailureLine, stopOnSignals } from '../lifecycle';
 import { clusterMetricsSource } from './cluster-metrics';
 import { clusterTrafficSource } from './cluster-stats';
+import { applyConfigsFromSupervisor, reloadThroughSupervisor } from './cluster-reload';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 function tell(message: WorkerMessage, then?: () => void): void {
@@ -19,7 +20,7 @@ export async function runWorker(config: Config, logger: Logger, workers: number)
   const workerLogger = logger.child({ worker: cluster.worker!.id });
   let product;
   try {
-    product = await startProduct(config, { logger: workerLogger, metricsSource: clusterMetricsSource, trafficSource: clusterTrafficSource });
+    product = await startProduct(config, { logger: workerLogger, metricsSource: clusterMetricsSource, trafficSource: clusterTrafficSource, reload: reloadThroughSupervisor() });
   } catch (err) {
     // The supervisor prints it, once for all workers.
     tell({ type: 'asg:startup-failed', line: startupFailureLine(err) }, () => process.exit(1));
@@ -28,6 +29,9 @@ export async function runWorker(config: Config, logger: Logger, workers: number)
   const running = product;
   const stop = createStopper(() => running.close(), workerLogger, config.server.shutdownTimeoutMs);
   stopOnSignals(stop);
+  applyConfigsFromSupervisor(running);
+  // SIGHUP is the supervisor's to act on (it reloads for every worker); one sent to the whole process group changes nothing here.
+  process.on('SIGHUP', () => undefined);
   process.on('message', (message: unknown) => {
     if (isMessage<SupervisorMessage>(message, 'asg:stop')) stop('supervisor', { signal: false });
     if (isMessage<SupervisorMessage>(message, 'asg:greet')) {

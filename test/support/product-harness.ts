@@ -56,7 +56,9 @@ export async function startTestProduct(options: ProductHarnessOptions = {}): Pro
     ...options.env,
   };
   if (options.redis !== false) env.REDIS_URL = options.redisUrl ?? testRedisUrl();
-  const config = loadConfig({
+  const namespace = options.namespace ?? uniqueNamespace('product');
+  // A reload (SIGHUP, POST /admin/reload) reads the same sources again: a test changes CONFIG_FILE's contents.
+  const load = () => loadConfig({
     env,
     overrides: mergeConfig(
       {
@@ -65,12 +67,13 @@ export async function startTestProduct(options: ProductHarnessOptions = {}): Pro
         // 2 s rather than the default 200 ms: on a loaded 2-core test machine a busy process can read
         // Redis's reply later than 200 ms, take it for an outage and limit on its fallback for a
         // moment, which would blur the exact counts these suites assert. Outage suites set 200.
-        redis: { namespace: options.namespace ?? uniqueNamespace('product'), commandTimeoutMs: 2000 },
+        redis: { namespace, commandTimeoutMs: 2000 },
         logLevel: 'info',
       },
       (options.overrides ?? {}) as Parameters<typeof mergeConfig>[1],
     ) as never,
   });
+  const config = load();
   const logs = new LogCapture();
   const logger = createLogger(config.logLevel, logs, { keyPrefix: config.keys.prefix, traceFields: tracing() });
   const product = await startProduct(config, {
@@ -80,6 +83,7 @@ export async function startTestProduct(options: ProductHarnessOptions = {}): Pro
     gatewayPort: 0,
     adminPort: 0,
     inventoryPort: 0,
+    loadConfig: load,
   });
   return { ...product, config, logs, dataDir };
 }

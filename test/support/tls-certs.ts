@@ -24,14 +24,18 @@ function openssl(args: string[], cwd: string): void {
   }
 }
 
-/** A CA, a server certificate for 127.0.0.1 and localhost signed by it, and a client certificate: made fresh per run. */
-export function makeTestCertificates(): TestCertificates {
+/**
+ * A CA, a server certificate for 127.0.0.1 and localhost signed by it, and a client certificate:
+ * made fresh per run. `validDays` and `serverExtensions` (more openssl extension lines) let a
+ * scanner's test give the server a certificate as a real one is: months of validity, a CRL URI.
+ */
+export function makeTestCertificates(options: { validDays?: number; serverExtensions?: string } = {}): TestCertificates {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-tls-'));
-  const days = ['-days', '2'];
+  const days = ['-days', String(options.validDays ?? 2)];
   for (const ca of ['ca', 'other-ca']) {
     openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${ca}.key`, '-out', `${ca}.crt`, ...days, '-subj', `/CN=asg test ${ca}`], dir);
   }
-  fs.writeFileSync(path.join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  fs.writeFileSync(path.join(dir, 'server.ext'), `subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n${options.serverExtensions ?? ''}`);
   fs.writeFileSync(path.join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
   for (const leaf of ['server', 'client']) {
     openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${leaf}.key`, '-out', `${leaf}.csr`, '-subj', `/CN=asg test ${leaf}`], dir);

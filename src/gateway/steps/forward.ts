@@ -8,6 +8,7 @@ import type { RequestContext } from '../request-context';
 import { UNMATCHED_ROUTE } from '../routes';
 import { markCutOff } from '../cut-off';
 import { upstreamHeaders } from '../upstream-headers';
+import { bodyOfUnknownLength } from '../request-body';
 
 export interface ForwardDependencies {
   forwarder: Forwarder;
@@ -30,13 +31,20 @@ export function createForwardStep(deps: ForwardDependencies) {
   return async function forward(req: IncomingMessage, res: ServerResponse, request: RequestContext, keyId: string): Promise<void> {
     const declaredLength = Number(req.headers['content-length'] ?? 0);
     if (declaredLength > maxBodyBytes) {
-      res.setHeader('Connection', 'close');
+      closeAfterAnswer(req, res);
       return sendError(res, 'payload_too_large', tooLarge);
     }
     const token = await signer.sign({ keyId, plan: request.plan });
-    const streamed = req.headers['transfer-encoding'] !== undefined;
+    // Read before the headers are rewritten for the inventory.
+    const streamed = bodyOfUnknownLength(req);
     // The forwarders send req.url and req.headers as they find them.
-    req.headers = upstreamHeaders(req.headers, { token, requestId: request.requestId, clientAddress: request.clientAddress, forwardedProto, forwardedHost });
+    // An own property: Http2ServerRequest's `headers` is a getter on its prototype, which assignment cannot replace.
+    Object.defineProperty(req, 'headers', {
+      value: upstreamHeaders(req.headers, { token, requestId: request.requestId, clientAddress: request.clientAddress, forwardedProto, forwardedHost }),
+      writable: true,
+      configurable: true,
+      enumerable: true,
+    });
     req.url = request.originForm;
     // The inventory's traceparent names the forward span (with tracing off the client's passes untouched).
     const span = request.span;
@@ -63,7 +71,7 @@ export function createForwardStep(deps: ForwardDependencies) {
     if (streamed) boundStreamedBody(req, res, abandon);
   };
 
-  /** A chunked body has no declared length: count it as it streams and stop at the limit. */
+  /** A chunked (or HTTP/2) body of no declared length: count it as it streams and stop at the limit. */
   function boundStreamedBody(req: IncomingMessage, res: ServerResponse, abandon: () => void): void {
     let received = 0;
     req.on('data', (chunk: Buffer) => {
@@ -71,9 +79,17 @@ export function createForwardStep(deps: ForwardDependencies) {
       if (received <= maxBodyBytes || res.headersSent) return;
       abandon();
       req.unpipe();
-      res.setHeader('Connection', 'close');
+      closeAfterAnswer(req, res);
       sendError(res, 'payload_too_large', tooLarge);
     });
+  }
+
+  /**
+   * HTTP/1.1: the unread body would be taken for the next request, so the connection closes after
+   * the answer. HTTP/2 frames each stream apart (and forbids Connection): the stream ends alone.
+   */
+  function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+    if (req.httpVersionMajor !== 2) res.setHeader('Connection', 'close');
   }
 
   function observeUpstream(method: string, request: RequestContext, statusCode: number): void {

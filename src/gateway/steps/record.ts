@@ -3,7 +3,7 @@ import type { Logger } from '../../shared/logger';
 import { cutOffReason } from '../cut-off';
 import type { GatewayMetrics } from '../metrics';
 import type { RateLimitOutcome, RequestContext } from '../request-context';
-import { requestLogLine } from '../request-log-line';
+import { protocolOf, requestLogLine } from '../request-log-line';
 import { UNMATCHED_ROUTE } from '../routes';
 
 /**
@@ -55,6 +55,7 @@ export function createRecordStep(deps: RecordDependencies) {
         status: status === 0 ? null : status,
         cutOff: answered ? undefined : (cutOffReason(res) ?? 'client closed the connection'),
         durationMs: Math.round(seconds * 1e6) / 1e3,
+        protocol: protocolOf(req.httpVersion),
       }),
       'request',
     );

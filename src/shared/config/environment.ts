@@ -18,6 +18,8 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'REDIS_TLS_CA_FILE', path: ['redis', 'tls', 'caFile'] },
   { variable: 'REDIS_TLS_CERT_FILE', path: ['redis', 'tls', 'certFile'] },
   { variable: 'REDIS_TLS_KEY_FILE', path: ['redis', 'tls', 'keyFile'] },
+  { variable: 'TLS_CERT_FILE', path: ['tls', 'certFile'] },
+  { variable: 'TLS_KEY_FILE', path: ['tls', 'keyFile'] },
   { variable: 'ADMIN_TOKEN', path: ['admin', 'token'] },
   { variable: 'SIGNING_SECRET', path: ['signing', 'secret'] },
   { variable: 'SIGNING_PREVIOUS_SECRETS', path: ['signing', 'previousSecrets'], list: true },

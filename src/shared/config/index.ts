@@ -9,3 +9,6 @@ export { envBindings } from './environment';
 export { mergeConfig } from './merge';
 export { loadConfig, type LoadConfigOptions } from './load';
 export { redisConfigured, redisSourceCount, type RedisSources } from './redis-sources';
+export { planReload, changedSettings, RELOADABLE_SETTINGS, type ReloadPlan } from './reload-plan';
+export { configHash, redactedConfig, canonicalJson, SECRET_SETTINGS, REDACTED } from './display';
+export { failedReload, problemEntry, type ConfigView, type LastReload, type ReloadOutcome } from './reload-outcome';

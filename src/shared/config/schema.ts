@@ -68,6 +68,18 @@ export const configSchema = z
       /** Open connections on the public listener (per worker); further ones are closed at once. */
       maxConnections: positiveInt,
     }),
+    /** TLS_CERT_FILE and TLS_KEY_FILE: with both set the public listener speaks HTTPS, HTTP/2 and HTTP/1.1 by ALPN. */
+    tls: z.strictObject({ certFile: readableFile.nullable(), keyFile: readableFile.nullable() }),
+    /** What one HTTP/2 client session may hold on the public listener (TLS only). */
+    http2: z.strictObject({
+      maxConcurrentStreams: wholeNumber(1, 1000),
+      /** Header fields per request (the pseudo-headers count): past it the stream is refused. */
+      maxHeaderListPairs: wholeNumber(4, 1000),
+      /** Megabytes a session may buffer (streams, header tables, unsent data): past it new streams are refused. */
+      maxSessionMemoryMb: wholeNumber(1, 1024),
+      /** A session with no activity for this long is closed (GOAWAY). */
+      idleTimeoutMs: durationMs,
+    }),
     cors: z.strictObject({
       /** Origins whose browser code may call the API, e.g. https://app.example; `*` for any; empty: CORS off. */
       allowedOrigins: z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be an origin like https://app.example (scheme and host, no path), or *')),
@@ -177,6 +189,9 @@ export const configSchema = z
     }
     if (c.redis.username !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]+@/.test(c.redis.url)) {
       ctx.addIssue({ code: 'custom', path: ['redis', 'username'], message: 'REDIS_URL names a user too; give it in one place' });
+    }
+    if ((c.tls.certFile === null) !== (c.tls.keyFile === null)) {
+      ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === null ? 'certFile' : 'keyFile'], message: 'HTTPS needs both TLS_CERT_FILE and TLS_KEY_FILE' });
     }
     if (c.server.headersTimeoutMs > c.server.requestTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: 'must not be longer than server.requestTimeoutMs (node:http requires it)' });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import request from 'supertest';
@@ -101,3 +102,28 @@ test('every key lifecycle answer, good and bad, matches openapi-admin.yaml', asy
   const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
   expect(problems).toEqual([]);
 });
+
+test('GET /admin/config and POST /admin/reload, good and bad, match openapi-admin.yaml', async () => {
+  const configFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-openapi-reload-')), 'extra.yaml');
+  fs.writeFileSync(configFile, 'cors:\n  allowedOrigins: []\n');
+  const reloading = await startTestProduct({ env: { CONFIG_FILE: configFile } });
+  try {
+    const admin = (method: 'get' | 'post', url: string) => request(reloading.adminUrl)[method](url).set('Authorization', `Bearer ${reloading.adminToken}`);
+    const checked: Array<[string, string, request.Response]> = [];
+    checked.push(['get', '/admin/config', await admin('get', '/admin/config')]);
+    checked.push(['get', '/admin/config', await request(reloading.adminUrl).get('/admin/config')]);
+    fs.writeFileSync(configFile, 'cors:\n  allowedOrigins: ["https://app.example"]\nserver:\n  adminPort: 1\n');
+    checked.push(['post', '/admin/reload', await admin('post', '/admin/reload')]);
+    checked.push(['get', '/admin/config', await admin('get', '/admin/config')]);
+    fs.writeFileSync(configFile, 'cors:\n  allowedOrigins: ["nope"]\n');
+    checked.push(['post', '/admin/reload', await admin('post', '/admin/reload')]);
+    checked.push(['post', '/admin/reload', await request(reloading.adminUrl).post('/admin/reload')]);
+
+    expect(checked.map(([, , res]) => res.status)).toEqual([200, 401, 200, 200, 400, 401]);
+    const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
+    expect(problems).toEqual([]);
+  } finally {
+    await reloading.close();
+  }
+});
+

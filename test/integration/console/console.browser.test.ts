@@ -152,6 +152,7 @@ test('signing in with the keyboard opens the overview: health, bans, charts, no 
   await page.waitForFunction(() => document.getElementById('health-store')?.textContent === 'OK');
   expect(await textOf('#health-upstream')).toBe('OK');
   expect(await textOf('#active-bans')).toBe('0');
+  expect(await textOf('#config-status')).toBe(`Config ${product.configState.hash.slice(0, 12)} · not reloaded since start`);
   expect(await page.locator('#chart-status svg').count()).toBe(1);
   expect(await textOf('#chart-status')).toContain('No requests in the last 15 minutes');
   expect(await chromium.context.cookies()).toEqual([]);

@@ -150,6 +150,8 @@ export interface RecordedRequest {
 
 export interface TestUpstream {
   url: string;
+  /** Its node:http server, for a test that watches requests arrive. */
+  server: http.Server;
   requests: RecordedRequest[];
   close(): Promise<void>;
 }
@@ -178,7 +180,7 @@ export async function startRecordingUpstream(): Promise<TestUpstream> {
     });
   });
   const url = await listenOnLoopback(server);
-  return { url, requests, close: () => closeServer(server) };
+  return { url, server, requests, close: () => closeServer(server) };
 }
 
 /** An upstream that accepts connections and requests but never answers. */
@@ -188,7 +190,7 @@ export async function startSilentUpstream(): Promise<TestUpstream> {
     requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '' });
   });
   const url = await listenOnLoopback(server);
-  return { url, requests, close: () => closeServer(server) };
+  return { url, server, requests, close: () => closeServer(server) };
 }
 
 /** A loopback URL on which nothing listens (connections are refused). */

@@ -48,6 +48,12 @@ describe('upstreamHeaders', () => {
     expect(out['x-stays']).toBe('3');
   });
 
+  it('an HTTP/2 request: pseudo-headers and te never go upstream, :authority becomes Host', () => {
+    const out = upstreamHeaders({ ':method': 'GET', ':path': '/v1/pets', ':authority': 'gw.example:8443', ':scheme': 'https', te: 'trailers', accept: 'application/json' }, identity);
+    expect(Object.keys(out).filter((name) => name.startsWith(':') || name === 'te')).toEqual([]);
+    expect(out).toMatchObject({ host: 'gw.example:8443', 'x-forwarded-host': 'gw.example:8443', accept: 'application/json' });
+  });
+
   it('the client\'s own x-request-id is replaced by the gateway\'s', () => {
     expect(upstreamHeaders({ host: 'gw.example', 'x-request-id': 'client' }, identity)['x-request-id']).toBe('req-up');
   });

@@ -3,6 +3,7 @@
 // bearer token. The token lives in this module and in this tab's sessionStorage (gone when the tab
 // closes); no cookie is set, so no other site can make the browser act for the operator.
 
+/** @typedef {import('./types.js').ConfigView} ConfigView */
 /** @typedef {import('./types.js').AuditTrail} AuditTrail */
 /** @typedef {import('./types.js').CreatedKey} CreatedKey */
 /** @typedef {import('./types.js').DeprecationReport} DeprecationReport */
@@ -108,6 +109,8 @@ const keyPath = (/** @type {string} */ id) => `/admin/keys/${encodeURIComponent(
 export const getPlans = () => call('GET', '/admin/plans');
 /** @returns {Promise<StatsReport>} */
 export const getStats = () => call('GET', '/admin/stats');
+/** @returns {Promise<ConfigView>} */
+export const getConfig = () => call('GET', '/admin/config');
 /** @returns {Promise<Key[]>} */
 export const listKeys = () => call('GET', '/admin/keys');
 /** @returns {Promise<KeyDetail>} */

@@ -2,6 +2,7 @@
 // Overview: the last 15 minutes of traffic (GET /admin/stats), health, bans, and two charts.
 
 import { getStats } from './api.js';
+import { loadConfigStatus } from './config-status.js';
 import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el } from './dom.js';
 import { fmtNumber, orderedKeys } from './format.js';
@@ -27,10 +28,11 @@ const ui = {
   planLegend: byId('legend-plan', HTMLElement),
   rejectionsBody: byId('rejections-body', HTMLElement),
   updated: byId('overview-updated', HTMLElement),
+  config: byId('config-status', HTMLElement),
 };
 
 export async function loadOverview() {
-  const [stats, plans] = await Promise.all([getStats(), offeredPlanNames()]);
+  const [stats, plans] = await Promise.all([getStats(), offeredPlanNames(), loadConfigStatus(ui.config)]);
   ui.requests.textContent = fmtNumber(stats.totals.requests);
   ui.rejections.textContent = fmtNumber(stats.totals.byStatus['429'] ?? 0);
   ui.bans.textContent = stats.activeBans === null ? 'unknown' : fmtNumber(stats.activeBans);

@@ -32,6 +32,8 @@
  * @typedef {{ keyId: string, name: string | null, plan: string | null, count: number, lastCallAt: string }} Caller
  * @typedef {{ method: string, route: string, sunset: string, callers: Caller[] }} DeprecatedRoute
  * @typedef {{ lookbackDays: number, routes: DeprecatedRoute[] }} DeprecationReport
+ * @typedef {{ at: string, result: 'success' | 'failure', trigger: string }} LastReload
+ * @typedef {{ hash: string, lastReload: LastReload | null, config: Record<string, unknown> }} ConfigView
  * @typedef {{ name: string, plan: string, limits?: Limits, expiresAt?: string }} NewKey
  * @typedef {{ name: string, plan: string, expiresAt: string | null, limits?: Limits | null }} KeyChange
  */

@@ -47,6 +47,7 @@ describe('record step', () => {
       requestId: 'req-rec',
       method: 'GET',
       route: '/v1/pets',
+      protocol: 'http/1.1',
       status: 200,
       durationMs: expect.any(Number),
       upstreamMs: 3.25,

@@ -25,6 +25,9 @@ export function incoming(method: string, url: string, rawPairs: ReadonlyArray<re
   const req = new http.IncomingMessage(memorySocket());
   req.method = method;
   req.url = url;
+  req.httpVersion = '1.1';
+  req.httpVersionMajor = 1;
+  req.httpVersionMinor = 1;
   req.rawHeaders = rawPairs.flatMap(([name, value]) => [name, value]);
   const headers: http.IncomingHttpHeaders = {};
   for (const [name, value] of rawPairs) {

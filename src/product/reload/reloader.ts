@@ -1,0 +1,62 @@
+import { failedReload, planReload, type Config, type LastReload, type ReloadOutcome } from '../../shared/config';
+import type { Logger } from '../../shared/logger';
+import { readTlsPair, type TlsPair } from '../../shared/tls-pair';
+import type { ConfigMetrics } from './config-metrics';
+import type { ConfigState } from './config-state';
+
+export interface ReloaderOptions {
+  state: ConfigState;
+  /** Reads every config source again and validates the whole (throws ConfigError naming every bad setting). */
+  load(): Config;
+  /** Puts a validated config (and the TLS pair, when the listener has TLS) in force. */
+  apply(config: Config, pair: TlsPair | null, last: LastReload): void | Promise<void>;
+  metrics: ConfigMetrics;
+  logger: Logger;
+  now?: () => Date;
+}
+
+/**
+ * SIGHUP and POST /admin/reload: re-read the config and the TLS files, validate all of it, and
+ * either apply it whole or change nothing. One reload at a time: a second trigger waits for the
+ * first, so two never interleave their applies.
+ */
+export class ConfigReloader {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: ReloaderOptions) {
+    options.metrics.setHash(options.state.hash);
+  }
+
+  reload(trigger: string): Promise<ReloadOutcome> {
+    const attempt = this.queue.then(() => this.attempt(trigger));
+    this.queue = attempt.catch(() => undefined);
+    return attempt;
+  }
+
+  private async attempt(trigger: string): Promise<ReloadOutcome> {
+    const { state, metrics, logger } = this.options;
+    const at = (this.options.now?.() ?? new Date()).toISOString();
+    let plan;
+    let pair: TlsPair | null;
+    try {
+      plan = planReload(state.config, this.options.load());
+      pair = await readTlsPair(plan.inForce.tls);
+    } catch (err) {
+      const outcome = failedReload(err);
+      metrics.reloads.inc({ result: 'failure' });
+      state.record({ at, result: 'failure', trigger });
+      logger.error({ trigger, errors: outcome.errors }, 'config reload refused: the config in force is unchanged');
+      return outcome;
+    }
+    const last: LastReload = { at, result: 'success', trigger };
+    await this.options.apply(plan.inForce, pair, last);
+    state.record(last, plan.inForce);
+    metrics.reloads.inc({ result: 'success' });
+    metrics.setHash(state.hash);
+    logger.info(
+      { trigger, hash: state.hash, applied: plan.applied, restartNeeded: plan.restartNeeded, certificate: pair ? { fingerprint: pair.fingerprint, validTo: pair.validTo } : undefined },
+      plan.restartNeeded.length > 0 ? 'config reloaded; some changes need a restart and were left as they were' : 'config reloaded',
+    );
+    return { result: 'success', hash: state.hash, restartNeeded: plan.restartNeeded };
+  }
+}

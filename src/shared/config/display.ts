@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+import type { Config } from './schema';
+
+/** Config paths that hold secrets: never shown by GET /admin/config, never hashed in clear. */
+export const SECRET_SETTINGS = ['admin.token', 'signing.secret', 'signing.previousSecrets', 'redis.password', 'redis.sentinelPassword'] as const;
+
+export const REDACTED = '[redacted]';
+
+/** The config as GET /admin/config shows it: each secret that is set replaced by "[redacted]". */
+export function redactedConfig(config: Config): Config {
+  const copy = structuredClone(config) as unknown as Record<string, Record<string, unknown>>;
+  for (const setting of SECRET_SETTINGS) {
+    const [section, name] = setting.split('.') as [string, string];
+    const value = copy[section]![name];
+    if (Array.isArray(value)) copy[section]![name] = value.map(() => REDACTED);
+    else if (value !== null && value !== undefined) copy[section]![name] = REDACTED;
+  }
+  return copy as unknown as Config;
+}
+
+/** JSON with every object's keys sorted: the same config is the same text whatever order its files gave. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * sha256 (hex) of the redacted config's canonical JSON: equal on every
+ * instance that runs the same settings, and no offline guess of a secret from it.
+ */
+export function configHash(config: Config): string {
+  return createHash('sha256').update(canonicalJson(redactedConfig(config))).digest('hex');
+}

@@ -1,0 +1,180 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http2 from 'node:http2';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
+import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, type MainProcess } from '../startup/startup-kit';
+
+/**
+ * The issue's "done when" on real processes: WORKERS=2 over HTTPS (h2 and HTTP/1.1), a certificate
+ * swapped and a config changed by SIGHUP to the supervisor under traffic with no failed request
+ * and no closed connection, then an invalid config refused whole by POST /admin/reload.
+ */
+jest.setTimeout(60_000);
+
+const ORIGIN = 'https://app.example';
+let redis: RedisProcess;
+let main: MainProcess | null = null;
+let first: TestCertificates;
+let second: TestCertificates;
+let ca: Buffer[];
+let dir: string;
+
+const file = (name: string) => path.join(dir, name);
+const fingerprintOf = (certPath: string) => new crypto.X509Certificate(fs.readFileSync(certPath)).fingerprint256;
+const adminHeaders = { authorization: `Bearer ${LONG_ADMIN_TOKEN}`, 'content-type': 'application/json' };
+
+/** As a Kubernetes secret update lands: new files renamed over the old ones. */
+function install(cert: string, key: string): void {
+  for (const [from, to] of [[cert, 'tls.crt'], [key, 'tls.key']] as const) {
+    fs.copyFileSync(from, file(`${to}.new`));
+    fs.renameSync(file(`${to}.new`), file(to));
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  first = makeTestCertificates();
+  second = makeTestCertificates();
+  ca = [fs.readFileSync(first.caCert), fs.readFileSync(second.caCert)];
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-workers-reload-'));
+});
+afterAll(async () => {
+  if (main && main.child.exitCode === null) main.child.kill('SIGKILL');
+  await main?.exited;
+  await redis.stop();
+});
+
+const namespace = `asg:workers-reload:${process.pid}:${Date.now()}`;
+const configWith = (origins: string) => fs.writeFileSync(file('extra.yaml'), `redis:\n  namespace: "${namespace}"\ncors:\n  allowedOrigins: ${origins}\n`);
+
+function h2Get(session: http2.ClientHttp2Session, auth: string): Promise<{ status: number; cors: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ':path': '/v1/pets', authorization: auth, origin: ORIGIN });
+    stream.on('response', (headers) => resolve({ status: headers[':status'] ?? 0, cors: headers['access-control-allow-origin'] as string | undefined }));
+    stream.on('error', reject);
+    stream.resume();
+  });
+}
+
+async function newHandshakeFingerprint(url: string): Promise<string> {
+  const session = http2.connect(url, { ca });
+  try {
+    await new Promise<void>((resolve, reject) => session.once('connect', () => resolve()).once('error', reject));
+    return (session.socket as TLSSocket).getPeerCertificate().fingerprint256;
+  } finally {
+    session.close();
+  }
+}
+
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const startedAt = Date.now();
+  while (!(await check())) {
+    if (Date.now() - startedAt > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothing failed, nothing closed; an invalid config refused whole', async () => {
+  install(first.serverCert, first.serverKey);
+  configWith('[]');
+  const env = await isolatedEnv({
+    APP_ENV: 'staging',
+    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
+    SIGNING_SECRET: LONG_SIGNING_SECRET,
+    REDIS_URL: redis.url,
+    WORKERS: '2',
+    CONFIG_FILE: file('extra.yaml'),
+    TLS_CERT_FILE: file('tls.crt'),
+    TLS_KEY_FILE: file('tls.key'),
+  });
+  main = startMain(env);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/, 30_000);
+  const gatewayUrl = `https://127.0.0.1:${env.PORT}`;
+  const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
+  const created = await fetch(`${adminUrl}/admin/keys`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'reload', plan: 'business' }) });
+  const auth = `Bearer ${((await created.json()) as { key: string }).key}`;
+
+  // Two HTTP/2 sessions and two HTTP/1.1 keep-alive connections: round robin puts them on both workers.
+  const sessions = [http2.connect(gatewayUrl, { ca }), http2.connect(gatewayUrl, { ca })];
+  let closedConnections = 0;
+  for (const session of sessions) session.on('close', () => closedConnections++);
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 2, ca });
+  const http1Sockets = new Set<object>();
+  const http1Get = () =>
+    new Promise<{ status: number; cors: string | undefined }>((resolve, reject) => {
+      https
+        .get(`${gatewayUrl}/v1/pets`, { agent, headers: { authorization: auth, origin: ORIGIN } }, (res) => {
+          if (!http1Sockets.has(res.socket)) {
+            http1Sockets.add(res.socket);
+            res.socket.once('close', () => closedConnections++);
+          }
+          res.resume().on('end', () => resolve({ status: res.statusCode ?? 0, cors: res.headers['access-control-allow-origin'] }));
+        })
+        .on('error', reject);
+    });
+
+  const answers: Array<{ status: number; cors: string | undefined }> = [];
+  let failures = 0;
+  let running = true;
+  const client = async (send: () => Promise<{ status: number; cors: string | undefined }>) => {
+    while (running && answers.length < 20_000) {
+      try {
+        const answer = await send();
+        answers.push(answer);
+        if (answer.status !== 200) failures++;
+      } catch {
+        failures++;
+      }
+    }
+  };
+  const traffic = Promise.all([...sessions.map((s) => client(() => h2Get(s, auth))), client(http1Get), client(http1Get)]);
+  try {
+    await eventually('traffic flowing', async () => answers.length >= 50);
+    expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(first.serverCert));
+
+    install(second.serverCert, second.serverKey);
+    configWith(`["${ORIGIN}"]`);
+    main.child.kill('SIGHUP');
+    await main.waitForStdout(/"msg":"config reloaded"/, 10_000);
+    const afterReload = answers.length;
+    await eventually('every client sees the new config', async () => answers.length > afterReload + 100 && answers.slice(-20).every((a) => a.cors === ORIGIN));
+    expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(second.serverCert));
+
+    const shown = (await (await fetch(`${adminUrl}/admin/config`, { headers: adminHeaders })).json()) as { hash: string };
+    configWith('["not an origin"]\nplans:\n  business: { perMinute: 0, perDay: 10 }');
+    const refused = await fetch(`${adminUrl}/admin/reload`, { method: 'POST', headers: adminHeaders });
+    expect(refused.status).toBe(400);
+    const body = (await refused.json()) as { code: string; errors: Array<{ setting: string }> };
+    expect(body.code).toBe('invalid_config');
+    expect(body.errors.map((e) => e.setting)).toEqual(expect.arrayContaining(['cors.allowedOrigins.0', 'plans.business.perMinute']));
+    const stillAnswering = answers.length;
+    await eventually('traffic still flowing', async () => answers.length > stillAnswering + 50);
+    expect(answers.slice(-20).every((a) => a.cors === ORIGIN)).toBe(true);
+
+    // Each worker shows the same hash, and /metrics names it once.
+    for (let i = 0; i < 4; i++) {
+      const again = (await (await fetch(`${adminUrl}/admin/config`, { headers: adminHeaders })).json()) as { hash: string };
+      expect(again.hash).toBe(shown.hash);
+    }
+    const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
+    expect(metrics).toContain(`gateway_config_info{hash="${shown.hash}"} 1`);
+    expect(metrics).toMatch(/gateway_config_reloads_total\{result="success"\} 1\b/);
+    expect(metrics).toMatch(/gateway_config_reloads_total\{result="failure"\} 1\b/);
+  } finally {
+    running = false;
+    await traffic;
+    for (const session of sessions) session.removeAllListeners('close');
+    for (const socket of http1Sockets) (socket as { removeAllListeners(e: string): void }).removeAllListeners('close');
+    process.stdout.write(`WORKERS=2 reload under traffic: ${answers.length} requests, ${failures} failed, ${closedConnections} connections closed\n`);
+    for (const session of sessions) session.close();
+    agent.destroy();
+  }
+  expect(failures).toBe(0);
+  expect(closedConnections).toBe(0);
+  expect(http1Sockets.size).toBe(2);
+});
