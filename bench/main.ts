@@ -117,7 +117,7 @@ interface Variant {
   label: string;
   child: BenchChild;
   /** Which API key to send, for gateway variants. */
-  key?: 'admitted' | 'limited' | 'banned';
+  key?: 'admitted' | 'limited' | 'banned' | 'roundRobin';
   /** The status every response should have. */
   expectedStatus: number;
   usesRedis: boolean;
@@ -142,11 +142,18 @@ function median(values: number[]): number {
 const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
 
 function headersFor(variant: Variant): Record<string, string> {
-  return variant.key ? { authorization: `Bearer ${variant.child.details[variant.key]}` } : {};
+  // The round-robin rows probe with `admitted`; their load takes the keys one after another.
+  const key = variant.key === 'roundRobin' ? 'admitted' : variant.key;
+  return key ? { authorization: `Bearer ${variant.child.details[key]}` } : {};
 }
 
 /** One load with the chosen client; the soak always uses autocannon, which can stop after N requests. */
 function load(settings: Settings, run: LoadSettings): Promise<LoadResult> {
+  if (run.roundRobinKeys && settings.client !== 'wrk') {
+    const keys = run.roundRobinKeys;
+    let next = 0;
+    return runLoad({ ...run, headersPerRequest: () => ({ authorization: `Bearer ${keys[next++ % keys.length]}` }) });
+  }
   return settings.client === 'wrk' && !run.amount ? runWrk(run) : runLoad(run);
 }
 
@@ -166,15 +173,16 @@ async function probeStatus(variant: Variant): Promise<void> {
 async function measure(variant: Variant, settings: Settings, redisStats: RedisCommandStats | null, redisPid: number): Promise<RunFigures> {
   const url = `${variant.child.url}/v1/pets`;
   const headers = headersFor(variant);
+  const roundRobinKeys = variant.key === 'roundRobin' ? variant.child.details.keys!.split(',') : undefined;
   await probeStatus(variant);
-  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
+  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers, roundRobinKeys });
   // Requests cut off by the end of a run still finish on the server; let them, before counting.
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   const sentBefore = (await variant.child.stats()).redisCommandsSent;
   const cpuBefore = variant.child.cpuMs();
   const redisCpuBefore = processCpuMs(redisPid);
-  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
+  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers, roundRobinKeys });
   await settle();
   const serverCpuMs = variant.child.cpuMs() - cpuBefore;
   const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
@@ -325,7 +333,7 @@ interface Fixture {
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number } },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -359,6 +367,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         banThreshold: options.banThreshold,
         minuteWindow: options.minuteWindow,
         tracing: options.tracing,
+        extraKeys: options.extraKeys,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
     };
@@ -371,68 +380,99 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
   }
 }
 
+/** Keys used one after another in the round-robin rows. */
+const ROUND_ROBIN_KEYS = 1000;
+const FASTIFY_PEER = 'fastify-peer';
+
+/** A row of the table: how to start its server (shared by rows that name the same server). */
+interface VariantPlan extends Omit<Variant, 'child'> {
+  server: string;
+}
+
+/**
+ * Every row, in table order, and the servers behind them. Only the servers of the rows that run
+ * (`--only`) are started: an idle gateway's timers are noise beside the one under load.
+ */
+async function startVariants(settings: Settings, fixture: Fixture): Promise<Variant[]> {
+  const { upstream, spawn, gateway } = fixture;
+  const maxSockets = 256;
+  let otlpSink: Promise<BenchChild> | null = null;
+  const sink = () => (otlpSink ??= spawn('otlp-sink', 'otlp-sink', {}));
+  const servers: Record<string, () => Promise<BenchChild>> = {
+    upstream: async () => upstream,
+    'bare-http-proxy': () => spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
+    'bare-undici': () => spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
+    [FASTIFY_PEER]: () => spawn(FASTIFY_PEER, FASTIFY_PEER, { target: upstream.url, redisUrl: fixture.redis.url, namespace: `bench:${FASTIFY_PEER}`, logFile: path.join(fixture.workDir, `${FASTIFY_PEER}.log`) }),
+    'gateway-memory-http-proxy': () => gateway('gateway-memory-http-proxy', 'http-proxy', false),
+    'gateway-memory-undici': () => gateway('gateway-memory-undici', 'undici', false),
+    'gateway-redis-http-proxy': () => gateway('gateway-redis-http-proxy', 'http-proxy', true),
+    'gateway-redis-undici': () => gateway('gateway-redis-undici', 'undici', true),
+    'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
+    'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
+    'gateway-redis-undici-sliding': () => gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
+    'gateway-memory-undici-sliding': () => gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
+    // Tracing on (docs/observability.md, Tracing): every request a root span sampled at the ratio, exported to a sink that discards.
+    [TRACED_ALL]: async () => gateway(TRACED_ALL, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 1 } }),
+    [TRACED_SOME]: async () => gateway(TRACED_SOME, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 0.01 } }),
+    // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
+    'gateway-redis-undici-2-workers': async () => {
+      const child = await startGatewayProcess('gateway-redis-undici-2-workers', { repoRoot, workers: 2, redisUrl: fixture.redis.url, upstreamUrl: upstream.url, workDir: fixture.workDir });
+      fixture.children.push(child);
+      return child;
+    },
+    [NGINX]: async () => startNginx(NGINX, 1, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
+    [NGINX_2]: async () => startNginx(NGINX_2, 2, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
+  };
+  const plans = variantPlans();
+  if (!nginxAvailable()) {
+    process.stdout.write('nginx is not installed (Debian: apt-get install nginx-light): the nginx rows are left out\n');
+  }
+  const keep = settings.only ? new Set([...settings.only, BASELINE]) : null;
+  const chosen = plans.filter((p) => (!keep || keep.has(p.id)) && (nginxAvailable() || !p.server.startsWith('nginx')));
+  const started = new Map<string, Promise<BenchChild>>();
+  const childOf = (server: string) => {
+    if (!started.has(server)) started.set(server, servers[server]!());
+    return started.get(server)!;
+  };
+  return Promise.all(chosen.map(async ({ server, ...plan }) => ({ ...plan, child: await childOf(server) })));
+}
+
+/** The rows, in the order of the table. */
+function variantPlans(): VariantPlan[] {
+  const row = (id: string, label: string, more: Partial<VariantPlan> = {}): VariantPlan => ({ id, label, server: id, expectedStatus: 200, usesRedis: false, ...more });
+  const admitted = { key: 'admitted' as const, usesRedis: true };
+  return [
+    row('upstream', 'upstream directly'),
+    row(NGINX, 'nginx proxy_pass, 1 worker'),
+    row(BASELINE, 'bare express + http-proxy-middleware'),
+    row('bare-undici', 'bare node:http + undici forwarder'),
+    // The stack a Node user would assemble instead: docs/benchmark.md says what it does and does not do.
+    row(FASTIFY_PEER, 'fastify peer (rate-limit on Redis, reply-from, log)', admitted),
+    row('gateway-memory-http-proxy', 'gateway, in-process store, http-proxy', { key: 'admitted' }),
+    row('gateway-memory-undici', 'gateway, in-process store, undici', { key: 'admitted' }),
+    row('gateway-redis-http-proxy', 'gateway, Redis, http-proxy', admitted),
+    row('gateway-redis-undici', 'gateway, Redis, undici', admitted),
+    row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
+    // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
+    // every request of the last minute: the sliding window's worst case in memory and CPU.
+    row('gateway-redis-undici-sliding', 'gateway, Redis, undici, sliding minute', admitted),
+    row('gateway-memory-undici-sliding', 'gateway, in-process store, undici, sliding minute', { key: 'admitted' }),
+    row('refused-429-limited', '429 rate_limited (Redis, undici)', { server: 'gateway-redis-never-bans', key: 'limited', expectedStatus: 429, usesRedis: true }),
+    row('refused-429-banned', '429 temporarily_banned (Redis, undici)', { server: 'gateway-redis-undici', key: 'banned', expectedStatus: 429, usesRedis: true }),
+    row(TRACED_ALL, 'gateway, Redis, undici, traced, ratio 1.0', admitted),
+    row(TRACED_SOME, 'gateway, Redis, undici, traced, ratio 0.01', admitted),
+    row('gateway-redis-undici-2-workers', 'gateway, Redis, undici, WORKERS=2', admitted),
+    row(NGINX_2, 'nginx proxy_pass, 2 workers'),
+  ];
+}
+
 /** Every variant, alternating rounds; the table, the targets, bench/results/latest.{json,md}. */
 async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg();
-  const { upstream, spawn, gateway, children, redisStats } = fixture;
+  const { children, redisStats } = fixture;
   const redisPid = fixture.redis.pid;
-  const maxSockets = 256;
-  const otlpSink = await spawn('otlp-sink', 'otlp-sink', {});
-  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, redisSliding, memorySliding, tracedAll, tracedSome] = await Promise.all([
-    spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
-    spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
-    gateway('gateway-memory-http-proxy', 'http-proxy', false),
-    gateway('gateway-memory-undici', 'undici', false),
-    gateway('gateway-redis-http-proxy', 'http-proxy', true),
-    gateway('gateway-redis-undici', 'undici', true),
-    gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
-    gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
-    gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
-    // Tracing on (docs/observability.md, Tracing): every request a root span sampled at the ratio, exported to a sink that discards.
-    gateway('gateway-redis-undici-traced-100', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
-    gateway('gateway-redis-undici-traced-001', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
-  ]);
-  const variants: Variant[] = [
-    { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
-    { id: BASELINE, label: 'bare express + http-proxy-middleware', child: bareHpm!, expectedStatus: 200, usesRedis: false },
-    { id: 'bare-undici', label: 'bare node:http + undici forwarder', child: bareUndici!, expectedStatus: 200, usesRedis: false },
-    { id: 'gateway-memory-http-proxy', label: 'gateway, in-process store, http-proxy', child: memoryHpm!, key: 'admitted', expectedStatus: 200, usesRedis: false },
-    { id: 'gateway-memory-undici', label: 'gateway, in-process store, undici', child: memoryUndici!, key: 'admitted', expectedStatus: 200, usesRedis: false },
-    { id: 'gateway-redis-http-proxy', label: 'gateway, Redis, http-proxy', child: redisHpm!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    { id: 'gateway-redis-undici', label: 'gateway, Redis, undici', child: redisUndici!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
-    // every request of the last minute: the sliding window's worst case in memory and CPU.
-    { id: 'gateway-redis-undici-sliding', label: 'gateway, Redis, undici, sliding minute', child: redisSliding!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    { id: 'gateway-memory-undici-sliding', label: 'gateway, in-process store, undici, sliding minute', child: memorySliding!, key: 'admitted', expectedStatus: 200, usesRedis: false },
-    { id: 'refused-429-limited', label: '429 rate_limited (Redis, undici)', child: redisNeverBans!, key: 'limited', expectedStatus: 429, usesRedis: true },
-    { id: 'refused-429-banned', label: '429 temporarily_banned (Redis, undici)', child: redisUndici!, key: 'banned', expectedStatus: 429, usesRedis: true },
-    { id: TRACED_ALL, label: 'gateway, Redis, undici, traced, ratio 1.0', child: tracedAll!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    { id: TRACED_SOME, label: 'gateway, Redis, undici, traced, ratio 0.01', child: tracedSome!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-  ];
-  // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
-  const workers = await startGatewayProcess('gateway-redis-undici-2-workers', {
-    repoRoot,
-    workers: 2,
-    redisUrl: fixture.redis.url,
-    upstreamUrl: upstream.url,
-    workDir: fixture.workDir,
-  });
-  children.push(workers);
-  variants.push({ id: 'gateway-redis-undici-2-workers', label: 'gateway, Redis, undici, WORKERS=2', child: workers, key: 'admitted', expectedStatus: 200, usesRedis: true });
-  if (nginxAvailable()) {
-    const [nginx1, nginx2] = [await startNginx('nginx-1-worker', 1, upstream.url, fixture.workDir), await startNginx('nginx-2-workers', 2, upstream.url, fixture.workDir)];
-    children.push(nginx1, nginx2);
-    variants.splice(1, 0, { id: NGINX, label: 'nginx proxy_pass, 1 worker', child: nginx1, expectedStatus: 200, usesRedis: false });
-    variants.push({ id: NGINX_2, label: 'nginx proxy_pass, 2 workers', child: nginx2, expectedStatus: 200, usesRedis: false });
-  } else {
-    process.stdout.write('nginx is not installed (Debian: apt-get install nginx-light): the nginx rows are left out\n');
-  }
-
-  if (settings.only) {
-    const keep = new Set([...settings.only, BASELINE]);
-    for (let i = variants.length - 1; i >= 0; i--) if (!keep.has(variants[i]!.id)) variants.splice(i, 1);
-  }
+  const variants = await startVariants(settings, fixture);
   const runs = new Map<string, RunFigures[]>(variants.map((v) => [v.id, []]));
   const rssAtStart = new Map(children.map((c) => [c.name, c.rssBytes()]));
   const estimate = Math.round(settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3));

@@ -25,6 +25,8 @@ interface GatewayChildOptions {
   minuteWindow?: 'fixed' | 'sliding';
   /** Tracing on, exporting OTLP/protobuf to this sink with sampler parentbased_traceidratio at `ratio`. */
   tracing?: { sinkUrl: string; ratio: number };
+  /** Keys issued besides `admitted` (same unreachable limits), for the round-robin row (0: none). */
+  extraKeys?: number;
 }
 
 // Every command a client of this process sends to Redis is a request and its reply: a round trip.
@@ -82,7 +84,12 @@ async function main(): Promise<void> {
     for (let i = 0; i < config.ban.threshold + 2; i++) await get(banned.key);
   }
 
-  announceReady(product.gatewayUrl, { admitted: admitted.key, limited: limited.key, banned: banned.key }, () => redisCommandsSent, () => product.close());
+  const extra: string[] = [];
+  for (let i = 0; i < (options.extraKeys ?? 0); i++) extra.push((await product.keys.create({ name: `bench round-robin ${i}`, plan: 'enterprise', limits: unreachable })).key);
+  const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
+  if (extra.length > 0) details.keys = extra.join(',');
+
+  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close());
 }
 
 main().catch((err: unknown) => {
