@@ -39,13 +39,15 @@ interface Settings {
   brownout: BrownoutSettings | null;
   /** Made-up keys from one address against the Redis gateway instead of comparing variants. */
   flood: boolean;
+  /** Another checkout's dist-bench/bench (`--compare-with DIR`): its gateway as a row beside this one's. */
+  compareWith: string | null;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -93,6 +95,10 @@ function parseArgs(argv: string[]): Settings {
         break;
       case '--flood':
         settings.flood = true;
+        break;
+      case '--compare-with':
+        settings.compareWith = path.resolve(argv[i + 1]!);
+        if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
         break;
       default:
         if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
@@ -340,12 +346,12 @@ interface Fixture {
   redis: RedisProcess;
   redisStats: RedisCommandStats;
   upstream: BenchChild;
-  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]): Promise<BenchChild>;
+  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string): Promise<BenchChild>;
   gateway(
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -367,8 +373,8 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
   const children: BenchChild[] = [];
   let redis: RedisProcess | null = null;
   let redisStats: RedisCommandStats | null = null;
-  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]) => {
-    const child = await startChild(name, script, options, logFile, nodeFlags);
+  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string) => {
+    const child = await startChild(name, script, options, logFile, nodeFlags, benchDir);
     children.push(child);
     return child;
   };
@@ -392,7 +398,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         tracing: options.tracing,
         extraKeys: options.extraKeys,
       };
-      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
+      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
     };
     await use({ redis, redisStats, upstream, spawn, gateway, children, workDir });
   } finally {
@@ -407,6 +413,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
 /** Keys used one after another in the round-robin rows. */
 const ROUND_ROBIN_KEYS = 1000;
 const FASTIFY_PEER = 'fastify-peer';
+const OTHER_BUILD = 'gateway-redis-undici-other-build';
 
 /** A row of the table: how to start its server (shared by rows that name the same server). */
 interface VariantPlan extends Omit<Variant, 'child'> {
@@ -445,9 +452,10 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
       return child;
     },
     [NGINX]: async () => startNginx(NGINX, 1, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
+    [OTHER_BUILD]: () => gateway(OTHER_BUILD, 'undici', true, { benchDir: settings.compareWith ?? undefined }),
     [NGINX_2]: async () => startNginx(NGINX_2, 2, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
   };
-  const plans = variantPlans();
+  const plans = variantPlans().filter((p) => p.id !== OTHER_BUILD || settings.compareWith);
   if (!nginxAvailable()) {
     process.stdout.write('nginx is not installed (Debian: apt-get install nginx-light): the nginx rows are left out\n');
   }
@@ -476,6 +484,8 @@ function variantPlans(): VariantPlan[] {
     row('gateway-memory-undici', 'gateway, in-process store, undici', { key: 'admitted' }),
     row('gateway-redis-http-proxy', 'gateway, Redis, http-proxy', admitted),
     row('gateway-redis-undici', 'gateway, Redis, undici', admitted),
+    // `--compare-with DIR`: the same gateway row built from another checkout, for a change's A/B in one run.
+    row(OTHER_BUILD, 'gateway, Redis, undici (--compare-with build)', admitted),
     row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
     // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
     // every request of the last minute: the sliding window's worst case in memory and CPU.
