@@ -125,3 +125,20 @@ describe('the flat-line logger (the request line, written without pino’s redac
     expect(flatLineLogger(plain)).toBe(plain);
   });
 });
+
+describe('the time field', () => {
+  it('is the ISO time of the line’s millisecond, made once per millisecond', () => {
+    const { logger, text } = capture();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(Date.UTC(2026, 10, 23, 12, 0, 0, 5));
+    try {
+      logger.info('first');
+      logger.info('second');
+      now.mockReturnValue(Date.UTC(2026, 10, 23, 12, 0, 0, 6));
+      logger.info('third');
+    } finally {
+      now.mockRestore();
+    }
+    const times = text().trim().split('\n').map((line) => (JSON.parse(line) as { time: string }).time);
+    expect(times).toEqual(['2026-11-23T12:00:00.005Z', '2026-11-23T12:00:00.005Z', '2026-11-23T12:00:00.006Z']);
+  });
+});
