@@ -10,6 +10,7 @@ import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSet
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, stepCosts, timeByModule } from './profile';
 import { floodGateway } from './flood';
+import { measureLogLine } from './log-line';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
 
 /**
@@ -41,13 +42,15 @@ interface Settings {
   flood: boolean;
   /** Another checkout's dist-bench/bench (`--compare-with DIR`): its gateway as a row beside this one's. */
   compareWith: string | null;
+  /** `--log-line`: the request line's formatting cost, each logger, instead of comparing variants. */
+  logLine: boolean;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -95,6 +98,9 @@ function parseArgs(argv: string[]): Settings {
         break;
       case '--flood':
         settings.flood = true;
+        break;
+      case '--log-line':
+        settings.logLine = true;
         break;
       case '--compare-with':
         settings.compareWith = path.resolve(argv[i + 1]!);
@@ -608,6 +614,7 @@ async function profileGateway(settings: Settings, fixture: Fixture, forwarder: '
 
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
+  if (settings.logLine) return measureLogLine();
   await withFixture((fixture) => {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);
