@@ -18,20 +18,16 @@ export interface LoggerOptions {
   traceFields?: { logMixin(mergeObject: object): object } | null;
 }
 
-/** Lines gathered before a write to stdout, and the longest a line waits for company. */
-const STDOUT_BATCH_BYTES = 4096;
-const STDOUT_FLUSH_MS = 100;
-
 /**
  * stdout written asynchronously: pino's default destination writes each line with a synchronous
- * write(2), which would put one blocking system call on every request's path. Lines are gathered
- * up to 4 KiB (some 15 request lines) per write: one write per line cost more than the line
- * itself under load (a write(2) on the thread pool and its callback, issue 27). An idle process
- * still writes a line within 100 ms (sonic-boom's periodic flush); whatever is left is written
- * synchronously when the process exits.
+ * write(2), which would put one blocking system call on every request's path. Lines written while
+ * a write is in flight go out together in the next one (no minimum length, so an idle process
+ * still writes a line at once, in order with what else the process writes to stdout: the ready
+ * banner); whatever is left is written synchronously when the process exits. Gathering 4 KiB per
+ * write was tried (issue 27): no gain the bench could see, and lines came after the banner.
  */
 function asynchronousStdout(): DestinationStream {
-  const stdout = pino.destination({ dest: 1, sync: false, minLength: STDOUT_BATCH_BYTES, periodicFlush: STDOUT_FLUSH_MS });
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: 0 });
   process.once('exit', () => {
     try {
       stdout.flushSync();
@@ -99,9 +95,9 @@ export function createLogger(level: string, destination: DestinationStream = asy
 
 /**
  * A logger for lines of primitives whose fields are known (the request line, once per request):
- * pino's redaction runs a wildcard path over every field of every line, which costs more than the
- * line itself; such a line needs none of it. scrubFlat gives the same guarantee in one pass (no
- * credential-named field, no object, no key-shaped text). A logger made elsewhere (a test's
+ * pino's redaction runs its wildcard paths over every field of every line (a quarter of the
+ * request line's cost: `npm run bench -- --log-line`); such a line needs none of it. scrubFlat
+ * gives the same guarantee in one pass (no credential-named field, no object, no key-shaped text). A logger made elsewhere (a test's
  * pino) is returned as it is, with its own redaction.
  */
 export function flatLineLogger(logger: Logger): Logger {
