@@ -9,6 +9,8 @@ export interface LoadSettings {
   headers?: Record<string, string>;
   /** Headers made anew for every request (a fresh made-up key each time: `--flood`). */
   headersPerRequest?: () => Record<string, string>;
+  /** Bearer keys used one after another, request by request (the round-robin rows). */
+  roundRobinKeys?: string[];
 }
 
 export interface LoadResult {

@@ -6,12 +6,13 @@ import { processCpuMs, startChild, type BenchChild } from './processes';
 import { runLoad, type LoadResult, type LoadSettings } from './load';
 import { runWrk, wrkAvailable } from './wrk';
 import { ADMIN_TOKEN, nginxAvailable, startGatewayProcess, startNginx } from './external';
-import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSettings } from './brownout';
 import { h2loadAvailable, runH2load, type TlsProtocol } from './h2load';
 import { makeTestCertificates } from '../test/support/tls-certs';
+import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSettings } from './brownout';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
-import { hottestFunctions, timeByModule } from './profile';
+import { hottestFunctions, stepCosts, timeByModule } from './profile';
 import { floodGateway } from './flood';
+import { measureLogLine } from './log-line';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
 
 /**
@@ -41,13 +42,17 @@ interface Settings {
   brownout: BrownoutSettings | null;
   /** Made-up keys from one address against the Redis gateway instead of comparing variants. */
   flood: boolean;
+  /** Another checkout's dist-bench/bench (`--compare-with DIR`): its gateway as a row beside this one's. */
+  compareWith: string | null;
+  /** `--log-line`: the request line's formatting cost, each logger, instead of comparing variants. */
+  logLine: boolean;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -96,6 +101,13 @@ function parseArgs(argv: string[]): Settings {
       case '--flood':
         settings.flood = true;
         break;
+      case '--log-line':
+        settings.logLine = true;
+        break;
+      case '--compare-with':
+        settings.compareWith = path.resolve(argv[i + 1]!);
+        if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
+        break;
       default:
         if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
@@ -119,7 +131,7 @@ interface Variant {
   label: string;
   child: BenchChild;
   /** Which API key to send, for gateway variants. */
-  key?: 'admitted' | 'limited' | 'banned';
+  key?: 'admitted' | 'limited' | 'banned' | 'roundRobin';
   /** The status every response should have. */
   expectedStatus: number;
   usesRedis: boolean;
@@ -146,12 +158,19 @@ function median(values: number[]): number {
 const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
 
 function headersFor(variant: Variant): Record<string, string> {
-  return variant.key ? { authorization: `Bearer ${variant.child.details[variant.key]}` } : {};
+  // The round-robin rows probe with `admitted`; their load takes the keys one after another.
+  const key = variant.key === 'roundRobin' ? 'admitted' : variant.key;
+  return key ? { authorization: `Bearer ${variant.child.details[key]}` } : {};
 }
 
 /** One load with the chosen client; the soak always uses autocannon, which can stop after N requests; TLS rows use h2load. */
 function load(settings: Settings, run: LoadSettings, tls?: TlsProtocol): Promise<LoadResult> {
   if (tls) return runH2load(run, tls);
+  if (run.roundRobinKeys && settings.client !== 'wrk') {
+    const keys = run.roundRobinKeys;
+    let next = 0;
+    return runLoad({ ...run, headersPerRequest: () => ({ authorization: `Bearer ${keys[next++ % keys.length]}` }) });
+  }
   return settings.client === 'wrk' && !run.amount ? runWrk(run) : runLoad(run);
 }
 
@@ -161,27 +180,40 @@ function unexpectedResponses(result: LoadResult, expectedStatus: number): number
   return result.requests - (result.statuses[String(expectedStatus)] ?? 0) + result.errors;
 }
 
-/** One request before the load: the exact status, which wrk does not report. */
+/**
+ * One request before the load: the exact status, which wrk does not report. A gateway whose
+ * circuit to the upstream is open (on a machine loaded by other work, a run's last requests can
+ * time out) is given its cool-down and asked again, and the bench says so.
+ */
 async function probeStatus(variant: Variant): Promise<void> {
   // fetch refuses the bench's own certificate; h2load's per-request log gives each status instead.
   if (variant.tls) return;
-  const res = await fetch(`${variant.child.url}/v1/pets`, { headers: headersFor(variant) });
-  await res.arrayBuffer();
-  if (res.status !== variant.expectedStatus) throw new Error(`${variant.label}: answered ${res.status}, not ${variant.expectedStatus}`);
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(`${variant.child.url}/v1/pets`, { headers: headersFor(variant) });
+    const body = await res.text();
+    if (res.status === variant.expectedStatus) return;
+    if (res.status === 503 && body.includes('upstream_unavailable') && attempt < 4) {
+      process.stdout.write(`  ${variant.label}: circuit to the upstream open before the run (attempt ${attempt}); waiting for its cool-down\n`);
+      await new Promise((resolve) => setTimeout(resolve, 6000));
+      continue;
+    }
+    throw new Error(`${variant.label}: answered ${res.status}, not ${variant.expectedStatus}: ${body.slice(0, 300)}`);
+  }
 }
 
 async function measure(variant: Variant, settings: Settings, redisStats: RedisCommandStats | null, redisPid: number): Promise<RunFigures> {
   const url = `${variant.child.url}/v1/pets`;
   const headers = headersFor(variant);
+  const roundRobinKeys = variant.key === 'roundRobin' ? variant.child.details.keys!.split(',') : undefined;
   await probeStatus(variant);
-  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers }, variant.tls);
+  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers, roundRobinKeys }, variant.tls);
   // Requests cut off by the end of a run still finish on the server; let them, before counting.
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   const sentBefore = (await variant.child.stats()).redisCommandsSent;
   const cpuBefore = variant.child.cpuMs();
   const redisCpuBefore = processCpuMs(redisPid);
-  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers }, variant.tls);
+  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers, roundRobinKeys }, variant.tls);
   await settle();
   const serverCpuMs = variant.child.cpuMs() - cpuBefore;
   const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
@@ -327,15 +359,26 @@ interface Fixture {
   redis: RedisProcess;
   redisStats: RedisCommandStats;
   upstream: BenchChild;
-  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]): Promise<BenchChild>;
+  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string): Promise<BenchChild>;
   gateway(
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; monthAndCost?: boolean },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
+}
+
+/** Upstream failures the gateways logged over the run, by reason: a loaded machine shows here first. */
+function reportUpstreamFailures(workDir: string): void {
+  for (const file of fs.readdirSync(workDir).filter((f) => f.endsWith('.log'))) {
+    const reasons = new Map<string, number>();
+    for (const match of fs.readFileSync(path.join(workDir, file), 'utf8').matchAll(/"reason":"([^"]+)"[^\n]*"msg":"upstream failure"/g)) {
+      reasons.set(match[1]!, (reasons.get(match[1]!) ?? 0) + 1);
+    }
+    if (reasons.size > 0) process.stdout.write(`${file}: upstream failures ${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')}\n`);
+  }
 }
 
 async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<void> {
@@ -343,8 +386,8 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
   const children: BenchChild[] = [];
   let redis: RedisProcess | null = null;
   let redisStats: RedisCommandStats | null = null;
-  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[]) => {
-    const child = await startChild(name, script, options, logFile, nodeFlags);
+  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string) => {
+    const child = await startChild(name, script, options, logFile, nodeFlags, benchDir);
     children.push(child);
     return child;
   };
@@ -366,87 +409,123 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         banThreshold: options.banThreshold,
         minuteWindow: options.minuteWindow,
         tracing: options.tracing,
+        extraKeys: options.extraKeys,
         monthAndCost: options.monthAndCost,
       };
-      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags);
+      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
     };
     await use({ redis, redisStats, upstream, spawn, gateway, children, workDir });
   } finally {
     await Promise.all(children.map((c) => c.stop()));
+    reportUpstreamFailures(workDir);
     redisStats?.close();
     await redis?.stop();
     fs.rmSync(workDir, { recursive: true, force: true });
   }
 }
 
+/** Keys used one after another in the round-robin rows. */
+const ROUND_ROBIN_KEYS = 1000;
+const FASTIFY_PEER = 'fastify-peer';
+const OTHER_BUILD = 'gateway-redis-undici-other-build';
+
+/** A row of the table: how to start its server (shared by rows that name the same server). */
+interface VariantPlan extends Omit<Variant, 'child'> {
+  server: string;
+}
+
+/**
+ * Every row, in table order, and the servers behind them. Only the servers of the rows that run
+ * (`--only`) are started: an idle gateway's timers are noise beside the one under load.
+ */
+async function startVariants(settings: Settings, fixture: Fixture): Promise<Variant[]> {
+  const { upstream, spawn, gateway } = fixture;
+  const maxSockets = 256;
+  let otlpSink: Promise<BenchChild> | null = null;
+  const sink = () => (otlpSink ??= spawn('otlp-sink', 'otlp-sink', {}));
+  const servers: Record<string, () => Promise<BenchChild>> = {
+    upstream: async () => upstream,
+    'bare-http-proxy': () => spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
+    'bare-undici': () => spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
+    [FASTIFY_PEER]: () => spawn(FASTIFY_PEER, FASTIFY_PEER, { target: upstream.url, redisUrl: fixture.redis.url, namespace: `bench:${FASTIFY_PEER}`, logFile: path.join(fixture.workDir, `${FASTIFY_PEER}.log`) }),
+    'gateway-memory-http-proxy': () => gateway('gateway-memory-http-proxy', 'http-proxy', false),
+    'gateway-memory-undici': () => gateway('gateway-memory-undici', 'undici', false),
+    'gateway-redis-http-proxy': () => gateway('gateway-redis-http-proxy', 'http-proxy', true),
+    'gateway-redis-undici': () => gateway('gateway-redis-undici', 'undici', true),
+    // Issue 28: a month window and a cost rule on; compare with gateway-redis-undici (two windows).
+    'gateway-redis-undici-month-cost': () => gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
+    'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
+    'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
+    'gateway-redis-undici-sliding': () => gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
+    'gateway-memory-undici-sliding': () => gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
+    // Tracing on (docs/observability.md, Tracing): every request a root span sampled at the ratio, exported to a sink that discards.
+    [TRACED_ALL]: async () => gateway(TRACED_ALL, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 1 } }),
+    [TRACED_SOME]: async () => gateway(TRACED_SOME, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 0.01 } }),
+    // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
+    'gateway-redis-undici-2-workers': async () => {
+      const child = await startGatewayProcess('gateway-redis-undici-2-workers', { repoRoot, workers: 2, redisUrl: fixture.redis.url, upstreamUrl: upstream.url, workDir: fixture.workDir });
+      fixture.children.push(child);
+      return child;
+    },
+    [NGINX]: async () => startNginx(NGINX, 1, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
+    [OTHER_BUILD]: () => gateway(OTHER_BUILD, 'undici', true, { benchDir: settings.compareWith ?? undefined }),
+    [NGINX_2]: async () => startNginx(NGINX_2, 2, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
+  };
+  const plans = variantPlans().filter((p) => p.id !== OTHER_BUILD || settings.compareWith);
+  if (!nginxAvailable()) {
+    process.stdout.write('nginx is not installed (Debian: apt-get install nginx-light): the nginx rows are left out\n');
+  }
+  const keep = settings.only ? new Set([...settings.only, BASELINE]) : null;
+  const chosen = plans.filter((p) => (!keep || keep.has(p.id)) && (nginxAvailable() || !p.server.startsWith('nginx')));
+  const started = new Map<string, Promise<BenchChild>>();
+  const childOf = (server: string) => {
+    if (!started.has(server)) started.set(server, servers[server]!());
+    return started.get(server)!;
+  };
+  return Promise.all(chosen.map(async ({ server, ...plan }) => ({ ...plan, child: await childOf(server) })));
+}
+
+/** The rows, in the order of the table. */
+function variantPlans(): VariantPlan[] {
+  const row = (id: string, label: string, more: Partial<VariantPlan> = {}): VariantPlan => ({ id, label, server: id, expectedStatus: 200, usesRedis: false, ...more });
+  const admitted = { key: 'admitted' as const, usesRedis: true };
+  return [
+    row('upstream', 'upstream directly'),
+    row(NGINX, 'nginx proxy_pass, 1 worker'),
+    row(BASELINE, 'bare express + http-proxy-middleware'),
+    row('bare-undici', 'bare node:http + undici forwarder'),
+    // The stack a Node user would assemble instead: docs/benchmark.md says what it does and does not do.
+    row(FASTIFY_PEER, 'fastify peer (rate-limit on Redis, reply-from, log)', admitted),
+    row('gateway-memory-http-proxy', 'gateway, in-process store, http-proxy', { key: 'admitted' }),
+    row('gateway-memory-undici', 'gateway, in-process store, undici', { key: 'admitted' }),
+    row('gateway-redis-http-proxy', 'gateway, Redis, http-proxy', admitted),
+    row('gateway-redis-undici', 'gateway, Redis, undici', admitted),
+    // `--compare-with DIR`: the same gateway row built from another checkout, for a change's A/B in one run.
+    row(OTHER_BUILD, 'gateway, Redis, undici (--compare-with build)', admitted),
+    // Month window + cost 2 on the measured route: its CPU per request beside gateway-redis-undici (target: within 10 %).
+    row('gateway-redis-undici-month-cost', 'gateway, Redis, undici, month window + cost rule', admitted),
+    row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
+    // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
+    // every request of the last minute: the sliding window's worst case in memory and CPU.
+    row('gateway-redis-undici-sliding', 'gateway, Redis, undici, sliding minute', admitted),
+    row('gateway-memory-undici-sliding', 'gateway, in-process store, undici, sliding minute', { key: 'admitted' }),
+    row('refused-429-limited', '429 rate_limited (Redis, undici)', { server: 'gateway-redis-never-bans', key: 'limited', expectedStatus: 429, usesRedis: true }),
+    row('refused-429-banned', '429 temporarily_banned (Redis, undici)', { server: 'gateway-redis-undici', key: 'banned', expectedStatus: 429, usesRedis: true }),
+    row(TRACED_ALL, 'gateway, Redis, undici, traced, ratio 1.0', admitted),
+    row(TRACED_SOME, 'gateway, Redis, undici, traced, ratio 0.01', admitted),
+    row('gateway-redis-undici-2-workers', 'gateway, Redis, undici, WORKERS=2', admitted),
+    row(NGINX_2, 'nginx proxy_pass, 2 workers'),
+  ];
+}
+
 /** Every variant, alternating rounds; the table, the targets, bench/results/latest.{json,md}. */
 async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg();
-  const { upstream, spawn, gateway, children, redisStats } = fixture;
+  const { children, redisStats } = fixture;
   const redisPid = fixture.redis.pid;
-  const maxSockets = 256;
-  const otlpSink = await spawn('otlp-sink', 'otlp-sink', {});
-  const [bareHpm, bareUndici, memoryHpm, memoryUndici, redisHpm, redisUndici, redisNeverBans, redisSliding, memorySliding, tracedAll, tracedSome, redisMonthCost] = await Promise.all([
-    spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
-    spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
-    gateway('gateway-memory-http-proxy', 'http-proxy', false),
-    gateway('gateway-memory-undici', 'undici', false),
-    gateway('gateway-redis-http-proxy', 'http-proxy', true),
-    gateway('gateway-redis-undici', 'undici', true),
-    gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
-    gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
-    gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
-    // Tracing on (docs/observability.md, Tracing): every request a root span sampled at the ratio, exported to a sink that discards.
-    gateway('gateway-redis-undici-traced-100', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 1 } }),
-    gateway('gateway-redis-undici-traced-001', 'undici', true, { tracing: { sinkUrl: otlpSink.url, ratio: 0.01 } }),
-    // Issue 28: a month window and a cost rule on; compare with gateway-redis-undici (two windows).
-    gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
-  ]);
-  const variants: Variant[] = [
-    { id: 'upstream', label: 'upstream directly', child: upstream, expectedStatus: 200, usesRedis: false },
-    { id: BASELINE, label: 'bare express + http-proxy-middleware', child: bareHpm!, expectedStatus: 200, usesRedis: false },
-    { id: 'bare-undici', label: 'bare node:http + undici forwarder', child: bareUndici!, expectedStatus: 200, usesRedis: false },
-    { id: 'gateway-memory-http-proxy', label: 'gateway, in-process store, http-proxy', child: memoryHpm!, key: 'admitted', expectedStatus: 200, usesRedis: false },
-    { id: 'gateway-memory-undici', label: 'gateway, in-process store, undici', child: memoryUndici!, key: 'admitted', expectedStatus: 200, usesRedis: false },
-    { id: 'gateway-redis-http-proxy', label: 'gateway, Redis, http-proxy', child: redisHpm!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    { id: 'gateway-redis-undici', label: 'gateway, Redis, undici', child: redisUndici!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    // Month window + cost 2 on the measured route: its CPU per request beside the row above (target: within 10 %).
-    { id: 'gateway-redis-undici-month-cost', label: 'gateway, Redis, undici, month window + cost rule', child: redisMonthCost!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
-    // every request of the last minute: the sliding window's worst case in memory and CPU.
-    { id: 'gateway-redis-undici-sliding', label: 'gateway, Redis, undici, sliding minute', child: redisSliding!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    { id: 'gateway-memory-undici-sliding', label: 'gateway, in-process store, undici, sliding minute', child: memorySliding!, key: 'admitted', expectedStatus: 200, usesRedis: false },
-    { id: 'refused-429-limited', label: '429 rate_limited (Redis, undici)', child: redisNeverBans!, key: 'limited', expectedStatus: 429, usesRedis: true },
-    { id: 'refused-429-banned', label: '429 temporarily_banned (Redis, undici)', child: redisUndici!, key: 'banned', expectedStatus: 429, usesRedis: true },
-    { id: TRACED_ALL, label: 'gateway, Redis, undici, traced, ratio 1.0', child: tracedAll!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-    { id: TRACED_SOME, label: 'gateway, Redis, undici, traced, ratio 0.01', child: tracedSome!, key: 'admitted', expectedStatus: 200, usesRedis: true },
-  ];
-  // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
-  const workers = await startGatewayProcess('gateway-redis-undici-2-workers', {
-    repoRoot,
-    workers: 2,
-    redisUrl: fixture.redis.url,
-    upstreamUrl: upstream.url,
-    workDir: fixture.workDir,
-  });
-  children.push(workers);
-  variants.push({ id: 'gateway-redis-undici-2-workers', label: 'gateway, Redis, undici, WORKERS=2', child: workers, key: 'admitted', expectedStatus: 200, usesRedis: true });
-  if (nginxAvailable()) {
-    const [nginx1, nginx2] = [await startNginx('nginx-1-worker', 1, upstream.url, fixture.workDir), await startNginx('nginx-2-workers', 2, upstream.url, fixture.workDir)];
-    children.push(nginx1, nginx2);
-    variants.splice(1, 0, { id: NGINX, label: 'nginx proxy_pass, 1 worker', child: nginx1, expectedStatus: 200, usesRedis: false });
-    variants.push({ id: NGINX_2, label: 'nginx proxy_pass, 2 workers', child: nginx2, expectedStatus: 200, usesRedis: false });
-  } else {
-    process.stdout.write('nginx is not installed (Debian: apt-get install nginx-light): the nginx rows are left out\n');
-  }
-
-  await addTlsRows(variants, children, fixture.workDir, upstream.url, fixture.redis.url);
-
-  if (settings.only) {
-    const keep = new Set([...settings.only, BASELINE]);
-    for (let i = variants.length - 1; i >= 0; i--) if (!keep.has(variants[i]!.id)) variants.splice(i, 1);
-  }
+  const variants = await startVariants(settings, fixture);
+  await addTlsRows(settings, variants, fixture.children, fixture.workDir, fixture.upstream.url, fixture.redis.url);
   const runs = new Map<string, RunFigures[]>(variants.map((v) => [v.id, []]));
   const rssAtStart = new Map(children.map((c) => [c.name, c.rssBytes()]));
   const estimate = Math.round(settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3));
@@ -525,23 +604,30 @@ async function profileGateway(settings: Settings, fixture: Fixture, forwarder: '
   const url = `${child.url}/v1/pets`;
   const headers = { authorization: `Bearer ${child.details.admitted}` };
   process.stdout.write(`profiling the gateway (${store} store, ${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`);
-  await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
+  const warmup = await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
   const load = await runLoad({ url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
   await child.stop();
+  const served = warmup.sent + load.sent;
   const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('the gateway wrote no .cpuprofile');
   const kept = path.join(repoRoot, 'bench', 'results', `gateway-${store}-${forwarder}.cpuprofile`);
   fs.mkdirSync(path.dirname(kept), { recursive: true });
   fs.copyFileSync(path.join(profileDir, file), kept);
   process.stdout.write(`${load.requestsPerSecond.toFixed(0)} req/s, p50 ${load.p50Ms.toFixed(2)} ms, p99 ${load.p99Ms.toFixed(2)} ms (the profiler slows it)\n\nself time by module:\n`);
-  for (const m of timeByModule(kept, repoRoot).slice(0, 15)) process.stdout.write(`  ${m.selfPercent.toFixed(1).padStart(5)} %  ${m.module}\n`);
+  const costs = stepCosts(kept, served);
+  for (const m of timeByModule(kept, repoRoot).slice(0, 15)) {
+    process.stdout.write(`  ${m.selfPercent.toFixed(1).padStart(5)} %  ${((m.selfPercent / 100) * costs.sampledMicros).toFixed(1).padStart(6)} µs/req  ${m.module}\n`);
+  }
   process.stdout.write('\nhottest functions (self time):\n');
   for (const h of hottestFunctions(kept, repoRoot)) process.stdout.write(`  ${h.selfPercent.toFixed(1).padStart(5)} %  ${h.function}  ${h.where}\n`);
+  process.stdout.write(`\nCPU per request by step (inclusive, µs; ${served} requests, ${costs.totalMicros.toFixed(1)} µs busy per request in all):\n`);
+  for (const c of costs.steps) process.stdout.write(`  ${c.micros.toFixed(1).padStart(6)} µs  ${c.step}\n`);
   process.stdout.write(`\nprofile kept in ${path.relative(repoRoot, kept)} (open it in Chrome DevTools)\n`);
 }
 
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
+  if (settings.logLine) return measureLogLine();
   await withFixture((fixture) => {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);
@@ -566,7 +652,9 @@ main().catch((err: unknown) => {
  * loaded by h2load over HTTP/2 and over HTTPS/1.1 (`--h1`): the same client for all four, so that
  * CPU per request compares side by side. Left out, with a line saying so, without h2load or nginx.
  */
-async function addTlsRows(variants: Variant[], children: BenchChild[], workDir: string, upstreamUrl: string, redisUrl: string): Promise<void> {
+async function addTlsRows(settings: Settings, variants: Variant[], children: BenchChild[], workDir: string, upstreamUrl: string, redisUrl: string): Promise<void> {
+  const tlsRows = ['gateway-tls-h2', 'gateway-tls-h1', 'nginx-tls-h2', 'nginx-tls-h1'];
+  if (settings.only && !tlsRows.some((id) => settings.only!.includes(id))) return;
   if (!h2loadAvailable()) {
     process.stdout.write('h2load is not installed (Debian: apt-get install nghttp2-client): the HTTPS rows are left out\n');
     return;

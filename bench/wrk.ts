@@ -1,4 +1,7 @@
 import { execFile, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { LoadResult, LoadSettings } from './load';
 
 /** Whether wrk (Debian package `wrk`) is on PATH. */
@@ -44,10 +47,15 @@ export function parseWrkOutput(output: string, durationSeconds: number): LoadRes
  */
 export function runWrk(settings: LoadSettings): Promise<LoadResult> {
   const args = ['-t1', `-c${settings.connections}`, `-d${Math.max(1, Math.round(settings.durationSeconds))}s`, '--latency', '--timeout', '10s'];
-  for (const [name, value] of Object.entries(settings.headers ?? {})) args.push('-H', `${name}: ${value}`);
+  for (const [name, value] of Object.entries(settings.headers ?? {})) {
+    if (!(settings.roundRobinKeys && name === 'authorization')) args.push('-H', `${name}: ${value}`);
+  }
+  const script = settings.roundRobinKeys ? roundRobinScript(settings.roundRobinKeys) : null;
+  if (script) args.push('-s', script);
   args.push(settings.url);
   return new Promise((resolve, reject) => {
     execFile('wrk', args, { timeout: (settings.durationSeconds + 30) * 1000 }, (err, stdout, stderr) => {
+      if (script) fs.rmSync(path.dirname(script), { recursive: true, force: true });
       if (err) return reject(new Error(`wrk failed: ${err.message}\n${stderr}`));
       try {
         resolve(parseWrkOutput(stdout, settings.durationSeconds));
@@ -56,4 +64,21 @@ export function runWrk(settings: LoadSettings): Promise<LoadResult> {
       }
     });
   });
+}
+
+/** A wrk script that sends each request with the next key of the list, round and round. */
+function roundRobinScript(keys: string[]): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-wrk-'));
+  const file = path.join(dir, 'round-robin.lua');
+  fs.writeFileSync(
+    file,
+    `local keys = {${keys.map((key) => JSON.stringify(`Bearer ${key}`)).join(',')}}
+local i = 0
+request = function()
+  i = i % #keys + 1
+  return wrk.format(nil, nil, { ["Authorization"] = keys[i] })
+end
+`,
+  );
+  return file;
 }

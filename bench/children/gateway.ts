@@ -31,6 +31,8 @@ interface GatewayChildOptions {
   monthAndCost?: boolean;
   /** Tracing on, exporting OTLP/protobuf to this sink with sampler parentbased_traceidratio at `ratio`. */
   tracing?: { sinkUrl: string; ratio: number };
+  /** Keys issued besides `admitted` (same unreachable limits), for the round-robin row (0: none). */
+  extraKeys?: number;
 }
 
 /** What the measured operation costs in the month-and-cost row. */
@@ -71,7 +73,10 @@ async function main(): Promise<void> {
       dataDir: options.dataDir,
       server: { host: '127.0.0.1' },
       upstream: { url: options.target, forwarder: options.forwarder },
-      redis: { namespace: options.namespace },
+      // 200 ms by default: on 2 cores shared with other work, a command can wait longer than that
+      // while every server of the bench starts, and a request would be a 503. It changes no
+      // per-request cost, only how long a slow command may take.
+      redis: { namespace: options.namespace, commandTimeoutMs: 2000 },
       logLevel: 'info',
       ...(options.banThreshold ? { ban: { threshold: options.banThreshold } } : {}),
       ...(options.minuteWindow ? { rateLimit: { minuteWindow: options.minuteWindow } } : {}),
@@ -94,7 +99,13 @@ async function main(): Promise<void> {
     for (let i = 0; i < config.ban.threshold + 2; i++) await get(banned.key);
   }
 
-  announceReady(product.gatewayUrl, { admitted: admitted.key, limited: limited.key, banned: banned.key }, () => redisCommandsSent, () => product.close());
+  const extra: string[] = [];
+  const createExtra = (i: number) => product.keys.create({ name: `bench round-robin ${i}`, plan: 'enterprise', limits: unreachable }).then((created) => extra.push(created.key));
+  for (let i = 0; i < (options.extraKeys ?? 0); i += 10) await Promise.all(Array.from({ length: Math.min(10, options.extraKeys! - i) }, (_, j) => createExtra(i + j)));
+  const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
+  if (extra.length > 0) details.keys = extra.join(',');
+
+  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close());
 }
 
 main().catch((err: unknown) => {

@@ -32,7 +32,17 @@ export interface KeyScrubber {
   scrubString(value: string): string;
   /** The value as it is unless something below it holds key-shaped text; then a copy with it replaced. */
   scrubKeys(value: unknown): unknown;
+  /**
+   * For a line of primitives (the request line): as it is when no field is named like a credential,
+   * holds an object or key-shaped text; else a copy with those fields blanked. It does the work of
+   * redactPaths and scrubKeys for such a line in one pass over its fields, without their walk.
+   */
+  scrubFlat(line: Record<string, unknown>): Record<string, unknown>;
 }
+
+/** Top-level field names a flat line may never carry as they are (redactPaths' own names, and where they lead). */
+const CREDENTIAL_FIELDS = new Set(['authorization', 'key', 'apiKey', 'token', 'adminToken', 'req', 'res', 'headers', 'cookie']);
+const REDACTED = '[redacted]';
 
 /**
  * A scrubber for keys of `keyPrefix`'s family (config `keys.prefix`, `<family>_<environment>_`):
@@ -66,7 +76,27 @@ export function createKeyScrubber(keyPrefix: string = DEFAULT_KEY_PREFIX): KeySc
     return scrubbed;
   };
 
-  return { scrubString, scrubKeys: (value) => scrub(value, 0) };
+  /** Whether a flat line can be written as it is: the common case, one pass and no allocation. */
+  const flatIsClean = (line: Record<string, unknown>): boolean => {
+    for (const name in line) {
+      const value = line[name];
+      if (CREDENTIAL_FIELDS.has(name) || (value !== null && typeof value === 'object')) return false;
+      if (typeof value === 'string' && mayHoldKey(value) && hasLookalike.test(value)) return false;
+    }
+    return true;
+  };
+
+  const scrubFlat = (line: Record<string, unknown>): Record<string, unknown> => {
+    if (flatIsClean(line)) return line;
+    const scrubbed: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(line)) {
+      // A flat line has no objects: one that turns up is blanked whole rather than walked.
+      scrubbed[name] = CREDENTIAL_FIELDS.has(name) || (value !== null && typeof value === 'object') ? REDACTED : scrub(value, 1);
+    }
+    return scrubbed;
+  };
+
+  return { scrubString, scrubKeys: (value) => scrub(value, 0), scrubFlat };
 }
 
 /** Errors go to pino's serializer whole (also errors from another realm, which fail instanceof). */

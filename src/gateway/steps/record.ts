@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from '../../shared/logger';
+import { flatLineLogger, type Logger } from '../../shared/logger';
 import { cutOffReason } from '../cut-off';
 import type { GatewayMetrics } from '../metrics';
 import type { RateLimitOutcome, RequestContext } from '../request-context';
@@ -31,7 +31,9 @@ export interface RecordDependencies {
  * route and request id.
  */
 export function createRecordStep(deps: RecordDependencies) {
-  const { metrics, logger } = deps;
+  const { metrics } = deps;
+  // The request line is flat and names no credential: written without pino's redaction walk.
+  const logger = flatLineLogger(deps.logger);
 
   return function recordRequest(req: IncomingMessage, res: ServerResponse, request: RequestContext): void {
     const route = request.route?.template ?? UNMATCHED_ROUTE;

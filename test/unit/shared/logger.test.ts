@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { createLogger } from '../../../src/shared/logger';
+import pino from 'pino';
+import { createLogger, flatLineLogger } from '../../../src/shared/logger';
 
 function capture() {
   const lines: string[] = [];
@@ -72,5 +73,72 @@ describe('logger redaction follows keys.prefix', () => {
     const { logger, text } = capture();
     logger.info({ note: 'acme_prod_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z' }, 'line');
     expect(text()).toContain('acme_prod_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z');
+  });
+});
+
+describe('the flat-line logger (the request line, written without pino’s redaction walk)', () => {
+  function captureFlat(keyPrefix?: string) {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    // A worker logs through a child of the process's logger: the flat logger is made from that child.
+    const logger = createLogger('info', stream, keyPrefix ? { keyPrefix } : {}).child({ worker: 1 });
+    return { logger: flatLineLogger(logger), text: () => lines.join('') };
+  }
+
+  it('writes an ordinary request line as it is, with the parent’s bindings', () => {
+    const { logger, text } = captureFlat();
+    logger.info({ requestId: 'req-1', route: '/v1/pets/{petId}', status: 200, keyId: 'key_0123456789abcdef01234567', upstreamMs: null }, 'request');
+    const line = JSON.parse(text());
+    expect(line).toMatchObject({ worker: 1, requestId: 'req-1', route: '/v1/pets/{petId}', status: 200, keyId: 'key_0123456789abcdef01234567', upstreamMs: null, msg: 'request' });
+  });
+
+  it('still blanks key-shaped text in any field and in the message', () => {
+    const { logger, text } = captureFlat();
+    logger.info({ requestId: 'req-1', note: `sent ${key}` }, `saw ${key}`);
+    expect(text()).not.toContain(key);
+    expect(text().match(/\[redacted-key\]/g)).toHaveLength(2);
+  });
+
+  it('blanks fields named like a credential and any object a flat line should not have', () => {
+    const { logger, text } = captureFlat();
+    logger.info({ requestId: 'req-1', token: 'secret-token', authorization: 'Basic c2VjcmV0', nested: { token: 'deep-secret' } }, 'request');
+    expect(text()).not.toContain('secret-token');
+    expect(text()).not.toContain('c2VjcmV0');
+    expect(text()).not.toContain('deep-secret');
+    expect(JSON.parse(text())).toMatchObject({ requestId: 'req-1', token: '[redacted]', authorization: '[redacted]', nested: '[redacted]' });
+  });
+
+  it('follows keys.prefix like the logger it was made from', () => {
+    const { logger, text } = captureFlat('acme_prod_');
+    const staging = 'acme_stage_Zy9xWv8uTs7rQp6oNm5lKj4iHg3fEd2c';
+    logger.info({ requestId: 'req-1', note: staging }, 'request');
+    expect(text()).not.toContain(staging);
+  });
+
+  it('is the logger itself when it was not made by createLogger (its own redaction applies)', () => {
+    const plain = pino({ level: 'info' }, new Writable({ write: (_c, _e, done) => done() }));
+    expect(flatLineLogger(plain)).toBe(plain);
+  });
+});
+
+describe('the time field', () => {
+  it('is the ISO time of the line’s millisecond, made once per millisecond', () => {
+    const { logger, text } = capture();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(Date.UTC(2026, 10, 23, 12, 0, 0, 5));
+    try {
+      logger.info('first');
+      logger.info('second');
+      now.mockReturnValue(Date.UTC(2026, 10, 23, 12, 0, 0, 6));
+      logger.info('third');
+    } finally {
+      now.mockRestore();
+    }
+    const times = text().trim().split('\n').map((line) => (JSON.parse(line) as { time: string }).time);
+    expect(times).toEqual(['2026-11-23T12:00:00.005Z', '2026-11-23T12:00:00.005Z', '2026-11-23T12:00:00.006Z']);
   });
 });
