@@ -1,4 +1,11 @@
 import type http from 'node:http';
+import type net from 'node:net';
+
+/** How a listener's connections are ended: those idle now, and at the deadline every one left. */
+export interface ConnectionClosers {
+  closeIdle(): void;
+  cutAll(): void;
+}
 
 /**
  * Stops accepting, lets requests in flight finish for up to `graceMs`, then cuts what is left.
@@ -6,11 +13,11 @@ import type http from 'node:http';
  * request is answered later would stay open until the deadline, so each one is ended as soon as
  * it goes idle.
  */
-export function closeServer(server: http.Server, graceMs: number): Promise<void> {
+export function drainServer(server: net.Server, graceMs: number, connections: ConnectionClosers): Promise<void> {
   return new Promise((resolve, reject) => {
-    const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
+    const deadline = setTimeout(() => connections.cutAll(), graceMs);
     deadline.unref();
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    const sweep = setInterval(() => connections.closeIdle(), 50);
     sweep.unref();
     server.close((err) => {
       clearTimeout(deadline);
@@ -19,6 +26,11 @@ export function closeServer(server: http.Server, graceMs: number): Promise<void>
       if (err && (err as NodeJS.ErrnoException).code !== 'ERR_SERVER_NOT_RUNNING') reject(err);
       else resolve();
     });
-    server.closeIdleConnections();
+    connections.closeIdle();
   });
+}
+
+/** drainServer for node:http's own server, which tracks its connections itself. */
+export function closeServer(server: http.Server, graceMs: number): Promise<void> {
+  return drainServer(server, graceMs, { closeIdle: () => server.closeIdleConnections(), cutAll: () => server.closeAllConnections() });
 }

@@ -1,6 +1,7 @@
 import http2 from 'node:http2';
 import type { RequestListener } from 'node:http';
 import type { Socket } from 'node:net';
+import { drainServer } from './close-server';
 import type { Config } from './config';
 import type { TlsPair } from './tls-pair';
 
@@ -136,23 +137,15 @@ function closeOnRapidReset(session: http2.ServerHttp2Session): void {
 
 function closeSecureServer(server: http2.Http2SecureServer, connections: Connections, graceMs: number): Promise<void> {
   const closeIdle = (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.bind(server);
-  return new Promise((resolve, reject) => {
-    const deadline = setTimeout(() => {
+  const drained = drainServer(server, graceMs, {
+    // HTTP/1.1: each keep-alive connection is ended as soon as it goes idle.
+    closeIdle: () => closeIdle?.(),
+    cutAll: () => {
       for (const session of connections.sessions) session.destroy();
       for (const socket of connections.sockets) socket.destroy();
-    }, graceMs);
-    deadline.unref();
-    // HTTP/1.1: each keep-alive connection is ended as soon as it goes idle.
-    const sweep = setInterval(() => closeIdle?.(), 50);
-    sweep.unref();
-    server.close((err) => {
-      clearTimeout(deadline);
-      clearInterval(sweep);
-      if (err && (err as NodeJS.ErrnoException).code !== 'ERR_SERVER_NOT_RUNNING') reject(err);
-      else resolve();
-    });
-    // HTTP/2: GOAWAY, then the session closes once its open streams have finished.
-    for (const session of connections.sessions) session.close();
-    closeIdle?.();
+    },
   });
+  // HTTP/2: GOAWAY, then the session closes once its open streams have finished.
+  for (const session of connections.sessions) session.close();
+  return drained;
 }
