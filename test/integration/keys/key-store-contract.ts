@@ -1,23 +1,11 @@
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import type { ApiKeyRecord, KeyChange, KeyStore } from '../../../src/keys/types';
+import { keyRecordFixture } from '../../support/key-record';
 
 /** A record as the key service would build it, with the key it was hashed from. */
 export function newRecord(overrides: Partial<ApiKeyRecord> = {}): { key: string; record: ApiKeyRecord } {
   const key = generateApiKey('asg_test_');
-  const record: ApiKeyRecord = {
-    id: generateKeyId(),
-    name: 'billing service',
-    plan: 'pro',
-    limits: null,
-    hash: hashApiKey(key),
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:00.000Z',
-    revokedAt: null,
-    expiresAt: null,
-    previousHash: null,
-    previousKeyExpiresAt: null,
-    ...overrides,
-  };
+  const record = keyRecordFixture({ id: generateKeyId(), name: 'billing service', plan: 'pro', hash: hashApiKey(key), ...overrides });
   return { key, record };
 }
 

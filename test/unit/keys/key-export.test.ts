@@ -1,24 +1,19 @@
 import { exportLine, parseExport } from '../../../src/keys/key-export';
 import { generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import type { ApiKeyRecord } from '../../../src/keys/types';
+import { keyRecordFixture } from '../../support/key-record';
 
 const PREFIX = 'asg_test_';
 
 function record(overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
-  return {
+  return keyRecordFixture({
     id: generateKeyId(),
     name: 'metered',
     plan: 'enterprise',
     limits: { perMinute: 10, perDay: 100, perMonth: 1000 },
     hash: hashApiKey(`${PREFIX}abcdefghijklmnopqrstuvwxyz`),
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:00.000Z',
-    revokedAt: null,
-    expiresAt: null,
-    previousHash: null,
-    previousKeyExpiresAt: null,
     ...overrides,
-  };
+  });
 }
 
 describe('export lines: month quota and billing day', () => {

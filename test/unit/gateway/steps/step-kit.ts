@@ -7,6 +7,7 @@ import { createGatewayMetrics, type GatewayMetrics } from '../../../../src/gatew
 import { newRequestContext, type RequestContext } from '../../../../src/gateway/request-context';
 import { createStoreCall, type StoreCall } from '../../../../src/gateway/steps/store-failure';
 import { createLogger, type Logger } from '../../../../src/shared/logger';
+import { keyRecordFixture } from '../../../support/key-record';
 
 /**
  * What the step tests share: Node's own request and response objects (no socket traffic: a
@@ -105,20 +106,7 @@ export function requestContext(overrides: Partial<RequestContext> = {}): Request
 }
 
 export function keyRecord(overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
-  return {
-    id: 'key_0123456789abcdef01234567',
-    name: 'test key',
-    plan: 'free',
-    limits: null,
-    hash: 'a'.repeat(64),
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:00.000Z',
-    revokedAt: null,
-    expiresAt: null,
-    previousHash: null,
-    previousKeyExpiresAt: null,
-    ...overrides,
-  };
+  return keyRecordFixture(overrides);
 }
 
 /** A logger that writes into memory; `lines()` parses what it wrote. */
