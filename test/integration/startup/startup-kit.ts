@@ -105,3 +105,8 @@ export function tempFile(name: string, content: string): string {
 
 export const LONG_ADMIN_TOKEN = 'startup-admin-token-0123456789abcdef-long-enough';
 export const LONG_SIGNING_SECRET = 'startup-signing-secret-0123456789abcdef-long-enough';
+
+/** `npm start` as production runs it with two workers on `redisUrl`, on free ports and a fresh DATA_DIR; `extra` adds or overrides. */
+export function twoWorkersEnv(redisUrl: string, extra: Record<string, string>): Promise<Record<string, string>> {
+  return isolatedEnv({ APP_ENV: 'staging', ADMIN_TOKEN: LONG_ADMIN_TOKEN, SIGNING_SECRET: LONG_SIGNING_SECRET, REDIS_URL: redisUrl, WORKERS: '2', ...extra });
+}

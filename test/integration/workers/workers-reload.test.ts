@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, type MainProcess } from '../startup/startup-kit';
+import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, type MainProcess } from '../startup/startup-kit';
 
 /**
  * The issue's "done when" on real processes: WORKERS=2 over HTTPS (h2 and HTTP/1.1), a certificate
@@ -82,12 +82,7 @@ async function eventually(what: string, check: () => Promise<boolean>, timeoutMs
 test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothing failed, nothing closed; an invalid config refused whole', async () => {
   install(first.serverCert, first.serverKey);
   configWith('[]');
-  const env = await isolatedEnv({
-    APP_ENV: 'staging',
-    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
-    SIGNING_SECRET: LONG_SIGNING_SECRET,
-    REDIS_URL: redis.url,
-    WORKERS: '2',
+  const env = await twoWorkersEnv(redis.url, {
     CONFIG_FILE: file('extra.yaml'),
     TLS_CERT_FILE: file('tls.crt'),
     TLS_KEY_FILE: file('tls.key'),

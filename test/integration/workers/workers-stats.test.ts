@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, tempFile, type MainProcess } from '../startup/startup-kit';
 import { getThrough } from '../startup/held-upstream';
 
 /** GET /admin/stats under WORKERS=2: whichever worker answers, the traffic of both, summed (as /metrics). */
@@ -31,12 +31,7 @@ async function requestsCounted(adminUrl: string): Promise<number> {
 }
 
 test('WORKERS=2: /admin/stats sums the recent traffic of every worker, whichever one answers', async () => {
-  const env = await isolatedEnv({
-    APP_ENV: 'staging',
-    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
-    SIGNING_SECRET: LONG_SIGNING_SECRET,
-    REDIS_URL: redis.url,
-    WORKERS: '2',
+  const env = await twoWorkersEnv(redis.url, {
     CONFIG_FILE: tempFile('workers-stats.yaml', `redis:\n  namespace: "asg:workers-stats:${process.pid}:${Date.now()}"\n`),
   });
   dataDir = env.DATA_DIR;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import Redis from 'ioredis';
 import { generateApiKey } from '../../../src/keys/key-format';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, tempFile, type MainProcess } from '../startup/startup-kit';
 
 /**
  * WORKERS=2 (CONTRACT §4, §9): each worker holds its own filter of issued keys. A key created
@@ -38,12 +38,7 @@ async function commandsExecuted(): Promise<number> {
 }
 
 test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands; keys created through the admin API are served at once by any worker', async () => {
-  const env = await isolatedEnv({
-    APP_ENV: 'staging',
-    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
-    SIGNING_SECRET: LONG_SIGNING_SECRET,
-    REDIS_URL: redis.url,
-    WORKERS: '2',
+  const env = await twoWorkersEnv(redis.url, {
     CONFIG_FILE: tempFile('workers-unknown.yaml', `redis:\n  namespace: "asg:unknown:${process.pid}"\nanonymous:\n  perMinute: 30\n`),
   });
   dataDir = env.DATA_DIR!;

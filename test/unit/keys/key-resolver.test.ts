@@ -4,6 +4,7 @@ import { KeyResolver, type KeyResolverOptions } from '../../../src/keys/key-reso
 import { SqliteKeyStore } from '../../../src/keys/sqlite-key-store';
 import type { ApiKeyRecord } from '../../../src/keys/types';
 import { CountingKeyStore } from './counting-key-store';
+import { keyRecordFixture } from '../../support/key-record';
 
 const PREFIX = 'asg_live_';
 const OPTIONS: KeyResolverOptions = { prefix: PREFIX, cacheTtlSeconds: 60, negativeCacheTtlSeconds: 5, maxEntries: 100 };
@@ -125,19 +126,7 @@ describe('KeyResolver cache', () => {
   it('drops a remembered unknown key when that key is created', async () => {
     const key = generateApiKey(PREFIX);
     expect((await resolver.resolve(key)).status).toBe('invalid');
-    await store.insert({
-      id: generateKeyId(),
-      name: 'late',
-      plan: 'free',
-      limits: null,
-      hash: hashApiKey(key),
-      createdAt: '2026-01-01T00:00:00.000Z',
-      updatedAt: '2026-01-01T00:00:00.000Z',
-      revokedAt: null,
-      expiresAt: null,
-      previousHash: null,
-      previousKeyExpiresAt: null,
-    });
+    await store.insert(keyRecordFixture({ id: generateKeyId(), name: 'late', hash: hashApiKey(key) }));
     expect((await resolver.resolve(key)).status).toBe('valid');
   });
 
