@@ -6,7 +6,7 @@ import { announceReady, childOptions } from '../processes';
 
 /**
  * The baseline: express with nothing but http-proxy-middleware, over the same keep-alive agent as
- * the gateway's http-proxy forwarder (src/gateway/forwarder.ts).
+ * the gateway's http-proxy forwarder (src/gateway/upstream/http-proxy-forwarder.ts).
  */
 const { target, maxSockets } = childOptions<{ target: string; maxSockets: number }>();
 const agent = new http.Agent({ keepAlive: true, maxSockets, keepAliveMsecs: 1000 });

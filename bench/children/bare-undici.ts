@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createUndiciForwarder } from '../../src/gateway/undici-forwarder';
+import { createUndiciForwarder } from '../../src/gateway/upstream/undici-forwarder';
 import { announceReady, childOptions } from '../processes';
 
 /** node:http and the gateway's undici forwarder, nothing else: the ceiling for a Node pass-through. */

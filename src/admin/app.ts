@@ -4,7 +4,7 @@ import { errorHandler, sendError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import { systemClock, type Clock } from '../shared/clock';
 import type { KeyLimiter } from '../limits/types';
-import type { DeprecationReport } from '../gateway/deprecation-report';
+import type { DeprecationReport } from './deprecation-report';
 import type { AuditLog } from './audit-log';
 import { buildStatsReport } from './stats/stats-report';
 import type { TrafficSecond } from './stats/traffic-recorder';

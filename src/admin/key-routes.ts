@@ -19,7 +19,7 @@ export interface KeyAdministration {
   effectiveLimits(record: ApiKeyRecord): WindowLimits | null;
 }
 
-/** Each key's use, as counted off the request path (src/keys/key-activity.ts). */
+/** Each key's use, as counted off the request path (src/keys/activity/key-activity.ts). */
 export interface KeyUsageHistory {
   usage(keyId: string, days: number): Promise<{ keyId: string; days: Array<{ date: string; admitted: number; rateLimited: number; banned: number }> }>;
   lastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;

@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { tracing } from '../shared/telemetry';
 import { sendError } from '../shared/errors';
-import { requestIdFor } from './request-id';
+import { requestIdFor } from '../shared/request-id';
 import { ClientAddressResolver } from './client-address';
 import { newRequestContext, type RequestContext } from './request-context';
 import { parseTarget } from './request-target';

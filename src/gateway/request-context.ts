@@ -1,8 +1,8 @@
 import type { FallbackKind } from '../limits/types';
 import type { GatewayRequestSpan } from '../shared/telemetry';
 import type { ErrorCode } from '../shared/errors';
-import type { DeprecationNotice } from './deprecation';
-import type { RouteMatch } from './routes';
+import type { DeprecationNotice } from './operations/deprecation';
+import type { RouteMatch } from './operations/routes';
 
 /** How the limiter treated the request, for the log line, the span and the key's usage history. */
 export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'shadow_limited' | 'anonymous' | 'anonymous_limited' | 'store_error';

@@ -1,4 +1,4 @@
-import { BASE_PATH } from './routes';
+import { BASE_PATH } from '../shared/public-api';
 
 /**
  * The path the gateway routes on and the target the inventory gets, in origin form

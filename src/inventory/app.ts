@@ -6,12 +6,12 @@ import type { Logger } from '../shared/logger';
 import { tracing } from '../shared/telemetry';
 import type { UpstreamTokenVerifier } from '../shared/upstream-token';
 import { logInternalErrors, methodNotAllowed, notFound, requestId, requireGatewayToken } from './middleware';
-import { createInventoryMetrics, UNMATCHED_ROUTE, type InventoryMetrics } from './metrics';
+import { createInventoryMetrics, type InventoryMetrics } from './metrics';
+import { BASE_PATH, UNMATCHED_ROUTE } from '../shared/public-api';
 import type { PetRepository } from './pet-repository';
 import { createPetsRouter, PETS_ROUTE_PATHS } from './pets-routes';
 import { labelRoutes, observeRequests } from './request-observer';
 
-const BASE_PATH = '/v1';
 const PROBE_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
 
 export interface InventoryAppDeps {

@@ -19,12 +19,6 @@ export const SQLITE_QUERY_BUCKETS = [
   0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
 ];
 
-/**
- * Label of every path that matches no inventory route: the gateway's own value, so both services
- * spell "no route" alike and unmatched paths never widen cardinality.
- */
-export { UNMATCHED_ROUTE } from '../gateway/routes';
-
 /** Fixed names of the repository's prepared statements: the only values the `statement` label takes. */
 export const sqliteStatements = ['insert_pet', 'get_pet', 'list_pets', 'list_pets_by_status', 'ping'] as const;
 export type SqliteStatement = (typeof sqliteStatements)[number];

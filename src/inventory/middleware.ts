@@ -1,17 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { Logger } from '../shared/logger';
 import { ApiError, sendError, toApiError } from '../shared/errors';
 import { StorageUnavailableError } from '../shared/sqlite-failures';
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenVerifier } from '../shared/upstream-token';
+import { requestIdFor } from '../shared/request-id';
 import { isJsonContentType } from './validation';
-
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Keeps a sane incoming X-Request-Id (the gateway's), else makes one; every response carries it. */
 export const requestId: RequestHandler = (req, res, next) => {
-  const incoming = req.headers['x-request-id'];
-  const id = typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  const id = requestIdFor(req.headers['x-request-id']);
   res.locals.requestId = id;
   res.setHeader('X-Request-Id', id);
   next();

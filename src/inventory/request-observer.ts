@@ -2,7 +2,8 @@ import express, { type Request, type RequestHandler, type Response, type Router 
 import pinoHttp from 'pino-http';
 import type { Logger } from '../shared/logger';
 import type { UpstreamClaims } from '../shared/upstream-token';
-import { UNMATCHED_ROUTE, type InventoryMetrics } from './metrics';
+import type { InventoryMetrics } from './metrics';
+import { UNMATCHED_ROUTE } from '../shared/public-api';
 
 interface InventoryRequestState {
   startedAt: bigint;
@@ -21,7 +22,7 @@ declare module 'express-serve-static-core' {
 /** Routes whose request lines are debug: probes and scrapes arrive every few seconds and say nothing. */
 const PROBE_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** `/v1/pets/:petId` → `/v1/pets/{petId}`: the gateway's spelling of a template (src/gateway/routes.ts). */
+/** `/v1/pets/:petId` → `/v1/pets/{petId}`: the gateway's spelling of a template (src/gateway/operations/routes.ts). */
 export function routeTemplate(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../shared/clock';
 import { hashApiKey, isWellFormedKey } from './key-format';
 import { keyStatusAt } from './key-status';
-import { IssuedKeys, isIssuedHashSource, type IssuedKeysOptions } from './issued-keys';
+import { IssuedKeys, isIssuedHashSource, type IssuedKeysOptions } from './issued/issued-keys';
 import type { ApiKeyRecord, KeyStore } from './types';
 
 export type KeyResolution =
@@ -21,7 +21,7 @@ export interface KeyResolverOptions {
   /** Bound of each cache (found keys, unknown keys); the least recently used entry goes first. Default 10,000. */
   maxEntries?: number;
   /**
-   * The filter of issued key hashes that answers never-issued keys without the store (issued-keys.ts);
+   * The filter of issued key hashes that answers never-issued keys without the store (issued/issued-keys.ts);
    * used when the store is shared and offers marks (Redis). False turns it off.
    */
   issued?: IssuedKeysOptions | false;

@@ -1,8 +1,8 @@
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
-import { KeyActivityRecorder } from '../keys/key-activity';
-import { DeprecationUsageRecorder } from '../gateway/deprecation-usage';
-import type { GatewayMetrics } from '../gateway/metrics';
+import { KeyActivityRecorder } from '../keys/activity/key-activity';
+import { DeprecationUsageRecorder } from '../keys/activity/deprecation-usage';
+import type { GatewayMetrics } from '../shared/metrics';
 import { TrafficRecorder } from '../admin/stats/traffic-recorder';
 import type { Stores } from './stores';
 import type { Closers } from './closers';

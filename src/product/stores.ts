@@ -2,16 +2,19 @@ import { redisConfigured, type Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { connectRedis, type RedisClient } from '../shared/redis';
-import { SqliteKeyStore, openDurableRedisKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../keys';
-import type { KeyActivityStore } from '../keys/key-activity';
-import { RedisKeyActivityStore } from '../keys/redis-key-activity-store';
-import { SqliteKeyActivityStore } from '../keys/sqlite-key-activity-store';
+import { SqliteKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../keys';
+import type { KeyActivityStore } from '../keys/activity/key-activity';
+import { RedisKeyActivityStore } from '../keys/activity/redis-key-activity-store';
+import { SqliteKeyActivityStore } from '../keys/activity/sqlite-key-activity-store';
 import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
-import { MemoryDeprecationUsageStore, RedisDeprecationUsageStore, type DeprecationUsageStore } from '../gateway/deprecation-usage';
+import type { DeprecationUsageStore } from '../keys/activity/deprecation-usage';
+import { MemoryDeprecationUsageStore } from '../keys/activity/memory-deprecation-usage-store';
+import { RedisDeprecationUsageStore } from '../keys/activity/redis-deprecation-usage-store';
 import { RedisAuditLog, SqliteAuditLog, type AuditLog } from '../admin/audit-log';
-import type { GatewayMetrics } from '../gateway/metrics';
-import { WriteReplication } from '../keys/write-replication';
+import type { GatewayMetrics } from '../shared/metrics';
+import { WriteReplication } from '../keys/durability/write-replication';
 import type { Closers } from './closers';
+import { openDurableRedisKeyStore } from './key-store';
 
 /** Everything the product keeps: on Redis for every instance, or in this process (SQLite under dataDir). */
 export interface Stores {

@@ -5,7 +5,7 @@ import type { PlanBook } from '../../limits/plan-limits';
 import type { KeyLimiter, KeyUsage, WindowName, WindowState } from '../../limits/types';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
 import type { RequestContext } from '../request-context';
-import type { RouteMatch } from '../routes';
+import type { RouteMatch } from '../operations/routes';
 import { ANSWERED, Refusal, setHeaders, type StepOutcome } from '../step-outcome';
 import { methodNotAllowed } from './check-route';
 import { limitsNotFound } from './limit-key';

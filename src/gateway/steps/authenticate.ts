@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { KeyResolution } from '../../keys/key-resolver';
 import type { ApiKeyRecord } from '../../keys/types';
-import type { GatewayMetrics } from '../metrics';
+import type { GatewayMetrics } from '../../shared/metrics';
 import type { RequestContext } from '../request-context';
 import { Refusal } from '../step-outcome';
 import type { StoreCall } from './store-failure';

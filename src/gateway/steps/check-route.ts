@@ -1,5 +1,5 @@
 import type { RequestContext } from '../request-context';
-import { allowHeader, type RouteMatch } from '../routes';
+import { allowHeader, type RouteMatch } from '../operations/routes';
 import { CONTINUE, Refusal, type StepOutcome } from '../step-outcome';
 
 const NO_SUCH_RESOURCE = new Refusal('not_found', 'No such resource.');

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CorsPolicy } from '../cors';
 import type { RequestContext } from '../request-context';
 import { isApiPath } from '../request-target';
-import { allowHeader, matchRoute } from '../routes';
+import { allowHeader, matchRoute } from '../operations/routes';
 import { ANSWERED, CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 
 /**

@@ -2,13 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../shared/logger';
 import { sendError } from '../../shared/errors';
 import type { UpstreamTokenSigner } from '../../shared/upstream-token';
-import type { Forwarder } from '../forwarder';
-import type { GatewayMetrics } from '../metrics';
+import type { Forwarder } from '../upstream/forward-contract';
+import type { GatewayMetrics } from '../../shared/metrics';
 import type { RequestContext } from '../request-context';
-import { UNMATCHED_ROUTE } from '../routes';
+import { UNMATCHED_ROUTE } from '../../shared/public-api';
 import { markCutOff } from '../cut-off';
-import { upstreamHeaders } from '../upstream-headers';
-import { bodyOfUnknownLength } from '../request-body';
+import { upstreamHeaders } from '../upstream/upstream-headers';
+import { bodyOfUnknownLength } from '../upstream/request-body';
 
 export interface ForwardDependencies {
   forwarder: Forwarder;

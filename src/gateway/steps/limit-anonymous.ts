@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Clock } from '../../shared/clock';
 import type { AddressDecision, AddressLimiter, WindowState } from '../../limits/types';
-import type { GatewayMetrics } from '../metrics';
+import type { GatewayMetrics } from '../../shared/metrics';
 import { anonymousRateLimitHeaders } from '../rate-limit-headers';
 import type { RequestContext } from '../request-context';
 import { Refusal, setHeaders, type StepOutcome } from '../step-outcome';

@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import { deprecatedOperationId, type DeprecationNotice } from '../deprecation';
+import { deprecatedOperationId } from '../../shared/public-api';
+import type { DeprecationNotice } from '../operations/deprecation';
 import type { RequestContext } from '../request-context';
 import { isApiPath } from '../request-target';
-import { matchRoute } from '../routes';
+import { matchRoute } from '../operations/routes';
 import { CONTINUE, Refusal, setHeaders, type StepOutcome } from '../step-outcome';
 
 const NOT_A_URL = new Refusal('invalid_parameter', 'The request target is not a valid URL.');

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { flatLineLogger, type Logger } from '../../shared/logger';
 import { cutOffReason } from '../cut-off';
-import type { GatewayMetrics } from '../metrics';
+import type { GatewayMetrics } from '../../shared/metrics';
 import type { RateLimitOutcome, RequestContext } from '../request-context';
 import { protocolOf, requestLogLine } from '../request-log-line';
-import { UNMATCHED_ROUTE } from '../routes';
+import { UNMATCHED_ROUTE } from '../../shared/public-api';
 
 /**
  * The limiter's outcomes that a key's usage history counts. A request over a shadowed limit was

@@ -1,6 +1,6 @@
 import type { Logger } from '../../shared/logger';
 import type { GatewayStep, SpanAttributes } from '../../shared/telemetry';
-import type { GatewayMetrics } from '../metrics';
+import type { GatewayMetrics } from '../../shared/metrics';
 import type { RequestContext } from '../request-context';
 import { Refusal } from '../step-outcome';
 

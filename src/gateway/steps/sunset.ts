@@ -1,5 +1,5 @@
 import type { Clock } from '../../shared/clock';
-import type { GatewayMetrics } from '../metrics';
+import type { GatewayMetrics } from '../../shared/metrics';
 import type { RequestContext } from '../request-context';
 import { CONTINUE, Refusal, type StepOutcome } from '../step-outcome';
 

@@ -92,7 +92,7 @@ export const configSchema = z
       maxSockets: positiveInt,
       /** Requests that may wait for a connection beyond maxSockets; past them a new one gets 503 at once. */
       maxPending: wholeNumber(0, 100_000),
-      /** Stops sending to a failing inventory for a cool-down (src/gateway/circuit-breaker.ts). */
+      /** Stops sending to a failing inventory for a cool-down (src/gateway/upstream/circuit-breaker.ts). */
       circuitBreaker: z.strictObject({
         consecutiveFailures: positiveInt,
         cooldownMs: durationMs,

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { connectRedis, duplicateForSubscribe, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/redis-key-store';
+import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-key-store';
 import type { KeyChange } from '../../../src/keys/types';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { uniqueNamespace } from '../../support/test-redis';

@@ -1,11 +1,8 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import {
-  DeprecationUsageRecorder,
-  MemoryDeprecationUsageStore,
-  RedisDeprecationUsageStore,
-  type DeprecationUsageStore,
-} from '../../../src/gateway/deprecation-usage';
+import { DeprecationUsageRecorder, type DeprecationUsageStore } from '../../../src/keys/activity/deprecation-usage';
+import { MemoryDeprecationUsageStore } from '../../../src/keys/activity/memory-deprecation-usage-store';
+import { RedisDeprecationUsageStore } from '../../../src/keys/activity/redis-deprecation-usage-store';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 
 const DAY = 86_400_000;

@@ -4,8 +4,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { sendError } from '../../../src/shared/errors';
-import { createHttpProxyForwarder, type ForwarderSettings, type GuardedForwarder, type UpstreamFailure } from '../../../src/gateway/forwarder';
-import { createUndiciForwarder } from '../../../src/gateway/undici-forwarder';
+import { createHttpProxyForwarder } from '../../../src/gateway/upstream/http-proxy-forwarder';
+import type { ForwarderSettings, GuardedForwarder, UpstreamFailure } from '../../../src/gateway/upstream/forward-contract';
+import { createUndiciForwarder } from '../../../src/gateway/upstream/undici-forwarder';
 
 /**
  * Builders for the forwarder contract: both implementations behind one tiny express app, upstreams

@@ -5,7 +5,7 @@ import { logEntries, openConnection, scrape, total } from './listener-kit';
 
 /**
  * Requests that node's HTTP parser refuses never reach the request chain, so the chain's own
- * metrics and request log never see them. src/gateway/unparsable-request.ts answers them in their
+ * metrics and request log never see them. src/shared/unparsable-request.ts answers them in their
  * place; these tests hold it to what an operator needs: each refusal counted in
  * gateway_http_requests_total{method="unparsed"} (public listener only) and logged once with the
  * client's address and the answer's request id, and no secret the request carried in any log line.
@@ -37,7 +37,7 @@ function expectRefusal(res: RawResponse, status: number, code: string): string {
   return res.headers['x-request-id']![0]!;
 }
 
-describe('requests the HTTP parser refuses are counted and logged (src/gateway/unparsable-request.ts)', () => {
+describe('requests the HTTP parser refuses are counted and logged (src/shared/unparsable-request.ts)', () => {
   let product: ProductHarness;
   let key: string;
 

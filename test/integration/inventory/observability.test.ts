@@ -5,7 +5,7 @@ import { createInventoryApp } from '../../../src/inventory/app';
 import { openInventoryDatabase } from '../../../src/inventory/database';
 import { createInventoryMetrics, sqliteStatements } from '../../../src/inventory/metrics';
 import { SqlitePetRepository } from '../../../src/inventory/pet-repository';
-import { UNMATCHED_ROUTE } from '../../../src/gateway/routes';
+import { UNMATCHED_ROUTE } from '../../../src/shared/public-api';
 import { systemClock } from '../../../src/shared/clock';
 import { createLogger } from '../../../src/shared/logger';
 import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/upstream-token';

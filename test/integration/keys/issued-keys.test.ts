@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
 import { systemClock } from '../../../src/shared/clock';
 import { KeyService } from '../../../src/keys/key-service';
-import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/redis-key-store';
-import { IssuedKeys, type IssuedHashSource } from '../../../src/keys/issued-keys';
+import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-key-store';
+import { IssuedKeys, type IssuedHashSource } from '../../../src/keys/issued/issued-keys';
 import type { KeyChange } from '../../../src/keys/types';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 

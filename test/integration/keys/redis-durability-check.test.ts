@@ -1,8 +1,8 @@
 import { Registry } from 'prom-client';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
 import { createLogger } from '../../../src/shared/logger';
-import { createKeyDurabilityMetrics } from '../../../src/keys/key-durability-metrics';
-import { checkRedisDurability } from '../../../src/keys/redis-durability-check';
+import { createKeyDurabilityMetrics } from '../../../src/keys/durability/key-durability-metrics';
+import { checkRedisDurability } from '../../../src/keys/durability/redis-durability-check';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { LogCapture } from '../../support/product-harness';
 

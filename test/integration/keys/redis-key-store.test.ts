@@ -1,6 +1,6 @@
 import { connectRedis, duplicateForSubscribe, type RedisClient } from '../../../src/shared/redis';
 import { ManualClock } from '../../../src/shared/clock';
-import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/redis-key-store';
+import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-key-store';
 import { KeyService } from '../../../src/keys/key-service';
 import type { KeyChange } from '../../../src/keys/types';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { hashApiKey } from '../../../src/keys/key-format';
-import { SqliteKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/sqlite-key-store';
+import { SqliteKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/stores/sqlite-key-store';
 import { describeKeyStoreContract, newRecord } from './key-store-contract';
 
 const dirs: string[] = [];

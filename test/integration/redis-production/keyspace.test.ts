@@ -5,9 +5,10 @@ import { startTestProduct, type ProductHarness } from '../../support/product-har
 import { within } from '../gateway/gateway-kit';
 import { adminRequest, createKeyOverApi, gatewayGet } from '../admin/admin-kit';
 import { MAX_AUDIT_ENTRIES, RedisAuditLog } from '../../../src/admin/audit-log';
-import { LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE, RedisDeprecationUsageStore } from '../../../src/gateway/deprecation-usage';
-import { USAGE_HISTORY_DAYS, dayOf, type KeyTally } from '../../../src/keys/key-activity';
-import { RedisKeyActivityStore } from '../../../src/keys/redis-key-activity-store';
+import { LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE } from '../../../src/keys/activity/deprecation-usage';
+import { RedisDeprecationUsageStore } from '../../../src/keys/activity/redis-deprecation-usage-store';
+import { USAGE_HISTORY_DAYS, dayOf, type KeyTally } from '../../../src/keys/activity/key-activity';
+import { RedisKeyActivityStore } from '../../../src/keys/activity/redis-key-activity-store';
 import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
 import { monthSpan } from '../../../src/limits/month-window';
 import { DAY_MS, EXPIRY_SLACK_MS, MINUTE_MS, banPolicy } from '../../../src/limits/windows';

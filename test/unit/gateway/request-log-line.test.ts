@@ -1,7 +1,7 @@
 import type { GatewayRequestSpan } from '../../../src/shared/telemetry';
 import type { RequestContext } from '../../../src/gateway/request-context';
 import { requestLogLine } from '../../../src/gateway/request-log-line';
-import { matchRoute } from '../../../src/gateway/routes';
+import { matchRoute } from '../../../src/gateway/operations/routes';
 
 const request = (overrides: Partial<RequestContext> = {}): RequestContext => ({
   requestId: 'req-log',

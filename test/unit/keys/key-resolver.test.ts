@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import { KeyResolver, type KeyResolverOptions } from '../../../src/keys/key-resolver';
-import { SqliteKeyStore } from '../../../src/keys/sqlite-key-store';
+import { SqliteKeyStore } from '../../../src/keys/stores/sqlite-key-store';
 import type { ApiKeyRecord } from '../../../src/keys/types';
 import { CountingKeyStore } from './counting-key-store';
 import { keyRecordFixture } from '../../support/key-record';

@@ -3,7 +3,7 @@ import { ApiError } from '../../../src/shared/errors';
 import { generateKeyId, hashApiKey, isWellFormedKey } from '../../../src/keys/key-format';
 import { KeyService } from '../../../src/keys/key-service';
 import { effectiveLimits, planLimitsOf, type Plans } from '../../../src/limits/plan-limits';
-import { SqliteKeyStore } from '../../../src/keys/sqlite-key-store';
+import { SqliteKeyStore } from '../../../src/keys/stores/sqlite-key-store';
 import { withoutHash } from '../../../src/keys/record';
 
 const PREFIX = 'asg_dev_';

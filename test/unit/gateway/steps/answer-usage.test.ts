@@ -3,7 +3,7 @@ import { MemoryKeyLimiter } from '../../../../src/limits';
 import { PlanBook } from '../../../../src/limits/plan-limits';
 import type { KeyLimiter, KeyUsage } from '../../../../src/limits/types';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
-import { usageRoute } from '../../../../src/gateway/routes';
+import { usageRoute } from '../../../../src/gateway/operations/routes';
 import { createUsageStep } from '../../../../src/gateway/steps/answer-usage';
 import { ANSWERED, Refusal } from '../../../../src/gateway/step-outcome';
 import { NOW, headersStartingWith, incoming, keyRecord, outgoing, requestContext, stepEnvironment } from './step-kit';

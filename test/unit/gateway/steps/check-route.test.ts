@@ -1,4 +1,4 @@
-import { matchRoute } from '../../../../src/gateway/routes';
+import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { checkRoute, methodNotAllowed } from '../../../../src/gateway/steps/check-route';
 import { CONTINUE, Refusal } from '../../../../src/gateway/step-outcome';
 import { requestContext } from './step-kit';

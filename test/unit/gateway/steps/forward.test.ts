@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ManualClock } from '../../../../src/shared/clock';
 import { UpstreamTokenSigner, UpstreamTokenVerifier, type UpstreamTokenSettings } from '../../../../src/shared/upstream-token';
-import type { ForwardHandlers, Forwarder } from '../../../../src/gateway/forwarder';
-import { matchRoute } from '../../../../src/gateway/routes';
+import type { ForwardHandlers, Forwarder } from '../../../../src/gateway/upstream/forward-contract';
+import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { createForwardStep } from '../../../../src/gateway/steps/forward';
 import { NOW, counted, incoming, keyRecord, observations, outgoing, requestContext, stepEnvironment } from './step-kit';
 

@@ -5,7 +5,7 @@ import type { KeyDecision, KeyLimiter, WindowLimits, WindowState } from '../../.
 import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { createKeyLimitStep } from '../../../../src/gateway/steps/limit-key';
 import { CONTINUE, Refusal } from '../../../../src/gateway/step-outcome';
-import { OperationCosts } from '../../../../src/gateway/operation-costs';
+import { OperationCosts } from '../../../../src/gateway/operations/operation-costs';
 import { NOW, counted, countedInAll, headersStartingWith, incoming, keyRecord, outgoing, requestContext, stepEnvironment } from './step-kit';
 
 const PLANS: Plans = {

@@ -1,6 +1,6 @@
 import type { DeprecationConfig } from '../../../../src/shared/config';
-import { buildDeprecations } from '../../../../src/gateway/deprecation';
-import { matchRoute } from '../../../../src/gateway/routes';
+import { buildDeprecations } from '../../../../src/gateway/operations/deprecation';
+import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { createOperationStep } from '../../../../src/gateway/steps/match-operation';
 import { CONTINUE, Refusal } from '../../../../src/gateway/step-outcome';
 import { headersStartingWith, incoming, outgoing, requestContext } from './step-kit';

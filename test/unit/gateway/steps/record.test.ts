@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { GatewayRequestSpan } from '../../../../src/shared/telemetry';
 import { markCutOff } from '../../../../src/gateway/cut-off';
 import type { RateLimitOutcome, RequestContext } from '../../../../src/gateway/request-context';
-import { matchRoute } from '../../../../src/gateway/routes';
+import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { createRecordStep } from '../../../../src/gateway/steps/record';
 import { counted, countedInAll, incoming, keyRecord, observations, outgoing, requestContext, stepEnvironment } from './step-kit';
 

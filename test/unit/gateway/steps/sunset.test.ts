@@ -1,6 +1,6 @@
 import { ManualClock } from '../../../../src/shared/clock';
 import type { DeprecationConfig } from '../../../../src/shared/config';
-import { buildDeprecations } from '../../../../src/gateway/deprecation';
+import { buildDeprecations } from '../../../../src/gateway/operations/deprecation';
 import { createSunsetStep } from '../../../../src/gateway/steps/sunset';
 import { CONTINUE, Refusal } from '../../../../src/gateway/step-outcome';
 import { counted, countedInAll, keyRecord, requestContext, stepEnvironment } from './step-kit';

@@ -1,0 +1,172 @@
+import { systemClock, type Clock } from '../../shared/clock';
+
+export const DAY_MS = 86_400_000;
+/** How many UTC days of usage history are kept per key (CONTRACT §5). */
+export const USAGE_HISTORY_DAYS = 90;
+
+/** What the limiter decided for one request of a key, as the usage history counts it. */
+export type KeyOutcome = 'admitted' | 'rateLimited' | 'banned';
+
+export interface KeyTally {
+  admitted: number;
+  rateLimited: number;
+  banned: number;
+  /** Epoch ms of the latest admitted request in the batch; 0 when none was admitted. */
+  lastUsedAt: number;
+}
+
+export interface DayUsage {
+  /** UTC day, `YYYY-MM-DD`. */
+  date: string;
+  admitted: number;
+  rateLimited: number;
+  banned: number;
+}
+
+/** Where usage is kept: Redis for every instance together, or this process alone. */
+export interface KeyActivityStore {
+  /**
+   * True when `add` stores a batch whole or not at all, so a refused batch can be sent again without
+   * counting anything twice (SQLite: one transaction). Redis runs one script per key: a failed batch
+   * may be partly stored, so it is dropped rather than doubled.
+   */
+  readonly retriesAreSafe?: boolean;
+  /** Adds a batch of tallies of UTC day `day` (days since the epoch). Counts add up; never set. */
+  add(day: number, tallies: ReadonlyMap<string, KeyTally>): Promise<void>;
+  /** Counts of days `firstDay`..`lastDay`, oldest first, zero-filled. */
+  days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>>;
+  /** Epoch ms of each key's latest admitted request; keys never used are absent. */
+  lastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;
+}
+
+/**
+ * Key-day tallies kept while the store refuses batches (about 100 bytes each: a few MB at most).
+ * Beyond it the oldest days are dropped and counted.
+ */
+export const MAX_RETAINED_TALLIES = 50_000;
+
+function requestsIn(tallies: Iterable<KeyTally>): number {
+  let requests = 0;
+  for (const t of tallies) requests += t.admitted + t.rateLimited + t.banned;
+  return requests;
+}
+
+function emptyTally(): KeyTally {
+  return { admitted: 0, rateLimited: 0, banned: 0, lastUsedAt: 0 };
+}
+
+export function dayOf(epochMs: number): number {
+  return Math.floor(epochMs / DAY_MS);
+}
+
+function dateOf(day: number): string {
+  return new Date(day * DAY_MS).toISOString().slice(0, 10);
+}
+
+/**
+ * Counts each key's requests (admitted, rate-limited, banned) and its last use without touching the
+ * store on the request path: tallies gather in memory per UTC day and go to the store in one batch
+ * every few seconds and at shutdown, as the deprecated-callers report does.
+ */
+export class KeyActivityRecorder {
+  /** day → key id → tally. */
+  private pending = new Map<number, Map<string, KeyTally>>();
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: KeyActivityStore,
+    private readonly clock: Clock,
+    flushIntervalMs = 5000,
+    private readonly onFlushError: (err: unknown) => void = () => {},
+    /** Requests whose counts were given up on (a batch the store refused, beyond what is kept): gateway_key_usage_dropped_total. */
+    private readonly onDropped: (requests: number) => void = () => {},
+  ) {
+    this.timer = setInterval(() => void this.flush(), flushIntervalMs);
+    this.timer.unref();
+  }
+
+  record(keyId: string, outcome: KeyOutcome): void {
+    const now = this.clock.now();
+    const day = dayOf(now);
+    let tallies = this.pending.get(day);
+    if (!tallies) this.pending.set(day, (tallies = new Map()));
+    let tally = tallies.get(keyId);
+    if (!tally) tallies.set(keyId, (tally = emptyTally()));
+    tally[outcome] += 1;
+    if (outcome === 'admitted') tally.lastUsedAt = now;
+  }
+
+  /**
+   * Sends what has gathered. Flushes run one after another, so a batch is never written twice. A
+   * batch the store refused is reported; when the store's retries are safe it goes back into the
+   * pending tallies (up to MAX_RETAINED_TALLIES, oldest days dropped first and counted) and is sent
+   * with the next flush, else it is dropped and counted: a count may be lost, never doubled.
+   */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.flushOnce());
+    return this.flushing;
+  }
+
+  async usage(keyId: string, days: number): Promise<{ keyId: string; days: DayUsage[] }> {
+    await this.flush();
+    const lastDay = dayOf(this.clock.now());
+    const firstDay = lastDay - days + 1;
+    const counts = await this.store.days(keyId, firstDay, lastDay);
+    return { keyId, days: counts.map((c, i) => ({ date: dateOf(firstDay + i), ...c })) };
+  }
+
+  async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
+    await this.flush();
+    return this.store.lastUsed(keyIds);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async flushOnce(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    for (const [day, tallies] of batch) {
+      try {
+        await this.store.add(day, tallies);
+      } catch (err) {
+        this.onFlushError(err);
+        if (this.store.retriesAreSafe) this.keep(day, tallies);
+        else this.onDropped(requestsIn(tallies.values()));
+      }
+    }
+    this.dropBeyondBound();
+  }
+
+  /** Adds a refused batch back to what is pending (counts add up, the later last use wins). */
+  private keep(day: number, tallies: ReadonlyMap<string, KeyTally>): void {
+    let pendingDay = this.pending.get(day);
+    if (!pendingDay) this.pending.set(day, (pendingDay = new Map()));
+    for (const [keyId, tally] of tallies) {
+      const current = pendingDay.get(keyId) ?? emptyTally();
+      pendingDay.set(keyId, {
+        admitted: current.admitted + tally.admitted,
+        rateLimited: current.rateLimited + tally.rateLimited,
+        banned: current.banned + tally.banned,
+        lastUsedAt: Math.max(current.lastUsedAt, tally.lastUsedAt),
+      });
+    }
+  }
+
+  /** Memory stays bounded during a long outage: the oldest days' tallies go first, counted. */
+  private dropBeyondBound(): void {
+    let retained = 0;
+    for (const tallies of this.pending.values()) retained += tallies.size;
+    for (const day of [...this.pending.keys()].sort((a, b) => a - b)) {
+      if (retained <= MAX_RETAINED_TALLIES) return;
+      const tallies = this.pending.get(day)!;
+      this.pending.delete(day);
+      retained -= tallies.size;
+      this.onDropped(requestsIn(tallies.values()));
+    }
+  }
+}

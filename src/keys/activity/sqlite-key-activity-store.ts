@@ -1,0 +1,104 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
+import { systemClock } from '../../shared/clock';
+import { USAGE_HISTORY_DAYS, type DayUsage, type KeyActivityStore, type KeyTally } from './key-activity';
+
+export const KEY_USAGE_DATABASE_FILE = 'key-usage.sqlite';
+/** This store's name in errors, metrics and /readyz. */
+const KEY_USAGE_DATABASE = 'key-usage';
+
+/**
+ * The single-instance store when a data directory is given: SQLite under it, so the history and
+ * last use survive a restart like the keys do. Written only by flushes (every few seconds, one
+ * transaction), never on the request path.
+ */
+export class SqliteKeyActivityStore implements KeyActivityStore {
+  /** add() is one transaction: a refused batch stored nothing and can be sent again. */
+  readonly retriesAreSafe = true;
+  private readonly db: Database.Database;
+  private readonly writeProbe: SqliteWriteProbe;
+  private readonly addCounts: Database.Statement<[string, number, number, number, number]>;
+  private readonly addLastUse: Database.Statement<[string, number]>;
+  private readonly dropOld: Database.Statement<[number]>;
+  private readonly selectDays: Database.Statement<[string, number, number]>;
+
+  constructor(
+    dataDir: string,
+    private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
+  ) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(path.join(dataDir, KEY_USAGE_DATABASE_FILE));
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
+      this.db.exec(WRITE_PROBE_TABLE_SQL);
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS key_usage (
+          key_id TEXT NOT NULL, day INTEGER NOT NULL,
+          admitted INTEGER NOT NULL, rate_limited INTEGER NOT NULL, banned INTEGER NOT NULL,
+          PRIMARY KEY (key_id, day)
+        ) STRICT;
+        CREATE TABLE IF NOT EXISTS key_last_use (key_id TEXT PRIMARY KEY, at INTEGER NOT NULL) STRICT;`);
+      this.addCounts = this.db.prepare(
+        `INSERT INTO key_usage (key_id, day, admitted, rate_limited, banned) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (key_id, day) DO UPDATE SET admitted = admitted + excluded.admitted,
+           rate_limited = rate_limited + excluded.rate_limited, banned = banned + excluded.banned`,
+      );
+      this.addLastUse = this.db.prepare(
+        `INSERT INTO key_last_use (key_id, at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET at = max(at, excluded.at)`,
+      );
+      this.dropOld = this.db.prepare('DELETE FROM key_usage WHERE day <= ?');
+      this.selectDays = this.db.prepare('SELECT day, admitted, rate_limited, banned FROM key_usage WHERE key_id = ? AND day BETWEEN ? AND ?');
+      this.writeProbe = new SqliteWriteProbe(this.db, KEY_USAGE_DATABASE, systemClock, options.onSqliteError);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+  }
+
+  async add(day: number, tallies: ReadonlyMap<string, KeyTally>): Promise<void> {
+    const addAll = this.db.transaction(() => {
+      for (const [keyId, tally] of tallies) {
+        this.addCounts.run(keyId, day, tally.admitted, tally.rateLimited, tally.banned);
+        if (tally.lastUsedAt > 0) this.addLastUse.run(keyId, tally.lastUsedAt);
+      }
+      this.dropOld.run(day - USAGE_HISTORY_DAYS);
+    });
+    sqliteStatement(KEY_USAGE_DATABASE, () => addAll(), this.options.onSqliteError);
+  }
+
+  /** Throws when key-usage.sqlite cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.writeProbe.check();
+  }
+
+  async days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>> {
+    const rows = this.selectDays.all(keyId, firstDay, lastDay) as Array<{ day: number; admitted: number; rate_limited: number; banned: number }>;
+    const byDay = new Map(rows.map((r) => [r.day, r]));
+    const result: Array<Omit<DayUsage, 'date'>> = [];
+    for (let day = firstDay; day <= lastDay; day++) {
+      const r = byDay.get(day);
+      result.push({ admitted: r?.admitted ?? 0, rateLimited: r?.rate_limited ?? 0, banned: r?.banned ?? 0 });
+    }
+    return result;
+  }
+
+  async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
+    const result = new Map<string, number>();
+    if (keyIds.length === 0) return result;
+    // In slices: SQLite bounds the number of parameters of one statement.
+    for (let start = 0; start < keyIds.length; start += 500) {
+      const slice = keyIds.slice(start, start + 500);
+      const rows = this.db.prepare(`SELECT key_id, at FROM key_last_use WHERE key_id IN (${slice.map(() => '?').join(',')})`).all(...slice) as Array<{ key_id: string; at: number }>;
+      for (const row of rows) result.set(row.key_id, row.at);
+    }
+    return result;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

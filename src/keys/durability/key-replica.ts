@@ -1,0 +1,82 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { decodeRecord, encodeRecord, hashesOf } from '../record';
+import type { ApiKeyRecord } from '../types';
+
+/**
+ * This instance's durable copy of the key records that live in Redis: SQLite under DATA_DIR, and
+ * the same records in Maps so a lookup that Redis misses costs no I/O. Fed by this instance's own
+ * writes and by the change stream it follows; never told to forget a record (keys are revoked,
+ * never deleted), so it still holds every key after Redis lost them.
+ *
+ * One file per Redis namespace: a DATA_DIR used against two namespaces never mixes their keys.
+ * Workers of one instance share the file (WAL, busy timeout); each keeps its own Maps.
+ */
+export function replicaFileName(namespace: string): string {
+  return `keys-replica-${namespace.replace(/[^A-Za-z0-9_-]/g, '_')}.sqlite`;
+}
+
+export class KeyReplica {
+  private readonly byId = new Map<string, { record: ApiKeyRecord; json: string }>();
+  private readonly byHash = new Map<string, ApiKeyRecord>();
+  private readonly db: Database.Database;
+  private readonly upsert: Database.Statement<[string, string]>;
+
+  constructor(dataDir: string, namespace: string) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(path.join(dataDir, replicaFileName(namespace)));
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.db.pragma('busy_timeout = 5000');
+      this.db.exec('CREATE TABLE IF NOT EXISTS key_records (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT');
+      this.upsert = this.db.prepare('INSERT INTO key_records (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
+      for (const row of this.db.prepare('SELECT json FROM key_records').all() as Array<{ json: string }>) this.remember(decodeRecord(row.json), row.json);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+  }
+
+  /** Keeps these records (one transaction); records already held as they are cost no write. */
+  putAll(records: readonly ApiKeyRecord[]): void {
+    const changed = records.map((record) => ({ record, json: encodeRecord(record) })).filter(({ record, json }) => this.byId.get(record.id)?.json !== json);
+    if (changed.length === 0) return;
+    this.db.transaction(() => {
+      for (const { record, json } of changed) this.upsert.run(record.id, json);
+    })();
+    for (const { record, json } of changed) this.remember(record, json);
+  }
+
+  put(record: ApiKeyRecord): void {
+    this.putAll([record]);
+  }
+
+  findByHash(hash: string): ApiKeyRecord | null {
+    return this.byHash.get(hash) ?? null;
+  }
+
+  get(id: string): ApiKeyRecord | null {
+    return this.byId.get(id)?.record ?? null;
+  }
+
+  all(): ApiKeyRecord[] {
+    return [...this.byId.values()].map((entry) => entry.record);
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  private remember(record: ApiKeyRecord, json: string): void {
+    const before = this.byId.get(record.id);
+    if (before) for (const hash of hashesOf(before.record)) this.byHash.delete(hash);
+    this.byId.set(record.id, { record, json });
+    for (const hash of hashesOf(record)) this.byHash.set(hash, record);
+  }
+}

@@ -1,0 +1,453 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { duplicateForSubscribe, type RedisClient } from '../../shared/redis';
+import { Listeners } from './listeners';
+import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from '../record';
+import { HEALTH_SCRIPT, IMPORT_SCRIPT, RESTORE_MISSING_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
+import { bumpIssuedMarkLua, markOfMessage, parseIssuedMark, SCAN_BATCH, SCAN_HASHES_SCRIPT, START_ISSUED_MARK_SCRIPT } from './redis-issued-marks';
+import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore, type StoreIssuedMark } from '../types';
+
+export interface RedisKeyStoreOptions {
+  /** Prefix of every Redis key and channel (config `redis.namespace`). */
+  namespace: string;
+  /**
+   * Connection for SUBSCRIBE. A client is used as given and left open on close; a factory's client
+   * and the default (`duplicateForSubscribe(redis)`) are the store's and closed on close.
+   */
+  subscriber?: RedisClient | (() => Promise<RedisClient>);
+}
+
+/**
+ * Redis layout. Every key carries the hash tag `{k}`, so all of them live in one slot and a script
+ * may touch several of them on Redis Cluster too.
+ *
+ *   <ns>:keys:{k}:by-hash   HASH  sha256 hex → record JSON (the record lives under its hash, so the
+ *                                 hot-path lookup is one HGET; a rotated key's record lives under
+ *                                 both its current and its previous hash, so either secret is one HGET)
+ *   <ns>:keys:{k}:by-id     HASH  key id → sha256 hex
+ *   <ns>:keys:{k}:issued    HASH  epoch, seq: how far the hashes have come (redis-issued-marks.ts)
+ *   <ns>:key-changes        channel of KeyChange JSON (with the mark), published by every mutation
+ *
+ * The plaintext key is never sent to Redis. `by-hash` doubles as the list of all keys (the entries
+ * under a record's current hash).
+ */
+export function redisKeyLayout(namespace: string) {
+  return {
+    byHash: `${namespace}:keys:{k}:by-hash`,
+    byId: `${namespace}:keys:{k}:by-id`,
+    issued: `${namespace}:keys:{k}:issued`,
+    channel: `${namespace}:key-changes`,
+    /** Set once key records exist here: its absence beside a non-empty local copy means Redis lost them. */
+    epoch: `${namespace}:keys:{k}:epoch`,
+    /** Held (SET NX PX) by the one instance restoring lost records, so many noticing restore once. */
+    restoreLock: `${namespace}:keys:{k}:restore-lock`,
+    /**
+     * Records ever inserted or imported (INCRBY in the same script). Redis only grows it, so a value
+     * below one seen before means Redis went back in time: a failover to a replica that missed writes.
+     */
+    writes: `${namespace}:keys:{k}:writes`,
+    /** Written before WAIT after an admin write (keys/durability/write-replication.ts); in the records' slot. */
+    replicationProbe: `${namespace}:keys:{k}:replication-probe`,
+  };
+}
+
+/**
+ * Inserts a record under its hash and id, unless either exists; bumps the issued mark and publishes
+ * the change with it, in one script: whoever reads the mark after this sees the creation counted.
+ * KEYS: 1 by-hash, 2 by-id, 3 issued, 4 writes (the loss check's counter). ARGV: 1 hash, 2 id, 3 JSON, 4 channel, 5 epoch candidate.
+ */
+const INSERT_SCRIPT = `
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return redis.error_reply('ERR key id already exists') end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return redis.error_reply('ERR key hash already exists') end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])${bumpIssuedMarkLua('KEYS[3]', 'ARGV[5]')}
+redis.call('INCRBY', KEYS[4], 1)
+redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[2], hash = ARGV[1], epoch = epoch, seq = seq}))
+return 1`;
+
+/**
+ * Compare-and-set of one record: writes only if the stored JSON is still what the caller read, so
+ * concurrent updates from several admin instances never lose one another. The record is written under
+ * each of its hashes (current, previous), hashes it no longer has are dropped, and one change per
+ * hash touched is published so every cache drops each of them.
+ *
+ * Every write bumps the issued mark (a rotation adds a hash), published with each change.
+ *
+ * KEYS: 1 by-hash, 2 by-id, 3 issued.
+ * ARGV: 1 hash read, 2 JSON read, 3 new JSON, 4 channel, 5 id, 6 new current hash,
+ *       7 N, 8 epoch candidate, 9..8+N hashes to write, then hashes to drop.
+ */
+const REPLACE_SCRIPT = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+local n = tonumber(ARGV[7])
+for i = 9, 8 + n do
+  local other = redis.call('HGET', KEYS[1], ARGV[i])
+  if other and other ~= ARGV[2] then return redis.error_reply('ERR key hash already exists') end
+end
+for i = 9 + n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+for i = 9, 8 + n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[3]) end
+redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])${bumpIssuedMarkLua('KEYS[3]', 'ARGV[8]')}
+for i = 9, #ARGV do redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[5], hash = ARGV[i], epoch = epoch, seq = seq})) end
+return 1`;
+
+/** Record by id in one round trip: both keys are declared, so this is legal on Cluster. */
+const GET_BY_ID_SCRIPT = `
+local hash = redis.call('HGET', KEYS[1], ARGV[1])
+if not hash then return false end
+return redis.call('HGET', KEYS[2], hash)`;
+
+const MAX_CAS_ATTEMPTS = 20;
+
+/** Records per restore script: keeps each one short, so Redis never stalls on a large restore. */
+const RESTORE_BATCH = 500;
+
+/** The four script arguments of a record (see redis-key-recovery-scripts.ts). */
+function recordArgs(record: ApiKeyRecord): string[] {
+  return [record.id, encodeRecord(record), record.hash, record.previousHash ?? ''];
+}
+
+/** What the loss check reads in one round trip. */
+export interface KeyStoreHealth {
+  markerPresent: boolean;
+  records: number;
+  /** The `writes` counter (0 when absent). */
+  writes: number;
+}
+
+/**
+ * Closes a subscriber connection and waits until its socket is really gone, so close() leaves
+ * nothing open behind. disconnect() rather than QUIT: a subscriber has no replies left to wait for,
+ * and only disconnect() also closes a Sentinel client's failover-detector connections to the
+ * sentinels (ioredis 6), which QUIT leaves open on 60-second reconnect timers.
+ */
+async function disconnectAndWait(client: RedisClient, timeoutMs = 1000): Promise<void> {
+  if (client.status === 'end') return;
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  client.disconnect();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+}
+
+/**
+ * A proposal for the issued mark's epoch, fresh on every call: the first script to find none sets
+ * it, and a mark that is lost (with Redis's data) can never come back under an epoch seen before.
+ */
+function newEpoch(): string {
+  return randomBytes(8).toString('hex');
+}
+
+function sha1(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
+}
+
+function isKeyChange(value: unknown): value is KeyChange {
+  const v = value as Partial<KeyChange> | null;
+  return typeof v === 'object' && v !== null && typeof v.id === 'string' && typeof v.hash === 'string';
+}
+
+interface Subscription {
+  client: RedisClient;
+  /** Created by this store (closed on close, replaced when it ends), not given by the caller. */
+  owned: boolean;
+}
+
+/** The key store every gateway instance shares. Construct with `RedisKeyStore.open` to be subscribed on return. */
+export class RedisKeyStore implements KeyStore {
+  private readonly layout: ReturnType<typeof redisKeyLayout>;
+  private readonly changeListeners = new Listeners<[KeyChange]>();
+  private readonly resyncListeners = new Listeners<[]>();
+  /** The first subscription; `open()` and `ready()` wait for it. */
+  private readonly subscription: Promise<Subscription>;
+  /** The subscription in use: the first, or the one that replaced it after its connection ended. */
+  private current: Subscription | null = null;
+  private readonly onMessage = (channel: string, message: string) => this.receive(channel, message);
+  private readonly onReady = () => this.resubscribed();
+  private readonly onEnd = () => this.replaceSubscriber();
+  private reopenTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly options: RedisKeyStoreOptions,
+  ) {
+    this.layout = redisKeyLayout(options.namespace);
+    this.subscription = this.subscribe();
+    // Surfaced by ready()/open(); without this a failed subscription would be an unhandled rejection.
+    this.subscription.catch(() => {});
+  }
+
+  /** A store whose change subscription is active, so no change published after this returns is missed. */
+  static async open(redis: RedisClient, options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
+    const store = new RedisKeyStore(redis, options);
+    try {
+      await store.ready();
+    } catch (err) {
+      await store.close().catch(() => {});
+      throw err;
+    }
+    return store;
+  }
+
+  /** Resolves once SUBSCRIBE succeeded; rejects if the subscriber could not be set up. */
+  async ready(): Promise<void> {
+    await this.subscription;
+  }
+
+  async insert(record: ApiKeyRecord): Promise<void> {
+    const { byHash, byId, issued, writes, channel } = this.layout;
+    await this.script(INSERT_SCRIPT, [byHash, byId, issued, writes], [record.hash, record.id, encodeRecord(record), channel, newEpoch()]);
+    this.changeListeners.emit({ id: record.id, hash: record.hash });
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | null> {
+    const json = await this.redis.hget(this.layout.byHash, hash);
+    return json === null ? null : decodeRecord(json);
+  }
+
+  async get(id: string): Promise<ApiKeyRecord | null> {
+    const json = await this.script(GET_BY_ID_SCRIPT, [this.layout.byId, this.layout.byHash], [id]);
+    return typeof json === 'string' ? decodeRecord(json) : null;
+  }
+
+  /** Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`). */
+  async list(): Promise<ApiKeyRecord[]> {
+    const entries = await this.redis.hgetall(this.layout.byHash);
+    const records: ApiKeyRecord[] = [];
+    for (const [hash, json] of Object.entries(entries)) {
+      const record = decodeRecord(json);
+      // A rotated key sits under its previous hash too; list it once.
+      if (record.hash === hash) records.push(record);
+    }
+    return records.sort(byCreation);
+  }
+
+  update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyPatch(record, patch, updatedAt));
+  }
+
+  revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyRevoke(record, revokedAt));
+  }
+
+  rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
+  }
+
+  async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
+    const { byHash, byId, channel, writes } = this.layout;
+    let counts: unknown;
+    try {
+      counts = await this.script(IMPORT_SCRIPT, [byHash, byId, writes, this.layout.issued], [channel, newEpoch(), ...records.flatMap(recordArgs)]);
+    } catch (err) {
+      const conflict = /hash-conflict (\S+) (\S+)/.exec((err as Error).message);
+      if (conflict) throw new KeyImportConflict(conflict[1]!, conflict[2]!);
+      throw err;
+    }
+    const [imported, unchanged] = counts as [number, number];
+    // Changes are published by the script; this instance's listeners hear them through the channel.
+    return { imported, unchanged };
+  }
+
+  /** Writes the records whose id and hashes are all absent (after data loss); returns the ids written. */
+  async restoreMissing(records: ApiKeyRecord[]): Promise<string[]> {
+    const { byHash, byId, channel } = this.layout;
+    const restored: string[] = [];
+    for (let at = 0; at < records.length; at += RESTORE_BATCH) {
+      const batch = records.slice(at, at + RESTORE_BATCH);
+      const ids = await this.script(RESTORE_MISSING_SCRIPT, [byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgs)]);
+      restored.push(...(ids as string[]));
+    }
+    return restored;
+  }
+
+  /** Is the epoch marker there, and how many key records does Redis hold. */
+  async health(): Promise<KeyStoreHealth> {
+    const [marker, records, writes] = (await this.script(HEALTH_SCRIPT, [this.layout.epoch, this.layout.byId, this.layout.writes], [])) as [number, number, number];
+    return { markerPresent: marker === 1, records, writes };
+  }
+
+  /** Sets the epoch marker unless present; true when this call set it. */
+  async setMarker(epoch: string): Promise<boolean> {
+    return (await this.redis.set(this.layout.epoch, epoch, 'NX')) === 'OK';
+  }
+
+  /** The ids Redis holds. */
+  async ids(): Promise<string[]> {
+    return this.redis.hkeys(this.layout.byId);
+  }
+
+  /** Takes the restore lock for `ttlMs` unless another holder has it. */
+  async lockRestore(owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(this.layout.restoreLock, owner, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async unlockRestore(owner: string): Promise<void> {
+    await this.script(UNLOCK_SCRIPT, [this.layout.restoreLock], [owner]);
+  }
+
+  onChange(listener: (change: KeyChange) => void): () => void {
+    return this.changeListeners.add(listener);
+  }
+
+  /** One HMGET (commandstats counts every call inside a script too, so a script would cost more). */
+  async issuedMark(options: { countHashes?: boolean } = {}): Promise<StoreIssuedMark> {
+    const { issued, byHash } = this.layout;
+    const mark = parseIssuedMark(await this.redis.hmget(issued, 'epoch', 'seq')) ?? parseIssuedMark(await this.script(START_ISSUED_MARK_SCRIPT, [issued], [newEpoch()]));
+    if (!mark) throw new Error('the issued-key mark could not be started');
+    if (options.countHashes) mark.hashes = await this.redis.hlen(byHash);
+    return mark;
+  }
+
+  /** HSCAN over by-hash in steps of SCAN_BATCH, hashes only; a hash written meanwhile may be missed (its change is not). */
+  async scanIssuedHashes(onBatch: (hashes: string[]) => void): Promise<void> {
+    let cursor = '0';
+    do {
+      const [next, ...hashes] = (await this.script(SCAN_HASHES_SCRIPT, [this.layout.byHash], [cursor, String(SCAN_BATCH)])) as string[];
+      cursor = next ?? '0';
+      if (hashes.length > 0) onBatch(hashes);
+    } while (cursor !== '0');
+  }
+
+  onResync(listener: () => void): () => void {
+    return this.resyncListeners.add(listener);
+  }
+
+  /** Unsubscribes and closes the connections this store created; the command connection is the caller's. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.changeListeners.clear();
+    this.resyncListeners.clear();
+    clearTimeout(this.reopenTimer);
+    try {
+      await this.subscription;
+    } catch {
+      return;
+    }
+    const { client, owned } = this.current!;
+    this.detach(client);
+    if (owned) {
+      await disconnectAndWait(client);
+    } else {
+      await client.unsubscribe(this.layout.channel).catch(() => {});
+    }
+  }
+
+  /** Read, transform, compare-and-set; retried when another writer got in between. */
+  private async replace(id: string, transform: (record: ApiKeyRecord) => ApiKeyRecord): Promise<ApiKeyRecord | null> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const json = await this.script(GET_BY_ID_SCRIPT, [this.layout.byId, this.layout.byHash], [id]);
+      if (typeof json !== 'string') return null;
+      const current = decodeRecord(json);
+      const next = transform(current);
+      if (next === current) return current;
+      const { byHash, byId, issued, channel } = this.layout;
+      const kept = hashesOf(next);
+      const dropped = hashesOf(current).filter((hash) => !kept.includes(hash));
+      const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), newEpoch(), ...kept, ...dropped];
+      const written = await this.script(REPLACE_SCRIPT, [byHash, byId, issued], args);
+      if (written === 1) {
+        for (const hash of [...kept, ...dropped]) this.changeListeners.emit({ id: next.id, hash });
+        return next;
+      }
+    }
+    throw new Error(`key ${id} kept changing under concurrent updates; gave up after ${MAX_CAS_ATTEMPTS} attempts`);
+  }
+
+
+  /** EVALSHA, falling back to EVAL once when the server has not cached the script yet. */
+  private async script(source: string, keys: string[], args: string[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(sha1(source), keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.redis.eval(source, keys.length, ...keys, ...args);
+    }
+  }
+
+  private async subscribe(): Promise<Subscription> {
+    const given = this.options.subscriber;
+    const owned = typeof given !== 'object';
+    const client = typeof given === 'function' ? await given() : (given ?? (await duplicateForSubscribe(this.redis)));
+    client.on('message', this.onMessage);
+    try {
+      await client.subscribe(this.layout.channel);
+    } catch (err) {
+      client.off('message', this.onMessage);
+      if (owned) client.disconnect();
+      throw err;
+    }
+    // ioredis resubscribes by itself after a reconnect; changes published meanwhile were lost.
+    client.on('ready', this.onReady);
+    // A connection of ours that gives up reconnecting (a Cluster subscriber whose node is gone) is
+    // replaced; a single Redis connection keeps reconnecting and never ends before close().
+    if (owned) client.on('end', this.onEnd);
+    this.current = { client, owned };
+    return this.current;
+  }
+
+  private detach(client: RedisClient): void {
+    client.off('message', this.onMessage);
+    client.off('ready', this.onReady);
+    client.off('end', this.onEnd);
+  }
+
+  /**
+   * The subscriber connection ended for good: open a new one (for a Cluster, on a master that
+   * answers), then ask caches to resync, since changes published in between were lost. Retried
+   * every second until it works or the store closes.
+   */
+  private replaceSubscriber(): void {
+    if (this.closed || !this.current) return;
+    this.detach(this.current.client);
+    const attempt = async () => {
+      let next: Subscription;
+      try {
+        next = await this.subscribe();
+      } catch {
+        if (!this.closed) {
+          this.reopenTimer = setTimeout(attempt, 1000);
+          this.reopenTimer.unref();
+        }
+        return;
+      }
+      if (this.closed) {
+        // close() already ran on the connection that ended; this one is left to us.
+        this.detach(next.client);
+        await disconnectAndWait(next.client);
+        return;
+      }
+      this.resyncListeners.emit();
+    };
+    void attempt();
+  }
+
+  private receive(channel: string, message: string): void {
+    if (channel !== this.layout.channel || this.closed) return;
+    let change: unknown;
+    try {
+      change = JSON.parse(message);
+    } catch {
+      return;
+    }
+    if (!isKeyChange(change)) return;
+    const mark = markOfMessage(change as { epoch?: unknown; seq?: unknown });
+    this.changeListeners.emit(mark ? { id: change.id, hash: change.hash, mark } : { id: change.id, hash: change.hash });
+  }
+
+  /**
+   * After a reconnect ioredis writes SUBSCRIBE again right after 'ready'. A PING queued behind it
+   * answers once the subscription is back; only then may caches drop everything without missing a
+   * change that arrives in between.
+   */
+  private resubscribed(): void {
+    setImmediate(() => {
+      if (this.closed) return;
+      Promise.resolve(this.current?.client.ping())
+        .catch(() => {})
+        .finally(() => {
+          if (!this.closed) this.resyncListeners.emit();
+        });
+    });
+  }
+}

@@ -1,0 +1,272 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { systemClock } from '../../shared/clock';
+import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
+import { Listeners } from './listeners';
+import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, copyRecord, hashesOf, limitsOf } from '../record';
+import { applyImport } from './sqlite-key-import';
+import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
+
+export interface SqliteKeyStoreOptions {
+  /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
+  dataDir: string | null;
+  /** Config `storage.busyTimeoutMs`: how long a write waits for another connection's lock (then 503). */
+  busyTimeoutMs?: number;
+  /** Each failed SQLite statement, by code: `gateway_sqlite_errors_total{database="keys"}`. */
+  onSqliteError?: SqliteErrorListener;
+}
+
+/** This store's name in errors, metrics and /readyz. */
+const DATABASE = 'keys';
+
+export const KEYS_DATABASE_FILE = 'keys.sqlite';
+
+interface KeyRow {
+  id: string;
+  hash: string;
+  name: string;
+  plan: string;
+  per_minute: number | null;
+  per_day: number | null;
+  /** 1 or 0 when the key's limits set `shadow`, NULL when they follow the plan. */
+  shadow: number | null;
+  /** NULL without a month window of the key's own. */
+  per_month: number | null;
+  /** NULL for the default billing day (the 1st). */
+  billing_day: number | null;
+  created_at: string;
+  updated_at: string;
+  revoked_at: string | null;
+  expires_at: string | null;
+  previous_hash: string | null;
+  previous_key_expires_at: string | null;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS api_keys (
+  id          TEXT PRIMARY KEY,
+  hash        TEXT NOT NULL UNIQUE,
+  name        TEXT NOT NULL,
+  plan        TEXT NOT NULL,
+  per_minute  INTEGER,
+  per_day     INTEGER,
+  created_at  TEXT NOT NULL,
+  updated_at  TEXT NOT NULL,
+  revoked_at  TEXT,
+  CHECK ((per_minute IS NULL) = (per_day IS NULL))
+) STRICT`;
+
+/** Columns added after the first release: added to an older keys.sqlite when it is opened. */
+const LIFECYCLE_COLUMNS = ['expires_at', 'previous_hash', 'previous_key_expires_at'] as const;
+const MONTH_COLUMNS = ['per_month', 'billing_day'] as const;
+
+function fromRow(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month),
+    hash: row.hash,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    revokedAt: row.revoked_at,
+    expiresAt: row.expires_at,
+    previousHash: row.previous_hash,
+    previousKeyExpiresAt: row.previous_key_expires_at,
+    ...billingDayOf(row.billing_day),
+  };
+}
+
+function toRow(record: ApiKeyRecord): KeyRow {
+  return {
+    id: record.id,
+    hash: record.hash,
+    name: record.name,
+    plan: record.plan,
+    per_minute: record.limits?.perMinute ?? null,
+    per_day: record.limits?.perDay ?? null,
+    shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
+    per_month: record.limits?.perMonth ?? null,
+    billing_day: record.billingDay ?? null,
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    revoked_at: record.revokedAt,
+    expires_at: record.expiresAt,
+    previous_hash: record.previousHash,
+    previous_key_expires_at: record.previousKeyExpiresAt,
+  };
+}
+
+/**
+ * The in-process key store of the single-instance mode. Every key is held in Maps, so a lookup
+ * never touches disk; every write goes synchronously to SQLite under `dataDir` first, so a restart
+ * (or a crash right after an admin call returned) keeps it. The plaintext key is never written.
+ */
+export class SqliteKeyStore implements KeyStore {
+  private readonly byHash = new Map<string, ApiKeyRecord>();
+  private readonly byId = new Map<string, ApiKeyRecord>();
+  private readonly changeListeners = new Listeners<[KeyChange]>();
+  private readonly db: Database.Database;
+  private readonly insertRow: Database.Statement<KeyRow>;
+  private readonly updateRow: Database.Statement<KeyRow>;
+  private readonly upsertRow: Database.Statement<KeyRow>;
+  private readonly writeProbe: SqliteWriteProbe;
+  private readonly onSqliteError?: SqliteErrorListener;
+  private closed = false;
+
+  constructor(options: SqliteKeyStoreOptions) {
+    let file = ':memory:';
+    if (options.dataDir !== null) {
+      fs.mkdirSync(options.dataDir, { recursive: true });
+      assertWritableDataDir(options.dataDir);
+      file = path.join(options.dataDir, KEYS_DATABASE_FILE);
+    }
+    this.db = new Database(file);
+    this.onSqliteError = options.onSqliteError;
+    try {
+      this.db.pragma('journal_mode = WAL');
+      // FULL: a key the admin API reported as created or revoked survives a power loss too.
+      this.db.pragma('synchronous = FULL');
+      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
+      this.db.exec(SCHEMA);
+      this.db.exec(WRITE_PROBE_TABLE_SQL);
+      const present = new Set((this.db.pragma('table_info(api_keys)') as Array<{ name: string }>).map((c) => c.name));
+      for (const column of LIFECYCLE_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} TEXT`);
+      // Shadow mode came later too: NULL (follow the plan) for every key of an older database.
+      if (!present.has('shadow')) this.db.exec('ALTER TABLE api_keys ADD COLUMN shadow INTEGER');
+      // Month quotas came later again: NULL (no month window of its own, billed on the 1st).
+      for (const column of MONTH_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} INTEGER`);
+      this.insertRow = this.db.prepare<KeyRow>(
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
+      );
+      this.updateRow = this.db.prepare<KeyRow>(
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day,
+           updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
+           previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at
+         WHERE id = @id AND created_at = @created_at`,
+      );
+      this.upsertRow = this.db.prepare<KeyRow>(
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)
+         ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
+           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
+           previous_key_expires_at = excluded.previous_key_expires_at`,
+      );
+      this.writeProbe = new SqliteWriteProbe(this.db, DATABASE, systemClock, options.onSqliteError);
+      for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(fromRow(row));
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+  }
+
+  async insert(record: ApiKeyRecord): Promise<void> {
+    this.assertOpen();
+    if (this.byId.has(record.id)) throw new Error(`key id ${record.id} already exists`);
+    if (hashesOf(record).some((h) => this.byHash.has(h))) throw new Error('key hash already exists');
+    // Disk first, and only then memory: a write the file refused (503) leaves no key in the Maps.
+    this.write(() => this.insertRow.run(toRow(record)));
+    this.remember(copyRecord(record));
+    this.changeListeners.emit({ id: record.id, hash: record.hash });
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | null> {
+    this.assertOpen();
+    const record = this.byHash.get(hash);
+    return record ? copyRecord(record) : null;
+  }
+
+  async get(id: string): Promise<ApiKeyRecord | null> {
+    this.assertOpen();
+    const record = this.byId.get(id);
+    return record ? copyRecord(record) : null;
+  }
+
+  /** Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`). */
+  async list(): Promise<ApiKeyRecord[]> {
+    this.assertOpen();
+    return [...this.byId.values()].sort(byCreation).map(copyRecord);
+  }
+
+  async update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyPatch(record, patch, updatedAt));
+  }
+
+  async revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
+    return this.replace(id, (record) => applyRevoke(record, revokedAt));
+  }
+
+  async rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
+    this.assertOpen();
+    if (this.byHash.has(rotation.hash)) throw new Error('key hash already exists');
+    return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
+  }
+
+  /** One SQLite transaction, so a failure leaves disk and memory as they were. */
+  async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
+    this.assertOpen();
+    const plan = applyImport(this.byId, this.byHash, records);
+    this.db.transaction(() => {
+      for (const record of plan.changed) this.upsertRow.run(toRow(record));
+    })();
+    for (const record of plan.changed) {
+      const before = this.byId.get(record.id);
+      const touched = new Set([...(before ? hashesOf(before) : []), ...hashesOf(record)]);
+      if (before) for (const hash of hashesOf(before)) this.byHash.delete(hash);
+      this.remember(copyRecord(record));
+      for (const hash of touched) this.changeListeners.emit({ id: record.id, hash });
+    }
+    return { imported: plan.changed.length, unchanged: plan.unchanged };
+  }
+
+  onChange(listener: (change: KeyChange) => void): () => void {
+    return this.changeListeners.add(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.changeListeners.clear();
+    this.db.close();
+  }
+
+  private replace(id: string, transform: (record: ApiKeyRecord) => ApiKeyRecord): ApiKeyRecord | null {
+    this.assertOpen();
+    const current = this.byId.get(id);
+    if (!current) return null;
+    const next = transform(current);
+    if (next === current) return copyRecord(current);
+    // Disk first: if the write fails, memory still matches what a restart would load.
+    const result = this.write(() => this.updateRow.run(toRow(next)));
+    if (result.changes !== 1) throw new Error(`key ${id} is missing from ${KEYS_DATABASE_FILE}`);
+    const before = hashesOf(current);
+    for (const hash of before) this.byHash.delete(hash);
+    this.remember(next);
+    for (const hash of new Set([...before, ...hashesOf(next)])) this.changeListeners.emit({ id: next.id, hash });
+    return copyRecord(next);
+  }
+
+  /** Throws when `keys.sqlite` cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.assertOpen();
+    this.writeProbe.check();
+  }
+
+  /** One statement on the file; a failure is counted, and one that passes becomes a 503. */
+  private write<T>(run: () => T): T {
+    return sqliteStatement(DATABASE, run, this.onSqliteError);
+  }
+
+  private remember(record: ApiKeyRecord): void {
+    this.byId.set(record.id, record);
+    for (const hash of hashesOf(record)) this.byHash.set(hash, record);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('key store is closed');
+  }
+}
