@@ -87,11 +87,11 @@ async function main(): Promise<void> {
   const product = await startProduct(config, { logger, gatewayPort: 0, adminPort: 0 });
 
   const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000, ...(options.monthAndCost ? { perMonth: 1_000_000_000_000 } : {}) };
-  const admitted = await product.keys.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable, ...(options.monthAndCost ? { billingDay: 15 } : {}) });
+  const admitted = await product.keyService.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable, ...(options.monthAndCost ? { billingDay: 15 } : {}) });
   // One request's worth: used up by the first request, whatever it costs.
   const oneRequest = options.monthAndCost ? { perMinute: MEASURED_COST, perDay: MEASURED_COST } : { perMinute: 1, perDay: 1 };
-  const limited = await product.keys.create({ name: 'bench limited', plan: 'enterprise', limits: oneRequest });
-  const banned = await product.keys.create({ name: 'bench banned', plan: 'enterprise', limits: oneRequest });
+  const limited = await product.keyService.create({ name: 'bench limited', plan: 'enterprise', limits: oneRequest });
+  const banned = await product.keyService.create({ name: 'bench banned', plan: 'enterprise', limits: oneRequest });
   const get = (key: string) => fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } }).then((res) => res.arrayBuffer().then(() => res.status));
   await get(limited.key);
   // A child told never to ban has no banned key to offer.
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
   }
 
   const extra: string[] = [];
-  const createExtra = (i: number) => product.keys.create({ name: `bench round-robin ${i}`, plan: 'enterprise', limits: unreachable }).then((created) => extra.push(created.key));
+  const createExtra = (i: number) => product.keyService.create({ name: `bench round-robin ${i}`, plan: 'enterprise', limits: unreachable }).then((created) => extra.push(created.key));
   for (let i = 0; i < (options.extraKeys ?? 0); i += 10) await Promise.all(Array.from({ length: Math.min(10, options.extraKeys! - i) }, (_, j) => createExtra(i + j)));
   const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
   if (extra.length > 0) details.keys = extra.join(',');

@@ -31,7 +31,7 @@ export interface AdminDependencies {
   /** Each refused admin token (`missing` or `invalid`), with the client's address: gateway_admin_auth_failures_total. */
   onFailedToken?: (reason: 'missing' | 'invalid' | 'locked_out', address: string) => void;
   clock?: Clock;
-  keys: KeyAdministration;
+  keyService: KeyAdministration;
   keyLimiter: KeyLimiter;
   keyActivity: KeyUsageHistory;
   auditLog: AuditLog;
@@ -68,7 +68,7 @@ function logRefusedWrites(logger: Logger) {
  * backups, audit, plans, deprecations, stats); the console's static files.
  */
 export function createAdminApp(deps: AdminDependencies): express.Express {
-  const { keys, logger } = deps;
+  const { keyService, logger } = deps;
   const clock = deps.clock ?? systemClock;
   const audit = createAuditTrail(deps.auditLog, logger, clock, deps.confirmWrite);
 
@@ -80,9 +80,9 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   const admin = express.Router();
   admin.use(requireAdminToken({ ...deps, clock, logger }));
   // Before /keys/:id, which would otherwise take `export` for an id.
-  admin.use(keyBackupRoutes(keys, audit));
-  admin.use(keyRoutes({ keys, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes }));
-  admin.use(creditRoutes({ keys, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
+  admin.use(keyBackupRoutes(keyService, audit));
+  admin.use(keyRoutes({ keyService, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes }));
+  admin.use(creditRoutes({ keyService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.get('/audit', async (req, res) => {
     const limit = intParameter(req.query.limit, 'limit', 1, 1000, 100);
     res.json({ entries: await deps.auditLog.recent(limit) });

@@ -12,7 +12,7 @@ const creditsSchema = z.strictObject({
 });
 
 export interface CreditRouteDependencies {
-  keys: Pick<KeyAdministration, 'get' | 'effectiveLimits'>;
+  keyService: Pick<KeyAdministration, 'get' | 'effectiveLimits'>;
   keyLimiter: KeyLimiter;
   audit: RecordAudit;
   maxBodyBytes: number;
@@ -29,10 +29,10 @@ export function creditRoutes(deps: CreditRouteDependencies): express.Router {
   router.post('/keys/:id/credits', requireJson, json, async (req, res) => {
     const { units } = parseBody(creditsSchema, req.body);
     const id = req.params.id as string;
-    const record = await deps.keys.get(id);
+    const record = await deps.keyService.get(id);
     if (!record) throw new ApiError('not_found', `No key with id ${id}.`);
     if (record.revokedAt !== null) throw new ApiError('conflict', `Key ${id} is revoked; it cannot be given credits.`);
-    const limits = deps.keys.effectiveLimits(record);
+    const limits = deps.keyService.effectiveLimits(record);
     if (!limits || limits.perMonth === undefined) {
       throw new ApiError('conflict', `Key ${id} has no month window (neither its plan ${record.plan} nor its own limits set perMonth); credits add to a month.`);
     }

@@ -26,7 +26,7 @@ export interface KeyUsageHistory {
 }
 
 export interface KeyRouteDependencies {
-  keys: KeyAdministration;
+  keyService: KeyAdministration;
   keyLimiter: KeyLimiter;
   keyActivity: KeyUsageHistory;
   audit: RecordAudit;
@@ -110,7 +110,7 @@ async function loadKey(keys: KeyAdministration, id: string): Promise<ApiKeyRecor
 }
 
 function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
-  const { keys, keyActivity } = deps;
+  const { keyService: keys, keyActivity } = deps;
   router.get('/keys', async (_req, res) => {
     const records = await keys.list();
     const lastUsed = await keyActivity.lastUsed(records.map((r) => r.id));
@@ -136,7 +136,7 @@ function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
 }
 
 function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void {
-  const { keys, audit } = deps;
+  const { keyService: keys, audit } = deps;
   const json = express.json({ limit: deps.maxBodyBytes, strict: false });
   const viewOf = async (record: ApiKeyRecord) => publicView(keys, record, await deps.keyActivity.lastUsed([record.id]));
 

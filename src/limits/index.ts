@@ -44,8 +44,8 @@ export interface LimiterEvents {
 }
 
 export interface Limiters {
-  keys: KeyLimiter;
-  addresses: AddressLimiter;
+  keyLimiter: KeyLimiter;
+  addressLimiter: AddressLimiter;
   /** Whether the limiters decide on their fallback now; null when there is no fallback (no Redis, or `closed`). */
   health: StoreHealth | null;
   close(): Promise<void>;
@@ -59,7 +59,7 @@ export function createLimiters(options: LimitersOptions): Limiters {
   const createAddressFallback = () => createMemoryAddressLimiter({ perMinute: options.anonymousPerMinute, clock });
   if (options.redis === null) {
     const keys = createMemoryKeyLimiter(options.ban);
-    return { keys, addresses: createAddressFallback(), health: null, close: () => keys.close() };
+    return { keyLimiter: keys, addressLimiter: createAddressFallback(), health: null, close: () => keys.close() };
   }
   const redis = options.redis;
   const keys = new RedisKeyLimiter(redis, {
@@ -74,7 +74,7 @@ export function createLimiters(options: LimitersOptions): Limiters {
     clock,
   });
   const mode = options.failMode ?? 'local';
-  if (mode === 'closed') return { keys, addresses, health: null, close: () => keys.close() };
+  if (mode === 'closed') return { keyLimiter: keys, addressLimiter: addresses, health: null, close: () => keys.close() };
 
   const events = options.events ?? {};
   const health = new StoreHealth(() => redis.ping(), options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS, {
@@ -91,8 +91,8 @@ export function createLimiters(options: LimitersOptions): Limiters {
   const fallbackKeys = new FallbackKeyLimiter(keys, { mode, health, onStoreError, createFallback: () => createMemoryKeyLimiter(fallbackBan) });
   const fallbackAddresses = new FallbackAddressLimiter(addresses, { mode, health, onStoreError, createFallback: createAddressFallback });
   return {
-    keys: fallbackKeys,
-    addresses: fallbackAddresses,
+    keyLimiter: fallbackKeys,
+    addressLimiter: fallbackAddresses,
     health,
     close: async () => {
       health.close();

@@ -22,7 +22,7 @@ import { listen, localUrl } from './listen';
 
 export interface AdminListenerDependencies {
   adminToken: string;
-  keys: KeyService;
+  keyService: KeyService;
   stores: Stores;
   keyActivity: KeyActivityRecorder;
   deprecationUsage: DeprecationUsageRecorder;
@@ -48,7 +48,7 @@ export interface AdminListenerDependencies {
 
 /** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
 export async function startAdminListener(config: Config, deps: AdminListenerDependencies): Promise<string> {
-  const { metrics, keys, stores, upstreamUrl } = deps;
+  const { metrics, keyService, stores, upstreamUrl } = deps;
   const logger = deps.logger.child({ component: 'admin' });
   const readiness: ReadinessCheck[] = [
     { name: 'store', check: () => stores.ping() },
@@ -69,8 +69,8 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     failedTokensPerMinute: config.admin.failedTokensPerMinute,
     onFailedToken: (reason) => metrics.adminAuthFailures.inc({ reason }),
     clock: deps.clock,
-    keys,
-    keyLimiter: stores.limiters.keys,
+    keyService,
+    keyLimiter: stores.limiters.keyLimiter,
     keyActivity: deps.keyActivity,
     auditLog: stores.auditLog,
     metrics: deps.metricsSource(deps.inventory ? Registry.merge([metrics.registry, deps.inventory.metrics]) : metrics.registry),
@@ -81,7 +81,7 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
       buildDeprecationReport({
         deprecations: deps.inForce().deprecations,
         callers: (operationId) => deps.deprecationUsage.callers(operationId),
-        keyById: (id) => keys.get(id),
+        keyById: (id) => keyService.get(id),
       }),
     plans: deps.plans,
     config: deps.configAdministration,

@@ -21,7 +21,7 @@ import type { Closers } from './closers';
 import { listen, localUrl } from './listen';
 
 export interface GatewayListenerDependencies {
-  keys: KeyLookup;
+  keyResolver: KeyLookup;
   limiters: Limiters;
   signer: UpstreamTokenSigner;
   metrics: GatewayMetrics;
@@ -84,9 +84,9 @@ export async function startGatewayListener(config: Config, deps: GatewayListener
   const handlerFor = (inForce: Config) =>
     createGatewayHandler({
       config: inForce,
-      keys: deps.keys,
-      keyLimiter: deps.limiters.keys,
-      addressLimiter: deps.limiters.addresses,
+      keyResolver: deps.keyResolver,
+      keyLimiter: deps.limiters.keyLimiter,
+      addressLimiter: deps.limiters.addressLimiter,
       signer: deps.signer,
       forwarder,
       metrics,

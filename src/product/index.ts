@@ -55,7 +55,7 @@ export interface RunningProduct {
   /** Set when this process runs the inventory itself. */
   inventory: RunningInventory | null;
   adminToken: string;
-  keys: KeyService;
+  keyService: KeyService;
   /** SIGHUP and POST /admin/reload: re-read, validate whole, apply or change nothing. */
   reload(trigger: string): Promise<ReloadOutcome>;
   /** Puts a config already validated (and the TLS pair) in force: requests that start afterwards use it. */
@@ -82,7 +82,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     let stores: Stores | null = null;
     let forwarder: GuardedForwarder | null = null;
     const metrics = createGatewayMetrics(new Registry(), {
-      activeBans: () => stores!.limiters.keys.activeBans(),
+      activeBans: () => stores!.limiters.keyLimiter.activeBans(),
       deprecations: config.deprecations,
       upstream: () => forwarder!,
     });
@@ -93,8 +93,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
     const livePlans = { ...config.plans };
-    const keys = new KeyService({ store: stores.keys, prefix: config.keys.prefix, plans: livePlans, clock, costs: config.costs });
-    const resolver = new KeyResolver(stores.keys, clock, {
+    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: livePlans, clock, costs: config.costs });
+    const resolver = new KeyResolver(stores.keyStore, clock, {
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
       negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
@@ -107,7 +107,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
-    const gateway = await startGatewayListener(config, { ...recorders, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers }, tlsPair);
+    const gateway = await startGatewayListener(config, { ...recorders, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers }, tlsPair);
     const configState = new ConfigState(config);
     const applyConfig = (next: Config, pair: TlsPair | null) => {
       gateway.applyConfig(next);
@@ -123,7 +123,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const adminUrl = await startAdminListener(config, {
       ...recorders,
       adminToken,
-      keys,
+      keyService,
       stores,
       metrics,
       inventory,
@@ -139,7 +139,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       configAdministration: { view: () => configState.view(), reload },
       inForce: () => configState.config,
     });
-    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keys, reload, applyConfig, configState, close: () => closers.closeAll() };
+    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, reload, applyConfig, configState, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;

@@ -20,7 +20,7 @@ import { openDurableRedisKeyStore } from './key-store';
 export interface Stores {
   /** The Redis client, for what only Redis has (none in process). */
   redis: RedisClient | null;
-  keys: KeyStore;
+  keyStore: KeyStore;
   limiters: Limiters;
   deprecationUsage: DeprecationUsageStore;
   keyActivity: KeyActivityStore;
@@ -92,7 +92,7 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
   closers.add(() => limiters.close());
   return {
     redis,
-    keys,
+    keyStore: keys,
     writeReplication,
     limiters,
     deprecationUsage: new RedisDeprecationUsageStore(redis, namespace),
@@ -123,7 +123,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   closers.add(() => auditLog.close());
   return {
     redis: null,
-    keys,
+    keyStore: keys,
     limiters,
     deprecationUsage: new MemoryDeprecationUsageStore(),
     keyActivity,

@@ -55,7 +55,7 @@ const REVOKED_CALLER: Caller = { kind: 'known', refusal: REVOKED };
 const EXPIRED_CALLER: Caller = { kind: 'known', refusal: EXPIRED };
 
 export interface AuthenticateDependencies {
-  keys: KeyLookup;
+  keyResolver: KeyLookup;
   metrics: GatewayMetrics;
   storeCall: StoreCall;
 }
@@ -63,7 +63,7 @@ export interface AuthenticateDependencies {
 /** `Authorization: Bearer <key>`, checked against the key store (through its cache). */
 export function createAuthenticateStep(deps: AuthenticateDependencies) {
   const { metrics, storeCall } = deps;
-  const resolve = (presented: string) => () => deps.keys.resolve(presented);
+  const resolve = (presented: string) => () => deps.keyResolver.resolve(presented);
   const describe = (resolution: KeyResolution) => ({ 'asg.key.status': resolution.status });
 
   return async function authenticate(req: IncomingMessage, request: RequestContext): Promise<Caller | Refusal> {

@@ -26,7 +26,7 @@ export type { KeyLookup };
 
 export interface GatewayDependencies {
   config: Config;
-  keys: KeyLookup;
+  keyResolver: KeyLookup;
   keyLimiter: KeyLimiter;
   addressLimiter: AddressLimiter;
   signer: UpstreamTokenSigner;
@@ -55,7 +55,7 @@ export function createSteps(deps: GatewayDependencies) {
     cors,
     answerPreflight: createPreflightStep(cors),
     matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
-    authenticate: createAuthenticateStep({ keys: deps.keys, metrics, storeCall }),
+    authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
     answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, plans, clock, storeCall }),
     limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs) }),

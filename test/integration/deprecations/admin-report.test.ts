@@ -11,7 +11,7 @@ describe('GET /admin/deprecations', () => {
   it('keeps the calls an instance made just before it stopped, and shows them on the next one', async () => {
     const namespace = uniqueNamespace('depr-report');
     const first = await startTestProduct({ namespace });
-    const { key, record } = await first.keys.create({ name: 'still on v0', plan: 'pro' });
+    const { key, record } = await first.keyService.create({ name: 'still on v0', plan: 'pro' });
     for (let i = 0; i < 3; i++) await request(first.gatewayUrl).get(`/v1/pets/${i + 1}`).set('Authorization', `Bearer ${key}`);
     // A call of an operation that is not deprecated is not listed.
     await request(first.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${key}`).expect(200);
@@ -33,7 +33,7 @@ describe('GET /admin/deprecations', () => {
   it('works without Redis, in process', async () => {
     const product = await startTestProduct({ redis: false });
     try {
-      const { key, record } = await product.keys.create({ name: 'local', plan: 'free' });
+      const { key, record } = await product.keyService.create({ name: 'local', plan: 'free' });
       await request(product.gatewayUrl).head('/v1/pets/1').set('Authorization', `Bearer ${key}`);
       const res = await request(product.adminUrl).get('/admin/deprecations').set('Authorization', `Bearer ${product.adminToken}`).expect(200);
       expect(res.body.routes[0].callers).toEqual([expect.objectContaining({ keyId: record.id, name: 'local', plan: 'free', count: 1 })]);

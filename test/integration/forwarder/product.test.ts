@@ -9,7 +9,7 @@ describe.each(['undici', 'http-proxy'] as const)('the product with upstream.forw
 
   beforeAll(async () => {
     product = await startTestProduct({ overrides: { upstream: { forwarder } } });
-    const { key } = await product.keys.create({ name: 'smoke', plan: 'pro' });
+    const { key } = await product.keyService.create({ name: 'smoke', plan: 'pro' });
     auth = `Bearer ${key}`;
   });
   afterAll(async () => {

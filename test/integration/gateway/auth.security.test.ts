@@ -90,13 +90,13 @@ describe('API keys', () => {
 
   it('a real key created by a staging product is refused by the development gateway, though both share a store', async () => {
     const forwardedBefore = upstream.requests.length;
-    const { key } = await staging.keys.create({ name: 'staging client', plan: 'free' });
+    const { key } = await staging.keyService.create({ name: 'staging client', plan: 'free' });
     expect(key).toMatch(/^asg_test_[0-9A-Za-z]{22,}$/);
     // Served where it belongs…
     const onStaging = await request(staging.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${key}`);
     expect(onStaging.status).toBe(200);
     // …and the development product's key service does see the record, yet its gateway refuses the key.
-    expect((await product.keys.list()).some((record) => record.name === 'staging client')).toBe(true);
+    expect((await product.keyService.list()).some((record) => record.name === 'staging client')).toBe(true);
     const onDevelopment = await get(`Bearer ${key}`);
     expectError(onDevelopment, 401, 'invalid_api_key');
     expect(upstream.requests).toHaveLength(forwardedBefore);

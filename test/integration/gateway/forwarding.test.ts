@@ -305,7 +305,7 @@ describe('the real inventory behind the gateway', () => {
   });
 
   it('with server.publicBaseUrl set (staging), the Link is built on it', async () => {
-    const { key } = await staging.keys.create({ name: 'pager', plan: 'pro' });
+    const { key } = await staging.keyService.create({ name: 'pager', plan: 'pro' });
     const auth = `Bearer ${key}`;
     for (const name of ['A', 'B']) await request(staging.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name, categoryId: 1 }).expect(201);
     const res = await request(staging.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', auth).expect(200);

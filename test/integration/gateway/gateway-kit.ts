@@ -25,7 +25,7 @@ export async function createKey(
   product: ProductHarness,
   input: { name?: string; plan?: string; limits?: WindowLimits },
 ): Promise<{ key: string; id: string; auth: string }> {
-  const { key, record } = await product.keys.create({ name: input.name ?? 'test key', plan: input.plan ?? 'free', limits: input.limits });
+  const { key, record } = await product.keyService.create({ name: input.name ?? 'test key', plan: input.plan ?? 'free', limits: input.limits });
   return { key, id: record.id, auth: `Bearer ${key}` };
 }
 

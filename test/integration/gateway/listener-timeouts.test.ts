@@ -73,7 +73,7 @@ const listeners: Listener[] = [
       `POST /admin/keys HTTP/1.1\r\nHost: admin\r\nAuthorization: Bearer ${product.adminToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"plan":"free","name":"`,
     serve: async () => (await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`)).status,
     keepAlive: () => `GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n`,
-    created: async () => (await product.keys.list()).length,
+    created: async () => (await product.keyService.list()).length,
   },
 ];
 

@@ -48,7 +48,7 @@ describe('GET /metrics after scripted traffic', () => {
     // Auth failures: missing, invalid, revoked.
     const revoked = await createKey(product, { plan: 'free' });
     revokedId = revoked.id;
-    await product.keys.revoke(revoked.id);
+    await product.keyService.revoke(revoked.id);
     await gateway().get('/v1/pets').expect(401);
     await gateway().get('/v1/pets').set('Authorization', 'Bearer asg_dev_' + 'Z'.repeat(32)).expect(401);
     await gateway().get('/v1/pets').set('Authorization', revoked.auth).expect(401);

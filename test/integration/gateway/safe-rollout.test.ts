@@ -159,7 +159,7 @@ for (const store of ['Redis', 'in-process store'] as const) {
       it('shows the key\'s expiry', async () => {
         startDay();
         const expiresAt = new Date(clock.now() + 3_600_000).toISOString();
-        const { key } = await product.keys.create({ name: 'expiring', plan: 'small', expiresAt });
+        const { key } = await product.keyService.create({ name: 'expiring', plan: 'small', expiresAt });
         const res = await get(`Bearer ${key}`, '/v1/usage').expect(200);
         expect((res.body as { expiresAt: string }).expiresAt).toBe(expiresAt);
         expectMatchesOpenApi('GET', '/usage', res);

@@ -331,7 +331,7 @@ describe('the gateway never serves or forwards the inventory metrics', () => {
 
   beforeAll(async () => {
     product = await startTestProduct({ redis: false });
-    const { key } = await product.keys.create({ name: 'observability', plan: 'free' });
+    const { key } = await product.keyService.create({ name: 'observability', plan: 'free' });
     auth = `Bearer ${key}`;
   });
 

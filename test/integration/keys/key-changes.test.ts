@@ -143,7 +143,7 @@ describe('startStores, the one place that chooses the store', () => {
     try {
       const stores = await startStores(loadConfig({ env: {}, overrides: { dataDir } }), options);
       expect(stores.redis).toBeNull();
-      expect(stores.keys).toBeInstanceOf(SqliteKeyStore);
+      expect(stores.keyStore).toBeInstanceOf(SqliteKeyStore);
       expect(stores.limiters.health).toBeNull();
       expect(fs.existsSync(path.join(dataDir, 'keys.sqlite'))).toBe(true);
     } finally {

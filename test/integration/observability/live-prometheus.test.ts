@@ -31,7 +31,7 @@ import type { WindowLimits } from '../../../src/limits/types';
 const RATE_INTERVAL = '1m';
 
 async function createKey(product: ProductHarness, input: { plan: string; limits?: WindowLimits }): Promise<{ auth: string }> {
-  const { key } = await product.keys.create({ name: `observability ${input.plan}`, plan: input.plan, limits: input.limits });
+  const { key } = await product.keyService.create({ name: `observability ${input.plan}`, plan: input.plan, limits: input.limits });
   return { auth: `Bearer ${key}` };
 }
 

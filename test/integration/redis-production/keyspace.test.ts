@@ -467,7 +467,7 @@ describe('the Redis keyspace', () => {
 
     // 1,000 keys, no traffic yet: the records and their two indexes.
     let product = await startProduct(ns);
-    const created = await inParallel(KEYS, 50, (i) => product.keys.create({ name: `sizing key ${i}`, plan: 'free' }));
+    const created = await inParallel(KEYS, 50, (i) => product.keyService.create({ name: `sizing key ${i}`, plan: 'free' }));
     await stop(product);
     const memoryAtCreation = await usedMemory();
 

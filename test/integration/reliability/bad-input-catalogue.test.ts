@@ -427,16 +427,16 @@ describe('bad input catalogue: what the gateway answers to each', () => {
   beforeAll(async () => {
     // No anonymous 429 for the keyless rows: the anonymous limit is not what this suite tests.
     product = await startTestProduct({ overrides: { anonymous: { perMinute: 1_000_000 } } });
-    const created = await product.keys.create({ name: 'bad input', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } });
+    const created = await product.keyService.create({ name: 'bad input', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } });
     c.key = created.key;
     c.auth = `Bearer ${created.key}`;
 
-    const revoked = await product.keys.create({ name: 'revoked', plan: 'free' });
-    await product.keys.revoke(revoked.record.id);
+    const revoked = await product.keyService.create({ name: 'revoked', plan: 'free' });
+    await product.keyService.revoke(revoked.record.id);
     c.revokedAuth = `Bearer ${revoked.key}`;
 
     // One request a day, used up here: still used up when its row runs, whatever minute that is.
-    const exhausted = await product.keys.create({ name: 'exhausted', plan: 'free', limits: { perMinute: 1, perDay: 1 } });
+    const exhausted = await product.keyService.create({ name: 'exhausted', plan: 'free', limits: { perMinute: 1, perDay: 1 } });
     c.exhaustedAuth = `Bearer ${exhausted.key}`;
     const first = await sendRaw(product.gatewayUrl, { method: 'GET', target: '/v1/pets', headers: [['Authorization', c.exhaustedAuth]] });
     expect(first.response?.status).toBe(200);

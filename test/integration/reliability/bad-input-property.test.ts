@@ -283,7 +283,7 @@ describe.each(['undici', 'http-proxy'] as const)('bad input properties through t
 
   beforeAll(async () => {
     product = await startTestProduct({ overrides: { ...QUIET_ANONYMOUS_LIMIT, upstream: { forwarder } } });
-    key = (await product.keys.create({ name: 'bad input property', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } })).key;
+    key = (await product.keyService.create({ name: 'bad input property', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } })).key;
   });
 
   afterAll(async () => {

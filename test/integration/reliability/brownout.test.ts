@@ -28,7 +28,7 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
     product = await startTestProduct({
       overrides: { upstream: { url: upstream.url, timeoutMs: TIMEOUT_MS, maxSockets: MAX_SOCKETS, maxPending: MAX_PENDING, circuitBreaker: BREAKER, forwarder } },
     });
-    const { key } = await product.keys.create({ name: 'brownout', plan: 'business' });
+    const { key } = await product.keyService.create({ name: 'brownout', plan: 'business' });
     auth = `Bearer ${key}`;
   });
   afterAll(async () => {

@@ -43,7 +43,7 @@ describe.each(['undici', 'http-proxy'] as const)('the inventory process crashes 
     product = await startTestProduct({
       overrides: { upstream: { url: inventory.url, timeoutMs: 3000, forwarder }, signing: { secret: TEST_SIGNING_SECRET } },
     });
-    const { key } = await product.keys.create({ name: 'crash', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
+    const { key } = await product.keyService.create({ name: 'crash', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
     auth = `Bearer ${key}`;
   });
 

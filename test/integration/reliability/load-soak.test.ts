@@ -271,7 +271,7 @@ describe('a gateway process that stalls (a long GC pause, a starved CPU) while R
     const relay = await startStallingRedisRelay(testRedisUrl());
     const product = await startTestProduct({ overrides: { redis: { url: relay.url } } });
     try {
-      const { key, record } = await product.keys.create({ name: 'stalled', plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: 3 } });
+      const { key, record } = await product.keyService.create({ name: 'stalled', plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: 3 } });
       const get = async () => (await sendToGateway(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })).status;
       const before = [await get(), await get(), await get(), await get()];
       expect(before).toEqual([200, 200, 200, 429]);

@@ -66,7 +66,7 @@ async function startWith(failMode: 'local' | 'open' | 'closed', specs: KeySpec[]
   const creator = await startTestProduct(options);
   const keys: string[] = [];
   try {
-    for (const spec of specs) keys.push((await creator.keys.create(spec)).key);
+    for (const spec of specs) keys.push((await creator.keyService.create(spec)).key);
   } finally {
     await creator.close();
   }

@@ -62,7 +62,7 @@ async function readiness(product: ProductHarness): Promise<{ readyz: number; fai
 }
 
 async function businessKey(product: ProductHarness, name: string): Promise<string> {
-  const { key } = await product.keys.create({ name, plan: 'business' });
+  const { key } = await product.keyService.create({ name, plan: 'business' });
   return `Bearer ${key}`;
 }
 

@@ -20,7 +20,7 @@ function lookup(answer: KeyResolution | Error): KeyLookup & { resolve: jest.Mock
 function setUp(answer: KeyResolution | Error = { status: 'valid', record }) {
   const env = stepEnvironment();
   const keys = lookup(answer);
-  const authenticate = createAuthenticateStep({ keys, metrics: env.metrics, storeCall: env.storeCall });
+  const authenticate = createAuthenticateStep({ keyResolver: keys, metrics: env.metrics, storeCall: env.storeCall });
   return { ...env, keys, authenticate, request: requestContext() };
 }
 
