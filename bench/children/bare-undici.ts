@@ -7,7 +7,8 @@ import { announceReady, childOptions } from '../processes';
 const { target, maxSockets } = childOptions<{ target: string; maxSockets: number }>();
 const forwarder = createUndiciForwarder({ target, timeoutMs: 10_000, maxSockets });
 const server = http.createServer((req, res) => {
-  forwarder.forward(req, res, {
+  const upstream = { method: req.method!, path: req.url ?? '/', headers: req.headers, client: req, receivedAt: process.hrtime.bigint() };
+  forwarder.forward(upstream, res, {
     onFailure: (failure) => {
       if (res.headersSent) return void res.destroy();
       res.writeHead(failure.code === 'upstream_timeout' ? 504 : 502).end();

@@ -3,18 +3,20 @@ import { tracing } from '../shared/telemetry';
 import { sendError } from '../shared/errors';
 import { requestIdFor } from '../shared/request-id';
 import { ClientAddressResolver } from './client-address';
-import { newRequestContext, type RequestContext } from './request-context';
+import { newGatewayRequest, type GatewayRequest } from './request-context';
 import { parseTarget } from './request-target';
-import { CONTINUE, Refusal, setHeaders, type StepOutcome } from './step-outcome';
+import { Refusal } from './refusals';
+import { CONTINUE, setHeaders, type StepOutcome } from './step-outcome';
 import { createSteps, type GatewayDependencies, type KeyLookup } from './steps';
 
 export type { GatewayDependencies, KeyLookup };
 
 /**
  * The public listener's request path on node:http. `serve` reads as the sequence: CORS preflight,
- * which operation, who is calling, their limit, the route, the sunset, then forward; the request
- * is recorded when its response closes. Each step is a module of its own under ./steps, built
- * once here from what it needs, and answers with one StepOutcome: CONTINUE, ANSWERED or a Refusal.
+ * which operation, who is calling, the anonymous limit, the usage answer, the key's limit, the
+ * route, the sunset, then forward; the request is recorded when its response closes. Each step is
+ * a module of its own under ./steps, built once here from what it needs: it takes the request as it
+ * stands (a GatewayRequest) and answers one StepOutcome: CONTINUE, ANSWERED or a Refusal.
  */
 export function createGatewayHandler(deps: GatewayDependencies): RequestListener {
   const { logger } = deps;
@@ -25,32 +27,32 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
 
   return function handleRequest(req, res) {
     const request = startRequest(req, res);
-    const served = request.span ? request.span.run(() => serve(req, res, request)) : serve(req, res, request);
-    served.catch((err: unknown) => failInternally(res, request, err));
+    const served = request.span ? request.span.run(() => serveAndAnswer(request)) : serveAndAnswer(request);
+    served.catch((err: unknown) => failInternally(request, err));
   };
 
+  async function serveAndAnswer(request: GatewayRequest): Promise<void> {
+    answer(request, await serve(request));
+  }
+
   /** The sequence, top to bottom: the first step that does not CONTINUE answers the request. */
-  async function serve(req: IncomingMessage, res: ServerResponse, request: RequestContext): Promise<void> {
-    const method = req.method!;
-    let outcome: StepOutcome = answerPreflight(req, res, request);
-    if (outcome === CONTINUE) outcome = matchOperation(method, res, request);
-    if (outcome !== CONTINUE) return answer(res, request, outcome);
-
-    const caller = await authenticate(req, request);
-    if (caller instanceof Refusal) return answer(res, request, caller);
-    if (caller.kind !== 'key') return answer(res, request, await limitAnonymous(res, request, caller));
+  async function serve(request: GatewayRequest): Promise<StepOutcome> {
+    let outcome = answerPreflight(request);
+    if (outcome === CONTINUE) outcome = matchOperation(request);
+    if (outcome === CONTINUE) outcome = await authenticate(request);
+    // A caller without a usable key ends here, with its 401 or 429.
+    if (outcome === CONTINUE) outcome = await limitAnonymous(request);
     // GET /v1/usage is the gateway's own answer and costs no unit of any window.
-    if (request.route?.answeredByGateway) return answer(res, request, await answerUsage(req, res, request, request.route, caller.record));
-
-    outcome = await limitKey(res, request, caller.record, req.method);
-    if (outcome === CONTINUE) outcome = checkRoute(method, request);
-    if (outcome === CONTINUE) outcome = applySunset(request, caller.record.id);
-    if (outcome !== CONTINUE) return answer(res, request, outcome);
-    await forward(req, res, request, caller.record.id);
+    if (outcome === CONTINUE) outcome = await answerUsage(request);
+    if (outcome === CONTINUE) outcome = await limitKey(request);
+    if (outcome === CONTINUE) outcome = checkRoute(request);
+    if (outcome === CONTINUE) outcome = applySunset(request);
+    if (outcome === CONTINUE) outcome = await forward(request);
+    return outcome;
   }
 
   /** Every request starts here: its id on every response, CORS headers, and its record on close. */
-  function startRequest(req: IncomingMessage, res: ServerResponse): RequestContext {
+  function startRequest(req: IncomingMessage, res: ServerResponse): GatewayRequest {
     const requestId = requestIdFor(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     if (cors) {
@@ -58,27 +60,27 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
       if (corsHeaders) setHeaders(res, corsHeaders);
     }
     const target = parseTarget(req.url ?? '/');
-    const request = newRequestContext({
+    const request = newGatewayRequest(req, res, {
       requestId,
       clientAddress: addresses.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']),
       path: target?.path ?? null,
       originForm: target?.originForm ?? '/',
       span: traces ? traces.startGatewayRequest(req) : null,
     });
-    res.once('close', () => recordRequest(req, res, request));
+    res.once('close', () => recordRequest(request));
     return request;
   }
 
-  /** A step answered: a refusal becomes the contract's Error body; ANSWERED has been written already. */
-  function answer(res: ServerResponse, request: RequestContext, outcome: StepOutcome): void {
+  /** The sequence's outcome: a refusal becomes the contract's Error body; ANSWERED has been written already. */
+  function answer(request: GatewayRequest, outcome: StepOutcome): void {
     if (!(outcome instanceof Refusal)) return;
     request.refusedWith = outcome.code;
-    sendError(res, outcome.code, outcome.message, outcome.headers);
+    sendError(request.res, outcome.code, outcome.message, outcome.headers, outcome.status);
   }
 
   /** A bug, never a client's doing: logged in full, answered as the contract's 500 without details. */
-  function failInternally(res: ServerResponse, request: RequestContext, err: unknown): void {
+  function failInternally(request: GatewayRequest, err: unknown): void {
     logger.error({ err, requestId: request.requestId }, 'unhandled gateway error');
-    sendError(res, 'internal_error', 'An internal error occurred.');
+    sendError(request.res, 'internal_error', 'An internal error occurred.');
   }
 }

@@ -1,19 +1,17 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../shared/clock';
 import type { ApiKeyRecord } from '../../keys/types';
-import type { PlanBook } from '../../limits/plan-limits';
-import type { KeyLimiter, KeyUsage, WindowName, WindowState } from '../../limits/types';
+import type { KeyLimiter, KeyUsage, WindowLimits, WindowName, WindowState } from '../../limits/types';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
-import type { RequestContext } from '../request-context';
 import type { RouteMatch } from '../operations/routes';
-import { ANSWERED, Refusal, setHeaders, type StepOutcome } from '../step-outcome';
-import { methodNotAllowed } from './check-route';
-import { limitsNotFound } from './limit-key';
+import { keyOf, type GatewayRequest } from '../request-context';
+import { methodNotAllowed, Refusal } from '../refusals';
+import { ANSWERED, CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
 export interface UsageDependencies {
   keyLimiter: KeyLimiter;
-  plans: PlanBook;
+  /** The limits of a key: its own, or its plan's. */
+  keyLimits(record: ApiKeyRecord): WindowLimits;
   clock: Clock;
   storeCall: StoreCall;
 }
@@ -28,18 +26,24 @@ function windowsOf(usage: KeyUsage) {
 }
 
 /**
- * GET /v1/usage (CONTRACT §3): the caller's plan, both windows, ban and expiry, read without
- * consuming a unit (as GitHub's GET /rate_limit). Other methods get 405, also for free.
+ * GET /v1/usage (CONTRACT §3): the caller's plan, every window, ban and expiry, read without
+ * consuming a unit (as GitHub's GET /rate_limit). Other methods get 405, also for free. Every other
+ * route goes on to the key's limit.
  */
 export function createUsageStep(deps: UsageDependencies) {
-  const { keyLimiter, plans, clock, storeCall } = deps;
+  const { keyLimiter, clock, storeCall } = deps;
   const describe = () => ({ 'asg.rate_limit.scope': 'key', 'asg.rate_limit.decision': 'peek' });
 
-  return async function answerUsage(req: IncomingMessage, res: ServerResponse, request: RequestContext, route: RouteMatch, record: ApiKeyRecord): Promise<StepOutcome> {
-    const method = req.method!;
+  return function answerUsage(request: GatewayRequest): StepOutcome | Promise<StepOutcome> {
+    const route = request.route;
+    return route?.answeredByGateway ? answer(request, route) : CONTINUE;
+  };
+
+  async function answer(request: GatewayRequest, route: RouteMatch): Promise<StepOutcome> {
+    const { method, res } = request;
     if (!route.allowedMethods.includes(method)) return methodNotAllowed(method, route);
-    const limits = plans.limitsOf(record);
-    if (!limits) throw limitsNotFound(record);
+    const record = keyOf(request);
+    const limits = deps.keyLimits(record);
     const usage = await storeCall<KeyUsage>(request, 'rate limit', () => keyLimiter.usage(record.id, limits, record.billingDay), describe);
     if (usage instanceof Refusal) return usage;
     const now = clock.now();
@@ -58,5 +62,5 @@ export function createUsageStep(deps: UsageDependencies) {
     res.setHeader('Cache-Control', 'no-store');
     res.end(method === 'HEAD' ? undefined : body);
     return ANSWERED;
-  };
+  }
 }

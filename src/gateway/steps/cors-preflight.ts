@@ -1,6 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CorsPolicy } from '../cors';
-import type { RequestContext } from '../request-context';
+import type { GatewayRequest } from '../request-context';
 import { isApiPath } from '../request-target';
 import { allowHeader, matchRoute } from '../operations/routes';
 import { ANSWERED, CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
@@ -10,8 +9,9 @@ import { ANSWERED, CONTINUE, setHeaders, type StepOutcome } from '../step-outcom
  * without a key and without counting against any limit (CONTRACT §3). Anything else goes on.
  */
 export function createPreflightStep(cors: CorsPolicy | null) {
-  return function answerPreflight(req: IncomingMessage, res: ServerResponse, request: RequestContext): StepOutcome {
-    if (!cors || req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return CONTINUE;
+  return function answerPreflight(request: GatewayRequest): StepOutcome {
+    const { req, res } = request;
+    if (!cors || request.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return CONTINUE;
     if (request.path === null || !isApiPath(request.path)) return CONTINUE;
     request.route = matchRoute(request.path);
     const headers = cors.preflightHeaders(req.headers.origin, request.route ? allowHeader(request.route) : 'GET, HEAD, POST');

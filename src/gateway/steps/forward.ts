@@ -1,14 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../shared/logger';
 import { sendError } from '../../shared/errors';
-import type { UpstreamTokenSigner } from '../../shared/upstream-token';
-import type { Forwarder } from '../upstream/forward-contract';
-import type { GatewayMetrics } from '../../shared/metrics';
-import type { RequestContext } from '../request-context';
 import { UNMATCHED_ROUTE } from '../../shared/public-api';
-import { markCutOff } from '../cut-off';
+import type { UpstreamTokenSigner } from '../../shared/upstream-token';
+import type { Forwarder, UpstreamFailure, UpstreamRequest } from '../upstream/forward-contract';
 import { upstreamHeaders } from '../upstream/upstream-headers';
 import { bodyOfUnknownLength } from '../upstream/request-body';
+import type { GatewayMetrics } from '../../shared/metrics';
+import { keyOf, type GatewayRequest } from '../request-context';
+import { markCutOff } from '../cut-off';
+import { bodyTooLarge, upstreamRefusal, type Refusal } from '../refusals';
+import { ANSWERED, type StepOutcome } from '../step-outcome';
 
 export interface ForwardDependencies {
   forwarder: Forwarder;
@@ -20,82 +22,109 @@ export interface ForwardDependencies {
   publicBaseUrl: string | null;
 }
 
-/** The last step: sign, rewrite headers, and stream to the inventory with the body bounded. */
+/**
+ * The last step: sign, prepare the upstream request, and stream it to the inventory with the body
+ * bounded. Its outcome is known once the inventory's answer begins (ANSWERED: the forwarder writes
+ * it), or the request is refused first: 413 for a body too large, 502/503/504 when the inventory
+ * could not answer or the guard did not send.
+ */
 export function createForwardStep(deps: ForwardDependencies) {
   const { forwarder, signer, metrics, logger, maxBodyBytes } = deps;
   const publicBase = deps.publicBaseUrl ? new URL(deps.publicBaseUrl) : null;
   const forwardedProto = publicBase ? publicBase.protocol.slice(0, -1) : 'http';
   const forwardedHost = publicBase ? publicBase.host : null;
-  const tooLarge = `The request body is larger than ${maxBodyBytes} bytes.`;
+  const tooLarge = bodyTooLarge(maxBodyBytes);
 
-  return async function forward(req: IncomingMessage, res: ServerResponse, request: RequestContext, keyId: string): Promise<void> {
+  return async function forward(request: GatewayRequest): Promise<StepOutcome> {
+    const { req, res } = request;
     const declaredLength = Number(req.headers['content-length'] ?? 0);
-    if (declaredLength > maxBodyBytes) {
-      closeAfterAnswer(req, res);
-      return sendError(res, 'payload_too_large', tooLarge);
-    }
-    const token = await signer.sign({ keyId, plan: request.plan });
-    // Read before the headers are rewritten for the inventory.
-    const streamed = bodyOfUnknownLength(req);
-    // The forwarders send req.url and req.headers as they find them.
-    // An own property: Http2ServerRequest's `headers` is a getter on its prototype, which assignment cannot replace.
-    Object.defineProperty(req, 'headers', {
-      value: upstreamHeaders(req.headers, { token, requestId: request.requestId, clientAddress: request.clientAddress, forwardedProto, forwardedHost }),
-      writable: true,
-      configurable: true,
-      enumerable: true,
-    });
-    req.url = request.originForm;
+    if (declaredLength > maxBodyBytes) return closeAfterAnswer(req, res, tooLarge);
+    const token = await signer.sign({ keyId: keyOf(request).id, plan: request.plan });
+    const upstream: UpstreamRequest = {
+      method: request.method,
+      path: request.originForm,
+      headers: upstreamHeaders(req.headers, { token, requestId: request.requestId, clientAddress: request.clientAddress, forwardedProto, forwardedHost }),
+      client: req,
+      // The upstream deadline counts from the request's arrival, the wait for a connection included.
+      receivedAt: request.startedAt,
+    };
+    return send(request, upstream);
+  };
+
+  /** Streams the request up; settles on the answer's head, or on the refusal that comes first. */
+  function send(request: GatewayRequest, upstream: UpstreamRequest): Promise<StepOutcome> {
+    const { req, res } = request;
     // The inventory's traceparent names the forward span (with tracing off the client's passes untouched).
     const span = request.span;
     const forwarding = span?.step('forward');
-    if (span && forwarding) span.propagate(req.headers, forwarding);
-
+    if (span && forwarding) span.propagate(upstream.headers, forwarding);
     request.upstreamStartedAt = process.hrtime.bigint();
-    const abandon = forwarder.forward(req, res, {
-      // The upstream deadline counts from the request's arrival, the wait for a connection included.
-      receivedAt: request.startedAt,
-      onResponse: (statusCode) => {
-        forwarding?.end({ 'http.response.status_code': statusCode });
-        observeUpstream(req.method!, request, statusCode);
-      },
-      onFailure: (failure) => {
-        forwarding?.end(undefined, failure.reason);
-        metrics.upstreamErrors.inc({ reason: failure.reason });
-        logger.warn({ requestId: request.requestId, reason: failure.reason }, 'upstream failure');
-        // Mid-answer, sendError can only cut the response off: the request's line says why.
-        if (res.headersSent) markCutOff(res, `upstream ${failure.reason}`);
-        sendError(res, failure.code, failure.message, failure.headers, failure.status);
-      },
-    });
-    if (streamed) boundStreamedBody(req, res, abandon);
-  };
 
-  /** A chunked (or HTTP/2) body of no declared length: count it as it streams and stop at the limit. */
-  function boundStreamedBody(req: IncomingMessage, res: ServerResponse, abandon: () => void): void {
-    let received = 0;
-    req.on('data', (chunk: Buffer) => {
-      received += chunk.length;
-      if (received <= maxBodyBytes || res.headersSent) return;
-      abandon();
-      req.unpipe();
-      closeAfterAnswer(req, res);
-      sendError(res, 'payload_too_large', tooLarge);
+    return new Promise<StepOutcome>((settle) => {
+      let settledWith: StepOutcome | null = null;
+      const answer = (outcome: StepOutcome) => {
+        settledWith = outcome;
+        settle(outcome);
+      };
+      const abandon = forwarder.forward(upstream, res, {
+        onResponse: (statusCode) => {
+          forwarding?.end({ 'http.response.status_code': statusCode });
+          observeUpstream(request, statusCode);
+          answer(ANSWERED);
+        },
+        onFailure: (failure) => {
+          // Refused already (413): the abandoned request's own end is no news.
+          if (settledWith !== null && settledWith !== ANSWERED) return;
+          forwarding?.end(undefined, failure.reason);
+          metrics.upstreamErrors.inc({ reason: failure.reason });
+          logger.warn({ requestId: request.requestId, reason: failure.reason }, 'upstream failure');
+          if (settledWith === null) answer(upstreamRefusal(failure));
+          else cutOff(res, failure);
+        },
+      });
+      if (bodyOfUnknownLength(req)) {
+        whenBodyExceeds(req, maxBodyBytes, () => {
+          // Past the head, the answer has begun: the body's end is the answer's business.
+          if (settledWith !== null || res.headersSent) return;
+          abandon();
+          req.unpipe();
+          answer(closeAfterAnswer(req, res, tooLarge));
+        });
+      }
     });
   }
 
-  /**
-   * HTTP/1.1: the unread body would be taken for the next request, so the connection closes after
-   * the answer. HTTP/2 frames each stream apart (and forbids Connection): the stream ends alone.
-   */
-  function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
-    if (req.httpVersionMajor !== 2) res.setHeader('Connection', 'close');
-  }
-
-  function observeUpstream(method: string, request: RequestContext, statusCode: number): void {
+  function observeUpstream(request: GatewayRequest, statusCode: number): void {
     if (request.upstreamStartedAt === null) return;
     const seconds = Number(process.hrtime.bigint() - request.upstreamStartedAt) / 1e9;
     request.upstreamMs = Math.round(seconds * 1e6) / 1e3;
-    metrics.upstreamDuration.observe({ method, route: request.route?.template ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
+    metrics.upstreamDuration.observe({ method: request.method, route: request.route?.template ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
   }
+}
+
+/** A chunked (or HTTP/2) body of no declared length: counted as it streams, `exceeded` called past the limit. */
+function whenBodyExceeds(req: IncomingMessage, maxBodyBytes: number, exceeded: () => void): void {
+  let received = 0;
+  req.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    if (received > maxBodyBytes) exceeded();
+  });
+}
+
+/**
+ * The inventory's answer had begun when it failed: mid-answer, the only answer left is to cut it
+ * off, and the request's line says why. (A head node:http refused is answered whole instead.)
+ */
+function cutOff(res: ServerResponse, failure: UpstreamFailure): void {
+  if (res.headersSent) markCutOff(res, `upstream ${failure.reason}`);
+  sendError(res, failure.code, failure.message, failure.headers, failure.status);
+}
+
+/**
+ * HTTP/1.1: the unread body would be taken for the next request, so the connection closes after
+ * the answer. HTTP/2 frames each stream apart (and forbids Connection): the stream ends alone.
+ */
+function closeAfterAnswer(req: IncomingMessage, res: ServerResponse, refusal: Refusal): Refusal {
+  if (req.httpVersionMajor !== 2) res.setHeader('Connection', 'close');
+  return refusal;
 }

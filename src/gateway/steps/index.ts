@@ -3,7 +3,8 @@ import type { Clock } from '../../shared/clock';
 import type { Logger } from '../../shared/logger';
 import type { UpstreamTokenSigner } from '../../shared/upstream-token';
 import { PlanBook } from '../../limits/plan-limits';
-import type { AddressLimiter, KeyLimiter } from '../../limits/types';
+import type { AddressLimiter, KeyLimiter, WindowLimits } from '../../limits/types';
+import type { ApiKeyRecord } from '../../keys/types';
 import { createCorsPolicy, type CorsPolicy } from '../cors';
 import { buildDeprecations } from '../operations/deprecation';
 import { OperationCosts } from '../operations/operation-costs';
@@ -42,10 +43,23 @@ export interface GatewayDependencies {
   keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
 }
 
+/**
+ * The limits of a key: its own, or its plan's. A key with neither limits of its own nor a plan that
+ * has some is a bug in the config's checks, answered 500 rather than guessed.
+ */
+export function keyLimitsOf(plans: PlanBook): (record: ApiKeyRecord) => WindowLimits {
+  return (record) => {
+    const limits = plans.limitsOf(record);
+    if (!limits) throw new Error(`key ${record.id} has plan ${record.plan} without limits`);
+    return limits;
+  };
+}
+
 /** Every step of the request path, each built once from the part of the dependencies it needs. */
 export function createSteps(deps: GatewayDependencies) {
   const { config, metrics, logger, clock } = deps;
   const plans = new PlanBook(config.plans);
+  const keyLimits = keyLimitsOf(plans);
   const random = deps.random ?? Math.random;
   const jitterSeconds = config.rateLimit.retryAfterJitterSeconds;
   const retryAfter = (waitMs: number) => jitteredRetryAfterSeconds(waitMs, jitterSeconds, random);
@@ -57,8 +71,8 @@ export function createSteps(deps: GatewayDependencies) {
     matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
-    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, plans, clock, storeCall }),
-    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs) }),
+    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall }),
+    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs) }),
     checkRoute,
     applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
     forward: createForwardStep({

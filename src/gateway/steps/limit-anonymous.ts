@@ -1,11 +1,10 @@
-import type { ServerResponse } from 'node:http';
 import type { Clock } from '../../shared/clock';
 import type { AddressDecision, AddressLimiter, WindowState } from '../../limits/types';
 import type { GatewayMetrics } from '../../shared/metrics';
 import { anonymousRateLimitHeaders } from '../rate-limit-headers';
-import type { RequestContext } from '../request-context';
-import { Refusal, setHeaders, type StepOutcome } from '../step-outcome';
-import type { Caller } from './authenticate';
+import type { GatewayRequest, KeylessCaller } from '../request-context';
+import { anonymousRateLimited, Refusal } from '../refusals';
+import { CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
 export interface AnonymousLimitDependencies {
@@ -19,30 +18,36 @@ export interface AnonymousLimitDependencies {
 
 /**
  * A caller without a usable key is limited per client address (CONTRACT §4), and answered with
- * that window's headers. An unknown key spends a unit of it and may get 429; a known key that may
- * no longer be used (revoked, expired) only shows the window and always gets its own 401.
+ * that window's headers and its 401 (or 429). An unknown key spends a unit of it and may get 429; a
+ * known key that may no longer be used (revoked, expired) only shows the window and always gets its
+ * own 401. A caller with a usable key goes on to its key's limit.
  */
 export function createAnonymousLimitStep(deps: AnonymousLimitDependencies) {
   const { addressLimiter, metrics, clock, storeCall } = deps;
   const describeDecision = (decision: AddressDecision) => ({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': decision.allowed ? 'allowed' : 'limited' });
   const describeWindow = () => ({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': 'peek' });
 
-  return async function limitAnonymous(res: ServerResponse, request: RequestContext, caller: Exclude<Caller, { kind: 'key' }>): Promise<StepOutcome> {
+  return function limitAnonymous(request: GatewayRequest): StepOutcome | Promise<StepOutcome> {
+    const caller = request.keyless;
+    return caller === null ? CONTINUE : limitAddress(request, caller);
+  };
+
+  async function limitAddress(request: GatewayRequest, caller: KeylessCaller): Promise<StepOutcome> {
     request.rateLimitOutcome = 'anonymous';
-    if (caller.kind === 'known') {
+    if (caller.known) {
       const window = await storeCall<WindowState>(request, 'rate limit', () => addressLimiter.peek(request.clientAddress), describeWindow);
       if (window instanceof Refusal) return window;
-      setHeaders(res, anonymousRateLimitHeaders(window, clock.now()));
+      setHeaders(request.res, anonymousRateLimitHeaders(window, clock.now()));
       return caller.refusal;
     }
-    const neverIssuedKey = caller.neverIssued === true;
+    const neverIssuedKey = caller.neverIssued;
     const decision = await storeCall(request, 'rate limit', () => addressLimiter.consume(request.clientAddress, { neverIssuedKey }), describeDecision);
     if (decision instanceof Refusal) return decision;
     if (decision.fallback) request.storeFallback = decision.fallback;
-    setHeaders(res, anonymousRateLimitHeaders(decision.window, clock.now()));
+    setHeaders(request.res, anonymousRateLimitHeaders(decision.window, clock.now()));
     if (decision.allowed) return caller.refusal;
     request.rateLimitOutcome = 'anonymous_limited';
     metrics.rejections.inc({ plan: 'anonymous', window: 'anonymous' });
-    return new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': deps.retryAfter(decision.retryAfterMs) });
-  };
+    return anonymousRateLimited(deps.retryAfter(decision.retryAfterMs));
+  }
 }

@@ -7,8 +7,9 @@ import type { ConsumeOptions, KeyDecision, KeyLimiter, WindowLimits, WindowName,
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
 import { bannedRateLimitHeaders, keyRateLimitHeaders, type BannedMonth } from '../rate-limit-headers';
-import type { RequestContext } from '../request-context';
-import { CONTINUE, Refusal, setHeaders, type StepOutcome } from '../step-outcome';
+import { keyOf, type GatewayRequest } from '../request-context';
+import { keyRateLimited, Refusal, temporarilyBanned } from '../refusals';
+import { CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
 /** Share of a window after which an admitted request counts in gateway_ratelimit_near_limit_total. */
@@ -17,10 +18,11 @@ const NEAR_LIMIT_SHARE = 0.8;
 /** What a shadowed plan or key asks of the limiter: refusals that lead to no ban. */
 const SHADOW: ConsumeOptions = { shadow: true };
 
-const BANNED_MESSAGE = 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.';
-
 export interface KeyLimitDependencies {
   keyLimiter: KeyLimiter;
+  /** The limits of a key: its own, or its plan's. */
+  keyLimits(record: ApiKeyRecord): WindowLimits;
+  /** Which plans and keys are shadowed. */
   plans: PlanBook;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -31,21 +33,17 @@ export interface KeyLimitDependencies {
   retryAfter(waitMs: number): string;
 }
 
-/** A key with neither limits of its own nor a plan that has some: refused rather than guessed. */
-export function limitsNotFound(record: ApiKeyRecord): Error {
-  return new Error(`key ${record.id} has plan ${record.plan} without limits`);
-}
-
 /** The ban and every window of a key, decided together in one store round trip, for `cost` units. */
 export function createKeyLimitStep(deps: KeyLimitDependencies) {
   const { keyLimiter, plans, metrics, storeCall, costs } = deps;
 
-  return async function limitKey(res: ServerResponse, request: RequestContext, record: ApiKeyRecord, method = 'GET'): Promise<StepOutcome> {
-    const limits = plans.limitsOf(record);
-    if (!limits) throw limitsNotFound(record);
+  return async function limitKey(request: GatewayRequest): Promise<StepOutcome> {
+    const { res } = request;
+    const record = keyOf(request);
+    const limits = deps.keyLimits(record);
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
-    const options = consumeOptions(shadow, costs.costOf(method, route), record.billingDay);
+    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay);
     const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(record.id, limits, options), (d: KeyDecision) => ({
       'asg.rate_limit.scope': 'key',
       'asg.rate_limit.decision': d.outcome,
@@ -67,13 +65,13 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
       request.rateLimitOutcome = 'banned';
       setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, record.billingDay)));
       metrics.rejections.inc({ plan: record.plan, window: 'ban' });
-      return new Refusal('temporarily_banned', BANNED_MESSAGE, { 'Retry-After': deps.retryAfter(decision.bannedUntil - decision.now) });
+      return temporarilyBanned(deps.retryAfter(decision.bannedUntil - decision.now));
     }
     request.rateLimitOutcome = 'limited';
     setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month));
     metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
     if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
-    return new Refusal('rate_limited', `The ${decision.refusedBy} limit of this API key is used up.`, { 'Retry-After': deps.retryAfter(decision.retryAfterMs) });
+    return keyRateLimited(decision.refusedBy, deps.retryAfter(decision.retryAfterMs));
   };
 
   /**
@@ -81,7 +79,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
    * would have carried, no Retry-After and no ban; it is logged and counted so that an operator can
    * see what the limit would do before enforcing it.
    */
-  function admitShadowed(res: ServerResponse, request: RequestContext, limits: WindowLimits, decision: Exclude<KeyDecision, { outcome: 'allowed' }>, billingDay?: number): StepOutcome {
+  function admitShadowed(res: ServerResponse, request: GatewayRequest, limits: WindowLimits, decision: Exclude<KeyDecision, { outcome: 'allowed' }>, billingDay?: number): StepOutcome {
     const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
     request.rateLimitOutcome = 'shadow_limited';
     metrics.shadowDenied.inc({ plan: request.plan, window });

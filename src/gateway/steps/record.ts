@@ -1,8 +1,7 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { flatLineLogger, type Logger } from '../../shared/logger';
 import { cutOffReason } from '../cut-off';
 import type { GatewayMetrics } from '../../shared/metrics';
-import type { RateLimitOutcome, RequestContext } from '../request-context';
+import type { GatewayRequest, RateLimitOutcome } from '../request-context';
 import { protocolOf, requestLogLine } from '../request-log-line';
 import { UNMATCHED_ROUTE } from '../../shared/public-api';
 
@@ -35,9 +34,10 @@ export function createRecordStep(deps: RecordDependencies) {
   // The request line is flat and names no credential: written without pino's redaction walk.
   const logger = flatLineLogger(deps.logger);
 
-  return function recordRequest(req: IncomingMessage, res: ServerResponse, request: RequestContext): void {
+  return function recordRequest(request: GatewayRequest): void {
+    const { req, res } = request;
     const route = request.route?.template ?? UNMATCHED_ROUTE;
-    const method = req.method!;
+    const method = request.method;
     const answered = res.writableFinished;
     // Cut off before an answer started: no status reached the client (0, as for unparsed requests).
     const status = answered || res.headersSent ? res.statusCode : 0;

@@ -2,9 +2,7 @@ import type { Logger } from '../../shared/logger';
 import type { GatewayStep, SpanAttributes } from '../../shared/telemetry';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { RequestContext } from '../request-context';
-import { Refusal } from '../step-outcome';
-
-const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
+import { STORE_UNAVAILABLE, type Refusal } from '../refusals';
 
 /** A call to the shared store (key lookup, a limiter) that may fail: traced, and a failure answered 503. */
 export type StoreCall = <T>(request: RequestContext, spanName: GatewayStep, call: () => Promise<T>, describe: (value: T) => SpanAttributes) => Promise<T | Refusal>;

@@ -1,9 +1,8 @@
 import type { Clock } from '../../shared/clock';
 import type { GatewayMetrics } from '../../shared/metrics';
-import type { RequestContext } from '../request-context';
-import { CONTINUE, Refusal, type StepOutcome } from '../step-outcome';
-
-const PAST_SUNSET = new Refusal('gone', 'This operation has passed its sunset date. Use the successor version.');
+import { keyOf, type GatewayRequest } from '../request-context';
+import { PAST_SUNSET } from '../refusals';
+import { CONTINUE, type StepOutcome } from '../step-outcome';
 
 export interface SunsetDependencies {
   metrics: GatewayMetrics;
@@ -14,11 +13,11 @@ export interface SunsetDependencies {
 
 /** A deprecated operation (its headers already set) is counted with its caller, and gone after its sunset. */
 export function createSunsetStep(deps: SunsetDependencies) {
-  return function applySunset(request: RequestContext, keyId: string): StepOutcome {
+  return function applySunset(request: GatewayRequest): StepOutcome {
     const notice = request.deprecation;
     if (!notice) return CONTINUE;
     deps.metrics.deprecatedRequests.inc({ route: notice.template, plan: request.plan });
-    deps.deprecationUsage?.record(notice.id, keyId);
+    deps.deprecationUsage?.record(notice.id, keyOf(request).id);
     return deps.clock.now() >= notice.sunsetAt ? PAST_SUNSET : CONTINUE;
   };
 }

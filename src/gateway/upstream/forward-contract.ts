@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../shared/clock';
 import type { ErrorCode } from '../../shared/errors';
 import type { CircuitBreakerSettings, CircuitState } from './circuit-breaker';
@@ -18,16 +18,30 @@ export interface UpstreamFailure {
   headers?: Record<string, string>;
 }
 
+/**
+ * The request as the inventory gets it, prepared by the forward step (steps/forward.ts). The
+ * client's own request is read for its body and left as it came: nothing of it is rewritten.
+ */
+export interface UpstreamRequest {
+  method: string;
+  /** The target in origin form (`/v1/pets?limit=1`), whatever form the client used; under the upstream's base path. */
+  path: string;
+  /** The client's headers minus credentials, hop-by-hop and forwarding ones, plus the gateway's (upstream-headers.ts). */
+  headers: IncomingHttpHeaders;
+  /** The client's request: its body (when it has one) is streamed up as it arrives. */
+  client: IncomingMessage;
+  /**
+   * When the gateway received the request (process.hrtime.bigint()): the deadline counts from it, so
+   * that a slow store ahead of the forward does not push the answer past timeoutMs + 1 s.
+   */
+  receivedAt: bigint;
+}
+
 export interface ForwardHandlers {
   /** Called once when the upstream could not answer; headers may already be sent. */
   onFailure(failure: UpstreamFailure): void;
-  /** Called when the upstream's response headers arrive (for upstream duration). */
+  /** Called when the upstream's response head has been taken for the client (for upstream duration). */
   onResponse?(statusCode: number): void;
-  /**
-   * When the gateway received the request (process.hrtime.bigint()): the deadline counts from it, so
-   * that a slow store ahead of the forward does not push the answer past timeoutMs + 1 s. Absent: from the forward.
-   */
-  receivedAt?: bigint;
 }
 
 /** What the forwarder holds right now: requests not yet finished, and connections to the upstream. */
@@ -39,7 +53,7 @@ export interface ForwarderStats {
 /** Sends a prepared request to the inventory and streams the answer back. */
 export interface Forwarder {
   /** Starts forwarding; the returned function abandons the upstream request (e.g. body too large). */
-  forward(req: IncomingMessage, res: ServerResponse, handlers: ForwardHandlers): () => void;
+  forward(request: UpstreamRequest, res: ServerResponse, handlers: ForwardHandlers): () => void;
   /** For tests and diagnostics: whether requests and connections are released. */
   stats(): ForwarderStats;
   close(): void | Promise<void>;

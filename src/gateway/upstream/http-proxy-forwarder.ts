@@ -1,7 +1,9 @@
 import http from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { PassThrough } from 'node:stream';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import type { ForwardHandlers, Forwarder, ForwarderSettings, GuardedForwarder } from './forward-contract';
+import type { ForwardHandlers, Forwarder, ForwarderSettings, GuardedForwarder, UpstreamRequest } from './forward-contract';
+import { hasBody } from './request-body';
 import { classifyUpstreamError, TIMEOUT_CODE } from './upstream-failure';
 import { isHopByHopResponseHeader } from './upstream-headers';
 import { guardForwarder } from './upstream-guard';
@@ -18,7 +20,43 @@ interface InFlight {
   abandoned: boolean;
 }
 
-const inFlightOf = new WeakMap<IncomingMessage, InFlight>();
+/**
+ * The upstream request as http-proxy-middleware reads a request: the method, target and headers of
+ * the UpstreamRequest, the client's protocol version and socket, over a stream of the client's body.
+ * http-proxy builds the upstream request from what it finds on the request it is handed; this is
+ * handed to it so that the client's own request is never rewritten.
+ */
+class ProxiedRequest extends PassThrough {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly httpVersion: string;
+  readonly httpVersionMajor: number;
+  readonly httpVersionMinor: number;
+  /** http-proxy reads the socket for the listening server and the client's address. */
+  readonly socket: IncomingMessage['socket'];
+  readonly connection: IncomingMessage['socket'];
+
+  constructor(
+    upstream: UpstreamRequest,
+    readonly inFlight: InFlight,
+  ) {
+    super();
+    const client = upstream.client;
+    this.method = upstream.method;
+    this.url = upstream.path;
+    this.headers = upstream.headers;
+    this.httpVersion = client.httpVersion;
+    this.httpVersionMajor = client.httpVersionMajor;
+    this.httpVersionMinor = client.httpVersionMinor;
+    this.socket = client.socket;
+    this.connection = client.socket;
+    // The client's errors (an upload cut off) reach http-proxy as they did on the client's request.
+    client.on('error', (err) => this.destroy(err));
+    if (hasBody(client)) client.pipe(this);
+    else this.end();
+  }
+}
 
 /**
  * One failure per request: a response cut mid-body reaches httpxy's error event and the upstream
@@ -31,8 +69,8 @@ function reportOnce(inFlight: InFlight, err: NodeJS.ErrnoException): void {
 }
 
 /**
- * http-proxy-middleware, created once, with a keep-alive agent. The caller has already rewritten
- * the request headers; this only moves bytes and maps failures.
+ * http-proxy-middleware, created once, with a keep-alive agent. The UpstreamRequest says what to
+ * send; this only moves bytes and maps failures.
  */
 export function createHttpProxyForwarder(settings: ForwarderSettings): GuardedForwarder {
   return guardForwarder(createHttpProxyExchange(settings), settings);
@@ -48,8 +86,8 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
     agent,
     on: {
       proxyReq(proxyReq, req) {
-        const inFlight = inFlightOf.get(req);
-        if (inFlight) inFlight.upstreamRequest = proxyReq;
+        const inFlight = (req as unknown as ProxiedRequest).inFlight;
+        inFlight.upstreamRequest = proxyReq;
         proxyReq.setTimeout(settings.timeoutMs, () => {
           const err: NodeJS.ErrnoException = new Error('upstream timeout');
           err.code = TIMEOUT_CODE;
@@ -58,10 +96,10 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
         // Ahead of httpxy's own listener, which destroys the client's response when the upstream's
         // is cut: seen after that, the cut would look like a client that went away.
         proxyReq.prependOnceListener('response', (upstreamRes) => {
-          inFlight?.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
+          inFlight.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
           // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
           upstreamRes.once('close', () => {
-            if (upstreamRes.complete || !inFlight) return;
+            if (upstreamRes.complete) return;
             const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
             err.code = 'ECONNRESET';
             reportOnce(inFlight, err);
@@ -74,17 +112,15 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
         }
       },
       error(err, req) {
-        const inFlight = inFlightOf.get(req as IncomingMessage);
-        inFlightOf.delete(req as IncomingMessage);
-        if (inFlight) reportOnce(inFlight, err as NodeJS.ErrnoException);
+        reportOnce((req as unknown as ProxiedRequest).inFlight, err as NodeJS.ErrnoException);
       },
     },
   });
 
   return {
-    forward(req, res, handlers) {
+    forward(upstream, res, handlers) {
       const inFlight: InFlight = { handlers, abandoned: false };
-      inFlightOf.set(req, inFlight);
+      const proxied = new ProxiedRequest(upstream, inFlight);
       // A client gone before the answer ends frees the upstream request (http-proxy only notices an
       // unfinished request body, not a closed response).
       res.once('close', () => {
@@ -92,7 +128,7 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
         inFlight.abandoned = true;
         inFlight.upstreamRequest?.destroy();
       });
-      void proxy(req, res, (err?: unknown) => {
+      void proxy(proxied as unknown as IncomingMessage, res, (err?: unknown) => {
         handlers.onFailure(classifyUpstreamError((err ?? new Error('proxy failed')) as NodeJS.ErrnoException));
       });
       return () => {

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { hasBody } from './request-body';
@@ -105,10 +105,9 @@ class ForwardExchange implements Dispatcher.DispatchHandler {
   }
 }
 
-/** The prepared headers (the pipeline has rewritten them) as undici takes them, minus what it owns. */
-function upstreamHeaders(req: IncomingMessage): string[] {
+/** The UpstreamRequest's headers as undici takes them, minus what it owns. */
+function headerPairs(incoming: IncomingHttpHeaders): string[] {
   const headers: string[] = [];
-  const incoming = req.headers;
   for (const name in incoming) {
     if (REQUEST_HEADERS_UNDICI_OWNS.has(name)) continue;
     const value = incoming[name];
@@ -135,7 +134,7 @@ async function* chunksOf(body: PassThrough): AsyncGenerator<Buffer> {
 
 /**
  * An undici Pool with keep-alive connections to the inventory, created once. Same contract as the
- * http-proxy-middleware forwarder: the caller has rewritten the request headers; this moves bytes,
+ * http-proxy-middleware forwarder: the UpstreamRequest says what to send; this moves bytes,
  * drops hop-by-hop response headers, and maps failures with classifyUpstreamError.
  */
 export function createUndiciForwarder(settings: ForwarderSettings): GuardedForwarder {
@@ -159,16 +158,16 @@ function createUndiciPool(settings: ForwarderSettings): Forwarder {
   });
 
   return {
-    forward(req, res, handlers) {
-      const body = hasBody(req) ? new PassThrough() : null;
+    forward(upstream, res, handlers) {
+      const body = hasBody(upstream.client) ? new PassThrough() : null;
       const exchange = new ForwardExchange(res, handlers, body);
       res.once('close', () => exchange.onClientClosed());
-      if (body) req.pipe(body);
+      if (body) upstream.client.pipe(body);
       pool.dispatch(
         {
-          path: basePath + (req.url ?? '/'),
-          method: req.method ?? 'GET',
-          headers: upstreamHeaders(req),
+          path: basePath + upstream.path,
+          method: upstream.method,
+          headers: headerPairs(upstream.headers),
           // Documented (AsyncIterable is a DispatchOptions body) but missing from undici's types.
           body: body && (chunksOf(body) as unknown as Dispatcher.DispatchOptions['body']),
         },

@@ -38,3 +38,31 @@ export function classifyUpstreamError(err: NodeJS.ErrnoException): UpstreamFailu
       return { code: 'upstream_unavailable', reason: 'other', message: 'The inventory service could not be reached.' };
   }
 }
+
+/** Seconds for Retry-After: whole, at least one. */
+function retryAfterSeconds(ms: number): string {
+  return String(Math.max(1, Math.ceil(ms / 1000)));
+}
+
+/** The guard's refusal when too many requests already wait for the upstream: nothing is sent. */
+export const OVERLOADED: UpstreamFailure = {
+  code: 'upstream_unavailable',
+  status: 503,
+  reason: 'overloaded',
+  message: 'Too many requests are waiting for the inventory service. Retry shortly.',
+  headers: { 'Retry-After': '1' },
+};
+
+/** The guard's refusal while the circuit is open: nothing is sent until the cool-down ends. */
+export function circuitOpen(retryAfterMs: number): UpstreamFailure {
+  return {
+    code: 'upstream_unavailable',
+    status: 503,
+    reason: 'circuit_open',
+    message: 'The inventory service is failing; the gateway is not sending it requests for a moment. Retry later.',
+    headers: { 'Retry-After': retryAfterSeconds(retryAfterMs) },
+  };
+}
+
+/** The guard's deadline passed before the upstream's answer began. */
+export const DEADLINE_PASSED: UpstreamFailure = { code: 'upstream_timeout', reason: 'timeout', message: 'The inventory service did not answer in time.' };

@@ -169,7 +169,7 @@ export interface ContractProxy {
 
 /**
  * The forwarder alone behind express, as the gateway calls it. Hop-by-hop request headers are the
- * pipeline's to remove (rewriteHeadersForUpstream); here only `Connection` is, since the test client
+ * forward step's to remove (upstreamHeaders); here only `Connection` is, since the test client
  * sends nothing else of the kind. `X-Abandon-After: N` makes the proxy give up after N body bytes
  * and answer 413 itself, as the gateway does with an oversized chunked body.
  */
@@ -186,9 +186,10 @@ export async function startContractProxy(
   app.use((req, res) => {
     const arrived = performance.now();
     res.once('close', () => timings.push({ status: res.statusCode, elapsedMs: performance.now() - arrived }));
-    delete req.headers.connection;
+    const { connection: _connection, ...headers } = req.headers;
     const abandonAfter = req.headers['x-abandon-after'];
-    const abandon = forwarder.forward(req, res, {
+    const upstream = { method: req.method, path: req.url, headers, client: req, receivedAt: process.hrtime.bigint() };
+    const abandon = forwarder.forward(upstream, res, {
       onResponse: (statusCode) => statuses.push(statusCode),
       onFailure: (failure) => {
         failures.push(failure);

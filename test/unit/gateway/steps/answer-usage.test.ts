@@ -3,10 +3,12 @@ import { MemoryKeyLimiter } from '../../../../src/limits';
 import { PlanBook } from '../../../../src/limits/plan-limits';
 import type { KeyLimiter, KeyUsage } from '../../../../src/limits/types';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
-import { usageRoute } from '../../../../src/gateway/operations/routes';
+import { matchRoute, usageRoute } from '../../../../src/gateway/operations/routes';
 import { createUsageStep } from '../../../../src/gateway/steps/answer-usage';
-import { ANSWERED, Refusal } from '../../../../src/gateway/step-outcome';
-import { NOW, headersStartingWith, incoming, keyRecord, outgoing, requestContext, stepEnvironment } from './step-kit';
+import { keyLimitsOf } from '../../../../src/gateway/steps';
+import { Refusal } from '../../../../src/gateway/refusals';
+import { ANSWERED, CONTINUE } from '../../../../src/gateway/step-outcome';
+import { NOW, gatewayRequest, headersStartingWith, incoming, keyRecord, sentFor, stepEnvironment } from './step-kit';
 
 const PLANS = { free: { perMinute: 10, perDay: 1000 }, enterprise: {} };
 const MINUTE_RESET = NOW + 60_000;
@@ -16,15 +18,13 @@ const record = keyRecord({ expiresAt: '2027-01-01T00:00:00.000Z' });
 function setUp(keyLimiter: KeyLimiter) {
   const env = stepEnvironment();
   const clock = new ManualClock(NOW);
-  const answerUsage = createUsageStep({ keyLimiter, plans: new PlanBook(PLANS), clock, storeCall: env.storeCall });
+  const answerUsage = createUsageStep({ keyLimiter, keyLimits: keyLimitsOf(new PlanBook(PLANS)), clock, storeCall: env.storeCall });
   const call = async (method: string, key: ApiKeyRecord = record) => {
-    const req = incoming(method, '/v1/usage');
-    const { res, sent } = outgoing(req);
-    const request = requestContext({ path: '/v1/usage', route: usageRoute, keyId: key.id, plan: key.plan });
-    const outcome = await answerUsage(req, res, request, usageRoute, key);
-    return { outcome, res, request, sent };
+    const request = gatewayRequest(incoming(method, '/v1/usage'), { route: usageRoute, key, keyId: key.id, plan: key.plan });
+    const outcome = await answerUsage(request);
+    return { outcome, res: request.res, request, sent: () => sentFor(request) };
   };
-  return { ...env, clock, call };
+  return { ...env, clock, answerUsage, call };
 }
 
 function fixedUsage(usage: KeyUsage | Error): KeyLimiter & { usage: jest.Mock; consume: jest.Mock } {
@@ -48,6 +48,15 @@ const usage = (bannedUntil: number | null = null): KeyUsage => ({
 });
 
 describe('usage step (GET /v1/usage)', () => {
+  it('every other route goes on to the key limit, without asking the limiter', async () => {
+    const limiter = fixedUsage(usage());
+    const { answerUsage } = setUp(limiter);
+    const request = gatewayRequest(incoming('GET', '/v1/pets'), { route: matchRoute('/v1/pets'), key: record });
+    expect(await answerUsage(request)).toBe(CONTINUE);
+    expect(limiter.usage).not.toHaveBeenCalled();
+    expect(request.res.headersSent).toBe(false);
+  });
+
   it('answers 200 with the plan, both windows, the ban and the expiry, and the rate-limit headers', async () => {
     const limiter = fixedUsage(usage());
     const { call } = setUp(limiter);

@@ -2,7 +2,7 @@ import { createCorsPolicy } from '../../../../src/gateway/cors';
 import { createPreflightStep } from '../../../../src/gateway/steps/cors-preflight';
 import { ANSWERED, CONTINUE } from '../../../../src/gateway/step-outcome';
 import { parseTarget } from '../../../../src/gateway/request-target';
-import { headersStartingWith, incoming, outgoing, requestContext } from './step-kit';
+import { gatewayRequest, headersStartingWith, incoming, sentFor } from './step-kit';
 
 const APP = 'https://app.example';
 const listed = createCorsPolicy({ allowedOrigins: [APP], maxAgeSeconds: 600 });
@@ -12,11 +12,9 @@ function preflight(options: { method?: string; url?: string; origin?: string; re
   const headers: Array<[string, string]> = [['Host', 'gw.example']];
   if (options.origin !== undefined) headers.push(['Origin', options.origin]);
   if (options.requestMethod !== null) headers.push(['Access-Control-Request-Method', options.requestMethod ?? 'GET']);
-  const req = incoming(options.method ?? 'OPTIONS', url, headers);
-  const { res, sent } = outgoing(req);
-  const request = requestContext({ path: parseTarget(url)?.path ?? null });
-  const outcome = createPreflightStep(options.cors === undefined ? listed : options.cors)(req, res, request);
-  return { outcome, res, request, sent };
+  const request = gatewayRequest(incoming(options.method ?? 'OPTIONS', url, headers), { path: parseTarget(url)?.path ?? null });
+  const outcome = createPreflightStep(options.cors === undefined ? listed : options.cors)(request);
+  return { outcome, res: request.res, request, sent: () => sentFor(request) };
 }
 
 describe('CORS preflight step', () => {

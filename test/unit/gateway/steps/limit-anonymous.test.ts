@@ -2,18 +2,24 @@ import { ManualClock } from '../../../../src/shared/clock';
 import { createMemoryAddressLimiter } from '../../../../src/limits';
 import type { AddressDecision, AddressLimiter, WindowState } from '../../../../src/limits/types';
 import { createAnonymousLimitStep } from '../../../../src/gateway/steps/limit-anonymous';
-import type { Caller } from '../../../../src/gateway/steps/authenticate';
-import { Refusal } from '../../../../src/gateway/step-outcome';
-import { NOW, counted, countedInAll, headersStartingWith, incoming, outgoing, requestContext, stepEnvironment } from './step-kit';
+import type { GatewayRequest, KeylessCaller } from '../../../../src/gateway/request-context';
+import { Refusal } from '../../../../src/gateway/refusals';
+import { CONTINUE } from '../../../../src/gateway/step-outcome';
+import { NOW, counted, countedInAll, gatewayRequest, headersStartingWith, keyRecord, stepEnvironment } from './step-kit';
 
-const unknownCaller: Exclude<Caller, { kind: 'key' }> = {
-  kind: 'unknown',
+const unknownCaller: KeylessCaller = {
   refusal: new Refusal('invalid_api_key', 'The API key is not valid for this environment.', { 'WWW-Authenticate': 'Bearer realm="animal-store"' }),
+  known: false,
+  neverIssued: false,
 };
-const revokedCaller: Exclude<Caller, { kind: 'key' }> = {
-  kind: 'known',
+const revokedCaller: KeylessCaller = {
   refusal: new Refusal('revoked_api_key', 'This API key has been revoked.', { 'WWW-Authenticate': 'Bearer realm="animal-store"' }),
+  known: true,
+  neverIssued: false,
 };
+
+/** A request authenticate found without a usable key. */
+const keylessRequest = (caller: KeylessCaller): GatewayRequest => gatewayRequest(undefined, { keyless: caller });
 
 const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
 
@@ -22,8 +28,7 @@ function setUp(addressLimiter: AddressLimiter) {
   const clock = new ManualClock(NOW);
   const retryAfter = jest.fn((waitMs: number) => `${Math.ceil(waitMs / 1000)}+jitter`);
   const limitAnonymous = createAnonymousLimitStep({ addressLimiter, metrics: env.metrics, clock, storeCall: env.storeCall, retryAfter });
-  const { res } = outgoing(incoming('GET', '/v1/pets'));
-  return { ...env, clock, retryAfter, limitAnonymous, res, request: requestContext() };
+  return { ...env, clock, retryAfter, limitAnonymous };
 }
 
 /** An address limiter that answers fixed decisions, and counts what it was asked. */
@@ -43,18 +48,29 @@ function fixedAddressLimiter(decision: AddressDecision | Error, window: WindowSt
 const window = (remaining: number): WindowState => ({ limit: 30, remaining, resetAt: NOW + 42_500 });
 
 describe('anonymous limit step', () => {
+  it('a caller with a usable key goes on to its key limit without asking the address limiter', async () => {
+    const limiter = fixedAddressLimiter({ allowed: true, window: window(29), retryAfterMs: 0 });
+    const { limitAnonymous } = setUp(limiter);
+    const request = gatewayRequest(undefined, { key: keyRecord() });
+    expect(await limitAnonymous(request)).toBe(CONTINUE);
+    expect(limiter.consume).not.toHaveBeenCalled();
+    expect(limiter.peek).not.toHaveBeenCalled();
+    expect(request.rateLimitOutcome).toBeNull();
+  });
+
   it('a key proven never issued asks the address limiter for a batched unit (neverIssuedKey), so it costs the store nothing per request', async () => {
     const limiter = fixedAddressLimiter({ allowed: true, window: window(29), retryAfterMs: 0 });
-    const { limitAnonymous, res, request } = setUp(limiter);
-    const neverIssued = { ...unknownCaller, neverIssued: true };
-    expect(await limitAnonymous(res, request, neverIssued)).toBe(unknownCaller.refusal);
+    const { limitAnonymous } = setUp(limiter);
+    expect(await limitAnonymous(keylessRequest({ ...unknownCaller, neverIssued: true }))).toBe(unknownCaller.refusal);
     expect(limiter.consume).toHaveBeenCalledWith('203.0.113.7', { neverIssuedKey: true });
   });
 
   it('an unknown key under the limit spends a unit and gets its own 401 with the address window in the headers', async () => {
     const limiter = fixedAddressLimiter({ allowed: true, window: window(29), retryAfterMs: 0 });
-    const { limitAnonymous, res, request, metrics } = setUp(limiter);
-    const outcome = await limitAnonymous(res, request, unknownCaller);
+    const { limitAnonymous, metrics } = setUp(limiter);
+    const request = keylessRequest(unknownCaller);
+    const res = request.res;
+    const outcome = await limitAnonymous(request);
     expect(outcome).toBe(unknownCaller.refusal);
     expect(limiter.consume).toHaveBeenCalledWith('203.0.113.7', { neverIssuedKey: false });
     expect(limiter.peek).not.toHaveBeenCalled();
@@ -71,8 +87,10 @@ describe('anonymous limit step', () => {
 
   it('an unknown key over the limit gets 429 rate_limited with a jittered Retry-After, counted under anonymous', async () => {
     const limiter = fixedAddressLimiter({ allowed: false, window: window(0), retryAfterMs: 12_300 });
-    const { limitAnonymous, res, request, metrics, retryAfter } = setUp(limiter);
-    const outcome = await limitAnonymous(res, request, unknownCaller);
+    const { limitAnonymous, metrics, retryAfter } = setUp(limiter);
+    const request = keylessRequest(unknownCaller);
+    const res = request.res;
+    const outcome = await limitAnonymous(request);
     expect(outcome).toEqual(new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': '13+jitter' }));
     expect(retryAfter).toHaveBeenCalledWith(12_300);
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
@@ -83,15 +101,19 @@ describe('anonymous limit step', () => {
 
   it('a decision taken without the shared store is written into the request', async () => {
     const limiter = fixedAddressLimiter({ allowed: true, window: window(10), retryAfterMs: 0, fallback: 'local' });
-    const { limitAnonymous, res, request } = setUp(limiter);
-    await limitAnonymous(res, request, unknownCaller);
+    const { limitAnonymous } = setUp(limiter);
+    const request = keylessRequest(unknownCaller);
+    const res = request.res;
+    await limitAnonymous(request);
     expect(request.storeFallback).toBe('local');
   });
 
   it('a known revoked key only peeks at the window: it never spends a unit and always gets its own 401', async () => {
     const limiter = fixedAddressLimiter({ allowed: false, window: window(0), retryAfterMs: 9_000 });
-    const { limitAnonymous, res, request, metrics } = setUp(limiter);
-    const outcome = await limitAnonymous(res, request, revokedCaller);
+    const { limitAnonymous, metrics } = setUp(limiter);
+    const request = keylessRequest(revokedCaller);
+    const res = request.res;
+    const outcome = await limitAnonymous(request);
     expect(outcome).toBe(revokedCaller.refusal);
     expect(limiter.consume).not.toHaveBeenCalled();
     expect(limiter.peek).toHaveBeenCalledWith('203.0.113.7');
@@ -104,10 +126,10 @@ describe('anonymous limit step', () => {
     const clock = new ManualClock(NOW);
     const limiter = createMemoryAddressLimiter({ perMinute: 2, clock });
     const { limitAnonymous, metrics } = setUp(limiter);
-    const call = async (caller: Exclude<Caller, { kind: 'key' }>) => {
-      const { res } = outgoing(incoming('GET', '/v1/pets'));
-      const outcome = await limitAnonymous(res, requestContext(), caller);
-      return { outcome, remaining: res.getHeader('x-ratelimit-remaining') };
+    const call = async (caller: KeylessCaller) => {
+      const request = keylessRequest(caller);
+      const outcome = await limitAnonymous(request);
+      return { outcome, remaining: request.res.getHeader('x-ratelimit-remaining') };
     };
 
     expect(await call(unknownCaller)).toEqual({ outcome: unknownCaller.refusal, remaining: '1' });
@@ -124,8 +146,10 @@ describe('anonymous limit step', () => {
     ['a known key', revokedCaller, 'peek'],
   ] as const)('%s with an unreachable store gets 503 and no rate-limit headers', async (_name, caller, method) => {
     const limiter = fixedAddressLimiter(new Error('store down'));
-    const { limitAnonymous, res, request, metrics } = setUp(limiter);
-    const outcome = await limitAnonymous(res, request, caller);
+    const { limitAnonymous, metrics } = setUp(limiter);
+    const request = keylessRequest(caller);
+    const res = request.res;
+    const outcome = await limitAnonymous(request);
     expect(outcome).toEqual(STORE_UNAVAILABLE);
     expect(limiter[method]).toHaveBeenCalledTimes(1);
     expect(request.rateLimitOutcome).toBe('store_error');

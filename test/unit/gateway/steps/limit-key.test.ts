@@ -4,9 +4,13 @@ import { PlanBook, type Plans } from '../../../../src/limits/plan-limits';
 import type { KeyDecision, KeyLimiter, WindowLimits, WindowState } from '../../../../src/limits/types';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { createKeyLimitStep } from '../../../../src/gateway/steps/limit-key';
-import { CONTINUE, Refusal } from '../../../../src/gateway/step-outcome';
+import { Refusal } from '../../../../src/gateway/refusals';
+import { CONTINUE } from '../../../../src/gateway/step-outcome';
+import { keyLimitsOf } from '../../../../src/gateway/steps';
+import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { OperationCosts } from '../../../../src/gateway/operations/operation-costs';
-import { NOW, counted, countedInAll, headersStartingWith, incoming, keyRecord, outgoing, requestContext, stepEnvironment } from './step-kit';
+import { NOW, counted, countedInAll, gatewayRequest, headersStartingWith, incoming, keyRecord, stepEnvironment } from './step-kit';
+import type { CostConfig } from '../../../../src/shared/config';
 
 const PLANS: Plans = {
   free: { perMinute: 10, perDay: 1000 },
@@ -36,11 +40,16 @@ function fixedKeyLimiter(decision: KeyDecision | Error): KeyLimiter & { consume:
   };
 }
 
-function setUp(keyLimiter: KeyLimiter, record: ApiKeyRecord = keyRecord()) {
+function setUp(keyLimiter: KeyLimiter, record: ApiKeyRecord = keyRecord(), costs: CostConfig[] = []) {
   const env = stepEnvironment();
   const retryAfter = jest.fn((waitMs: number) => `${Math.ceil(waitMs / 1000)}+jitter`);
-  const limitKey = createKeyLimitStep({ keyLimiter, plans: new PlanBook(PLANS), metrics: env.metrics, logger: env.logger, storeCall: env.storeCall, retryAfter, costs: new OperationCosts([]) });
-  const fresh = () => ({ res: outgoing(incoming('GET', '/v1/pets')).res, request: requestContext({ keyId: record.id, plan: record.plan }) });
+  const plans = new PlanBook(PLANS);
+  const limitKey = createKeyLimitStep({ keyLimiter, keyLimits: keyLimitsOf(plans), plans, metrics: env.metrics, logger: env.logger, storeCall: env.storeCall, retryAfter, costs: new OperationCosts(costs) });
+  /** A request authenticated with `record`, its operation matched. */
+  const fresh = (method = 'GET') => {
+    const request = gatewayRequest(incoming(method, '/v1/pets'), { route: matchRoute('/v1/pets'), key: record, keyId: record.id, plan: record.plan });
+    return { request, res: request.res };
+  };
   return { ...env, retryAfter, limitKey, record, fresh, ...fresh() };
 }
 
@@ -59,7 +68,7 @@ describe('key limit step', () => {
   it('an allowed request continues with both windows in the headers, the binding one in X-RateLimit-*', async () => {
     const limiter = fixedKeyLimiter({ outcome: 'allowed', minute: minute(6), day: day(900), now: NOW });
     const { limitKey, res, request, record, metrics } = setUp(limiter);
-    expect(await limitKey(res, request, record)).toBe(CONTINUE);
+    expect(await limitKey(request)).toBe(CONTINUE);
     expect(limiter.consume).toHaveBeenCalledWith(record.id, FREE_LIMITS, undefined);
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit', 'retry-after')).toEqual({
       'x-ratelimit-limit': '10',
@@ -80,7 +89,7 @@ describe('key limit step', () => {
     const nearAfter: number[] = [];
     for (let n = 1; n <= 10; n++) {
       const { res, request } = fresh();
-      expect(await limitKey(res, request, record)).toBe(CONTINUE);
+      expect(await limitKey(request)).toBe(CONTINUE);
       nearAfter.push(await counted(metrics.nearLimit, { plan: 'free', window: 'minute' }));
     }
     // The 8th of 10 takes the minute to 80 %; the 9th and 10th are past it and not counted again.
@@ -91,14 +100,14 @@ describe('key limit step', () => {
   it('counts near_limit for the day window too', async () => {
     const limiter = fixedKeyLimiter({ outcome: 'allowed', minute: minute(9), day: day(20, 100), now: NOW });
     const { limitKey, res, request, record, metrics } = setUp(limiter);
-    await limitKey(res, request, record);
+    await limitKey(request);
     expect(await counted(metrics.nearLimit, { plan: 'free', window: 'day' })).toBe(1);
     expect(await counted(metrics.nearLimit, { plan: 'free', window: 'minute' })).toBe(0);
   });
 
   it('a request over the minute limit gets 429 rate_limited with the minute window and a jittered Retry-After', async () => {
     const { limitKey, res, request, record, metrics, retryAfter } = setUp(fixedKeyLimiter(limited('minute')));
-    const outcome = await limitKey(res, request, record);
+    const outcome = await limitKey(request);
     expect(outcome).toEqual(new Refusal('rate_limited', 'The minute limit of this API key is used up.', { 'Retry-After': '25+jitter' }));
     expect(retryAfter).toHaveBeenCalledWith(25_000);
     expect(res.getHeader('x-ratelimit-limit')).toBe('10');
@@ -111,7 +120,7 @@ describe('key limit step', () => {
 
   it('a request over the day limit shows the day window, whose reset is when the key is served again', async () => {
     const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter(limited('day')));
-    const outcome = await limitKey(res, request, record);
+    const outcome = await limitKey(request);
     expect(outcome).toEqual(new Refusal('rate_limited', 'The day limit of this API key is used up.', { 'Retry-After': '3600+jitter' }));
     expect(res.getHeader('x-ratelimit-limit')).toBe('1000');
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
@@ -121,13 +130,13 @@ describe('key limit step', () => {
 
   it('the refusal that bans the key counts a ban', async () => {
     const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter(limited('minute', true)));
-    expect(await limitKey(res, request, record)).toMatchObject({ code: 'rate_limited' });
+    expect(await limitKey(request)).toMatchObject({ code: 'rate_limited' });
     expect(await counted(metrics.keyBans, { plan: 'free' })).toBe(1);
   });
 
   it('a banned key gets 429 temporarily_banned: nothing remaining until the ban ends', async () => {
     const { limitKey, res, request, record, metrics, retryAfter } = setUp(fixedKeyLimiter(banned));
-    const outcome = await limitKey(res, request, record);
+    const outcome = await limitKey(request);
     expect(outcome).toEqual(new Refusal('temporarily_banned', BANNED_MESSAGE, { 'Retry-After': '300+jitter' }));
     expect(retryAfter).toHaveBeenCalledWith(299_500);
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({
@@ -149,7 +158,7 @@ describe('key limit step', () => {
     const codes: string[] = [];
     for (let n = 0; n < 14; n++) {
       const { res, request } = fresh();
-      const outcome = await limitKey(res, request, record);
+      const outcome = await limitKey(request);
       codes.push(outcome instanceof Refusal ? outcome.code : 'continue');
     }
     expect(codes).toEqual([...Array<string>(10).fill('continue'), 'rate_limited', 'rate_limited', 'rate_limited', 'temporarily_banned']);
@@ -161,7 +170,7 @@ describe('key limit step', () => {
   it('a shadowed plan forwards what the limit would refuse: its headers, no Retry-After, counted and logged', async () => {
     const limiter = fixedKeyLimiter(limited('minute'));
     const { limitKey, res, request, metrics, lines, retryAfter } = setUp(limiter, keyRecord({ plan: 'trial' }));
-    expect(await limitKey(res, request, keyRecord({ plan: 'trial' }))).toBe(CONTINUE);
+    expect(await limitKey(request)).toBe(CONTINUE);
     expect(limiter.consume).toHaveBeenCalledWith(expect.any(String), FREE_LIMITS, { shadow: true });
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
     expect(res.getHeader('x-ratelimit-reset')).toBe(String(MINUTE_RESET / 1000));
@@ -178,7 +187,7 @@ describe('key limit step', () => {
 
   it('a shadowed ban is forwarded too, with the ban headers, under window "ban"', async () => {
     const { limitKey, res, request, metrics } = setUp(fixedKeyLimiter(banned), keyRecord({ plan: 'trial' }));
-    expect(await limitKey(res, request, keyRecord({ plan: 'trial' }))).toBe(CONTINUE);
+    expect(await limitKey(request)).toBe(CONTINUE);
     expect(res.getHeader('ratelimit')).toBe('"minute";r=0;t=300, "day";r=0;t=300');
     expect(res.getHeader('retry-after')).toBeUndefined();
     expect(await counted(metrics.shadowDenied, { plan: 'trial', window: 'ban' })).toBe(1);
@@ -187,25 +196,35 @@ describe('key limit step', () => {
   it("a key's own shadow setting wins over its plan's, in both directions", async () => {
     const enforcedOnShadowPlan = keyRecord({ plan: 'trial', limits: { perMinute: 5, perDay: 50, shadow: false } });
     const enforced = setUp(fixedKeyLimiter(limited('minute')), enforcedOnShadowPlan);
-    expect(await enforced.limitKey(enforced.res, enforced.request, enforcedOnShadowPlan)).toMatchObject({ code: 'rate_limited' });
+    expect(await enforced.limitKey(enforced.request)).toMatchObject({ code: 'rate_limited' });
 
     const shadowedOnPlainPlan = keyRecord({ plan: 'free', limits: { perMinute: 5, perDay: 50, shadow: true } });
     const limiter = fixedKeyLimiter(limited('minute'));
     const shadowed = setUp(limiter, shadowedOnPlainPlan);
-    expect(await shadowed.limitKey(shadowed.res, shadowed.request, shadowedOnPlainPlan)).toBe(CONTINUE);
+    expect(await shadowed.limitKey(shadowed.request)).toBe(CONTINUE);
     expect(limiter.consume).toHaveBeenCalledWith(shadowedOnPlainPlan.id, shadowedOnPlainPlan.limits, { shadow: true });
+  });
+
+  it('takes the units config costs gives the method and route: a POST costs what POST is set to, a GET stays at 1', async () => {
+    const limiter = fixedKeyLimiter({ outcome: 'allowed', minute: minute(5), day: day(995), now: NOW });
+    const { limitKey, fresh, record, metrics } = setUp(limiter, keyRecord(), [{ method: 'POST', path: '/pets', cost: 5 }]);
+    expect(await limitKey(fresh('POST').request)).toBe(CONTINUE);
+    expect(limiter.consume).toHaveBeenLastCalledWith(record.id, FREE_LIMITS, { shadow: false, cost: 5, billingDay: undefined });
+    expect(await counted(metrics.unitsConsumed, { route: '/v1/pets', plan: 'free' })).toBe(5);
+    expect(await limitKey(fresh('GET').request)).toBe(CONTINUE);
+    expect(limiter.consume).toHaveBeenLastCalledWith(record.id, FREE_LIMITS, undefined);
   });
 
   it('store.failMode open admits the request, counted as unenforced and written into the request', async () => {
     const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter({ outcome: 'allowed', minute: minute(9), day: day(999), now: NOW, fallback: 'open' }));
-    expect(await limitKey(res, request, record)).toBe(CONTINUE);
+    expect(await limitKey(request)).toBe(CONTINUE);
     expect(request.storeFallback).toBe('open');
     expect(await counted(metrics.unenforced, { plan: 'free' })).toBe(1);
   });
 
   it('store.failMode local is written into the request but enforced, so not counted as unenforced', async () => {
     const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter({ ...limited('minute'), fallback: 'local' }));
-    expect(await limitKey(res, request, record)).toMatchObject({ code: 'rate_limited' });
+    expect(await limitKey(request)).toMatchObject({ code: 'rate_limited' });
     expect(request.storeFallback).toBe('local');
     expect(await countedInAll(metrics.unenforced)).toBe(0);
   });
@@ -214,13 +233,13 @@ describe('key limit step', () => {
     const limiter = fixedKeyLimiter(banned);
     const record = keyRecord({ id: 'key_enterprise', plan: 'enterprise', limits: null });
     const { limitKey, res, request } = setUp(limiter, record);
-    await expect(limitKey(res, request, record)).rejects.toThrow('key key_enterprise has plan enterprise without limits');
+    await expect(limitKey(request)).rejects.toThrow('key key_enterprise has plan enterprise without limits');
     expect(limiter.consume).not.toHaveBeenCalled();
   });
 
   it('a store that throws answers 503 service_unavailable and sets no rate-limit headers', async () => {
     const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter(new Error('store down')));
-    const outcome = await limitKey(res, request, record);
+    const outcome = await limitKey(request);
     expect(outcome).toEqual(new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' }));
     expect(request.rateLimitOutcome).toBe('store_error');
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({});

@@ -2,8 +2,9 @@ import type { DeprecationConfig } from '../../../../src/shared/config';
 import { buildDeprecations } from '../../../../src/gateway/operations/deprecation';
 import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { createOperationStep } from '../../../../src/gateway/steps/match-operation';
-import { CONTINUE, Refusal } from '../../../../src/gateway/step-outcome';
-import { headersStartingWith, incoming, outgoing, requestContext } from './step-kit';
+import { Refusal } from '../../../../src/gateway/refusals';
+import { CONTINUE } from '../../../../src/gateway/step-outcome';
+import { gatewayRequest, headersStartingWith, incoming } from './step-kit';
 
 const deprecation: DeprecationConfig = {
   method: 'GET',
@@ -21,10 +22,9 @@ const DEPRECATION_HEADERS = {
 
 function run(method: string, path: string | null, deprecations = buildDeprecations([deprecation])) {
   const matchOperation = createOperationStep(deprecations);
-  const { res } = outgoing(incoming(method, path ?? 'http://[::1/v1/pets'));
-  const request = requestContext({ path });
-  const outcome = matchOperation(method, res, request);
-  return { outcome, res, request };
+  const request = gatewayRequest(incoming(method, path ?? 'http://[::1/v1/pets'), { path });
+  const outcome = matchOperation(request);
+  return { outcome, res: request.res, request };
 }
 
 describe('operation step', () => {

@@ -1,10 +1,9 @@
-import type { ServerResponse } from 'node:http';
 import type { GatewayRequestSpan } from '../../../../src/shared/telemetry';
 import { markCutOff } from '../../../../src/gateway/cut-off';
-import type { RateLimitOutcome, RequestContext } from '../../../../src/gateway/request-context';
+import type { GatewayRequest, RateLimitOutcome } from '../../../../src/gateway/request-context';
 import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { createRecordStep } from '../../../../src/gateway/steps/record';
-import { counted, countedInAll, incoming, keyRecord, observations, outgoing, requestContext, stepEnvironment } from './step-kit';
+import { counted, countedInAll, gatewayRequest, incoming, keyRecord, observations, sentFor, stepEnvironment } from './step-kit';
 
 const key = keyRecord({ plan: 'pro' });
 
@@ -15,25 +14,32 @@ function setUp(withActivity = true) {
   return { ...env, keyActivity, recordRequest };
 }
 
-/** A response that was answered in full, as when 'close' follows 'finish' on a live connection. */
-async function answered(method: string, status: number, body = '{"ok":true}') {
-  const req = incoming(method, '/v1/pets', [['Host', 'gw.example']]);
-  const { res, sent } = outgoing(req);
-  res.statusCode = status;
-  res.end(body);
-  await sent();
-  expect(res.writableFinished).toBe(true);
-  return { req, res };
+/** The request answered in full, as when 'close' follows 'finish' on a live connection. */
+async function answered(request: GatewayRequest, status: number, body = '{"ok":true}'): Promise<GatewayRequest> {
+  request.res.statusCode = status;
+  request.res.end(body);
+  await sentFor(request);
+  expect(request.res.writableFinished).toBe(true);
+  return request;
 }
 
-const keyedRequest = (overrides: Partial<RequestContext> = {}) =>
-  requestContext({ requestId: 'req-rec', path: '/v1/pets', route: matchRoute('/v1/pets'), keyId: key.id, plan: 'pro', rateLimitOutcome: 'allowed', upstreamMs: 3.25, ...overrides });
+/** A request of `key`, admitted by its limit, as the steps leave it. */
+const keyedRequest = (method = 'GET', overrides: Partial<GatewayRequest> = {}) =>
+  gatewayRequest(incoming(method, '/v1/pets', [['Host', 'gw.example']]), {
+    requestId: 'req-rec',
+    route: matchRoute('/v1/pets'),
+    key,
+    keyId: key.id,
+    plan: 'pro',
+    rateLimitOutcome: 'allowed',
+    upstreamMs: 3.25,
+    ...overrides,
+  });
 
 describe('record step', () => {
   it('an answered request is counted under method, route, status and plan, timed, and logged in one line', async () => {
     const { recordRequest, metrics, lines } = setUp();
-    const { req, res } = await answered('GET', 200);
-    recordRequest(req, res, keyedRequest());
+    recordRequest(await answered(keyedRequest('GET'), 200));
     expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(1);
     expect(await countedInAll(metrics.httpRequests)).toBe(1);
     expect(await observations(metrics.httpDuration, { method: 'GET', route: '/v1/pets', status_code: '200' })).toBe(1);
@@ -61,8 +67,8 @@ describe('record step', () => {
 
   it('a request that matched no route is labelled unmatched; a fallback decision is in its line', async () => {
     const { recordRequest, metrics, lines } = setUp();
-    const { req, res } = await answered('GET', 404);
-    recordRequest(req, res, requestContext({ path: '/v1/owners', route: null, storeFallback: 'local', rateLimitOutcome: 'anonymous_limited' }));
+    const request = gatewayRequest(incoming('GET', '/v1/owners', [['Host', 'gw.example']]), { storeFallback: 'local', rateLimitOutcome: 'anonymous_limited' });
+    recordRequest(await answered(request, 404));
     expect(await counted(metrics.httpRequests, { method: 'GET', route: 'unmatched', status_code: '404', plan: 'anonymous' })).toBe(1);
     expect(lines()[0]).toMatchObject({ route: 'unmatched', status: 404, keyId: null, plan: 'anonymous', storeFallback: 'local', rateLimit: 'anonymous_limited' });
   });
@@ -74,36 +80,31 @@ describe('record step', () => {
     ['banned', 'banned'],
   ])("a key's %s request is recorded in its usage as %s", async (outcome, usage) => {
     const { recordRequest, keyActivity } = setUp();
-    const { req, res } = await answered('GET', outcome === 'limited' || outcome === 'banned' ? 429 : 200);
-    recordRequest(req, res, keyedRequest({ rateLimitOutcome: outcome }));
+    recordRequest(await answered(keyedRequest('GET', { rateLimitOutcome: outcome }), outcome === 'limited' || outcome === 'banned' ? 429 : 200));
     expect(keyActivity.record).toHaveBeenCalledTimes(1);
     expect(keyActivity.record).toHaveBeenCalledWith(key.id, usage);
   });
 
-  it.each<[string, Partial<RequestContext>]>([
+  it.each<[string, Partial<GatewayRequest>]>([
     ['a store error', { rateLimitOutcome: 'store_error' }],
     ['a request never limited (404 before the limiter, 401)', { rateLimitOutcome: null }],
     ['an anonymous request', { keyId: null, plan: 'anonymous', rateLimitOutcome: 'anonymous' }],
     ['an anonymous request over the limit', { keyId: null, plan: 'anonymous', rateLimitOutcome: 'anonymous_limited' }],
   ])('%s is not recorded in any key\'s usage', async (_name, overrides) => {
     const { recordRequest, keyActivity } = setUp();
-    const { req, res } = await answered('GET', 503);
-    recordRequest(req, res, keyedRequest(overrides));
+    recordRequest(await answered(keyedRequest('GET', overrides), 503));
     expect(keyActivity.record).not.toHaveBeenCalled();
   });
 
   it('records without a key-activity store', async () => {
     const { recordRequest, metrics } = setUp(false);
-    const { req, res } = await answered('HEAD', 200, '');
-    recordRequest(req, res, keyedRequest());
+    recordRequest(await answered(keyedRequest('HEAD'), 200, ''));
     expect(await counted(metrics.httpRequests, { method: 'HEAD', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(1);
   });
 
   it('a request cut off before an answer started is counted under status 0 and logged with status null and why', async () => {
     const { recordRequest, metrics, lines, keyActivity } = setUp();
-    const req = incoming('POST', '/v1/pets', [['Host', 'gw.example']]);
-    const { res } = outgoing(req);
-    recordRequest(req, res, keyedRequest({ upstreamMs: null }));
+    recordRequest(keyedRequest('POST', { upstreamMs: null }));
     expect(await counted(metrics.httpRequests, { method: 'POST', route: '/v1/pets', status_code: '0', plan: 'pro' })).toBe(1);
     expect(lines()[0]).toMatchObject({ requestId: 'req-rec', method: 'POST', route: '/v1/pets', status: null, cutOff: 'client closed the connection', upstreamMs: null });
     // It was admitted by the limiter (a unit spent), so the key's usage counts it.
@@ -112,20 +113,18 @@ describe('record step', () => {
 
   it('a cut-off node:http reported (a body past server.requestTimeoutMs) is logged with its reason', async () => {
     const { recordRequest, lines } = setUp();
-    const req = incoming('POST', '/v1/pets', [['Host', 'gw.example']]);
-    const { res } = outgoing(req);
-    markCutOff(res, 'ERR_HTTP_REQUEST_TIMEOUT');
-    recordRequest(req, res, keyedRequest());
+    const request = keyedRequest('POST');
+    markCutOff(request.res, 'ERR_HTTP_REQUEST_TIMEOUT');
+    recordRequest(request);
     expect(lines()[0]).toMatchObject({ status: null, cutOff: 'ERR_HTTP_REQUEST_TIMEOUT' });
   });
 
   it('a response cut off mid-body keeps the status its headers carried, and says it was cut off', async () => {
     const { recordRequest, metrics, lines } = setUp();
-    const req = incoming('GET', '/v1/pets', [['Host', 'gw.example']]);
-    const { res } = outgoing(req);
-    res.writeHead(200, { 'Content-Length': '100' });
-    res.write('partial');
-    recordRequest(req, res, keyedRequest());
+    const request = keyedRequest();
+    request.res.writeHead(200, { 'Content-Length': '100' });
+    request.res.write('partial');
+    recordRequest(request);
     expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(1);
     expect(lines()[0]).toMatchObject({ status: 200, cutOff: 'client closed the connection' });
   });
@@ -134,8 +133,7 @@ describe('record step', () => {
     const { recordRequest, lines } = setUp();
     const end = jest.fn();
     const span = { recording: true, end, logFields: () => ({ trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) }) } as unknown as GatewayRequestSpan;
-    const { req, res } = await answered('GET', 429);
-    recordRequest(req, res, keyedRequest({ span, rateLimitOutcome: 'limited', refusedWith: 'rate_limited' }));
+    recordRequest(await answered(keyedRequest('GET', { span, rateLimitOutcome: 'limited', refusedWith: 'rate_limited' }), 429));
     expect(end).toHaveBeenCalledWith({ statusCode: 429, route: '/v1/pets', plan: 'pro', clientAddress: '203.0.113.7', rateLimit: 'limited', refusal: 'rate_limited' });
     expect(lines()[0]).toMatchObject({ trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
   });
@@ -144,8 +142,7 @@ describe('record step', () => {
     const { recordRequest } = setUp();
     const end = jest.fn();
     const span = { recording: false, end, logFields: () => ({}) } as unknown as GatewayRequestSpan;
-    const { req, res } = await answered('GET', 200);
-    recordRequest(req, res as ServerResponse, keyedRequest({ span }));
+    recordRequest(await answered(keyedRequest('GET', { span }), 200));
     expect(end).not.toHaveBeenCalled();
   });
 });

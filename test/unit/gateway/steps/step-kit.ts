@@ -4,7 +4,7 @@ import { Duplex, Writable } from 'node:stream';
 import { Registry, type Counter, type Histogram } from 'prom-client';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { createGatewayMetrics, type GatewayMetrics } from '../../../../src/shared/metrics';
-import { newRequestContext, type RequestContext } from '../../../../src/gateway/request-context';
+import { newGatewayRequest, type GatewayRequest, type RequestContext } from '../../../../src/gateway/request-context';
 import { createStoreCall, type StoreCall } from '../../../../src/gateway/steps/store-failure';
 import { createLogger, type Logger } from '../../../../src/shared/logger';
 import { keyRecordFixture } from '../../../support/key-record';
@@ -71,22 +71,21 @@ export function outgoing(req: http.IncomingMessage): { res: http.ServerResponse;
   const socket = req.socket as MemorySocket;
   const res = new http.ServerResponse(req);
   res.assignSocket(socket);
-  return {
-    res,
-    sent: async () => {
-      // node:http corks the socket for one tick while a response ends.
-      await new Promise((resolve) => setImmediate(resolve));
-      const raw = socket.written.join('');
-      const headEnd = raw.indexOf('\r\n\r\n');
-      const [statusLine = '', ...headerLines] = raw.slice(0, headEnd === -1 ? raw.length : headEnd).split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of headerLines) {
-        const colon = line.indexOf(':');
-        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-      }
-      return { statusLine, headers, body: headEnd === -1 ? '' : raw.slice(headEnd + 4) };
-    },
-  };
+  return { res, sent: () => readSent(socket) };
+}
+
+async function readSent(socket: MemorySocket): Promise<SentResponse> {
+  // node:http corks the socket for one tick while a response ends.
+  await new Promise((resolve) => setImmediate(resolve));
+  const raw = socket.written.join('');
+  const headEnd = raw.indexOf('\r\n\r\n');
+  const [statusLine = '', ...headerLines] = raw.slice(0, headEnd === -1 ? raw.length : headEnd).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of headerLines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { statusLine, headers, body: headEnd === -1 ? '' : raw.slice(headEnd + 4) };
 }
 
 /** The response headers that start with one of the given prefixes (lowercased, as Node keeps them). */
@@ -98,11 +97,26 @@ export function headersStartingWith(res: http.ServerResponse, ...prefixes: strin
   return picked;
 }
 
+/**
+ * A request as the handler starts it (id req-0001 from 203.0.113.7, its path and origin form read
+ * from `req.url`), over `req` and a real response to it; `overrides` stand for what earlier steps learned.
+ */
+export function gatewayRequest(req: http.IncomingMessage = incoming('GET', '/v1/pets'), overrides: Partial<GatewayRequest> = {}): GatewayRequest {
+  const { res } = outgoing(req);
+  const url = req.url ?? '/';
+  const path = url.split('?')[0]!;
+  return Object.assign(newGatewayRequest(req, res, { requestId: 'req-0001', clientAddress: '203.0.113.7', path, originForm: url, span: null }), overrides);
+}
+
+/** What reached the client's connection for this request (see `outgoing`). */
+export function sentFor(request: GatewayRequest): Promise<SentResponse> {
+  return readSent(request.req.socket as MemorySocket);
+}
+
+/** A RequestContext alone, for what reads only what the steps learned (the log line). */
 export function requestContext(overrides: Partial<RequestContext> = {}): RequestContext {
-  return {
-    ...newRequestContext({ requestId: 'req-0001', clientAddress: '203.0.113.7', path: '/v1/pets', originForm: '/v1/pets', span: null }),
-    ...overrides,
-  };
+  const { req: _req, res: _res, method: _method, key: _key, keyless: _keyless, ...context } = gatewayRequest();
+  return { ...context, ...overrides };
 }
 
 export function keyRecord(overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord {

@@ -1,5 +1,5 @@
 import type { GatewayRequestSpan, StepSpan } from '../../../../src/shared/telemetry';
-import { Refusal } from '../../../../src/gateway/step-outcome';
+import { Refusal } from '../../../../src/gateway/refusals';
 import { counted, requestContext, stepEnvironment } from './step-kit';
 
 const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });

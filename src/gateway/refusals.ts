@@ -1,0 +1,74 @@
+import type { ErrorCode } from '../shared/errors';
+import type { WindowName } from '../limits/types';
+import { allowHeader, type RouteMatch } from './operations/routes';
+import type { UpstreamFailure } from './upstream/forward-contract';
+
+/**
+ * Why a step refused the request: the contract's Error code and message, headers of its own, and
+ * the status where the contract gives the code two (503 `upstream_unavailable` from the guard).
+ * Every refusal of the request path is built here, so the answers a client can get read in one place.
+ */
+export class Refusal {
+  constructor(
+    readonly code: ErrorCode,
+    readonly message: string,
+    readonly headers?: Readonly<Record<string, string>>,
+    readonly status?: number,
+  ) {}
+}
+
+// Who is calling (steps/authenticate.ts). RFC 9110 §11.6.1: every 401 names the scheme and realm;
+// RFC 6750 §3 says why a token was refused.
+const REALM = 'Bearer realm="animal-store"';
+function bearerChallenge(error: 'invalid_token' | 'invalid_request', description: string): string {
+  return `${REALM}, error="${error}", error_description="${description}"`;
+}
+function unauthorized(code: 'missing_api_key' | 'invalid_api_key' | 'revoked_api_key' | 'expired_api_key', message: string, challenge: string): Refusal {
+  return new Refusal(code, message, { 'WWW-Authenticate': challenge });
+}
+const REPEATED_MESSAGE = 'Send exactly one Authorization header.';
+const INVALID_MESSAGE = 'The API key is not valid for this environment.';
+
+export const MISSING_KEY = unauthorized('missing_api_key', 'Send your API key as "Authorization: Bearer <key>".', REALM);
+export const REPEATED_AUTHORIZATION = unauthorized('invalid_api_key', REPEATED_MESSAGE, bearerChallenge('invalid_request', REPEATED_MESSAGE));
+export const INVALID_KEY = unauthorized('invalid_api_key', INVALID_MESSAGE, bearerChallenge('invalid_token', INVALID_MESSAGE));
+/** Another scheme (Basic, a bare key) sent no bearer token: the challenge alone says what to send (RFC 6750 §3). */
+export const NOT_BEARER = unauthorized('invalid_api_key', INVALID_MESSAGE, REALM);
+export const REVOKED_KEY = unauthorized('revoked_api_key', 'This API key has been revoked.', bearerChallenge('invalid_token', 'This API key has been revoked.'));
+export const EXPIRED_KEY = unauthorized('expired_api_key', 'This API key has expired.', bearerChallenge('invalid_token', 'This API key has expired.'));
+
+// Which operation, and whether it is served (steps/match-operation.ts, steps/check-route.ts, steps/sunset.ts).
+export const NOT_A_URL = new Refusal('invalid_parameter', 'The request target is not a valid URL.');
+export const OUTSIDE_API = new Refusal('not_found', 'No such resource. The API lives under /v1.');
+export const NO_SUCH_RESOURCE = new Refusal('not_found', 'No such resource.');
+export const PAST_SUNSET = new Refusal('gone', 'This operation has passed its sunset date. Use the successor version.');
+
+/** 405 with `Allow` for a method the route does not answer. */
+export function methodNotAllowed(method: string, route: RouteMatch): Refusal {
+  return new Refusal('method_not_allowed', `${method} is not allowed here.`, { Allow: allowHeader(route) });
+}
+
+// The limits (steps/limit-anonymous.ts, steps/limit-key.ts, steps/store-failure.ts).
+export const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
+
+export function anonymousRateLimited(retryAfter: string): Refusal {
+  return new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': retryAfter });
+}
+
+export function keyRateLimited(refusedBy: WindowName, retryAfter: string): Refusal {
+  return new Refusal('rate_limited', `The ${refusedBy} limit of this API key is used up.`, { 'Retry-After': retryAfter });
+}
+
+export function temporarilyBanned(retryAfter: string): Refusal {
+  return new Refusal('temporarily_banned', 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.', { 'Retry-After': retryAfter });
+}
+
+// Forwarding (steps/forward.ts).
+export function bodyTooLarge(maxBodyBytes: number): Refusal {
+  return new Refusal('payload_too_large', `The request body is larger than ${maxBodyBytes} bytes.`);
+}
+
+/** The upstream could not answer (502, 504), or the guard did not send (503): the contract's answer for it. */
+export function upstreamRefusal(failure: UpstreamFailure): Refusal {
+  return new Refusal(failure.code, failure.message, failure.headers, failure.status);
+}
