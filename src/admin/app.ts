@@ -45,10 +45,11 @@ export interface AdminDependencies {
   deprecations: () => Promise<DeprecationReport>;
   /** The last 15 minutes of this process's traffic, per second (every worker's, summed, under WORKERS > 1). */
   trafficSeconds: () => Promise<TrafficSecond[]>;
-  /** The configured plans (config `plans`), listed by GET /admin/plans for the console's plan choices. */
-  plans: Readonly<Record<string, ConfiguredPlan>>;
+  /** The plans in force (config `plans`), listed by GET /admin/plans for the console's plan choices. */
+  plans: () => Readonly<Record<string, ConfiguredPlan>>;
   logger: Logger;
-  maxBodyBytes: number;
+  /** The body limit in force (config server.maxBodyBytes, which a reload may change). */
+  maxBodyBytes: () => number;
   /** After each write, before its answer and audit entry: waits for a replica (admin/write-replication-report.ts). */
   confirmWrite?: ConfirmWrite;
 }

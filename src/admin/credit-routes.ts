@@ -6,6 +6,7 @@ import type { KeyLimiter } from '../limits/types';
 import type { RecordAudit } from './audit-trail';
 import { usageView, type KeyAdministration } from './key-routes';
 import { parseBody, requireJson } from './request-parsing';
+import { bodyParserForLimit } from '../shared/body-limit';
 
 const creditsSchema = z.strictObject({
   units: z.number().int().min(1).max(MAX_CREDIT_UNITS),
@@ -15,7 +16,8 @@ export interface CreditRouteDependencies {
   keyService: Pick<KeyAdministration, 'get' | 'effectiveLimits'>;
   keyLimiter: KeyLimiter;
   audit: RecordAudit;
-  maxBodyBytes: number;
+  /** The body limit in force (config server.maxBodyBytes, which a reload may change). */
+  maxBodyBytes: () => number;
 }
 
 /**
@@ -25,7 +27,7 @@ export interface CreditRouteDependencies {
  */
 export function creditRoutes(deps: CreditRouteDependencies): express.Router {
   const router = express.Router();
-  const json = express.json({ limit: deps.maxBodyBytes, strict: false });
+  const json = bodyParserForLimit(deps.maxBodyBytes, (limit) => express.json({ limit, strict: false }));
   router.post('/keys/:id/credits', requireJson, json, async (req, res) => {
     const { units } = parseBody(creditsSchema, req.body);
     const id = req.params.id as string;

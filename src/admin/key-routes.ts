@@ -6,6 +6,7 @@ import type { KeyLimiter, KeyUsage, WindowLimits, WindowState } from '../limits/
 import { DEFAULT_BILLING_DAY, MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import type { RecordAudit } from './audit-trail';
 import { hasBody, intParameter, parseBody, requireJson } from './request-parsing';
+import { bodyParserForLimit } from '../shared/body-limit';
 
 /** What the key routes need from the key service. */
 export interface KeyAdministration {
@@ -30,7 +31,8 @@ export interface KeyRouteDependencies {
   keyLimiter: KeyLimiter;
   keyActivity: KeyUsageHistory;
   audit: RecordAudit;
-  maxBodyBytes: number;
+  /** The body limit in force (config server.maxBodyBytes, which a reload may change). */
+  maxBodyBytes: () => number;
 }
 
 const limitsSchema = z.strictObject({
@@ -137,7 +139,7 @@ function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
 
 function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void {
   const { keyService: keys, audit } = deps;
-  const json = express.json({ limit: deps.maxBodyBytes, strict: false });
+  const json = bodyParserForLimit(deps.maxBodyBytes, (limit) => express.json({ limit, strict: false }));
   const viewOf = async (record: ApiKeyRecord) => publicView(keys, record, await deps.keyActivity.lastUsed([record.id]));
 
   router.post('/keys', requireJson, json, async (req, res) => {

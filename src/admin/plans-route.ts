@@ -26,10 +26,10 @@ export function planViews(plans: Readonly<Record<string, ConfiguredPlan>>): Plan
 }
 
 /** GET /plans under the admin router, so behind its token check: `{plans: PlanView[]}`. */
-export function plansRouter(plans: Readonly<Record<string, ConfiguredPlan>>): express.Router {
+export function plansRouter(plans: () => Readonly<Record<string, ConfiguredPlan>>): express.Router {
   const router = express.Router();
   router.get('/plans', (_req, res) => {
-    res.json({ plans: planViews(plans) });
+    res.json({ plans: planViews(plans()) });
   });
   return router;
 }

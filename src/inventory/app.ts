@@ -18,8 +18,8 @@ export interface InventoryAppDeps {
   repository: PetRepository;
   verifier: Pick<UpstreamTokenVerifier, 'verify'>;
   logger: Logger;
-  /** Largest accepted request body (config.server.maxBodyBytes); larger is 413. */
-  maxBodyBytes: number;
+  /** Largest accepted request body now (config server.maxBodyBytes in force); larger is 413. */
+  maxBodyBytes: () => number;
   /**
    * Where requests are counted and timed, served at GET /metrics. Defaults to a fresh registry;
    * pass the one the repository was built with so its query timings are served too.

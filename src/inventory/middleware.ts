@@ -3,6 +3,7 @@ import type { Logger } from '../shared/logger';
 import { ApiError, sendError, toApiError } from '../shared/errors';
 import { StorageUnavailableError } from '../shared/sqlite-failures';
 import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenVerifier } from '../shared/upstream-token';
+import { bodyParserForLimit } from '../shared/body-limit';
 import { requestIdFor } from '../shared/request-id';
 import { isJsonContentType } from './validation';
 
@@ -66,12 +67,12 @@ export const requireJsonBody: RequestHandler = (req, _res, next) => {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Reads at most `maxBodyBytes` (413 beyond) and parses it as JSON into `req.body`. Reading raw
+ * Reads at most `maxBodyBytes()`, the limit in force (413 beyond), and parses it as JSON into `req.body`. Reading raw
  * bytes, rather than using express.json, keeps each failure distinct: empty (400
  * validation_failed), not UTF-8 or not JSON (400 invalid_json), any JSON value (the schema decides).
  */
-export function readJsonBody(maxBodyBytes: number): RequestHandler[] {
-  const readRaw = express.raw({ type: () => true, limit: maxBodyBytes });
+export function readJsonBody(maxBodyBytes: () => number): RequestHandler[] {
+  const readRaw = bodyParserForLimit(maxBodyBytes, (limit) => express.raw({ type: () => true, limit }));
   const parse: RequestHandler = (req, _res, next) => {
     const raw: unknown = req.body;
     if (!Buffer.isBuffer(raw) || raw.length === 0) throw new ApiError('validation_failed', BODY_REQUIRED);

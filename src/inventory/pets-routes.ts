@@ -10,7 +10,7 @@ export const PETS_ROUTE_PATHS = ['/pets', '/pets/:petId'] as const;
 const [collectionPath, itemPath] = PETS_ROUTE_PATHS;
 
 /** `/pets` and `/pets/{petId}`, mounted under /v1 behind the gateway-token check. */
-export function createPetsRouter(repository: PetRepository, maxBodyBytes: number): Router {
+export function createPetsRouter(repository: PetRepository, maxBodyBytes: () => number): Router {
   const listPets: RequestHandler = (req, res) => {
     const queryStart = req.originalUrl.indexOf('?');
     const params = parseListQuery(queryStart === -1 ? '' : req.originalUrl.slice(queryStart + 1));

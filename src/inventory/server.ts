@@ -27,6 +27,11 @@ export interface StartInventoryOptions {
    * (src/inventory/main.ts); embedded, the gateway's registry already has them.
    */
   collectDefaultMetrics?: boolean;
+  /**
+   * The config in force, asked on every request for what a reload may change (server.maxBodyBytes):
+   * the embedding process's. Default: the config it started with.
+   */
+  configInForce?: () => Config;
 }
 
 export interface RunningInventory {
@@ -64,7 +69,8 @@ export async function startInventory(config: Config, options: StartInventoryOpti
   const verifier = new VerifiedTokenCache(new UpstreamTokenVerifier({ ...config.signing, secret }, clock), clock);
   const metrics = createInventoryMetrics(new Registry(), { collectDefaults: options.collectDefaultMetrics ?? false });
   const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config), config.storage.busyTimeoutMs), clock, metrics);
-  const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: config.server.maxBodyBytes, metrics });
+  const inForce = options.configInForce ?? (() => config);
+  const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: () => inForce().server.maxBodyBytes, metrics });
 
   const server = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes + GATEWAY_HEADER_ALLOWANCE_BYTES }, app);
   // The size bounds the headers; node's count limit (1,000 when headers arrive in several reads)

@@ -27,7 +27,8 @@ export interface KeyServiceOptions {
   store: KeyStore;
   /** This environment's key prefix (config `keys.prefix`). */
   prefix: string;
-  plans: Plans;
+  /** The plans in force (config `plans`, which a reload may change): asked on every use. */
+  plans: () => Plans;
   clock: Clock;
   /** Config `costs`: a key's own limits must not be below the largest (CONTRACT §4). */
   costs?: readonly { method: string; path: string; cost: number }[];
@@ -102,7 +103,7 @@ function validExpiry(value: unknown, now: number): string {
 export class KeyService {
   private readonly store: KeyStore;
   private readonly prefix: string;
-  private readonly plans: Plans;
+  private readonly plansInForce: () => Plans;
   private readonly clock: Clock;
   private readonly largestCost: number;
 
@@ -110,7 +111,7 @@ export class KeyService {
     this.largestCost = largestCost(options.costs ?? [])?.cost ?? 1;
     this.store = options.store;
     this.prefix = options.prefix;
-    this.plans = options.plans;
+    this.plansInForce = options.plans;
     this.clock = options.clock;
   }
 
@@ -195,7 +196,7 @@ export class KeyService {
    */
   importBackup(body: string): Promise<ImportResult> {
     const records = parseExport(body, this.prefix, (record) =>
-      record.limits === null && planLimitsOf(this.plans, record.plan) === null ? `plan ${record.plan} is not configured here with limits of its own, and the key carries none` : null,
+      record.limits === null && planLimitsOf(this.plansInForce(), record.plan) === null ? `plan ${record.plan} is not configured here with limits of its own, and the key carries none` : null,
     );
     return this.store.importRecords(records);
   }
@@ -205,20 +206,21 @@ export class KeyService {
     return this.store.list();
   }
 
-  effectiveLimits(record: Pick<ApiKeyRecord, 'plan' | 'limits'>, plans: Plans = this.plans): WindowLimits | null {
+  effectiveLimits(record: Pick<ApiKeyRecord, 'plan' | 'limits'>, plans: Plans = this.plansInForce()): WindowLimits | null {
     return effectiveLimits(record, plans);
   }
 
   private validPlan(plan: unknown): string {
-    if (typeof plan !== 'string' || !Object.hasOwn(this.plans, plan)) {
-      const known = Object.keys(this.plans).join(', ');
+    const plans = this.plansInForce();
+    if (typeof plan !== 'string' || !Object.hasOwn(plans, plan)) {
+      const known = Object.keys(plans).join(', ');
       throw invalid(`plan must be one of ${known}.`);
     }
     return plan;
   }
 
   private assertHasLimits(plan: string, limits: WindowLimits | null): void {
-    if (limits === null && planLimitsOf(this.plans, plan) === null) {
+    if (limits === null && planLimitsOf(this.plansInForce(), plan) === null) {
       throw invalid(`plan ${plan} has no limits of its own: the key must carry limits {perMinute, perDay}.`);
     }
   }

@@ -40,10 +40,8 @@ export interface AdminListenerDependencies {
   closers: Closers;
   /** GET /admin/config and POST /admin/reload. */
   configAdministration: ConfigAdministration;
-  /** The plans in force (updated in place by a reload). */
-  plans: Config['plans'];
-  /** The config in force now (a reload replaces it): what the deprecation report lists. */
-  inForce(): Config;
+  /** The config in force now (a reload replaces it): the plans, the body limit and the deprecations the admin API reads. */
+  configInForce(): Config;
 }
 
 /** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
@@ -79,15 +77,15 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     readinessDetails: () => ({ upstreamCircuit: deps.forwarder.circuitState() }),
     deprecations: () =>
       buildDeprecationReport({
-        deprecations: deps.inForce().deprecations,
+        deprecations: deps.configInForce().deprecations,
         callers: (operationId) => deps.deprecationUsage.callers(operationId),
         keyById: (id) => keyService.get(id),
       }),
-    plans: deps.plans,
+    plans: () => deps.configInForce().plans,
     config: deps.configAdministration,
     trafficSeconds: deps.trafficSeconds,
     logger,
-    maxBodyBytes: config.server.maxBodyBytes,
+    maxBodyBytes: () => deps.configInForce().server.maxBodyBytes,
     ...(stores.writeReplication ? { confirmWrite: writeReplicationReport(() => stores.writeReplication!.confirm()) } : {}),
   });
   const server = createBoundedServer(config.server, app);

@@ -33,6 +33,8 @@ export interface GatewayListenerDependencies {
   forwarder: GuardedForwarder;
   port?: number;
   closers: Closers;
+  /** The config in force, asked as each request starts (a reload puts a new one there). */
+  configInForce(): Config;
 }
 
 function createForwarder(kind: Config['upstream']['forwarder'], settings: ForwarderSettings): GuardedForwarder {
@@ -64,11 +66,9 @@ export function startForwarder(config: Config, deps: { upstreamUrl: string; metr
   return forwarder;
 }
 
-/** The running public listener: its URL, and how a reload reaches it. */
+/** The running public listener: its URL, and how a new certificate reaches it. */
 export interface GatewayListener {
   url: string;
-  /** Requests that start from now on are served under `config`; those in flight finish under theirs. */
-  applyConfig(config: Config): void;
   /** New TLS handshakes use `pair` (null when the listener is plain HTTP). */
   setTlsPair: ((pair: TlsPair) => void) | null;
 }
@@ -76,8 +76,9 @@ export interface GatewayListener {
 /**
  * The public listener: the forwarder to the inventory and the request path in front of it, over
  * plain HTTP/1.1, or HTTPS with HTTP/2 and HTTP/1.1 when a TLS pair is given. The server calls
- * one stable listener that calls the handler in force: a reload builds a new handler for the new
- * config (same forwarder, stores and limiters: nothing opened per reload) and swaps the reference.
+ * one stable listener that asks for the config in force as each request starts and serves it with
+ * the handler built for that config: a reload's new config gets a new handler (same forwarder,
+ * stores and limiters: nothing opened per reload); requests in flight finish under theirs.
  */
 export async function startGatewayListener(config: Config, deps: GatewayListenerDependencies, tlsPair: TlsPair | null = null): Promise<GatewayListener> {
   const { metrics, logger, closers, forwarder } = deps;
@@ -96,23 +97,28 @@ export async function startGatewayListener(config: Config, deps: GatewayListener
       deprecationUsage: deps.deprecationUsage,
       keyActivity: deps.keyActivity,
     });
+  let builtFor = config;
   let handleRequest = handlerFor(config);
-  const listener: RequestListener = (req, res) => handleRequest(req, res);
-  const onClientError = answerUnparsableRequest({ metrics, logger, cutOff: markCutOff });
-  const applyConfig = (next: Config) => {
-    handleRequest = handlerFor(next);
+  const listener: RequestListener = (req, res) => {
+    const inForce = deps.configInForce();
+    if (inForce !== builtFor) {
+      handleRequest = handlerFor(inForce);
+      builtFor = inForce;
+    }
+    handleRequest(req, res);
   };
+  const onClientError = answerUnparsableRequest({ metrics, logger, cutOff: markCutOff });
   const { shutdownTimeoutMs } = config.server;
   if (tlsPair) {
     const secure = createSecureBoundedServer(config.server, config.http2, tlsPair, listener);
     secure.server.on('clientError', onClientError);
     const port = await listen(secure.server, deps.port ?? config.server.port, config.server.host);
     closers.add(() => secure.close(shutdownTimeoutMs));
-    return { url: localUrl(config.server.host, port, 'https'), applyConfig, setTlsPair: secure.setPair };
+    return { url: localUrl(config.server.host, port, 'https'), setTlsPair: secure.setPair };
   }
   const server = createBoundedServer(config.server, listener);
   server.on('clientError', onClientError);
   const port = await listen(server, deps.port ?? config.server.port, config.server.host);
   closers.add(() => closeServer(server, shutdownTimeoutMs));
-  return { url: localUrl(config.server.host, port), applyConfig, setTlsPair: null };
+  return { url: localUrl(config.server.host, port), setTlsPair: null };
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../shared/logger';
 import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/upstream-token';
 import { createKeyDurabilityMetrics, KeyResolver, KeyService } from '../keys';
 import type { RunningInventory } from '../inventory';
-import { createGatewayMetrics, setDeprecationSunsets, type GatewayMetrics } from '../shared/metrics';
+import { createGatewayMetrics, type GatewayMetrics } from '../shared/metrics';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
 import type { MetricsSource } from '../admin/app';
 import type { LimiterEvents } from '../limits';
@@ -60,7 +60,7 @@ export interface RunningProduct {
   reload(trigger: string): Promise<ReloadOutcome>;
   /** Puts a config already validated (and the TLS pair) in force: requests that start afterwards use it. */
   applyConfig(config: Config, pair: TlsPair | null): void;
-  /** The config in force, its hash and the last reload. */
+  /** The config in force, its hash and the last reload: the one holder every reader of a reloadable setting asks. */
   configState: ConfigState;
   close(): Promise<void>;
 }
@@ -79,21 +79,25 @@ export async function startProduct(config: Config, options: StartOptions): Promi
   try {
     // A missing, unreadable or mismatched pair stops startup before anything is opened.
     const tlsPair = await readTlsPair(config.tls);
+    // What a reload may change is read from here by every reader, when it needs it: the gateway's
+    // handler (built again for a new config), the key service, the admin API, the embedded
+    // inventory and the metrics. A reload puts a new config here and nothing else.
+    const configState = new ConfigState(config);
+    const inForce = () => configState.config;
     let stores: Stores | null = null;
     let forwarder: GuardedForwarder | null = null;
     const metrics = createGatewayMetrics(new Registry(), {
       activeBans: () => stores!.limiters.keyLimiter.activeBans(),
-      deprecations: config.deprecations,
+      deprecations: () => inForce().deprecations,
       upstream: () => forwarder!,
     });
     const keyDurability = createKeyDurabilityMetrics();
     keyDurability.register(metrics.registry);
     stores = await startStores(config, { logger, clock, closers, keyDurability, metrics, limiterEvents: limiterEventsFor(config, metrics, logger) });
-    const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers });
+    const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers, configInForce: inForce });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const livePlans = { ...config.plans };
-    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: livePlans, clock, costs: config.costs });
+    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: () => inForce().plans, clock, costs: config.costs });
     const resolver = new KeyResolver(stores.keyStore, clock, {
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
@@ -107,14 +111,10 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
-    const gateway = await startGatewayListener(config, { ...recorders, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers }, tlsPair);
-    const configState = new ConfigState(config);
+    const gateway = await startGatewayListener(config, { ...recorders, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
     const applyConfig = (next: Config, pair: TlsPair | null) => {
-      gateway.applyConfig(next);
+      configState.record(null, next);
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
-      // The admin API and the key service read the plans object they were given: updated in place.
-      replaceContents(livePlans, next.plans);
-      setDeprecationSunsets(metrics.deprecationSunset, next.deprecations);
     };
     const reload =
       options.reload ??
@@ -135,9 +135,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       clock,
       port: options.adminPort,
       closers,
-      plans: livePlans,
       configAdministration: { view: () => configState.view(), reload },
-      inForce: () => configState.config,
+      configInForce: inForce,
     });
     return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, reload, applyConfig, configState, close: () => closers.closeAll() };
   } catch (err) {
@@ -147,11 +146,6 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 }
 
 const reloaderFor = (reloader: ConfigReloader) => (trigger: string) => reloader.reload(trigger);
-
-function replaceContents<T extends object>(target: T, source: T): void {
-  for (const key of Object.keys(target)) delete (target as Record<string, unknown>)[key];
-  Object.assign(target, source);
-}
 
 /** The limiters' store events as metrics and log lines. */
 function limiterEventsFor(config: Config, metrics: GatewayMetrics, logger: Logger): Partial<LimiterEvents> {

@@ -10,7 +10,7 @@ import type { Closers } from './closers';
  */
 export async function startEmbeddedInventory(
   config: Config,
-  options: { logger: Logger; clock: Clock; port?: number; closers: Closers },
+  options: { logger: Logger; clock: Clock; port?: number; closers: Closers; configInForce: () => Config },
 ): Promise<RunningInventory | null> {
   if (config.upstream.url) return null;
   const inventory = await startInventory(config, {
@@ -18,6 +18,7 @@ export async function startEmbeddedInventory(
     clock: options.clock,
     port: options.port,
     host: '127.0.0.1',
+    configInForce: options.configInForce,
   });
   options.closers.add(() => inventory.close());
   return inventory;

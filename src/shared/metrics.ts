@@ -24,11 +24,11 @@ export interface GatewayMetricSources {
   /** Keys banned now, read at scrape time for `gateway_active_bans`. */
   activeBans?: () => Promise<number>;
   /**
-   * The configured deprecations, exported once as `gateway_deprecation_sunset_timestamp_seconds` so
-   * that an alert can join calls to a deprecated route with how close its sunset is. Set at start,
-   * never touched by a request.
+   * The deprecations of the config in force, read at scrape time for
+   * `gateway_deprecation_sunset_timestamp_seconds`, so that an alert can join calls to a deprecated
+   * route with how close its sunset is. Never touched by a request.
    */
-  deprecations?: readonly DeprecationConfig[];
+  deprecations?: () => readonly DeprecationConfig[];
   /** The guarded forwarder, read at scrape time: its breaker's state and the requests it holds. */
   upstream?: () => { circuitState(): CircuitState; inFlight(): number };
 }
@@ -37,7 +37,7 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
   collectDefaultMetrics({ register: registry });
   return {
     registry,
-    ...requestMetrics(registry, sources.deprecations ?? []),
+    ...requestMetrics(registry, sources),
     ...upstreamMetrics(registry, sources),
     ...limiterMetrics(registry, sources),
     ...authMetrics(registry),
@@ -47,7 +47,7 @@ export function createGatewayMetrics(registry: Registry = new Registry(), source
 }
 
 /** Requests answered, their time, what the inventory answered, and calls to deprecated operations. */
-function requestMetrics(registry: Registry, deprecations: readonly DeprecationConfig[]) {
+function requestMetrics(registry: Registry, sources: GatewayMetricSources) {
   return {
     httpRequests: new Counter({
       name: 'gateway_http_requests_total',
@@ -81,7 +81,7 @@ function requestMetrics(registry: Registry, deprecations: readonly DeprecationCo
       labelNames: ['route', 'plan'] as const,
       registers: [registry],
     }),
-    deprecationSunset: sunsetGauge(registry, deprecations),
+    deprecationSunset: sunsetGauge(registry, sources),
   };
 }
 
@@ -247,25 +247,22 @@ function storageMetrics(registry: Registry) {
  * One sample per deprecated operation: its sunset as Unix seconds, labelled with the same route
  * template as `gateway_deprecated_requests_total` (so the two join on `route`) and its method.
  */
-function sunsetGauge(registry: Registry, deprecations: readonly DeprecationConfig[]): Gauge<'method' | 'route'> {
-  const gauge = new Gauge({
+function sunsetGauge(registry: Registry, sources: GatewayMetricSources): Gauge<'method' | 'route'> {
+  return new Gauge({
     name: 'gateway_deprecation_sunset_timestamp_seconds',
     help: 'Sunset instant (Unix seconds) of each deprecated operation, from config.',
     labelNames: ['method', 'route'] as const,
     registers: [registry],
     // Every worker exports the same config: one copy, not the sum.
     aggregator: 'first',
+    collect() {
+      // The deprecations in force only: a reload may have removed some.
+      this.reset();
+      for (const deprecation of sources.deprecations?.() ?? []) {
+        this.set({ method: deprecation.method, route: BASE_PATH + deprecation.path }, Date.parse(deprecation.sunset) / 1000);
+      }
+    },
   });
-  setDeprecationSunsets(gauge, deprecations);
-  return gauge;
-}
-
-/** The gauge's samples for these deprecations only (a reload may have removed some). */
-export function setDeprecationSunsets(gauge: Gauge<'method' | 'route'>, deprecations: readonly DeprecationConfig[]): void {
-  gauge.reset();
-  for (const deprecation of deprecations) {
-    gauge.set({ method: deprecation.method, route: BASE_PATH + deprecation.path }, Date.parse(deprecation.sunset) / 1000);
-  }
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

@@ -4,7 +4,7 @@ import { loadConfig, type Config, type LastReload, type ReloadOutcome } from '..
 import type { Logger } from '../shared/logger';
 import type { TlsPair } from '../shared/tls-pair';
 import type { RunningProduct } from '../product';
-import { ConfigState } from '../product/reload/config-state';
+import type { ConfigState } from '../product/reload/config-state';
 import { ConfigReloader } from '../product/reload/reloader';
 import { createConfigMetrics } from '../product/reload/config-metrics';
 import { isMessage, type PairMessage, type SupervisorMessage, type WorkerMessage } from './messages';
@@ -30,12 +30,11 @@ function pairMessage(pair: TlsPair | null): PairMessage | null {
  * handed the config in force when it is ready. Counted in gateway_config_reloads_total here, once
  * per attempt however many workers there are.
  */
-export function superviseReloads(config: Config, log: Logger, registry: Registry) {
-  const state = new ConfigState(config);
+export function superviseReloads(state: ConfigState, log: Logger, registry: Registry) {
   let nextApply = 0;
   // Sent to each worker as it becomes ready: the config in force as the supervisor loaded it (a
   // worker's own differs by the INVENTORY_URL it is handed), so that every worker shows one hash.
-  let latest: Omit<ApplyConfig, 'id'> = { type: 'asg:apply-config', config, pair: null, last: null };
+  let latest: Omit<ApplyConfig, 'id'> = { type: 'asg:apply-config', config: state.config, pair: null, last: null };
   const waiting = new Map<number, { workers: Set<Worker>; done(): void }>();
 
   const applyEverywhere = (inForce: Config, pair: TlsPair | null, last: LastReload): Promise<void> => {

@@ -9,6 +9,7 @@ import { startupFailureLine } from '../lifecycle';
 import { answerClusterMetrics } from './cluster-metrics';
 import { answerClusterStats } from './cluster-stats';
 import { superviseReloads } from './cluster-reload';
+import { ConfigState } from '../product/reload/config-state';
 import { Registry } from 'prom-client';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 import { restartDelayMs } from './worker-count';
@@ -35,11 +36,13 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   resolveAdminToken(config);
   resolveSigningSecret(config.signing.secret, config.dataDir);
 
+  // The config in force here: what the embedded inventory reads (server.maxBodyBytes), replaced by each reload.
+  const configState = new ConfigState(config);
   let inventory: RunningInventory | null = null;
   const workerEnv: Record<string, string> = {};
   if (!config.upstream.url) {
     try {
-      inventory = await startInventory(config, { logger: logger.child({ component: 'inventory' }), host: '127.0.0.1' });
+      inventory = await startInventory(config, { logger: logger.child({ component: 'inventory' }), host: '127.0.0.1', configInForce: () => configState.config });
     } catch (err) {
       process.stderr.write(`${startupFailureLine(err)}\n`);
       process.exit(1);
@@ -49,7 +52,7 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   const reloadMetrics = new Registry();
   answerClusterMetrics(inventory ? [inventory.metrics, reloadMetrics] : [reloadMetrics]);
   answerClusterStats();
-  const reloads = superviseReloads(config, log, reloadMetrics);
+  const reloads = superviseReloads(configState, log, reloadMetrics);
 
   const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv, (worker) => reloads.onWorkerReady(worker));
   cluster.on('message', (worker, message: unknown) => supervisor.onMessage(worker, message));

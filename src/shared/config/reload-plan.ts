@@ -2,8 +2,9 @@ import type { Config } from './schema';
 
 /**
  * What a running process can change under requests that start afterwards: each of these is read
- * when the gateway's handler is built (or, for the TLS files, when the pair is read), and a
- * reload builds a new handler. Everything else (listeners, Redis, workers, dataDir, the upstream,
+ * from the one config in force (src/product/reload/config-state.ts) by whoever needs it, when it
+ * needs it (the gateway's handler is built again for a new config; the key service, the admin API,
+ * the embedded inventory and the metrics ask at use), and the TLS files when the pair is read. Everything else (listeners, Redis, workers, dataDir, the upstream,
  * the stores' limiters and windows, keys, signing) was wired into something opened once at start:
  * a change there is named in `restartNeeded` and left as it was.
  */

@@ -65,8 +65,10 @@ describe('POST /admin/reload', () => {
 
     const after = await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).set('Origin', ORIGIN);
     expect(after.headers['access-control-allow-origin']).toBe(ORIGIN);
-    // The plan's new minute limit is what the key's answers now carry.
+    // The plan's new minute limit is what the key's answers now carry, and what the admin API lists.
     expect(after.headers['x-ratelimit-limit']).toBe('5');
+    const plans = await request(product.adminUrl).get('/admin/plans').set('Authorization', bearer()).expect(200);
+    expect(plans.body.plans).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'pro', perMinute: 5, perDay: 50 })]));
     const shown = await shownConfig();
     expect(shown).toMatchObject({ hash: res.body.hash, lastReload: { result: 'success', trigger: 'POST /admin/reload' } });
     expect(shown.config.server!.port).toBe(product.config.server.port);
@@ -165,3 +167,53 @@ function resourceCounts(): Record<string, number> {
   for (const kind of process.getActiveResourcesInfo()) if (kind !== 'Immediate') counts[kind] = (counts[kind] ?? 0) + 1;
   return counts;
 }
+
+describe('one config in force: server.maxBodyBytes raised by reload', () => {
+  const OLD_LIMIT = 1024;
+  const NEW_LIMIT = 4096;
+  let limitFile: string;
+  let embedded: ProductHarness;
+
+  beforeAll(async () => {
+    limitFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-body-limit-')), 'extra.yaml');
+    fs.writeFileSync(limitFile, `server:\n  maxBodyBytes: ${OLD_LIMIT}\n`);
+    // No upstream.url: the inventory runs in this process, so its own body limit is the one in force too.
+    embedded = await startTestProduct({ env: { CONFIG_FILE: limitFile } });
+  });
+  afterAll(() => embedded.close());
+
+  /** JSON padded with whitespace to `bytes`: valid for every parser, its size alone at stake. */
+  const padded = (value: object, bytes: number) => {
+    const json = JSON.stringify(value);
+    return json + ' '.repeat(bytes - Buffer.byteLength(json));
+  };
+  const BETWEEN = 2048;
+  const createPet = (auth: string) =>
+    request(embedded.gatewayUrl).post('/v1/pets').set('Authorization', auth).set('Content-Type', 'application/json').send(padded({ name: 'Rex', categoryId: 1 }, BETWEEN));
+  const createKeyByAdmin = () =>
+    request(embedded.adminUrl)
+      .post('/admin/keys')
+      .set('Authorization', `Bearer ${embedded.adminToken}`)
+      .set('Content-Type', 'application/json')
+      .send(padded({ name: 'big body', plan: 'pro' }, BETWEEN));
+
+  it('a body between the old and the new limit is refused before the reload, and accepted by the gateway, the inventory and the admin API after it', async () => {
+    const { auth } = await createKey(embedded, { plan: 'pro' });
+    const tooLarge = await createPet(auth).expect(413);
+    expect(tooLarge.body).toEqual({ code: 'payload_too_large', message: `The request body is larger than ${OLD_LIMIT} bytes.`, status: 413 });
+    expect((await createKeyByAdmin().expect(413)).body).toMatchObject({ code: 'payload_too_large', status: 413 });
+
+    fs.writeFileSync(limitFile, `server:\n  maxBodyBytes: ${NEW_LIMIT}\n`);
+    const reloaded = await request(embedded.adminUrl).post('/admin/reload').set('Authorization', `Bearer ${embedded.adminToken}`).expect(200);
+    expect(reloaded.body).toMatchObject({ result: 'success', restartNeeded: [] });
+
+    // 201 Created is the inventory's own answer: it read the body under the new limit after the gateway let it through.
+    const created = await createPet(auth).expect(201);
+    expect(created.body).toMatchObject({ id: expect.any(Number), name: 'Rex' });
+    expect((await createKeyByAdmin().expect(201)).body).toMatchObject({ key: expect.any(String), name: 'big body', plan: 'pro' });
+    // Past the new limit it is the new limit that refuses.
+    const overNew = await request(embedded.gatewayUrl).post('/v1/pets').set('Authorization', auth).set('Content-Type', 'application/json').send(padded({ name: 'Rex', categoryId: 1 }, NEW_LIMIT + 1));
+    expect(overNew.status).toBe(413);
+    expect(overNew.body.message).toBe(`The request body is larger than ${NEW_LIMIT} bytes.`);
+  });
+});

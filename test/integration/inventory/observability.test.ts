@@ -278,7 +278,7 @@ describe('inventory /readyz and metrics when the database fails', () => {
     const repository = new SqlitePetRepository(openInventoryDatabase(path.join(dir, 'inventory.sqlite')), systemClock, metrics);
     repository.close();
     const verifier = new UpstreamTokenVerifier({ ...config.signing, secret: config.signing.secret! }, systemClock);
-    const app = createInventoryApp({ repository, verifier, logger: createLogger('silent'), maxBodyBytes: config.server.maxBodyBytes, metrics });
+    const app = createInventoryApp({ repository, verifier, logger: createLogger('silent'), maxBodyBytes: () => config.server.maxBodyBytes, metrics });
 
     const res = await request(app).get('/readyz');
     expect(res.status).toBe(503);
@@ -296,7 +296,7 @@ describe('inventory /readyz and metrics when the database fails', () => {
     repository.close();
     const verifier = new UpstreamTokenVerifier({ ...config.signing, secret: config.signing.secret! }, systemClock);
     const logs = new LogCapture();
-    const app = createInventoryApp({ repository, verifier, logger: createLogger('info', logs), maxBodyBytes: config.server.maxBodyBytes });
+    const app = createInventoryApp({ repository, verifier, logger: createLogger('info', logs), maxBodyBytes: () => config.server.maxBodyBytes });
     const token = await tokenSigner(config).sign({ keyId: 'key-500', plan: 'free' });
 
     const res = await request(app).get('/v1/pets').set(UPSTREAM_TOKEN_HEADER, token).set('X-Request-Id', 'obs-500');

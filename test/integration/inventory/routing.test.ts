@@ -134,7 +134,7 @@ describe('inventory: failures inside the service', () => {
     repository.close();
     const logs = captureLogs();
     const verifier = new UpstreamTokenVerifier({ ...config.signing, secret: config.signing.secret! }, systemClock);
-    const app = createInventoryApp({ repository, verifier, logger: logs.logger, maxBodyBytes: config.server.maxBodyBytes });
+    const app = createInventoryApp({ repository, verifier, logger: logs.logger, maxBodyBytes: () => config.server.maxBodyBytes });
     return { app, logs, token: await tokenSigner(config).sign({ keyId: 'k', plan: 'free' }) };
   }
 

@@ -62,7 +62,7 @@ describe('IssuedKeys on Redis', () => {
     redisB = await connectRedis(settings());
     storeA = await RedisKeyStore.open(redisA, { namespace });
     storeB = await RedisKeyStore.open(redisB, { namespace });
-    serviceA = new KeyService({ store: storeA, prefix: PREFIX, plans, clock: systemClock });
+    serviceA = new KeyService({ store: storeA, prefix: PREFIX, plans: () => plans, clock: systemClock });
   });
 
   beforeEach(async () => {

@@ -53,7 +53,7 @@ describe('key changes across instances', () => {
     storeA = await RedisKeyStore.open(redisA, { namespace });
     storeB = new CountingKeyStore(await RedisKeyStore.open(redisB, { namespace }));
     storeB.onChange((change) => seenByB.push(change));
-    serviceA = new KeyService({ store: storeA, prefix: PREFIX, plans, clock: systemClock });
+    serviceA = new KeyService({ store: storeA, prefix: PREFIX, plans: () => plans, clock: systemClock });
     const options = { prefix: PREFIX, cacheTtlSeconds: 60, negativeCacheTtlSeconds: 5, maxEntries: 1000 };
     resolverA = new KeyResolver(storeA, frozenClock, options);
     resolverB = new KeyResolver(storeB, frozenClock, options);
@@ -117,7 +117,7 @@ describe('startStores, the one place that chooses the store', () => {
     clock: systemClock,
     closers: new Closers(),
     keyDurability: createKeyDurabilityMetrics(),
-    metrics: createGatewayMetrics(new Registry(), { activeBans: async () => 0, deprecations: [] }),
+    metrics: createGatewayMetrics(new Registry(), { activeBans: async () => 0, deprecations: () => [] }),
     limiterEvents: {},
   });
 

@@ -56,7 +56,7 @@ describe('RedisKeyStore layout', () => {
   });
 
   it('never holds the plaintext key, in any Redis key under the namespace', async () => {
-    const service = new KeyService({ store, prefix: 'asg_test_', plans, clock: new ManualClock() });
+    const service = new KeyService({ store, prefix: 'asg_test_', plans: () => plans, clock: new ManualClock() });
     const created = await Promise.all([
       service.create({ name: 'one', plan: 'pro' }),
       service.create({ name: 'two', plan: 'enterprise', limits: { perMinute: 1, perDay: 2 } }),

@@ -444,7 +444,7 @@ describe('bad input catalogue: what the gateway answers to each', () => {
     // A production key written to this product's own store: the record exists, the prefix is wrong.
     redis = await connectRedis(product.config.redis);
     store = await RedisKeyStore.open(redis, { namespace: product.config.redis.namespace });
-    const production = new KeyService({ store, prefix: 'asg_live_', plans: product.config.plans, clock: systemClock });
+    const production = new KeyService({ store, prefix: 'asg_live_', plans: () => product.config.plans, clock: systemClock });
     c.otherEnvironmentKey = (await production.create({ name: 'production', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1000 } })).key;
 
     for (let i = 0; i < 3; i++) {

@@ -12,7 +12,8 @@ import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, type MainProcess } from '..
 /**
  * The issue's "done when" on real processes: WORKERS=2 over HTTPS (h2 and HTTP/1.1), a certificate
  * swapped and a config changed by SIGHUP to the supervisor under traffic with no failed request
- * and no closed connection, then an invalid config refused whole by POST /admin/reload.
+ * and no closed connection, then an invalid config refused whole by POST /admin/reload. A raised
+ * server.maxBodyBytes reaches every worker and the inventory the supervisor runs.
  */
 jest.setTimeout(60_000);
 
@@ -50,7 +51,24 @@ afterAll(async () => {
 });
 
 const namespace = `asg:workers-reload:${process.pid}:${Date.now()}`;
-const configWith = (origins: string) => fs.writeFileSync(file('extra.yaml'), `redis:\n  namespace: "${namespace}"\ncors:\n  allowedOrigins: ${origins}\n`);
+const OLD_BODY_LIMIT = 1024;
+const NEW_BODY_LIMIT = 4096;
+const configWith = (origins: string, maxBodyBytes = OLD_BODY_LIMIT) =>
+  fs.writeFileSync(file('extra.yaml'), `redis:\n  namespace: "${namespace}"\nserver:\n  maxBodyBytes: ${maxBodyBytes}\ncors:\n  allowedOrigins: ${origins}\n`);
+
+/** POST /v1/pets with a NewPet padded to 2 KiB (between the two limits), on a connection of its own: round robin spreads them over the workers. */
+function postPaddedPet(gatewayUrl: string, auth: string): Promise<number> {
+  const json = JSON.stringify({ name: 'Rex', categoryId: 1 });
+  const body = json + ' '.repeat(2048 - json.length);
+  return new Promise((resolve, reject) => {
+    https
+      .request(`${gatewayUrl}/v1/pets`, { method: 'POST', agent: false, ca, headers: { authorization: auth, 'content-type': 'application/json', 'content-length': String(body.length) } }, (res) => {
+        res.resume().on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', reject)
+      .end(body);
+  });
+}
 
 function h2Get(session: http2.ClientHttp2Session, auth: string): Promise<{ status: number; cors: string | undefined }> {
   return new Promise((resolve, reject) => {
@@ -131,17 +149,21 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
   try {
     await eventually('traffic flowing', async () => answers.length >= 50);
     expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(first.serverCert));
+    expect(await postPaddedPet(gatewayUrl, auth)).toBe(413);
 
     install(second.serverCert, second.serverKey);
-    configWith(`["${ORIGIN}"]`);
+    configWith(`["${ORIGIN}"]`, NEW_BODY_LIMIT);
     main.child.kill('SIGHUP');
     await main.waitForStdout(/"msg":"config reloaded"/, 10_000);
     const afterReload = answers.length;
     await eventually('every client sees the new config', async () => answers.length > afterReload + 100 && answers.slice(-20).every((a) => a.cors === ORIGIN));
     expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(second.serverCert));
+    // Both workers' gateways and the supervisor's inventory take the body the old limit refused: 201 is the inventory's.
+    const created = await Promise.all([0, 1, 2, 3].map(() => postPaddedPet(gatewayUrl, auth)));
+    expect(created).toEqual([201, 201, 201, 201]);
 
     const shown = (await (await fetch(`${adminUrl}/admin/config`, { headers: adminHeaders })).json()) as { hash: string };
-    configWith('["not an origin"]\nplans:\n  business: { perMinute: 0, perDay: 10 }');
+    configWith('["not an origin"]\nplans:\n  business: { perMinute: 0, perDay: 10 }', NEW_BODY_LIMIT);
     const refused = await fetch(`${adminUrl}/admin/reload`, { method: 'POST', headers: adminHeaders });
     expect(refused.status).toBe(400);
     const body = (await refused.json()) as { code: string; errors: Array<{ setting: string }> };

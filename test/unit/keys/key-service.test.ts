@@ -20,7 +20,7 @@ let service: KeyService;
 beforeEach(() => {
   clock = new ManualClock(Date.parse('2026-03-01T12:00:00.000Z'));
   store = new SqliteKeyStore({ dataDir: null });
-  service = new KeyService({ store, prefix: PREFIX, plans, clock });
+  service = new KeyService({ store, prefix: PREFIX, plans: () => plans, clock });
 });
 
 afterEach(async () => {

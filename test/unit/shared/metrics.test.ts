@@ -16,14 +16,21 @@ describe('gateway_deprecation_sunset_timestamp_seconds', () => {
     docs: 'https://docs.example/deprecations',
   });
 
-  it('exports one sample per deprecation: its sunset in Unix seconds, under the route template the request metrics use', async () => {
+  it('exports one sample per deprecation in force: its sunset in Unix seconds, under the route template the request metrics use', async () => {
+    let inForce = [deprecation('GET', '/pets/{petId}', '2030-12-05T00:00:00Z'), deprecation('POST', '/pets', '2031-01-01T12:00:00Z')];
     const metrics = createGatewayMetrics(new Registry(), {
-      deprecations: [deprecation('GET', '/pets/{petId}', '2030-12-05T00:00:00Z'), deprecation('POST', '/pets', '2031-01-01T12:00:00Z')],
+      deprecations: () => inForce,
     });
     const text = await metrics.registry.getSingleMetricAsString('gateway_deprecation_sunset_timestamp_seconds');
     const samples = text.split('\n').filter((line) => line.startsWith('gateway_deprecation_sunset_timestamp_seconds{'));
     expect(samples.sort()).toEqual([
       `gateway_deprecation_sunset_timestamp_seconds{method="GET",route="/v1/pets/{petId}"} ${Date.UTC(2030, 11, 5) / 1000}`,
+      `gateway_deprecation_sunset_timestamp_seconds{method="POST",route="/v1/pets"} ${Date.UTC(2031, 0, 1, 12) / 1000}`,
+    ]);
+    // A reload that removes one: the next scrape no longer has it.
+    inForce = [inForce[1]!];
+    const after = await metrics.registry.getSingleMetricAsString('gateway_deprecation_sunset_timestamp_seconds');
+    expect(after.split('\n').filter((line) => line.startsWith('gateway_deprecation_sunset_timestamp_seconds{'))).toEqual([
       `gateway_deprecation_sunset_timestamp_seconds{method="POST",route="/v1/pets"} ${Date.UTC(2031, 0, 1, 12) / 1000}`,
     ]);
   });
