@@ -92,6 +92,10 @@ describe.each([
     const creating = traceparent();
     const createdPet = await request(gateway).post('/v1/pets').set('Authorization', `Bearer ${key}`).set('traceparent', creating.header).send({ name: 'Traced', categoryId: 1 });
     expect(createdPet.status).toBe(201);
+    // A body past server.maxBodyBytes is the forward step's refusal: answered by the handler, so its span names the code.
+    const oversized = traceparent();
+    const tooLarge = await request(gateway).post('/v1/pets').set('Authorization', `Bearer ${key}`).set('traceparent', oversized.header).send({ name: 'x'.repeat(20_000), categoryId: 1 });
+    expect(tooLarge.status).toBe(413);
     // The admin /readyz asks the inventory's /healthz: a probe, which makes no trace.
     expect((await request(`http://127.0.0.1:${env.ADMIN_PORT}`).get('/readyz')).status).toBe(200);
     // An invalid traceparent starts a new trace, and its tracestate is not carried into it (W3C §3.3).
@@ -106,7 +110,7 @@ describe.each([
       async () =>
         otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 &&
         otlp.spans.filter((span) => span.traceId === limited.traceId).length >= 2 &&
-        servers('animal-store-gateway') >= 5 &&
+        servers('animal-store-gateway') >= 6 &&
         servers('animal-store-inventory') >= 3 &&
         otlp.spans.filter((span) => span.traceId === creating.traceId).length >= 6,
     );
@@ -145,6 +149,8 @@ describe.each([
     expect(unauthorized.attributes).toMatchObject({ 'http.response.status_code': 401, 'asg.refused': true, 'asg.error.code': 'missing_api_key', 'asg.plan': 'anonymous' });
     const refused = only(otlp.spans, (span) => span.traceId === limited.traceId && span.kind === SPAN_KIND.SERVER, '429 span');
     expect(refused.attributes).toMatchObject({ 'http.response.status_code': 429, 'asg.refused': true, 'asg.error.code': 'rate_limited' });
+    const tooLargeSpan = only(otlp.spans, (span) => span.traceId === oversized.traceId && span.kind === SPAN_KIND.SERVER, '413 span');
+    expect(tooLargeSpan.attributes).toMatchObject({ 'http.response.status_code': 413, 'asg.error.code': 'payload_too_large' });
     const refusedStep = only(otlp.spans, (span) => span.parentSpanId === refused.spanId, '429 step');
     expect(refusedStep.attributes).toMatchObject({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': 'limited' });
 
