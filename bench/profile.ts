@@ -69,6 +69,8 @@ const STEP_FUNCTIONS = [
   'answerPreflight',
   'matchOperation',
   'authenticate',
+  'limitAnonymous',
+  'answerUsage',
   'limitKey',
   'checkRoute',
   'applySunset',
