@@ -21,6 +21,9 @@ import { resolveAdminToken } from './admin-token';
 import { ConfigState } from './reload/config-state';
 import { ConfigReloader } from './reload/reloader';
 import { createConfigMetrics } from './reload/config-metrics';
+import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
+import { ROUTE_TEMPLATES } from '../gateway/operations/routes';
+import { BASE_PATH } from '../shared/public-api';
 
 export { resolveAdminToken };
 
@@ -88,6 +91,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     const keyDurability = createKeyDurabilityMetrics();
     keyDurability.register(metrics.registry);
+    // Nothing a client sends makes a series (CONTRACT §6): every label within its closed set, plans and routes as configured.
+    const labels = new LabelAllowlist(labelSetsOf(config));
+    enforceLabelAllowlist(metrics.registry, labels);
     stores = await startStores(config, { logger, clock, closers, keyDurability, metrics, limiterEvents: limiterEventsFor(config, metrics, logger) });
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
@@ -114,6 +120,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
       // The admin API and the key service read the plans object they were given: updated in place.
       replaceContents(livePlans, next.plans);
+      for (const [label, values] of Object.entries(labelSetsOf(next))) labels.allow(label, values);
       setDeprecationSunsets(metrics.deprecationSunset, next.deprecations);
     };
     const reload =
@@ -139,11 +146,18 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       configAdministration: { view: () => configState.view(), reload },
       inForce: () => configState.config,
     });
+    // The metrics registered since (the reload's) take the same closed sets.
+    enforceLabelAllowlist(metrics.registry, labels);
     return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keys, reload, applyConfig, configState, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;
   }
+}
+
+/** The label values the config in force adds to the fixed sets: its plans, and the routes its deprecations name. */
+function labelSetsOf(config: Config): Record<string, string[]> {
+  return { plan: Object.keys(config.plans), route: [...ROUTE_TEMPLATES, ...config.deprecations.map((d) => BASE_PATH + d.path)] };
 }
 
 const reloaderFor = (reloader: ConfigReloader) => (trigger: string) => reloader.reload(trigger);

@@ -10,6 +10,7 @@ import { answerClusterMetrics } from './cluster-metrics';
 import { answerClusterStats } from './cluster-stats';
 import { superviseReloads } from './cluster-reload';
 import { Registry } from 'prom-client';
+import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 import { restartDelayMs } from './worker-count';
 
@@ -50,6 +51,7 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   answerClusterMetrics(inventory ? [inventory.metrics, reloadMetrics] : [reloadMetrics]);
   answerClusterStats();
   const reloads = superviseReloads(config, log, reloadMetrics);
+  enforceLabelAllowlist(reloadMetrics, new LabelAllowlist());
 
   const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv, (worker) => reloads.onWorkerReady(worker));
   cluster.on('message', (worker, message: unknown) => supervisor.onMessage(worker, message));
