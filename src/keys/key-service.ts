@@ -104,14 +104,19 @@ export class KeyService {
   private readonly prefix: string;
   private readonly plans: Plans;
   private readonly clock: Clock;
-  private readonly largestCost: number;
+  /** Read at each write, not once: a reload replaces the costs in force (in place, as the plans). */
+  private readonly costs: KeyServiceOptions['costs'];
 
   constructor(options: KeyServiceOptions) {
-    this.largestCost = largestCost(options.costs ?? [])?.cost ?? 1;
+    this.costs = options.costs ?? [];
     this.store = options.store;
     this.prefix = options.prefix;
     this.plans = options.plans;
     this.clock = options.clock;
+  }
+
+  private get largestCost(): number {
+    return largestCost(this.costs ?? [])?.cost ?? 1;
   }
 
   /** The only place a full key exists: the caller shows `key` once and drops it. */

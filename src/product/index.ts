@@ -4,9 +4,9 @@ import { readTlsPair, type TlsPair } from '../shared/tls-pair';
 import { systemClock, type Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/upstream-token';
-import { createKeyDurabilityMetrics, KeyResolver, KeyService } from '../keys';
+import { createKeyDurabilityMetrics, KeyResolver, KeyService, keysAsPlanUsers, type PlanUsers } from '../keys';
 import type { RunningInventory } from '../inventory';
-import { createGatewayMetrics, setDeprecationSunsets, type GatewayMetrics } from '../shared/metrics';
+import { createGatewayMetrics, setDeprecationSunsets, type GatewayMetrics, type GatewayMetricSources } from '../shared/metrics';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
 import type { MetricsSource } from '../admin/app';
 import type { LimiterEvents } from '../limits';
@@ -21,6 +21,7 @@ import { resolveAdminToken } from './admin-token';
 import { ConfigState } from './reload/config-state';
 import { ConfigReloader } from './reload/reloader';
 import { createConfigMetrics } from './reload/config-metrics';
+import { planRemovalProblems } from './reload/plan-check';
 import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
 import { ROUTE_TEMPLATES } from '../gateway/operations/routes';
 import { BASE_PATH } from '../shared/public-api';
@@ -65,6 +66,8 @@ export interface RunningProduct {
   applyConfig(config: Config, pair: TlsPair | null): void;
   /** The config in force, its hash and the last reload. */
   configState: ConfigState;
+  /** Who uses a plan, asked before a reload removes one (the supervisor asks a worker's). */
+  planUsers: PlanUsers[];
   close(): Promise<void>;
 }
 
@@ -84,22 +87,18 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const tlsPair = await readTlsPair(config.tls);
     let stores: Stores | null = null;
     let forwarder: GuardedForwarder | null = null;
-    const metrics = createGatewayMetrics(new Registry(), {
+    const { metrics, keyDurability, labels } = createProductMetrics(config, {
       activeBans: () => stores!.limiters.keys.activeBans(),
       deprecations: config.deprecations,
       upstream: () => forwarder!,
     });
-    const keyDurability = createKeyDurabilityMetrics();
-    keyDurability.register(metrics.registry);
-    // Nothing a client sends makes a series (CONTRACT §6): every label within its closed set, plans and routes as configured.
-    const labels = new LabelAllowlist(labelSetsOf(config));
-    enforceLabelAllowlist(metrics.registry, labels);
     stores = await startStores(config, { logger, clock, closers, keyDurability, metrics, limiterEvents: limiterEventsFor(config, metrics, logger) });
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
     const livePlans = { ...config.plans };
-    const keys = new KeyService({ store: stores.keys, prefix: config.keys.prefix, plans: livePlans, clock, costs: config.costs });
+    const liveCosts = [...config.costs];
+    const keys = new KeyService({ store: stores.keys, prefix: config.keys.prefix, plans: livePlans, clock, costs: liveCosts });
     const resolver = new KeyResolver(stores.keys, clock, {
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
@@ -120,12 +119,12 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
       // The admin API and the key service read the plans object they were given: updated in place.
       replaceContents(livePlans, next.plans);
+      liveCosts.splice(0, liveCosts.length, ...next.costs);
       for (const [label, values] of Object.entries(labelSetsOf(next))) labels.allow(label, values);
       setDeprecationSunsets(metrics.deprecationSunset, next.deprecations);
     };
-    const reload =
-      options.reload ??
-      reloaderFor(new ConfigReloader({ state: configState, load: options.loadConfig ?? (() => loadConfig()), apply: applyConfig, metrics: createConfigMetrics(metrics.registry), logger }));
+    const planUsers = [keysAsPlanUsers(stores.keys)];
+    const reload = options.reload ?? reloadsInThisProcess({ state: configState, load: options.loadConfig, apply: applyConfig, planUsers, metrics, logger });
     const adminToken = resolveAdminToken(config);
     const adminUrl = await startAdminListener(config, {
       ...recorders,
@@ -148,7 +147,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     // The metrics registered since (the reload's) take the same closed sets.
     enforceLabelAllowlist(metrics.registry, labels);
-    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keys, reload, applyConfig, configState, close: () => closers.closeAll() };
+    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keys, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;
@@ -160,7 +159,38 @@ function labelSetsOf(config: Config): Record<string, string[]> {
   return { plan: Object.keys(config.plans), route: [...ROUTE_TEMPLATES, ...config.deprecations.map((d) => BASE_PATH + d.path)] };
 }
 
-const reloaderFor = (reloader: ConfigReloader) => (trigger: string) => reloader.reload(trigger);
+/**
+ * The gateway's metrics with the key store's, every label held to its closed set (CONTRACT §6):
+ * nothing a client sends makes a series; plans and routes as the config in force names them.
+ */
+function createProductMetrics(config: Config, sources: GatewayMetricSources) {
+  const metrics = createGatewayMetrics(new Registry(), sources);
+  const keyDurability = createKeyDurabilityMetrics();
+  keyDurability.register(metrics.registry);
+  const labels = new LabelAllowlist(labelSetsOf(config));
+  enforceLabelAllowlist(metrics.registry, labels);
+  return { metrics, keyDurability, labels };
+}
+
+/** SIGHUP and POST /admin/reload handled in this process: read, validate, refuse removing a plan in use, apply. */
+function reloadsInThisProcess(deps: {
+  state: ConfigState;
+  load: (() => Config) | undefined;
+  apply: (config: Config, pair: TlsPair | null) => void;
+  planUsers: PlanUsers[];
+  metrics: GatewayMetrics;
+  logger: Logger;
+}): (trigger: string) => Promise<ReloadOutcome> {
+  const reloader = new ConfigReloader({
+    state: deps.state,
+    load: deps.load ?? (() => loadConfig()),
+    apply: deps.apply,
+    vet: (current, next) => planRemovalProblems(current, next, deps.planUsers),
+    metrics: createConfigMetrics(deps.metrics.registry),
+    logger: deps.logger,
+  });
+  return (trigger) => reloader.reload(trigger);
+}
 
 function replaceContents<T extends object>(target: T, source: T): void {
   for (const key of Object.keys(target)) delete (target as Record<string, unknown>)[key];

@@ -8,7 +8,7 @@ import type { RequestContext } from '../request-context';
 import type { RouteMatch } from '../operations/routes';
 import { ANSWERED, Refusal, setHeaders, type StepOutcome } from '../step-outcome';
 import { methodNotAllowed } from './check-route';
-import { limitsNotFound } from './limit-key';
+import { unconfiguredPlan } from './limit-key';
 import type { StoreCall } from './store-failure';
 
 export interface UsageDependencies {
@@ -39,7 +39,7 @@ export function createUsageStep(deps: UsageDependencies) {
     const method = req.method!;
     if (!route.allowedMethods.includes(method)) return methodNotAllowed(method, route);
     const limits = plans.limitsOf(record);
-    if (!limits) throw limitsNotFound(record);
+    if (!limits) return unconfiguredPlan(record);
     const usage = await storeCall<KeyUsage>(request, 'rate limit', () => keyLimiter.usage(record.id, limits, record.billingDay), describe);
     if (usage instanceof Refusal) return usage;
     const now = clock.now();

@@ -31,18 +31,36 @@ export interface KeyLimitDependencies {
   retryAfter(waitMs: number): string;
 }
 
-/** A key with neither limits of its own nor a plan that has some: refused rather than guessed. */
-export function limitsNotFound(record: ApiKeyRecord): Error {
-  return new Error(`key ${record.id} has plan ${record.plan} without limits`);
+/** Seconds a key whose plan is not configured is told to wait: the operator's fix takes a reload, not a client's retry loop. */
+const UNCONFIGURED_PLAN_RETRY_AFTER_SECONDS = '60';
+
+/**
+ * A key with neither limits of its own nor a plan that has some: a reload refuses to remove a plan
+ * a key uses, but a restart with another config (or an imported record) can still leave one. Its
+ * requests are refused, never guessed at and never a 500: the cause is the server's config, not
+ * the client, so 503 with a Retry-After, and no unit consumed.
+ */
+export function unconfiguredPlan(record: ApiKeyRecord): Refusal {
+  return new Refusal('service_unavailable', `The plan ${JSON.stringify(record.plan)} of this API key is not configured on this gateway.`, {
+    'Retry-After': UNCONFIGURED_PLAN_RETRY_AFTER_SECONDS,
+  });
 }
 
 /** The ban and every window of a key, decided together in one store round trip, for `cost` units. */
 export function createKeyLimitStep(deps: KeyLimitDependencies) {
   const { keyLimiter, plans, metrics, storeCall, costs } = deps;
+  // Each unconfigured plan is logged once per config in force (a reload builds this step again), not once per request.
+  const unconfiguredPlansLogged = new Set<string>();
 
   return async function limitKey(res: ServerResponse, request: RequestContext, record: ApiKeyRecord, method = 'GET'): Promise<StepOutcome> {
     const limits = plans.limitsOf(record);
-    if (!limits) throw limitsNotFound(record);
+    if (!limits) {
+      if (!unconfiguredPlansLogged.has(record.plan)) {
+        unconfiguredPlansLogged.add(record.plan);
+        deps.logger.error({ keyId: record.id, plan: record.plan }, 'a key uses a plan that is not configured (or has no limits) and carries no limits of its own: its requests get 503 until the plan is configured again or the key moved to another plan');
+      }
+      return unconfiguredPlan(record);
+    }
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
     const options = consumeOptions(shadow, costs.costOf(method, route), record.billingDay);

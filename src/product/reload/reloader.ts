@@ -1,4 +1,4 @@
-import { failedReload, planReload, type Config, type LastReload, type ReloadOutcome } from '../../shared/config';
+import { ConfigError, failedReload, planReload, type Config, type LastReload, type ReloadOutcome } from '../../shared/config';
 import type { Logger } from '../../shared/logger';
 import { readTlsPair, type TlsPair } from '../../shared/tls-pair';
 import type { ConfigMetrics } from './config-metrics';
@@ -10,6 +10,11 @@ export interface ReloaderOptions {
   load(): Config;
   /** Puts a validated config (and the TLS pair, when the listener has TLS) in force. */
   apply(config: Config, pair: TlsPair | null, last: LastReload): void | Promise<void>;
+  /**
+   * What the files cannot show by themselves, asked of what the process holds before anything is
+   * applied: a plan removed that keys still use (CONTRACT §5). Config-error lines; empty when fine.
+   */
+  vet?(current: Config, next: Config): Promise<string[]>;
   metrics: ConfigMetrics;
   logger: Logger;
   now?: () => Date;
@@ -41,6 +46,8 @@ export class ConfigReloader {
     try {
       plan = planReload(state.config, this.options.load());
       pair = await readTlsPair(plan.inForce.tls);
+      const problems = (await this.options.vet?.(state.config, plan.inForce)) ?? [];
+      if (problems.length > 0) throw new ConfigError(problems);
     } catch (err) {
       const outcome = failedReload(err);
       metrics.reloads.inc({ result: 'failure' });

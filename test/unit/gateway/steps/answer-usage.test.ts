@@ -127,10 +127,11 @@ describe('usage step (GET /v1/usage)', () => {
     expect(JSON.parse((await sent()).body)).toMatchObject({ bannedUntil: new Date(bannedUntil).toISOString() });
   });
 
-  it('a key without limits throws rather than guess', async () => {
+  it('a key without limits is refused 503 rather than guessed, never a 500 (issue 42)', async () => {
     const limiter = fixedUsage(usage());
     const { call } = setUp(limiter);
-    await expect(call('GET', keyRecord({ id: 'key_e', plan: 'enterprise' }))).rejects.toThrow('key key_e has plan enterprise without limits');
+    const { outcome } = await call('GET', keyRecord({ id: 'key_e', plan: 'enterprise' }));
+    expect(outcome).toEqual(new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', { 'Retry-After': '60' }));
     expect(limiter.usage).not.toHaveBeenCalled();
   });
 

@@ -210,11 +210,13 @@ describe('key limit step', () => {
     expect(await countedInAll(metrics.unenforced)).toBe(0);
   });
 
-  it('a key with neither limits of its own nor a plan that has some throws rather than guess', async () => {
+  it('a key with neither limits of its own nor a plan that has some is refused 503 rather than guessed, never a 500 (issue 42)', async () => {
     const limiter = fixedKeyLimiter(banned);
     const record = keyRecord({ id: 'key_enterprise', plan: 'enterprise', limits: null });
     const { limitKey, res, request } = setUp(limiter, record);
-    await expect(limitKey(res, request, record)).rejects.toThrow('key key_enterprise has plan enterprise without limits');
+    expect(await limitKey(res, request, record)).toEqual(
+      new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', { 'Retry-After': '60' }),
+    );
     expect(limiter.consume).not.toHaveBeenCalled();
   });
 
