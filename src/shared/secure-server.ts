@@ -47,7 +47,8 @@ export interface SecureServer {
 /**
  * The public listener with TLS: HTTP/2 and HTTP/1.1 offered by ALPN (node:http2's compatibility
  * API hands both to the same request listener), with the bounds of the plain listener (header
- * size and time, whole-request time, idle keep-alive, open connections) and HTTP/2's own: streams
+ * size and time, whole-request time, idle keep-alive, open connections), the TLS handshake
+ * within the header time, and HTTP/2's own: streams
  * per session, header fields per request, session memory and idle sessions, and a session that
  * cancels streams in a loop (rapid reset, CVE-2023-44487) is closed: see closeOnRapidReset and
  * test/integration/gateway/h2-rapid-reset.test.ts.
@@ -56,6 +57,9 @@ export function createSecureBoundedServer(settings: Config['server'], limits: Co
   const server = http2.createSecureServer(
     {
       ...secureContextOptions(pair),
+      // A connection must finish its handshake as fast as its headers must arrive (Node's default
+      // is 120 s: a few silent sockets held every slot of maxConnections that long, issue 42).
+      handshakeTimeout: settings.headersTimeoutMs,
       allowHTTP1: true,
       settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: settings.maxHeaderBytes },
       maxHeaderListPairs: limits.maxHeaderListPairs,
