@@ -64,6 +64,11 @@ export function createSecureBoundedServer(settings: Config['server'], limits: Co
       settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: settings.maxHeaderBytes },
       maxHeaderListPairs: limits.maxHeaderListPairs,
       maxSessionMemory: limits.maxSessionMemoryMb,
+      // nghttp2's own count of every RST_STREAM a client sends, whatever its code (its default, a
+      // burst of 1,000, let NO_ERROR and INTERNAL_ERROR resets through ~1,000 requests a session:
+      // issue 42): past it the session gets GOAWAY. closeOnRapidReset below is the second guard.
+      streamResetBurst: MAX_CLIENT_RESETS_PER_SECOND,
+      streamResetRate: MAX_CLIENT_RESETS_PER_SECOND,
       http1Options: { keepAliveTimeout: settings.keepAliveTimeoutMs },
     },
     listener as never,
@@ -117,7 +122,8 @@ export const MAX_CLIENT_RESETS_PER_SECOND = 100;
  * Rapid reset (CVE-2023-44487): each stream a client opens starts a request here (authentication,
  * a limiter call, a log line) even when the client cancels it at once, so a client resetting
  * streams in a loop keeps the process busy with requests nobody waits for. A session whose client
- * cancels more than MAX_CLIENT_RESETS_PER_SECOND streams in a second is sent GOAWAY
+ * resets more than MAX_CLIENT_RESETS_PER_SECOND streams in a second (any RST_STREAM code on a stream
+ * not answered yet, an error code on any) is sent GOAWAY
  * (ENHANCE_YOUR_CALM) and closed, as nginx and Envoy do; other sessions are not affected.
  */
 function closeOnRapidReset(session: http2.ServerHttp2Session): void {
@@ -125,8 +131,10 @@ function closeOnRapidReset(session: http2.ServerHttp2Session): void {
   let resets = 0;
   session.on('stream', (stream) => {
     stream.once('close', () => {
-      // A client's cancel (RST_STREAM CANCEL), answered or not: the work was done either way.
-      if (stream.rstCode !== http2.constants.NGHTTP2_CANCEL) return;
+      // A client's reset of a stream not yet answered (aborted), whatever its code (NO_ERROR and
+      // INTERNAL_ERROR let ~1,000 requests a session through when only CANCEL counted, issue 42),
+      // and any reset with an error code even after the answer: the work was done either way.
+      if (!stream.aborted && (stream.rstCode === undefined || stream.rstCode === http2.constants.NGHTTP2_NO_ERROR)) return;
       const now = Date.now();
       if (now - windowStartedAt >= 1000) {
         windowStartedAt = now;
