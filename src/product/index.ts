@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { loadConfig, type Config, type ReloadOutcome } from '../shared/config';
+import { loadConfigOffThread, type Config, type ReloadOutcome } from '../shared/config';
 import { readTlsPair, type TlsPair } from '../shared/tls-pair';
 import { systemClock, type Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
@@ -44,7 +44,7 @@ export interface StartOptions {
   metricsSource?: (registry: Registry) => MetricsSource;
   /** What GET /admin/stats sums, given this process's recorder. Default: its own; a worker asks every worker. */
   trafficSource?: (recorder: TrafficRecorder) => () => Promise<TrafficSecond[]>;
-  /** How a reload reads the config again (default: loadConfig() from this process's environment). */
+  /** How a reload reads the config again (default: loadConfig() from this process's environment, on a thread of its own). */
   loadConfig?: () => Config;
   /**
    * Who reloads. Default: this process (SIGHUP and POST /admin/reload, its own config metrics).
@@ -183,7 +183,8 @@ function reloadsInThisProcess(deps: {
 }): (trigger: string) => Promise<ReloadOutcome> {
   const reloader = new ConfigReloader({
     state: deps.state,
-    load: deps.load ?? (() => loadConfig()),
+    // Off the event loop: parsing up to 1 MiB of YAML takes seconds, which the listeners must not wait for.
+    load: deps.load ?? (() => loadConfigOffThread()),
     apply: deps.apply,
     vet: (current, next) => planRemovalProblems(current, next, deps.planUsers),
     metrics: createConfigMetrics(deps.metrics.registry),

@@ -7,7 +7,7 @@ import type { ConfigState } from './config-state';
 export interface ReloaderOptions {
   state: ConfigState;
   /** Reads every config source again and validates the whole (throws ConfigError naming every bad setting). */
-  load(): Config;
+  load(): Config | Promise<Config>;
   /** Puts a validated config (and the TLS pair, when the listener has TLS) in force. */
   apply(config: Config, pair: TlsPair | null, last: LastReload): void | Promise<void>;
   /**
@@ -19,6 +19,13 @@ export interface ReloaderOptions {
   logger: Logger;
   now?: () => Date;
 }
+
+/**
+ * Lets requests waiting on the listeners in between the steps of a reload: with a config of up to
+ * 1 MiB each step (compare, apply, hash) takes tens of milliseconds, and run back to back they
+ * stalled the listener for most of a second (issue 42).
+ */
+const turnOfTheEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * SIGHUP and POST /admin/reload: re-read the config and the TLS files, validate all of it, and
@@ -44,7 +51,10 @@ export class ConfigReloader {
     let plan;
     let pair: TlsPair | null;
     try {
-      plan = planReload(state.config, this.options.load());
+      const loaded = await this.options.load();
+      await turnOfTheEventLoop();
+      plan = planReload(state.config, loaded);
+      await turnOfTheEventLoop();
       pair = await readTlsPair(plan.inForce.tls);
       const problems = (await this.options.vet?.(state.config, plan.inForce)) ?? [];
       if (problems.length > 0) throw new ConfigError(problems);
@@ -57,6 +67,7 @@ export class ConfigReloader {
     }
     const last: LastReload = { at, result: 'success', trigger };
     await this.options.apply(plan.inForce, pair, last);
+    await turnOfTheEventLoop();
     state.record(last, plan.inForce);
     metrics.reloads.inc({ result: 'success' });
     metrics.setHash(state.hash);
