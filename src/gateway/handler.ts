@@ -7,6 +7,7 @@ import { newRequestContext, type RequestContext } from './request-context';
 import { parseTarget } from './request-target';
 import { CONTINUE, Refusal, setHeaders, type StepOutcome } from './step-outcome';
 import { createSteps, type GatewayDependencies, type KeyLookup } from './steps';
+import { checkFraming } from './steps/check-framing';
 
 export type { GatewayDependencies, KeyLookup };
 
@@ -29,10 +30,11 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     served.catch((err: unknown) => failInternally(res, request, err));
   };
 
-  /** The sequence, top to bottom: the first step that does not CONTINUE answers the request. */
+  /** The sequence, top to bottom (HTTP/2 framing, CORS preflight, operation, caller, limit, route, sunset, forward): the first step that does not CONTINUE answers the request. */
   async function serve(req: IncomingMessage, res: ServerResponse, request: RequestContext): Promise<void> {
     const method = req.method!;
-    let outcome: StepOutcome = answerPreflight(req, res, request);
+    let outcome: StepOutcome = checkFraming(req);
+    if (outcome === CONTINUE) outcome = answerPreflight(req, res, request);
     if (outcome === CONTINUE) outcome = matchOperation(method, res, request);
     if (outcome !== CONTINUE) return answer(res, request, outcome);
 

@@ -88,6 +88,13 @@ export function createSecureBoundedServer(settings: Config['server'], limits: Co
   server.setTimeout(limits.idleTimeoutMs);
   // As on the plain listener: an expectation other than 100-continue is ignored, not answered 417.
   server.on('checkExpectation', listener as never);
+  // CONNECT over HTTP/2 reaches the request listener (it answers with the Error body and
+  // X-Request-Id) instead of Node's bare 405. Over HTTP/1.1 this event hands over the socket
+  // itself: closed, as node:http does without a listener (no tunnel is offered).
+  server.on('connect', (req: unknown, resOrSocket: unknown) => {
+    if (resOrSocket instanceof http2.Http2ServerResponse) (listener as (req: unknown, res: unknown) => void)(req, resOrSocket);
+    else (resOrSocket as Socket).destroy();
+  });
   const connections = trackConnections(server);
   return {
     server,
