@@ -26,8 +26,10 @@ export interface KeyAdministration extends KeyLifecycle, KeyBackup {}
 
 export interface AdminDependencies {
   adminToken: string;
-  /** Config `admin.failedTokensPerMinute`. */
+  /** Config `admin.failedTokensPerMinute`: per address. */
   failedTokensPerMinute: number;
+  /** Config `admin.failedTokensPerMinuteTotal`: over all addresses together. */
+  failedTokensPerMinuteTotal: number;
   /** Each refused admin token (`missing` or `invalid`), with the client's address: gateway_admin_auth_failures_total. */
   onFailedToken?: (reason: 'missing' | 'invalid' | 'locked_out', address: string) => void;
   clock?: Clock;

@@ -121,12 +121,12 @@ function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
   router.get('/keys/:id', async (req, res) => {
     const record = await loadKey(keys, req.params.id as string);
     const limits = keys.effectiveLimits(record);
-    if (!limits) throw new Error(`key ${record.id} has no limits`);
-    const usage = await deps.keyLimiter.usage(record.id, limits, record.billingDay);
+    // A key whose plan is not configured any more has no windows to show; the operator sees it here and moves it.
+    const usage = limits && (await deps.keyLimiter.usage(record.id, limits, record.billingDay));
     res.json({
       ...publicView(keys, record, await keyActivity.lastUsed([record.id])),
-      usage: usageView(usage),
-      bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
+      usage: usage && usageView(usage),
+      bannedUntil: usage && usage.bannedUntil !== null ? new Date(usage.bannedUntil).toISOString() : null,
       previousKeyExpiresAt: record.previousKeyExpiresAt,
     });
   });

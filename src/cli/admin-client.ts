@@ -111,7 +111,8 @@ export class AdminClient {
     }
     if (!response.ok) {
       const code = typeof parsed?.code === 'string' ? parsed.code : null;
-      const message = typeof parsed?.message === 'string' ? parsed.message : `HTTP ${response.status}`;
+      // One line: the API's message is the server's text, and the CLI prints it on a line of its own.
+      const message = typeof parsed?.message === 'string' ? parsed.message.replace(/[\r\n]+/g, ' ') : `HTTP ${response.status}`;
       throw new AdminRequestError(`${message} (${response.status}${code ? ` ${code}` : ''})`, response.status, code, parsed);
     }
     return parsed;

@@ -5,6 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminClient, AdminRequestError } from './admin-client';
 import { formatAudit, formatKey, formatKeyTable, formatOwnUsage, formatUsage } from './format';
 import { parseDurationSeconds } from './duration';
+import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text';
 
 interface Command {
   summary: string;
@@ -16,6 +17,8 @@ interface Command {
   run(client: AdminClient, values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<unknown>;
   /** How to print the result for a person. */
   render(result: unknown): string;
+  /** The result is JSON text for a file (the export's NDJSON): printed as it is, made safe for a terminal. */
+  machineText?: true;
 }
 
 const jsonOption = { json: { type: 'boolean' as const } };
@@ -198,6 +201,7 @@ const commands: Record<string, Command> = {
     positionals: [],
     run: (client) => client.exportKeys(),
     render: (result) => (result as string).replace(/\n$/, ''),
+    machineText: true,
   },
   import: {
     summary: 'load an export: ids and states kept, all or nothing; a second import changes nothing',
@@ -229,7 +233,8 @@ const commands: Record<string, Command> = {
       } catch (err) {
         const errors = (err as AdminRequestError).body as { errors?: Array<{ setting: string; message: string }> } | null;
         if (!(err instanceof AdminRequestError) || !errors?.errors) throw err;
-        const lines = errors.errors.map((e) => `\n  ${e.setting}: ${e.message}`).join('');
+        // The CLI's own layout, one line per setting: what the API sent is escaped here, the line breaks are ours.
+        const lines = errors.errors.map((e) => `\n  ${escapeControls(String(e.setting))}: ${escapeControls(String(e.message))}`).join('');
         throw new AdminRequestError(`${err.message}${lines}`, err.status, err.code, err.body);
       }
     },
@@ -293,6 +298,13 @@ export interface CliOutput {
   err(text: string): void;
 }
 
+/** What is printed of a result: never a character the terminal would act on (terminal-text.ts). */
+function printable(command: Command, result: unknown, json: boolean): string {
+  if (json) return terminalSafeJson(JSON.stringify(result, null, 2));
+  if (command.machineText) return terminalSafeJson(command.render(result));
+  return command.render(escapeStrings(result));
+}
+
 /** Exit code: 0 done, 1 the admin API refused or could not be reached, 2 a usage error. */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err: errOut }: CliOutput): Promise<number> {
   const [name, ...rest] = argv;
@@ -303,7 +315,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err:
   }
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
-    errOut(`error: unknown command "${name}"\n\n${generalHelp()}`);
+    errOut(`error: unknown command "${escapeControls(name)}"\n\n${generalHelp()}`);
     return 2;
   }
   try {
@@ -320,15 +332,16 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err:
         ? new AdminClient(env.GATEWAY_URL ?? 'http://127.0.0.1:8080', apiKey(env), { variable: 'GATEWAY_URL', name: 'the gateway' })
         : new AdminClient(env.ADMIN_URL ?? 'http://127.0.0.1:8081', adminToken(env));
     const result = await command.run(client, values as Record<string, string | boolean | undefined>, positionals);
-    out(values.json ? JSON.stringify(result, null, 2) : command.render(result));
+    out(printable(command, result, values.json === true));
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      errOut(`error: ${(err as Error).message}\nusage: npm run keys -- ${command.usage}`);
+      errOut(`error: ${escapeControls((err as Error).message)}\nusage: npm run keys -- ${command.usage}`);
       return 2;
     }
     if (err instanceof AdminRequestError) {
-      errOut(`error: ${err.message}`);
+      // Line by line: a reload's refusal lays out one setting a line (escaped where it was built).
+      errOut(`error: ${err.message.split('\n').map(escapeControls).join('\n')}`);
       return 1;
     }
     throw err;
@@ -344,7 +357,7 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (err: Error) => {
-      process.stderr.write(`error: ${err.message}\n`);
+      process.stderr.write(`error: ${escapeControls(err.message)}\n`);
       process.exitCode = 1;
     },
   );

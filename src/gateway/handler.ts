@@ -12,8 +12,8 @@ import { createSteps, type GatewayDependencies, type KeyLookup } from './steps';
 export type { GatewayDependencies, KeyLookup };
 
 /**
- * The public listener's request path on node:http. `serve` reads as the sequence: CORS preflight,
- * which operation, who is calling, the anonymous limit, the usage answer, the key's limit, the
+ * The public listener's request path on node:http. `serve` reads as the sequence: HTTP/2 framing,
+ * CORS preflight, which operation, who is calling, the anonymous limit, the usage answer, the key's limit, the
  * route, the sunset, then forward; the request is recorded when its response closes. Each step is
  * a module of its own under ./steps, built once here from what it needs: it takes the request as it
  * stands (a GatewayRequest) and answers one StepOutcome: CONTINUE, ANSWERED or a Refusal.
@@ -23,7 +23,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   const addresses = new ClientAddressResolver(deps.config.server.trustedProxies);
   // Chosen once: with tracing off every hook is one null check.
   const traces = tracing();
-  const { cors, answerPreflight, matchOperation, authenticate, limitAnonymous, answerUsage, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
+  const { cors, checkFraming, answerPreflight, matchOperation, authenticate, limitAnonymous, answerUsage, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
 
   return function handleRequest(req, res) {
     const request = startRequest(req, res);
@@ -37,7 +37,9 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
 
   /** The sequence, top to bottom: the first step that does not CONTINUE answers the request. */
   async function serve(request: GatewayRequest): Promise<StepOutcome> {
-    let outcome = answerPreflight(request);
+    // What HTTP/2 hands over that HTTP/1.1's parser never would (CONNECT, a host other than :authority) goes no further.
+    let outcome = checkFraming(request);
+    if (outcome === CONTINUE) outcome = answerPreflight(request);
     if (outcome === CONTINUE) outcome = matchOperation(request);
     if (outcome === CONTINUE) outcome = await authenticate(request);
     // A caller without a usable key ends here, with its 401 or 429.

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../shared/errors';
+import type { ApiKeyRecord } from '../keys/types';
 import type { WindowName } from '../limits/types';
 import { allowHeader, type RouteMatch } from './operations/routes';
 import type { UpstreamFailure } from './upstream/forward-contract';
@@ -16,6 +17,11 @@ export class Refusal {
     readonly status?: number,
   ) {}
 }
+
+// What HTTP/2 hands over that HTTP/1.1's parser never would (steps/check-framing.ts). CONNECT asks
+// for a tunnel to its authority; the gateway offers none, so no method is allowed there (an empty Allow).
+export const NO_TUNNEL = new Refusal('method_not_allowed', 'CONNECT is not allowed: the gateway opens no tunnels.', { Allow: '' });
+export const HOST_NOT_AUTHORITY = new Refusal('malformed_request', 'The Host header names another authority than :authority.');
 
 // Who is calling (steps/authenticate.ts). RFC 9110 §11.6.1: every 401 names the scheme and realm;
 // RFC 6750 §3 says why a token was refused.
@@ -57,6 +63,22 @@ export function anonymousRateLimited(retryAfter: string): Refusal {
 
 export function keyRateLimited(refusedBy: WindowName, retryAfter: string): Refusal {
   return new Refusal('rate_limited', `The ${refusedBy} limit of this API key is used up.`, { 'Retry-After': retryAfter });
+}
+
+/** Seconds a key whose plan is not configured is told to wait: the operator's fix takes a reload, not a client's retry loop. */
+const UNCONFIGURED_PLAN_RETRY_AFTER_SECONDS = '60';
+
+/**
+ * A key with neither limits of its own nor a plan that has some (steps/limit-key.ts,
+ * steps/answer-usage.ts): a reload refuses to remove a plan a key uses, but a restart with another
+ * config (or an imported record) can still leave one. Its requests are refused, never guessed at
+ * and never a 500: the cause is the server's config, not the client, so 503 with a Retry-After,
+ * and no unit consumed.
+ */
+export function unconfiguredPlan(record: Pick<ApiKeyRecord, 'plan'>): Refusal {
+  return new Refusal('service_unavailable', `The plan ${JSON.stringify(record.plan)} of this API key is not configured on this gateway.`, {
+    'Retry-After': UNCONFIGURED_PLAN_RETRY_AFTER_SECONDS,
+  });
 }
 
 export function temporarilyBanned(retryAfter: string): Refusal {

@@ -10,7 +10,8 @@ import { createInventoryMetrics, type InventoryMetrics } from './metrics';
 import { BASE_PATH, UNMATCHED_ROUTE } from '../shared/public-api';
 import type { PetRepository } from './pet-repository';
 import { createPetsRouter, PETS_ROUTE_PATHS } from './pets-routes';
-import { labelRoutes, observeRequests } from './request-observer';
+import { labelRoutes, observeRequests, routeTemplate } from './request-observer';
+import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
 
 const PROBE_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
 
@@ -54,7 +55,10 @@ export function createInventoryApp({
   if (traces) app.use(BASE_PATH, traces.inventoryMiddleware((res) => (res as Response).locals.inventory?.route ?? UNMATCHED_ROUTE));
   app.use(requestId);
   app.use(observeRequests({ metrics, logger }));
-  app.use(labelRoutes([...PROBE_PATHS, ...PETS_ROUTE_PATHS.map((path) => BASE_PATH + path)]));
+  const labelledPaths = [...PROBE_PATHS, ...PETS_ROUTE_PATHS.map((path) => BASE_PATH + path)];
+  app.use(labelRoutes(labelledPaths));
+  // The method a client sends, and every other label, counted within closed sets (CONTRACT §6).
+  enforceLabelAllowlist(metrics.registry, new LabelAllowlist({ route: labelledPaths.map(routeTemplate) }));
 
   app
     .route('/healthz')

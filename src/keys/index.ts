@@ -9,3 +9,4 @@ export { keyStatusAt } from './key-status';
 export { KeyService, DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_NAME_LENGTH, type CreatedKey, type KeyServiceOptions } from './key-service';
 export { createKeyDurabilityMetrics, type KeyDurabilityMetrics } from './durability/key-durability-metrics';
 export { KeyResolver, DEFAULT_MAX_CACHE_ENTRIES, type KeyResolution, type KeyResolverOptions } from './key-resolver';
+export { keysAsPlanUsers, countPlanUse, type PlanUse, type PlanUsers } from './plan-users';

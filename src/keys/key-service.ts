@@ -30,8 +30,11 @@ export interface KeyServiceOptions {
   /** The plans in force (config `plans`, which a reload may change): asked on every use. */
   plans: () => Plans;
   clock: Clock;
-  /** Config `costs`: a key's own limits must not be below the largest (CONTRACT §4). */
-  costs?: readonly { method: string; path: string; cost: number }[];
+  /**
+   * The costs in force (config `costs`, which a reload may change with the plans): a key's own
+   * limits must not be below the largest (CONTRACT §4). Asked at each write. Default: none.
+   */
+  costs?: () => readonly { method: string; path: string; cost: number }[];
 }
 
 function invalid(message: string): ApiError {
@@ -105,14 +108,19 @@ export class KeyService {
   private readonly prefix: string;
   private readonly plansInForce: () => Plans;
   private readonly clock: Clock;
-  private readonly largestCost: number;
+  private readonly costsInForce: () => readonly { method: string; path: string; cost: number }[];
 
   constructor(options: KeyServiceOptions) {
-    this.largestCost = largestCost(options.costs ?? [])?.cost ?? 1;
+    this.costsInForce = options.costs ?? (() => []);
     this.store = options.store;
     this.prefix = options.prefix;
     this.plansInForce = options.plans;
     this.clock = options.clock;
+  }
+
+  /** The largest cost in force, read at each write: a reload may change the costs. */
+  private get largestCost(): number {
+    return largestCost(this.costsInForce())?.cost ?? 1;
   }
 
   /** The only place a full key exists: the caller shows `key` once and drops it. */

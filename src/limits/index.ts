@@ -5,10 +5,13 @@ import { MemoryKeyLimiter } from './memory-key-limiter';
 import { RedisKeyLimiter } from './redis-key-limiter';
 import { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 import type { AddressLimiter, BanSettings, KeyLimiter, MinuteWindowShape } from './types';
+import type { MonthLedger } from './month-ledger';
 
 export type * from './types';
 export { FlexibleAddressLimiter, createMemoryAddressLimiter, createRedisAddressLimiter } from './address-limiter';
 export { MemoryKeyLimiter, type MemoryKeyLimiterOptions } from './memory-key-limiter';
+export { SqliteMonthLedger, MONTHS_DATABASE_FILE } from './sqlite-month-ledger';
+export type { MonthEntry, MonthLedger } from './month-ledger';
 export { RedisKeyLimiter, activeBansRedisKey, keyLimiterRedisKey, monthRedisKey, slidingLogRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
 export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
@@ -33,6 +36,10 @@ export interface LimitersOptions {
   /** How often a degraded limiter asks Redis whether it is back. Default 250 ms. */
   probeIntervalMs?: number;
   events?: Partial<LimiterEvents>;
+  /** In process only: where month windows and credits outlive a restart (CONTRACT §4). */
+  monthLedger?: MonthLedger;
+  /** A batched write of month windows to the ledger failed (it is tried again with the next). */
+  onMonthLedgerError?(err: unknown): void;
 }
 
 export interface LimiterEvents {
@@ -58,8 +65,8 @@ export function createLimiters(options: LimitersOptions): Limiters {
   const createMemoryKeyLimiter = (ban: BanSettings) => new MemoryKeyLimiter({ ban, clock, minuteWindow: options.minuteWindow });
   const createAddressFallback = () => createMemoryAddressLimiter({ perMinute: options.anonymousPerMinute, clock });
   if (options.redis === null) {
-    const keys = createMemoryKeyLimiter(options.ban);
-    return { keyLimiter: keys, addressLimiter: createAddressFallback(), health: null, close: () => keys.close() };
+    const keyLimiter = new MemoryKeyLimiter({ ban: options.ban, clock, minuteWindow: options.minuteWindow, monthLedger: options.monthLedger, onMonthLedgerError: options.onMonthLedgerError });
+    return { keyLimiter, addressLimiter: createAddressFallback(), health: null, close: () => keyLimiter.close() };
   }
   const redis = options.redis;
   const keys = new RedisKeyLimiter(redis, {

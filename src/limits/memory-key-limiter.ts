@@ -15,6 +15,7 @@ import {
 } from './key-state';
 import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { monthSpan, type MonthSpan } from './month-window';
+import { MonthLedgerWriter, type MonthEntry, type MonthLedger } from './month-ledger';
 import { DAY_MS, OUTCOME_ALLOWED, banPolicy, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
@@ -37,7 +38,18 @@ export interface MemoryKeyLimiterOptions {
   minuteWindow?: MinuteWindowShape;
   /** How often states past their `keepUntil` are dropped; 0 disables the timer (call `sweep()`). */
   sweepIntervalMs?: number;
+  /**
+   * Where month windows and credits outlive a restart (the in-process store's SQLite), read at
+   * construction; absent for the fallback of a Redis outage, whose months are Redis's.
+   */
+  monthLedger?: MonthLedger;
+  /** How often months changed by requests are written to the ledger; 0: on close only. Default 1 s. */
+  monthFlushIntervalMs?: number;
+  /** A write of changed months that failed (they are written again with the next one). */
+  onMonthLedgerError?(err: unknown): void;
 }
+
+const DEFAULT_MONTH_FLUSH_INTERVAL_MS = 1000;
 
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 
@@ -52,11 +64,20 @@ export class MemoryKeyLimiter implements KeyLimiter {
   private readonly clock: Clock;
   private readonly shape: MinuteWindowShape;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private readonly months: MonthLedgerWriter | null = null;
 
   constructor(options: MemoryKeyLimiterOptions) {
     this.ban = banPolicy(options.ban);
     this.clock = options.clock ?? systemClock;
     this.shape = options.minuteWindow ?? 'fixed';
+    if (options.monthLedger) {
+      for (const entry of options.monthLedger.load(this.clock.now())) this.restoreMonth(entry);
+      const current = (keyId: string) => {
+        const state = this.states.get(keyId);
+        return state && state.monthStart >= 0 ? { monthStart: state.monthStart, count: state.monthCount, credits: state.monthCredits } : null;
+      };
+      this.months = new MonthLedgerWriter(options.monthLedger, current, options.monthFlushIntervalMs ?? DEFAULT_MONTH_FLUSH_INTERVAL_MS, options.onMonthLedgerError ?? (() => undefined));
+    }
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (interval > 0) {
       this.sweepTimer = setInterval(() => this.sweep(), interval);
@@ -71,6 +92,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const month = limits.perMonth === undefined ? null : monthSpan(now, options?.billingDay);
     const outcome = consumeKeyState(state, limits, this.ban, now, this.shape, options?.shadow === true, cost, month);
     const monthCount = month === null ? null : currentMonthCount(state, month);
+    if (month !== null && outcome === OUTCOME_ALLOWED) this.months?.markChanged(keyId, month.end);
     if (this.shape === 'fixed') return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, undefined, cost, monthCount);
     // A refused cost of several units waits for as many admissions to leave the minute.
     const freeing = outcome === OUTCOME_ALLOWED ? oldestSlidingAdmission(state, now) : slidingAdmissionFreeing(state, now, cost, limits.perMinute);
@@ -80,8 +102,24 @@ export class MemoryKeyLimiter implements KeyLimiter {
 
   async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
     const state = this.stateOf(keyId);
-    enterMonth(state, monthSpan(this.clock.now(), billingDay));
+    const span = monthSpan(this.clock.now(), billingDay);
+    enterMonth(state, span);
+    // On disk first: a grant the ledger refused is not applied (the admin API answers 503).
+    this.months?.saveNow({ keyId, monthStart: span.start, monthEnd: span.end, count: state.monthCount, credits: state.monthCredits + units });
     state.monthCredits += units;
+  }
+
+  /** Writes the months changed since the last write now (the writer's timer does this every monthFlushIntervalMs). */
+  flushMonths(): void {
+    this.months?.flush();
+  }
+
+  /** A month read back from the ledger at start: the key's state holds its count and credits until the month ends. */
+  private restoreMonth(entry: MonthEntry): void {
+    const state = this.stateOf(entry.keyId);
+    enterMonth(state, { start: entry.monthStart, end: entry.monthEnd });
+    state.monthCount = entry.count;
+    state.monthCredits = entry.credits;
   }
 
   private stateOf(keyId: string): KeyState {
@@ -146,6 +184,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
     this.sweepTimer = undefined;
+    // The months changed since the last write go to disk before the states are dropped.
+    this.months?.close();
     this.states.clear();
   }
 

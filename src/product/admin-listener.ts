@@ -65,6 +65,7 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
   const app = createAdminApp({
     adminToken: deps.adminToken,
     failedTokensPerMinute: config.admin.failedTokensPerMinute,
+    failedTokensPerMinuteTotal: config.admin.failedTokensPerMinuteTotal,
     onFailedToken: (reason) => metrics.adminAuthFailures.inc({ reason }),
     clock: deps.clock,
     keyService,

@@ -1,12 +1,12 @@
 import { Registry } from 'prom-client';
-import { loadConfig, type Config, type ReloadOutcome } from '../shared/config';
+import { loadConfigOffThread, type Config, type ReloadOutcome } from '../shared/config';
 import { readTlsPair, type TlsPair } from '../shared/tls-pair';
 import { systemClock, type Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/upstream-token';
-import { createKeyDurabilityMetrics, KeyResolver, KeyService } from '../keys';
+import { createKeyDurabilityMetrics, KeyResolver, KeyService, keysAsPlanUsers, type PlanUsers } from '../keys';
 import type { RunningInventory } from '../inventory';
-import { createGatewayMetrics, type GatewayMetrics } from '../shared/metrics';
+import { createGatewayMetrics, type GatewayMetrics, type GatewayMetricSources } from '../shared/metrics';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
 import type { MetricsSource } from '../admin/app';
 import type { LimiterEvents } from '../limits';
@@ -21,6 +21,10 @@ import { resolveAdminToken } from './admin-token';
 import { ConfigState } from './reload/config-state';
 import { ConfigReloader } from './reload/reloader';
 import { createConfigMetrics } from './reload/config-metrics';
+import { planRemovalProblems } from './reload/plan-check';
+import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
+import { ROUTE_TEMPLATES } from '../gateway/operations/routes';
+import { BASE_PATH } from '../shared/public-api';
 
 export { resolveAdminToken };
 
@@ -40,7 +44,7 @@ export interface StartOptions {
   metricsSource?: (registry: Registry) => MetricsSource;
   /** What GET /admin/stats sums, given this process's recorder. Default: its own; a worker asks every worker. */
   trafficSource?: (recorder: TrafficRecorder) => () => Promise<TrafficSecond[]>;
-  /** How a reload reads the config again (default: loadConfig() from this process's environment). */
+  /** How a reload reads the config again (default: loadConfig() from this process's environment, on a thread of its own). */
   loadConfig?: () => Config;
   /**
    * Who reloads. Default: this process (SIGHUP and POST /admin/reload, its own config metrics).
@@ -62,6 +66,8 @@ export interface RunningProduct {
   applyConfig(config: Config, pair: TlsPair | null): void;
   /** The config in force, its hash and the last reload: the one holder every reader of a reloadable setting asks. */
   configState: ConfigState;
+  /** Who uses a plan, asked before a reload removes one (the supervisor asks a worker's). */
+  planUsers: PlanUsers[];
   close(): Promise<void>;
 }
 
@@ -86,18 +92,16 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const inForce = () => configState.config;
     let stores: Stores | null = null;
     let forwarder: GuardedForwarder | null = null;
-    const metrics = createGatewayMetrics(new Registry(), {
+    const { metrics, keyDurability, labels } = createProductMetrics(inForce, {
       activeBans: () => stores!.limiters.keyLimiter.activeBans(),
       deprecations: () => inForce().deprecations,
       upstream: () => forwarder!,
     });
-    const keyDurability = createKeyDurabilityMetrics();
-    keyDurability.register(metrics.registry);
     stores = await startStores(config, { logger, clock, closers, keyDurability, metrics, limiterEvents: limiterEventsFor(config, metrics, logger) });
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers, configInForce: inForce });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: () => inForce().plans, clock, costs: config.costs });
+    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: () => inForce().plans, clock, costs: () => inForce().costs });
     const resolver = new KeyResolver(stores.keyStore, clock, {
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
@@ -116,9 +120,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       configState.record(null, next);
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
     };
-    const reload =
-      options.reload ??
-      reloaderFor(new ConfigReloader({ state: configState, load: options.loadConfig ?? (() => loadConfig()), apply: applyConfig, metrics: createConfigMetrics(metrics.registry), logger }));
+    const planUsers = [keysAsPlanUsers(stores.keyStore)];
+    const reload = options.reload ?? reloadsInThisProcess({ state: configState, load: options.loadConfig, apply: applyConfig, planUsers, metrics, logger });
     const adminToken = resolveAdminToken(config);
     const adminUrl = await startAdminListener(config, {
       ...recorders,
@@ -138,14 +141,54 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       configAdministration: { view: () => configState.view(), reload },
       configInForce: inForce,
     });
-    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, reload, applyConfig, configState, close: () => closers.closeAll() };
+    // The metrics registered since (the reload's) take the same closed sets.
+    enforceLabelAllowlist(metrics.registry, labels);
+    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;
   }
 }
 
-const reloaderFor = (reloader: ConfigReloader) => (trigger: string) => reloader.reload(trigger);
+/** The label values the config in force adds to the fixed sets: its plans, and the routes its deprecations name. */
+function labelSetsOf(config: Config): Record<string, string[]> {
+  return { plan: Object.keys(config.plans), route: [...ROUTE_TEMPLATES, ...config.deprecations.map((d) => BASE_PATH + d.path)] };
+}
+
+/**
+ * The gateway's metrics with the key store's, every label held to its closed set (CONTRACT §6):
+ * nothing a client sends makes a series; plans and routes as the config in force names them (the
+ * allowlist asks `inForce`, so a reload reaches it as it reaches every other reader).
+ */
+function createProductMetrics(inForce: () => Config, sources: GatewayMetricSources) {
+  const metrics = createGatewayMetrics(new Registry(), sources);
+  const keyDurability = createKeyDurabilityMetrics();
+  keyDurability.register(metrics.registry);
+  const labels = LabelAllowlist.following(inForce, labelSetsOf);
+  enforceLabelAllowlist(metrics.registry, labels);
+  return { metrics, keyDurability, labels };
+}
+
+/** SIGHUP and POST /admin/reload handled in this process: read, validate, refuse removing a plan in use, apply. */
+function reloadsInThisProcess(deps: {
+  state: ConfigState;
+  load: (() => Config) | undefined;
+  apply: (config: Config, pair: TlsPair | null) => void;
+  planUsers: PlanUsers[];
+  metrics: GatewayMetrics;
+  logger: Logger;
+}): (trigger: string) => Promise<ReloadOutcome> {
+  const reloader = new ConfigReloader({
+    state: deps.state,
+    // Off the event loop: parsing up to 1 MiB of YAML takes seconds, which the listeners must not wait for.
+    load: deps.load ?? (() => loadConfigOffThread()),
+    apply: deps.apply,
+    vet: (current, next) => planRemovalProblems(current, next, deps.planUsers),
+    metrics: createConfigMetrics(deps.metrics.registry),
+    logger: deps.logger,
+  });
+  return (trigger) => reloader.reload(trigger);
+}
 
 /** The limiters' store events as metrics and log lines. */
 function limiterEventsFor(config: Config, metrics: GatewayMetrics, logger: Logger): Partial<LimiterEvents> {

@@ -6,7 +6,7 @@ import { SqliteKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../key
 import type { KeyActivityStore } from '../keys/activity/key-activity';
 import { RedisKeyActivityStore } from '../keys/activity/redis-key-activity-store';
 import { SqliteKeyActivityStore } from '../keys/activity/sqlite-key-activity-store';
-import { createLimiters, type LimiterEvents, type Limiters } from '../limits';
+import { createLimiters, SqliteMonthLedger, type LimiterEvents, type Limiters, type MonthLedger } from '../limits';
 import type { DeprecationUsageStore } from '../keys/activity/deprecation-usage';
 import { MemoryDeprecationUsageStore } from '../keys/activity/memory-deprecation-usage-store';
 import { RedisDeprecationUsageStore } from '../keys/activity/redis-deprecation-usage-store';
@@ -54,8 +54,10 @@ export async function startStores(config: Config, options: StoreOptions): Promis
   return startInProcessStores(config, options);
 }
 
-function limitersFor(config: Config, redis: RedisClient | null, options: StoreOptions): Limiters {
+function limitersFor(config: Config, redis: RedisClient | null, options: StoreOptions, monthLedger?: MonthLedger): Limiters {
   return createLimiters({
+    monthLedger,
+    onMonthLedgerError: (err) => options.logger.error({ err }, 'month windows could not be written to DATA_DIR; kept in memory and written with the next batch'),
     redis,
     namespace: config.redis.namespace,
     ban: config.ban,
@@ -105,7 +107,7 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
   };
 }
 
-/** Keys, usage history and the audit trail in SQLite under dataDir, so a restart keeps them; windows in memory. */
+/** Keys, usage history, the audit trail and month windows in SQLite under dataDir, so a restart keeps them; minute and day windows in memory. */
 function startInProcessStores(config: Config, options: StoreOptions): Stores {
   const { closers, metrics } = options;
   // How long a write waits for a lock, and each failed statement counted.
@@ -115,7 +117,10 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   };
   const keys = new SqliteKeyStore({ dataDir: config.dataDir, ...sqlite });
   closers.add(() => keys.close());
-  const limiters = limitersFor(config, null, options);
+  // Month windows and credits survive a restart (CONTRACT §4); closed after the limiters, which write to it as they close.
+  const months = new SqliteMonthLedger(config.dataDir, sqlite);
+  closers.add(() => months.close());
+  const limiters = limitersFor(config, null, options, months);
   closers.add(() => limiters.close());
   const keyActivity = new SqliteKeyActivityStore(config.dataDir, sqlite);
   closers.add(() => keyActivity.close());
@@ -134,6 +139,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
       { name: 'keys database', checkWrites: () => keys.checkWrites() },
       { name: 'audit database', checkWrites: () => auditLog.checkWrites() },
       { name: 'key-usage database', checkWrites: () => keyActivity.checkWrites() },
+      { name: 'months database', checkWrites: () => months.checkWrites() },
     ],
   };
 }

@@ -47,7 +47,8 @@ export interface SecureServer {
 /**
  * The public listener with TLS: HTTP/2 and HTTP/1.1 offered by ALPN (node:http2's compatibility
  * API hands both to the same request listener), with the bounds of the plain listener (header
- * size and time, whole-request time, idle keep-alive, open connections) and HTTP/2's own: streams
+ * size and time, whole-request time, idle keep-alive, open connections), the TLS handshake
+ * within the header time, and HTTP/2's own: streams
  * per session, header fields per request, session memory and idle sessions, and a session that
  * cancels streams in a loop (rapid reset, CVE-2023-44487) is closed: see closeOnRapidReset and
  * test/integration/gateway/h2-rapid-reset.test.ts.
@@ -56,10 +57,18 @@ export function createSecureBoundedServer(settings: Config['server'], limits: Co
   const server = http2.createSecureServer(
     {
       ...secureContextOptions(pair),
+      // A connection must finish its handshake as fast as its headers must arrive (Node's default
+      // is 120 s: a few silent sockets held every slot of maxConnections that long, issue 42).
+      handshakeTimeout: settings.headersTimeoutMs,
       allowHTTP1: true,
       settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: settings.maxHeaderBytes },
       maxHeaderListPairs: limits.maxHeaderListPairs,
       maxSessionMemory: limits.maxSessionMemoryMb,
+      // nghttp2's own count of every RST_STREAM a client sends, whatever its code (its default, a
+      // burst of 1,000, let NO_ERROR and INTERNAL_ERROR resets through ~1,000 requests a session:
+      // issue 42): past it the session gets GOAWAY. closeOnRapidReset below is the second guard.
+      streamResetBurst: MAX_CLIENT_RESETS_PER_SECOND,
+      streamResetRate: MAX_CLIENT_RESETS_PER_SECOND,
       http1Options: { keepAliveTimeout: settings.keepAliveTimeoutMs },
     },
     listener as never,
@@ -79,6 +88,13 @@ export function createSecureBoundedServer(settings: Config['server'], limits: Co
   server.setTimeout(limits.idleTimeoutMs);
   // As on the plain listener: an expectation other than 100-continue is ignored, not answered 417.
   server.on('checkExpectation', listener as never);
+  // CONNECT over HTTP/2 reaches the request listener (it answers with the Error body and
+  // X-Request-Id) instead of Node's bare 405. Over HTTP/1.1 this event hands over the socket
+  // itself: closed, as node:http does without a listener (no tunnel is offered).
+  server.on('connect', (req: unknown, resOrSocket: unknown) => {
+    if (resOrSocket instanceof http2.Http2ServerResponse) (listener as (req: unknown, res: unknown) => void)(req, resOrSocket);
+    else (resOrSocket as Socket).destroy();
+  });
   const connections = trackConnections(server);
   return {
     server,
@@ -113,7 +129,8 @@ export const MAX_CLIENT_RESETS_PER_SECOND = 100;
  * Rapid reset (CVE-2023-44487): each stream a client opens starts a request here (authentication,
  * a limiter call, a log line) even when the client cancels it at once, so a client resetting
  * streams in a loop keeps the process busy with requests nobody waits for. A session whose client
- * cancels more than MAX_CLIENT_RESETS_PER_SECOND streams in a second is sent GOAWAY
+ * resets more than MAX_CLIENT_RESETS_PER_SECOND streams in a second (any RST_STREAM code on a stream
+ * not answered yet, an error code on any) is sent GOAWAY
  * (ENHANCE_YOUR_CALM) and closed, as nginx and Envoy do; other sessions are not affected.
  */
 function closeOnRapidReset(session: http2.ServerHttp2Session): void {
@@ -121,8 +138,10 @@ function closeOnRapidReset(session: http2.ServerHttp2Session): void {
   let resets = 0;
   session.on('stream', (stream) => {
     stream.once('close', () => {
-      // A client's cancel (RST_STREAM CANCEL), answered or not: the work was done either way.
-      if (stream.rstCode !== http2.constants.NGHTTP2_CANCEL) return;
+      // A client's reset of a stream not yet answered (aborted), whatever its code (NO_ERROR and
+      // INTERNAL_ERROR let ~1,000 requests a session through when only CANCEL counted, issue 42),
+      // and any reset with an error code even after the answer: the work was done either way.
+      if (!stream.aborted && (stream.rstCode === undefined || stream.rstCode === http2.constants.NGHTTP2_NO_ERROR)) return;
       const now = Date.now();
       if (now - windowStartedAt >= 1000) {
         windowStartedAt = now;

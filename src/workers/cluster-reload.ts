@@ -7,6 +7,8 @@ import type { RunningProduct } from '../product';
 import type { ConfigState } from '../product/reload/config-state';
 import { ConfigReloader } from '../product/reload/reloader';
 import { createConfigMetrics } from '../product/reload/config-metrics';
+import { planRemovalProblems } from '../product/reload/plan-check';
+import { planUsersOfWorkers } from './cluster-plan-use';
 import { isMessage, type PairMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 /** A worker that has not applied a config by then is logged; the others serve under it already. */
@@ -59,7 +61,15 @@ export function superviseReloads(state: ConfigState, log: Logger, registry: Regi
       if (workers.size === 0) entry.done();
     });
   };
-  const reloader = new ConfigReloader({ state, load: () => loadConfig(), apply: applyEverywhere, metrics: createConfigMetrics(registry), logger: log });
+  const planUsers = planUsersOfWorkers(['key']);
+  const reloader = new ConfigReloader({
+    state,
+    load: () => loadConfig(),
+    apply: applyEverywhere,
+    vet: (current, next) => planRemovalProblems(current, next, planUsers),
+    metrics: createConfigMetrics(registry),
+    logger: log,
+  });
 
   cluster.on('message', (worker, message: unknown) => {
     if (isMessage<Extract<WorkerMessage, { type: 'asg:config-applied' }>>(message, 'asg:config-applied')) {

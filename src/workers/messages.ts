@@ -1,5 +1,6 @@
 import type { TrafficSecond } from '../admin/stats/traffic-recorder';
 import type { Config, LastReload, ReloadOutcome } from '../shared/config';
+import type { PlanUse } from '../keys/plan-users';
 
 /** A TLS pair as it crosses the IPC channel (JSON): the PEM text of both files. */
 export interface PairMessage {
@@ -26,7 +27,9 @@ export type SupervisorMessage =
   /** Serve requests that start from now on under this config (read and validated once, here); answer asg:config-applied. */
   | { type: 'asg:apply-config'; id: number; config: Config; pair: PairMessage | null; last: LastReload | null }
   /** The answer to a worker's asg:reload. */
-  | { type: 'asg:reloaded'; id: number; outcome: ReloadOutcome };
+  | { type: 'asg:reloaded'; id: number; outcome: ReloadOutcome }
+  /** A reload would remove or empty these plans: which does a key use? Answer asg:plan-use. */
+  | { type: 'asg:plan-use'; id: number; kind: string; plans: string[] };
 
 export type WorkerMessage =
   /** Both listeners are up. */
@@ -42,7 +45,9 @@ export type WorkerMessage =
   /** POST /admin/reload on this worker: the supervisor reloads for every worker and answers asg:reloaded. */
   | { type: 'asg:reload'; id: number }
   /** This worker serves under the config of asg:apply-config `id`. */
-  | { type: 'asg:config-applied'; id: number };
+  | { type: 'asg:config-applied'; id: number }
+  /** The answer to asg:plan-use: each plan in use, with who uses it, or why it could not be told. */
+  | { type: 'asg:plan-use'; id: number; uses?: Array<[string, PlanUse]>; error?: string };
 
 export function isMessage<T extends { type: string }>(message: unknown, type: T['type']): message is T {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;

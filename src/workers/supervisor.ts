@@ -11,6 +11,7 @@ import { answerClusterStats } from './cluster-stats';
 import { superviseReloads } from './cluster-reload';
 import { ConfigState } from '../product/reload/config-state';
 import { Registry } from 'prom-client';
+import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 import { restartDelayMs } from './worker-count';
 
@@ -53,6 +54,7 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   answerClusterMetrics(inventory ? [inventory.metrics, reloadMetrics] : [reloadMetrics]);
   answerClusterStats();
   const reloads = superviseReloads(configState, log, reloadMetrics);
+  enforceLabelAllowlist(reloadMetrics, new LabelAllowlist());
 
   const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv, (worker) => reloads.onWorkerReady(worker));
   cluster.on('message', (worker, message: unknown) => supervisor.onMessage(worker, message));

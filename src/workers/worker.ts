@@ -6,6 +6,7 @@ import { createStopper, greetDeveloper, startupFailureLine, stopOnSignals } from
 import { clusterMetricsSource } from './cluster-metrics';
 import { clusterTrafficSource } from './cluster-stats';
 import { applyConfigsFromSupervisor, reloadThroughSupervisor } from './cluster-reload';
+import { answerPlanUse } from './cluster-plan-use';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 function tell(message: WorkerMessage, then?: () => void): void {
@@ -30,6 +31,7 @@ export async function runWorker(config: Config, logger: Logger, workers: number)
   const stop = createStopper(() => running.close(), workerLogger, config.server.shutdownTimeoutMs);
   stopOnSignals(stop);
   applyConfigsFromSupervisor(running);
+  answerPlanUse(running);
   // SIGHUP is the supervisor's to act on (it reloads for every worker); one sent to the whole process group changes nothing here.
   process.on('SIGHUP', () => undefined);
   process.on('message', (message: unknown) => {

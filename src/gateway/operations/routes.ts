@@ -30,6 +30,9 @@ export const usageRoute: RouteMatch = {
   answeredByGateway: true,
 };
 
+/** Every route's template: the values the `route` label of a metric takes besides `unmatched`. */
+export const ROUTE_TEMPLATES: readonly string[] = [petsCollection, petItem, usageRoute].map((route) => route.template);
+
 /**
  * Matches a request path (no query string) to a route. Any segment counts as a `petId` here; the
  * inventory decides whether it is a valid identifier and answers 400 if not.

@@ -4,14 +4,14 @@ import type { KeyLimiter, KeyUsage, WindowLimits, WindowName, WindowState } from
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
 import type { RouteMatch } from '../operations/routes';
 import { keyOf, type GatewayRequest } from '../request-context';
-import { methodNotAllowed, Refusal } from '../refusals';
+import { methodNotAllowed, Refusal, unconfiguredPlan } from '../refusals';
 import { ANSWERED, CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
 export interface UsageDependencies {
   keyLimiter: KeyLimiter;
-  /** The limits of a key: its own, or its plan's. */
-  keyLimits(record: ApiKeyRecord): WindowLimits;
+  /** The limits of a key: its own, or its plan's; null when neither exists (a plan not configured here). */
+  keyLimits(record: ApiKeyRecord): WindowLimits | null;
   clock: Clock;
   storeCall: StoreCall;
 }
@@ -44,6 +44,7 @@ export function createUsageStep(deps: UsageDependencies) {
     if (!route.allowedMethods.includes(method)) return methodNotAllowed(method, route);
     const record = keyOf(request);
     const limits = deps.keyLimits(record);
+    if (!limits) return unconfiguredPlan(record);
     const usage = await storeCall<KeyUsage>(request, 'rate limit', () => keyLimiter.usage(record.id, limits, record.billingDay), describe);
     if (usage instanceof Refusal) return usage;
     const now = clock.now();

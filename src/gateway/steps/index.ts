@@ -3,7 +3,7 @@ import type { Clock } from '../../shared/clock';
 import type { Logger } from '../../shared/logger';
 import type { UpstreamTokenSigner } from '../../shared/upstream-token';
 import { PlanBook } from '../../limits/plan-limits';
-import type { AddressLimiter, KeyLimiter, WindowLimits } from '../../limits/types';
+import type { AddressLimiter, KeyLimiter } from '../../limits/types';
 import type { ApiKeyRecord } from '../../keys/types';
 import { createCorsPolicy, type CorsPolicy } from '../cors';
 import { buildDeprecations } from '../operations/deprecation';
@@ -12,6 +12,7 @@ import type { Forwarder } from '../upstream/forward-contract';
 import type { GatewayMetrics } from '../../shared/metrics';
 import { jitteredRetryAfterSeconds, type RandomSource } from '../rate-limit-headers';
 import { createStoreCall } from './store-failure';
+import { checkFraming } from './check-framing';
 import { createPreflightStep } from './cors-preflight';
 import { createOperationStep } from './match-operation';
 import { createAuthenticateStep, type KeyLookup } from './authenticate';
@@ -43,23 +44,12 @@ export interface GatewayDependencies {
   keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
 }
 
-/**
- * The limits of a key: its own, or its plan's. A key with neither limits of its own nor a plan that
- * has some is a bug in the config's checks, answered 500 rather than guessed.
- */
-export function keyLimitsOf(plans: PlanBook): (record: ApiKeyRecord) => WindowLimits {
-  return (record) => {
-    const limits = plans.limitsOf(record);
-    if (!limits) throw new Error(`key ${record.id} has plan ${record.plan} without limits`);
-    return limits;
-  };
-}
-
 /** Every step of the request path, each built once from the part of the dependencies it needs. */
 export function createSteps(deps: GatewayDependencies) {
   const { config, metrics, logger, clock } = deps;
   const plans = new PlanBook(config.plans);
-  const keyLimits = keyLimitsOf(plans);
+  // A key's own limits, else its plan's; null for a plan not configured here, which the key steps refuse with 503.
+  const keyLimits = (record: ApiKeyRecord) => plans.limitsOf(record);
   const random = deps.random ?? Math.random;
   const jitterSeconds = config.rateLimit.retryAfterJitterSeconds;
   const retryAfter = (waitMs: number) => jitteredRetryAfterSeconds(waitMs, jitterSeconds, random);
@@ -67,6 +57,7 @@ export function createSteps(deps: GatewayDependencies) {
   const cors: CorsPolicy | null = config.cors.allowedOrigins.length > 0 ? createCorsPolicy(config.cors) : null;
   return {
     cors,
+    checkFraming,
     answerPreflight: createPreflightStep(cors),
     matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),

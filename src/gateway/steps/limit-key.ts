@@ -8,7 +8,7 @@ import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
 import { bannedRateLimitHeaders, keyRateLimitHeaders, type BannedMonth } from '../rate-limit-headers';
 import { keyOf, type GatewayRequest } from '../request-context';
-import { keyRateLimited, Refusal, temporarilyBanned } from '../refusals';
+import { keyRateLimited, Refusal, temporarilyBanned, unconfiguredPlan } from '../refusals';
 import { CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
@@ -20,8 +20,8 @@ const SHADOW: ConsumeOptions = { shadow: true };
 
 export interface KeyLimitDependencies {
   keyLimiter: KeyLimiter;
-  /** The limits of a key: its own, or its plan's. */
-  keyLimits(record: ApiKeyRecord): WindowLimits;
+  /** The limits of a key: its own, or its plan's; null when neither exists (a plan not configured here). */
+  keyLimits(record: ApiKeyRecord): WindowLimits | null;
   /** Which plans and keys are shadowed. */
   plans: PlanBook;
   metrics: GatewayMetrics;
@@ -36,11 +36,13 @@ export interface KeyLimitDependencies {
 /** The ban and every window of a key, decided together in one store round trip, for `cost` units. */
 export function createKeyLimitStep(deps: KeyLimitDependencies) {
   const { keyLimiter, plans, metrics, storeCall, costs } = deps;
+  const refuseUnconfiguredPlan = unconfiguredPlanRefusal(deps.logger);
 
   return async function limitKey(request: GatewayRequest): Promise<StepOutcome> {
     const { res } = request;
     const record = keyOf(request);
     const limits = deps.keyLimits(record);
+    if (!limits) return refuseUnconfiguredPlan(record);
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
     const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay);
@@ -103,6 +105,24 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
     if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
   }
+}
+
+/**
+ * A key whose plan is not configured: 503, and one log line per plan while this config is in force
+ * (a handler is built for each config, this step with it), not one per request.
+ */
+function unconfiguredPlanRefusal(logger: Logger): (record: ApiKeyRecord) => Refusal {
+  const logged = new Set<string>();
+  return (record) => {
+    if (!logged.has(record.plan)) {
+      logged.add(record.plan);
+      logger.error(
+        { keyId: record.id, plan: record.plan },
+        'a key uses a plan that is not configured (or has no limits) and carries no limits of its own: its requests get 503 until the plan is configured again or the key moved to another plan',
+      );
+    }
+    return unconfiguredPlan(record);
+  };
 }
 
 /** What the limiter is asked: shared constants for the common cases, so most requests allocate nothing. */

@@ -6,9 +6,28 @@ export const SECRET_SETTINGS = ['admin.token', 'signing.secret', 'signing.previo
 
 export const REDACTED = '[redacted]';
 
-/** The config as GET /admin/config shows it: each secret that is set replaced by "[redacted]". */
+/**
+ * `scheme://user:password@host…` with the password replaced (RFC 3986 userinfo): REDIS_URL may
+ * carry the ACL user's password, INVENTORY_URL basic credentials. The user name stays, as it
+ * tells the operator which account is in use.
+ */
+const URL_PASSWORD = /^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*):[^/?#]*@/i;
+
+export function redactUrlPassword(value: string): string {
+  return value.replace(URL_PASSWORD, `$1:${REDACTED}@`);
+}
+
+/** Every string below `value` with a password inside a URL redacted, wherever a setting holds one. */
+function redactUrlPasswords(value: unknown): unknown {
+  if (typeof value === 'string') return redactUrlPassword(value);
+  if (Array.isArray(value)) return value.map(redactUrlPasswords);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, redactUrlPasswords(inner)]));
+}
+
+/** The config as GET /admin/config shows it: each secret that is set replaced by "[redacted]", a password inside a URL included. */
 export function redactedConfig(config: Config): Config {
-  const copy = structuredClone(config) as unknown as Record<string, Record<string, unknown>>;
+  const copy = redactUrlPasswords(config) as Record<string, Record<string, unknown>>;
   for (const setting of SECRET_SETTINGS) {
     const [section, name] = setting.split('.') as [string, string];
     const value = copy[section]![name];
@@ -32,8 +51,10 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * sha256 (hex) of the redacted config's canonical JSON: equal on every
- * instance that runs the same settings, and no offline guess of a secret from it.
+ * sha256 (hex) of the redacted config's canonical JSON: equal on every instance that runs the same
+ * settings, and no offline guess of a secret from it. It is served without a token
+ * (gateway_config_info on /metrics), so nothing secret may enter it: a secret changed alone
+ * (a new REDIS_URL password) leaves the hash as it was.
  */
 export function configHash(config: Config): string {
   return createHash('sha256').update(canonicalJson(redactedConfig(config))).digest('hex');

@@ -8,6 +8,8 @@ export { ConfigError } from './errors';
 export { envBindings } from './environment';
 export { mergeConfig } from './merge';
 export { loadConfig, type LoadConfigOptions } from './load';
+export { loadConfigOffThread } from './load-off-thread';
+export { MAX_CONFIG_FILE_BYTES } from './files';
 export { redisConfigured, redisSourceCount, type RedisSources } from './redis-sources';
 export { planReload, changedSettings, RELOADABLE_SETTINGS, type ReloadPlan } from './reload-plan';
 export { configHash, redactedConfig, canonicalJson, SECRET_SETTINGS, REDACTED } from './display';

@@ -10,6 +10,8 @@ import type { Config } from './schema';
  */
 export const RELOADABLE_SETTINGS = [
   'plans',
+  // With the plans: the file's plans are validated against the file's costs, so both go in force together.
+  'costs',
   'deprecations',
   'cors',
   'rateLimit.retryAfterJitterSeconds',

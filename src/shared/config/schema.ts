@@ -160,8 +160,10 @@ export const configSchema = z
     }),
     admin: z.strictObject({
       token: z.string().nullable(),
-      /** Wrong admin tokens one address may send per minute before it is locked out until the minute ends. */
+      /** Wrong admin tokens one address (an IPv6 /64) may send per minute; past it its wrong tokens get 429 until the minute ends. */
       failedTokensPerMinute: positiveInt,
+      /** The same over all addresses together, so that rotating addresses gains nothing. The right token is never refused. */
+      failedTokensPerMinuteTotal: positiveInt,
     }),
     /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
     workers: workerCount,

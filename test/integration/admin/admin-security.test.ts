@@ -13,7 +13,7 @@ let product: ProductHarness;
 
 beforeAll(async () => {
   // This suite sends dozens of wrong tokens on purpose; the lockout has its own suite below.
-  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 1000 } } });
+  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 1000, failedTokensPerMinuteTotal: 1000 } } });
 });
 
 afterAll(async () => {

@@ -446,3 +446,30 @@ describe('month quotas and credits', () => {
     expect(bad.stderr).toMatch(/^error: --units needs a whole number/);
   });
 });
+
+/**
+ * Issue 42: the CLI printed terminal escape sequences from key names (an imported record, or a
+ * name given to the admin API, may hold any character): a name could clear the screen, retitle
+ * the window or hide text. Every control character (C0, DEL, C1) and every bidirectional override
+ * reaches the terminal escaped, in the table, in one key, in the audit trail, in errors and in JSON.
+ */
+describe('control characters in what the admin API holds', () => {
+  const HOSTILE = 'evil\u001b[2J\u001b]0;owned\u0007\u009b31m\u202eton\u0008\u007f\r\nFAKE  line';
+  /** Anything a terminal acts on rather than prints; a newline only where the CLI's own layout puts one. */
+  const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+  test('list, show, audit and --json print them escaped, never raw', async () => {
+    const { record } = await product.keyService.create({ name: HOSTILE, plan: 'free' });
+    await request(product.adminUrl).patch(`/admin/keys/${record.id}`).set('Authorization', `Bearer ${product.adminToken}`).send({ name: `${HOSTILE} 2` }).expect(200);
+    for (const args of [['list'], ['show', record.id], ['audit'], ['list', '--json'], ['show', record.id, '--json'], ['audit', '--json']]) {
+      const run = await keys(...args);
+      expectSuccess(run);
+      expect({ args, raw: CONTROL.test(run.stdout) }).toEqual({ args, raw: false });
+      expect(run.stdout).not.toMatch(/^FAKE/m);
+    }
+    const shown = await keys('show', record.id);
+    expect(shown.stdout).toContain('evil\\u001b[2J\\u001b]0;owned\\u0007\\u009b31m\\u202eton\\u0008\\u007f\\r\\nFAKE  line 2');
+    // JSON stays JSON and parses back to the very name.
+    expect(JSON.parse((await keys('show', record.id, '--json')).stdout).name).toBe(`${HOSTILE} 2`);
+  });
+});

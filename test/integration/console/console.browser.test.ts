@@ -94,7 +94,7 @@ beforeAll(async () => {
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
   // The wrong-token step must not lock the test's own address out of the admin API. The plan
   // `trial` is not in the default config: the page can only offer it by asking GET /admin/plans.
-  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 100 }, plans: { trial: { perMinute: 5, perDay: 50 } } } });
+  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 100, failedTokensPerMinuteTotal: 1000 }, plans: { trial: { perMinute: 5, perDay: 50 } } } });
   chromium = await launchChromium();
   page = await chromium.context.newPage();
   page.on('console', (message) => {

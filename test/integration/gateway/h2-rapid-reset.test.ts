@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import http2 from 'node:http2';
+import { MAX_CLIENT_RESETS_PER_SECOND } from '../../../src/shared/secure-server';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient } from '../../support/tls-client';
 import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
@@ -45,7 +47,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const ATTACKER = `
 const http2 = require('node:http2');
 const fs = require('node:fs');
-const [url, caFile, attackMs, maxStreams] = process.argv.slice(1);
+const [url, caFile, attackMs, maxStreams, resetCode, authorization] = process.argv.slice(1);
 const session = http2.connect(url, { ca: fs.readFileSync(caFile), peerMaxConcurrentStreams: 100000 });
 let closedBy = null;
 session.on('error', (err) => (closedBy ??= err.code || err.message));
@@ -57,9 +59,9 @@ session.once('connect', async () => {
   while (opened < Number(maxStreams) && Date.now() < deadline && !session.closed && !session.destroyed) {
     for (let i = 0; i < 100 && !session.closed && !session.destroyed; i++, opened++) {
       try {
-        const stream = session.request({ ':path': '/v1/pets' });
+        const stream = session.request(authorization ? { ':path': '/v1/pets', authorization } : { ':path': '/v1/pets' });
         stream.on('error', () => {});
-        stream.close(http2.constants.NGHTTP2_CANCEL);
+        stream.close(Number(resetCode));
       } catch { break; }
     }
     await new Promise((resolve) => setImmediate(resolve));
@@ -69,9 +71,9 @@ session.once('connect', async () => {
 });
 `;
 
-function rapidReset(url: string): Promise<{ opened: number; closedBy: string | null }> {
+function rapidReset(url: string, resetCode: number = http2.constants.NGHTTP2_CANCEL, maxStreams = ATTACK_STREAMS, authorization = ''): Promise<{ opened: number; closedBy: string | null }> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', ATTACKER, url, certs.caCert, String(ATTACK_MS), String(ATTACK_STREAMS)], { timeout: ATTACK_MS + 10_000 }, (err, stdout) => {
+    execFile(process.execPath, ['-e', ATTACKER, url, certs.caCert, String(ATTACK_MS), String(maxStreams), String(resetCode), authorization], { timeout: ATTACK_MS + 10_000 }, (err, stdout) => {
       if (err) return reject(err);
       resolve(JSON.parse(stdout) as { opened: number; closedBy: string | null });
     });
@@ -115,4 +117,37 @@ it('streams opened and reset in a loop leave other clients’ latency as it was'
   } finally {
     victim.close();
   }
+});
+
+/**
+ * Issue 42: the guard counted RST_STREAM(CANCEL) only, so a client resetting with NO_ERROR or
+ * INTERNAL_ERROR got about 1,000 requests per session through. Every client reset of a stream
+ * not yet answered counts, whatever its code.
+ */
+it.each([
+  ['NO_ERROR', http2.constants.NGHTTP2_NO_ERROR],
+  ['INTERNAL_ERROR', http2.constants.NGHTTP2_INTERNAL_ERROR],
+  ['REFUSED_STREAM', http2.constants.NGHTTP2_REFUSED_STREAM],
+  ['CANCEL', http2.constants.NGHTTP2_CANCEL],
+])('a session resetting its streams with %s is closed after a few hundred at most', async (_name, code) => {
+  // With a key every request waits for the limiter's Redis round trip and the inventory, so the
+  // reset reaches the gateway before the answer: the work goes on for nobody (an anonymous 401
+  // can be answered before the reset is read, and then cost what any request costs).
+  const { auth } = await createKey(product, { plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 1_000_000_000 } });
+  const linesBefore = product.logs.lines.length;
+  const { opened, closedBy } = await rapidReset(product.gatewayUrl, code, 3000, auth);
+  // What reached the gateway: its request log lines (the attacker's client queues what it cannot send).
+  const times = product.logs.lines
+    .slice(linesBefore)
+    .filter((line) => line.includes('"msg":"request"'))
+    .map((line) => Date.parse((JSON.parse(line) as { time: string }).time));
+  const reached = times.length;
+  const seconds = reached === 0 ? 0 : (Math.max(...times) - Math.min(...times)) / 1000;
+  process.stdout.write(`rapid reset with code ${code}: ${opened} opened, ${reached} reached the gateway over ${seconds.toFixed(1)} s, session closed by ${closedBy ?? 'nothing'}\n`);
+  // The client may have queued all it meant to send before the GOAWAY reached it: what counts is
+  // what got in, and at what pace. A busy machine reads the attacker's frames more slowly, and a
+  // session that resets no more than MAX_CLIENT_RESETS_PER_SECOND a second is allowed: the bound is
+  // that pace over the time the gateway took, plus a second's burst.
+  expect(reached).toBeLessThan(opened);
+  expect(reached).toBeLessThanOrEqual(MAX_CLIENT_RESETS_PER_SECOND * (Math.ceil(seconds) + 2));
 });

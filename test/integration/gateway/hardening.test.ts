@@ -1,3 +1,4 @@
+import http from 'node:http';
 import net from 'node:net';
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
@@ -134,14 +135,33 @@ describe('WWW-Authenticate on every 401 (RFC 9110 §11.6.1, RFC 6750 §3)', () =
 
 describe('failed admin tokens: slowed, counted, logged, locked out', () => {
   let product: ProductHarness;
+  const PER_ADDRESS = 4;
+  const TOTAL = 10;
 
   beforeAll(async () => {
-    product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 4 } } });
+    product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: PER_ADDRESS, failedTokensPerMinuteTotal: TOTAL } } });
   });
 
   afterAll(async () => {
     await product?.close();
   });
+
+  /** GET /admin/keys from a chosen loopback address (any 127.x.y.z works), with `token` or without one. */
+  function adminGetFrom(localAddress: string, token?: string): Promise<{ status: number; code?: string; retryAfter?: string; ms: number }> {
+    const url = new URL('/admin/keys', product.adminUrl);
+    const started = performance.now();
+    return new Promise((resolve, reject) => {
+      const req = http.get(url, { localAddress, agent: false, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } }, (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => {
+          const code = res.statusCode === 200 ? undefined : (JSON.parse(body) as { code: string }).code;
+          resolve({ status: res.statusCode ?? 0, code, retryAfter: res.headers['retry-after'], ms: performance.now() - started });
+        });
+      });
+      req.on('error', reject);
+    });
+  }
 
   it('a wrong token is answered no sooner than 250 ms, a right one at once', async () => {
     const started = performance.now();
@@ -150,13 +170,15 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
     await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`).expect(200);
   });
 
-  it('past the limit the address is locked out, the right token included, with Retry-After; each refusal is counted and logged with the address', async () => {
+  it('past the limit an address gets 429 for wrong tokens, with Retry-After; the right token from it is still served; each refusal counted and logged with the address', async () => {
     const wrong = await sequentially(3, () => request(product.adminUrl).get('/admin/keys').set('Authorization', 'Bearer still-wrong'));
     expect(wrong.map((res) => res.status)).toEqual([401, 401, 401]);
-    const locked = await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`);
+    const locked = await request(product.adminUrl).get('/admin/keys').set('Authorization', 'Bearer wrong-again');
     expectError(locked, 429, 'rate_limited');
     expect(Number(header(locked, 'retry-after'))).toBeGreaterThanOrEqual(1);
     expect(Number(header(locked, 'retry-after'))).toBeLessThanOrEqual(60);
+    // Issue 42: a local user sending wrong tokens could lock the operator out. The right token is never refused.
+    await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`).expect(200);
 
     const metrics = (await request(product.adminUrl).get('/metrics').expect(200)).text;
     expect(metrics).toMatch(/^gateway_admin_auth_failures_total\{reason="invalid"\} 4$/m);
@@ -165,6 +187,23 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
     expect(refusals).toHaveLength(4);
     for (const entry of refusals) expect(entry).toEqual(expect.objectContaining({ reason: 'invalid', clientAddress: '127.0.0.1' }));
     expect(product.logs.text()).not.toContain(product.adminToken);
+  });
+
+  it('rotating addresses (127.0.0.0/8) does not get around it: past the bound over all addresses every wrong token gets 429 at once, and the right token is still served from any address', async () => {
+    // 4 failures so far, all from 127.0.0.1; 6 more from new addresses reach the bound of 10.
+    const fresh = (i: number) => `127.0.${42}.${i}`;
+    const before = await Promise.all(Array.from({ length: TOTAL - PER_ADDRESS }, (_, i) => adminGetFrom(fresh(i), `guess-${i}`)));
+    expect(before.map((a) => a.status)).toEqual(Array(TOTAL - PER_ADDRESS).fill(401));
+    const after = await Promise.all(Array.from({ length: 20 }, (_, i) => adminGetFrom(fresh(100 + i), `guess-${100 + i}`)));
+    expect(after.map((a) => `${a.status} ${a.code}`)).toEqual(Array(20).fill('429 rate_limited'));
+    // Answered at once: the 250 ms a refusal costs is not spent (nor a socket held) for the flood.
+    expect(Math.min(...after.map((a) => a.ms))).toBeLessThan(245);
+    expect((await adminGetFrom('127.0.43.1', product.adminToken)).status).toBe(200);
+    expect((await adminGetFrom('127.0.0.1', product.adminToken)).status).toBe(200);
+    // One line says the lockout over all addresses started, rather than one per refusal.
+    const lines = product.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((entry) => entry.msg === 'admin token refused')).toHaveLength(TOTAL);
+    expect(lines.filter((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('wrong admin tokens from all addresses'))).toHaveLength(1);
   });
 });
 

@@ -216,6 +216,72 @@ describe('HTTP/2 limits', () => {
   });
 });
 
+/**
+ * Issue 42, CONTRACT §2 (TLS_CERT_FILE): over HTTP/2 every request gets the Error body and
+ * X-Request-Id, CONNECT included (Node answered it a bare 405 of its own), and a `host` that
+ * differs from `:authority` is a malformed request (RFC 9113 §8.3.1), not served.
+ */
+describe('HTTP/2 requests Node would answer, or serve, without the gateway', () => {
+  let product: ProductHarness;
+  let client: TlsClient;
+
+  beforeAll(async () => {
+    product = await startTestProduct({ redis: false, env: tlsEnv() });
+    client = new TlsClient(product.gatewayUrl, certs.caCert, 'h2');
+  });
+  afterAll(async () => {
+    client.close();
+    await product.close();
+  });
+
+  function h2(headers: http2.OutgoingHttpHeaders): Promise<TlsAnswer> {
+    return new Promise((resolve, reject) => {
+      const stream = client.h2Session().request(headers);
+      const chunks: Buffer[] = [];
+      let response: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader = {};
+      stream.on('response', (h) => (response = h));
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('error', reject);
+      stream.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const { ':status': status, ...rest } = response;
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: status ?? 0, headers: rest, text, body, protocol: 'h2' });
+      });
+      stream.end();
+    });
+  }
+
+  it('CONNECT: 405 method_not_allowed with the Error body and X-Request-Id, logged and counted', async () => {
+    const res = await h2({ ':method': 'CONNECT', ':authority': 'db.internal:5432', 'x-request-id': 'req-h2-connect' });
+    expectError(res, 405, 'method_not_allowed');
+    expect(res.headers['x-request-id']).toBe('req-h2-connect');
+    const line = await waitForLogLine(product, 'req-h2-connect');
+    expect(line).toMatchObject({ msg: 'request', status: 405 });
+    // The session goes on serving.
+    expect((await client.request({ path: '/v1/pets' })).status).toBe(401);
+  });
+
+  it('a host that differs from :authority: 400 malformed_request with the Error body and X-Request-Id, never forwarded', async () => {
+    const { auth } = await createKey(product, { plan: 'pro' });
+    const url = new URL(product.gatewayUrl);
+    for (const host of ['evil.example', `${url.hostname}:1`, 'localhost']) {
+      const res = await h2({ ':method': 'GET', ':path': '/v1/pets', ':authority': url.host, authorization: auth, host });
+      expectError(res, 400, 'malformed_request');
+      expectRequestId(res);
+    }
+    // The same authority in either spelling of case is the same entity: served.
+    const same = await h2({ ':method': 'GET', ':path': '/v1/pets', ':authority': url.host, authorization: auth, host: url.host.toUpperCase() });
+    expect(same.status).toBe(200);
+    expect((await client.request({ path: '/v1/pets', headers: { authorization: auth } })).status).toBe(200);
+  });
+});
+
 describe('HTTPS/1.1 slow clients', () => {
   it('a client that never finishes its headers is cut off after server.headersTimeoutMs', async () => {
     const product = await startTestProduct({ env: tlsEnv(), overrides: { server: { headersTimeoutMs: 1000, requestTimeoutMs: 2000 } } });

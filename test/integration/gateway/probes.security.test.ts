@@ -10,7 +10,7 @@ import { createKey, startTestProduct, type ProductHarness } from './gateway-kit'
 let product: ProductHarness;
 
 beforeAll(async () => {
-  product = await startTestProduct({ overrides: { anonymous: { perMinute: 100_000 }, admin: { failedTokensPerMinute: 100_000 } } });
+  product = await startTestProduct({ overrides: { anonymous: { perMinute: 100_000 }, admin: { failedTokensPerMinute: 100_000, failedTokensPerMinuteTotal: 100_000 } } });
 });
 
 afterAll(async () => {

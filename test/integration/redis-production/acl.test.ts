@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Redis from 'ioredis';
 import request from 'supertest';
+import { canonicalJson } from '../../../src/shared/config';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { admin, createKey, sequentially, within } from '../gateway/gateway-kit';
@@ -106,6 +108,25 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
       expect(await staging.hset(`${STAGING.namespace}:probe`, 'x', '1')).toBe(1);
     } finally {
       staging.disconnect();
+    }
+  });
+
+  it('a password inside REDIS_URL: redacted by GET /admin/config, and kept out of gateway_config_info{hash} on the unauthenticated /metrics (issue 42)', async () => {
+    const product = await startTestProduct({
+      namespace: PRODUCTION.namespace,
+      overrides: { redis: { url: `redis://${PRODUCTION.user}:${PRODUCTION.password}@127.0.0.1:${redis.port}/0` } },
+    });
+    try {
+      const shown = (await admin(product).get('/admin/config').expect(200)).body as { hash: string; config: { redis: { url: string } } };
+      expect(shown.config.redis.url).toBe(`redis://${PRODUCTION.user}:[redacted]@127.0.0.1:${redis.port}/0`);
+      expect(JSON.stringify(shown)).not.toContain(PRODUCTION.password);
+      // The hash anyone can scrape is the sha256 of what the token holder sees: nothing to test guesses against.
+      expect(shown.hash).toBe(createHash('sha256').update(canonicalJson(shown.config)).digest('hex'));
+      const metrics = (await request(product.adminUrl).get('/metrics').expect(200)).text;
+      expect(metrics).toContain(`gateway_config_info{hash="${shown.hash}"} 1`);
+      expect(metrics).not.toContain(PRODUCTION.password);
+    } finally {
+      await product.close();
     }
   });
 

@@ -51,6 +51,12 @@ const refusals: Array<[string, () => Record<string, string>, string | RegExp]> =
     /^invalid setting CONFIG_FILE: \/\S+\/broken\.json is not valid JSON: .+$/,
   ],
   [
+    // Issue 42: a 12 MB file froze the listener on reload; over 1 MiB is refused before it is parsed.
+    'CONFIG_FILE over 1 MiB',
+    () => ({ CONFIG_FILE: tempFile('huge.yaml', `# padding\n${'#'.repeat(1024 * 1024)}\n`) }),
+    /^invalid setting CONFIG_FILE: \/\S+\/huge\.yaml is 1048587 bytes: a config file is at most 1 MiB \(1048576 bytes\)$/,
+  ],
+  [
     'CONFIG_FILE with invalid YAML',
     () => ({ CONFIG_FILE: tempFile('broken.yaml', 'server:\n  port: [8080\n') }),
     /^invalid setting CONFIG_FILE: \/\S+\/broken\.yaml is not valid YAML: .+$/,

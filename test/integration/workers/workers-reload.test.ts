@@ -182,6 +182,16 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
     expect(metrics).toContain(`gateway_config_info{hash="${shown.hash}"} 1`);
     expect(metrics).toMatch(/gateway_config_reloads_total\{result="success"\} 1\b/);
     expect(metrics).toMatch(/gateway_config_reloads_total\{result="failure"\} 1\b/);
+
+    // Issue 42: the supervisor holds no key store; it asks a worker whether a key uses a plan the reload removes.
+    configWith(`["${ORIGIN}"]\nplans:\n  gold: { perMinute: 100, perDay: 1000 }`);
+    expect((await fetch(`${adminUrl}/admin/reload`, { method: 'POST', headers: adminHeaders })).status).toBe(200);
+    const gold = await fetch(`${adminUrl}/admin/keys`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'gold', plan: 'gold' }) });
+    expect(gold.status).toBe(201);
+    configWith(`["${ORIGIN}"]`);
+    const removal = await fetch(`${adminUrl}/admin/reload`, { method: 'POST', headers: adminHeaders });
+    expect(removal.status).toBe(400);
+    expect(((await removal.json()) as { errors: unknown }).errors).toEqual([{ setting: 'plans.gold', message: expect.stringMatching(/used by 1 key/) }]);
   } finally {
     running = false;
     await traffic;

@@ -56,6 +56,27 @@ describe('redaction and hash', () => {
     expect(configHash(other)).toBe(configHash(config));
   });
 
+  it('redacts a password inside a URL (REDIS_URL, INVENTORY_URL) and keeps it out of the hash (issue 42)', () => {
+    const withPassword = (password: string) => {
+      const config = base();
+      config.redis.url = `rediss://gateway:${password}@redis.internal:6380/2`;
+      config.upstream.url = `http://inventory:${password}@inventory.internal:8090`;
+      return config;
+    };
+    const shown = redactedConfig(withPassword('hunter2-S3cret'));
+    expect(shown.redis.url).toBe('rediss://gateway:[redacted]@redis.internal:6380/2');
+    expect(shown.upstream.url).toBe('http://inventory:[redacted]@inventory.internal:8090');
+    expect(JSON.stringify(shown)).not.toContain('hunter2');
+    // No offline guessing oracle: gateway_config_info{hash} is the same whatever the password.
+    expect(configHash(withPassword('hunter2-S3cret'))).toBe(configHash(withPassword('another-one')));
+    // A password with no user name, and one holding characters a URL escapes, go too; a URL without one is shown as it is.
+    const bare = base();
+    bare.redis.url = 'redis://:p%40ss:w0rd@127.0.0.1:6379/0';
+    expect(redactedConfig(bare).redis.url).toBe('redis://:[redacted]@127.0.0.1:6379/0');
+    bare.redis.url = 'redis://user@127.0.0.1:6379/0';
+    expect(redactedConfig(bare).redis.url).toBe('redis://user@127.0.0.1:6379/0');
+  });
+
   it('canonical JSON does not depend on key order', () => {
     expect(canonicalJson({ b: 1, a: { d: [1, { f: 2, e: 1 }], c: null } })).toBe(canonicalJson({ a: { c: null, d: [1, { e: 1, f: 2 }] }, b: 1 }));
   });

@@ -1,5 +1,5 @@
 import { matchRoute } from '../../../src/gateway/operations/routes';
-import { bodyTooLarge, keyRateLimited, methodNotAllowed, Refusal, temporarilyBanned, upstreamRefusal } from '../../../src/gateway/refusals';
+import { bodyTooLarge, keyRateLimited, methodNotAllowed, Refusal, temporarilyBanned, unconfiguredPlan, upstreamRefusal } from '../../../src/gateway/refusals';
 
 describe('refusals', () => {
   it('methodNotAllowed names the method and lists what the route answers', () => {
@@ -11,6 +11,12 @@ describe('refusals', () => {
     expect(keyRateLimited('day', '61')).toEqual(new Refusal('rate_limited', 'The day limit of this API key is used up.', { 'Retry-After': '61' }));
     expect(temporarilyBanned('300')).toEqual(
       new Refusal('temporarily_banned', 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.', { 'Retry-After': '300' }),
+    );
+  });
+
+  it('a key whose plan is not configured gets 503 with a Retry-After, naming the plan (issue 42)', () => {
+    expect(unconfiguredPlan({ plan: 'gold' })).toEqual(
+      new Refusal('service_unavailable', 'The plan "gold" of this API key is not configured on this gateway.', { 'Retry-After': '60' }),
     );
   });
 

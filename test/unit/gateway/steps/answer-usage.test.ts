@@ -5,7 +5,6 @@ import type { KeyLimiter, KeyUsage } from '../../../../src/limits/types';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { matchRoute, usageRoute } from '../../../../src/gateway/operations/routes';
 import { createUsageStep } from '../../../../src/gateway/steps/answer-usage';
-import { keyLimitsOf } from '../../../../src/gateway/steps';
 import { Refusal } from '../../../../src/gateway/refusals';
 import { ANSWERED, CONTINUE } from '../../../../src/gateway/step-outcome';
 import { NOW, gatewayRequest, headersStartingWith, incoming, keyRecord, sentFor, stepEnvironment } from './step-kit';
@@ -18,7 +17,8 @@ const record = keyRecord({ expiresAt: '2027-01-01T00:00:00.000Z' });
 function setUp(keyLimiter: KeyLimiter) {
   const env = stepEnvironment();
   const clock = new ManualClock(NOW);
-  const answerUsage = createUsageStep({ keyLimiter, keyLimits: keyLimitsOf(new PlanBook(PLANS)), clock, storeCall: env.storeCall });
+  const plans = new PlanBook(PLANS);
+  const answerUsage = createUsageStep({ keyLimiter, keyLimits: (key) => plans.limitsOf(key), clock, storeCall: env.storeCall });
   const call = async (method: string, key: ApiKeyRecord = record) => {
     const request = gatewayRequest(incoming(method, '/v1/usage'), { route: usageRoute, key, keyId: key.id, plan: key.plan });
     const outcome = await answerUsage(request);
@@ -136,10 +136,11 @@ describe('usage step (GET /v1/usage)', () => {
     expect(JSON.parse((await sent()).body)).toMatchObject({ bannedUntil: new Date(bannedUntil).toISOString() });
   });
 
-  it('a key without limits throws rather than guess', async () => {
+  it('a key without limits is refused 503 rather than guessed, never a 500 (issue 42)', async () => {
     const limiter = fixedUsage(usage());
     const { call } = setUp(limiter);
-    await expect(call('GET', keyRecord({ id: 'key_e', plan: 'enterprise' }))).rejects.toThrow('key key_e has plan enterprise without limits');
+    const { outcome } = await call('GET', keyRecord({ id: 'key_e', plan: 'enterprise' }));
+    expect(outcome).toEqual(new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', { 'Retry-After': '60' }));
     expect(limiter.usage).not.toHaveBeenCalled();
   });
 

@@ -6,7 +6,6 @@ import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { createKeyLimitStep } from '../../../../src/gateway/steps/limit-key';
 import { Refusal } from '../../../../src/gateway/refusals';
 import { CONTINUE } from '../../../../src/gateway/step-outcome';
-import { keyLimitsOf } from '../../../../src/gateway/steps';
 import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { OperationCosts } from '../../../../src/gateway/operations/operation-costs';
 import { NOW, counted, countedInAll, gatewayRequest, headersStartingWith, incoming, keyRecord, stepEnvironment } from './step-kit';
@@ -44,7 +43,7 @@ function setUp(keyLimiter: KeyLimiter, record: ApiKeyRecord = keyRecord(), costs
   const env = stepEnvironment();
   const retryAfter = jest.fn((waitMs: number) => `${Math.ceil(waitMs / 1000)}+jitter`);
   const plans = new PlanBook(PLANS);
-  const limitKey = createKeyLimitStep({ keyLimiter, keyLimits: keyLimitsOf(plans), plans, metrics: env.metrics, logger: env.logger, storeCall: env.storeCall, retryAfter, costs: new OperationCosts(costs) });
+  const limitKey = createKeyLimitStep({ keyLimiter, keyLimits: (key) => plans.limitsOf(key), plans, metrics: env.metrics, logger: env.logger, storeCall: env.storeCall, retryAfter, costs: new OperationCosts(costs) });
   /** A request authenticated with `record`, its operation matched. */
   const fresh = (method = 'GET') => {
     const request = gatewayRequest(incoming(method, '/v1/pets'), { route: matchRoute('/v1/pets'), key: record, keyId: record.id, plan: record.plan });
@@ -229,11 +228,16 @@ describe('key limit step', () => {
     expect(await countedInAll(metrics.unenforced)).toBe(0);
   });
 
-  it('a key with neither limits of its own nor a plan that has some throws rather than guess', async () => {
+  it('a key with neither limits of its own nor a plan that has some is refused 503 rather than guessed, never a 500 (issue 42)', async () => {
     const limiter = fixedKeyLimiter(banned);
     const record = keyRecord({ id: 'key_enterprise', plan: 'enterprise', limits: null });
-    const { limitKey, res, request } = setUp(limiter, record);
-    await expect(limitKey(request)).rejects.toThrow('key key_enterprise has plan enterprise without limits');
+    const { limitKey, request, fresh, lines } = setUp(limiter, record);
+    expect(await limitKey(request)).toEqual(
+      new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', { 'Retry-After': '60' }),
+    );
+    expect(await limitKey(fresh().request)).toMatchObject({ code: 'service_unavailable' });
+    // Logged once per plan while this config is in force, not once per request.
+    expect(lines().filter((line) => line.plan === 'enterprise' && line.level === 50)).toHaveLength(1);
     expect(limiter.consume).not.toHaveBeenCalled();
   });
 
