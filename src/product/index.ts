@@ -14,6 +14,8 @@ import { Closers } from './closers';
 import { startStores, type Stores } from './stores';
 import { startEmbeddedInventory } from './inventory';
 import { startRecorders } from './recorders';
+import { keyDecisionListener, startNotifications } from './notifications';
+import { usageExportOf, topKeysOf } from './usage-reports';
 import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
@@ -104,10 +106,16 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     // Until the filter of issued keys is built every unknown key is looked up in Redis, as before; wait for it.
     await resolver.ready();
     const recorders = startRecorders({ stores, metrics, logger, clock, closers });
+    const notifier = startNotifications(config, { stores, registry: metrics.registry, clock, logger, closers });
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
-    const gateway = await startGatewayListener(config, { ...recorders, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers }, tlsPair);
+    const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
+    const gateway = await startGatewayListener(
+      config,
+      { ...recorders, keyDecisions, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers },
+      tlsPair,
+    );
     const configState = new ConfigState(config);
     const applyConfig = (next: Config, pair: TlsPair | null) => {
       gateway.applyConfig(next);
@@ -115,6 +123,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       // The admin API and the key service read the plans object they were given: updated in place.
       replaceContents(livePlans, next.plans);
       setDeprecationSunsets(metrics.deprecationSunset, next.deprecations);
+      notifier.applyConfig(next.notifications);
     };
     const reload =
       options.reload ??
@@ -138,6 +147,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       plans: livePlans,
       configAdministration: { view: () => configState.view(), reload },
       inForce: () => configState.config,
+      usageExport: usageExportOf({ keys: stores.keys, history: recorders.keyActivity, keyLimiter: stores.limiters.keys, clock }),
+      topKeys: topKeysOf(recorders.topKeys, keys),
     });
     return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keys, reload, applyConfig, configState, close: () => closers.closeAll() };
   } catch (err) {

@@ -438,7 +438,7 @@ describe('the Redis keyspace', () => {
     const usageKey = `${HISTORY}:key-usage:{${keyId}}`;
     const gaps = [20, 20, 20, 20, 20, 20, 14, 14, 14, 14, 11, 11, 11, 17, 17, 17, 91, 0, 1, 45, 91, 3, 25, 25, 25, 25, 0];
     let day = dayOf(Date.now()) - gaps.reduce((sum, gap) => sum + gap, 0);
-    const tally: KeyTally = { admitted: 2, rateLimited: 1, banned: 1, lastUsedAt: 0 };
+    const tally: KeyTally = { admitted: 2, rateLimited: 1, banned: 1, lastUsedAt: 0, units: 2, dayCount: 2 };
     const flushedDays: number[] = [];
     const stale = new Set<string>();
     for (const gap of [0, ...gaps]) {
@@ -505,8 +505,8 @@ describe('the Redis keyspace', () => {
     const [admittedOnly, allOutcomes] = [created[0]!.record.id, created[1]!.record.id];
     for (let day = today - USAGE_HISTORY_DAYS + 1; day < today; day++) {
       await history.add(day, new Map([
-        [admittedOnly, { admitted: 500, rateLimited: 0, banned: 0, lastUsedAt: 0 }],
-        [allOutcomes, { admitted: 500, rateLimited: 20, banned: 3, lastUsedAt: 0 }],
+        [admittedOnly, { admitted: 500, rateLimited: 0, banned: 0, lastUsedAt: 0, units: 500, dayCount: 500 }],
+        [allOutcomes, { admitted: 500, rateLimited: 20, banned: 3, lastUsedAt: 0, units: 500, dayCount: 500 }],
       ]));
     }
     const usage90Admitted = await memoryUsage(`${ns}:key-usage:{${admittedOnly}}`);

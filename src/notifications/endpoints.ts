@@ -1,0 +1,37 @@
+import { createHash } from 'node:crypto';
+import { readWebhookSecret, webhookSecretBytes, WEBHOOK_EVENT_TYPES, type NotificationsConfig, type WebhookEventType } from '../shared/config';
+
+/** One receiver of config `notifications.webhooks`, ready to sign for. */
+export interface Endpoint {
+  /** Names the receiver in the outbox: a digest of its URL, the same on every instance. */
+  key: string;
+  url: string;
+  /** The bytes of its `whsec_` secret. */
+  secret: Buffer;
+  events: ReadonlySet<WebhookEventType>;
+}
+
+export function endpointKey(url: string): string {
+  return createHash('sha256').update(url).digest('hex').slice(0, 16);
+}
+
+/**
+ * The receivers of a config that has been validated (so each secret is a `whsec_` secret, its file
+ * readable a moment ago). A secret file that cannot be read now leaves that receiver out, reported.
+ */
+export function endpointsOf(config: NotificationsConfig, onUnreadable: (url: string, err: unknown) => void = () => {}): Endpoint[] {
+  const endpoints: Endpoint[] = [];
+  for (const webhook of config.webhooks) {
+    let secret: Buffer | null;
+    try {
+      const text = readWebhookSecret(webhook);
+      secret = text === null ? null : webhookSecretBytes(text);
+    } catch (err) {
+      onUnreadable(webhook.url, err);
+      continue;
+    }
+    if (secret === null) continue;
+    endpoints.push({ key: endpointKey(webhook.url), url: webhook.url, secret, events: new Set(webhook.events ?? WEBHOOK_EVENT_TYPES) });
+  }
+  return endpoints;
+}

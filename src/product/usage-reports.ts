@@ -1,0 +1,25 @@
+import type { Clock } from '../shared/clock';
+import type { KeyLimiter } from '../limits/types';
+import type { KeyStore } from '../keys';
+import type { KeyActivityRecorder } from '../keys/activity/key-activity';
+import type { TopKeysRecorder } from '../keys/activity/top-keys';
+import { usageExportLines } from '../keys/activity/usage-export';
+import type { UsageExport } from '../admin/usage-export-routes';
+import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
+
+/**
+ * Limits no count reaches: the limiter's usage read with them gives a window's raw count (limit
+ * minus what remains), whatever the key's own limits are today.
+ */
+const UNBOUNDED = { perMinute: Number.MAX_SAFE_INTEGER, perDay: Number.MAX_SAFE_INTEGER };
+
+/** GET /admin/usage/export over the key store, the usage history and, for today, the limiter's day windows. */
+export function usageExportOf(deps: { keys: KeyStore; history: KeyActivityRecorder; keyLimiter: KeyLimiter; clock: Clock }): UsageExport {
+  const unitsToday = async (keyId: string) => UNBOUNDED.perDay - (await deps.keyLimiter.usage(keyId, UNBOUNDED)).day.remaining;
+  return (firstDay, lastDay) => usageExportLines({ keys: () => deps.keys.list(), history: deps.history, unitsToday, clock: deps.clock }, firstDay, lastDay);
+}
+
+/** GET /admin/stats/top-keys over the per-minute buckets, with each key's name from the key service. */
+export function topKeysOf(recorder: TopKeysRecorder, keys: { get(id: string): Promise<{ name: string } | null> }): TopKeysDependencies {
+  return { top: (minutes, limit) => recorder.top(minutes, limit), keyById: (id) => keys.get(id) };
+}
