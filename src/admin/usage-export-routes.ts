@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import express, { type Response } from 'express';
 import { ApiError } from '../shared/errors';
 import { NDJSON_CONTENT_TYPE } from '../keys/key-export';
@@ -23,7 +22,17 @@ function dayParameter(value: unknown, name: string): number {
 /** Writes a chunk, waiting while the client is slower than the export; false once the client is gone. */
 async function send(res: Response, chunk: string): Promise<boolean> {
   if (res.destroyed) return false;
-  if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  if (!res.write(chunk)) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  }
   return !res.destroyed;
 }
 

@@ -25,6 +25,8 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
   private readonly addLastUse: Database.Statement<[string, number]>;
   private readonly dropOld: Database.Statement<[number]>;
   private readonly selectDays: Database.Statement<[string, number, number]>;
+  /** The day the history was last cleared through by this process: once a day is enough (a whole-table scan). */
+  private prunedThrough = Number.NEGATIVE_INFINITY;
 
   constructor(
     dataDir: string,
@@ -68,9 +70,10 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
         this.addCounts.run(keyId, day, tally.admitted, tally.rateLimited, tally.banned, tally.units, tally.dayCount);
         if (tally.lastUsedAt > 0) this.addLastUse.run(keyId, tally.lastUsedAt);
       }
-      this.dropOld.run(day - USAGE_EXPORT_DAYS);
+      if (day - USAGE_EXPORT_DAYS > this.prunedThrough) this.dropOld.run(day - USAGE_EXPORT_DAYS);
     });
     sqliteStatement(KEY_USAGE_DATABASE, () => addAll(), this.options.onSqliteError);
+    this.prunedThrough = Math.max(this.prunedThrough, day - USAGE_EXPORT_DAYS);
   }
 
   /** Throws when key-usage.sqlite cannot take a write now (the gateway's /readyz). */

@@ -2,7 +2,7 @@ import type { Clock } from '../../shared/clock';
 import { dateOf, dayOf, type UsageDay } from './key-activity';
 
 /** Keys read together: one batch of store reads, and what the export holds in memory at once. */
-export const EXPORT_BATCH_KEYS = 100;
+export const EXPORT_BATCH_KEYS = 50;
 
 /** One line of GET /admin/usage/export (CONTRACT §5). */
 export interface UsageExportLine {
@@ -44,12 +44,14 @@ export async function* usageExportLines(sources: UsageExportSources, firstDay: n
   const records = [...(await sources.keys())].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const today = dayOf(sources.clock.now());
   const withToday = firstDay <= today && today <= lastDay;
+  // Each day's date once, not once per line.
+  const dates = Array.from({ length: lastDay - firstDay + 1 }, (_, i) => dateOf(firstDay + i));
   for (let start = 0; start < records.length; start += EXPORT_BATCH_KEYS) {
     const batch = records.slice(start, start + EXPORT_BATCH_KEYS);
     const ids = batch.map((r) => r.id);
     const [days, live] = await Promise.all([sources.history.usageDays(ids, firstDay, lastDay), withToday ? liveUnits(sources, ids) : null]);
     let text = '';
-    for (const line of linesOf(batch, days, today, live)) text += JSON.stringify(line) + '\n';
+    for (const line of linesOf(batch, days, today, live, (day) => dates[day - firstDay]!)) text += JSON.stringify(line) + '\n';
     if (text !== '') yield text;
   }
 }
@@ -64,7 +66,13 @@ async function liveUnits(sources: UsageExportSources, ids: readonly string[]): P
 }
 
 /** The batch's lines: its keys in order, each key's stored days, today's added from the window when the history has none. */
-function* linesOf(batch: ReadonlyArray<{ id: string; consumerId?: string | null }>, days: readonly UsageDay[], today: number, live: Map<string, number> | null): Generator<UsageExportLine> {
+function* linesOf(
+  batch: ReadonlyArray<{ id: string; consumerId?: string | null }>,
+  days: readonly UsageDay[],
+  today: number,
+  live: Map<string, number> | null,
+  dateOfDay: (day: number) => string,
+): Generator<UsageExportLine> {
   const byKey = new Map<string, UsageDay[]>();
   for (const day of days) {
     let list = byKey.get(day.keyId);
@@ -80,7 +88,7 @@ function* linesOf(batch: ReadonlyArray<{ id: string; consumerId?: string | null 
     for (const d of stored) {
       const units = Math.max(d.units, d.dayCount, d.day === today ? liveToday : 0);
       if (d.admitted + d.rateLimited + d.banned + units === 0) continue;
-      yield { date: dateOf(d.day), keyId: record.id, consumerId: record.consumerId ?? null, admitted: d.admitted, units, rateLimited: d.rateLimited, banned: d.banned };
+      yield { date: dateOfDay(d.day), keyId: record.id, consumerId: record.consumerId ?? null, admitted: d.admitted, units, rateLimited: d.rateLimited, banned: d.banned };
     }
   }
 }
