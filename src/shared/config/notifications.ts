@@ -89,6 +89,8 @@ function ownAddresses(): Set<string> {
  * not resolved: a host name other than `localhost` is taken to be another machine.
  */
 export function pointsAtAdminListener(url: string, admin: { adminHost: string; adminPort: number }): boolean {
+  // A URL that is not one has its own line already (the schema's).
+  if (!URL.canParse(url)) return false;
   const parsed = new URL(url);
   const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
   if (port !== admin.adminPort) return false;
