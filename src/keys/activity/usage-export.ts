@@ -85,6 +85,7 @@ function* linesOf(
     if (liveToday > 0 && !stored.some((d) => d.day === today)) {
       stored.push({ keyId: record.id, day: today, admitted: 0, rateLimited: 0, banned: 0, units: 0, dayCount: liveToday });
     }
+    stored.sort((a, b) => a.day - b.day);
     for (const d of stored) {
       const units = Math.max(d.units, d.dayCount, d.day === today ? liveToday : 0);
       if (d.admitted + d.rateLimited + d.banned + units === 0) continue;
