@@ -15,7 +15,7 @@ import { startStores, type Stores } from './stores';
 import { startEmbeddedInventory } from './inventory';
 import { startRecorders } from './recorders';
 import { keyDecisionListener, startNotifications } from './notifications';
-import { usageExportOf, topKeysOf } from './usage-reports';
+import { usageReports } from './usage-reports';
 import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
@@ -111,11 +111,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
-    const gateway = await startGatewayListener(
-      config,
-      { ...recorders, keyDecisions, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers },
-      tlsPair,
-    );
+    const gateway = await startGatewayListener(config, { ...recorders, keyDecisions, keys: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers }, tlsPair);
     const configState = new ConfigState(config);
     const applyConfig = (next: Config, pair: TlsPair | null) => {
       gateway.applyConfig(next);
@@ -147,8 +143,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       plans: livePlans,
       configAdministration: { view: () => configState.view(), reload },
       inForce: () => configState.config,
-      usageExport: usageExportOf({ keys: stores.keys, history: recorders.keyActivity, keyLimiter: stores.limiters.keys, clock }),
-      topKeys: topKeysOf(recorders.topKeys, keys),
+      ...usageReports({ stores, recorders, keys, clock }),
     });
     return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keys, reload, applyConfig, configState, close: () => closers.closeAll() };
   } catch (err) {

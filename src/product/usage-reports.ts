@@ -6,6 +6,8 @@ import type { TopKeysRecorder } from '../keys/activity/top-keys';
 import { usageExportLines } from '../keys/activity/usage-export';
 import type { UsageExport } from '../admin/usage-export-routes';
 import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
+import type { Stores } from './stores';
+import type { Recorders } from './recorders';
 
 /**
  * Limits no count reaches: the limiter's usage read with them gives a window's raw count (limit
@@ -22,4 +24,13 @@ export function usageExportOf(deps: { keys: KeyStore; history: KeyActivityRecord
 /** GET /admin/stats/top-keys over the per-minute buckets, with each key's name from the key service. */
 export function topKeysOf(recorder: TopKeysRecorder, keys: { get(id: string): Promise<{ name: string } | null> }): TopKeysDependencies {
   return { top: (minutes, limit) => recorder.top(minutes, limit), keyById: (id) => keys.get(id) };
+}
+
+/** Both reports of the admin listener (GET /admin/usage/export, GET /admin/stats/top-keys). */
+export function usageReports(deps: { stores: Stores; recorders: Recorders; keys: { get(id: string): Promise<{ name: string } | null> }; clock: Clock }) {
+  const { stores, recorders, clock } = deps;
+  return {
+    usageExport: usageExportOf({ keys: stores.keys, history: recorders.keyActivity, keyLimiter: stores.limiters.keys, clock }),
+    topKeys: topKeysOf(recorders.topKeys, deps.keys),
+  };
 }
