@@ -1,5 +1,6 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { dayOf } from '../../../src/keys/activity/key-activity';
+import type { UsageExportLine } from '../../../src/keys/activity/usage-export';
 import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { adminRequest, eventually, expectError } from './admin-kit';
@@ -30,15 +31,7 @@ afterAll(async () => {
   await a?.close();
 });
 
-interface Line {
-  date: string;
-  keyId: string;
-  consumerId: string | null;
-  admitted: number;
-  units: number;
-  rateLimited: number;
-  banned: number;
-}
+type Line = UsageExportLine;
 
 async function exportOf(product: ProductHarness, from: string, to: string): Promise<Line[]> {
   const res = await adminRequest(product, 'get', `/admin/usage/export?from=${from}&to=${to}`).buffer(true).parse((r, done) => {
