@@ -110,7 +110,7 @@ export class WebhookDispatcher {
       }
       const attemptsMade = delivery.attempts + 1;
       const nextAt = nextAttemptAt(attemptsMade, delivery.createdAt, clock.now(), this.options.random);
-      const line = { webhookId: delivery.eventId, event: delivery.type, url: endpoint.url, attempts: attemptsMade, reason: outcome.reason };
+      const line = { webhookId: delivery.eventId, event: delivery.type, url: endpoint.shownUrl, attempts: attemptsMade, reason: outcome.reason };
       if (nextAt === null) {
         await outbox.finish(delivery);
         metrics.deliveries.inc({ event: delivery.type, result: 'expired' });

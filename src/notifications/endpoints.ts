@@ -6,6 +6,8 @@ export interface Endpoint {
   /** Names the receiver in the outbox: a digest of its URL, the same on every instance. */
   key: string;
   url: string;
+  /** The URL as log lines show it: without a user or password it may carry. */
+  shownUrl: string;
   /** The bytes of its `whsec_` secret. */
   secret: Buffer;
   events: ReadonlySet<WebhookEventType>;
@@ -27,11 +29,19 @@ export function endpointsOf(config: NotificationsConfig, onUnreadable: (url: str
       const text = readWebhookSecret(webhook);
       secret = text === null ? null : webhookSecretBytes(text);
     } catch (err) {
-      onUnreadable(webhook.url, err);
+      onUnreadable(shownUrl(webhook.url), err);
       continue;
     }
     if (secret === null) continue;
-    endpoints.push({ key: endpointKey(webhook.url), url: webhook.url, secret, events: new Set(webhook.events ?? WEBHOOK_EVENT_TYPES) });
+    endpoints.push({ key: endpointKey(webhook.url), url: webhook.url, shownUrl: shownUrl(webhook.url), secret, events: new Set(webhook.events ?? WEBHOOK_EVENT_TYPES) });
   }
   return endpoints;
+}
+
+/** A URL without its credentials, for log lines. */
+export function shownUrl(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.href;
 }
