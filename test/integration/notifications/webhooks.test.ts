@@ -183,3 +183,35 @@ test('the outbox is bounded: past outboxMaxEvents the oldest events are dropped 
   // The two dropped were the first key's oldest.
   expect(perKey).toEqual([1, 3, 3, 3]);
 });
+
+test('a receiver down for more than an hour: the attempts fail on the backoff, requests are served meanwhile, and the event arrives with its id once it is back', async () => {
+  const down = new WebhookReceiver();
+  await down.start();
+  const port = down.port;
+  await down.stop();
+  // The clock starts in the past so that, moved on by the outage, it is near the real time again
+  // when the receiver verifies the delivery (Standard Webhooks allows 5 minutes either way).
+  const STEP = 20 * 60_000;
+  const clock = new ManualClock(Date.now() - 5 * STEP);
+  const gateway = await product([{ url: down.url, secret: down.secret }], { clock });
+  const { key, record } = await gateway.keys.create({ name: 'waits an hour', plan: 'free', limits: { perMinute: 100, perDay: 5 } });
+  const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
+  for (let i = 0; i < 4; i++) expect(await call(gateway, key)).toBe(200);
+  await waitUntil('the first failed attempt', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1);
+  // Four times 20 minutes: each time the next attempt is due (5 s, 30 s, 2 min, 5 min later) and fails.
+  for (let failed = 2; failed <= 5; failed++) {
+    clock.advance(STEP);
+    await waitUntil(`failed attempt ${failed}`, async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === failed);
+    expect(await call(gateway, (await gateway.keys.create({ name: `served ${failed}`, plan: 'free' })).key)).toBe(200);
+  }
+  expect(await outboxEvents(gateway)).toBe(1);
+
+  const back = await new WebhookReceiver(down.secret).start(port);
+  receivers.push(back);
+  // The next wait is 15 minutes, give or take 10 %.
+  clock.advance(STEP);
+  await waitUntil('the delivery', () => back.deliveredIds().length === 1);
+  expect(back.rejected).toEqual([]);
+  expect(back.deliveries.map((d) => d.id)).toEqual([eventId('quota.threshold', 'key', record.id, 'day', dayStart, 80)]);
+  await waitUntil('an empty outbox', async () => (await outboxEvents(gateway)) === 0);
+});
