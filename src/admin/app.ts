@@ -18,6 +18,8 @@ import { healthRoutes, runReadinessChecks, type MetricsSource, type ReadinessChe
 import { keyRoutes, type KeyAdministration as KeyLifecycle, type KeyUsageHistory } from './key-routes';
 import { intParameter } from './request-parsing';
 import { configRoutes, type ConfigAdministration } from './config-routes';
+import { usageExportRoutes, type UsageExport } from './usage-export-routes';
+import { topKeysRoute, type TopKeysDependencies } from './stats/top-keys-route';
 
 export type { MetricsSource, ReadinessCheck, KeyUsageHistory };
 
@@ -54,6 +56,10 @@ export interface AdminDependencies {
   maxBodyBytes: () => number;
   /** After each write, before its answer and audit entry: waits for a replica (admin/write-replication-report.ts). */
   confirmWrite?: ConfirmWrite;
+  /** GET /admin/usage/export: the lines of a range of UTC days (src/keys/activity/usage-export.ts). */
+  usageExport?: UsageExport;
+  /** GET /admin/stats/top-keys: the busiest keys across every instance. */
+  topKeys?: TopKeysDependencies;
 }
 
 /** A write the key store refused is answered 503 with nothing stored; the operator learns why here. */
@@ -105,6 +111,8 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
     const health = Object.fromEntries(checks.map(({ name, ok }) => [name, ok ? ('ok' as const) : ('failing' as const)]));
     res.json(buildStatsReport({ seconds, nowMs: clock.now(), activeBans, health }));
   });
+  if (deps.topKeys) admin.use(topKeysRoute(deps.topKeys));
+  if (deps.usageExport) admin.use(usageExportRoutes(deps.usageExport));
 
   app.use('/admin', admin);
   app.use('/console', consoleRouter());

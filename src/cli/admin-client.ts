@@ -12,6 +12,9 @@ export class AdminRequestError extends Error {
   }
 }
 
+/** A usage export of many keys and days streams for minutes, not seconds. */
+const EXPORT_TIMEOUT_MS = 30 * 60_000;
+
 /**
  * The admin API over HTTP, as the CLI uses it; built with an API key for the gateway instead, it
  * asks only `ownUsage` (a client's own view, `GET /v1/usage`).
@@ -73,6 +76,20 @@ export class AdminClient {
     return this.request('POST', `/admin/keys/${encodeURIComponent(id)}/credits`, { units });
   }
 
+  /**
+   * GET /admin/usage/export, handed to `write` chunk by chunk as it arrives (a year of many keys is
+   * far too much to hold). An answer other than 200 is thrown before anything is written.
+   */
+  async usageExport(from: string, to: string, write: (chunk: string) => Promise<void>): Promise<void> {
+    const query = new URLSearchParams({ from, to });
+    const response = await this.fetch('GET', `/admin/usage/export?${query}`, undefined, {}, EXPORT_TIMEOUT_MS);
+    if (!response.ok) throw await this.refusal(response);
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body ?? []) await write(decoder.decode(chunk, { stream: true }));
+    const rest = decoder.decode();
+    if (rest) await write(rest);
+  }
+
   /** POST /admin/reload: the config and TLS files read again, as SIGHUP does. */
   reload() {
     return this.request('POST', '/admin/reload');
@@ -83,38 +100,49 @@ export class AdminClient {
 
   /** `raw`: a success is returned as text, not parsed; `contentType`: `body` is sent as that text as is. */
   private async request(method: string, path: string, body?: unknown, as: { raw?: boolean; contentType?: string } = {}): Promise<any> {
-    let response: Response;
+    // A backup of many keys takes longer than one admin call.
+    const response = await this.fetch(method, path, body, as, as.raw || as.contentType ? 120_000 : 10_000);
+    if (response.status === 204) return null;
+    if (!response.ok) throw await this.refusal(response);
+    const text = await response.text();
+    if (as.raw) return text;
     try {
-      response = await fetch(new URL(path, this.baseUrl), {
+      return text ? JSON.parse(text) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  private async fetch(method: string, path: string, body: unknown, as: { contentType?: string }, timeoutMs: number): Promise<Response> {
+    try {
+      return await fetch(new URL(path, this.baseUrl), {
         method,
         headers: {
           authorization: `Bearer ${this.token}`,
           ...(body === undefined ? {} : { 'content-type': as.contentType ?? 'application/json' }),
         },
         body: body === undefined ? undefined : as.contentType ? (body as string) : JSON.stringify(body),
-        // A backup of many keys takes longer than one admin call.
-        signal: AbortSignal.timeout(as.raw || as.contentType ? 120_000 : 10_000),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const reason = cause?.code ?? cause?.message ?? (err as Error).name;
       throw new AdminRequestError(`cannot reach ${this.target.name} at ${this.baseUrl.origin} (${reason})`, null, null);
     }
-    if (response.status === 204) return null;
+  }
+
+  /** An answer other than 2xx as the error the CLI prints: the Error body's message, status and code. */
+  private async refusal(response: Response): Promise<AdminRequestError> {
     const text = await response.text();
-    if (as.raw && response.ok) return text;
     let parsed: any = null;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {
-      // fall through: a non-JSON answer is reported by status below
+      // a non-JSON answer is reported by its status
     }
-    if (!response.ok) {
-      const code = typeof parsed?.code === 'string' ? parsed.code : null;
-      // One line: the API's message is the server's text, and the CLI prints it on a line of its own.
-      const message = typeof parsed?.message === 'string' ? parsed.message.replace(/[\r\n]+/g, ' ') : `HTTP ${response.status}`;
-      throw new AdminRequestError(`${message} (${response.status}${code ? ` ${code}` : ''})`, response.status, code, parsed);
-    }
-    return parsed;
+    const code = typeof parsed?.code === 'string' ? parsed.code : null;
+    // One line: the API's message is the server's text, and the CLI prints it on a line of its own.
+    const message = typeof parsed?.message === 'string' ? parsed.message.replace(/[\r\n]+/g, ' ') : `HTTP ${response.status}`;
+    return new AdminRequestError(`${message} (${response.status}${code ? ` ${code}` : ''})`, response.status, code, parsed);
   }
 }

@@ -14,7 +14,8 @@ interface Command {
   positionals: string[];
   /** `gateway`: the command speaks to the gateway with the client's API key, not to the admin API. */
   target?: 'gateway';
-  run(client: AdminClient, values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<unknown>;
+  /** The command writes its output itself, as it arrives (`write`); it returns STREAMED. */
+  run(client: AdminClient, values: Record<string, string | boolean | undefined>, positionals: string[], write: (chunk: string) => Promise<void>): Promise<unknown>;
   /** How to print the result for a person. */
   render(result: unknown): string;
   /** The result is JSON text for a file (the export's NDJSON): printed as it is, made safe for a terminal. */
@@ -22,6 +23,9 @@ interface Command {
 }
 
 const jsonOption = { json: { type: 'boolean' as const } };
+
+/** What a command that wrote its own output returns: nothing is left to print. */
+const STREAMED = Symbol('streamed');
 
 function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number; perMonth?: number } | undefined {
   const perMinute = values['per-minute'];
@@ -203,6 +207,19 @@ const commands: Record<string, Command> = {
     render: (result) => (result as string).replace(/\n$/, ''),
     machineText: true,
   },
+  'usage-export': {
+    summary: 'usage per key and UTC day (admitted, units, rate-limited, banned) as NDJSON, for billing',
+    usage: 'usage-export --from YYYY-MM-DD --to YYYY-MM-DD > usage.ndjson   (400 days at most)',
+    options: { from: { type: 'string' }, to: { type: 'string' } },
+    positionals: [],
+    run: async (client, values, _positionals, write) => {
+      if (typeof values.from !== 'string') throw new UsageError('--from is required (a UTC date, YYYY-MM-DD)');
+      if (typeof values.to !== 'string') throw new UsageError('--to is required (a UTC date, YYYY-MM-DD)');
+      await client.usageExport(values.from, values.to, write);
+      return STREAMED;
+    },
+    render: () => '',
+  },
   import: {
     summary: 'load an export: ids and states kept, all or nothing; a second import changes nothing',
     usage: 'import FILE [--json]',
@@ -255,7 +272,8 @@ const commands: Record<string, Command> = {
 };
 
 function generalHelp(): string {
-  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`);
+  const width = Math.max(...Object.keys(commands).map((name) => name.length));
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)} ${c.summary}`);
   return [
     'usage: npm run keys -- <command> [options]',
     '',
@@ -296,6 +314,8 @@ function apiKey(env: NodeJS.ProcessEnv): string {
 export interface CliOutput {
   out(text: string): void;
   err(text: string): void;
+  /** Raw output as it streams (no newline added), resolved once it may go on; default: `out` without its newline. */
+  write?(chunk: string): Promise<void>;
 }
 
 /** What is printed of a result: never a character the terminal would act on (terminal-text.ts). */
@@ -306,7 +326,7 @@ function printable(command: Command, result: unknown, json: boolean): string {
 }
 
 /** Exit code: 0 done, 1 the admin API refused or could not be reached, 2 a usage error. */
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err: errOut }: CliOutput): Promise<number> {
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err: errOut, write }: CliOutput): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     if (name) out(generalHelp());
@@ -331,8 +351,10 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err:
       command.target === 'gateway'
         ? new AdminClient(env.GATEWAY_URL ?? 'http://127.0.0.1:8080', apiKey(env), { variable: 'GATEWAY_URL', name: 'the gateway' })
         : new AdminClient(env.ADMIN_URL ?? 'http://127.0.0.1:8081', adminToken(env));
-    const result = await command.run(client, values as Record<string, string | boolean | undefined>, positionals);
-    out(printable(command, result, values.json === true));
+    // A streamed result (the usage export's NDJSON) is machine text too: made safe for a terminal chunk by chunk.
+    const streamed = write ?? (async (chunk: string) => out(chunk.replace(/\n$/, '')));
+    const result = await command.run(client, values as Record<string, string | boolean | undefined>, positionals, (chunk) => streamed(terminalSafeJson(chunk)));
+    if (result !== STREAMED) out(printable(command, result, values.json === true));
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
@@ -352,6 +374,8 @@ if (require.main === module) {
   runCli(process.argv.slice(2), process.env, {
     out: (text) => process.stdout.write(text + '\n'),
     err: (text) => process.stderr.write(text + '\n'),
+    // Waits while stdout (a pipe, a slow file) is behind, so a long export is never held in memory.
+    write: (chunk) => new Promise((resolve) => (process.stdout.write(chunk) ? resolve() : process.stdout.once('drain', resolve))),
   }).then(
     (code) => {
       process.exitCode = code;

@@ -7,9 +7,9 @@ import { newGatewayRequest, type GatewayRequest } from './request-context';
 import { parseTarget } from './request-target';
 import { Refusal } from './refusals';
 import { CONTINUE, setHeaders, type StepOutcome } from './step-outcome';
-import { createSteps, type GatewayDependencies, type KeyLookup } from './steps';
+import { createSteps, type GatewayDependencies, type KeyDecisionListener, type KeyLookup } from './steps';
 
-export type { GatewayDependencies, KeyLookup };
+export type { GatewayDependencies, KeyDecisionListener, KeyLookup };
 
 /**
  * The public listener's request path on node:http. `serve` reads as the sequence: HTTP/2 framing,

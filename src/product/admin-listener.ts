@@ -19,6 +19,8 @@ import type { Stores } from './stores';
 import type { Closers } from './closers';
 import type { ConfigAdministration } from '../admin/config-routes';
 import { listen, localUrl } from './listen';
+import type { UsageExport } from '../admin/usage-export-routes';
+import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
 
 export interface AdminListenerDependencies {
   adminToken: string;
@@ -42,6 +44,10 @@ export interface AdminListenerDependencies {
   configAdministration: ConfigAdministration;
   /** The config in force now (a reload replaces it): the plans, the body limit and the deprecations the admin API reads. */
   configInForce(): Config;
+  /** GET /admin/usage/export. */
+  usageExport: UsageExport;
+  /** GET /admin/stats/top-keys. */
+  topKeys: TopKeysDependencies;
 }
 
 /** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
@@ -88,6 +94,8 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     logger,
     maxBodyBytes: () => deps.configInForce().server.maxBodyBytes,
     ...(stores.writeReplication ? { confirmWrite: writeReplicationReport(() => stores.writeReplication!.confirm()) } : {}),
+    usageExport: deps.usageExport,
+    topKeys: deps.topKeys,
   });
   const server = createBoundedServer(config.server, app);
   server.on('clientError', answerUnparsableRequest({ logger }));

@@ -5,7 +5,7 @@ import { closeServer } from '../shared/close-server';
 import { createBoundedServer } from '../shared/http-server';
 import type { Logger } from '../shared/logger';
 import type { UpstreamTokenSigner } from '../shared/upstream-token';
-import { createGatewayHandler, type KeyLookup } from '../gateway/handler';
+import { createGatewayHandler, type GatewayDependencies, type KeyLookup } from '../gateway/handler';
 import { createHttpProxyForwarder } from '../gateway/upstream/http-proxy-forwarder';
 import type { ForwarderSettings, GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { createUndiciForwarder } from '../gateway/upstream/undici-forwarder';
@@ -13,7 +13,6 @@ import { UPSTREAM_LABEL, type GatewayMetrics } from '../shared/metrics';
 import { answerUnparsableRequest } from '../shared/unparsable-request';
 import { markCutOff } from '../gateway/cut-off';
 import type { DeprecationUsageRecorder } from '../keys/activity/deprecation-usage';
-import type { KeyActivityRecorder } from '../keys/activity/key-activity';
 import type { Limiters } from '../limits';
 import { createSecureBoundedServer } from '../shared/secure-server';
 import type { TlsPair } from '../shared/tls-pair';
@@ -29,7 +28,10 @@ export interface GatewayListenerDependencies {
   clock: Clock;
   random?: () => number;
   deprecationUsage: DeprecationUsageRecorder;
-  keyActivity: KeyActivityRecorder;
+  /** Each key's outcome: the usage history and the busiest keys. */
+  keyOutcomes: NonNullable<GatewayDependencies['keyActivity']>;
+  /** Each limiter decision of a key: usage units and webhooks. */
+  keyDecisions: NonNullable<GatewayDependencies['keyDecisions']>;
   forwarder: GuardedForwarder;
   port?: number;
   closers: Closers;
@@ -95,7 +97,8 @@ export async function startGatewayListener(config: Config, deps: GatewayListener
       clock: deps.clock,
       random: deps.random,
       deprecationUsage: deps.deprecationUsage,
-      keyActivity: deps.keyActivity,
+      keyActivity: deps.keyOutcomes,
+      keyDecisions: deps.keyDecisions,
     });
   let builtFor = config;
   let handleRequest = handlerFor(config);

@@ -14,6 +14,8 @@ import { Closers } from './closers';
 import { startStores, type Stores } from './stores';
 import { startEmbeddedInventory } from './inventory';
 import { startRecorders } from './recorders';
+import { keyDecisionListener, startNotifications } from './notifications';
+import { usageReports } from './usage-reports';
 import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
@@ -112,10 +114,12 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     // Until the filter of issued keys is built every unknown key is looked up in Redis, as before; wait for it.
     await resolver.ready();
     const recorders = startRecorders({ stores, metrics, logger, clock, closers });
+    const notifier = startNotifications(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers });
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
-    const gateway = await startGatewayListener(config, { ...recorders, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
+    const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
+    const gateway = await startGatewayListener(config, { ...recorders, keyDecisions, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
     const applyConfig = (next: Config, pair: TlsPair | null) => {
       configState.record(null, next);
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
@@ -140,6 +144,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       closers,
       configAdministration: { view: () => configState.view(), reload },
       configInForce: inForce,
+      ...usageReports({ stores, recorders, keyService, clock }),
     });
     // The metrics registered since (the reload's) take the same closed sets.
     enforceLabelAllowlist(metrics.registry, labels);

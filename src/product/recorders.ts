@@ -1,9 +1,10 @@
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
-import { KeyActivityRecorder } from '../keys/activity/key-activity';
+import { KeyActivityRecorder, type KeyOutcome } from '../keys/activity/key-activity';
 import { DeprecationUsageRecorder } from '../keys/activity/deprecation-usage';
 import type { GatewayMetrics } from '../shared/metrics';
 import { TrafficRecorder } from '../admin/stats/traffic-recorder';
+import { TopKeysRecorder } from '../keys/activity/top-keys';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 
@@ -14,6 +15,10 @@ export interface Recorders {
   keyActivity: KeyActivityRecorder;
   /** The console's overview: the gateway's counters sampled once a second. */
   traffic: TrafficRecorder;
+  /** Each key's requests per minute, for the busiest keys. */
+  topKeys: TopKeysRecorder;
+  /** Where the request path reports each key's outcome: the usage history and the busiest keys. */
+  keyOutcomes: { record(keyId: string, outcome: KeyOutcome): void };
 }
 
 /** What is counted off the request path and written in batches; each flushes what it holds on close. */
@@ -34,5 +39,13 @@ export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; 
   const traffic = new TrafficRecorder(deps.metrics, clock);
   traffic.start();
   closers.add(() => traffic.stop());
-  return { deprecationUsage, keyActivity, traffic };
+  const topKeys = new TopKeysRecorder(stores.topKeys, clock, undefined, (err) => logger.warn({ err: (err as Error).message }, 'could not record the busiest keys'));
+  closers.add(() => topKeys.close());
+  const keyOutcomes = {
+    record(keyId: string, outcome: KeyOutcome): void {
+      keyActivity.record(keyId, outcome);
+      topKeys.record(keyId, outcome);
+    },
+  };
+  return { deprecationUsage, keyActivity, traffic, topKeys, keyOutcomes };
 }

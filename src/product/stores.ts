@@ -15,6 +15,11 @@ import type { GatewayMetrics } from '../shared/metrics';
 import { WriteReplication } from '../keys/durability/write-replication';
 import type { Closers } from './closers';
 import { openDurableRedisKeyStore } from './key-store';
+import type { Outbox } from '../notifications/outbox';
+import { RedisOutbox } from '../notifications/redis-outbox';
+import { SqliteOutbox } from '../notifications/sqlite-outbox';
+import { MemoryTopKeysStore, type TopKeysStore } from '../keys/activity/top-keys';
+import { RedisTopKeysStore } from '../keys/activity/redis-top-keys-store';
 
 /** Everything the product keeps: on Redis for every instance, or in this process (SQLite under dataDir). */
 export interface Stores {
@@ -24,6 +29,10 @@ export interface Stores {
   limiters: Limiters;
   deprecationUsage: DeprecationUsageStore;
   keyActivity: KeyActivityStore;
+  /** Each key's requests per minute, for the busiest keys (GET /admin/stats/top-keys). */
+  topKeys: TopKeysStore;
+  /** Webhook events waiting for their receivers: Redis, so any instance delivers; SQLite in process. */
+  webhookOutbox: Outbox;
   auditLog: AuditLog;
   /** Waits for a replica after an admin write (Redis only; null in process). */
   writeReplication: WriteReplication | null;
@@ -99,6 +108,8 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
     limiters,
     deprecationUsage: new RedisDeprecationUsageStore(redis, namespace),
     keyActivity: new RedisKeyActivityStore(redis, namespace),
+    topKeys: new RedisTopKeysStore(redis, namespace),
+    webhookOutbox: new RedisOutbox(redis, namespace),
     auditLog: new RedisAuditLog(redis, namespace),
     ping: async () => {
       await redis.ping();
@@ -126,12 +137,16 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   closers.add(() => keyActivity.close());
   const auditLog = new SqliteAuditLog(config.dataDir, { ...sqlite, onDropped: (entries) => metrics.auditDropped.inc(entries) });
   closers.add(() => auditLog.close());
+  const webhookOutbox = new SqliteOutbox(config.dataDir, sqlite);
+  closers.add(() => webhookOutbox.close());
   return {
     redis: null,
     keyStore: keys,
     limiters,
     deprecationUsage: new MemoryDeprecationUsageStore(),
     keyActivity,
+    topKeys: new MemoryTopKeysStore(),
+    webhookOutbox,
     auditLog,
     writeReplication: null,
     ping: async () => {},
@@ -140,6 +155,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
       { name: 'audit database', checkWrites: () => auditLog.checkWrites() },
       { name: 'key-usage database', checkWrites: () => keyActivity.checkWrites() },
       { name: 'months database', checkWrites: () => months.checkWrites() },
+      { name: 'webhook-outbox database', checkWrites: () => webhookOutbox.checkWrites() },
     ],
   };
 }

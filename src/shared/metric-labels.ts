@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Registry } from 'prom-client';
 import { UNMATCHED_ROUTE } from './public-api';
+import { WEBHOOK_EVENT_TYPES } from './config';
 
 /**
  * The closed label sets of CONTRACT §6: every label of every metric takes its values from a set
@@ -83,10 +84,12 @@ const FIXED_RULES: Record<string, readonly string[] | ((value: string) => boolea
   plan: ['anonymous'],
   window: ['minute', 'day', 'month', 'ban', 'anonymous'],
   reason: REASON_LABELS,
-  result: ['success', 'failure'],
+  // gateway_config_reloads_total; gateway_webhook_deliveries_total adds expired and dropped (src/notifications/notification-metrics.ts).
+  result: ['success', 'failure', 'expired', 'dropped'],
+  event: WEBHOOK_EVENT_TYPES,
   upstream: ['inventory'],
   to: ['closed', 'half_open', 'open'],
-  database: ['keys', 'audit', 'key-usage', 'months', 'inventory'],
+  database: ['keys', 'audit', 'key-usage', 'months', 'webhook-outbox', 'inventory'],
   statement: ['insert_pet', 'get_pet', 'list_pets', 'list_pets_by_status', 'ping', 'write_probe'],
   code: SQLITE_CODE_LABELS,
   hash: (value) => /^[0-9a-f]{64}$/.test(value),

@@ -18,13 +18,13 @@ import { createOperationStep } from './match-operation';
 import { createAuthenticateStep, type KeyLookup } from './authenticate';
 import { createAnonymousLimitStep } from './limit-anonymous';
 import { createUsageStep } from './answer-usage';
-import { createKeyLimitStep } from './limit-key';
+import { createKeyLimitStep, type KeyDecisionListener } from './limit-key';
 import { checkRoute } from './check-route';
 import { createSunsetStep } from './sunset';
 import { createForwardStep } from './forward';
 import { createRecordStep } from './record';
 
-export type { KeyLookup };
+export type { KeyLookup, KeyDecisionListener };
 
 export interface GatewayDependencies {
   config: Config;
@@ -42,6 +42,8 @@ export interface GatewayDependencies {
   deprecationUsage?: { record(operationId: string, keyId: string): void };
   /** Counts each key's admitted, rate-limited and banned requests and its last use; off the request path. */
   keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
+  /** Told every limiter decision of a key and its cost (usage units, webhooks); must not wait on anything. */
+  keyDecisions?: KeyDecisionListener;
 }
 
 /** Every step of the request path, each built once from the part of the dependencies it needs. */
@@ -63,7 +65,7 @@ export function createSteps(deps: GatewayDependencies) {
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
     answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall }),
-    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs) }),
+    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions }),
     checkRoute,
     applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
     forward: createForwardStep({

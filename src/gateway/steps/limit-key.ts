@@ -31,7 +31,12 @@ export interface KeyLimitDependencies {
   costs: OperationCosts;
   /** Retry-After of a 429: the true wait plus the configured jitter; X-RateLimit-Reset stays the true reset. */
   retryAfter(waitMs: number): string;
+  /** Told each decision (usage units, webhooks: src/product/notifications.ts); returns at once. */
+  onDecision?: KeyDecisionListener;
 }
+
+/** Who learns from each limiter decision of a key, with the request's cost, without holding the request. */
+export type KeyDecisionListener = (record: ApiKeyRecord, decision: KeyDecision, cost: number) => void;
 
 /** The ban and every window of a key, decided together in one store round trip, for `cost` units. */
 export function createKeyLimitStep(deps: KeyLimitDependencies) {
@@ -52,6 +57,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
       'asg.plan': record.plan,
     }));
     if (decision instanceof Refusal) return decision;
+    deps.onDecision?.(record, decision, options?.cost ?? 1);
     if (decision.fallback) {
       request.storeFallback = decision.fallback;
       if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });

@@ -1,8 +1,10 @@
 import { systemClock, type Clock } from '../../shared/clock';
 
 export const DAY_MS = 86_400_000;
-/** How many UTC days of usage history are kept per key (CONTRACT §5). */
+/** How many UTC days of usage history GET /admin/keys/{id}/usage shows (CONTRACT §5). */
 export const USAGE_HISTORY_DAYS = 90;
+/** How many UTC days the usage export reaches back, units included (CONTRACT §5). */
+export const USAGE_EXPORT_DAYS = 400;
 
 /** What the limiter decided for one request of a key, as the usage history counts it. */
 export type KeyOutcome = 'admitted' | 'rateLimited' | 'banned';
@@ -13,6 +15,26 @@ export interface KeyTally {
   banned: number;
   /** Epoch ms of the latest admitted request in the batch; 0 when none was admitted. */
   lastUsedAt: number;
+  /** Units the key's day window counted for the requests of the batch (costs included). */
+  units: number;
+  /**
+   * The highest count the key's day window reported in the batch (0: none). Counts only grow within
+   * a day, so the highest ever stored is what the window had counted by then, whichever instance
+   * saw it: a flush lost with a killed process is made good by any later one.
+   */
+  dayCount: number;
+}
+
+/** One key's UTC day in the usage export (CONTRACT §5): kept USAGE_EXPORT_DAYS. */
+export interface UsageDay {
+  keyId: string;
+  /** Days since the epoch. */
+  day: number;
+  admitted: number;
+  rateLimited: number;
+  banned: number;
+  units: number;
+  dayCount: number;
 }
 
 export interface DayUsage {
@@ -37,6 +59,8 @@ export interface KeyActivityStore {
   days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>>;
   /** Epoch ms of each key's latest admitted request; keys never used are absent. */
   lastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;
+  /** The days `firstDay`..`lastDay` of these keys that had traffic, by key (in the order given), then day. */
+  usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]>;
 }
 
 /**
@@ -52,14 +76,14 @@ function requestsIn(tallies: Iterable<KeyTally>): number {
 }
 
 function emptyTally(): KeyTally {
-  return { admitted: 0, rateLimited: 0, banned: 0, lastUsedAt: 0 };
+  return { admitted: 0, rateLimited: 0, banned: 0, lastUsedAt: 0, units: 0, dayCount: 0 };
 }
 
 export function dayOf(epochMs: number): number {
   return Math.floor(epochMs / DAY_MS);
 }
 
-function dateOf(day: number): string {
+export function dateOf(day: number): string {
   return new Date(day * DAY_MS).toISOString().slice(0, 10);
 }
 
@@ -88,13 +112,28 @@ export class KeyActivityRecorder {
 
   record(keyId: string, outcome: KeyOutcome): void {
     const now = this.clock.now();
-    const day = dayOf(now);
+    const tally = this.tallyOf(keyId, dayOf(now));
+    tally[outcome] += 1;
+    if (outcome === 'admitted') tally.lastUsedAt = now;
+  }
+
+  /**
+   * The units an admitted request took of the key's day window, and the count the window reported
+   * after it, on the day the limiter decided it (`decidedAt`, the store's clock): the usage
+   * export's `units`.
+   */
+  recordUnits(keyId: string, units: number, dayCount: number, decidedAt: number): void {
+    const tally = this.tallyOf(keyId, dayOf(decidedAt));
+    tally.units += units;
+    if (dayCount > tally.dayCount) tally.dayCount = dayCount;
+  }
+
+  private tallyOf(keyId: string, day: number): KeyTally {
     let tallies = this.pending.get(day);
     if (!tallies) this.pending.set(day, (tallies = new Map()));
     let tally = tallies.get(keyId);
     if (!tally) tallies.set(keyId, (tally = emptyTally()));
-    tally[outcome] += 1;
-    if (outcome === 'admitted') tally.lastUsedAt = now;
+    return tally;
   }
 
   /**
@@ -119,6 +158,11 @@ export class KeyActivityRecorder {
   async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
     await this.flush();
     return this.store.lastUsed(keyIds);
+  }
+
+  /** The export's days of these keys, as stored; the caller flushes once before its first batch. */
+  usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]> {
+    return this.store.usageDays(keyIds, firstDay, lastDay);
   }
 
   async close(): Promise<void> {
@@ -153,6 +197,8 @@ export class KeyActivityRecorder {
         rateLimited: current.rateLimited + tally.rateLimited,
         banned: current.banned + tally.banned,
         lastUsedAt: Math.max(current.lastUsedAt, tally.lastUsedAt),
+        units: current.units + tally.units,
+        dayCount: Math.max(current.dayCount, tally.dayCount),
       });
     }
   }

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../shared/redis';
-import { DAY_MS, USAGE_HISTORY_DAYS, type DayUsage, type KeyActivityStore, type KeyTally } from './key-activity';
+import { DAY_MS, USAGE_EXPORT_DAYS, USAGE_HISTORY_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type UsageDay } from './key-activity';
 
 /**
  * Adds one key's counts of one UTC day to its usage hash and drops the days that fell out of the
@@ -28,12 +28,25 @@ if pruned == nil or pruned < through then
   redis.call('HSET', key, 'pruned', through)
 end
 redis.call('PEXPIRE', key, ARGV[6])
+local a, r, b, u, w = 0, 0, 0, 0, 0
+local stored = redis.call('HGET', KEYS[2], ARGV[1])
+if stored then
+  local fa, fr, fb, fu, fw = string.match(stored, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  a, r, b, u, w = tonumber(fa), tonumber(fr), tonumber(fb), tonumber(fu), tonumber(fw)
+end
+a = a + tonumber(ARGV[3])
+r = r + tonumber(ARGV[4])
+b = b + tonumber(ARGV[5])
+u = u + tonumber(ARGV[7])
+w = math.max(w, tonumber(ARGV[8]))
+redis.call('HSET', KEYS[2], ARGV[1], string.format('%d %d %d %d %d', a, r, b, u, w))
+redis.call('PEXPIRE', KEYS[2], ARGV[9])
 return 1`;
 
 const ADD_USAGE_COMMAND = 'asgKeyUsageAdd';
 
 interface KeyUsageCommands {
-  [ADD_USAGE_COMMAND](key: string, ...argv: string[]): Promise<number>;
+  [ADD_USAGE_COMMAND](key: string, ledger: string, ...argv: string[]): Promise<number>;
 }
 
 /**
@@ -42,6 +55,9 @@ interface KeyUsageCommands {
  *                                     `pruned` → the day the history was cleared through; expires
  *                                     91 days after its last flush; one hash tag per key keeps a
  *                                     key's flush on one Cluster slot
+ *   <ns>:key-usage:{<key id>}:<yyyy-mm>  HASH  the month's ledger for the usage export: `<day>` →
+ *                                     `admitted rateLimited banned units dayCount`; expires 400 days
+ *                                     after the month ends
  *   <ns>:keys:{k}:last-used     ZSET  key id → epoch ms of the latest admitted request (ZADD GT)
  */
 export class RedisKeyActivityStore implements KeyActivityStore {
@@ -51,12 +67,17 @@ export class RedisKeyActivityStore implements KeyActivityStore {
     private readonly redis: RedisClient,
     private readonly namespace: string,
   ) {
-    redis.defineCommand(ADD_USAGE_COMMAND, { numberOfKeys: 1, lua: ADD_USAGE_LUA });
+    redis.defineCommand(ADD_USAGE_COMMAND, { numberOfKeys: 2, lua: ADD_USAGE_LUA });
     this.commands = redis as unknown as KeyUsageCommands;
   }
 
   private usageKey(keyId: string): string {
     return `${this.namespace}:key-usage:{${keyId}}`;
+  }
+
+  /** The key's ledger of the UTC month holding `day` (same hash tag as its usage hash: one slot). */
+  private ledgerKey(keyId: string, day: number): string {
+    return `${this.usageKey(keyId)}:${monthOf(day)}`;
   }
 
   private get lastUsedKey(): string {
@@ -68,9 +89,11 @@ export class RedisKeyActivityStore implements KeyActivityStore {
     const lastUses: Array<string | number> = [];
     const kept = String(USAGE_HISTORY_DAYS);
     const ttl = String((USAGE_HISTORY_DAYS + 1) * DAY_MS);
+    const ledgerTtl = String(ledgerTtlMs(day));
     for (const [keyId, tally] of tallies) {
       const counts = [String(tally.admitted), String(tally.rateLimited), String(tally.banned)];
-      writes.push(this.commands[ADD_USAGE_COMMAND](this.usageKey(keyId), String(day), kept, ...counts, ttl));
+      const units = [String(tally.units), String(tally.dayCount), ledgerTtl];
+      writes.push(this.commands[ADD_USAGE_COMMAND](this.usageKey(keyId), this.ledgerKey(keyId, day), String(day), kept, ...counts, ttl, ...units));
       if (tally.lastUsedAt > 0) lastUses.push(tally.lastUsedAt, keyId);
     }
     if (lastUses.length > 0) writes.push(this.redis.zadd(this.lastUsedKey, 'GT', ...lastUses));
@@ -100,4 +123,48 @@ export class RedisKeyActivityStore implements KeyActivityStore {
     });
     return result;
   }
+
+  /** Every ledger month of each key in the range, read at once (the client pipelines them per node). */
+  async usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]> {
+    const months = monthsBetween(firstDay, lastDay);
+    const ledgers = await Promise.all(keyIds.map((keyId) => Promise.all(months.map((month) => this.redis.hgetall(`${this.usageKey(keyId)}:${month}`)))));
+    const result: UsageDay[] = [];
+    keyIds.forEach((keyId, k) => {
+      const days: UsageDay[] = [];
+      for (const ledger of ledgers[k]!) {
+        for (const [field, value] of Object.entries(ledger)) {
+          const day = Number(field);
+          if (day < firstDay || day > lastDay) continue;
+          const [admitted, rateLimited, banned, units, dayCount] = value.split(' ').map(Number) as [number, number, number, number, number];
+          days.push({ keyId, day, admitted, rateLimited, banned, units, dayCount });
+        }
+      }
+      result.push(...days.sort((a, b) => a.day - b.day));
+    });
+    return result;
+  }
+}
+
+/** `2026-03`: the UTC month holding the day. */
+function monthOf(day: number): string {
+  return new Date(day * DAY_MS).toISOString().slice(0, 7);
+}
+
+/** The months (`yyyy-mm`) the days firstDay..lastDay fall in, oldest first. */
+function monthsBetween(firstDay: number, lastDay: number): string[] {
+  const months: string[] = [];
+  const at = new Date(firstDay * DAY_MS);
+  at.setUTCDate(1);
+  while (at.getTime() <= lastDay * DAY_MS) {
+    months.push(at.toISOString().slice(0, 7));
+    at.setUTCMonth(at.getUTCMonth() + 1);
+  }
+  return months;
+}
+
+/** A month's ledger lives until USAGE_EXPORT_DAYS after the month ends, counted from the day being written. */
+function ledgerTtlMs(day: number): number {
+  const start = new Date(day * DAY_MS);
+  const nextMonth = Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
+  return nextMonth + USAGE_EXPORT_DAYS * DAY_MS - day * DAY_MS;
 }

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { systemClock } from '../../shared/clock';
-import { USAGE_HISTORY_DAYS, type DayUsage, type KeyActivityStore, type KeyTally } from './key-activity';
+import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type UsageDay } from './key-activity';
 
 export const KEY_USAGE_DATABASE_FILE = 'key-usage.sqlite';
 /** This store's name in errors, metrics and /readyz. */
@@ -13,17 +13,20 @@ const KEY_USAGE_DATABASE = 'key-usage';
 /**
  * The single-instance store when a data directory is given: SQLite under it, so the history and
  * last use survive a restart like the keys do. Written only by flushes (every few seconds, one
- * transaction), never on the request path.
+ * transaction), never on the request path. Days are kept USAGE_EXPORT_DAYS (the usage export);
+ * GET /admin/keys/{id}/usage shows the last 90 of them.
  */
 export class SqliteKeyActivityStore implements KeyActivityStore {
   /** add() is one transaction: a refused batch stored nothing and can be sent again. */
   readonly retriesAreSafe = true;
   private readonly db: Database.Database;
   private readonly writeProbe: SqliteWriteProbe;
-  private readonly addCounts: Database.Statement<[string, number, number, number, number]>;
+  private readonly addCounts: Database.Statement<[string, number, number, number, number, number, number]>;
   private readonly addLastUse: Database.Statement<[string, number]>;
   private readonly dropOld: Database.Statement<[number]>;
   private readonly selectDays: Database.Statement<[string, number, number]>;
+  /** The day the history was last cleared through by this process: once a day is enough (a whole-table scan). */
+  private prunedThrough = Number.NEGATIVE_INFINITY;
 
   constructor(
     dataDir: string,
@@ -42,10 +45,12 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
           PRIMARY KEY (key_id, day)
         ) STRICT;
         CREATE TABLE IF NOT EXISTS key_last_use (key_id TEXT PRIMARY KEY, at INTEGER NOT NULL) STRICT;`);
+      addUnitColumns(this.db);
       this.addCounts = this.db.prepare(
-        `INSERT INTO key_usage (key_id, day, admitted, rate_limited, banned) VALUES (?, ?, ?, ?, ?)
+        `INSERT INTO key_usage (key_id, day, admitted, rate_limited, banned, units, day_count) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (key_id, day) DO UPDATE SET admitted = admitted + excluded.admitted,
-           rate_limited = rate_limited + excluded.rate_limited, banned = banned + excluded.banned`,
+           rate_limited = rate_limited + excluded.rate_limited, banned = banned + excluded.banned,
+           units = units + excluded.units, day_count = max(day_count, excluded.day_count)`,
       );
       this.addLastUse = this.db.prepare(
         `INSERT INTO key_last_use (key_id, at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET at = max(at, excluded.at)`,
@@ -62,12 +67,13 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
   async add(day: number, tallies: ReadonlyMap<string, KeyTally>): Promise<void> {
     const addAll = this.db.transaction(() => {
       for (const [keyId, tally] of tallies) {
-        this.addCounts.run(keyId, day, tally.admitted, tally.rateLimited, tally.banned);
+        this.addCounts.run(keyId, day, tally.admitted, tally.rateLimited, tally.banned, tally.units, tally.dayCount);
         if (tally.lastUsedAt > 0) this.addLastUse.run(keyId, tally.lastUsedAt);
       }
-      this.dropOld.run(day - USAGE_HISTORY_DAYS);
+      if (day - USAGE_EXPORT_DAYS > this.prunedThrough) this.dropOld.run(day - USAGE_EXPORT_DAYS);
     });
     sqliteStatement(KEY_USAGE_DATABASE, () => addAll(), this.options.onSqliteError);
+    this.prunedThrough = Math.max(this.prunedThrough, day - USAGE_EXPORT_DAYS);
   }
 
   /** Throws when key-usage.sqlite cannot take a write now (the gateway's /readyz). */
@@ -98,7 +104,34 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
     return result;
   }
 
+  async usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]> {
+    const order = new Map(keyIds.map((id, i) => [id, i]));
+    const result: UsageDay[] = [];
+    // In slices: SQLite bounds the number of parameters of one statement.
+    for (let start = 0; start < keyIds.length; start += 500) {
+      const slice = keyIds.slice(start, start + 500);
+      const rows = this.db
+        .prepare(
+          `SELECT key_id AS keyId, day, admitted, rate_limited AS rateLimited, banned, units, day_count AS dayCount FROM key_usage
+           WHERE key_id IN (${slice.map(() => '?').join(',')}) AND day BETWEEN ? AND ?`,
+        )
+        .all(...slice, firstDay, lastDay) as UsageDay[];
+      result.push(...rows);
+    }
+    return result.sort((a, b) => order.get(a.keyId)! - order.get(b.keyId)! || a.day - b.day);
+  }
+
   close(): void {
     this.db.close();
   }
+}
+
+/**
+ * `units` and `day_count` (the usage export, issue 40) on a key_usage table made before they
+ * existed: added once, 0 for the days counted before.
+ */
+function addUnitColumns(db: Database.Database): void {
+  const columns = new Set((db.pragma('table_info(key_usage)') as Array<{ name: string }>).map((c) => c.name));
+  if (!columns.has('units')) db.exec('ALTER TABLE key_usage ADD COLUMN units INTEGER NOT NULL DEFAULT 0');
+  if (!columns.has('day_count')) db.exec('ALTER TABLE key_usage ADD COLUMN day_count INTEGER NOT NULL DEFAULT 0');
 }

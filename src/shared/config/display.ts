@@ -34,7 +34,16 @@ export function redactedConfig(config: Config): Config {
     if (Array.isArray(value)) copy[section]![name] = value.map(() => REDACTED);
     else if (value !== null && value !== undefined) copy[section]![name] = REDACTED;
   }
-  return copy as unknown as Config;
+  const redacted = copy as unknown as Config;
+  redacted.notifications.webhooks = redacted.notifications.webhooks.map(redactedWebhook);
+  return redacted;
+}
+
+/** A webhook receiver as shown: its secret, and a password inside its URL, replaced. */
+function redactedWebhook(webhook: Config['notifications']['webhooks'][number]): Config['notifications']['webhooks'][number] {
+  const url = new URL(webhook.url);
+  if (url.password !== '') url.password = REDACTED;
+  return { ...webhook, url: url.password === '' ? webhook.url : url.href, ...(webhook.secret ? { secret: REDACTED } : {}) };
 }
 
 /** JSON with every object's keys sorted: the same config is the same text whatever order its files gave. */

@@ -14,3 +14,4 @@ export { redisConfigured, redisSourceCount, type RedisSources } from './redis-so
 export { planReload, changedSettings, RELOADABLE_SETTINGS, type ReloadPlan } from './reload-plan';
 export { configHash, redactedConfig, canonicalJson, SECRET_SETTINGS, REDACTED } from './display';
 export { failedReload, problemEntry, type ConfigView, type LastReload, type ReloadOutcome } from './reload-outcome';
+export { WEBHOOK_EVENT_TYPES, readWebhookSecret, webhookSecretBytes, type NotificationsConfig, type WebhookConfig, type WebhookEventType } from './notifications';

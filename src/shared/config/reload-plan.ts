@@ -18,6 +18,8 @@ export const RELOADABLE_SETTINGS = [
   'server.trustedProxies',
   'server.publicBaseUrl',
   'server.maxBodyBytes',
+  // Read by the webhook dispatcher on every poll (src/notifications): receivers, their secrets and events.
+  'notifications',
   'tls.certFile',
   'tls.keyFile',
 ] as const;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { durationMs, httpUrl, instant, port, positiveInt, readableFile, wholeNumber, workerCount } from './fields';
 import { redisConfigured, redisSourceCount } from './redis-sources';
 import { costIssues, MAX_OPERATION_COST } from './costs';
+import { notificationIssues, notificationsSchema } from './notifications';
 
 /**
  * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
@@ -165,6 +166,8 @@ export const configSchema = z
       /** The same over all addresses together, so that rotating addresses gains nothing. The right token is never refused. */
       failedTokensPerMinuteTotal: positiveInt,
     }),
+    /** Webhooks signed as Standard Webhooks (quota thresholds, bans, expiring keys) and their outbox. */
+    notifications: notificationsSchema,
     /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
     workers: workerCount,
     dataDir: z.string().min(1),
@@ -206,6 +209,7 @@ export const configSchema = z
       });
     }
     for (const issue of costIssues(c.plans, c.costs)) ctx.addIssue({ code: 'custom', ...issue });
+    for (const issue of notificationIssues(c.notifications, c.server)) ctx.addIssue({ code: 'custom', ...issue });
     for (const [i, d] of c.deprecations.entries()) {
       if (Date.parse(d.sunset) <= Date.parse(d.deprecatedAt)) {
         ctx.addIssue({ code: 'custom', path: ['deprecations', i, 'sunset'], message: 'must be after deprecatedAt' });

@@ -127,3 +127,26 @@ test('GET /admin/config and POST /admin/reload, good and bad, match openapi-admi
   }
 });
 
+test('the usage export and the busiest keys, good and bad, match openapi-admin.yaml', async () => {
+  const created = await send('post', '/admin/keys').send({ name: 'used', plan: 'free' });
+  await request(product.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${(created.body as { key: string }).key}`).expect(200);
+  const today = new Date().toISOString().slice(0, 10);
+  const checked: Array<[string, string, request.Response]> = [];
+  checked.push(['get', '/admin/stats/top-keys', await send('get', '/admin/stats/top-keys?minutes=60&limit=5')]);
+  checked.push(['get', '/admin/stats/top-keys', await send('get', '/admin/stats/top-keys?minutes=15')]);
+  checked.push(['get', '/admin/stats/top-keys', await request(product.adminUrl).get('/admin/stats/top-keys')]);
+  checked.push(['get', '/admin/usage/export', await send('get', '/admin/usage/export?from=2026-01-02&to=2026-01-01')]);
+  checked.push(['get', '/admin/usage/export', await request(product.adminUrl).get(`/admin/usage/export?from=${today}&to=${today}`)]);
+  expect(checked.map(([, , res]) => res.status)).toEqual([200, 400, 401, 400, 401]);
+  expect((checked[0]![2].body as { keys: unknown[] }).keys.length).toBeGreaterThan(0);
+  const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
+  expect(problems).toEqual([]);
+
+  // The export's lines, each against its documented schema.
+  const exported = await send('get', `/admin/usage/export?from=${today}&to=${today}`);
+  expect({ status: exported.status, type: exported.headers['content-type'] }).toEqual({ status: 200, type: 'application/x-ndjson; charset=utf-8' });
+  const validate = ajv.compile({ $ref: `${DOCUMENT_ID}#/components/schemas/UsageExportLine` });
+  const lines = exported.text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as unknown);
+  expect(lines.length).toBeGreaterThan(0);
+  for (const line of lines) expect({ line, valid: validate(line), errors: validate.errors ?? null }).toEqual({ line, valid: true, errors: null });
+});

@@ -155,6 +155,7 @@ test('signing in with the keyboard opens the overview: health, bans, charts, no 
   expect(await textOf('#config-status')).toBe(`Config ${product.configState.hash.slice(0, 12)} · not reloaded since start`);
   expect(await page.locator('#chart-status svg').count()).toBe(1);
   expect(await textOf('#chart-status')).toContain('No requests in the last 15 minutes');
+  expect(await textOf('#top-keys-body')).toBe('No key traffic in the last 5 minutes');
   expect(await chromium.context.cookies()).toEqual([]);
   expect(await page.evaluate(() => sessionStorage.getItem('asg-admin-token'))).toBe(product.adminToken);
   expect(await layoutShift()).toBeLessThan(0.01);
@@ -273,6 +274,11 @@ test('traffic through the gateway with the key shows in the overview', async () 
   expect(await textOf('#legend-status')).toContain('2xx');
   expect(await textOf('#legend-status')).toContain('4xx');
   expect(await page.locator('#chart-status rect').count()).toBeGreaterThan(0);
+  // The busiest keys of the last 5 minutes (GET /admin/stats/top-keys): this key, its 4 requests, no 429.
+  await page.waitForFunction(() => document.getElementById('top-keys-body')?.querySelectorAll('tr').length === 1);
+  const busiest = page.locator('#top-keys-body tr').first();
+  expect(await busiest.locator('td').allTextContents()).toEqual(['browser-checkout', '4', '0']);
+  expect(await busiest.getByRole('link', { name: 'browser-checkout' }).getAttribute('href')).toBe(`#/keys/${keyId}`);
   await shoot('05-overview-with-traffic');
 });
 

@@ -8,6 +8,7 @@ import { canonicalJson } from '../../../src/shared/config';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { admin, createKey, sequentially, within } from '../gateway/gateway-kit';
+import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
 
 /**
  * ACL LOG entries other than the startup durability check's CONFIG GET, which the ACL refuses on
@@ -37,6 +38,7 @@ let redis: RedisProcess;
 let replica: RedisProcess;
 let superuser: Redis;
 let production: ProductHarness | null;
+let receiver: WebhookReceiver;
 
 beforeAll(async () => {
   // The default user keeps a password only this test knows: it reads the ACL LOG and looks at keys.
@@ -44,17 +46,23 @@ beforeAll(async () => {
   superuser = new Redis(redis.port, '127.0.0.1', { password: 'test-superuser-password' });
   replica = await startRedisServer(['--replicaof', '127.0.0.1', String(redis.port), '--masterauth', 'test-superuser-password']);
   await within(15_000, async () => /^slave0:.*state=online/m.test(await superuser.info('replication')));
+  receiver = await new WebhookReceiver().start();
   const passwordFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-acl-')), 'redis-password');
   fs.writeFileSync(passwordFile, `${PRODUCTION.password}\n`);
   production = await startTestProduct({
     namespace: PRODUCTION.namespace,
     env: { REDIS_PASSWORD_FILE: passwordFile },
-    overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` }, ban: { threshold: 2 } },
+    overrides: {
+      redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` },
+      ban: { threshold: 2 },
+      notifications: { webhooks: [{ url: receiver.url, secret: receiver.secret }] },
+    },
   });
 });
 
 afterAll(async () => {
   await production?.close();
+  await receiver?.stop();
   superuser?.disconnect();
   await replica?.stop();
   await redis?.stop();
@@ -86,6 +94,14 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
     await admin(product).get('/admin/audit').expect(200);
     await admin(product).get(`/admin/keys/${id}/usage`).expect(200);
     await admin(product).get('/admin/deprecations').expect(200);
+    // Webhooks through the outbox (the ban above was one; a day limit of 1 passes 80, 90 and 100 % at once).
+    const metered = await createKey(product, { plan: 'free', limits: { perMinute: 10, perDay: 1 } });
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', metered.auth)).status).toBe(200);
+    await waitUntil('four webhooks delivered', () => receiver.deliveredIds().length === 4);
+    // The busiest keys and the usage export.
+    await admin(product).get('/admin/stats/top-keys?minutes=60').expect(200);
+    const today = new Date().toISOString().slice(0, 10);
+    await admin(product).get(`/admin/usage/export?from=${today}&to=${today}`).expect(200);
     // Closing flushes what is batched off the request path (usage, last use, deprecated callers).
     production = null;
     await product.close();

@@ -14,6 +14,9 @@ import { monthSpan } from '../../../src/limits/month-window';
 import { DAY_MS, EXPIRY_SLACK_MS, MINUTE_MS, banPolicy } from '../../../src/limits/windows';
 import { ManualClock } from '../../../src/shared/clock';
 import type { BanSettings } from '../../../src/limits/types';
+import { MAX_KEYS_PER_MINUTE, TOP_KEYS_KEPT_MINUTES } from '../../../src/keys/activity/top-keys';
+import { USAGE_EXPORT_DAYS } from '../../../src/keys/activity/key-activity';
+import { WebhookReceiver } from '../../support/webhook-receiver';
 
 /**
  * Every key the gateway writes to Redis has a bound (issue 18): a TTL no longer than its design
@@ -36,22 +39,34 @@ const BAN: BanSettings = { threshold: 2, windowSeconds: 60, durationSeconds: 900
 let redis: RedisProcess;
 let superuser: Redis;
 const running: ProductHarness[] = [];
+/** A webhook receiver that refuses everything, so the outbox keeps its events and their attempts. */
+let refusingReceiver: WebhookReceiver;
+/** The bound of the outbox's events (config notifications.outboxMaxEvents, default). */
+const OUTBOX_MAX_EVENTS = 100_000;
 
 beforeAll(async () => {
   redis = await startRedisServer();
   superuser = new Redis(redis.port, '127.0.0.1');
+  refusingReceiver = await new WebhookReceiver().start();
+  refusingReceiver.behaviour = () => 500;
 });
 
 afterAll(async () => {
   for (const product of running.splice(0)) await product.close();
   superuser?.disconnect();
   await redis?.stop();
+  await refusingReceiver?.stop();
 });
 
 async function startProduct(namespace: string, minuteWindow: 'fixed' | 'sliding' = 'fixed'): Promise<ProductHarness> {
   const product = await startTestProduct({
     namespace,
-    overrides: { redis: { url: redis.url }, ban: BAN, rateLimit: { minuteWindow } },
+    overrides: {
+      redis: { url: redis.url },
+      ban: BAN,
+      rateLimit: { minuteWindow },
+      notifications: { webhooks: [{ url: refusingReceiver.url, secret: refusingReceiver.secret }] },
+    },
   });
   running.push(product);
   return product;
@@ -132,6 +147,74 @@ interface KeyRule {
   forever?: string;
   /** Further checks (a count, a cap, field names); returns violations. */
   bound?: (key: string) => Promise<string[]>;
+}
+
+/**
+ * The webhook outbox (src/notifications/redis-outbox.ts): no TTL (an event waits until delivered,
+ * for at least a day of retries), bounded by notifications.outboxMaxEvents and emptied by delivery.
+ */
+function outboxRules(ns: string): KeyRule[] {
+  const prefix = `${ns}:webhooks:\\{outbox\\}`;
+  const events = (key: string) => key.replace(/:[^:]+$/, ':events');
+  const atMostEvents = async (key: string, count: number) => {
+    const waiting = await superuser.hlen(events(key));
+    return count <= Math.max(waiting, 0) && waiting <= OUTBOX_MAX_EVENTS ? [] : [`${key}: ${count} entries for ${waiting} waiting events (bound ${OUTBOX_MAX_EVENTS})`];
+  };
+  return [
+    {
+      pattern: '<ns>:webhooks:{outbox}:events',
+      match: new RegExp(`^${prefix}:events$`),
+      type: 'hash',
+      forever: 'webhook events waiting for a receiver: at most notifications.outboxMaxEvents (the oldest dropped past it), each removed once delivered or given up',
+      bound: async (key) => atMostEvents(key, await superuser.hlen(key)),
+    },
+    {
+      pattern: '<ns>:webhooks:{outbox}:order',
+      match: new RegExp(`^${prefix}:order$`),
+      type: 'zset',
+      forever: 'the waiting events by age, for the bound: one member per waiting event',
+      bound: async (key) => atMostEvents(key, await superuser.zcard(key)),
+    },
+    {
+      pattern: '<ns>:webhooks:{outbox}:left',
+      match: new RegExp(`^${prefix}:left$`),
+      type: 'hash',
+      forever: 'deliveries not finished of each waiting event: one field per waiting event',
+      bound: async (key) => atMostEvents(key, await superuser.hlen(key)),
+    },
+    {
+      pattern: '<ns>:webhooks:{outbox}:attempts',
+      match: new RegExp(`^${prefix}:attempts$`),
+      type: 'hash',
+      forever: 'attempts made of each waiting delivery: one field per receiver of a waiting event',
+      bound: async (key) => {
+        const ids = new Set(await superuser.hkeys(events(key)));
+        const strays = (await superuser.hkeys(key)).filter((field) => !ids.has(field.split(' ')[1]!));
+        return strays.length === 0 ? [] : [`${key}: attempts of events no longer waiting: ${strays.join(', ')}`];
+      },
+    },
+    {
+      pattern: '<ns>:webhooks:{outbox}:seen',
+      match: new RegExp(`^${prefix}:seen$`),
+      type: 'zset',
+      forever: 'ids of the events added, each until its period ends plus a day (a month and a day at most), pruned on every add',
+      bound: async (key) => {
+        const late = await superuser.zcount(key, `(${Date.now() + 33 * DAY_MS}`, '+inf');
+        return late === 0 ? [] : [`${key}: ${late} ids kept more than a month and a day`];
+      },
+    },
+    {
+      pattern: '<ns>:webhooks:{outbox}:due:<receiver>',
+      match: new RegExp(`^${prefix}:due:[0-9a-f]{16}$`),
+      type: 'zset',
+      forever: "one receiver's waiting deliveries by when they are due: one member per waiting event",
+      bound: async (key) => {
+        const ids = new Set(await superuser.hkeys(key.replace(/:due:[0-9a-f]{16}$/, ':events')));
+        const strays = (await superuser.zrange(key, '0', '-1')).filter((id) => !ids.has(id));
+        return strays.length === 0 ? [] : [`${key}: deliveries of events no longer waiting: ${strays.join(', ')}`];
+      },
+    },
+  ];
 }
 
 /**
@@ -270,6 +353,34 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       },
     },
     {
+      // The usage export's ledger: one hash per key and UTC month, a field per day of that month,
+      // expiring USAGE_EXPORT_DAYS after the month ends (counted from the start of the day written).
+      pattern: '<ns>:key-usage:{<key id>}:<yyyy-mm>',
+      match: new RegExp(`^${ns}:key-usage:\\{${keyId}\\}:\\d{4}-\\d\\d$`),
+      type: 'hash',
+      maxTtlMs: () => (USAGE_EXPORT_DAYS + 32) * DAY_MS,
+      bound: async (key) => {
+        const month = key.slice(-7);
+        const fields = await superuser.hgetall(key);
+        const stray = Object.entries(fields).filter(
+          ([day, value]) => new Date(Number(day) * DAY_MS).toISOString().slice(0, 7) !== month || !/^\d+ \d+ \d+ \d+ \d+$/.test(value),
+        );
+        return stray.length === 0 ? [] : [`${key}: fields of another month or not five counts: ${stray.map(([d, v]) => `${d}=${v}`).join(', ')}`];
+      },
+    },
+    ...[':limited', ''].map((suffix) => ({
+      // The busiest keys: per minute, each instance's batched counts; an hour and a minute kept.
+      pattern: `<ns>:top-keys:{t}:<minute>${suffix}`,
+      match: new RegExp(`^${ns}:top-keys:\\{t\\}:\\d+${suffix}$`),
+      type: 'zset' as const,
+      maxTtlMs: () => TOP_KEYS_KEPT_MINUTES * MINUTE_MS,
+      bound: async (key: string) => {
+        const count = await superuser.zcard(key);
+        return [...(count > MAX_KEYS_PER_MINUTE ? [`${key}: ${count} members, more than ${MAX_KEYS_PER_MINUTE}`] : []), ...(await membersAreKeyIds(namespace, key))];
+      },
+    })),
+    ...outboxRules(ns),
+    {
       pattern: '<ns>:deprecated:{<route>}:last',
       match: new RegExp(`^${ns}:deprecated:\\{[A-Z]+ /[^\\s]*\\}:last$`),
       type: 'zset',
@@ -388,6 +499,13 @@ async function driveEveryFlow(product: ProductHarness): Promise<void> {
   await gatewayGet(product, d.key).expect(200);
   await adminRequest(product, 'post', `/admin/keys/${d.id}/credits`).send({ units: 10 }).expect(200);
 
+  // Key E: one a day, so its one request passes 80, 90 and 100 % at once: three webhook events,
+  // each refused by the receiver and left waiting in the outbox with its attempt counted.
+  const e = await createKeyOverApi(product, { name: 'keyspace e', plan: 'free', limits: { perMinute: 10, perDay: 1 } });
+  await gatewayGet(product, e.key).expect(200);
+  const attemptsKey = `${product.config.redis.namespace}:webhooks:{outbox}:attempts`;
+  await within(10_000, async () => (await superuser.hlen(attemptsKey)) >= 3);
+
   // An unknown key: counted per client address.
   expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
 
@@ -438,7 +556,7 @@ describe('the Redis keyspace', () => {
     const usageKey = `${HISTORY}:key-usage:{${keyId}}`;
     const gaps = [20, 20, 20, 20, 20, 20, 14, 14, 14, 14, 11, 11, 11, 17, 17, 17, 91, 0, 1, 45, 91, 3, 25, 25, 25, 25, 0];
     let day = dayOf(Date.now()) - gaps.reduce((sum, gap) => sum + gap, 0);
-    const tally: KeyTally = { admitted: 2, rateLimited: 1, banned: 1, lastUsedAt: 0 };
+    const tally: KeyTally = { admitted: 2, rateLimited: 1, banned: 1, lastUsedAt: 0, units: 2, dayCount: 2 };
     const flushedDays: number[] = [];
     const stale = new Set<string>();
     for (const gap of [0, ...gaps]) {
@@ -491,7 +609,7 @@ describe('the Redis keyspace', () => {
     const recordJson = average(Object.values(await superuser.hgetall(`${ns}:keys:{k}:by-hash`)).map((json) => Buffer.byteLength(json)));
     const keys = await scanNamespace(ns);
     const limiterHashes = keys.filter((key) => /:rl:\{key_[0-9a-f]+\}$/.test(key));
-    const usageHashes = keys.filter((key) => key.includes(':key-usage:'));
+    const usageHashes = keys.filter((key) => /:key-usage:\{[^}]+\}$/.test(key));
     expect([limiterHashes.length, usageHashes.length]).toEqual([KEYS, KEYS]);
     const fixedWindow = average(await Promise.all(limiterHashes.map(memoryUsage)));
     const usageOneDay = average(await Promise.all(usageHashes.map(memoryUsage)));
@@ -505,12 +623,16 @@ describe('the Redis keyspace', () => {
     const [admittedOnly, allOutcomes] = [created[0]!.record.id, created[1]!.record.id];
     for (let day = today - USAGE_HISTORY_DAYS + 1; day < today; day++) {
       await history.add(day, new Map([
-        [admittedOnly, { admitted: 500, rateLimited: 0, banned: 0, lastUsedAt: 0 }],
-        [allOutcomes, { admitted: 500, rateLimited: 20, banned: 3, lastUsedAt: 0 }],
+        [admittedOnly, { admitted: 500, rateLimited: 0, banned: 0, lastUsedAt: 0, units: 500, dayCount: 500 }],
+        [allOutcomes, { admitted: 500, rateLimited: 20, banned: 3, lastUsedAt: 0, units: 500, dayCount: 500 }],
       ]));
     }
     const usage90Admitted = await memoryUsage(`${ns}:key-usage:{${admittedOnly}}`);
     const usage90All = await memoryUsage(`${ns}:key-usage:{${allOutcomes}}`);
+    // The same 90 days in the usage export's ledger: one hash per UTC month.
+    const ledgers = (await scanNamespace(ns)).filter((key) => key.startsWith(`${ns}:key-usage:{${allOutcomes}}:`));
+    const ledger90 = (await Promise.all(ledgers.map(memoryUsage))).reduce((sum, bytes) => sum + bytes, 0);
+    const ledgerEncoding = await encodingOf(ledgers[0]!);
 
     // The sliding minute: the hash plus one log entry per admission of the last 60 s.
     const clock = new ManualClock(Date.now());
@@ -556,6 +678,7 @@ describe('the Redis keyspace', () => {
         `  INFO used_memory: +${round(perKeyCreated)} B per key created, +${round(perKeyUsed)} B per key after its first request (limiter hash, history, last use)`,
         `  usage history (TTL 91 d): 90 days admitted only ${round(usage90Admitted)} B (≈${round(perHistoryDay)} B a day); ` +
           `90 days with admitted, rate-limited and banned ${round(usage90All)} B (≈${round(perHistoryDayAll)} B a day), both ${await encodingOf(`${ns}:key-usage:{${allOutcomes}}`)}`,
+        `  usage export ledger (400 days after each month): the same 90 days in ${ledgers.length} month hashes ${round(ledger90)} B (≈${round(ledger90 / USAGE_HISTORY_DAYS)} B a day), ${ledgerEncoding}`,
         `  active key, fixed minute: limiter hash ${round(fixedWindow)} B (TTL: end of its UTC day + ${BAN.durationSeconds + 1} s)`,
         ...sliding.map(
           (s) =>

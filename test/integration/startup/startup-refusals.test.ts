@@ -151,6 +151,19 @@ const severalRefusals: Array<[string, () => Record<string, string>, string[]]> =
     () => ({ CONFIG_FILE: tempFile('several.json', JSON.stringify({ colour: 'blue', ban: { thresold: 3, threshold: 0 } })) }),
     ['unknown setting colour: config/default.yaml lists every setting', 'unknown setting ban.thresold: config/default.yaml lists every setting', 'invalid setting ban.threshold: must be a whole number of at least 1'],
   ],
+  [
+    'webhooks: one to the admin listener, one over ftp, one without a secret',
+    () => {
+      const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+      const hooks = [`{ url: "http://localhost:18181/hooks", secret: "${secret}" }`, `{ url: "ftp://hooks.example/x", secret: "${secret}" }`, '{ url: "https://hooks.example/x" }'];
+      return { ADMIN_PORT: '18181', CONFIG_FILE: tempFile('webhooks.yaml', `notifications:\n  webhooks:\n${hooks.map((h) => `    - ${h}\n`).join('')}`) };
+    },
+    [
+      "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:18181); a receiver must be another service",
+      'invalid setting notifications.webhooks.1.url: must be an http:// or https:// URL',
+      'invalid setting notifications.webhooks.2.secret: is required (or secretFile): must be whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)',
+    ],
+  ],
 ];
 
 describe('several bad settings at once', () => {

@@ -3,6 +3,7 @@ import { createGatewayMetrics } from '../../../src/shared/metrics';
 import { createKeyDurabilityMetrics } from '../../../src/keys';
 import { createConfigMetrics } from '../../../src/product/reload/config-metrics';
 import { createInventoryMetrics } from '../../../src/inventory';
+import { createNotificationMetrics } from '../../../src/notifications/notification-metrics';
 import { enforceLabelAllowlist, LabelAllowlist, OTHER } from '../../../src/shared/metric-labels';
 
 /** CONTRACT §6 (issue 42): every label of every metric takes values from a closed set; anything else is `other`. */
@@ -52,14 +53,17 @@ describe('LabelAllowlist', () => {
 describe('enforceLabelAllowlist', () => {
   const sampleLines = async (registry: Registry, name: string) => (await registry.getSingleMetricAsString(name)).split('\n').filter((line) => line.startsWith(name));
 
-  it('knows every label of every metric the gateway, its key store, its reloads and the inventory register', () => {
+  it('knows every label of every metric the gateway, its key store, its reloads, its webhooks and the inventory register', () => {
     const registry = new Registry();
     const metrics = createGatewayMetrics(registry);
     createKeyDurabilityMetrics().register(registry);
     createConfigMetrics(registry);
+    createNotificationMetrics(registry, async () => 0);
     const inventory = createInventoryMetrics(new Registry());
     expect(() => enforceLabelAllowlist(metrics.registry, new LabelAllowlist())).not.toThrow();
     expect(() => enforceLabelAllowlist(inventory.registry, new LabelAllowlist())).not.toThrow();
+    // Every delivery series is made at 0 at start: each must be its own, none `other`.
+    expect(new LabelAllowlist().close({ event: 'key.expiring', result: 'dropped' })).toEqual({ event: 'key.expiring', result: 'dropped' });
   });
 
   it('refuses, at start, a metric with a label that has no closed set', () => {

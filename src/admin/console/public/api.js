@@ -15,6 +15,7 @@
 /** @typedef {import('./types.js').PlanList} PlanList */
 /** @typedef {import('./types.js').RotatedKey} RotatedKey */
 /** @typedef {import('./types.js').StatsReport} StatsReport */
+/** @typedef {import('./types.js').TopKeys} TopKeys */
 
 const TOKEN_KEY = 'asg-admin-token';
 
@@ -109,6 +110,8 @@ const keyPath = (/** @type {string} */ id) => `/admin/keys/${encodeURIComponent(
 export const getPlans = () => call('GET', '/admin/plans');
 /** @returns {Promise<StatsReport>} */
 export const getStats = () => call('GET', '/admin/stats');
+/** @returns {Promise<TopKeys>} */
+export const getTopKeys = (minutes = 5, limit = 10) => call('GET', `/admin/stats/top-keys?minutes=${minutes}&limit=${limit}`);
 /** @returns {Promise<ConfigView>} */
 export const getConfig = () => call('GET', '/admin/config');
 /** @returns {Promise<Key[]>} */

@@ -1,14 +1,17 @@
 // @ts-check
-// Overview: the last 15 minutes of traffic (GET /admin/stats), health, bans, and two charts.
+// Overview: the last 15 minutes of traffic (GET /admin/stats), health, bans, two charts, and the
+// busiest keys of the last 5 minutes across every instance (GET /admin/stats/top-keys).
 
-import { getStats } from './api.js';
+import { getStats, getTopKeys } from './api.js';
 import { loadConfigStatus } from './config-status.js';
 import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el } from './dom.js';
 import { fmtNumber, orderedKeys } from './format.js';
 import { offeredPlanNames } from './state.js';
+import { keyHref } from './routes.js';
 
 /** @typedef {import('./types.js').StatsPoint} StatsPoint */
+/** @typedef {import('./types.js').BusyKey} BusyKey */
 
 export const REFRESH_MS = 5000;
 const STATUS_ORDER = ['2xx', '3xx', '4xx', '429', '5xx'];
@@ -27,11 +30,17 @@ const ui = {
   planChart: byId('chart-plan', HTMLElement),
   planLegend: byId('legend-plan', HTMLElement),
   rejectionsBody: byId('rejections-body', HTMLElement),
+  topKeysBody: byId('top-keys-body', HTMLElement),
   updated: byId('overview-updated', HTMLElement),
   config: byId('config-status', HTMLElement),
 };
 
 export async function loadOverview() {
+  // The busiest keys render on their own, below everything else: the counts above never wait for them.
+  const busiest = getTopKeys().then(
+    (top) => showTopKeys(top.keys),
+    (/** @type {unknown} */ err) => err,
+  );
   const [stats, plans] = await Promise.all([getStats(), offeredPlanNames(), loadConfigStatus(ui.config)]);
   ui.requests.textContent = fmtNumber(stats.totals.requests);
   ui.rejections.textContent = fmtNumber(stats.totals.byStatus['429'] ?? 0);
@@ -64,4 +73,25 @@ export async function loadOverview() {
     ...orderedKeys(byWindow, WINDOWS, true).map((w) => el('tr', {}, el('td', { text: w }), el('td', { class: 'num', text: fmtNumber(byWindow[w] ?? 0) }))),
   );
   ui.updated.textContent = `Last 15 minutes · updated ${new Date(stats.generatedAt).toLocaleTimeString()} · refreshed every ${REFRESH_MS / 1000} s while this tab is visible`;
+  const failed = await busiest;
+  if (failed !== undefined) throw failed;
+}
+
+/** The busiest keys, most requests first; each links to its key's page. */
+function showTopKeys(/** @type {BusyKey[]} */ keys) {
+  if (keys.length === 0) {
+    ui.topKeysBody.replaceChildren(el('tr', {}, el('td', { colspan: 3, class: 'muted', text: 'No key traffic in the last 5 minutes' })));
+    return;
+  }
+  ui.topKeysBody.replaceChildren(
+    ...keys.map((k) =>
+      el(
+        'tr',
+        {},
+        el('td', {}, el('a', { href: keyHref(k.keyId), text: k.name || k.keyId })),
+        el('td', { class: 'num', text: fmtNumber(k.requests) }),
+        el('td', { class: 'num', text: fmtNumber(k.rateLimited) }),
+      ),
+    ),
+  );
 }

@@ -34,6 +34,8 @@
  * @typedef {{ lookbackDays: number, routes: DeprecatedRoute[] }} DeprecationReport
  * @typedef {{ at: string, result: 'success' | 'failure', trigger: string }} LastReload
  * @typedef {{ hash: string, lastReload: LastReload | null, config: Record<string, unknown> }} ConfigView
+ * @typedef {{ keyId: string, name: string | null, consumerId: string | null, requests: number, rateLimited: number }} BusyKey
+ * @typedef {{ keys: BusyKey[] }} TopKeys
  * @typedef {{ name: string, plan: string, limits?: Limits, expiresAt?: string }} NewKey
  * @typedef {{ name: string, plan: string, expiresAt: string | null, limits?: Limits | null }} KeyChange
  */

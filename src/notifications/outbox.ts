@@ -1,0 +1,51 @@
+import type { WebhookEventType } from '../shared/config';
+import type { WebhookEvent } from './events';
+
+/**
+ * Where events wait until each receiver has them (CONTRACT §5: at least once, across restarts):
+ * Redis when the gateway has one, so that any instance delivers what another saw or left half
+ * done; SQLite under DATA_DIR in process. Both behave alike (test/integration/notifications/
+ * outbox-contract.ts runs one suite against both).
+ *
+ * An event becomes one delivery per receiver subscribed to its type. A delivery is claimed under a
+ * lease before it is tried, so two instances (or workers) never try the same one at once; one that
+ * dies mid-attempt leaves it to be claimed again when its lease ends.
+ */
+
+/** An event with the receivers (endpoint keys, see endpoints.ts) it goes to. */
+export interface OutboxEvent extends WebhookEvent {
+  endpoints: readonly string[];
+}
+
+/** A delivery taken for one attempt: this instance owns it until `leaseUntil`. */
+export interface ClaimedDelivery {
+  endpoint: string;
+  eventId: string;
+  type: WebhookEventType;
+  body: string;
+  createdAt: number;
+  /** Attempts already made (0 for the first). */
+  attempts: number;
+  /** Epoch ms the claim lapses; it also names the claim, so a late answer cannot touch a newer one. */
+  leaseUntil: number;
+}
+
+export interface Outbox {
+  /**
+   * Adds the events not seen before (by id, until their seenUntil), each due at once for each of its
+   * endpoints. Past `maxEvents` the oldest events are dropped; their types are returned (for the
+   * count). Safe to repeat: an event already added is not added again.
+   */
+  add(events: readonly OutboxEvent[], now: number, maxEvents: number): Promise<WebhookEventType[]>;
+  /** Up to `max` deliveries to `endpoint` due by `now`, each leased until `leaseUntil`. */
+  claim(endpoint: string, max: number, now: number, leaseUntil: number): Promise<ClaimedDelivery[]>;
+  /** Delivered, or given up: the delivery leaves; the event too once none of its deliveries is left. */
+  finish(delivery: ClaimedDelivery): Promise<void>;
+  /** The attempt failed: one more counted, tried again at `nextAt`. */
+  retry(delivery: ClaimedDelivery, nextAt: number): Promise<void>;
+  /** Not attempted after all (shutting down): due again at `now`, no attempt counted. */
+  release(delivery: ClaimedDelivery, now: number): Promise<void>;
+  /** Events waiting for at least one receiver. */
+  size(): Promise<number>;
+  close(): void;
+}

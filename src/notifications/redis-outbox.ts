@@ -1,0 +1,184 @@
+import type { WebhookEventType } from '../shared/config';
+import type { RedisClient } from '../shared/redis';
+import type { ClaimedDelivery, Outbox, OutboxEvent } from './outbox';
+
+/**
+ * The outbox in Redis, shared by every instance and worker: an instance that dies leaves its
+ * events to the others. Every key carries the hash tag `{outbox}`, so each script below touches one
+ * Cluster slot (events are rare: a few per key and day, so one slot carries them easily).
+ *
+ *   <ns>:webhooks:{outbox}:events     HASH  event id → {type, body, createdAt, endpoints}
+ *   <ns>:webhooks:{outbox}:order      ZSET  event id → createdAt (which are the oldest, for the bound)
+ *   <ns>:webhooks:{outbox}:seen       ZSET  event id → seenUntil (an event added again is recognised)
+ *   <ns>:webhooks:{outbox}:left       HASH  event id → deliveries not yet finished
+ *   <ns>:webhooks:{outbox}:attempts   HASH  "<endpoint> <event id>" → attempts made
+ *   <ns>:webhooks:{outbox}:due:<endpoint>  ZSET  event id → when it is due (a claim moves it to its lease's end)
+ *
+ * The scripts name the due sets of endpoints they learn from an event record by prefix rather than
+ * in KEYS; they share the hash tag, so they live in the same slot.
+ */
+
+/** KEYS 1 events, 2 order, 3 seen, 4 left, 5 attempts. ARGV 1 now, 2 max events, 3 due-set prefix, then per event: id, seenUntil, createdAt, record, endpoints (comma-separated). Reply: the types of the events dropped. */
+const ADD_LUA = `
+local now = tonumber(ARGV[1])
+local duePrefix = ARGV[3]
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+for i = 4, #ARGV, 5 do
+  local id = ARGV[i]
+  if not redis.call('ZSCORE', KEYS[3], id) then
+    redis.call('ZADD', KEYS[3], ARGV[i + 1], id)
+    redis.call('HSET', KEYS[1], id, ARGV[i + 3])
+    redis.call('ZADD', KEYS[2], ARGV[i + 2], id)
+    local n = 0
+    for endpoint in string.gmatch(ARGV[i + 4], '[^,]+') do
+      redis.call('ZADD', duePrefix .. endpoint, now, id)
+      n = n + 1
+    end
+    redis.call('HSET', KEYS[4], id, n)
+  end
+end
+local dropped = {}
+local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[2])
+if excess > 0 then
+  local oldest = redis.call('ZPOPMIN', KEYS[2], excess)
+  for j = 1, #oldest, 2 do
+    local id = oldest[j]
+    local record = redis.call('HGET', KEYS[1], id)
+    if record then
+      local decoded = cjson.decode(record)
+      for _, endpoint in ipairs(decoded.endpoints) do
+        redis.call('ZREM', duePrefix .. endpoint, id)
+        redis.call('HDEL', KEYS[5], endpoint .. ' ' .. id)
+      end
+      table.insert(dropped, decoded.type)
+    end
+    redis.call('HDEL', KEYS[1], id)
+    redis.call('HDEL', KEYS[4], id)
+  end
+end
+return dropped`;
+
+/** KEYS 1 the endpoint's due set, 2 events, 3 attempts. ARGV 1 now, 2 max, 3 lease end, 4 endpoint. Reply: id, record, attempts, … */
+const CLAIM_LUA = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local claimed = {}
+for _, id in ipairs(ids) do
+  local record = redis.call('HGET', KEYS[2], id)
+  if record then
+    redis.call('ZADD', KEYS[1], ARGV[3], id)
+    table.insert(claimed, id)
+    table.insert(claimed, record)
+    table.insert(claimed, redis.call('HGET', KEYS[3], ARGV[4] .. ' ' .. id) or '0')
+  else
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+return claimed`;
+
+/** Whether this claim still owns the delivery: its due score is still the lease end it set. */
+const OWNS_LUA = `local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score or tonumber(score) ~= tonumber(ARGV[2]) then return 0 end`;
+
+/** KEYS 1 due set, 2 events, 3 order, 4 left, 5 attempts. ARGV 1 id, 2 lease end, 3 endpoint. */
+const FINISH_LUA = `
+${OWNS_LUA}
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[3] .. ' ' .. ARGV[1])
+if redis.call('HINCRBY', KEYS[4], ARGV[1], -1) <= 0 then
+  redis.call('HDEL', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('HDEL', KEYS[4], ARGV[1])
+end
+return 1`;
+
+/** KEYS 1 due set, 2 attempts. ARGV 1 id, 2 lease end, 3 endpoint, 4 when due again, 5 attempts to add (1 retry, 0 release). */
+const RESCHEDULE_LUA = `
+${OWNS_LUA}
+redis.call('ZADD', KEYS[1], ARGV[4], ARGV[1])
+if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[2], ARGV[3] .. ' ' .. ARGV[1], ARGV[5]) end
+return 1`;
+
+const ADD = 'asgWebhookOutboxAdd';
+const CLAIM = 'asgWebhookOutboxClaim';
+const FINISH = 'asgWebhookOutboxFinish';
+const RESCHEDULE = 'asgWebhookOutboxReschedule';
+
+interface OutboxCommands {
+  [ADD](events: string, order: string, seen: string, left: string, attempts: string, ...argv: string[]): Promise<string[]>;
+  [CLAIM](due: string, events: string, attempts: string, ...argv: string[]): Promise<string[]>;
+  [FINISH](due: string, events: string, order: string, left: string, attempts: string, ...argv: string[]): Promise<number>;
+  [RESCHEDULE](due: string, attempts: string, ...argv: string[]): Promise<number>;
+}
+
+/** What the events hash holds per event. */
+interface StoredEvent {
+  type: WebhookEventType;
+  body: string;
+  createdAt: number;
+  endpoints: string[];
+}
+
+export class RedisOutbox implements Outbox {
+  private readonly commands: OutboxCommands;
+  private readonly prefix: string;
+
+  constructor(
+    private readonly redis: RedisClient,
+    namespace: string,
+  ) {
+    this.prefix = `${namespace}:webhooks:{outbox}:`;
+    redis.defineCommand(ADD, { numberOfKeys: 5, lua: ADD_LUA });
+    redis.defineCommand(CLAIM, { numberOfKeys: 3, lua: CLAIM_LUA });
+    redis.defineCommand(FINISH, { numberOfKeys: 5, lua: FINISH_LUA });
+    redis.defineCommand(RESCHEDULE, { numberOfKeys: 2, lua: RESCHEDULE_LUA });
+    this.commands = redis as unknown as OutboxCommands;
+  }
+
+  private key(name: 'events' | 'order' | 'seen' | 'left' | 'attempts'): string {
+    return this.prefix + name;
+  }
+
+  private due(endpoint: string): string {
+    return `${this.prefix}due:${endpoint}`;
+  }
+
+  /** One script call for the whole batch: the writer sends what gathered since its last flush. */
+  async add(events: readonly OutboxEvent[], now: number, maxEvents: number): Promise<WebhookEventType[]> {
+    const argv = [String(now), String(maxEvents), `${this.prefix}due:`];
+    for (const e of events) {
+      const stored: StoredEvent = { type: e.type, body: e.body, createdAt: e.createdAt, endpoints: [...e.endpoints] };
+      argv.push(e.id, String(e.seenUntil), String(e.createdAt), JSON.stringify(stored), e.endpoints.join(','));
+    }
+    const dropped = await this.commands[ADD](this.key('events'), this.key('order'), this.key('seen'), this.key('left'), this.key('attempts'), ...argv);
+    return dropped as WebhookEventType[];
+  }
+
+  async claim(endpoint: string, max: number, now: number, leaseUntil: number): Promise<ClaimedDelivery[]> {
+    const reply = await this.commands[CLAIM](this.due(endpoint), this.key('events'), this.key('attempts'), String(now), String(max), String(leaseUntil), endpoint);
+    const claimed: ClaimedDelivery[] = [];
+    for (let i = 0; i < reply.length; i += 3) {
+      const stored = JSON.parse(reply[i + 1]!) as StoredEvent;
+      claimed.push({ endpoint, eventId: reply[i]!, type: stored.type, body: stored.body, createdAt: stored.createdAt, attempts: Number(reply[i + 2]), leaseUntil });
+    }
+    return claimed;
+  }
+
+  async finish(d: ClaimedDelivery): Promise<void> {
+    await this.commands[FINISH](this.due(d.endpoint), this.key('events'), this.key('order'), this.key('left'), this.key('attempts'), d.eventId, String(d.leaseUntil), d.endpoint);
+  }
+
+  async retry(d: ClaimedDelivery, nextAt: number): Promise<void> {
+    await this.commands[RESCHEDULE](this.due(d.endpoint), this.key('attempts'), d.eventId, String(d.leaseUntil), d.endpoint, String(nextAt), '1');
+  }
+
+  async release(d: ClaimedDelivery, now: number): Promise<void> {
+    await this.commands[RESCHEDULE](this.due(d.endpoint), this.key('attempts'), d.eventId, String(d.leaseUntil), d.endpoint, String(now), '0');
+  }
+
+  async size(): Promise<number> {
+    return this.redis.zcard(this.key('order'));
+  }
+
+  /** The client is the caller's. */
+  close(): void {}
+}

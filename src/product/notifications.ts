@@ -1,0 +1,45 @@
+import type { Registry } from 'prom-client';
+import type { Config } from '../shared/config';
+import type { Clock } from '../shared/clock';
+import type { Logger } from '../shared/logger';
+import type { KeyDecisionListener } from '../gateway/handler';
+import { Notifier } from '../notifications/notifier';
+import type { KeyActivityRecorder } from '../keys/activity/key-activity';
+import type { Stores } from './stores';
+import type { Closers } from './closers';
+
+/**
+ * The webhooks (CONTRACT §5): their watches, outbox writer and dispatcher, over the stores' outbox.
+ * `notifications` is reloadable: the notifier asks the config in force for it when it needs it.
+ */
+export function startNotifications(
+  config: Config,
+  deps: { stores: Stores; configInForce: () => Config; registry: Registry; clock: Clock; logger: Logger; closers: Closers },
+): Notifier {
+  const notifier = new Notifier({
+    outbox: deps.stores.webhookOutbox,
+    config: () => deps.configInForce().notifications,
+    banDurationMs: config.ban.durationSeconds * 1000,
+    keys: deps.stores.keyStore,
+    clock: deps.clock,
+    logger: deps.logger.child({ component: 'webhooks' }),
+    registry: deps.registry,
+  });
+  deps.closers.add(() => notifier.close());
+  return notifier;
+}
+
+/**
+ * Each limiter decision of a key, to those who learn from it off the request path: the usage
+ * history takes the units admitted requests took of the day window (the usage export), the
+ * notifier the thresholds they passed and the bans. Neither calls a store here.
+ */
+export function keyDecisionListener(keyActivity: KeyActivityRecorder, notifier: Notifier): KeyDecisionListener {
+  return (record, decision, cost) => {
+    // Decisions taken without the shared store counted nothing in its day window.
+    if (decision.outcome === 'allowed' && !decision.fallback) {
+      keyActivity.recordUnits(record.id, cost, decision.day.limit - decision.day.remaining, decision.now);
+    }
+    notifier.watchDecision(record, decision, cost);
+  };
+}

@@ -1,0 +1,36 @@
+import type { Clock } from '../shared/clock';
+import type { KeyLimiter } from '../limits/types';
+import type { KeyStore } from '../keys';
+import type { KeyActivityRecorder } from '../keys/activity/key-activity';
+import type { TopKeysRecorder } from '../keys/activity/top-keys';
+import { usageExportLines } from '../keys/activity/usage-export';
+import type { UsageExport } from '../admin/usage-export-routes';
+import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
+import type { Stores } from './stores';
+import type { Recorders } from './recorders';
+
+/**
+ * Limits no count reaches: the limiter's usage read with them gives a window's raw count (limit
+ * minus what remains), whatever the key's own limits are today.
+ */
+const UNBOUNDED = { perMinute: Number.MAX_SAFE_INTEGER, perDay: Number.MAX_SAFE_INTEGER };
+
+/** GET /admin/usage/export over the key store, the usage history and, for today, the limiter's day windows. */
+export function usageExportOf(deps: { keyStore: KeyStore; history: KeyActivityRecorder; keyLimiter: KeyLimiter; clock: Clock }): UsageExport {
+  const unitsToday = async (keyId: string) => UNBOUNDED.perDay - (await deps.keyLimiter.usage(keyId, UNBOUNDED)).day.remaining;
+  return (firstDay, lastDay) => usageExportLines({ keys: () => deps.keyStore.list(), history: deps.history, unitsToday, clock: deps.clock }, firstDay, lastDay);
+}
+
+/** GET /admin/stats/top-keys over the per-minute buckets, with each key's name from the key service. */
+export function topKeysOf(recorder: TopKeysRecorder, keyService: { get(id: string): Promise<{ name: string } | null> }): TopKeysDependencies {
+  return { top: (minutes, limit) => recorder.top(minutes, limit), keyById: (id) => keyService.get(id) };
+}
+
+/** Both reports of the admin listener (GET /admin/usage/export, GET /admin/stats/top-keys). */
+export function usageReports(deps: { stores: Stores; recorders: Recorders; keyService: { get(id: string): Promise<{ name: string } | null> }; clock: Clock }) {
+  const { stores, recorders, clock } = deps;
+  return {
+    usageExport: usageExportOf({ keyStore: stores.keyStore, history: recorders.keyActivity, keyLimiter: stores.limiters.keyLimiter, clock }),
+    topKeys: topKeysOf(recorders.topKeys, deps.keyService),
+  };
+}
