@@ -377,7 +377,17 @@ export class RedisKeyLimiter implements KeyLimiter {
       ? await this.commands[SLIDING_CONSUME_COMMAND](key, key + ':log', key + ':mo', ...argv)
       : await this.commands[CONSUME_COMMAND](key, key + ':mo', ...argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
-    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits, reply[5] || undefined, cost, month);
+    const decision = keyDecision({
+      outcome: reply[0],
+      now: reply[1],
+      minuteCount: reply[2],
+      dayCount: reply[3],
+      bannedUntil: reply[4],
+      limits,
+      minuteResetAt: reply[5] || undefined,
+      cost,
+      month,
+    });
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
     return decision;
   }
@@ -415,7 +425,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       ? await this.commands[SLIDING_USAGE_COMMAND](key, key + ':log', key + ':mo', ...argv)
       : await this.commands[USAGE_COMMAND](key, key + ':mo', ...argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[5], reply[6], reply[8], reply[7]);
-    return keyUsage(reply[0], reply[1], reply[2], reply[3], limits, reply[4] || undefined, month);
+    return keyUsage({ now: reply[0], minuteCount: reply[1], dayCount: reply[2], bannedUntil: reply[3], limits, minuteResetAt: reply[4] || undefined, month });
   }
 
   async unban(keyId: string): Promise<void> {
