@@ -1,14 +1,10 @@
+import { retryAfterSeconds } from '../shared/retry-after';
 import type { MonthWindowState, WindowLimits, WindowName, WindowState } from '../limits/types';
 
 const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
 
 function secondsUntil(resetAt: number, now: number): number {
   return Math.max(0, Math.ceil((resetAt - now) / 1000));
-}
-
-/** Retry-After is whole seconds and at least 1 (CONTRACT §4). */
-export function retryAfterSeconds(waitMs: number): string {
-  return String(Math.max(1, Math.ceil(waitMs / 1000)));
 }
 
 /**

@@ -3,7 +3,6 @@ import {
   bannedRateLimitHeaders,
   bindingWindow,
   keyRateLimitHeaders,
-  retryAfterSeconds,
 } from '../../../src/gateway/rate-limit-headers';
 import type { WindowState } from '../../../src/limits/types';
 
@@ -13,21 +12,6 @@ const DAY_END = Date.UTC(2026, 0, 2);
 
 const minute = (remaining: number, limit = 60): WindowState => ({ limit, remaining, resetAt: MINUTE_END });
 const day = (remaining: number, limit = 1000): WindowState => ({ limit, remaining, resetAt: DAY_END });
-
-describe('retryAfterSeconds', () => {
-  it.each([
-    [0, '1'],
-    [-5, '1'],
-    [1, '1'],
-    [999, '1'],
-    [1000, '1'],
-    [1001, '2'],
-    [44_750, '45'],
-    [86_400_000, '86400'],
-  ])('%d ms → %s', (ms, expected) => {
-    expect(retryAfterSeconds(ms)).toBe(expected);
-  });
-});
 
 describe('bindingWindow', () => {
   it('is the window with fewest remaining', () => {
