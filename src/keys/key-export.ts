@@ -1,4 +1,5 @@
 import { billingDayOf, limitsOf } from './record';
+import { accessListsOf, accessListsPatch } from '../access/access-lists';
 import type { ApiKeyRecord } from './types';
 
 /**
@@ -38,6 +39,7 @@ export function exportLine(record: ApiKeyRecord, prefix: string): string {
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
     ...billingDayOf(record.billingDay),
+    ...accessListsOf(record),
   });
 }
 
@@ -76,6 +78,15 @@ function billingDayField(value: unknown): { billingDay?: number } {
   }
 }
 
+/** The access lists of a line, checked as the admin API checks them (400's message as the line's reason). */
+function accessListsField(v: Fields): Pick<ApiKeyRecord, 'allowedOperations' | 'allowedAddresses'> {
+  try {
+    return accessListsOf(accessListsPatch(v));
+  } catch (err) {
+    throw new Error((err as Error).message);
+  }
+}
+
 /** One line → record; throws a plain Error saying what is wrong. */
 function parseLine(line: string, prefix: string): ApiKeyRecord {
   let v: Fields;
@@ -101,6 +112,7 @@ function parseLine(line: string, prefix: string): ApiKeyRecord {
     previousHash: optional(v, 'previousHash', HASH),
     previousKeyExpiresAt: optional(v, 'previousKeyExpiresAt', INSTANT),
     ...billingDayField(v.billingDay),
+    ...accessListsField(v),
   };
   if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null)) throw new Error('previousHash and previousKeyExpiresAt go together');
   if (record.previousHash === record.hash) throw new Error('previousHash equals hash');
