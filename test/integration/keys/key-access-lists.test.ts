@@ -84,7 +84,9 @@ describe('SqliteKeyStore keeps access lists', () => {
     await first.insert(record);
     await first.close();
     const db = new Database(path.join(dataDir, KEYS_DATABASE_FILE));
+    // As the file was before migration 5: no access_policy column, user_version 4.
     db.exec('ALTER TABLE api_keys DROP COLUMN access_policy');
+    db.pragma('user_version = 4');
     db.close();
 
     const second = new SqliteKeyStore({ dataDir });
