@@ -76,7 +76,7 @@ async function layoutShift(): Promise<number> {
         let total = 0;
         const moved: string[] = [];
         new PerformanceObserver((list) => {
-          type Source = { node?: { id?: string; tagName?: string; className?: string }; previousRect: DOMRectReadOnly; currentRect: DOMRectReadOnly };
+          type Source = { node?: { id?: string; tagName?: string; className?: string }; previousRect: { y: number; height: number }; currentRect: { y: number; height: number } };
           for (const entry of list.getEntries() as unknown as Array<{ value: number; hadRecentInput: boolean; sources: Source[] }>) {
             if (entry.hadRecentInput) continue;
             total += entry.value;
