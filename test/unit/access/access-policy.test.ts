@@ -1,4 +1,5 @@
 import { accessDenial, accessPolicyOf, compileAccessPolicy, OPEN_ACCESS } from '../../../src/access/access-policy';
+import { consumerAccessPolicy } from '../../../src/access/consumer-policy';
 
 const attempt = (operationId: string | null, clientAddress: string) => ({ operationId, clientAddress });
 
@@ -87,5 +88,22 @@ describe('accessDenial: a key and its consumer', () => {
     expect(accessDenial(attempt('createPet', '127.0.0.1'), readOnlyKey, OPEN_ACCESS)).toBe('operation');
     expect(accessDenial(attempt('createPet', '127.0.0.1'), OPEN_ACCESS, null)).toBeNull();
     expect(accessDenial(attempt('createPet', '127.0.0.1'), OPEN_ACCESS, officeConsumer)).toBe('address');
+  });
+});
+
+describe('consumerAccessPolicy: the seam consumers plug into', () => {
+  const consumers = new Map([['con_1', Object.freeze({ allowedOperations: ['listPets'] })]]);
+  const policyOf = consumerAccessPolicy((id) => consumers.get(id));
+
+  it("finds the key's consumer and compiles its lists once", () => {
+    const first = policyOf({ consumerId: 'con_1' } as never);
+    expect(first).not.toBeNull();
+    expect(policyOf({ consumerId: 'con_1' } as never)).toBe(first);
+    expect(accessDenial(attempt('createPet', '127.0.0.1'), OPEN_ACCESS, first)).toBe('operation');
+  });
+
+  it('a key without a consumer, or with one this instance does not hold, has no consumer policy', () => {
+    expect(policyOf({} as never)).toBeNull();
+    expect(policyOf({ consumerId: 'con_unknown' } as never)).toBeNull();
   });
 });
