@@ -49,6 +49,9 @@ interface KeyUsageCommands {
   [ADD_USAGE_COMMAND](key: string, ledger: string, ...argv: string[]): Promise<number>;
 }
 
+/** Ids a ZMSCORE of the last-used times reads at once. */
+const LAST_USED_STEP = 1000;
+
 /**
  * Redis layout:
  *   <ns>:key-usage:{<key id>}   HASH  `<day>:a|r|b` → count (HINCRBY, so instances add up exactly),
@@ -113,14 +116,17 @@ export class RedisKeyActivityStore implements KeyActivityStore {
     return result;
   }
 
+  /** ZMSCORE in steps of LAST_USED_STEP ids: a listing of 100,000 keys is not one command holding Redis. */
   async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
     const result = new Map<string, number>();
-    if (keyIds.length === 0) return result;
-    const scores = await this.redis.zmscore(this.lastUsedKey, ...keyIds);
-    keyIds.forEach((id, i) => {
-      const score = scores[i];
-      if (score !== null && score !== undefined) result.set(id, Number(score));
-    });
+    for (let at = 0; at < keyIds.length; at += LAST_USED_STEP) {
+      const ids = keyIds.slice(at, at + LAST_USED_STEP);
+      const scores = await this.redis.zmscore(this.lastUsedKey, ...ids);
+      ids.forEach((id, i) => {
+        const score = scores[i];
+        if (score !== null && score !== undefined) result.set(id, Number(score));
+      });
+    }
     return result;
   }
 

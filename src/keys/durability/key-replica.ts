@@ -7,8 +7,9 @@ import type { ApiKeyRecord } from '../types';
 /**
  * This instance's durable copy of the key records that live in Redis: SQLite under DATA_DIR, and
  * the same records in Maps so a lookup that Redis misses costs no I/O. Fed by this instance's own
- * writes and by the change stream it follows; never told to forget a record (keys are revoked,
- * never deleted), so it still holds every key after Redis lost them.
+ * writes and by the change stream it follows; never told to forget a record that existed (keys are
+ * revoked, never deleted; only an import undone forgets what it created), so it still holds every
+ * key after Redis lost them.
  *
  * One file per Redis namespace: a DATA_DIR used against two namespaces never mixes their keys.
  * Workers of one instance share the file (WAL, busy timeout); each keeps its own Maps.
@@ -22,6 +23,7 @@ export class KeyReplica {
   private readonly byHash = new Map<string, ApiKeyRecord>();
   private readonly db: Database.Database;
   private readonly upsert: Database.Statement<[string, string]>;
+  private readonly remove: Database.Statement<[string]>;
 
   constructor(dataDir: string, namespace: string) {
     fs.mkdirSync(dataDir, { recursive: true });
@@ -31,6 +33,7 @@ export class KeyReplica {
       this.db.pragma('synchronous = FULL');
       this.db.pragma('busy_timeout = 5000');
       this.db.exec('CREATE TABLE IF NOT EXISTS key_records (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT');
+      this.remove = this.db.prepare('DELETE FROM key_records WHERE id = ?');
       this.upsert = this.db.prepare('INSERT INTO key_records (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
       for (const row of this.db.prepare('SELECT json FROM key_records').all() as Array<{ json: string }>) this.remember(decodeRecord(row.json), row.json);
     } catch (err) {
@@ -51,6 +54,15 @@ export class KeyReplica {
 
   put(record: ApiKeyRecord): void {
     this.putAll([record]);
+  }
+
+  /** Drops a record that no longer exists anywhere: one an import created and then undid. */
+  forget(id: string): void {
+    const before = this.byId.get(id);
+    if (!before) return;
+    this.remove.run(id);
+    this.byId.delete(id);
+    for (const hash of hashesOf(before.record)) if (this.byHash.get(hash)?.id === id) this.byHash.delete(hash);
   }
 
   findByHash(hash: string): ApiKeyRecord | null {

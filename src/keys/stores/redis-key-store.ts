@@ -1,10 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import { duplicateForSubscribe, type RedisClient } from '../../shared/redis';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from '../record';
-import { HEALTH_SCRIPT, IMPORT_SCRIPT, RESTORE_MISSING_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
+import { GET_MANY_SCRIPT, HEALTH_SCRIPT, RESTORE_MISSING_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
+import { redisKeyImport, RECORDS_PER_READ, type RedisImportResult } from './redis-key-import';
 import { bumpIssuedMarkLua, markOfMessage, parseIssuedMark, SCAN_BATCH, SCAN_HASHES_SCRIPT, START_ISSUED_MARK_SCRIPT } from './redis-issued-marks';
-import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore, type StoreIssuedMark } from '../types';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
 
 export interface RedisKeyStoreOptions {
   /** Prefix of every Redis key and channel (config `redis.namespace`). */
@@ -32,6 +34,8 @@ export interface RedisKeyStoreOptions {
  */
 export function redisKeyLayout(namespace: string) {
   return {
+    /** An import's journal (redis-key-import.ts): id → state before the import, '' for none; gone once it ends. */
+    importJournal: (token: string) => `${namespace}:keys:{k}:import-journal:${token}`,
     byHash: `${namespace}:keys:{k}:by-hash`,
     byId: `${namespace}:keys:{k}:by-id`,
     issued: `${namespace}:keys:{k}:issued`,
@@ -100,8 +104,11 @@ const MAX_CAS_ATTEMPTS = 20;
 /** Records per restore script: keeps each one short, so Redis never stalls on a large restore. */
 const RESTORE_BATCH = 500;
 
+/** Entries per HSCAN step of the ids (about 30 bytes each, so a step is well under a millisecond). */
+const IDS_PER_SCAN = 1000;
+
 /** The four script arguments of a record (see redis-key-recovery-scripts.ts). */
-function recordArgs(record: ApiKeyRecord): string[] {
+function recordArgsForRestore(record: ApiKeyRecord): string[] {
   return [record.id, encodeRecord(record), record.hash, record.previousHash ?? ''];
 }
 
@@ -209,16 +216,48 @@ export class RedisKeyStore implements KeyStore {
     return typeof json === 'string' ? decodeRecord(json) : null;
   }
 
-  /** Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`). */
+  /**
+   * Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`).
+   * Read in HSCAN steps (scanRecords), never one HGETALL, so no command holds Redis for long.
+   */
   async list(): Promise<ApiKeyRecord[]> {
-    const entries = await this.redis.hgetall(this.layout.byHash);
     const records: ApiKeyRecord[] = [];
-    for (const [hash, json] of Object.entries(entries)) {
-      const record = decodeRecord(json);
-      // A rotated key sits under its previous hash too; list it once.
-      if (record.hash === hash) records.push(record);
-    }
+    await this.scanRecords((batch) => void records.push(...batch));
     return records.sort(byCreation);
+  }
+
+  /**
+   * HSCAN over by-hash, RECORDS_PER_READ entries a step, the event loop turning between steps. A
+   * rotated key sits under its previous hash too and HSCAN may return an entry twice (while Redis
+   * resizes the hash): each record is given once. A record rotated during the scan may be missed.
+   */
+  async scanRecords(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void> {
+    const seen = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, entries] = await this.redis.hscan(this.layout.byHash, cursor, 'COUNT', RECORDS_PER_READ);
+      cursor = next;
+      const records: ApiKeyRecord[] = [];
+      for (let i = 0; i < entries.length; i += 2) {
+        const record = decodeRecord(entries[i + 1]!);
+        if (record.hash !== entries[i] || seen.has(record.id)) continue;
+        seen.add(record.id);
+        records.push(record);
+      }
+      if (records.length > 0) await onBatch(records);
+      await turnOfEventLoop();
+    } while (cursor !== '0');
+  }
+
+  /** The records of these ids (absent ones are missing from the map), in one round trip. */
+  async getMany(ids: readonly string[]): Promise<Map<string, ApiKeyRecord>> {
+    const found = new Map<string, ApiKeyRecord>();
+    if (ids.length === 0) return found;
+    const jsons = (await this.script(GET_MANY_SCRIPT, [this.layout.byId, this.layout.byHash], [...ids])) as Array<string | null>;
+    jsons.forEach((json, i) => {
+      if (typeof json === 'string') found.set(ids[i]!, decodeRecord(json));
+    });
+    return found;
   }
 
   update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
@@ -233,19 +272,20 @@ export class RedisKeyStore implements KeyStore {
     return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
   }
 
-  async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
-    const { byHash, byId, channel, writes } = this.layout;
-    let counts: unknown;
-    try {
-      counts = await this.script(IMPORT_SCRIPT, [byHash, byId, writes, this.layout.issued], [channel, newEpoch(), ...records.flatMap(recordArgs)]);
-    } catch (err) {
-      const conflict = /hash-conflict (\S+) (\S+)/.exec((err as Error).message);
-      if (conflict) throw new KeyImportConflict(conflict[1]!, conflict[2]!);
-      throw err;
-    }
-    const [imported, unchanged] = counts as [number, number];
-    // Changes are published by the script; this instance's listeners hear them through the channel.
-    return { imported, unchanged };
+  /**
+   * In batches of a few hundred records, each one script of a few milliseconds, with a journal that
+   * undoes the batches written when a later one fails (redis-key-import.ts): all or nothing at any
+   * size, and never a command near the command timeout.
+   */
+  importRecords(records: ApiKeyRecord[]): Promise<RedisImportResult> {
+    return redisKeyImport(records, {
+      layout: this.layout,
+      run: (source, keys, args) => this.script(source, keys, args),
+      getMany: (ids) => this.getMany(ids),
+      del: async (key) => void (await this.redis.del(key)),
+      scanJournal: (key, cursor) => this.redis.hscan(key, cursor, 'COUNT', RECORDS_PER_READ),
+      newEpoch,
+    });
   }
 
   /** Writes the records whose id and hashes are all absent (after data loss); returns the ids written. */
@@ -254,7 +294,7 @@ export class RedisKeyStore implements KeyStore {
     const restored: string[] = [];
     for (let at = 0; at < records.length; at += RESTORE_BATCH) {
       const batch = records.slice(at, at + RESTORE_BATCH);
-      const ids = await this.script(RESTORE_MISSING_SCRIPT, [byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgs)]);
+      const ids = await this.script(RESTORE_MISSING_SCRIPT, [byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgsForRestore)]);
       restored.push(...(ids as string[]));
     }
     return restored;
@@ -271,9 +311,17 @@ export class RedisKeyStore implements KeyStore {
     return (await this.redis.set(this.layout.epoch, epoch, 'NX')) === 'OK';
   }
 
-  /** The ids Redis holds. */
+  /** The ids Redis holds, in HSCAN steps (never one HKEYS of every key). */
   async ids(): Promise<string[]> {
-    return this.redis.hkeys(this.layout.byId);
+    const ids: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, entries] = await this.redis.hscan(this.layout.byId, cursor, 'COUNT', IDS_PER_SCAN);
+      cursor = next;
+      for (let i = 0; i < entries.length; i += 2) ids.push(entries[i]!);
+      await turnOfEventLoop();
+    } while (cursor !== '0');
+    return [...new Set(ids)];
   }
 
   /** Takes the restore lock for `ttlMs` unless another holder has it. */
@@ -432,7 +480,8 @@ export class RedisKeyStore implements KeyStore {
     }
     if (!isKeyChange(change)) return;
     const mark = markOfMessage(change as { epoch?: unknown; seq?: unknown });
-    this.changeListeners.emit(mark ? { id: change.id, hash: change.hash, mark } : { id: change.id, hash: change.hash });
+    const removed = (change as { removed?: unknown }).removed === true ? { removed: true as const } : {};
+    this.changeListeners.emit(mark ? { id: change.id, hash: change.hash, mark, ...removed } : { id: change.id, hash: change.hash, ...removed });
   }
 
   /**
