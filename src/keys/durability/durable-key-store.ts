@@ -6,6 +6,9 @@ import { RECORDS_PER_READ, type RedisImportResult } from '../stores/redis-key-im
 import { hashesOf } from '../record';
 import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
 
+/** Records a transaction of the copy takes during an import (each one fsync, synchronous = FULL). */
+const REPLICA_STEP = 2000;
+
 /**
  * The Redis key store with this instance's durable copy behind it (CONTRACT §4: keys are never
  * lost with Redis's data). Redis stays the truth whenever it holds a record; a record it lacks is
@@ -25,6 +28,11 @@ export class DurableKeyStore implements KeyStore {
   private readonly pending = new Map<string, boolean>();
   private following = false;
   private closed = false;
+  /**
+   * Ids of this instance's imports in progress: their changes need no read-back (the import writes
+   * the copy itself before it answers, and nothing when it is undone).
+   */
+  private readonly importing = new Map<string, number>();
 
   constructor(
     private readonly redis: RedisKeyStore,
@@ -97,12 +105,21 @@ export class DurableKeyStore implements KeyStore {
    * a few hundred with the event loop turning between them; an import undone writes nothing here.
    */
   async importRecords(records: ApiKeyRecord[]): Promise<RedisImportResult> {
-    const result = await this.redis.importRecords(records);
-    for (let at = 0; at < result.written.length; at += RECORDS_PER_READ) {
-      this.replica.putAll(result.written.slice(at, at + RECORDS_PER_READ));
-      await turnOfEventLoop();
+    for (const { id } of records) this.importing.set(id, (this.importing.get(id) ?? 0) + 1);
+    try {
+      const result = await this.redis.importRecords(records);
+      for (let at = 0; at < result.written.length; at += REPLICA_STEP) {
+        this.replica.putAll(result.written.slice(at, at + REPLICA_STEP));
+        await turnOfEventLoop();
+      }
+      return result;
+    } finally {
+      for (const { id } of records) {
+        const left = this.importing.get(id)! - 1;
+        if (left === 0) this.importing.delete(id);
+        else this.importing.set(id, left);
+      }
     }
-    return result;
   }
 
   onChange(listener: (change: KeyChange) => void): () => void {
@@ -139,6 +156,7 @@ export class DurableKeyStore implements KeyStore {
    * import undone). A read that fails is tried again a second later, so no change is dropped.
    */
   private follow(change: KeyChange): void {
+    if (this.importing.has(change.id)) return;
     this.pending.set(change.id, change.removed === true);
     if (this.following) return;
     this.following = true;

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
 import { exportLine } from '../../../src/keys/key-export';
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
@@ -98,9 +99,14 @@ test('20,000 records import on Redis with the default command timeout: 200, ever
   const body = backupOf(generated);
   expect(body.length).toBeGreaterThan(5_000_000);
 
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const began = Date.now();
   const importing = importBody(p, body).then((res) => res);
   const [res, traffic] = await Promise.all([importing, concurrentClient(p, watcher.key, importing)]);
-  if (res.status !== 200) console.log(p.logs.text.split('\n').filter((l) => /"level":(50|40)/.test(l)).join('\n').slice(0, 5000));
+  delay.disable();
+  console.log(`20,000-record import: ${Date.now() - began} ms, ${traffic.answered} concurrent requests, event loop delay max ${(delay.max / 1e6).toFixed(0)} ms p99 ${(delay.percentile(99) / 1e6).toFixed(0)} ms`);
+  if (res.status !== 200) console.log(p.logs.text().split('\n').filter((l) => /"level":(50|40)/.test(l)).join('\n').slice(0, 5000));
   expect({ status: res.status, body: res.body as unknown }).toEqual({ status: 200, body: { imported: 20_000, unchanged: 0 } });
   expect(traffic.failed).toEqual([]);
 
