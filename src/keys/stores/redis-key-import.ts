@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as turnOfEventLoop, setTimeout as sleep } from 'node:timers/promises';
 import { keepRevocations } from '../import-rules';
-import { IMPORT_BATCH_SCRIPT, UNDO_IMPORT_SCRIPT } from './redis-key-recovery-scripts';
+import type { LuaCaller } from '../../shared/lua-script';
 import { KeyImportConflict, type ApiKeyRecord, type ImportResult } from '../types';
 import { encodeRecord } from '../record';
 
@@ -41,7 +41,9 @@ export interface RedisImportResult extends ImportResult {
 
 export interface RedisImportDependencies {
   layout: ImportLayout;
-  run: (source: string, keys: string[], args: string[]) => Promise<unknown>;
+  /** IMPORT_BATCH_SCRIPT and UNDO_IMPORT_SCRIPT (redis-key-recovery-scripts.ts) on the store's client. */
+  importBatch: LuaCaller<[number, ...string[]]>;
+  undoBatch: LuaCaller<number>;
   getMany: (ids: readonly string[]) => Promise<Map<string, ApiKeyRecord>>;
   del: (key: string) => Promise<void>;
   scanJournal: (key: string, cursor: string) => Promise<[string, string[]]>;
@@ -81,7 +83,7 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
       const current = await deps.getMany(given.map((record) => record.id));
       const batch = keepRevocations(given, (id) => current.get(id));
       const args = [channel, deps.newEpoch(), String(JOURNAL_TTL_MS), ...batch.flatMap(recordArgs)];
-      const [same, ...ids] = (await deps.run(IMPORT_BATCH_SCRIPT, [byHash, byId, writes, issued, journal], args)) as [number, ...string[]];
+      const [same, ...ids] = await deps.importBatch([byHash, byId, writes, issued, journal], args);
       unchanged += same;
       const changed = new Set(ids);
       written.push(...batch.filter((record) => changed.has(record.id)));
@@ -117,7 +119,7 @@ async function undoOnce(journal: string, deps: RedisImportDependencies): Promise
     const [next, entries] = await deps.scanJournal(journal, cursor);
     cursor = next;
     const ids = entries.filter((_, i) => i % 2 === 0);
-    if (ids.length > 0) await deps.run(UNDO_IMPORT_SCRIPT, [byHash, byId, issued, journal], [channel, deps.newEpoch(), ...ids]);
+    if (ids.length > 0) await deps.undoBatch([byHash, byId, issued, journal], [channel, deps.newEpoch(), ...ids]);
     await turnOfEventLoop();
   } while (cursor !== '0');
   await deps.del(journal);
