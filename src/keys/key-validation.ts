@@ -18,13 +18,12 @@ function invalid(message: string): ApiError {
 }
 
 /**
- * Control characters (C0, DEL, C1) and bidirectional overrides would rewrite an operator's terminal
- * or console; a lone surrogate is not text at all (it cannot be written as UTF-8, so SQLite and a
- * backup file would change it).
+ * A lone surrogate is not text at all: it cannot be written as UTF-8, so SQLite, Redis and a backup
+ * file would each change it (the probe's import failed half-way on one). With the u flag a pair is
+ * one code point, so only a lone half matches. Control characters stay accepted, as they always
+ * were for the admin API: every place that shows a name escapes them (the CLI, the console).
  */
-/** With the u flag a pair is one code point, so only a lone half matches. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 
 export function validName(name: unknown): string {
   if (typeof name !== 'string') throw invalid('name must be a string.');
@@ -33,7 +32,6 @@ export function validName(name: unknown): string {
     throw invalid(`name must be 1 to ${MAX_NAME_LENGTH} characters.`);
   }
   if (LONE_SURROGATE.test(trimmed)) throw invalid('name must be text (it holds a lone surrogate).');
-  if (UNPRINTABLE.test(trimmed)) throw invalid('name must not hold control characters or bidirectional overrides.');
   return trimmed;
 }
 

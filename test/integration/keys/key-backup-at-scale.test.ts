@@ -194,5 +194,7 @@ test('in process: an older backup keeps a revocation too, and a malformed instan
   expect((res.body as { message: string }).message).toMatch(/line 2: expiresAt is missing or not an RFC 3339 instant/);
   const surrogate = [exportLine(generated[0]!.record, PREFIX), exportLine({ ...generated[2]!.record, name: 'x\ud800' }, PREFIX)].join('\n');
   expectError(await importBody(p, surrogate), 400, 'validation_failed');
+  // The admin API refuses the same name: both read a key's fields with one set of checks.
+  expectError(await adminRequest(p, 'post', '/admin/keys').send({ name: 'x\ud800', plan: 'free' }), 400, 'validation_failed');
   expect(((await adminRequest(p, 'get', '/admin/keys').expect(200)).body as unknown[]).length).toBe(1);
 }, 60_000);
