@@ -31,8 +31,32 @@ export const RECORDS_PER_READ = 500;
  */
 const JOURNAL_TTL_MS = 24 * 3600 * 1000;
 
-/** Attempts, a second apart, at undoing a failed import (Redis may have been briefly away). */
-const UNDO_ATTEMPTS = 5;
+/** Attempts, a second apart, at undoing a failed import (Redis may have been away for a while). */
+const UNDO_ATTEMPTS = 30;
+
+/**
+ * Attempts at one batch whose answer did not come (a timeout, a dropped connection): the script is
+ * safe to send again (see IMPORT_BATCH_SCRIPT), and a busy Redis or host should not undo an import
+ * of 100,000 records for one slow answer. A refusal (conflict) is never retried.
+ */
+const BATCH_ATTEMPTS = 5;
+
+/** A script's own refusal, as opposed to an answer that did not come. */
+function isRefusal(err: unknown): boolean {
+  return /hash-conflict|revoked-meanwhile/.test((err as Error).message ?? '');
+}
+
+/** Runs `step`, again after a short pause when its answer did not come (not when Redis refused it). */
+export async function withRetries<T>(step: () => Promise<T>, attempts: number): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (err) {
+      if (isRefusal(err) || attempt >= attempts) throw err;
+      await sleep(100 * attempt);
+    }
+  }
+}
 
 /** What the Redis store's import did, with the records as written (revocations kept) for a durable copy. */
 export interface RedisImportResult extends ImportResult {
@@ -80,10 +104,10 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
   try {
     for (let at = 0; at < records.length; at += IMPORT_BATCH) {
       const given = records.slice(at, at + IMPORT_BATCH);
-      const current = await deps.getMany(given.map((record) => record.id));
+      const current = await withRetries(() => deps.getMany(given.map((record) => record.id)), BATCH_ATTEMPTS);
       const batch = keepRevocations(given, (id) => current.get(id));
       const args = [channel, deps.newEpoch(), String(JOURNAL_TTL_MS), ...batch.flatMap(recordArgs)];
-      const [same, ...ids] = await deps.importBatch([byHash, byId, writes, issued, journal], args);
+      const [same, ...ids] = await withRetries(() => deps.importBatch([byHash, byId, writes, issued, journal], args), BATCH_ATTEMPTS);
       unchanged += same;
       const changed = new Set(ids);
       written.push(...batch.filter((record) => changed.has(record.id)));
@@ -93,7 +117,7 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
     await undo(journal, deps);
     throw refusalOf(err);
   }
-  await deps.del(journal);
+  await withRetries(() => deps.del(journal), BATCH_ATTEMPTS).catch(() => {});
   return { imported: written.length, unchanged, ids: written.map((record) => record.id), written };
 }
 

@@ -33,7 +33,8 @@ end
  * too (the caller keeps revocations; this catches a revocation made meanwhile). Then records whose
  * stored JSON already equals the given one are counted unchanged; for each other one the state it
  * had ('' when it did not exist) goes into the import's journal first, then it is written,
- * dropping hashes it no longer has and publishing one change per hash touched.
+ * dropping hashes it no longer has and publishing one change per hash touched. The script may be
+ * sent again (its answer lost to a timeout): a record the journal already holds counts as written.
  *
  * KEYS: 1 by-hash, 2 by-id, 3 writes, 4 issued, 5 journal. ARGV: 1 channel, 2 epoch candidate,
  * 3 journal ttl ms, then four arguments a record. Returns {unchanged, ids written...} or an error
@@ -67,7 +68,8 @@ for i = 0, n - 1 do
   local id, json, h1, h2 = arg(i, 1), arg(i, 2), arg(i, 3), arg(i, 4)
   local current = currents[i]
   if current == json then
-    unchanged = unchanged + 1
+    -- Written by this import already (a batch sent again after its answer was lost): still its write.
+    if redis.call('HEXISTS', journal, id) == 1 then written[#written + 1] = id else unchanged = unchanged + 1 end
   else
     redis.call('HSETNX', journal, id, current or '')
     local touched = {}

@@ -5,7 +5,7 @@ import { duplicateForSubscribe, type RedisClient } from '../../shared/redis';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from '../record';
 import { GET_MANY_SCRIPT, HEALTH_SCRIPT, IMPORT_BATCH_SCRIPT, RESTORE_MISSING_SCRIPT, UNDO_IMPORT_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
-import { redisKeyImport, RECORDS_PER_READ, type RedisImportResult } from './redis-key-import';
+import { IMPORT_BATCH, redisKeyImport, RECORDS_PER_READ, withRetries, type RedisImportResult } from './redis-key-import';
 import { bumpIssuedMarkLua, markOfMessage, parseIssuedMark, SCAN_BATCH, SCAN_HASHES_SCRIPT, START_ISSUED_MARK_SCRIPT } from './redis-issued-marks';
 import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
 
@@ -107,6 +107,9 @@ const RESTORE_BATCH = 500;
 
 /** Entries per HSCAN step of the ids (about 30 bytes each, so a step is well under a millisecond). */
 const IDS_PER_SCAN = 1000;
+
+/** Attempts at one HSCAN step of a full read (listing, export, durable copy). */
+const READ_ATTEMPTS = 3;
 
 /** The four script arguments of a record (see redis-key-recovery-scripts.ts). */
 function recordArgsForRestore(record: ApiKeyRecord): string[] {
@@ -255,7 +258,8 @@ export class RedisKeyStore implements KeyStore {
     const seen = new Set<string>();
     let cursor = '0';
     do {
-      const [next, entries] = await this.redis.hscan(this.layout.byHash, cursor, 'COUNT', RECORDS_PER_READ);
+      // A step whose answer did not come is read again: a listing of 100,000 keys should not fail for one slow answer.
+      const [next, entries] = await withRetries(() => this.redis.hscan(this.layout.byHash, cursor, 'COUNT', RECORDS_PER_READ), READ_ATTEMPTS);
       cursor = next;
       const records: ApiKeyRecord[] = [];
       for (let i = 0; i < entries.length; i += 2) {
@@ -304,7 +308,7 @@ export class RedisKeyStore implements KeyStore {
       undoBatch: this.scripts.undoImport,
       getMany: (ids) => this.getMany(ids),
       del: async (key) => void (await this.redis.del(key)),
-      scanJournal: (key, cursor) => this.redis.hscan(key, cursor, 'COUNT', RECORDS_PER_READ),
+      scanJournal: (key, cursor) => this.redis.hscan(key, cursor, 'COUNT', IMPORT_BATCH),
       newEpoch,
     });
   }
@@ -337,7 +341,7 @@ export class RedisKeyStore implements KeyStore {
     const ids: string[] = [];
     let cursor = '0';
     do {
-      const [next, entries] = await this.redis.hscan(this.layout.byId, cursor, 'COUNT', IDS_PER_SCAN);
+      const [next, entries] = await withRetries(() => this.redis.hscan(this.layout.byId, cursor, 'COUNT', IDS_PER_SCAN), READ_ATTEMPTS);
       cursor = next;
       for (let i = 0; i < entries.length; i += 2) ids.push(entries[i]!);
       await turnOfEventLoop();
