@@ -170,6 +170,11 @@ export class KeyService {
     return null;
   }
 
+  /** Whether no key exists yet, in one command where the store can count (never a read of every key). */
+  async isEmpty(): Promise<boolean> {
+    return this.store.count ? (await this.store.count()) === 0 : (await this.store.list()).length === 0;
+  }
+
   /** Records still carry `hash`; strip it (`withoutHash`) before showing them. */
   list(): Promise<ApiKeyRecord[]> {
     return this.store.list();

@@ -106,6 +106,8 @@ export interface KeyStore {
    * Optional (a store without it is read with list()). Every record, in batches of a few hundred
    * in no set order, the event loop turning between them: what an export and a durable copy use.
    */
+  /** Optional: how many keys the store holds, in one command (a development start asks whether there are any). */
+  count?(): Promise<number>;
   scanRecords?(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void>;
   update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null>;
   revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null>;

@@ -70,6 +70,10 @@ export class DurableKeyStore implements KeyStore {
     return this.redis.list();
   }
 
+  count(): Promise<number> {
+    return this.redis.count();
+  }
+
   scanRecords(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void> {
     return this.redis.scanRecords(onBatch);
   }

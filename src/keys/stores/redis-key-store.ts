@@ -336,6 +336,11 @@ export class RedisKeyStore implements KeyStore {
     return (await this.redis.set(this.layout.epoch, epoch, 'NX')) === 'OK';
   }
 
+  /** HLEN of the ids: one command however many keys there are. */
+  count(): Promise<number> {
+    return this.redis.hlen(this.layout.byId);
+  }
+
   /** The ids Redis holds, in HSCAN steps (never one HKEYS of every key). */
   async ids(): Promise<string[]> {
     const ids: string[] = [];

@@ -256,6 +256,11 @@ export class SqliteKeyStore implements KeyStore {
     }
   }
 
+  async count(): Promise<number> {
+    this.assertOpen();
+    return this.byId.size;
+  }
+
   /** Every record, IMPORT_STEP at a time with the event loop turning between (an export at scale). */
   async scanRecords(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void> {
     this.assertOpen();
