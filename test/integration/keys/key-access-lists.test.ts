@@ -23,6 +23,9 @@ function tempDir(): string {
   return dir;
 }
 
+/** The import's rules: this environment's prefix, costs of 1, every plan known. */
+const RULES = { prefix: 'asg_test_', largestCost: 1, check: () => null };
+
 const lists = { allowedOperations: ['listPets'], allowedAddresses: ['10.0.0.0/8', '2001:db8::/32'] };
 
 describe('key records with access lists', () => {
@@ -45,10 +48,10 @@ describe('key records with access lists', () => {
   it('a backup line carries the lists, and a bad list in one refuses the import naming its line and entry', () => {
     const record = keyRecordFixture(lists);
     const line = exportLine(record, 'asg_test_');
-    expect(parseExport(line, 'asg_test_')).toEqual([record]);
+    expect(parseExport(line, RULES)).toEqual([record]);
     const bad = JSON.stringify({ ...JSON.parse(line), allowedOperations: ['listPets', 'dropTables'] });
-    expect(() => parseExport(`\n${bad}`, 'asg_test_')).toThrow(/line 2: .*"dropTables"/);
-    expect(() => parseExport(JSON.stringify({ ...JSON.parse(line), allowedAddresses: [] }), 'asg_test_')).toThrow(/empty/);
+    expect(() => parseExport(`\n${bad}`, RULES)).toThrow(/line 2: .*"dropTables"/);
+    expect(() => parseExport(JSON.stringify({ ...JSON.parse(line), allowedAddresses: [] }), RULES)).toThrow(/empty/);
   });
 });
 
