@@ -4,7 +4,7 @@ import type { ApiKeyRecord } from '../../keys/types';
 import type { Logger } from '../../shared/logger';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { GatewayRequest } from '../request-context';
-import { ADDRESS_NOT_ALLOWED, OPERATION_NOT_ALLOWED } from '../refusals';
+import { ADDRESS_NOT_ALLOWED, OPERATION_NOT_ALLOWED, type Refusal } from '../refusals';
 import { CONTINUE, type StepOutcome } from '../step-outcome';
 
 /**
@@ -20,7 +20,7 @@ export interface AccessStepDependencies {
   consumerPolicy?: ConsumerAccessPolicy;
 }
 
-const REFUSALS: Record<AccessDenial, typeof OPERATION_NOT_ALLOWED> = {
+const REFUSALS: Record<AccessDenial, Refusal> = {
   operation: OPERATION_NOT_ALLOWED,
   address: ADDRESS_NOT_ALLOWED,
 };
