@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { startRedisServer, freePort, type RedisProcess } from '../../support/redis-server';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, START_HANG_GUARD_MS, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 import { getThrough, heldAnswer, startFakeUpstream, type FakeUpstream } from '../startup/held-upstream';
 
 /**
@@ -54,7 +54,8 @@ function logLines(main: MainProcess): LogLine[] {
     .map((line) => JSON.parse(line) as LogLine);
 }
 
-async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+/** Waits for a condition; the default bound is the start guard: these wait for workers to start or stop. */
+async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = START_HANG_GUARD_MS): Promise<void> {
   const startedAt = Date.now();
   while (!(await check())) {
     if (Date.now() - startedAt > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
@@ -86,7 +87,7 @@ async function startWorkers(workers: string, extra: Record<string, string> = {},
   dataDirs.push(env.DATA_DIR!);
   const main = startMain(env, { prefix });
   started.push(main);
-  await main.waitForStdout(/"msg":"listening on Node v[\d.]+( with \d+ workers)?"/, 30_000);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+( with \d+ workers)?"/);
   return { main, gatewayUrl: `http://127.0.0.1:${env.PORT}`, adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, env };
 }
 
