@@ -125,6 +125,10 @@ test('20,000 records import on Redis with the default command timeout: 200, ever
   const exported = await adminRequest(p, 'get', '/admin/keys/export').expect(200);
   expect(exported.text.trimEnd().split('\n')).toHaveLength(20_001);
 
+  // A new instance's durable copy starts with every record (read in HSCAN steps at its start).
+  const second = await instance(p.config.redis.namespace);
+  expect(replicaIds(second).size).toBe(20_001);
+
   // Redis loses everything: the durable copy has every imported key, written back within seconds.
   await client.flushall();
   const sample = [generated[0]!, generated[9_999]!, generated[19_999]!];
