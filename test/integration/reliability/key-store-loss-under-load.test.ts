@@ -1,7 +1,7 @@
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
-import { createKeyOverApi } from '../admin/admin-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Issue 31's bad day under load: two gateway instances on a private redis-server that persists
@@ -39,7 +39,7 @@ type Phase = 'before' | 'down' | 'after';
 
 test('Redis restarted empty under traffic on two instances: no answer other than 200 for a known key', async () => {
   const keys: string[] = [];
-  for (const name of ['load one', 'load two', 'load three']) keys.push((await createKeyOverApi(products[0]!, { name, plan: 'enterprise', limits: BIG })).key);
+  for (const name of ['load one', 'load two', 'load three']) keys.push((await createKey(products[0]!, { name, plan: 'enterprise', limits: BIG }, { overApi: true })).key);
   // The second instance's copy learns the first's records through the change stream.
   await new Promise((resolve) => setTimeout(resolve, 300));
 
