@@ -35,7 +35,7 @@ import { eventually } from '../../support/eventually';
  * belongs to the process under test.
  */
 
-jest.setTimeout(30_000);
+jest.setTimeout(180_000);
 
 let redis: RedisProcess;
 let observer: Redis;
