@@ -1,14 +1,10 @@
+import { retryAfterSeconds } from '../shared/retry-after';
 import type { MonthWindowState, WindowLimits, WindowName, WindowState } from '../limits/types';
 
 const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
 
 function secondsUntil(resetAt: number, now: number): number {
   return Math.max(0, Math.ceil((resetAt - now) / 1000));
-}
-
-/** Retry-After is whole seconds and at least 1 (CONTRACT §4). */
-export function retryAfterSeconds(waitMs: number): string {
-  return String(Math.max(1, Math.ceil(waitMs / 1000)));
 }
 
 /**
@@ -50,14 +46,18 @@ export function monthPolicy(limit: number, startAt: number, resetAt: number): st
   return `"month";q=${limit};w=${Math.round((resetAt - startAt) / 1000)}`;
 }
 
-/** Header values for a key's windows (CONTRACT §4); `month` only when the key has a month window. */
-export function keyRateLimitHeaders(
-  minute: WindowState,
-  day: WindowState,
-  now: number,
-  refusedBy?: WindowName,
-  month?: MonthWindowState,
-): Record<string, string> {
+/** A key's windows at `now`, as a decision or a usage carries them; `refusedBy` only on a refusal. */
+export interface KeyWindows {
+  minute: WindowState;
+  day: WindowState;
+  now: number;
+  refusedBy?: WindowName;
+  /** Only when the key has a month window. */
+  month?: MonthWindowState;
+}
+
+/** Header values for a key's windows (CONTRACT §4). A KeyDecision that is not a ban is its own argument. */
+export function keyRateLimitHeaders({ minute, day, now, refusedBy, month }: KeyWindows): Record<string, string> {
   const binding = bindingWindow(minute, day, refusedBy, month);
   const shown = binding === 'minute' ? minute : binding === 'day' ? day : month!;
   const headers = {

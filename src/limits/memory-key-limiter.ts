@@ -90,14 +90,14 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const state = this.stateOf(keyId);
     const cost = options?.cost ?? 1;
     const month = limits.perMonth === undefined ? null : monthSpan(now, options?.billingDay);
-    const outcome = consumeKeyState(state, limits, this.ban, now, this.shape, options?.shadow === true, cost, month);
+    const outcome = consumeKeyState(state, { limits, ban: this.ban, now, shape: this.shape, shadow: options?.shadow === true, cost, month });
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (month !== null && outcome === OUTCOME_ALLOWED) this.months?.markChanged(keyId, month.end);
-    if (this.shape === 'fixed') return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, undefined, cost, monthCount);
+    const answer = { outcome, now, minuteCount: state.minuteCount, dayCount: state.dayCount, bannedUntil: state.bannedUntil, limits, cost, month: monthCount };
+    if (this.shape === 'fixed') return keyDecision(answer);
     // A refused cost of several units waits for as many admissions to leave the minute.
     const freeing = outcome === OUTCOME_ALLOWED ? oldestSlidingAdmission(state, now) : slidingAdmissionFreeing(state, now, cost, limits.perMinute);
-    const minuteResetAt = slidingMinuteResetAt(freeing, now);
-    return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, minuteResetAt, cost, monthCount);
+    return keyDecision({ ...answer, minuteResetAt: slidingMinuteResetAt(freeing, now) });
   }
 
   async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
@@ -164,9 +164,9 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (this.shape === 'sliding') {
       const resetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
-      return keyUsage(now, slidingMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, resetAt, monthCount);
+      return keyUsage({ now, minuteCount: slidingMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, minuteResetAt: resetAt, month: monthCount });
     }
-    return keyUsage(now, currentMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, undefined, monthCount);
+    return keyUsage({ now, minuteCount: currentMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, month: monthCount });
   }
 
   async unban(keyId: string): Promise<void> {
