@@ -62,10 +62,10 @@ function limitsField(value: unknown): ApiKeyRecord['limits'] {
   if (value === null || value === undefined) return null;
   const l = value as Fields;
   const positive = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 1;
-  if (typeof l !== 'object' || !positive(l.perMinute) || !positive(l.perDay) || (l.shadow !== undefined && typeof l.shadow !== 'boolean') || (l.perMonth !== undefined && !positive(l.perMonth))) {
-    throw new Error('limits must be null or {perMinute, perDay, perMonth?} of positive integers');
+  if (typeof l !== 'object' || !positive(l.perMinute) || !positive(l.perDay) || (l.shadow !== undefined && typeof l.shadow !== 'boolean') || (l.perMonth !== undefined && !positive(l.perMonth)) || (l.maxInFlight !== undefined && !positive(l.maxInFlight))) {
+    throw new Error('limits must be null or {perMinute, perDay, perMonth?, maxInFlight?} of positive integers');
   }
-  return limitsOf(l.perMinute as number, l.perDay as number, l.shadow as boolean | undefined, l.perMonth as number | undefined);
+  return limitsOf(l.perMinute as number, l.perDay as number, l.shadow as boolean | undefined, l.perMonth as number | undefined, l.maxInFlight as number | undefined);
 }
 
 function billingDayField(value: unknown): { billingDay?: number } {
