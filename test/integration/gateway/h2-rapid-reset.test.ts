@@ -3,7 +3,8 @@ import http2 from 'node:http2';
 import { MAX_CLIENT_RESETS_PER_SECOND } from '../../../src/shared/secure-server';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient } from '../../support/tls-client';
-import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
+import { startTestProduct, type ProductHarness } from './gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * CVE-2023-44487 ("rapid reset"): a client opens streams and resets them at once, in a loop, so the

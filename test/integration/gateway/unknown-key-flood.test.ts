@@ -3,6 +3,7 @@ import { generateApiKey } from '../../../src/keys/key-format';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
+import { createKey } from '../../support/keys';
 
 /**
  * CONTRACT §4: a flood of keys that were never issued costs the shared Redis nothing per request,
@@ -24,20 +25,6 @@ async function commandsExecuted(): Promise<number> {
   let total = 0;
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') total += Number(match[2]);
   return total;
-}
-
-async function createKey(product: ProductHarness, plan = 'pro'): Promise<string> {
-  return (await createKeyWithId(product, plan)).key;
-}
-
-async function createKeyWithId(product: ProductHarness, plan = 'pro'): Promise<{ id: string; key: string }> {
-  const res = await fetch(`${product.adminUrl}/admin/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${product.adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'fresh', plan }),
-  });
-  expect(res.status).toBe(201);
-  return (await res.json()) as { id: string; key: string };
 }
 
 async function get(product: ProductHarness, key: string): Promise<Response> {
@@ -70,7 +57,7 @@ beforeAll(async () => {
   a = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
   b = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
   // Some keys exist before the flood, so the filter has something in it.
-  for (let i = 0; i < 5; i++) await createKey(a);
+  for (let i = 0; i < 5; i++) await createKey(a, { name: 'fresh', plan: 'pro' }, { overApi: true });
 });
 
 afterAll(async () => {
@@ -118,7 +105,7 @@ test('a key created on one instance is served by the other from its first reques
   const during = flood([b], 300, 20);
   const firstAnswers: number[] = [];
   for (let i = 0; i < 15; i++) {
-    const key = await createKey(i % 2 === 0 ? a : b);
+    const { key } = await createKey(i % 2 === 0 ? a : b, { name: 'fresh', plan: 'pro' }, { overApi: true });
     firstAnswers.push((await get(i % 2 === 0 ? b : a, key)).status);
   }
   const flooded = await during;
@@ -127,7 +114,7 @@ test('a key created on one instance is served by the other from its first reques
 });
 
 test('a revoked key still gets its own 401 on the other instance, the anonymous limit used up or not', async () => {
-  const { id, key } = await createKeyWithId(a);
+  const { id, key } = await createKey(a, { name: 'fresh', plan: 'pro' }, { overApi: true });
   expect((await get(b, key)).status).toBe(200);
   const revoked = await fetch(`${a.adminUrl}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.adminToken}` } });
   expect(revoked.ok).toBe(true);
@@ -145,7 +132,7 @@ test('keys imported on one instance (a backup) are served by the other from thei
   const source = await startTestProduct({ redisUrl: redis.url, namespace: uniqueNamespace('flood-source') });
   try {
     const keys: string[] = [];
-    for (let i = 0; i < 4; i++) keys.push(await createKey(source));
+    for (let i = 0; i < 4; i++) keys.push((await createKey(source, { name: 'fresh', plan: 'pro' }, { overApi: true })).key);
     const exported = await fetch(`${source.adminUrl}/admin/keys/export`, { headers: { authorization: `Bearer ${source.adminToken}` } });
     expect(exported.status).toBe(200);
     const imported = await fetch(`${a.adminUrl}/admin/keys/import`, {

@@ -1,5 +1,6 @@
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { eventually, jsonBody, metricValue, scrapeMetrics, sendToGateway, startFaultyUpstream, type FaultyUpstream, type GatewayReply } from './fake-upstreams';
+import { jsonBody, metricValue, scrapeMetrics, sendToGateway, startFaultyUpstream, type FaultyUpstream, type GatewayReply } from './fake-upstreams';
+import { eventually } from '../../support/eventually';
 
 /**
  * An inventory brown-out through the whole product (Redis, both listeners), once with each
@@ -56,7 +57,7 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
       product.logs.lines
         .map((line) => JSON.parse(line) as { msg: string; requestId?: string; durationMs?: number })
         .filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
-    await eventually('every request is logged', () => found().length === requestIds.length);
+    await eventually(() => found().length === requestIds.length, { what: 'every request is logged' });
     return found().map((entry) => entry.durationMs!);
   }
 
@@ -124,9 +125,9 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
   });
 
   it('the inventory answering again: probes after the cool-down close the circuit by itself, and traffic is back', async () => {
-    await eventually('the circuit is half-open', async () => (await readyz()).body.upstreamCircuit === 'half_open', 15_000);
+    await eventually(async () => (await readyz()).body.upstreamCircuit === 'half_open', { timeoutMs: 15_000, what: 'the circuit is half-open' });
     for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++) expect((await pets('none')).status).toBe(200);
-    await eventually('the circuit is closed', async () => (await readyz()).body.upstreamCircuit === 'closed');
+    await eventually(async () => (await readyz()).body.upstreamCircuit === 'closed', { what: 'the circuit is closed' });
     // As many at once as there are connections: a 400 ms timeout leaves no room for a queue on a busy machine.
     const replies = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => pets('none')));
     expect(replies.map((r) => r.status)).toEqual(Array(MAX_SOCKETS).fill(200));
