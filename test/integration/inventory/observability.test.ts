@@ -327,7 +327,7 @@ describe('the standalone inventory process', () => {
     } finally {
       await stopInventoryProcess(proc);
     }
-  });
+  }, 180_000); // starts a process: the start guard (150 s) plus the test
 });
 
 describe('the gateway never serves or forwards the inventory metrics', () => {
