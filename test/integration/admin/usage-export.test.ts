@@ -24,8 +24,11 @@ beforeAll(async () => {
   // Mid-day, so what the test sends stays on one UTC day until it moves the clock on.
   clock = new ManualClock(Date.UTC(2026, 2, 10, 12, 0, 0));
   const namespace = uniqueNamespace('usage-export');
-  a = await startTestProduct({ namespace, clock, overrides: { costs: COSTS } });
-  b = await startTestProduct({ namespace, clock, overrides: { costs: COSTS, upstream: { url: a.inventory!.url } } });
+  // 10 s command timeout: the premise is a Redis that answers (exact counts over two instances);
+  // at load 20-27 the 2 s of the harness timed out in the product's own start ("Redis is unreachable").
+  const redis = { commandTimeoutMs: 10_000 };
+  a = await startTestProduct({ namespace, clock, overrides: { costs: COSTS, redis } });
+  b = await startTestProduct({ namespace, clock, overrides: { costs: COSTS, redis, upstream: { url: a.inventory!.url } } });
 });
 
 afterAll(async () => {
