@@ -33,7 +33,13 @@ beforeAll(async () => {
     redis: false,
     env: { TLS_CERT_FILE: certs.serverCert, TLS_KEY_FILE: certs.serverKey },
     // Wide limits: every request reaches the step that answers it, none is cut short by a 429.
-    overrides: { anonymous: { perMinute: 10_000_000 }, plans: { wide: { perMinute: 10_000_000, perDay: 100_000_000 } } },
+    // A 30 s upstream timeout: the premise is an inventory that answers; with the default, a crowded
+    // machine (load 20-27) made some answers 504s, whose series are new and not a client's doing.
+    overrides: {
+      anonymous: { perMinute: 10_000_000 },
+      plans: { wide: { perMinute: 10_000_000, perDay: 100_000_000 } },
+      upstream: { timeoutMs: 30_000 },
+    },
   });
   auth = (await createKey(product, { plan: 'wide' })).auth;
 });
