@@ -27,6 +27,20 @@ async function commandsExecuted(): Promise<number> {
   return total;
 }
 
+/**
+ * The instances' own background commands per millisecond (the key-store loss check every 5 s,
+ * issued-mark reads), sampled over two loss-check periods while nothing is sent: the flood's bound
+ * is about what the flood costs, and a flood that takes longer on a crowded machine also spans more
+ * of these.
+ */
+const IDLE_SAMPLE_MS = 10_000;
+async function idleCommandsPerMs(): Promise<number> {
+  const before = await commandsExecuted();
+  const startedAt = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SAMPLE_MS));
+  return ((await commandsExecuted()) - before) / (Date.now() - startedAt);
+}
+
 async function get(product: ProductHarness, key: string): Promise<Response> {
   const res = await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
   await res.arrayBuffer();
@@ -53,7 +67,9 @@ beforeAll(async () => {
   redis = await startRedisServer();
   observer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   const namespace = uniqueNamespace('flood');
-  const overrides = { anonymous: { perMinute: ANONYMOUS_PER_MINUTE } };
+  // A 10 s command timeout: the premise is a Redis that answers (the anonymous limit counted across
+  // both instances); at load 20-27 the harness's 2 s ran out and each instance counted alone (60 401s).
+  const overrides = { anonymous: { perMinute: ANONYMOUS_PER_MINUTE }, redis: { commandTimeoutMs: 10_000 } };
   a = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
   b = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
   // Some keys exist before the flood, so the filter has something in it.
@@ -67,7 +83,8 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-test('3,000 requests with made-up keys over two instances cost Redis fewer than 150 commands, and the anonymous limit holds', async () => {
+test('3,000 requests with made-up keys over two instances cost Redis fewer than 150 commands (beyond the idle rate), and the anonymous limit holds', async () => {
+  const idleRate = await idleCommandsPerMs();
   // The anonymous window is a fixed UTC minute: start the flood early in one, so that it ends in it
   // on all but a very crowded machine (which is then checked per window below).
   if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 100));
@@ -97,8 +114,11 @@ test('3,000 requests with made-up keys over two instances cost Redis fewer than 
     expect(res.headers.get('x-ratelimit-limit')).toBe(String(ANONYMOUS_PER_MINUTE));
     if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   }
-  process.stdout.write(`made-up keys: ${commands} Redis commands for 3000 requests in ${ms} ms\n${await observer.info('commandstats')}\n`);
-  expect(commands).toBeLessThan(150);
+  const background = Math.ceil(idleRate * ms);
+  process.stdout.write(
+    `made-up keys: ${commands} Redis commands for 3000 requests in ${ms} ms (idle rate ${(idleRate * 1000).toFixed(2)}/s: ${background} in that time)\n${await observer.info('commandstats')}\n`,
+  );
+  expect(commands - background).toBeLessThan(150);
 });
 
 test('a key created on one instance is served by the other from its first request, during a flood', async () => {
