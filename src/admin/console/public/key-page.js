@@ -89,7 +89,9 @@ function renderKey(/** @type {KeyDetail} */ key) {
     ['Revoked', key.revokedAt ? fmtTime(key.revokedAt) : '–'],
     ...accessFacts(key),
   ];
-  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), el('dd', { text: value }))));
+  // One line per fact (console.css), the whole value in its title: a value that arrives on a later
+  // refresh ("Last used" once the usage batch is written) must not wrap and push the page down.
+  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name, title: name }), el('dd', { text: value, title: value }))));
   for (const name of /** @type {const} */ (['minute', 'day'])) {
     const w = key.usage[name];
     const { meter, text } = ui.windows[name];
