@@ -137,10 +137,21 @@ test('a hanging receiver and one that redirects hold nothing up: requests are se
   const gateway = await product([hanging, redirecting, healthy], { clock, notifications: { timeoutMs: 1000 } });
   // Five keys crossing 80 % each: more events than the hanging receiver's four attempts at once.
   const keys = await Promise.all(Array.from({ length: 5 }, (_, i) => gateway.keyService.create({ name: `key ${i}`, plan: 'free', limits: { perMinute: 100, perDay: 5 } })));
-  const sentAt = Date.now();
-  for (const { key } of keys) for (let i = 0; i < 4; i++) expect(await call(gateway, key)).toBe(200);
+  // The promise (CONTRACT: within 5 s when the receiver answers) is timed per event, from the request
+  // that crossed 80 % (each key's 4th): from before all 20, a crowded machine's time to send the
+  // other requests counted too (6,969 ms at load 20-27).
+  const crossedAt = new Map<string, number>();
+  for (const { key, record } of keys) {
+    for (let i = 0; i < 3; i++) expect(await call(gateway, key)).toBe(200);
+    crossedAt.set(record.id, Date.now());
+    expect(await call(gateway, key)).toBe(200);
+  }
   await waitUntil('five events at the healthy receiver', () => healthy.deliveredIds().length === 5);
-  for (const d of healthy.deliveries) expect(d.receivedAt - sentAt).toBeLessThanOrEqual(5000);
+  for (const d of healthy.deliveries) {
+    const keyId = String(d.body.data.keyId);
+    expect({ keyId, withinMs: d.receivedAt - crossedAt.get(keyId)! }).toEqual({ keyId, withinMs: expect.any(Number) });
+    expect(d.receivedAt - crossedAt.get(keyId)!).toBeLessThanOrEqual(5000);
+  }
 
   // Meanwhile the hanging receiver holds at most four attempts, each cut at notifications.timeoutMs and retried.
   await waitUntil('the hanging attempts timed out', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) >= 4 + 5);
