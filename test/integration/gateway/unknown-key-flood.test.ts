@@ -68,6 +68,9 @@ afterAll(async () => {
 });
 
 test('3,000 requests with made-up keys over two instances cost Redis fewer than 150 commands, and the anonymous limit holds', async () => {
+  // The anonymous window is a fixed UTC minute: start the flood early in one, so that it ends in it
+  // on all but a very crowded machine (which is then checked per window below).
+  if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 100));
   const before = await commandsExecuted();
   const startedAt = Date.now();
   // 100 connections to each instance, as an attacker's wrk -c 100 would hold.
@@ -77,8 +80,19 @@ test('3,000 requests with made-up keys over two instances cost Redis fewer than 
 
   const statuses = responses.map((res) => res.status);
   // One address, counted in Redis across both instances: exactly the anonymous limit gets its 401.
-  expect(statuses.filter((status) => status === 401).length).toBe(ANONYMOUS_PER_MINUTE);
-  expect(statuses.filter((status) => status === 429).length).toBe(3000 - ANONYMOUS_PER_MINUTE);
+  // A flood that outlasted its minute (X-RateLimit-Reset names each answer's window) is checked per
+  // window: never more than the limit in any, and the limit in all (the first window is used up).
+  const windows = new Set(responses.map((res) => res.headers.get('x-ratelimit-reset')));
+  if (windows.size === 1) {
+    expect(statuses.filter((status) => status === 401).length).toBe(ANONYMOUS_PER_MINUTE);
+    expect(statuses.filter((status) => status === 429).length).toBe(3000 - ANONYMOUS_PER_MINUTE);
+  } else {
+    for (const window of windows) {
+      expect(responses.filter((res) => res.status === 401 && res.headers.get('x-ratelimit-reset') === window).length).toBeLessThanOrEqual(ANONYMOUS_PER_MINUTE);
+    }
+    expect(statuses.filter((status) => status === 401).length).toBeGreaterThanOrEqual(ANONYMOUS_PER_MINUTE);
+    expect(statuses.filter((status) => status !== 401 && status !== 429)).toEqual([]);
+  }
   for (const res of responses) {
     expect(res.headers.get('x-ratelimit-limit')).toBe(String(ANONYMOUS_PER_MINUTE));
     if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

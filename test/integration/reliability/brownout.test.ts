@@ -13,6 +13,12 @@ import { eventually } from '../../support/eventually';
 
 const TIMEOUT_MS = 400;
 const BOUND_MS = TIMEOUT_MS + 1000;
+/**
+ * The client's own figures: every reply came (no hang). A bound, not a promise: they hold the accept
+ * queue of 2 cores shared with other suites (9.5 s at load 15 where the gateway's own timing of every
+ * request stayed under BOUND_MS); the promise is checked on the gateway's timing.
+ */
+const CLIENT_HANG_GUARD_MS = 60_000;
 const MAX_SOCKETS = 8;
 const MAX_PENDING = 24;
 const CONCURRENT = 200;
@@ -81,7 +87,7 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
     // own figures also hold the accept queue of 2 cores shared with other suites: a looser hang guard.
     const durations = await gatewayDurations(ids);
     expect(Math.max(...durations)).toBeLessThan(BOUND_MS);
-    expect(Math.max(...replies.map((r) => r.elapsedMs))).toBeLessThan(5 * BOUND_MS);
+    expect(Math.max(...replies.map((r) => r.elapsedMs))).toBeLessThan(CLIENT_HANG_GUARD_MS);
     // What reached the inventory is bounded by the guard, whatever the clients do (one more for a
     // request the deadline abandoned as node:http's agent handed it a socket).
     expect(upstream.received.filter((r) => r.fault === 'silent').length).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING + BREAKER.consecutiveFailures);

@@ -31,7 +31,9 @@ beforeAll(async () => {
   redis = await startRedisServer();
   const namespace = uniqueNamespace('loss-load');
   // A one-second key cache: after the restart, answers must come from Redis or the copy, not the cache.
-  const overrides = { redis: { url: redis.url, commandTimeoutMs: 200 }, store: { failMode: 'local' }, keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1 } };
+  // A killed Redis fails commands at once; the command timeout only bounds a slow one, and at 200 ms
+  // a crowded machine failed the start itself ("Command timed out"): the harness's 2 s.
+  const overrides = { redis: { url: redis.url, commandTimeoutMs: 2000 }, store: { failMode: 'local' }, keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1 } };
   products = await Promise.all([startTestProduct({ namespace, overrides }), startTestProduct({ namespace, overrides })]);
 }, 30_000);
 

@@ -68,7 +68,8 @@ function hammer(url: string, key: string, connections: number, extra: { method?:
     connections,
     ...(extra.amount === undefined ? { duration: RUN_SECONDS } : { amount: extra.amount }),
     pipelining: 1,
-    timeout: 10,
+    // Seconds; a hang guard for one request: at load average 35, two requests of a run outlasted 10 s.
+    timeout: 60,
     method: extra.method ?? 'GET',
     body: extra.body,
     headers: { authorization: `Bearer ${key}`, ...extra.headers },

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { startRedisServer, freePort, type RedisProcess } from '../../support/redis-server';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, START_HANG_GUARD_MS, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 import { getThrough, heldAnswer, startFakeUpstream, type FakeUpstream } from '../startup/held-upstream';
 import { eventually } from '../../support/eventually';
 import { createKey } from '../../support/keys';
@@ -80,7 +80,7 @@ async function startWorkers(workers: string, extra: Record<string, string> = {},
   dataDirs.push(env.DATA_DIR!);
   const main = startMain(env, { prefix });
   started.push(main);
-  await main.waitForStdout(/"msg":"listening on Node v[\d.]+( with \d+ workers)?"/, 30_000);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+( with \d+ workers)?"/);
   return { main, gatewayUrl: `http://127.0.0.1:${env.PORT}`, adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, env };
 }
 
@@ -125,7 +125,7 @@ test('WORKERS=2: both workers serve, /metrics answers once for the whole process
   expect(statuses).toEqual(Array(40).fill(200));
 
   // The request log lines name the worker that served each one: both did.
-  await eventually(() => logLines(main).filter((line) => line.msg === 'request').length >= 40, { timeoutMs: 10_000, what: '40 request lines' });
+  await eventually(() => logLines(main).filter((line) => line.msg === 'request').length >= 40, { timeoutMs: START_HANG_GUARD_MS, what: '40 request lines' });
   const servedBy = new Set(logLines(main).filter((line) => line.msg === 'request').map((line) => line.worker));
   expect([...servedBy].sort()).toEqual([1, 2]);
 
@@ -155,8 +155,8 @@ test('a worker that dies is replaced and the product keeps serving', async () =>
   const victim = logLines(main).find((line) => line.msg === 'worker ready')!;
   process.kill(victim.pid!, 'SIGKILL');
 
-  await eventually(() => logLines(main).some((line) => line.msg === 'worker died: replacing it' && line.pid === victim.pid), { timeoutMs: 10_000, what: 'the supervisor reports the death' });
-  await eventually(() => logLines(main).filter((line) => line.msg === 'worker ready').length === 3, { timeoutMs: 10_000, what: 'a third worker is ready' });
+  await eventually(() => logLines(main).some((line) => line.msg === 'worker died: replacing it' && line.pid === victim.pid), { timeoutMs: START_HANG_GUARD_MS, what: 'the supervisor reports the death' });
+  await eventually(() => logLines(main).filter((line) => line.msg === 'worker ready').length === 3, { timeoutMs: START_HANG_GUARD_MS, what: 'a third worker is ready' });
   const replacement = logLines(main).filter((line) => line.msg === 'worker ready')[2]!;
   expect(replacement.pid).not.toBe(victim.pid);
   expect(main.child.exitCode).toBeNull();
@@ -175,12 +175,12 @@ test('SIGTERM drains every worker: 4 requests in flight over both complete with 
   const outcomes = Promise.all(paths.map((p) => getThrough(false, gatewayUrl, p, key)));
   await upstream.waitForRequests(4);
   main.child.kill('SIGTERM');
-  await eventually(() => logLines(main).filter((line) => line.msg === 'shutting down' && line.worker !== undefined).length === 2, { timeoutMs: 10_000, what: 'both workers are shutting down' });
+  await eventually(() => logLines(main).filter((line) => line.msg === 'shutting down' && line.worker !== undefined).length === 2, { timeoutMs: START_HANG_GUARD_MS, what: 'both workers are shutting down' });
   upstream.release();
 
   expect(await outcomes).toEqual(paths.map((p) => ({ status: 200, body: heldAnswer(p) })));
   expect(await main.exited).toBe(0);
-  await eventually(async () => (await otherRedisClients()) === 0, { timeoutMs: 10_000, what: 'no client of the product is left on Redis' });
+  await eventually(async () => (await otherRedisClients()) === 0, { timeoutMs: START_HANG_GUARD_MS, what: 'no client of the product is left on Redis' });
 });
 
 test('a start that fails in every worker (Redis unreachable) prints one line, not one per worker, and exits non-zero', async () => {
