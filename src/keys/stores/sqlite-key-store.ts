@@ -8,7 +8,7 @@ import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
-import { keepRevocations } from '../import-rules';
+import { keepRevocations } from './import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
 
