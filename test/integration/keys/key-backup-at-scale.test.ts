@@ -10,7 +10,10 @@ import { startRedisServer, type RedisProcess } from '../../support/redis-server'
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { keyRecordFixture } from '../../support/key-record';
-import { adminRequest, createKeyOverApi, eventually, expectError, gatewayGet } from '../admin/admin-kit';
+import { adminRequest, gatewayGet } from '../admin/admin-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * CONTRACT §4, keys at scale and an import as one action, on a redis-server of this file's own
@@ -94,7 +97,7 @@ async function concurrentClient(p: ProductHarness, key: string, until: Promise<u
 
 test('20,000 records import on Redis with the default command timeout: 200, every id audited, the durable copy complete before the answer, a concurrent client served throughout, a new instance's copy complete, and a FLUSHALL loses none', async () => {
   const p = await instance();
-  const watcher = await createKeyOverApi(p, { name: 'watcher', plan: 'pro' });
+  const watcher = await createKey(p, { name: 'watcher', plan: 'pro' }, { overApi: true });
   const generated = generate(20_000);
   const body = backupOf(generated);
   expect(body.length).toBeGreaterThan(5_000_000);
@@ -138,14 +141,14 @@ test('20,000 records import on Redis with the default command timeout: 200, ever
   await client.flushall();
   const sample = [generated[0]!, generated[9_999]!, generated[19_999]!];
   for (const g of sample) await gatewayGet(p, g.key).expect(200);
-  await eventually(30_000, async () => (await client.hlen(`${p.config.redis.namespace}:keys:{k}:by-id`)) === 20_001);
+  await eventually(async () => (await client.hlen(`${p.config.redis.namespace}:keys:{k}:by-id`)) === 20_001, { timeoutMs: 30_000 });
   await adminRequest(p, 'get', `/admin/keys/${generated[12_345]!.record.id}`).expect(200);
 }, 240_000);
 
 test('an import that fails in its last batch undoes every batch before it: nothing created, a changed record back as it was, no audit entry, the durable copy untouched', async () => {
   const p = await instance();
-  const holder = await createKeyOverApi(p, { name: 'holder', plan: 'pro' });
-  const renamed = await createKeyOverApi(p, { name: 'before', plan: 'free' });
+  const holder = await createKey(p, { name: 'holder', plan: 'pro' }, { overApi: true });
+  const renamed = await createKey(p, { name: 'before', plan: 'free' }, { overApi: true });
   const current = (await adminRequest(p, 'get', '/admin/keys/export').expect(200)).text.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   const renamedLine = JSON.stringify({ ...current.find((l) => l.id === renamed.id), name: 'after' });
   const generated = generate(1_000);
@@ -162,14 +165,14 @@ test('an import that fails in its last batch undoes every batch before it: nothi
   expect(await client.hlen(`${p.config.redis.namespace}:keys:{k}:by-hash`)).toBe(2);
   expect((await adminRequest(p, 'get', '/admin/audit?limit=1').expect(200)).body).toEqual(auditBefore);
   // The copy follows the change stream: the undone records are forgotten, never restored after a loss.
-  await eventually(10_000, async () => replicaIds(p).size === 2);
+  await eventually(async () => replicaIds(p).size === 2, { timeoutMs: 10_000 });
   expect([...replicaIds(p)].sort()).toEqual([holder.id, renamed.id].sort());
   expect(await client.keys(`${p.config.redis.namespace}:keys:{k}:import-journal:*`)).toEqual([]);
 }, 120_000);
 
 test('an older backup never revives a revoked key: the import keeps the revocation, audited with the ids it changed', async () => {
   const p = await instance();
-  const key = await createKeyOverApi(p, { name: 'to revoke', plan: 'free' });
+  const key = await createKey(p, { name: 'to revoke', plan: 'free' }, { overApi: true });
   const backup = (await adminRequest(p, 'get', '/admin/keys/export').expect(200)).text;
   await adminRequest(p, 'patch', `/admin/keys/${key.id}`).send({ name: 'renamed' }).expect(200);
   await adminRequest(p, 'delete', `/admin/keys/${key.id}`).expect(204);
@@ -188,7 +191,7 @@ test('an older backup never revives a revoked key: the import keeps the revocati
 test('in process: an older backup keeps a revocation too, and a malformed instant or a lone surrogate imports nothing', async () => {
   const p = await startTestProduct({ redis: false });
   started.push(p);
-  const key = await createKeyOverApi(p, { name: 'to revoke', plan: 'free' });
+  const key = await createKey(p, { name: 'to revoke', plan: 'free' }, { overApi: true });
   const backup = (await adminRequest(p, 'get', '/admin/keys/export').expect(200)).text;
   await adminRequest(p, 'delete', `/admin/keys/${key.id}`).expect(204);
   // Brought to the backup's state (its updatedAt) but for the revocation, which stays; then unchanged.
@@ -211,7 +214,7 @@ test('in process: an older backup keeps a revocation too, and a malformed instan
 test('in process: a 20,000-record import answers while a concurrent client keeps being served, and all of it is kept over a restart', async () => {
   const p = await startTestProduct({ redis: false });
   started.push(p);
-  const watcher = await createKeyOverApi(p, { name: 'watcher', plan: 'pro' });
+  const watcher = await createKey(p, { name: 'watcher', plan: 'pro' }, { overApi: true });
   const generated = generate(20_000);
   const body = backupOf(generated);
   const delay = monitorEventLoopDelay({ resolution: 10 });
