@@ -95,7 +95,7 @@ async function concurrentClient(p: ProductHarness, key: string, until: Promise<u
   return { answered, failed };
 }
 
-test('20,000 records import on Redis with the default command timeout: 200, every id audited, the durable copy complete before the answer, a concurrent client served throughout, a new instance's copy complete, and a FLUSHALL loses none', async () => {
+test('20,000 records import on Redis with the default command timeout: 200, every id audited, the durable copy complete before the answer, a concurrent client served throughout, the copy of a new instance complete, and a FLUSHALL loses none', async () => {
   const p = await instance();
   const watcher = await createKey(p, { name: 'watcher', plan: 'pro' }, { overApi: true });
   const generated = generate(20_000);
