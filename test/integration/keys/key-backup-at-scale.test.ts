@@ -142,7 +142,7 @@ test('20,000 records import on Redis with the default command timeout: 200, ever
   const sample = [generated[0]!, generated[9_999]!, generated[19_999]!];
   // Not lost: each answers 200 (from the copy, then from Redis once written back). key-data-loss.test.ts
   // checks the no-gap answers; here a request may meet the 200 ms timeout on a loaded machine.
-  for (const g of sample) await eventually(30_000, async () => (await gatewayGet(p, g.key)).status === 200);
+  for (const g of sample) await eventually(async () => (await gatewayGet(p, g.key)).status === 200, { timeoutMs: 30_000 });
   await eventually(async () => (await client.hlen(`${p.config.redis.namespace}:keys:{k}:by-id`)) === 20_001, { timeoutMs: 30_000 });
   await adminRequest(p, 'get', `/admin/keys/${generated[12_345]!.record.id}`).expect(200);
 }, 240_000);
