@@ -9,6 +9,7 @@ import { ADMIN_TOKEN, nginxAvailable, startGatewayProcess, startNginx } from './
 import { h2loadAvailable, runH2load, type TlsProtocol } from './h2load';
 import { makeTestCertificates } from '../test/support/tls-certs';
 import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSettings } from './brownout';
+import { runNoisyNeighbour, startSlowInventory, type NoisyNeighbourSettings } from './noisy-neighbour';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, stepCosts, timeByModule } from './profile';
 import { floodGateway } from './flood';
@@ -41,6 +42,8 @@ interface Settings {
   only: string[] | null;
   /** `--brownout`: the inventory hanging for part of the run instead of comparing variants. */
   brownout: BrownoutSettings | null;
+  /** `--noisy-neighbour`: one loud key and two quiet ones on a slow inventory (issue 43). */
+  noisyNeighbour?: NoisyNeighbourSettings;
   /** Made-up keys from one address against the Redis gateway instead of comparing variants. */
   flood: boolean;
   /** Another checkout's dist-bench/bench (`--compare-with DIR`): its gateway as a row beside this one's. */
@@ -90,6 +93,9 @@ function parseArgs(argv: string[]): Settings {
         if (argv[i + 1] === 'wrk' && !wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install wrk)');
         settings.client = argv[i + 1] as 'wrk' | 'autocannon';
         break;
+      case '--noisy-neighbour':
+        settings.noisyNeighbour = { loudConnections: 1000, quietRequests: 100 };
+        break;
       case '--brownout':
         settings.brownout = { burst: 3000, sustainSeconds: 120, arrivalsPerSecond: 100 };
         break;
@@ -118,7 +124,7 @@ function parseArgs(argv: string[]): Settings {
         if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -363,6 +369,25 @@ async function brownoutGateway(brownout: BrownoutSettings, fixture: Fixture): Pr
   }
 }
 
+/**
+ * `--noisy-neighbour`: `npm start`'s gateway (default config, one process, Redis) in front of an
+ * inventory answering in 1 s, one loud key and two quiet ones. Writes bench/results/noisy-neighbour.json.
+ */
+async function noisyNeighbourGateway(settings: NoisyNeighbourSettings, fixture: Fixture): Promise<void> {
+  const inventory = await startSlowInventory();
+  try {
+    const gateway = await startGatewayProcess('gateway-noisy-neighbour', { repoRoot, workers: 1, redisUrl: fixture.redis.url, upstreamUrl: inventory.url, workDir: fixture.workDir, appEnv: 'development' });
+    fixture.children.push(gateway);
+    process.stdout.write(`noisy neighbour: ${settings.loudConnections} loud connections, ${settings.quietRequests} quiet requests one at a time, inventory answering in 1 s\n`);
+    const result = await runNoisyNeighbour(settings, { gateway, adminUrl: gateway.details.adminUrl!, adminToken: ADMIN_TOKEN });
+    const file = path.join(repoRoot, 'bench', 'results', 'noisy-neighbour.json');
+    fs.writeFileSync(file, JSON.stringify({ ...result, finishedAt: new Date().toISOString() }, null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\nWrote ${path.relative(repoRoot, file)}\n`);
+  } finally {
+    await inventory.close();
+  }
+}
+
 /** What every mode needs: a private Redis, the fixed upstream, and a way to start gateways. */
 interface Fixture {
   redis: RedisProcess;
@@ -373,7 +398,7 @@ interface Fixture {
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -420,6 +445,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         tracing: options.tracing,
         extraKeys: options.extraKeys,
         monthAndCost: options.monthAndCost,
+        allowlist100: options.allowlist100,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
     };
@@ -463,6 +489,8 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
     'gateway-redis-undici': () => gateway('gateway-redis-undici', 'undici', true),
     // Issue 28: a month window and a cost rule on; compare with gateway-redis-undici (two windows).
     'gateway-redis-undici-month-cost': () => gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
+    // Issue 39: the admitted key with a 100-range address list (the client in the last) and an operation list.
+    'gateway-redis-undici-allowlist-100': () => gateway('gateway-redis-undici-allowlist-100', 'undici', true, { allowlist100: true }),
     'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
     'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
     'gateway-redis-undici-sliding': () => gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
@@ -513,6 +541,8 @@ function variantPlans(): VariantPlan[] {
     row(OTHER_BUILD, 'gateway, Redis, undici (--compare-with build)', admitted),
     // Month window + cost 2 on the measured route: its CPU per request beside gateway-redis-undici (target: within 10 %).
     row('gateway-redis-undici-month-cost', 'gateway, Redis, undici, month window + cost rule', admitted),
+    // Access policy at its largest: its CPU per request beside gateway-redis-undici (target: within 3 %).
+    row('gateway-redis-undici-allowlist-100', 'gateway, Redis, undici, 100-range allowlist', admitted),
     row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
     // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
     // every request of the last minute: the sliding window's worst case in memory and CPU.
@@ -641,6 +671,7 @@ async function main(): Promise<void> {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);
     if (settings.brownout) return brownoutGateway(settings.brownout, fixture);
+    if (settings.noisyNeighbour) return noisyNeighbourGateway(settings.noisyNeighbour, fixture);
     if (settings.keyBackup > 0) {
       return startGatewayProcess('gateway-key-backup', { repoRoot, workers: 1, redisUrl: fixture.redis.url, upstreamUrl: fixture.upstream.url, workDir: fixture.workDir }).then(async (child) => {
         fixture.children.push(child);

@@ -1,9 +1,9 @@
 type KeyView = Record<string, unknown>;
 
 function limitsText(limits: unknown): string {
-  const l = limits as { perMinute?: number; perDay?: number; perMonth?: number } | null;
+  const l = limits as { perMinute?: number; perDay?: number; perMonth?: number; maxInFlight?: number } | null;
   if (!l) return '-';
-  return `${l.perMinute}/min, ${l.perDay}/day${l.perMonth === undefined ? '' : `, ${l.perMonth}/month`}`;
+  return `${l.perMinute}/min, ${l.perDay}/day${l.perMonth === undefined ? '' : `, ${l.perMonth}/month`}${l.maxInFlight === undefined ? '' : `, ${l.maxInFlight} at once`}`;
 }
 
 /** A fixed-width table: one row a key, never the key itself. */
@@ -66,6 +66,9 @@ export function formatKey(k: KeyView): string {
   if ('lastUsedAt' in k) lines.push(`last used:  ${k.lastUsedAt ?? 'never'}`);
   if (k.previousKeyExpiresAt) lines.push(`old secret: works until ${k.previousKeyExpiresAt}`);
   if (typeof k.billingDay === 'number') lines.push(`billing:    day ${k.billingDay} of each month, 00:00 UTC`);
+  // Access policy (CONTRACT §4): shown only when the key has a list, so keys without read as before.
+  if (Array.isArray(k.allowedOperations)) lines.push(`operations: ${(k.allowedOperations as string[]).join(', ')} (and usage)`);
+  if (Array.isArray(k.allowedAddresses)) lines.push(`addresses:  ${(k.allowedAddresses as string[]).join(', ')}`);
   const usage = k.usage as Record<string, { limit: number; remaining: number; reset: number; credits?: number }> | undefined;
   if (usage) {
     for (const window of ['minute', 'day', 'month']) {

@@ -6,6 +6,7 @@ import { AdminClient, AdminRequestError } from './admin-client';
 import { formatAudit, formatKey, formatKeyTable, formatOwnUsage, formatUsage } from './format';
 import { parseDurationSeconds } from './duration';
 import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text';
+import { ACCESS_USAGE, CLEAR_ACCESS_USAGE, accessListsFrom, accessOptions, clearAccessOptions } from './access-flags';
 
 interface Command {
   summary: string;
@@ -27,21 +28,32 @@ const jsonOption = { json: { type: 'boolean' as const } };
 /** What a command that wrote its own output returns: nothing is left to print. */
 const STREAMED = Symbol('streamed');
 
-function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number; perMonth?: number } | undefined {
+function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number } | undefined {
   const perMinute = values['per-minute'];
   const perDay = values['per-day'];
   const perMonth = values['per-month'];
-  if (perMinute === undefined && perDay === undefined && perMonth === undefined) return undefined;
-  if (perMinute === undefined || perDay === undefined) throw new UsageError(perMonth === undefined ? '--per-minute and --per-day go together' : '--per-month needs --per-minute and --per-day');
+  const maxInFlight = values['max-in-flight'];
+  if (perMinute === undefined && perDay === undefined && perMonth === undefined && maxInFlight === undefined) return undefined;
+  if (perMinute === undefined || perDay === undefined) {
+    throw new UsageError(perMonth === undefined && maxInFlight === undefined ? '--per-minute and --per-day go together' : '--per-month and --max-in-flight need --per-minute and --per-day');
+  }
   const parse = (flag: string, v: string | boolean) => {
     if (typeof v !== 'string' || !/^[1-9]\d*$/.test(v)) throw new UsageError(`--${flag} needs a positive whole number`);
     return Number(v);
   };
-  const limits = { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
-  return perMonth === undefined ? limits : { ...limits, perMonth: parse('per-month', perMonth) };
+  const limits: { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number } = { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
+  if (perMonth !== undefined) limits.perMonth = parse('per-month', perMonth);
+  // The admin API checks the range (1..10,000) and says so.
+  if (maxInFlight !== undefined) limits.maxInFlight = parse('max-in-flight', maxInFlight);
+  return limits;
 }
 
-const limitOptions = { 'per-minute': { type: 'string' as const }, 'per-day': { type: 'string' as const }, 'per-month': { type: 'string' as const } };
+const limitOptions = {
+  'per-minute': { type: 'string' as const },
+  'per-day': { type: 'string' as const },
+  'per-month': { type: 'string' as const },
+  'max-in-flight': { type: 'string' as const },
+};
 
 class UsageError extends Error {}
 
@@ -72,8 +84,8 @@ const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at':
 const commands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] [--json]',
-    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...jsonOption },
+    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--json]`,
+    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, ...jsonOption },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
@@ -81,7 +93,8 @@ const commands: Record<string, Command> = {
       const limits = limitsFrom(values);
       const expiresAt = expiryFrom(values);
       const billingDay = positiveInt('billing-day', values['billing-day']);
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}) });
+      const access = accessListsFrom(values, (message) => new UsageError(message));
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...access });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -105,8 +118,8 @@ const commands: Record<string, Command> = {
     render: (result) => formatKey(result as Record<string, unknown>),
   },
   update: {
-    summary: 'change a key\'s name, plan, limits or expiry',
-    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--json]',
+    summary: 'change a key\'s name, plan, limits, expiry or access policy',
+    usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--json]`,
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
@@ -114,6 +127,8 @@ const commands: Record<string, Command> = {
       'clear-limits': { type: 'boolean' },
       ...expiryOptions,
       'no-expiry': { type: 'boolean' },
+      ...accessOptions,
+      ...clearAccessOptions,
       ...jsonOption,
     },
     positionals: ['ID'],
@@ -129,7 +144,8 @@ const commands: Record<string, Command> = {
       if (expiresAt !== undefined && values['no-expiry']) throw new UsageError('--no-expiry cannot go with --expires-in/--expires-at');
       if (expiresAt !== undefined) patch.expiresAt = expiresAt;
       if (values['no-expiry']) patch.expiresAt = null;
-      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits or an expiry');
+      Object.assign(patch, accessListsFrom(values, (message) => new UsageError(message)));
+      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry or an access list');
       return client.updateKey(id!, patch);
     },
     render: (result) => formatKey(result as Record<string, unknown>),

@@ -2,6 +2,7 @@ import type { WindowLimits } from '../limits/types';
 import { isBillingDay } from '../limits/month-window';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import type { ApiKeyRecord, KeyPatch, KeyRotation } from './types';
+import { accessListsOf } from '../access/access-lists';
 
 /**
  * Record helpers both stores share, so a patch or a revocation means the same thing whichever store
@@ -25,13 +26,14 @@ export function copyRecord(record: ApiKeyRecord): ApiKeyRecord {
 }
 
 /**
- * `{perMinute, perDay}`, plus `perMonth` only when the key has a month window and `shadow` only
- * when the key sets it (absent: the plan decides). Field order fixed, so equal limits encode alike.
+ * `{perMinute, perDay}`, plus `perMonth` only when the key has a month window, `shadow` and
+ * `maxInFlight` only when the key sets them (absent: the plan decides). Field order fixed, so equal limits encode alike.
  */
-export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined, perMonth?: number | null): WindowLimits {
+export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined, perMonth?: number | null, maxInFlight?: number | null): WindowLimits {
   const limits: WindowLimits = { perMinute, perDay };
   if (typeof perMonth === 'number') limits.perMonth = perMonth;
   if (typeof shadow === 'boolean') limits.shadow = shadow;
+  if (typeof maxInFlight === 'number') limits.maxInFlight = maxInFlight;
   return limits;
 }
 
@@ -44,14 +46,25 @@ export function billingDayOf(value: unknown): { billingDay?: number } {
 
 /** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
 export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: string): ApiKeyRecord {
+  // The lists are set again below: a list removed (null) must not survive the spread.
+  const { allowedOperations: _operations, allowedAddresses: _addresses, ...kept } = record;
   return {
-    ...record,
+    ...kept,
     name: patch.name ?? record.name,
     plan: patch.plan ?? record.plan,
     limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
     expiresAt: patch.expiresAt === undefined ? record.expiresAt : patch.expiresAt,
     updatedAt,
+    ...patchedAccessLists(record, patch),
   };
+}
+
+/** The record's access lists after `patch`: a list sent replaces, null removes, absent keeps. */
+function patchedAccessLists(record: ApiKeyRecord, patch: KeyPatch): Pick<ApiKeyRecord, 'allowedOperations' | 'allowedAddresses'> {
+  return accessListsOf({
+    allowedOperations: patch.allowedOperations === undefined ? record.allowedOperations : patch.allowedOperations,
+    allowedAddresses: patch.allowedAddresses === undefined ? record.allowedAddresses : patch.allowedAddresses,
+  });
 }
 
 /**
@@ -80,7 +93,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth) : null,
+    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth, record.limits.maxInFlight) : null,
     hash: record.hash,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
@@ -89,6 +102,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     previousHash: record.previousHash,
     previousKeyExpiresAt: record.previousKeyExpiresAt,
     ...billingDayOf(record.billingDay),
+    ...accessListsOf(record),
   });
 }
 
@@ -100,7 +114,8 @@ function isLimits(value: unknown): value is WindowLimits {
     Number.isSafeInteger(v.perMinute) &&
     Number.isSafeInteger(v.perDay) &&
     (v.shadow === undefined || typeof v.shadow === 'boolean') &&
-    (v.perMonth === undefined || Number.isSafeInteger(v.perMonth))
+    (v.perMonth === undefined || Number.isSafeInteger(v.perMonth)) &&
+    (v.maxInFlight === undefined || Number.isSafeInteger(v.maxInFlight))
   );
 }
 
@@ -124,7 +139,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     id: str('id'),
     name: str('name'),
     plan: str('plan'),
-    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth),
+    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth, v.limits.maxInFlight),
     hash: str('hash'),
     createdAt: str('createdAt'),
     updatedAt: str('updatedAt'),
@@ -133,6 +148,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     previousHash: optional('previousHash'),
     previousKeyExpiresAt: optional('previousKeyExpiresAt'),
     ...billingDayOf(v.billingDay),
+    ...accessListsOf(v),
   };
 }
 

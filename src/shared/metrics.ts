@@ -142,6 +142,12 @@ function limiterMetrics(registry: Registry, sources: GatewayMetricSources) {
       labelNames: ['plan', 'window'] as const,
       registers: [registry],
     }),
+    inFlightRejections: new Counter({
+      name: 'gateway_inflight_rejections_total',
+      help: 'Requests refused with 429 concurrency_limited: the key (or its plan) had maxInFlight requests being forwarded already.',
+      labelNames: ['plan'] as const,
+      registers: [registry],
+    }),
     keyBans: new Counter({
       name: 'gateway_key_bans_total',
       help: 'Keys banned for retrying after 429.',
@@ -186,6 +192,12 @@ function authMetrics(registry: Registry) {
       name: 'gateway_auth_failures_total',
       help: 'Requests refused with 401, by reason.',
       labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    accessDenied: new Counter({
+      name: 'gateway_access_denied_total',
+      help: "Requests refused with 403 by a key's or its consumer's access policy, by reason (operation, address) and plan.",
+      labelNames: ['reason', 'plan'] as const,
       registers: [registry],
     }),
     adminAuthFailures: new Counter({

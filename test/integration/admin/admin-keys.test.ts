@@ -41,6 +41,8 @@ describe('POST /admin/keys', () => {
       limits: { perMinute: 60, perDay: 1000 },
       createdAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
+      allowedOperations: null,
+      allowedAddresses: null,
     });
     const createdAt = Date.parse((res.body as { createdAt: string }).createdAt);
     expect(createdAt).toBeGreaterThanOrEqual(before - 1000);
@@ -145,6 +147,8 @@ describe('GET /admin/keys', () => {
       createdAt: kept.createdAt,
       revokedAt: null,
       expiresAt: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
     });
     expect(items.find((k) => k.id === revoked.id)).toEqual({
@@ -155,6 +159,8 @@ describe('GET /admin/keys', () => {
       createdAt: revoked.createdAt,
       revokedAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
     });
   });
@@ -172,6 +178,8 @@ describe('GET /admin/keys/{id}', () => {
       createdAt: created.createdAt,
       revokedAt: null,
       expiresAt: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
       usage: {
         minute: { limit: 60, remaining: 60, reset: expect.any(Number) },
@@ -192,7 +200,7 @@ describe('PATCH /admin/keys/{id}', () => {
   test('name: 200 with the updated key', async () => {
     const created = await createKey(product, { name: 'before', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'after' }).expect(200);
-    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, lastUsedAt: null });
+    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, allowedOperations: null, allowedAddresses: null, lastUsedAt: null });
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
     expect((shown.body as { name: string }).name).toBe('after');
   });

@@ -91,6 +91,8 @@ describe('create', () => {
       limits: { perMinute: 300, perDay: 10000 },
       createdAt: expect.any(String),
       expiresAt: null,
+      allowedOperations: null,
+      allowedAddresses: null,
     });
     await gateway(created.key).expect(200);
   });
@@ -126,6 +128,8 @@ describe('list', () => {
       createdAt: expect.any(String),
       revokedAt: null,
       expiresAt: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
     });
   });

@@ -164,6 +164,8 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           createdAt: expect.stringMatching(ISO_INSTANT),
           revokedAt: null,
           expiresAt: null,
+          allowedOperations: null,
+          allowedAddresses: null,
           lastUsedAt: expect.anything(),
           previousKeyExpiresAt: new Date(clock.now() + 60_000).toISOString(),
         });

@@ -8,6 +8,7 @@ import { byId, el, say } from './dom.js';
 import { fmtNumber, fmtTime, isoToLocal, keyState, limitsFrom, localToIso, messageOf } from './format.js';
 import { fillPlanSelects } from './plan-select.js';
 import { showSecret } from './secret.js';
+import { accessFacts, fillAccessFields, withAccessChanges } from './access-fields.js';
 
 /** @typedef {import('./types.js').KeyDetail} KeyDetail */
 /** @typedef {import('./types.js').KeyUsage} KeyUsage */
@@ -79,13 +80,14 @@ function renderKey(/** @type {KeyDetail} */ key) {
   const facts = [
     ['Id', key.id],
     ['Plan', key.plan],
-    ['Limits', key.limits ? `${fmtNumber(key.limits.perMinute)}/min · ${fmtNumber(key.limits.perDay)}/day` : '–'],
+    ['Limits', key.limits ? `${fmtNumber(key.limits.perMinute)}/min · ${fmtNumber(key.limits.perDay)}/day${key.limits.maxInFlight === undefined ? '' : ` · ${fmtNumber(key.limits.maxInFlight)} at once`}` : '–'],
     ['Created', fmtTime(key.createdAt)],
     ['Expires', key.expiresAt ? fmtTime(key.expiresAt) : 'never'],
     ['Last used', key.lastUsedAt ? fmtTime(key.lastUsedAt) : 'never'],
     ['Banned until', key.bannedUntil ? fmtTime(key.bannedUntil) : 'not banned'],
     ['Previous secret works until', key.previousKeyExpiresAt && !key.revokedAt ? fmtTime(key.previousKeyExpiresAt) : '–'],
     ['Revoked', key.revokedAt ? fmtTime(key.revokedAt) : '–'],
+    ...accessFacts(key),
   ];
   ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), el('dd', { text: value }))));
   for (const name of /** @type {const} */ (['minute', 'day'])) {
@@ -154,6 +156,7 @@ function fillEditForm(/** @type {KeyDetail} */ key) {
   ui.editPerDay.value = key.limits ? String(key.limits.perDay) : '';
   limitsAsFilled = JSON.stringify(limitFields());
   ui.editExpires.value = isoToLocal(key.expiresAt);
+  fillAccessFields(key);
   ui.editError.textContent = '';
   ui.actionError.textContent = '';
 }
@@ -167,13 +170,15 @@ function keyChange() {
   /** @type {KeyChange} */
   const body = { name: ui.editName.value.trim(), plan: ui.editPlan.value, expiresAt: localToIso(ui.editExpires.value) };
   if (JSON.stringify(fields) !== limitsAsFilled) body.limits = withMonth(limitsFrom(fields.perMinute, fields.perDay) ?? null);
-  return body;
+  return withAccessChanges(body);
 }
 
-/** New minute and day limits keep the key's month quota, which this form does not edit. */
+/** New minute and day limits keep the key's month quota and concurrency limit, which this form does not edit. */
 function withMonth(/** @type {import('./types.js').Limits | null} */ limits) {
   const perMonth = shownKey?.limits?.perMonth;
-  return limits && perMonth !== undefined ? { ...limits, perMonth } : limits;
+  const maxInFlight = shownKey?.limits?.maxInFlight;
+  if (!limits) return limits;
+  return { ...limits, ...(perMonth === undefined ? {} : { perMonth }), ...(maxInFlight === undefined ? {} : { maxInFlight }) };
 }
 
 /**
