@@ -3,7 +3,9 @@ import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { uniqueNamespace } from '../../support/test-redis';
 import { expectMatchesOpenApi } from '../../support/openapi';
-import { RATE_LIMIT_HEADERS, admin, expectError, header, startTestProduct, usageOf, watchInventory, within, type ProductHarness } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { eventually } from '../../support/eventually';
+import { RATE_LIMIT_HEADERS, admin, header, startTestProduct, usageOf, watchInventory, type ProductHarness } from './gateway-kit';
 import { logEntries, scrape, total } from './listener-kit';
 
 /**
@@ -199,6 +201,7 @@ describe('access policy across instances on one Redis', () => {
     // B caches the record.
     await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
     await admin(a).patch(`/admin/keys/${created.body.id as string}`, { allowedAddresses: ['10.0.0.0/8'] }).expect(200);
-    await within(1000, async () => (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 && (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403);
+    // CONTRACT §4: policy changes take effect on every instance within 1 second.
+    await eventually(async () => (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 && (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403, { timeoutMs: 1000, what: "instance B refusing the key from loopback" });
   });
 });
