@@ -1,10 +1,10 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
 import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
-import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, InFlightLease, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { MonthBoundaries, type MonthCount } from './month-window';
-import { EXPIRY_SLACK_MS, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
+import { EXPIRY_SLACK_MS, OUTCOME_ALLOWED, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
 
 /**
  * Redis layout: one hash per API key, `${namespace}:rl:{${keyId}}`. The braces make the key id the
@@ -119,17 +119,43 @@ return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}`;
 }
 
 /**
- * Fixed minute. KEYS: 1 the key's hash, 2 its month hash.
+ * The key's concurrency limit (maxInFlight, CONTRACT §3), in the same round trip: a sorted set of
+ * lease ids scored by expiry beside the hash (`:if`, same hash tag). Expired leases (an instance
+ * that died before releasing) are dropped first; a full set refuses with outcome 4 and the windows
+ * as they stand (for the headers), before anything is counted, so the refusal consumes nothing and
+ * counts toward no ban. ARGV[10] maxInFlight ('' for none), 11 the lease id, 12 its ttl ms.
+ * Expects `ifkey`, `now` and the windows' reads (mc, dc, minuteResetAt, the month's) in scope.
+ */
+const IN_FLIGHT_CHECK_LUA = `local maxInFlight = tonumber(ARGV[10])
+if maxInFlight then
+  redis.call('ZREMRANGEBYSCORE', ifkey, '-inf', now)
+  if redis.call('ZCARD', ifkey) >= maxInFlight then
+    return {4, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
+  end
+end`;
+
+/** Admitted: the request holds its lease until released or expired; the set expires with its last lease. */
+const IN_FLIGHT_HOLD_LUA = `if maxInFlight then
+  redis.call('ZADD', ifkey, now + tonumber(ARGV[12]), ARGV[11])
+  redis.call('PEXPIRE', ifkey, tonumber(ARGV[12]))
+end`;
+
+/** Outcome code of a consume refused by maxInFlight (windows.ts has 0..3). */
+const OUTCOME_CONCURRENCY_LIMITED = 4;
+
+/**
+ * Fixed minute. KEYS: 1 the key's hash, 2 its month hash, 3 its in-flight leases.
  * ARGV: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms, 6 retain ms,
  * 7 shadow ('1' or '0'), 8 now (epoch ms; '': Redis TIME, so every gateway instance decides on
- * one clock), 9 cost (units of every window), and with a month window 10 perMonth, 11..14 the month
- * boundaries (see monthReadLua).
+ * one clock), 9 cost (units of every window), 10..12 the in-flight lease (IN_FLIGHT_CHECK_LUA),
+ * and with a month window 13 perMonth, 14..17 the month boundaries (see monthReadLua).
  * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end),
  * monthCount, monthCredits, monthEnd, monthStart}; outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
  */
 const CONSUME_LUA = `
 local key = KEYS[1]
 local mkey = KEYS[2]
+local ifkey = KEYS[3]
 local now
 ${nowFromArgOrTime(8)}
 local cost = tonumber(ARGV[9])
@@ -148,7 +174,8 @@ local sameDay = tonumber(f[3]) == day
 if sameDay then dc = tonumber(f[4]) or 0 end
 local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
 local minuteResetAt = 0
-${monthReadLua(10)}
+${monthReadLua(13)}
+${IN_FLIGHT_CHECK_LUA}
 
 if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
   mc = mc + cost
@@ -156,6 +183,7 @@ if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not mo
   redis.call('HSET', key, 'mw', minute, 'mc', mc, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${MONTH_ADMIT_LUA}
+  ${IN_FLIGHT_HOLD_LUA}
   return {0, now, mc, dc, 0, 0, oc, ok, me, ms}
 end
 ${refusalLua(6)}
@@ -163,7 +191,7 @@ ${refusalLua(6)}
 
 /**
  * Sliding minute: an exact log of the admission times of the last 60 s in a sorted set beside the
- * hash (KEYS: 1 the hash, 2 the log, 3 the month hash; one hash tag, one slot). A request is
+ * hash (KEYS: 1 the hash, 2 the log, 3 the month hash, 4 the in-flight leases; one hash tag, one slot). A request is
  * admitted when at most perMinute - cost admissions lie in (now - 60 s, now], so no 60-second
  * interval ever admits more than the limit. Members are `now-dayCount`, unique because the day
  * count grows with every admitted unit. The log expires a minute after its last admission. ARGV and
@@ -174,6 +202,7 @@ const SLIDING_CONSUME_LUA = `
 local key = KEYS[1]
 local log = KEYS[2]
 local mkey = KEYS[3]
+local ifkey = KEYS[4]
 local now
 ${nowFromArgOrTime(8)}
 local cost = tonumber(ARGV[9])
@@ -194,7 +223,8 @@ local minuteResetAt = now + 60000
 if mc > 0 then
   minuteResetAt = tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) + 60000
 end
-${monthReadLua(10)}
+${monthReadLua(13)}
+${IN_FLIGHT_CHECK_LUA}
 
 if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
   for i = 1, cost do
@@ -206,6 +236,7 @@ if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not mo
   redis.call('HSET', key, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${MONTH_ADMIT_LUA}
+  ${IN_FLIGHT_HOLD_LUA}
   return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
 end
 if cost > 1 and mc > 0 then
@@ -275,13 +306,13 @@ return ok + tonumber(ARGV[2])
 `;
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
-type ConsumeReply = [OutcomeCode, number, number, number, number, number, number, number, number, number];
+type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number];
 type UsageReply = [number, number, number, number, number, number, number, number, number];
 
 // KEYS: the key's hash, (sliding only) its minute log, its month hash.
-const CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitConsume', CONSUME_LUA, 2);
+const CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitConsume', CONSUME_LUA, 3);
 const USAGE = defineLuaScript<UsageReply>('asgKeyLimitUsage', USAGE_LUA, 2);
-const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitSlidingConsume', SLIDING_CONSUME_LUA, 3);
+const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitSlidingConsume', SLIDING_CONSUME_LUA, 4);
 const SLIDING_USAGE = defineLuaScript<UsageReply>('asgKeyLimitSlidingUsage', SLIDING_USAGE_LUA, 3);
 const CREDITS = defineLuaScript<number>('asgKeyLimitCredits', CREDITS_LUA, 1);
 
@@ -291,6 +322,14 @@ interface KeyLimitScripts {
   slidingConsume: LuaCaller<ConsumeReply>;
   slidingUsage: LuaCaller<UsageReply>;
   credits: LuaCaller<number>;
+}
+
+/** Suffix of the sorted set of a key's in-flight leases (maxInFlight); same hash tag as its hash. */
+const IN_FLIGHT_SUFFIX = ':if';
+
+/** ARGV 10..12 of a consume: the lease, or '' (no maxInFlight) and two placeholders. */
+function inFlightArgv(lease: InFlightLease | undefined): string[] {
+  return lease ? [String(lease.max), lease.id, String(lease.ttlMs)] : ['', '', ''];
 }
 
 /** The hash holding a key's month count and credits; same hash tag, so same Cluster slot, as its hash. */
@@ -374,14 +413,17 @@ export class RedisKeyLimiter implements KeyLimiter {
       options?.shadow === true ? '1' : '0',
       this.clock === undefined ? '' : String(this.clock.now()),
       cost === 1 ? '1' : String(cost),
+      ...inFlightArgv(options?.inFlight),
     ];
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
     const reply = this.sliding
-      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo'], argv)
-      : await this.scripts.consume([key, key + ':mo'], argv);
+      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX], argv)
+      : await this.scripts.consume([key, key + ':mo', key + IN_FLIGHT_SUFFIX], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
+    const refusedForConcurrency = reply[0] === OUTCOME_CONCURRENCY_LIMITED;
     const decision = keyDecision({
-      outcome: reply[0],
+      // The windows as they stand, read as an admission of nothing.
+      outcome: refusedForConcurrency ? OUTCOME_ALLOWED : (reply[0] as OutcomeCode),
       now: reply[1],
       minuteCount: reply[2],
       dayCount: reply[3],
@@ -391,8 +433,14 @@ export class RedisKeyLimiter implements KeyLimiter {
       cost,
       month,
     });
+    if (refusedForConcurrency && decision.outcome === 'allowed') return { ...decision, outcome: 'concurrency_limited' };
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
     return decision;
+  }
+
+  release(keyId: string, leaseId: string): void {
+    // Not awaited by the request: a release lost to a Redis outage is a lease that expires (its ttl).
+    this.redis.zrem(this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX, leaseId).catch(() => {});
   }
 
   async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {

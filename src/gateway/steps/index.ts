@@ -69,7 +69,7 @@ export function createSteps(deps: GatewayDependencies) {
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
     checkAccess: createAccessStep({ metrics, logger, consumerPolicy: deps.consumerAccessPolicy }),
     answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall }),
-    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions }),
+    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions, leaseTtlMs: config.upstream.timeoutMs + 1000 }),
     checkRoute,
     applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
     forward: createForwardStep({

@@ -1,19 +1,23 @@
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../shared/logger';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
 import { monthSpan } from '../../limits/month-window';
-import type { ConsumeOptions, KeyDecision, KeyLimiter, WindowLimits, WindowName, WindowState } from '../../limits/types';
+import type { ConsumeOptions, InFlightLease, KeyDecision, KeyLimiter, WindowLimits, WindowName, WindowState } from '../../limits/types';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
-import { bannedRateLimitHeaders, keyRateLimitHeaders, type BannedMonth } from '../rate-limit-headers';
+import { bannedRateLimitHeaders, keyRateLimitHeaders, type KeyWindows, type BannedMonth } from '../rate-limit-headers';
 import { keyOf, type GatewayRequest } from '../request-context';
-import { keyRateLimited, Refusal, temporarilyBanned, unconfiguredPlan } from '../refusals';
+import { CONCURRENCY_LIMITED, keyRateLimited, Refusal, temporarilyBanned, unconfiguredPlan } from '../refusals';
 import { CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
 /** Share of a window after which an admitted request counts in gateway_ratelimit_near_limit_total. */
 const NEAR_LIMIT_SHARE = 0.8;
+
+/** upstream.timeoutMs's default (10 s) + 1 s. */
+const DEFAULT_LEASE_TTL_MS = 11_000;
 
 /** What a shadowed plan or key asks of the limiter: refusals that lead to no ban. */
 const SHADOW: ConsumeOptions = { shadow: true };
@@ -31,6 +35,12 @@ export interface KeyLimitDependencies {
   costs: OperationCosts;
   /** Retry-After of a 429: the true wait plus the configured jitter; X-RateLimit-Reset stays the true reset. */
   retryAfter(waitMs: number): string;
+  /**
+   * How long a slot under maxInFlight holds when never released (an instance that died):
+   * upstream.timeoutMs + 1 s, the longest a request waits for its answer's head. Default: 11 s
+   * (the default timeout's).
+   */
+  leaseTtlMs?: number;
   /** Told each decision (usage units, webhooks: src/product/notifications.ts); returns at once. */
   onDecision?: KeyDecisionListener;
 }
@@ -42,6 +52,7 @@ export type KeyDecisionListener = (record: ApiKeyRecord, decision: KeyDecision, 
 export function createKeyLimitStep(deps: KeyLimitDependencies) {
   const { keyLimiter, plans, metrics, storeCall, costs } = deps;
   const refuseUnconfiguredPlan = unconfiguredPlanRefusal(deps.logger);
+  const leaseTtlMs = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
 
   return async function limitKey(request: GatewayRequest): Promise<StepOutcome> {
     const { res } = request;
@@ -50,19 +61,23 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     if (!limits) return refuseUnconfiguredPlan(record);
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
-    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay);
+    const lease = leaseFor(plans.maxInFlightOf(record), leaseTtlMs);
+    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease);
     const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(record.id, limits, options), (d: KeyDecision) => ({
       'asg.rate_limit.scope': 'key',
       'asg.rate_limit.decision': d.outcome,
       'asg.plan': record.plan,
     }));
     if (decision instanceof Refusal) return decision;
+    if (decision.outcome === 'concurrency_limited') return refuseConcurrency(metrics, request, shadow, decision);
     deps.onDecision?.(record, decision, options?.cost ?? 1);
     if (decision.fallback) {
       request.storeFallback = decision.fallback;
       if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });
     }
     if (decision.outcome === 'allowed') {
+      // The slot is the request's until its response closes: answered, cut off, or its client gone.
+      if (lease) res.once('close', () => keyLimiter.release?.(record.id, lease.id));
       request.rateLimitOutcome = 'allowed';
       countAdmitted(record.plan, route, options?.cost ?? 1, decision);
       setHeaders(res, keyRateLimitHeaders(decision));
@@ -117,8 +132,25 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
 /** What a shadowed limit would have refused: the limits applied, the decision, the key's billing day. */
 interface ShadowRefusal {
   limits: WindowLimits;
-  decision: Exclude<KeyDecision, { outcome: 'allowed' }>;
+  decision: Exclude<KeyDecision, { outcome: 'allowed' | 'concurrency_limited' }>;
   billingDay?: number;
+}
+
+/**
+ * 429 concurrency_limited, Retry-After 1: nothing was consumed and no ban counted (the limiter
+ * refused before any window). A shadowed key or plan is forwarded instead, without a slot.
+ */
+function refuseConcurrency(metrics: GatewayMetrics, request: GatewayRequest, shadow: boolean, windows: KeyWindows): StepOutcome {
+  // The windows as they stand: every /v1 answer carries them.
+  setHeaders(request.res, keyRateLimitHeaders(windows));
+  if (shadow) {
+    request.rateLimitOutcome = 'shadow_limited';
+    metrics.shadowDenied.inc({ plan: request.plan, window: 'concurrency' });
+    return CONTINUE;
+  }
+  request.rateLimitOutcome = 'concurrency_limited';
+  metrics.inFlightRejections.inc({ plan: request.plan });
+  return CONCURRENCY_LIMITED;
 }
 
 /**
@@ -140,9 +172,14 @@ function unconfiguredPlanRefusal(logger: Logger): (record: ApiKeyRecord) => Refu
 }
 
 /** What the limiter is asked: shared constants for the common cases, so most requests allocate nothing. */
-function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined): ConsumeOptions | undefined {
-  if (cost === 1 && billingDay === undefined) return shadow ? SHADOW : undefined;
-  return { shadow, cost, billingDay };
+function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined, inFlight: InFlightLease | undefined): ConsumeOptions | undefined {
+  if (cost === 1 && billingDay === undefined && inFlight === undefined) return shadow ? SHADOW : undefined;
+  return { shadow, cost, billingDay, inFlight };
+}
+
+/** A slot for this request under the key's maxInFlight, or none when it has no such limit. */
+function leaseFor(maxInFlight: number | undefined, ttlMs: number): InFlightLease | undefined {
+  return maxInFlight === undefined ? undefined : { max: maxInFlight, id: randomUUID(), ttlMs };
 }
 
 /** A banned key's month, for its RateLimit-Policy: the quota over this billing month. */

@@ -42,6 +42,8 @@ interface KeyRow {
   per_month: number | null;
   /** NULL for the default billing day (the 1st). */
   billing_day: number | null;
+  /** NULL when the key follows its plan's maxInFlight (or has none). */
+  max_in_flight: number | null;
   created_at: string;
   updated_at: string;
   revoked_at: string | null;
@@ -107,6 +109,13 @@ const KEY_STORE_MIGRATIONS: readonly Migration[] = [
       addColumnIfMissing(db, 'api_keys', 'access_policy', 'TEXT');
     },
   },
+  {
+    version: 6,
+    description: 'concurrency limits: NULL (the plan decides) for every key before them',
+    up(db) {
+      addColumnIfMissing(db, 'api_keys', 'max_in_flight', 'INTEGER');
+    },
+  },
 ];
 
 function fromRow(row: KeyRow): ApiKeyRecord {
@@ -114,7 +123,7 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     id: row.id,
     name: row.name,
     plan: row.plan,
-    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month),
+    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month, row.max_in_flight),
     hash: row.hash,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -144,6 +153,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
     per_month: record.limits?.perMonth ?? null,
     billing_day: record.billingDay ?? null,
+    max_in_flight: record.limits?.maxInFlight ?? null,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     revoked_at: record.revokedAt,
@@ -180,20 +190,20 @@ export class SqliteKeyStore implements KeyStore {
     this.onSqliteError = options.onSqliteError;
     try {
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, max_in_flight = @max_in_flight,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at, access_policy = @access_policy
          WHERE id = @id AND created_at = @created_at`,
       );
       this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
          ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
-           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, max_in_flight = excluded.max_in_flight, created_at = excluded.created_at, updated_at = excluded.updated_at,
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
            previous_key_expires_at = excluded.previous_key_expires_at, access_policy = excluded.access_policy`,
       );
