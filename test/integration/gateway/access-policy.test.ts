@@ -199,6 +199,7 @@ describe('access policy across instances on one Redis', () => {
     // B caches the record.
     await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
     await admin(a).patch(`/admin/keys/${created.body.id as string}`, { allowedAddresses: ['10.0.0.0/8'] }).expect(200);
-    await eventually(async () => (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 && (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403, { timeoutMs: 1000 });
+    // CONTRACT §4: policy changes take effect on every instance within 1 second.
+    await eventually(async () => (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 && (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403, { timeoutMs: 1000, what: "instance B refusing the key from loopback" });
   });
 });
