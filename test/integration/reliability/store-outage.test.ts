@@ -23,9 +23,11 @@ interface Answer {
   ms: number;
 }
 
-async function call(product: ProductHarness, key: string | null, pathname = '/v1/pets'): Promise<Answer> {
+async function call(product: ProductHarness, key: string | null, pathname = '/v1/pets', requestId?: string): Promise<Answer> {
   const started = Date.now();
-  const res = await fetch(product.gatewayUrl + pathname, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  if (requestId) headers['x-request-id'] = requestId;
+  const res = await fetch(product.gatewayUrl + pathname, { headers });
   const body = (await res.json()) as { code?: string };
   return { status: res.status, code: Array.isArray(body) ? undefined : body.code, headers: res.headers, ms: Date.now() - started };
 }
@@ -34,6 +36,18 @@ async function metricValue(product: ProductHarness, name: string, labels = ''): 
   const text = await (await fetch(product.adminUrl + '/metrics')).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `) || (labels === '' && l.startsWith(`${name} `)));
   return line ? Number(line.split(' ').pop()) : 0;
+}
+
+/** durationMs of each request's log line (the gateway's own timing, arrival to answer), once all are written. */
+async function gatewayDurations(product: ProductHarness, requestIds: readonly string[]): Promise<number[]> {
+  const wanted = new Set(requestIds);
+  const found = () =>
+    product.logs.lines
+      .map((line) => JSON.parse(line) as { msg: string; component?: string; requestId?: string; durationMs?: number })
+      // The gateway's lines: the embedded inventory logs the same request id under its component.
+      .filter((entry) => entry.msg === 'request' && entry.component === undefined && wanted.has(entry.requestId!));
+  await eventually(() => found().length === requestIds.length, { what: 'every request is logged' });
+  return found().map((entry) => entry.durationMs!);
 }
 
 function freeze(redis: RedisProcess): void {
@@ -64,7 +78,8 @@ async function startWith(failMode: 'local' | 'open' | 'closed', specs: KeySpec[]
     namespace: uniqueNamespace(`outage-${failMode}`),
     overrides: { store: { failMode }, redis: { commandTimeoutMs: 200 } },
   };
-  const creator = await startTestProduct(options);
+  // The creator only writes the keys: a Redis that answers is its premise (5 s, not the 200 ms under test).
+  const creator = await startTestProduct({ ...options, overrides: { ...options.overrides, redis: { commandTimeoutMs: 5000 } } });
   const keys: string[] = [];
   try {
     for (const spec of specs) keys.push((await creator.keyService.create(spec)).key);
@@ -135,14 +150,17 @@ describe('store.failMode local (the default)', () => {
     const [key] = await startWith('local', [{ name: 'frozen', plan: 'pro' }]);
     expect((await call(product, key!)).status).toBe(200);
     freeze(redis!);
-    const first = await call(product, key!);
+    const first = await call(product, key!, '/v1/pets', 'frozen-first');
     expect(first.status).toBe(200);
     // commandTimeoutMs is 200: the one request that meets the frozen store waits that long, no more.
-    expect(first.ms).toBeLessThan(1500);
+    // Timed by the gateway (its request log): the client's figure also holds a crowded machine's
+    // accept queue (1,582 ms at load 20-27); a minute of retries would still show on either.
+    expect(Math.max(...(await gatewayDurations(product, ['frozen-first'])))).toBeLessThan(1500);
     // After that the gateway does not ask the frozen store again until a probe gets an answer.
-    const next = await Promise.all(Array.from({ length: 10 }, () => call(product, key!)));
+    const nextIds = Array.from({ length: 10 }, (_, i) => `frozen-next-${i}`);
+    const next = await Promise.all(nextIds.map((id) => call(product, key!, '/v1/pets', id)));
     expect(next.map((a) => a.status)).toEqual(Array(10).fill(200));
-    for (const answer of next) expect(answer.ms).toBeLessThan(1500);
+    expect(Math.max(...(await gatewayDurations(product, nextIds)))).toBeLessThan(1500);
     expect(await metricValue(product, 'gateway_store_degraded')).toBe(1);
 
     thaw(redis!);
