@@ -134,6 +134,10 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
       lazyConnect: true,
       enableAutoPipelining: false,
       clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+      // CLUSTER SLOTS is a command like any other: give it the configured command timeout (ioredis's
+      // own 1 s, at the least). With 1 s fixed, a start on a crowded machine failed with "Failed to
+      // refresh slots cache" although every node answered and the commands had 2 s.
+      slotsRefreshTimeout: Math.max(1000, settings.commandTimeoutMs),
     });
   }
   if (!settings.url) throw new Error('createRedisClient needs a url or cluster nodes');

@@ -45,11 +45,12 @@ describe('the product on a three-master Redis Cluster', () => {
     // Trusting loopback's X-Forwarded-For gives every test its own client address, so the small
     // anonymous limit of one test never holds back another.
     // A generous command timeout: this suite is about what the cluster decides, and on a busy
-    // two-core machine the default 200 ms could send a limiter to its fallback mid-burst.
+    // two-core machine the default 200 ms could send a limiter to its fallback mid-burst; 5 s, since
+    // at load 20-27 the start's slots refresh (which takes the command timeout) ran out at 1 s.
     const overrides = {
       anonymous: { perMinute: 10 },
       server: { host: '127.0.0.1', trustedProxies: ['127.0.0.1'] },
-      redis: { namespace, commandTimeoutMs: 2000 },
+      redis: { namespace, commandTimeoutMs: 5000 },
     };
     a = await startTestProduct({ redis: false, namespace, env, overrides });
     b = await startTestProduct({ redis: false, namespace, env, overrides: { ...overrides, upstream: { url: a.inventory!.url } } });
