@@ -398,7 +398,7 @@ interface Fixture {
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -445,6 +445,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         tracing: options.tracing,
         extraKeys: options.extraKeys,
         monthAndCost: options.monthAndCost,
+        allowlist100: options.allowlist100,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
     };
@@ -488,6 +489,8 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
     'gateway-redis-undici': () => gateway('gateway-redis-undici', 'undici', true),
     // Issue 28: a month window and a cost rule on; compare with gateway-redis-undici (two windows).
     'gateway-redis-undici-month-cost': () => gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
+    // Issue 39: the admitted key with a 100-range address list (the client in the last) and an operation list.
+    'gateway-redis-undici-allowlist-100': () => gateway('gateway-redis-undici-allowlist-100', 'undici', true, { allowlist100: true }),
     'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
     'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
     'gateway-redis-undici-sliding': () => gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
@@ -538,6 +541,8 @@ function variantPlans(): VariantPlan[] {
     row(OTHER_BUILD, 'gateway, Redis, undici (--compare-with build)', admitted),
     // Month window + cost 2 on the measured route: its CPU per request beside gateway-redis-undici (target: within 10 %).
     row('gateway-redis-undici-month-cost', 'gateway, Redis, undici, month window + cost rule', admitted),
+    // Access policy at its largest: its CPU per request beside gateway-redis-undici (target: within 3 %).
+    row('gateway-redis-undici-allowlist-100', 'gateway, Redis, undici, 100-range allowlist', admitted),
     row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
     // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
     // every request of the last minute: the sliding window's worst case in memory and CPU.

@@ -1,19 +1,20 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
-import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
+import type { ApiKeyRecord, KeyPatchRequest, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, KeyUsage, WindowLimits, WindowState } from '../limits/types';
 import { DEFAULT_BILLING_DAY, MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import type { RecordAudit } from './audit-trail';
 import { hasBody, intParameter, parseBody, requireJson } from './request-parsing';
 import { bodyParserForLimit } from '../shared/body-limit';
+import { accessListsView } from '../access/access-lists';
 
 /** What the key routes need from the key service. */
 export interface KeyAdministration {
   create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }>;
   get(id: string): Promise<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
-  update(id: string, patch: KeyPatch): Promise<ApiKeyRecord | null>;
+  update(id: string, patch: KeyPatchRequest): Promise<ApiKeyRecord | null>;
   revoke(id: string): Promise<ApiKeyRecord | null>;
   /** Null for an unknown id; throws ApiError('conflict') for a revoked key. */
   rotate(id: string, graceSeconds?: number): Promise<{ key: string; record: ApiKeyRecord } | null>;
@@ -45,7 +46,13 @@ const limitsSchema = z.strictObject({
   /** Requests of this key forwarded at once, across instances (CONTRACT §3); absent, the plan's. */
   maxInFlight: z.number().int().min(1).max(10_000).optional(),
 });
+/** Access policy lists (CONTRACT §4): checked by src/access/access-lists.ts, whose 400 names each bad entry. */
+const accessListFields = {
+  allowedOperations: z.unknown().optional(),
+  allowedAddresses: z.unknown().optional(),
+};
 const createKeySchema = z.strictObject({
+  ...accessListFields,
   name: z.string(),
   plan: z.string(),
   limits: limitsSchema.nullable().optional(),
@@ -54,6 +61,7 @@ const createKeySchema = z.strictObject({
   billingDay: z.number().int().min(MIN_BILLING_DAY).max(MAX_BILLING_DAY).nullable().optional(),
 });
 const updateKeySchema = z.strictObject({
+  ...accessListFields,
   name: z.string().optional(),
   plan: z.string().optional(),
   limits: limitsSchema.nullable().optional(),
@@ -86,6 +94,7 @@ function publicView(keys: KeyAdministration, record: ApiKeyRecord, lastUsed: Map
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
     ...billingDayView(record, limits),
+    ...accessListsView(record),
     lastUsedAt: lastUsedAt === undefined ? null : new Date(lastUsedAt).toISOString(),
   };
 }
@@ -148,8 +157,9 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
     const { key, record } = await keys.create(parseBody(createKeySchema, req.body));
     const limits = keys.effectiveLimits(record);
     const billingDay = billingDayView(record, limits);
-    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay });
-    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay });
+    const accessLists = accessListsView(record);
+    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay, ...accessLists });
+    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay, ...accessLists });
   });
   router.post('/keys/:id/rotate', json, async (req, res) => {
     // The body is optional ({graceSeconds} has a default); one that is sent must be JSON.
@@ -168,7 +178,8 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
     if (!record) throw notFound(req.params.id);
     // What was asked for, as stored (an expiry normalised to UTC).
     const details: Record<string, unknown> = {};
-    for (const field of Object.keys(patch) as Array<keyof typeof patch>) details[field] = record[field];
+    // A list removed (null) is absent from the record: the audit says null.
+    for (const field of Object.keys(patch) as Array<keyof typeof patch>) details[field] = record[field] ?? null;
     await audit(req, 'update', record.id, details);
     res.json(await viewOf(record));
   });

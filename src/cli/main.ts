@@ -6,6 +6,7 @@ import { AdminClient, AdminRequestError } from './admin-client';
 import { formatAudit, formatKey, formatKeyTable, formatOwnUsage, formatUsage } from './format';
 import { parseDurationSeconds } from './duration';
 import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text';
+import { ACCESS_USAGE, CLEAR_ACCESS_USAGE, accessListsFrom, accessOptions, clearAccessOptions } from './access-flags';
 
 interface Command {
   summary: string;
@@ -83,8 +84,8 @@ const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at':
 const commands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] [--json]',
-    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...jsonOption },
+    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--json]`,
+    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, ...jsonOption },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
@@ -92,7 +93,8 @@ const commands: Record<string, Command> = {
       const limits = limitsFrom(values);
       const expiresAt = expiryFrom(values);
       const billingDay = positiveInt('billing-day', values['billing-day']);
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}) });
+      const access = accessListsFrom(values, (message) => new UsageError(message));
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...access });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -116,8 +118,8 @@ const commands: Record<string, Command> = {
     render: (result) => formatKey(result as Record<string, unknown>),
   },
   update: {
-    summary: 'change a key\'s name, plan, limits or expiry',
-    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--json]',
+    summary: 'change a key\'s name, plan, limits, expiry or access policy',
+    usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--json]`,
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
@@ -125,6 +127,8 @@ const commands: Record<string, Command> = {
       'clear-limits': { type: 'boolean' },
       ...expiryOptions,
       'no-expiry': { type: 'boolean' },
+      ...accessOptions,
+      ...clearAccessOptions,
       ...jsonOption,
     },
     positionals: ['ID'],
@@ -140,7 +144,8 @@ const commands: Record<string, Command> = {
       if (expiresAt !== undefined && values['no-expiry']) throw new UsageError('--no-expiry cannot go with --expires-in/--expires-at');
       if (expiresAt !== undefined) patch.expiresAt = expiresAt;
       if (values['no-expiry']) patch.expiresAt = null;
-      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits or an expiry');
+      Object.assign(patch, accessListsFrom(values, (message) => new UsageError(message)));
+      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry or an access list');
       return client.updateKey(id!, patch);
     },
     render: (result) => formatKey(result as Record<string, unknown>),

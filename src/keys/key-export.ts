@@ -1,5 +1,6 @@
 import { billingDayOf } from './record';
 import { instantOf, validLimits, validName } from './key-validation';
+import { accessListsOf, accessListsPatch } from '../access/access-lists';
 import type { ApiKeyRecord } from './types';
 
 /**
@@ -39,6 +40,7 @@ export function exportLine(record: ApiKeyRecord, prefix: string): string {
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
     ...billingDayOf(record.billingDay),
+    ...accessListsOf(record),
   });
 }
 
@@ -124,6 +126,8 @@ function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
     previousHash: optional(v, 'previousHash', HASH),
     previousKeyExpiresAt: optionalInstant(v, 'previousKeyExpiresAt'),
     ...billingDayField(v.billingDay),
+    // Checked as the admin API checks them: the 400's message becomes the line's reason.
+    ...asAdminApi(() => accessListsOf(accessListsPatch(v))),
   };
   if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null)) throw new Error('previousHash and previousKeyExpiresAt go together');
   if (record.previousHash === record.hash) throw new Error('previousHash equals hash');

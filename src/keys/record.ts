@@ -2,6 +2,7 @@ import type { WindowLimits } from '../limits/types';
 import { isBillingDay } from '../limits/month-window';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import type { ApiKeyRecord, KeyPatch, KeyRotation } from './types';
+import { accessListsOf } from '../access/access-lists';
 
 /**
  * Record helpers both stores share, so a patch or a revocation means the same thing whichever store
@@ -45,14 +46,25 @@ export function billingDayOf(value: unknown): { billingDay?: number } {
 
 /** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
 export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: string): ApiKeyRecord {
+  // The lists are set again below: a list removed (null) must not survive the spread.
+  const { allowedOperations: _operations, allowedAddresses: _addresses, ...kept } = record;
   return {
-    ...record,
+    ...kept,
     name: patch.name ?? record.name,
     plan: patch.plan ?? record.plan,
     limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
     expiresAt: patch.expiresAt === undefined ? record.expiresAt : patch.expiresAt,
     updatedAt,
+    ...patchedAccessLists(record, patch),
   };
+}
+
+/** The record's access lists after `patch`: a list sent replaces, null removes, absent keeps. */
+function patchedAccessLists(record: ApiKeyRecord, patch: KeyPatch): Pick<ApiKeyRecord, 'allowedOperations' | 'allowedAddresses'> {
+  return accessListsOf({
+    allowedOperations: patch.allowedOperations === undefined ? record.allowedOperations : patch.allowedOperations,
+    allowedAddresses: patch.allowedAddresses === undefined ? record.allowedAddresses : patch.allowedAddresses,
+  });
 }
 
 /**
@@ -90,6 +102,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     previousHash: record.previousHash,
     previousKeyExpiresAt: record.previousKeyExpiresAt,
     ...billingDayOf(record.billingDay),
+    ...accessListsOf(record),
   });
 }
 
@@ -135,6 +148,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     previousHash: optional('previousHash'),
     previousKeyExpiresAt: optional('previousKeyExpiresAt'),
     ...billingDayOf(v.billingDay),
+    ...accessListsOf(v),
   };
 }
 

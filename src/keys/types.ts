@@ -20,6 +20,10 @@ export interface ApiKeyRecord {
   previousKeyExpiresAt: string | null;
   /** Day of the month (1..28) the key's month window starts on, 00:00 UTC; absent means 1. */
   billingDay?: number;
+  /** Access policy (CONTRACT §4, src/access): the operation ids this key may call; absent: every one. */
+  allowedOperations?: string[];
+  /** Access policy: the addresses and CIDR ranges this key may call from; absent: anywhere. */
+  allowedAddresses?: string[];
 }
 
 export interface NewKeyInput {
@@ -29,6 +33,9 @@ export interface NewKeyInput {
   expiresAt?: string | null;
   /** 1..28; absent: the 1st. */
   billingDay?: number | null;
+  /** Validated by src/access/access-lists.ts; absent or null: no list. */
+  allowedOperations?: unknown;
+  allowedAddresses?: unknown;
 }
 
 export interface KeyPatch {
@@ -37,7 +44,13 @@ export interface KeyPatch {
   limits?: WindowLimits | null;
   /** null removes the expiry. */
   expiresAt?: string | null;
+  /** Access policy lists (src/access/access-lists.ts); null removes a list, absent keeps it. */
+  allowedOperations?: string[] | null;
+  allowedAddresses?: string[] | null;
 }
+
+/** A patch as the admin API hands it over: the access lists not checked yet (the key service checks them). */
+export type KeyPatchRequest = Omit<KeyPatch, 'allowedOperations' | 'allowedAddresses'> & { allowedOperations?: unknown; allowedAddresses?: unknown };
 
 /** A rotation: the new secret's hash, and how long the current secret stays admitted. */
 export interface KeyRotation {

@@ -18,13 +18,14 @@ import { createOperationStep } from './match-operation';
 import { createAuthenticateStep, type KeyLookup } from './authenticate';
 import { createAnonymousLimitStep } from './limit-anonymous';
 import { createUsageStep } from './answer-usage';
+import { createAccessStep, type ConsumerAccessPolicy } from './check-access';
 import { createKeyLimitStep, type KeyDecisionListener } from './limit-key';
 import { checkRoute } from './check-route';
 import { createSunsetStep } from './sunset';
 import { createForwardStep } from './forward';
 import { createRecordStep } from './record';
 
-export type { KeyLookup, KeyDecisionListener };
+export type { KeyLookup, KeyDecisionListener, ConsumerAccessPolicy };
 
 export interface GatewayDependencies {
   config: Config;
@@ -44,6 +45,8 @@ export interface GatewayDependencies {
   keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
   /** Told every limiter decision of a key and its cost (usage units, webhooks); must not wait on anything. */
   keyDecisions?: KeyDecisionListener;
+  /** The access policy of a key's consumer, from memory (steps/check-access.ts); absent: keys alone decide. */
+  consumerAccessPolicy?: ConsumerAccessPolicy;
 }
 
 /** Every step of the request path, each built once from the part of the dependencies it needs. */
@@ -64,6 +67,7 @@ export function createSteps(deps: GatewayDependencies) {
     matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
+    checkAccess: createAccessStep({ metrics, logger, consumerPolicy: deps.consumerAccessPolicy }),
     answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall }),
     limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions, leaseTtlMs: config.upstream.timeoutMs + 1000 }),
     checkRoute,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { freePort } from '../../support/redis-server';
 import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
-import { eventually } from '../reliability/fake-upstreams';
+import { eventually } from '../../support/eventually';
 
 /**
  * CONTRACT §5, /readyz for this instance only: 503 for its own faults (a SQLite file it writes
@@ -61,12 +61,12 @@ describe('/readyz', () => {
       let refused = 0;
       for (let i = 0; i < 200 && refused === 0; i++) if ((await post()).status === 503) refused++;
       expect(refused).toBe(1);
-      await eventually('/readyz is 503', async () => (await readyz(product)).status === 503, 5000);
+      await eventually(async () => (await readyz(product)).status === 503, { timeoutMs: 5000, what: '/readyz is 503' });
       const notReady = await readyz(product);
       expect(notReady.body.failing).toEqual(expect.arrayContaining(['inventory database']));
       expect(notReady.body.checks!['inventory database']).toMatch(/cannot take writes \(.*SQLITE_FULL/);
       fs.rmSync(filler);
-      await eventually('/readyz is 200 again', async () => (await readyz(product)).status === 200, 5000);
+      await eventually(async () => (await readyz(product)).status === 200, { timeoutMs: 5000, what: '/readyz is 200 again' });
       expect((await post()).status).toBe(201);
     }, 60_000);
   });

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type net from 'node:net';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
-import { eventually, metricValue, scrapeMetrics } from '../reliability/fake-upstreams';
+import { metricValue, scrapeMetrics } from '../reliability/fake-upstreams';
+import { eventually } from '../../support/eventually';
 import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 
 /**
@@ -96,7 +97,7 @@ describe('maxInFlight', () => {
         return reply;
       }),
     );
-    await eventually('the refusals are in and the admitted requests reached the inventory', () => replies.length >= CONCURRENT - MAX_IN_FLIGHT && inventory.held >= MAX_IN_FLIGHT, 15_000);
+    await eventually(() => replies.length >= CONCURRENT - MAX_IN_FLIGHT && inventory.held >= MAX_IN_FLIGHT, { timeoutMs: 15_000, what: 'the refusals are in and the admitted requests reached the inventory' });
     expect({ answered: replies.length, held: inventory.held }).toEqual({ answered: CONCURRENT - MAX_IN_FLIGHT, held: MAX_IN_FLIGHT });
     inventory.open();
     return Promise.all(sent);
@@ -160,7 +161,7 @@ describe('maxInFlight', () => {
       inventory.shut();
       // The doomed instance takes all five slots (its requests wait on the inventory), then dies without releasing them.
       const doomed = Array.from({ length: MAX_IN_FLIGHT }, () => get(doomedUrl, auth).catch(() => null));
-      await eventually('the doomed instance holds every slot', () => inventory.held === MAX_IN_FLIGHT, 15_000);
+      await eventually(() => inventory.held === MAX_IN_FLIGHT, { timeoutMs: 15_000, what: 'the doomed instance holds every slot' });
       main.child.kill('SIGKILL');
       const killedAt = Date.now();
       await main.exited;
@@ -168,7 +169,7 @@ describe('maxInFlight', () => {
       inventory.open();
       expect(await get(a.gatewayUrl, auth)).toMatchObject({ status: 429, code: 'concurrency_limited' });
       let freedAfterMs = 0;
-      await eventually('a slot is free again', async () => (await get(a.gatewayUrl, auth)).status === 200 && (freedAfterMs = Date.now() - killedAt) > 0, TIMEOUT_MS + 5000 + 2000);
+      await eventually(async () => (await get(a.gatewayUrl, auth)).status === 200 && (freedAfterMs = Date.now() - killedAt) > 0, { timeoutMs: TIMEOUT_MS + 5000 + 2000, what: 'a slot is free again' });
       expect(freedAfterMs).toBeLessThanOrEqual(TIMEOUT_MS + 5000);
     }, 90_000);
   });
@@ -188,7 +189,7 @@ describe('maxInFlight', () => {
       const own = await product.keyService.create({ name: 'own', plan: 'gated', limits: { perMinute: 1000, perDay: 100_000, maxInFlight: 2 } });
       inventory.shut();
       const replies = await Promise.all([get(product.gatewayUrl, `Bearer ${own.key}`), get(product.gatewayUrl, `Bearer ${own.key}`), (async () => {
-        await eventually('two held', () => inventory.held === 2, 15_000);
+        await eventually(() => inventory.held === 2, { timeoutMs: 15_000, what: 'two held' });
         const third = await get(product.gatewayUrl, `Bearer ${own.key}`);
         inventory.open();
         return third;

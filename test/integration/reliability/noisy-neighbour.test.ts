@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { eventually, sendToGateway } from './fake-upstreams';
+import { sendToGateway } from './fake-upstreams';
+import { eventually } from '../../support/eventually';
 
 /**
  * CONTRACT §3, one caller cannot take the inventory from the others: an inventory that answers
@@ -105,7 +106,7 @@ describe.each([
     const loud = flood(`${product.gatewayUrl}/v1/pets`, `Bearer ${loudKey.key}`);
     try {
       // The flood has reached the bound: the loud key is being refused.
-      await eventually('the loud key is refused at the bound', () => (loud.statuses.get(503) ?? 0) > 0, 15_000);
+      await eventually(() => (loud.statuses.get(503) ?? 0) > 0, { timeoutMs: 15_000, what: 'the loud key is refused at the bound' });
       const quiet = await Promise.all(
         quietKeys.map(async ({ key }, k) => {
           const replies: Array<{ id: string; status: number }> = [];
@@ -134,7 +135,7 @@ describe.each([
       product.logs.lines
         .map((line) => JSON.parse(line) as { msg: string; requestId?: string; durationMs?: number })
         .filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
-    await eventually('every quiet request is logged', () => found().length === requestIds.length);
+    await eventually(() => found().length === requestIds.length, { what: 'every quiet request is logged' });
     return found().map((entry) => entry.durationMs!);
   }
 });

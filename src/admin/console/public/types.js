@@ -8,7 +8,8 @@
  * @typedef {{ plans: Plan[] }} PlanList
  * @typedef {{
  *   id: string, name: string, plan: string, limits: Limits | null, createdAt: string,
- *   revokedAt: string | null, expiresAt: string | null, lastUsedAt: string | null
+ *   revokedAt: string | null, expiresAt: string | null, lastUsedAt: string | null,
+ *   allowedOperations?: string[] | null, allowedAddresses?: string[] | null
  * }} Key
  * @typedef {{ limit: number, remaining: number, reset: number }} Window
  * @typedef {Window & { credits: number, startsAt: string }} MonthWindow
@@ -37,7 +38,10 @@
  * @typedef {{ keyId: string, name: string | null, consumerId: string | null, requests: number, rateLimited: number }} BusyKey
  * @typedef {{ keys: BusyKey[] }} TopKeys
  * @typedef {{ name: string, plan: string, limits?: Limits, expiresAt?: string }} NewKey
- * @typedef {{ name: string, plan: string, expiresAt: string | null, limits?: Limits | null }} KeyChange
+ * @typedef {{
+ *   name: string, plan: string, expiresAt: string | null, limits?: Limits | null,
+ *   allowedOperations?: string[] | null, allowedAddresses?: string[] | null
+ * }} KeyChange
  */
 
 export {};
