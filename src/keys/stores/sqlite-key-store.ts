@@ -8,7 +8,7 @@ import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
-import { keepRevocations } from '../import-rules';
+import { keepRevocations } from './import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
 
@@ -266,7 +266,7 @@ export class SqliteKeyStore implements KeyStore {
    * written a few hundred rows at a time with the event loop turning in between (a 100,000-record
    * import would otherwise hold the listener for seconds); meanwhile this store's other writes wait
    * for it (`writable`), so none joins the transaction or is undone with it. The maps change only
-   * once it is committed, in one step. A revoked key stays revoked.
+   * once it is committed. A revoked key stays revoked.
    */
   async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
     await this.writable();
@@ -276,7 +276,12 @@ export class SqliteKeyStore implements KeyStore {
     try {
       const plan = applyImport(this.byId, this.byHash, keepRevocations(records, (id) => this.byId.get(id)));
       await this.writeInSteps(plan.changed);
-      this.applyImported(plan.changed);
+      // Committed: the maps follow, a step at a time (other writes still wait; a lookup meanwhile
+      // sees a record as it was or as imported, both on disk states of the last moments).
+      for (let at = 0; at < plan.changed.length; at += IMPORT_STEP) {
+        this.applyImported(plan.changed.slice(at, at + IMPORT_STEP));
+        await turnOfEventLoop();
+      }
       return { imported: plan.changed.length, unchanged: plan.unchanged, ids: plan.changed.map((record) => record.id) };
     } finally {
       this.importing = null;
