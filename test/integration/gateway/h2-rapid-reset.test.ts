@@ -1,6 +1,9 @@
 import { execFile } from 'node:child_process';
 import http2 from 'node:http2';
 import { MAX_CLIENT_RESETS_PER_SECOND } from '../../../src/shared/secure-server';
+
+/** http2.maxConcurrentStreams's default (docs/configuration.md), which this file's product keeps. */
+const DEFAULT_MAX_CONCURRENT_STREAMS = 100;
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient } from '../../support/tls-client';
 import { startTestProduct, type ProductHarness } from './gateway-kit';
@@ -167,7 +170,10 @@ it.each([
   // The client may have queued all it meant to send before the GOAWAY reached it: what counts is
   // what got in, and at what pace. A busy machine reads the attacker's frames more slowly, and a
   // session that resets no more than MAX_CLIENT_RESETS_PER_SECOND a second is allowed: the bound is
-  // that pace over the time the gateway took, plus a second's burst.
+  // that pace over each one-second window the logged span can touch (a window opens on a stream's
+  // close, which can come up to a second before the first line is written), plus the streams the
+  // session holds open when it is closed (they end with it and are logged too). Before issue 42's fix
+  // 1,100-1,300 got in; the bound is a few hundred.
   expect(reached).toBeLessThan(opened);
-  expect(reached).toBeLessThanOrEqual(MAX_CLIENT_RESETS_PER_SECOND * (Math.ceil(seconds) + 2));
+  expect(reached).toBeLessThanOrEqual(MAX_CLIENT_RESETS_PER_SECOND * (Math.ceil(seconds) + 2) + DEFAULT_MAX_CONCURRENT_STREAMS);
 });

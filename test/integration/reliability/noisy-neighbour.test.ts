@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type net from 'node:net';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { sendToGateway } from './fake-upstreams';
@@ -107,6 +108,10 @@ describe.each([
     try {
       // The flood has reached the bound: the loud key is being refused.
       await eventually(() => (loud.statuses.get(503) ?? 0) > 0, { timeoutMs: 15_000, what: 'the loud key is refused at the bound' });
+      // The gateway shares this process's event loop with the 200 loud clients: time the loop could
+      // not run (the machine's CPU, not the queue's order) is measured and added to the promise.
+      const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+      loopDelay.enable();
       const quiet = await Promise.all(
         quietKeys.map(async ({ key }, k) => {
           const replies: Array<{ id: string; status: number }> = [];
@@ -121,8 +126,11 @@ describe.each([
       const replies = quiet.flat();
       const answered200 = replies.filter((reply) => reply.status === 200).length;
       expect({ answered200, of: replies.length, loudAdmitted: (loud.statuses.get(200) ?? 0) > 0 }).toEqual({ answered200: replies.length, of: replies.length, loudAdmitted: true });
+      loopDelay.disable();
+      const stalledMs = loopDelay.max / 1e6;
       const durations = await gatewayDurations(replies.map((reply) => reply.id));
-      expect(Math.max(...durations)).toBeLessThanOrEqual(INVENTORY_DELAY_MS + 1000);
+      process.stdout.write(`noisy neighbour (${redis ? 'Redis' : 'in process'}): quiet max ${Math.max(...durations)} ms, event loop stalled at most ${stalledMs.toFixed(0)} ms\n`);
+      expect(Math.max(...durations)).toBeLessThanOrEqual(INVENTORY_DELAY_MS + 1000 + stalledMs);
     } finally {
       await loud.stop();
     }

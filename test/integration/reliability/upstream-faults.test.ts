@@ -51,12 +51,13 @@ async function upstreamErrors(product: ProductHarness, reason?: string): Promise
   return metricValue(await scrapeMetrics(product.adminUrl), 'gateway_upstream_errors_total', reason ? { reason } : {});
 }
 
-async function readiness(product: ProductHarness): Promise<{ readyz: number; failing: unknown; healthz: number }> {
+/** /readyz answers 200 for a fault every instance shares (the inventory) and names it in `degraded` (CONTRACT §5). */
+async function readiness(product: ProductHarness): Promise<{ readyz: number; degraded: unknown; healthz: number }> {
   const readyz = await fetch(`${product.adminUrl}/readyz`);
-  const body = (await readyz.json()) as { failing?: unknown };
+  const body = (await readyz.json()) as { degraded?: unknown };
   const healthz = await fetch(`${product.adminUrl}/healthz`);
   await healthz.arrayBuffer();
-  return { readyz: readyz.status, failing: body.failing ?? [], healthz: healthz.status };
+  return { readyz: readyz.status, degraded: body.degraded ?? [], healthz: healthz.status };
 }
 
 async function businessKey(product: ProductHarness, name: string): Promise<string> {
@@ -169,7 +170,7 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
       }
       await eventually(async () => (await upstreamErrors(product)) === before + 6, { what: 'six failures counted' });
       const health = await readiness(product);
-      expect(health).toEqual({ readyz: 200, failing: [], healthz: 200 });
+      expect(health).toEqual({ readyz: 200, degraded: [], healthz: 200 });
     });
   });
 
@@ -186,7 +187,7 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
       await product?.close();
     });
 
-    it('is 502 upstream_unavailable, reason refused, well before the timeout, every time; /readyz names the upstream and /healthz stays 200', async () => {
+    it('is 502 upstream_unavailable, reason refused, well before the timeout, every time; /readyz stays 200 naming the upstream, /healthz stays 200', async () => {
       for (let i = 1; i <= 3; i++) {
         const requestId = `refused-${forwarder}-${i}`;
         const res = await sendToGateway(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: auth, 'x-request-id': requestId } });
@@ -195,7 +196,7 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
         expect(res.elapsedMs).toBeLessThan(QUICK_MS);
         expect(await upstreamErrors(product, 'refused')).toBe(i);
       }
-      expect(await readiness(product)).toEqual({ readyz: 503, failing: ['upstream'], healthz: 200 });
+      expect(await readiness(product)).toEqual({ readyz: 200, degraded: ['upstream'], healthz: 200 });
     });
 
     it('a POST is refused the same way: never a 201, never a hang', async () => {
@@ -230,7 +231,7 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
       await product?.close();
     });
 
-    it('answers 502 while it is down (readyz says upstream, healthz stays 200) and serves again once it is back', async () => {
+    it('answers 502 while it is down (readyz stays 200 and names the upstream, healthz stays 200) and serves again once it is back', async () => {
       const first = await sendToGateway(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: auth } });
       expect(first.status).toBe(200);
       const port = inventory.port;
@@ -250,11 +251,11 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
       expect(total).toBe(before + 3);
       // Refused, unless the first request raced the close of a pooled connection (then reset).
       expect(metricValue(metrics, 'gateway_upstream_errors_total', { reason: 'refused' })).toBeGreaterThanOrEqual(2);
-      expect(await readiness(product)).toEqual({ readyz: 503, failing: ['upstream'], healthz: 200 });
+      expect(await readiness(product)).toEqual({ readyz: 200, degraded: ['upstream'], healthz: 200 });
 
       restarted = await startInventory(product.config, { port, host: '127.0.0.1', logger: createLogger('silent') });
       await eventually(async () => (await sendToGateway(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: auth } })).status === 200, { what: 'the gateway serves again' });
-      expect(await readiness(product)).toEqual({ readyz: 200, failing: [], healthz: 200 });
+      expect(await readiness(product)).toEqual({ readyz: 200, degraded: [], healthz: 200 });
       expect(await upstreamErrors(product)).toBe(before + 3);
     });
   });
@@ -305,7 +306,7 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
       expect({ status: res.status, body: res.body.toString() }).toEqual({ status: 200, body: '[]' });
       // Only the healthy request's keep-alive connection is open.
       expect(upstream.openSockets()).toBe(1);
-      expect(await readiness(product)).toEqual({ readyz: 200, failing: [], healthz: 200 });
+      expect(await readiness(product)).toEqual({ readyz: 200, degraded: [], healthz: 200 });
     });
   });
 });
