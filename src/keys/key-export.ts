@@ -1,4 +1,4 @@
-import { billingDayOf, limitsOf } from './record';
+import { billingDayOf, consumerIdOf, limitsOf } from './record';
 import type { ApiKeyRecord } from './types';
 
 /**
@@ -38,11 +38,13 @@ export function exportLine(record: ApiKeyRecord, prefix: string): string {
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
     ...billingDayOf(record.billingDay),
+    ...consumerIdOf(record.consumerId),
   });
 }
 
 const HASH = /^[0-9a-f]{64}$/;
 const KEY_ID = /^key_[0-9a-f]{24}$/;
+const CONSUMER_ID = /^con_[0-9a-f]{24}$/;
 const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
 type Fields = Record<string, unknown>;
@@ -101,6 +103,7 @@ function parseLine(line: string, prefix: string): ApiKeyRecord {
     previousHash: optional(v, 'previousHash', HASH),
     previousKeyExpiresAt: optional(v, 'previousKeyExpiresAt', INSTANT),
     ...billingDayField(v.billingDay),
+    ...(v.consumerId === undefined || v.consumerId === null ? {} : { consumerId: text(v, 'consumerId', CONSUMER_ID) }),
   };
   if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null)) throw new Error('previousHash and previousKeyExpiresAt go together');
   if (record.previousHash === record.hash) throw new Error('previousHash equals hash');

@@ -44,14 +44,24 @@ export function billingDayOf(value: unknown): { billingDay?: number } {
 
 /** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
 export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: string): ApiKeyRecord {
+  // consumerId is set again below (or left out: none), so that `consumerId: null` removes it.
+  const { consumerId: _consumerId, ...rest } = record;
   return {
-    ...record,
+    ...rest,
     name: patch.name ?? record.name,
     plan: patch.plan ?? record.plan,
     limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
     expiresAt: patch.expiresAt === undefined ? record.expiresAt : patch.expiresAt,
     updatedAt,
+    ...consumerIdOf(patch.consumerId === undefined ? record.consumerId : patch.consumerId),
   };
+}
+
+/** The consumer a record carries, or nothing for none, so that records without one encode as before consumers existed. */
+export function consumerIdOf(value: unknown): { consumerId?: string } {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'string') throw new Error(`corrupt key record: consumerId ${JSON.stringify(value)}`);
+  return { consumerId: value };
 }
 
 /**
@@ -89,6 +99,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     previousHash: record.previousHash,
     previousKeyExpiresAt: record.previousKeyExpiresAt,
     ...billingDayOf(record.billingDay),
+    ...consumerIdOf(record.consumerId),
   });
 }
 
@@ -133,6 +144,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     previousHash: optional('previousHash'),
     previousKeyExpiresAt: optional('previousKeyExpiresAt'),
     ...billingDayOf(v.billingDay),
+    ...consumerIdOf(v.consumerId),
   };
 }
 

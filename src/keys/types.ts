@@ -20,6 +20,8 @@ export interface ApiKeyRecord {
   previousKeyExpiresAt: string | null;
   /** Day of the month (1..28) the key's month window starts on, 00:00 UTC; absent means 1. */
   billingDay?: number;
+  /** The consumer (`con_…`) whose shared windows this key also counts in; absent: none. */
+  consumerId?: string;
 }
 
 export interface NewKeyInput {
@@ -29,6 +31,8 @@ export interface NewKeyInput {
   expiresAt?: string | null;
   /** 1..28; absent: the 1st. */
   billingDay?: number | null;
+  /** A consumer that exists; absent or null: none. */
+  consumerId?: string | null;
 }
 
 export interface KeyPatch {
@@ -37,6 +41,8 @@ export interface KeyPatch {
   limits?: WindowLimits | null;
   /** null removes the expiry. */
   expiresAt?: string | null;
+  /** Moves the key to this consumer; null: to none. */
+  consumerId?: string | null;
 }
 
 /** A rotation: the new secret's hash, and how long the current secret stays admitted. */

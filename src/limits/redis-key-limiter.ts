@@ -1,6 +1,7 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
-import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import { RedisConsumerWindows } from './redis-consumer-windows';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { MonthBoundaries, type MonthCount } from './month-window';
 import { EXPIRY_SLACK_MS, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
@@ -336,6 +337,8 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly retainMs: string;
   private readonly bansKey: string;
   private readonly months = new MonthBoundaries();
+  /** Decisions of a key of a consumer with limits, and the consumer's own windows (redis-consumer-windows.ts). */
+  private readonly consumers: RedisConsumerWindows;
 
   constructor(
     private readonly redis: RedisClient,
@@ -356,6 +359,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     redis.defineCommand(SLIDING_USAGE_COMMAND, { numberOfKeys: 3, lua: SLIDING_USAGE_LUA });
     redis.defineCommand(CREDITS_COMMAND, { numberOfKeys: 1, lua: CREDITS_LUA });
     this.commands = redis as unknown as KeyLimitCommands;
+    this.consumers = new RedisConsumerWindows(redis, { prefix: this.prefix, sliding: this.sliding, clock: this.clock, months: this.months });
   }
 
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
@@ -372,6 +376,11 @@ export class RedisKeyLimiter implements KeyLimiter {
       this.clock === undefined ? '' : String(this.clock.now()),
       cost === 1 ? '1' : String(cost),
     ];
+    if (options?.consumer !== undefined) {
+      const [decision, bannedUntil] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost);
+      if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, bannedUntil);
+      return decision;
+    }
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
     const reply = this.sliding
       ? await this.commands[SLIDING_CONSUME_COMMAND](key, key + ':log', key + ':mo', ...argv)
@@ -386,6 +395,20 @@ export class RedisKeyLimiter implements KeyLimiter {
     const monthKey = this.prefix + keyId + '}:mo';
     const now = this.clock === undefined ? '' : String(this.clock.now());
     await this.commands[CREDITS_COMMAND](monthKey, now, String(units), '0', ...this.monthArgv(billingDay));
+  }
+
+  consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
+    return this.consumers.usage(consumer);
+  }
+
+  async addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
+    const now = this.clock === undefined ? '' : String(this.clock.now());
+    await this.commands[CREDITS_COMMAND](this.consumers.consumerMonthKey(consumer.id), now, String(units), '0', ...this.monthArgv(consumer.billingDay));
+  }
+
+  moveWindows(fromId: string, toId: string): Promise<void> {
+    if (fromId === toId) return Promise.resolve();
+    return this.consumers.move(this.redis, this.prefix + fromId + '}', this.prefix + toId + '}');
   }
 
   /** The month boundaries around this process's present (the script picks by Redis TIME). */

@@ -5,6 +5,7 @@ import { closeServer } from '../shared/close-server';
 import { createBoundedServer } from '../shared/http-server';
 import type { Logger } from '../shared/logger';
 import type { KeyService } from '../keys';
+import type { ConsumerService } from '../consumers/consumer-service';
 import type { KeyActivityRecorder } from '../keys/activity/key-activity';
 import type { GatewayMetrics } from '../shared/metrics';
 import { answerUnparsableRequest } from '../shared/unparsable-request';
@@ -25,6 +26,8 @@ import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
 export interface AdminListenerDependencies {
   adminToken: string;
   keyService: KeyService;
+  /** /admin/consumers. */
+  consumerService?: ConsumerService;
   stores: Stores;
   keyActivity: KeyActivityRecorder;
   deprecationUsage: DeprecationUsageRecorder;
@@ -75,6 +78,7 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     onFailedToken: (reason) => metrics.adminAuthFailures.inc({ reason }),
     clock: deps.clock,
     keyService,
+    consumerService: deps.consumerService,
     keyLimiter: stores.limiters.keyLimiter,
     keyActivity: deps.keyActivity,
     auditLog: stores.auditLog,

@@ -32,6 +32,8 @@ export interface GatewayListenerDependencies {
   keyOutcomes: NonNullable<GatewayDependencies['keyActivity']>;
   /** Each limiter decision of a key: usage units and webhooks. */
   keyDecisions: NonNullable<GatewayDependencies['keyDecisions']>;
+  /** Each key's consumer, from the directory held in process. */
+  consumers?: GatewayDependencies['consumers'];
   forwarder: GuardedForwarder;
   port?: number;
   closers: Closers;
@@ -99,6 +101,7 @@ export async function startGatewayListener(config: Config, deps: GatewayListener
       deprecationUsage: deps.deprecationUsage,
       keyActivity: deps.keyOutcomes,
       keyDecisions: deps.keyDecisions,
+      consumers: deps.consumers,
     });
   let builtFor = config;
   let handleRequest = handlerFor(config);

@@ -3,7 +3,7 @@ import type { Clock } from '../../shared/clock';
 import type { Logger } from '../../shared/logger';
 import type { UpstreamTokenSigner } from '../../shared/upstream-token';
 import { PlanBook } from '../../limits/plan-limits';
-import type { AddressLimiter, KeyLimiter } from '../../limits/types';
+import type { AddressLimiter, ConsumerShare, KeyLimiter } from '../../limits/types';
 import type { ApiKeyRecord } from '../../keys/types';
 import { createCorsPolicy, type CorsPolicy } from '../cors';
 import { buildDeprecations } from '../operations/deprecation';
@@ -44,6 +44,16 @@ export interface GatewayDependencies {
   keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
   /** Told every limiter decision of a key and its cost (usage units, webhooks); must not wait on anything. */
   keyDecisions?: KeyDecisionListener;
+  /** Each key's consumer, held in process (src/consumers): its shared windows and its name. */
+  consumers?: ConsumerLookup;
+}
+
+/** What the key steps ask about a key's consumer, without a store command. */
+export interface ConsumerLookup {
+  /** The consumer with limits of its own, whose windows the key's requests also take units of. */
+  shareOf(record: ApiKeyRecord): ConsumerShare | undefined;
+  /** The key's consumer, with or without limits. */
+  consumerOf(record: ApiKeyRecord): { id: string; name: string; share?: ConsumerShare } | undefined;
 }
 
 /** Every step of the request path, each built once from the part of the dependencies it needs. */
@@ -64,8 +74,8 @@ export function createSteps(deps: GatewayDependencies) {
     matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
-    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall }),
-    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions }),
+    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall, consumerOf: deps.consumers?.consumerOf }),
+    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions, consumerOf: deps.consumers?.shareOf }),
     checkRoute,
     applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
     forward: createForwardStep({

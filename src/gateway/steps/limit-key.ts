@@ -3,7 +3,8 @@ import type { Logger } from '../../shared/logger';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
 import { monthSpan } from '../../limits/month-window';
-import type { ConsumeOptions, KeyDecision, KeyLimiter, WindowLimits, WindowName, WindowState } from '../../limits/types';
+import { windowsIdOfKey } from '../../limits/windows-id';
+import type { ConsumeOptions, ConsumerShare, KeyDecision, KeyLimiter, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
 import { bannedRateLimitHeaders, keyRateLimitHeaders, type BannedMonth } from '../rate-limit-headers';
@@ -31,6 +32,11 @@ export interface KeyLimitDependencies {
   costs: OperationCosts;
   /** Retry-After of a 429: the true wait plus the configured jitter; X-RateLimit-Reset stays the true reset. */
   retryAfter(waitMs: number): string;
+  /**
+   * The key's consumer, when it has limits of its own (src/consumers/consumer-directory.ts: held in
+   * process, no store command); its windows are decided in the same one round trip.
+   */
+  consumerOf?(record: ApiKeyRecord): ConsumerShare | undefined;
   /** Told each decision (usage units, webhooks: src/product/notifications.ts); returns at once. */
   onDecision?: KeyDecisionListener;
 }
@@ -50,8 +56,8 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     if (!limits) return refuseUnconfiguredPlan(record);
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
-    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay);
-    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(record.id, limits, options), (d: KeyDecision) => ({
+    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, deps.consumerOf?.(record));
+    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(windowsIdOfKey(record), limits, options), (d: KeyDecision) => ({
       'asg.rate_limit.scope': 'key',
       'asg.rate_limit.decision': d.outcome,
       'asg.plan': record.plan,
@@ -65,7 +71,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     if (decision.outcome === 'allowed') {
       request.rateLimitOutcome = 'allowed';
       countAdmitted(record.plan, route, options?.cost ?? 1, decision);
-      setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, undefined, decision.month));
+      setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, undefined, decision.month, decision.consumer));
       return CONTINUE;
     }
     if (shadow) return admitShadowed(res, request, limits, decision, record.billingDay);
@@ -76,7 +82,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
       return temporarilyBanned(deps.retryAfter(decision.bannedUntil - decision.now));
     }
     request.rateLimitOutcome = 'limited';
-    setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month));
+    setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month, decision.consumer));
     metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
     if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
     return keyRateLimited(decision.refusedBy, deps.retryAfter(decision.retryAfterMs));
@@ -93,7 +99,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     metrics.shadowDenied.inc({ plan: request.plan, window });
     deps.logger.info({ requestId: request.requestId, plan: request.plan, keyId: request.keyId, window }, 'shadow limit would have refused; forwarded');
     if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, billingDay)));
-    else setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month));
+    else setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month, decision.consumer));
     return CONTINUE;
   }
 
@@ -103,10 +109,13 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     countNearLimit(plan, 'minute', decision.minute, cost);
     countNearLimit(plan, 'day', decision.day, cost);
     if (decision.month) countNearLimit(plan, 'month', decision.month, cost);
+    if (decision.consumer?.minute) countNearLimit(plan, 'consumer-minute', decision.consumer.minute, cost);
+    if (decision.consumer?.day) countNearLimit(plan, 'consumer-day', decision.consumer.day, cost);
+    if (decision.consumer?.month) countNearLimit(plan, 'consumer-month', decision.consumer.month, cost);
   }
 
   /** Counts the one admitted request per window that takes a key past 80 % of it. */
-  function countNearLimit(plan: string, window: WindowName, windowState: WindowState, cost: number): void {
+  function countNearLimit(plan: string, window: RefusingWindow, windowState: WindowState, cost: number): void {
     const used = windowState.limit - windowState.remaining;
     const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
     if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
@@ -132,7 +141,8 @@ function unconfiguredPlanRefusal(logger: Logger): (record: ApiKeyRecord) => Refu
 }
 
 /** What the limiter is asked: shared constants for the common cases, so most requests allocate nothing. */
-function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined): ConsumeOptions | undefined {
+function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined, consumer: ConsumerShare | undefined): ConsumeOptions | undefined {
+  if (consumer !== undefined) return { shadow, cost, billingDay, consumer };
   if (cost === 1 && billingDay === undefined) return shadow ? SHADOW : undefined;
   return { shadow, cost, billingDay };
 }

@@ -5,7 +5,7 @@ import { systemClock } from '../../shared/clock';
 import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, copyRecord, hashesOf, limitsOf } from '../record';
+import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
 
@@ -36,6 +36,8 @@ interface KeyRow {
   per_month: number | null;
   /** NULL for the default billing day (the 1st). */
   billing_day: number | null;
+  /** NULL for a key of no consumer. */
+  consumer_id: string | null;
   created_at: string;
   updated_at: string;
   revoked_at: string | null;
@@ -76,6 +78,7 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     previousHash: row.previous_hash,
     previousKeyExpiresAt: row.previous_key_expires_at,
     ...billingDayOf(row.billing_day),
+    ...consumerIdOf(row.consumer_id),
   };
 }
 
@@ -90,6 +93,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
     per_month: record.limits?.perMonth ?? null,
     billing_day: record.billingDay ?? null,
+    consumer_id: record.consumerId ?? null,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     revoked_at: record.revokedAt,
@@ -138,21 +142,23 @@ export class SqliteKeyStore implements KeyStore {
       if (!present.has('shadow')) this.db.exec('ALTER TABLE api_keys ADD COLUMN shadow INTEGER');
       // Month quotas came later again: NULL (no month window of its own, billed on the 1st).
       for (const column of MONTH_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} INTEGER`);
+      // Consumers came later still: NULL (no consumer) for every key of an older database.
+      if (!present.has('consumer_id')) this.db.exec('ALTER TABLE api_keys ADD COLUMN consumer_id TEXT');
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, consumer_id = @consumer_id,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at
          WHERE id = @id AND created_at = @created_at`,
       );
       this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)
          ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
-           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
            previous_key_expires_at = excluded.previous_key_expires_at`,
       );

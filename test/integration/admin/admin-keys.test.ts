@@ -38,6 +38,7 @@ describe('POST /admin/keys', () => {
       limits: { perMinute: 60, perDay: 1000 },
       createdAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
+      consumerId: null,
     });
     const createdAt = Date.parse((res.body as { createdAt: string }).createdAt);
     expect(createdAt).toBeGreaterThanOrEqual(before - 1000);
@@ -142,6 +143,7 @@ describe('GET /admin/keys', () => {
       createdAt: kept.createdAt,
       revokedAt: null,
       expiresAt: null,
+      consumerId: null,
       lastUsedAt: null,
     });
     expect(items.find((k) => k.id === revoked.id)).toEqual({
@@ -152,6 +154,7 @@ describe('GET /admin/keys', () => {
       createdAt: revoked.createdAt,
       revokedAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
+      consumerId: null,
       lastUsedAt: null,
     });
   });
@@ -169,6 +172,7 @@ describe('GET /admin/keys/{id}', () => {
       createdAt: created.createdAt,
       revokedAt: null,
       expiresAt: null,
+      consumerId: null,
       lastUsedAt: null,
       usage: {
         minute: { limit: 60, remaining: 60, reset: expect.any(Number) },
@@ -189,7 +193,7 @@ describe('PATCH /admin/keys/{id}', () => {
   test('name: 200 with the updated key', async () => {
     const created = await createKeyOverApi(product, { name: 'before', plan: 'free' });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'after' }).expect(200);
-    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, lastUsedAt: null });
+    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, consumerId: null, lastUsedAt: null });
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
     expect((shown.body as { name: string }).name).toBe('after');
   });

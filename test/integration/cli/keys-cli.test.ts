@@ -90,6 +90,7 @@ describe('create', () => {
       limits: { perMinute: 300, perDay: 10000 },
       createdAt: expect.any(String),
       expiresAt: null,
+      consumerId: null,
     });
     await gateway(created.key).expect(200);
   });
@@ -125,6 +126,7 @@ describe('list', () => {
       createdAt: expect.any(String),
       revokedAt: null,
       expiresAt: null,
+      consumerId: null,
       lastUsedAt: null,
     });
   });

@@ -172,6 +172,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           createdAt: expect.stringMatching(ISO_INSTANT),
           revokedAt: null,
           expiresAt: null,
+          consumerId: null,
           lastUsedAt: expect.anything(),
           previousKeyExpiresAt: new Date(clock.now() + 60_000).toISOString(),
         });
