@@ -1,9 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { systemClock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
+import { openSqliteDatabase, type Migration } from '../shared/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 
 /** Entries kept: the oldest go first beyond this (CONTRACT §5). */
@@ -45,6 +45,18 @@ export const MAX_PENDING_AUDIT_ENTRIES = 1000;
 
 const DATABASE = 'audit';
 
+/** The schema of audit.sqlite; files made before it was numbered (user_version 0) have step 1's tables already. */
+const AUDIT_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'audit entries in order, and write_probe',
+    up(db) {
+      db.exec('CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL) STRICT');
+      db.exec(WRITE_PROBE_TABLE_SQL);
+    },
+  },
+];
+
 /**
  * The single-instance trail when a data directory is given: SQLite under it, bounded the same way.
  * An entry follows an admin write that is already stored, so an entry the file refuses (disk full,
@@ -65,13 +77,10 @@ export class SqliteAuditLog implements AuditLog {
     dataDir: string,
     private readonly options: SqliteAuditLogOptions = {},
   ) {
-    fs.mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(path.join(dataDir, AUDIT_DATABASE_FILE));
+    // NORMAL (as before): a crash of the process loses nothing committed; entries not yet in the
+    // file wait in memory and are retried (MAX_PENDING_AUDIT_ENTRIES).
+    this.db = openSqliteDatabase({ file: path.join(dataDir, AUDIT_DATABASE_FILE), migrations: AUDIT_MIGRATIONS, synchronous: 'NORMAL', busyTimeoutMs: options.busyTimeoutMs });
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
-      this.db.exec('CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL) STRICT');
-      this.db.exec(WRITE_PROBE_TABLE_SQL);
       this.insert = this.db.prepare('INSERT INTO audit (entry) VALUES (?)');
       this.trim = this.db.prepare('DELETE FROM audit WHERE seq <= ?');
       this.select = this.db.prepare('SELECT entry FROM audit ORDER BY seq DESC LIMIT ?');

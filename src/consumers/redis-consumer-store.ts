@@ -1,5 +1,6 @@
 import { duplicateForSubscribe, type RedisClient } from '../shared/redis';
 import { Listeners } from '../keys/stores/listeners';
+import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import { byCreation, decodeConsumer, encodeConsumer } from './consumer-record';
 import type { ConsumerRecord, ConsumerStore } from './types';
 
@@ -34,18 +35,14 @@ local n = redis.call('HDEL', KEYS[1], ARGV[2])
 if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
 return n`;
 
-const PUT_COMMAND = 'asgConsumersPut';
-const DELETE_COMMAND = 'asgConsumersDelete';
-
-interface ConsumerCommands {
-  [PUT_COMMAND](byId: string, epoch: string, channel: string, ...pairs: string[]): Promise<number>;
-  [DELETE_COMMAND](byId: string, channel: string, id: string): Promise<number>;
-}
+const PUT = defineLuaScript<number>('asgConsumersPut', PUT_SCRIPT, 2);
+const DELETE = defineLuaScript<number>('asgConsumersDelete', DELETE_SCRIPT, 1);
 
 /** Consumers every gateway instance shares. Construct with `RedisConsumerStore.open` to be subscribed on return. */
 export class RedisConsumerStore implements ConsumerStore {
   private readonly layout: ReturnType<typeof redisConsumerLayout>;
-  private readonly commands: ConsumerCommands;
+  private readonly putScript: LuaCaller<number>;
+  private readonly deleteScript: LuaCaller<number>;
   private readonly changes = new Listeners<[string]>();
   private readonly resyncs = new Listeners<[]>();
   private subscriber: RedisClient | null = null;
@@ -60,9 +57,8 @@ export class RedisConsumerStore implements ConsumerStore {
     namespace: string,
   ) {
     this.layout = redisConsumerLayout(namespace);
-    redis.defineCommand(PUT_COMMAND, { numberOfKeys: 2, lua: PUT_SCRIPT });
-    redis.defineCommand(DELETE_COMMAND, { numberOfKeys: 1, lua: DELETE_SCRIPT });
-    this.commands = redis as unknown as ConsumerCommands;
+    this.putScript = PUT.on(redis);
+    this.deleteScript = DELETE.on(redis);
   }
 
   static async open(redis: RedisClient, namespace: string): Promise<RedisConsumerStore> {
@@ -92,11 +88,11 @@ export class RedisConsumerStore implements ConsumerStore {
   async putAll(records: readonly ConsumerRecord[]): Promise<void> {
     if (records.length === 0) return;
     const pairs = records.flatMap((r) => [r.id, encodeConsumer(r)]);
-    await this.commands[PUT_COMMAND](this.layout.byId, this.layout.epoch, this.layout.channel, ...pairs);
+    await this.putScript([this.layout.byId, this.layout.epoch], [this.layout.channel, ...pairs]);
   }
 
   async delete(id: string): Promise<boolean> {
-    return (await this.commands[DELETE_COMMAND](this.layout.byId, this.layout.channel, id)) === 1;
+    return (await this.deleteScript([this.layout.byId], [this.layout.channel, id])) === 1;
   }
 
   /** Whether Redis still holds the mark that consumers were written here (false after it lost its data). */

@@ -1,8 +1,18 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqliteDatabase, type Migration } from '../shared/sqlite-database';
 import { byCreation, decodeConsumer, encodeConsumer } from './consumer-record';
 import type { ConsumerRecord } from './types';
+
+const CONSUMER_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'consumers: id and record JSON',
+    up(db) {
+      db.exec('CREATE TABLE IF NOT EXISTS consumers (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT');
+    },
+  },
+];
 
 /**
  * Consumer records in one SQLite file, and in a Map so reads cost no I/O: the in-process store's
@@ -16,18 +26,10 @@ export class SqliteConsumerTable {
   private readonly remove: Database.Statement<[string]>;
 
   constructor(dataDir: string | null, fileName: string) {
-    let file = ':memory:';
-    if (dataDir !== null) {
-      fs.mkdirSync(dataDir, { recursive: true });
-      file = path.join(dataDir, fileName);
-    }
-    this.db = new Database(file);
+    const file = dataDir === null ? ':memory:' : path.join(dataDir, fileName);
+    // FULL: a consumer the admin API reported as written survives a power loss too.
+    this.db = openSqliteDatabase({ file, migrations: CONSUMER_MIGRATIONS, synchronous: 'FULL' });
     try {
-      this.db.pragma('journal_mode = WAL');
-      // FULL: a consumer the admin API reported as written survives a power loss too.
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma('busy_timeout = 5000');
-      this.db.exec('CREATE TABLE IF NOT EXISTS consumers (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT');
       this.upsert = this.db.prepare('INSERT INTO consumers (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
       this.remove = this.db.prepare('DELETE FROM consumers WHERE id = ?');
       for (const row of this.db.prepare('SELECT json FROM consumers').all() as Array<{ json: string }>) {

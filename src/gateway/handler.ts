@@ -77,7 +77,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   function answer(request: GatewayRequest, outcome: StepOutcome): void {
     if (!(outcome instanceof Refusal)) return;
     request.refusedWith = outcome.code;
-    sendError(request.res, outcome.code, outcome.message, outcome.headers, outcome.status);
+    sendError(request.res, outcome.code, outcome.message, outcome);
   }
 
   /** A bug, never a client's doing: logged in full, answered as the contract's 500 without details. */

@@ -1,14 +1,10 @@
+import { retryAfterSeconds } from '../shared/retry-after';
 import type { ConsumerWindows, MonthWindowState, RefusingWindow, WindowLimits, WindowName, WindowState } from '../limits/types';
 
 const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
 
 function secondsUntil(resetAt: number, now: number): number {
   return Math.max(0, Math.ceil((resetAt - now) / 1000));
-}
-
-/** Retry-After is whole seconds and at least 1 (CONTRACT §4). */
-export function retryAfterSeconds(waitMs: number): string {
-  return String(Math.max(1, Math.ceil(waitMs / 1000)));
 }
 
 /**
@@ -50,19 +46,24 @@ export function monthPolicy(limit: number, startAt: number, resetAt: number): st
   return `"month";q=${limit};w=${Math.round((resetAt - startAt) / 1000)}`;
 }
 
+/** A key's windows at `now`, as a decision or a usage carries them; `refusedBy` only on a refusal. */
+export interface KeyWindows {
+  minute: WindowState;
+  day: WindowState;
+  now: number;
+  refusedBy?: RefusingWindow;
+  /** Only when the key has a month window. */
+  month?: MonthWindowState;
+  /** The windows its consumer has limits for (CONTRACT §4), when it has a consumer with limits. */
+  consumer?: ConsumerWindows;
+}
+
 /**
- * Header values for a key's windows (CONTRACT §4); `month` only when the key has a month window,
- * `consumer` the windows its consumer has limits for (`"consumer-minute"`, `"consumer-day"`,
- * `"consumer-month"`), which count for X-RateLimit-* like the key's own.
+ * Header values for a key's windows (CONTRACT §4). A KeyDecision that is not a ban is its own
+ * argument. The consumer's windows appear as `"consumer-minute"`, `"consumer-day"`,
+ * `"consumer-month"` and count for X-RateLimit-* like the key's own.
  */
-export function keyRateLimitHeaders(
-  minute: WindowState,
-  day: WindowState,
-  now: number,
-  refusedBy?: RefusingWindow,
-  month?: MonthWindowState,
-  consumer?: ConsumerWindows,
-): Record<string, string> {
+export function keyRateLimitHeaders({ minute, day, now, refusedBy, month, consumer }: KeyWindows): Record<string, string> {
   const own = refusedBy === undefined || !refusedBy.startsWith('consumer-') ? (refusedBy as WindowName | undefined) : undefined;
   const binding = bindingWindow(minute, day, own, month);
   let shown = binding === 'minute' ? minute : binding === 'day' ? day : month!;

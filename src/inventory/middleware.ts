@@ -40,7 +40,7 @@ export function requireGatewayToken(verifier: Pick<UpstreamTokenVerifier, 'verif
 export function methodNotAllowed(allowed: readonly string[]): RequestHandler {
   const allow = allowed.join(', ');
   return (req, res) => {
-    sendError(res, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}.`, { Allow: allow });
+    sendError(res, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}.`, { headers: { Allow: allow } });
   };
 }
 

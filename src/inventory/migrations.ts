@@ -1,11 +1,4 @@
-import type Database from 'better-sqlite3';
-
-/** One schema step. `version` is what PRAGMA user_version reads once the step is applied. */
-export interface Migration {
-  version: number;
-  description: string;
-  up(db: Database.Database): void;
-}
+import type { Migration } from '../shared/sqlite-database';
 
 /**
  * The schema, oldest first. Append only: a released step is never edited, because databases in
@@ -37,30 +30,3 @@ export const migrations: readonly Migration[] = [
     },
   },
 ];
-
-export interface MigrationResult {
-  from: number;
-  to: number;
-}
-
-/**
- * Brings the schema to the last version in one IMMEDIATE transaction: the write lock is taken
- * before user_version is read, so two processes opening the same file cannot both migrate, and a
- * crash mid-way leaves the previous version intact.
- */
-export function migrate(db: Database.Database, steps: readonly Migration[] = migrations): MigrationResult {
-  const latest = steps.at(-1)?.version ?? 0;
-  const run = db.transaction((): MigrationResult => {
-    const from = db.pragma('user_version', { simple: true }) as number;
-    if (from > latest) {
-      throw new Error(`database schema version ${from} is newer than this build knows (${latest}); refusing to open it`);
-    }
-    for (const step of steps) {
-      if (step.version <= from) continue;
-      step.up(db);
-      db.pragma(`user_version = ${step.version}`);
-    }
-    return { from, to: latest };
-  });
-  return run.immediate();
-}

@@ -95,6 +95,21 @@ export function enterMonth(state: KeyState, span: MonthSpan): void {
   if (state.keepUntil < keepUntil) state.keepUntil = keepUntil;
 }
 
+/** What one consume asks of a key's state. */
+export interface ConsumeRequest {
+  limits: WindowLimits;
+  ban: BanPolicy;
+  now: number;
+  /** 'fixed' unless the limiter keeps a sliding minute. */
+  shape?: MinuteWindowShape;
+  /** Shadow mode: a refusal counts nothing toward a ban. */
+  shadow?: boolean;
+  /** Units asked for; 1 unless the operation costs more. */
+  cost?: number;
+  /** The billing month holding `now`; null (or absent) without perMonth. */
+  month?: MonthSpan | null;
+}
+
 /**
  * One consume, applied to `state` in place (the in-process store keeps one mutable record per key
  * rather than allocating a new one per request). Afterwards the state's minute and day fields are
@@ -105,16 +120,8 @@ export function enterMonth(state: KeyState, span: MonthSpan): void {
  * consumes nothing but counts toward the ban, and the refusal that exceeds the threshold bans the
  * key and resets the count. `month` is the billing month holding `now`, null without perMonth.
  */
-export function consumeKeyState(
-  state: KeyState,
-  limits: WindowLimits,
-  ban: BanPolicy,
-  now: number,
-  shape: MinuteWindowShape = 'fixed',
-  shadow = false,
-  cost = 1,
-  month: MonthSpan | null = null,
-): OutcomeCode {
+export function consumeKeyState(state: KeyState, request: ConsumeRequest): OutcomeCode {
+  const { limits, ban, now, shape = 'fixed', shadow = false, cost = 1, month = null } = request;
   if (state.bannedUntil > now) return OUTCOME_BANNED;
 
   const minute = minuteIndex(now);

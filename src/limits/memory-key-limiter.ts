@@ -96,7 +96,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const cost = options?.cost ?? 1;
     const month = limits.perMonth === undefined ? null : monthSpan(now, options?.billingDay);
     if (options?.consumer !== undefined) return this.consumeWithConsumer(keyId, state, limits, options, options.consumer, now, cost, month);
-    const outcome = consumeKeyState(state, limits, this.ban, now, this.shape, options?.shadow === true, cost, month);
+    const outcome = consumeKeyState(state, { limits, ban: this.ban, now, shape: this.shape, shadow: options?.shadow === true, cost, month });
     return this.decisionOf(keyId, state, outcome, limits, now, cost, month);
   }
 
@@ -110,7 +110,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const consumerMonth = share.limits.perMonth === undefined ? null : monthSpan(now, share.billingDay);
     rollConsumerState(consumer, now, this.shape, consumerMonth);
     const room = state.bannedUntil > now || consumerHasRoom(consumer, share.limits, cost, consumerMonth);
-    const outcome = consumeKeyState(state, room ? limits : { ...limits, perMinute: 0 }, this.ban, now, this.shape, options.shadow === true, cost, month);
+    const asked = room ? limits : { ...limits, perMinute: 0 };
+    const outcome = consumeKeyState(state, { limits: asked, ban: this.ban, now, shape: this.shape, shadow: options.shadow === true, cost, month });
     if (outcome === OUTCOME_ALLOWED) admitConsumer(consumer, cost, now, this.shape, consumerMonth);
     const counts = consumerCountsOf(consumer, now, this.shape, consumerMonth, share.limits, outcome === OUTCOME_ALLOWED ? 0 : cost);
     return withConsumer(this.decisionOf(keyId, state, outcome, limits, now, cost, month), consumerWindows(share, counts, now), cost);
@@ -119,11 +120,11 @@ export class MemoryKeyLimiter implements KeyLimiter {
   private decisionOf(keyId: string, state: KeyState, outcome: OutcomeCode, limits: WindowLimits, now: number, cost: number, month: MonthSpan | null): KeyDecision {
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (month !== null && outcome === OUTCOME_ALLOWED) this.months?.markChanged(keyId, month.end);
-    if (this.shape === 'fixed') return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, undefined, cost, monthCount);
+    const answer = { outcome, now, minuteCount: state.minuteCount, dayCount: state.dayCount, bannedUntil: state.bannedUntil, limits, cost, month: monthCount };
+    if (this.shape === 'fixed') return keyDecision(answer);
     // A refused cost of several units waits for as many admissions to leave the minute.
     const freeing = outcome === OUTCOME_ALLOWED ? oldestSlidingAdmission(state, now) : slidingAdmissionFreeing(state, now, cost, limits.perMinute);
-    const minuteResetAt = slidingMinuteResetAt(freeing, now);
-    return keyDecision(outcome, now, state.minuteCount, state.dayCount, state.bannedUntil, limits, minuteResetAt, cost, monthCount);
+    return keyDecision({ ...answer, minuteResetAt: slidingMinuteResetAt(freeing, now) });
   }
 
   async consumerUsage(share: ConsumerShare): Promise<ConsumerWindows> {
@@ -221,9 +222,9 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (this.shape === 'sliding') {
       const resetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
-      return keyUsage(now, slidingMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, resetAt, monthCount);
+      return keyUsage({ now, minuteCount: slidingMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, minuteResetAt: resetAt, month: monthCount });
     }
-    return keyUsage(now, currentMinuteCount(state, now), currentDayCount(state, now), state.bannedUntil, limits, undefined, monthCount);
+    return keyUsage({ now, minuteCount: currentMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, month: monthCount });
   }
 
   async unban(keyId: string): Promise<void> {

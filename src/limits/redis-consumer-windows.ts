@@ -1,5 +1,6 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
+import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { consumerWindows, withConsumer, type ConsumerCounts } from './consumer-decision';
 import type { MonthBoundaries, MonthCount } from './month-window';
@@ -7,20 +8,13 @@ import { CONSUMER_CONSUME_LUA, CONSUMER_USAGE_LUA, MOVE_WINDOWS_LUA, SLIDING_CON
 import type { ConsumerShare, ConsumerWindows, KeyDecision, WindowLimits } from './types';
 import { keyDecision, type OutcomeCode } from './windows';
 
-const CONSUME_COMMAND = 'asgConsumerLimitConsume';
-const SLIDING_CONSUME_COMMAND = 'asgConsumerLimitSlidingConsume';
-const USAGE_COMMAND = 'asgConsumerLimitUsage';
-const MOVE_COMMAND = 'asgKeyWindowsMove';
-
 type ConsumeReply = [OutcomeCode, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
 type UsageReply = [number, number, number, number, number, number, number, number];
 
-interface ConsumerCommands {
-  [CONSUME_COMMAND](...keysAndArgv: string[]): Promise<ConsumeReply>;
-  [SLIDING_CONSUME_COMMAND](...keysAndArgv: string[]): Promise<ConsumeReply>;
-  [USAGE_COMMAND](...keysAndArgv: string[]): Promise<UsageReply>;
-  [MOVE_COMMAND](...keysAndArgv: string[]): Promise<number>;
-}
+const CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitConsume', CONSUMER_CONSUME_LUA, 4);
+const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitSlidingConsume', SLIDING_CONSUMER_CONSUME_LUA, 6);
+const USAGE = defineLuaScript<UsageReply>('asgConsumerLimitUsage', CONSUMER_USAGE_LUA, 3);
+const MOVE = defineLuaScript<number>('asgKeyWindowsMove', MOVE_WINDOWS_LUA, 3);
 
 /**
  * Redis layout of a consumer's windows, beside its keys' (windows-id.ts): all under the consumer's
@@ -43,17 +37,13 @@ export interface ConsumerWindowsSettings {
 
 /** The consumer half of the Redis key limiter: decisions with a consumer's windows, its usage and credits, moves. */
 export class RedisConsumerWindows {
-  private readonly commands: ConsumerCommands;
+  private readonly scripts: { consume: LuaCaller<ConsumeReply>; slidingConsume: LuaCaller<ConsumeReply>; usage: LuaCaller<UsageReply>; move: LuaCaller<number> };
 
   constructor(
     redis: RedisClient,
     private readonly settings: ConsumerWindowsSettings,
   ) {
-    redis.defineCommand(CONSUME_COMMAND, { numberOfKeys: 4, lua: CONSUMER_CONSUME_LUA });
-    redis.defineCommand(SLIDING_CONSUME_COMMAND, { numberOfKeys: 6, lua: SLIDING_CONSUMER_CONSUME_LUA });
-    redis.defineCommand(USAGE_COMMAND, { numberOfKeys: 3, lua: CONSUMER_USAGE_LUA });
-    redis.defineCommand(MOVE_COMMAND, { numberOfKeys: 3, lua: MOVE_WINDOWS_LUA });
-    this.commands = redis as unknown as ConsumerCommands;
+    this.scripts = { consume: CONSUME.on(redis), slidingConsume: SLIDING_CONSUME.on(redis), usage: USAGE.on(redis), move: MOVE.on(redis) };
   }
 
   private consumerKey(consumerId: string): string {
@@ -81,10 +71,10 @@ export class RedisConsumerWindows {
       ...(perMonth === undefined ? ['', '', '', ''] : this.monthArgv(share.billingDay)),
     ];
     const reply = this.settings.sliding
-      ? await this.commands[SLIDING_CONSUME_COMMAND](key, key + ':log', key + ':mo', ckey, ckey + ':log', ckey + ':mo', ...argv)
-      : await this.commands[CONSUME_COMMAND](key, key + ':mo', ckey, ckey + ':mo', ...argv);
+      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', ckey, ckey + ':log', ckey + ':mo'], argv)
+      : await this.scripts.consume([key, key + ':mo', ckey, ckey + ':mo'], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
-    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits, reply[5] || undefined, cost, month);
+    const decision = keyDecision({ outcome: reply[0], now: reply[1], minuteCount: reply[2], dayCount: reply[3], bannedUntil: reply[4], limits, minuteResetAt: reply[5] || undefined, cost, month });
     const counts: ConsumerCounts = {
       minuteCount: reply[10],
       dayCount: reply[11],
@@ -103,7 +93,7 @@ export class RedisConsumerWindows {
       perMonth === undefined ? '' : String(perMonth),
       ...(perMonth === undefined ? ['', '', '', ''] : this.monthArgv(share.billingDay)),
     ];
-    const r = await this.commands[USAGE_COMMAND](ckey, ckey + ':log', ckey + ':mo', ...argv);
+    const r = await this.scripts.usage([ckey, ckey + ':log', ckey + ':mo'], argv);
     return consumerWindows(share, { minuteCount: r[1], dayCount: r[2], minuteResetAt: r[3], month: perMonth === undefined ? null : monthCountOf(r[4], r[5], r[6], r[7]) }, r[0]);
   }
 
@@ -130,7 +120,7 @@ export class RedisConsumerWindows {
     const logPairs: string[] = [];
     for (let i = 0; i < log.length; i += 2) logPairs.push(log[i + 1]!, 'moved-' + log[i]!);
     if (fields.length === 0 && monthArg === '' && logPairs.length === 0) return;
-    await this.commands[MOVE_COMMAND](toKey, toKey + ':mo', toKey + ':log', fields.join(','), monthArg, ...logPairs);
+    await this.scripts.move([toKey, toKey + ':mo', toKey + ':log'], [fields.join(','), monthArg, ...logPairs]);
     await redis.del(fromKey);
     await redis.del(fromKey + ':mo');
     await redis.del(fromKey + ':log');

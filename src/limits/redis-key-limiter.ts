@@ -1,5 +1,6 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
+import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { RedisConsumerWindows } from './redis-consumer-windows';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
@@ -275,21 +276,22 @@ return ok + tonumber(ARGV[2])
 `;
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
-const CONSUME_COMMAND = 'asgKeyLimitConsume';
-const USAGE_COMMAND = 'asgKeyLimitUsage';
-const SLIDING_CONSUME_COMMAND = 'asgKeyLimitSlidingConsume';
-const SLIDING_USAGE_COMMAND = 'asgKeyLimitSlidingUsage';
-const CREDITS_COMMAND = 'asgKeyLimitCredits';
-
 type ConsumeReply = [OutcomeCode, number, number, number, number, number, number, number, number, number];
 type UsageReply = [number, number, number, number, number, number, number, number, number];
 
-interface KeyLimitCommands {
-  [CONSUME_COMMAND](key: string, monthKey: string, ...argv: string[]): Promise<ConsumeReply>;
-  [USAGE_COMMAND](key: string, monthKey: string, ...argv: string[]): Promise<UsageReply>;
-  [SLIDING_CONSUME_COMMAND](key: string, log: string, monthKey: string, ...argv: string[]): Promise<ConsumeReply>;
-  [SLIDING_USAGE_COMMAND](key: string, log: string, monthKey: string, ...argv: string[]): Promise<UsageReply>;
-  [CREDITS_COMMAND](monthKey: string, ...argv: string[]): Promise<number>;
+// KEYS: the key's hash, (sliding only) its minute log, its month hash.
+const CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitConsume', CONSUME_LUA, 2);
+const USAGE = defineLuaScript<UsageReply>('asgKeyLimitUsage', USAGE_LUA, 2);
+const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitSlidingConsume', SLIDING_CONSUME_LUA, 3);
+const SLIDING_USAGE = defineLuaScript<UsageReply>('asgKeyLimitSlidingUsage', SLIDING_USAGE_LUA, 3);
+const CREDITS = defineLuaScript<number>('asgKeyLimitCredits', CREDITS_LUA, 1);
+
+interface KeyLimitScripts {
+  consume: LuaCaller<ConsumeReply>;
+  usage: LuaCaller<UsageReply>;
+  slidingConsume: LuaCaller<ConsumeReply>;
+  slidingUsage: LuaCaller<UsageReply>;
+  credits: LuaCaller<number>;
 }
 
 /** The hash holding a key's month count and credits; same hash tag, so same Cluster slot, as its hash. */
@@ -326,7 +328,7 @@ export interface RedisKeyLimiterOptions {
  * caller's: close() leaves it open.
  */
 export class RedisKeyLimiter implements KeyLimiter {
-  private readonly commands: KeyLimitCommands;
+  private readonly scripts: KeyLimitScripts;
   private readonly prefix: string;
   private readonly clock: Clock | undefined;
   private readonly sliding: boolean;
@@ -353,12 +355,13 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.bansKey = activeBansRedisKey(options.namespace);
     this.clock = options.clock;
     this.sliding = options.minuteWindow === 'sliding';
-    redis.defineCommand(CONSUME_COMMAND, { numberOfKeys: 2, lua: CONSUME_LUA });
-    redis.defineCommand(USAGE_COMMAND, { numberOfKeys: 2, lua: USAGE_LUA });
-    redis.defineCommand(SLIDING_CONSUME_COMMAND, { numberOfKeys: 3, lua: SLIDING_CONSUME_LUA });
-    redis.defineCommand(SLIDING_USAGE_COMMAND, { numberOfKeys: 3, lua: SLIDING_USAGE_LUA });
-    redis.defineCommand(CREDITS_COMMAND, { numberOfKeys: 1, lua: CREDITS_LUA });
-    this.commands = redis as unknown as KeyLimitCommands;
+    this.scripts = {
+      consume: CONSUME.on(redis),
+      usage: USAGE.on(redis),
+      slidingConsume: SLIDING_CONSUME.on(redis),
+      slidingUsage: SLIDING_USAGE.on(redis),
+      credits: CREDITS.on(redis),
+    };
     this.consumers = new RedisConsumerWindows(redis, { prefix: this.prefix, sliding: this.sliding, clock: this.clock, months: this.months });
   }
 
@@ -383,10 +386,20 @@ export class RedisKeyLimiter implements KeyLimiter {
     }
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
     const reply = this.sliding
-      ? await this.commands[SLIDING_CONSUME_COMMAND](key, key + ':log', key + ':mo', ...argv)
-      : await this.commands[CONSUME_COMMAND](key, key + ':mo', ...argv);
+      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo'], argv)
+      : await this.scripts.consume([key, key + ':mo'], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
-    const decision = keyDecision(reply[0], reply[1], reply[2], reply[3], reply[4], limits, reply[5] || undefined, cost, month);
+    const decision = keyDecision({
+      outcome: reply[0],
+      now: reply[1],
+      minuteCount: reply[2],
+      dayCount: reply[3],
+      bannedUntil: reply[4],
+      limits,
+      minuteResetAt: reply[5] || undefined,
+      cost,
+      month,
+    });
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
     return decision;
   }
@@ -394,7 +407,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
     const monthKey = this.prefix + keyId + '}:mo';
     const now = this.clock === undefined ? '' : String(this.clock.now());
-    await this.commands[CREDITS_COMMAND](monthKey, now, String(units), '0', ...this.monthArgv(billingDay));
+    await this.scripts.credits([monthKey], [now, String(units), '0', ...this.monthArgv(billingDay)]);
   }
 
   consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
@@ -403,7 +416,7 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   async addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
     const now = this.clock === undefined ? '' : String(this.clock.now());
-    await this.commands[CREDITS_COMMAND](this.consumers.consumerMonthKey(consumer.id), now, String(units), '0', ...this.monthArgv(consumer.billingDay));
+    await this.scripts.credits([this.consumers.consumerMonthKey(consumer.id)], [now, String(units), '0', ...this.monthArgv(consumer.billingDay)]);
   }
 
   moveWindows(fromId: string, toId: string): Promise<void> {
@@ -435,10 +448,10 @@ export class RedisKeyLimiter implements KeyLimiter {
     const argv = [this.clock === undefined ? '' : String(this.clock.now())];
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(billingDay));
     const reply = this.sliding
-      ? await this.commands[SLIDING_USAGE_COMMAND](key, key + ':log', key + ':mo', ...argv)
-      : await this.commands[USAGE_COMMAND](key, key + ':mo', ...argv);
+      ? await this.scripts.slidingUsage([key, key + ':log', key + ':mo'], argv)
+      : await this.scripts.usage([key, key + ':mo'], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[5], reply[6], reply[8], reply[7]);
-    return keyUsage(reply[0], reply[1], reply[2], reply[3], limits, reply[4] || undefined, month);
+    return keyUsage({ now: reply[0], minuteCount: reply[1], dayCount: reply[2], bannedUntil: reply[3], limits, minuteResetAt: reply[4] || undefined, month });
   }
 
   async unban(keyId: string): Promise<void> {

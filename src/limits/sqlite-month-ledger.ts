@@ -1,14 +1,28 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { systemClock } from '../shared/clock';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
+import { openSqliteDatabase, type Migration } from '../shared/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 import type { MonthEntry, MonthLedger } from './month-ledger';
 
 export const MONTHS_DATABASE_FILE = 'months.sqlite';
 /** This store's name in errors, metrics and /readyz. */
 const MONTHS_DATABASE = 'months';
+
+/** The schema of months.sqlite; files made before it was numbered (user_version 0) have step 1's tables already. */
+const MONTH_LEDGER_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'key_months (one row per key: its current month) and write_probe',
+    up(db) {
+      db.exec(WRITE_PROBE_TABLE_SQL);
+      db.exec(`CREATE TABLE IF NOT EXISTS key_months (
+        key_id TEXT PRIMARY KEY, month_start INTEGER NOT NULL, month_end INTEGER NOT NULL, count INTEGER NOT NULL, credits INTEGER NOT NULL
+      ) STRICT`);
+    },
+  },
+];
 
 /** The in-process store's month windows and credits, in SQLite under DATA_DIR: one row per key, its current month. */
 export class SqliteMonthLedger implements MonthLedger {
@@ -20,17 +34,9 @@ export class SqliteMonthLedger implements MonthLedger {
     dataDir: string,
     private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
   ) {
-    fs.mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(path.join(dataDir, MONTHS_DATABASE_FILE));
+    // FULL: a grant is answered once it is on disk, power loss included.
+    this.db = openSqliteDatabase({ file: path.join(dataDir, MONTHS_DATABASE_FILE), migrations: MONTH_LEDGER_MIGRATIONS, synchronous: 'FULL', busyTimeoutMs: options.busyTimeoutMs });
     try {
-      this.db.pragma('journal_mode = WAL');
-      // A grant is answered once it is on disk: the commit is fsync'd.
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
-      this.db.exec(WRITE_PROBE_TABLE_SQL);
-      this.db.exec(`CREATE TABLE IF NOT EXISTS key_months (
-        key_id TEXT PRIMARY KEY, month_start INTEGER NOT NULL, month_end INTEGER NOT NULL, count INTEGER NOT NULL, credits INTEGER NOT NULL
-      ) STRICT`);
       this.upsert = this.db.prepare(
         `INSERT INTO key_months (key_id, month_start, month_end, count, credits) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (key_id) DO UPDATE SET month_start = excluded.month_start, month_end = excluded.month_end, count = excluded.count, credits = excluded.credits`,

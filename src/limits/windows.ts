@@ -37,20 +37,24 @@ export function windowState(limit: number, count: number, resetAt: number): Wind
   return { limit, remaining: count >= limit ? 0 : limit - count, resetAt };
 }
 
+/** Counts and limits `refusingWindow` weighs; month fields only with a month window. */
+export interface WindowCounts {
+  minuteCount: number;
+  dayCount: number;
+  limits: WindowLimits;
+  /** Units the request asks for; 1 unless its operation costs more. */
+  cost?: number;
+  monthCount?: number;
+  /** perMonth plus this month's credits; null (or absent) without a month window. */
+  monthLimit?: number | null;
+}
+
 /**
  * The window that refuses `cost` more units, or null when every window has room for them. When
  * several are short the one that resets last binds (month, then day, then minute): retrying when
- * an earlier one frees units would only be refused again. `monthLimit` is perMonth plus this month's
- * credits, null without a month window.
+ * an earlier one frees units would only be refused again.
  */
-export function refusingWindow(
-  minuteCount: number,
-  dayCount: number,
-  limits: WindowLimits,
-  cost = 1,
-  monthCount = 0,
-  monthLimit: number | null = null,
-): WindowName | null {
+export function refusingWindow({ minuteCount, dayCount, limits, cost = 1, monthCount = 0, monthLimit = null }: WindowCounts): WindowName | null {
   if (monthLimit !== null && monthCount + cost > monthLimit) return 'month';
   if (dayCount + cost > limits.perDay) return 'day';
   if (minuteCount + cost > limits.perMinute) return 'minute';
@@ -93,24 +97,35 @@ export function slidingMinuteResetAt(oldestAdmission: number, now: number): numb
   return oldestAdmission > 0 ? oldestAdmission + MINUTE_MS : now + MINUTE_MS;
 }
 
+/** A store's raw answer, as `keyDecision` and `keyUsage` read it. */
+export interface StoreAnswer {
+  now: number;
+  /** Counts of the windows holding `now`. */
+  minuteCount: number;
+  dayCount: number;
+  /** End of a ban (epoch ms); 0 or past for none. */
+  bannedUntil: number;
+  limits: WindowLimits;
+  /** Given for a sliding minute; a fixed one ends at the UTC minute. */
+  minuteResetAt?: number;
+  /** Null (or absent) unless the limits have perMonth. */
+  month?: MonthCount | null;
+}
+
+/** A consume's answer: the outcome code and the cost it was asked for, beside the counts. */
+export interface ConsumeAnswer extends StoreAnswer {
+  outcome: OutcomeCode;
+  cost?: number;
+}
+
 /**
- * Shapes a store's answer into a KeyDecision. `minuteCount`, `dayCount` and `month.count` are the
- * counts of the windows holding `now` after the decision (increased by the cost when allowed,
- * untouched when limited). `minuteResetAt` is given for a sliding minute; a fixed one ends at the
- * UTC minute. `month` is null unless the limits have perMonth.
+ * Shapes a store's answer into a KeyDecision. The counts are those of the windows holding `now`
+ * after the decision (increased by the cost when allowed, untouched when limited).
  */
-export function keyDecision(
-  outcome: OutcomeCode,
-  now: number,
-  minuteCount: number,
-  dayCount: number,
-  bannedUntil: number,
-  limits: WindowLimits,
-  minuteResetAt: number = windowEnd(now, MINUTE_MS),
-  cost = 1,
-  month: MonthCount | null = null,
-): KeyDecision {
+export function keyDecision(answer: ConsumeAnswer): KeyDecision {
+  const { outcome, now, minuteCount, dayCount, bannedUntil, limits, cost = 1, month = null } = answer;
   if (outcome === OUTCOME_BANNED) return { outcome: 'banned', bannedUntil, now };
+  const minuteResetAt = answer.minuteResetAt ?? windowEnd(now, MINUTE_MS);
   const dayResetAt = windowEnd(now, DAY_MS);
   const minute = windowState(limits.perMinute, minuteCount, minuteResetAt);
   const day = windowState(limits.perDay, dayCount, dayResetAt);
@@ -118,7 +133,7 @@ export function keyDecision(
   if (outcome === OUTCOME_ALLOWED) return monthState ? { outcome: 'allowed', minute, day, month: monthState, now } : { outcome: 'allowed', minute, day, now };
   // A refusal means one window had no room; should the limits have changed under a stored state so
   // that none looks short now, the minute binds, being the soonest to free units.
-  const refusedBy = refusingWindow(minuteCount, dayCount, limits, cost, month?.count ?? 0, monthState?.limit ?? null) ?? 'minute';
+  const refusedBy = refusingWindow({ minuteCount, dayCount, limits, cost, monthCount: month?.count ?? 0, monthLimit: monthState?.limit ?? null }) ?? 'minute';
   const resetAt = refusedBy === 'month' ? monthState!.resetAt : refusedBy === 'day' ? dayResetAt : minuteResetAt;
   const limited = { outcome: 'limited' as const, refusedBy, minute, day, retryAfterMs: resetAt - now, bannedNow: outcome === OUTCOME_LIMITED_BANNED_NOW, now };
   return monthState ? { ...limited, month: monthState } : limited;
@@ -129,17 +144,10 @@ function monthOf(limits: WindowLimits, month: MonthCount | null): MonthWindowSta
 }
 
 /** Every window and any ban as the admin API shows them; counts are those of the windows holding `now`. */
-export function keyUsage(
-  now: number,
-  minuteCount: number,
-  dayCount: number,
-  bannedUntil: number,
-  limits: WindowLimits,
-  minuteResetAt: number = windowEnd(now, MINUTE_MS),
-  month: MonthCount | null = null,
-): KeyUsage {
+export function keyUsage(answer: StoreAnswer): KeyUsage {
+  const { now, minuteCount, dayCount, bannedUntil, limits, month = null } = answer;
   const usage: KeyUsage = {
-    minute: windowState(limits.perMinute, minuteCount, minuteResetAt),
+    minute: windowState(limits.perMinute, minuteCount, answer.minuteResetAt ?? windowEnd(now, MINUTE_MS)),
     day: windowState(limits.perDay, dayCount, windowEnd(now, DAY_MS)),
     bannedUntil: bannedUntil > now ? bannedUntil : null,
   };

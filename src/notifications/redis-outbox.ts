@@ -1,4 +1,5 @@
 import type { WebhookEventType } from '../shared/config';
+import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import type { RedisClient } from '../shared/redis';
 import type { ClaimedDelivery, Outbox, OutboxEvent } from './outbox';
 
@@ -98,17 +99,10 @@ redis.call('ZADD', KEYS[1], ARGV[4], ARGV[1])
 if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[2], ARGV[3] .. ' ' .. ARGV[1], ARGV[5]) end
 return 1`;
 
-const ADD = 'asgWebhookOutboxAdd';
-const CLAIM = 'asgWebhookOutboxClaim';
-const FINISH = 'asgWebhookOutboxFinish';
-const RESCHEDULE = 'asgWebhookOutboxReschedule';
-
-interface OutboxCommands {
-  [ADD](events: string, order: string, seen: string, left: string, attempts: string, ...argv: string[]): Promise<string[]>;
-  [CLAIM](due: string, events: string, attempts: string, ...argv: string[]): Promise<string[]>;
-  [FINISH](due: string, events: string, order: string, left: string, attempts: string, ...argv: string[]): Promise<number>;
-  [RESCHEDULE](due: string, attempts: string, ...argv: string[]): Promise<number>;
-}
+const ADD = defineLuaScript<string[]>('asgWebhookOutboxAdd', ADD_LUA, 5);
+const CLAIM = defineLuaScript<string[]>('asgWebhookOutboxClaim', CLAIM_LUA, 3);
+const FINISH = defineLuaScript<number>('asgWebhookOutboxFinish', FINISH_LUA, 5);
+const RESCHEDULE = defineLuaScript<number>('asgWebhookOutboxReschedule', RESCHEDULE_LUA, 2);
 
 /** What the events hash holds per event. */
 interface StoredEvent {
@@ -119,7 +113,7 @@ interface StoredEvent {
 }
 
 export class RedisOutbox implements Outbox {
-  private readonly commands: OutboxCommands;
+  private readonly scripts: { add: LuaCaller<string[]>; claim: LuaCaller<string[]>; finish: LuaCaller<number>; reschedule: LuaCaller<number> };
   private readonly prefix: string;
 
   constructor(
@@ -127,11 +121,7 @@ export class RedisOutbox implements Outbox {
     namespace: string,
   ) {
     this.prefix = `${namespace}:webhooks:{outbox}:`;
-    redis.defineCommand(ADD, { numberOfKeys: 5, lua: ADD_LUA });
-    redis.defineCommand(CLAIM, { numberOfKeys: 3, lua: CLAIM_LUA });
-    redis.defineCommand(FINISH, { numberOfKeys: 5, lua: FINISH_LUA });
-    redis.defineCommand(RESCHEDULE, { numberOfKeys: 2, lua: RESCHEDULE_LUA });
-    this.commands = redis as unknown as OutboxCommands;
+    this.scripts = { add: ADD.on(redis), claim: CLAIM.on(redis), finish: FINISH.on(redis), reschedule: RESCHEDULE.on(redis) };
   }
 
   private key(name: 'events' | 'order' | 'seen' | 'left' | 'attempts'): string {
@@ -149,12 +139,12 @@ export class RedisOutbox implements Outbox {
       const stored: StoredEvent = { type: e.type, body: e.body, createdAt: e.createdAt, endpoints: [...e.endpoints] };
       argv.push(e.id, String(e.seenUntil), String(e.createdAt), JSON.stringify(stored), e.endpoints.join(','));
     }
-    const dropped = await this.commands[ADD](this.key('events'), this.key('order'), this.key('seen'), this.key('left'), this.key('attempts'), ...argv);
+    const dropped = await this.scripts.add([this.key('events'), this.key('order'), this.key('seen'), this.key('left'), this.key('attempts')], argv);
     return dropped as WebhookEventType[];
   }
 
   async claim(endpoint: string, max: number, now: number, leaseUntil: number): Promise<ClaimedDelivery[]> {
-    const reply = await this.commands[CLAIM](this.due(endpoint), this.key('events'), this.key('attempts'), String(now), String(max), String(leaseUntil), endpoint);
+    const reply = await this.scripts.claim([this.due(endpoint), this.key('events'), this.key('attempts')], [String(now), String(max), String(leaseUntil), endpoint]);
     const claimed: ClaimedDelivery[] = [];
     for (let i = 0; i < reply.length; i += 3) {
       const stored = JSON.parse(reply[i + 1]!) as StoredEvent;
@@ -164,15 +154,15 @@ export class RedisOutbox implements Outbox {
   }
 
   async finish(d: ClaimedDelivery): Promise<void> {
-    await this.commands[FINISH](this.due(d.endpoint), this.key('events'), this.key('order'), this.key('left'), this.key('attempts'), d.eventId, String(d.leaseUntil), d.endpoint);
+    await this.scripts.finish([this.due(d.endpoint), this.key('events'), this.key('order'), this.key('left'), this.key('attempts')], [d.eventId, String(d.leaseUntil), d.endpoint]);
   }
 
   async retry(d: ClaimedDelivery, nextAt: number): Promise<void> {
-    await this.commands[RESCHEDULE](this.due(d.endpoint), this.key('attempts'), d.eventId, String(d.leaseUntil), d.endpoint, String(nextAt), '1');
+    await this.scripts.reschedule([this.due(d.endpoint), this.key('attempts')], [d.eventId, String(d.leaseUntil), d.endpoint, String(nextAt), '1']);
   }
 
   async release(d: ClaimedDelivery, now: number): Promise<void> {
-    await this.commands[RESCHEDULE](this.due(d.endpoint), this.key('attempts'), d.eventId, String(d.leaseUntil), d.endpoint, String(now), '0');
+    await this.scripts.reschedule([this.due(d.endpoint), this.key('attempts')], [d.eventId, String(d.leaseUntil), d.endpoint, String(now), '0']);
   }
 
   async size(): Promise<number> {

@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { WebhookEventType } from '../shared/config';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
+import { openSqliteDatabase, type Migration } from '../shared/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
 import { systemClock } from '../shared/clock';
 import type { ClaimedDelivery, Outbox, OutboxEvent } from './outbox';
@@ -22,6 +22,18 @@ const SCHEMA_SQL = `
   ) STRICT;
   CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (endpoint, due_at);
   CREATE TABLE IF NOT EXISTS webhook_seen (id TEXT PRIMARY KEY, until INTEGER NOT NULL) STRICT;`;
+
+/** The schema of webhook-outbox.sqlite; files made before it was numbered (user_version 0) have step 1's tables already. */
+const OUTBOX_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'events, deliveries per receiver, ids seen, and write_probe',
+    up(db) {
+      db.exec(WRITE_PROBE_TABLE_SQL);
+      db.exec(SCHEMA_SQL);
+    },
+  },
+];
 
 interface DeliveryRow {
   event_id: string;
@@ -45,13 +57,10 @@ export class SqliteOutbox implements Outbox {
     dataDir: string,
     private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
   ) {
-    fs.mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(path.join(dataDir, WEBHOOK_OUTBOX_DATABASE_FILE));
+    // NORMAL (as before): events reach the outbox in batches behind the answer, so a crash of the
+    // machine can lose the last of them either way (docs: what can be lost).
+    this.db = openSqliteDatabase({ file: path.join(dataDir, WEBHOOK_OUTBOX_DATABASE_FILE), migrations: OUTBOX_MIGRATIONS, synchronous: 'NORMAL', busyTimeoutMs: options.busyTimeoutMs });
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
-      this.db.exec(WRITE_PROBE_TABLE_SQL);
-      this.db.exec(SCHEMA_SQL);
       this.statements = this.prepare();
       this.writeProbe = new SqliteWriteProbe(this.db, WEBHOOK_OUTBOX_DATABASE, systemClock, options.onSqliteError);
     } catch (err) {

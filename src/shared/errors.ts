@@ -76,18 +76,19 @@ export function rawErrorResponse(code: ErrorCode, message: string, headers: Reco
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
+/** Headers to send with an error, and a status other than its code's (a refusal may carry both). */
+export interface ErrorResponseOptions {
+  headers?: Readonly<Record<string, string>>;
+  status?: number;
+}
+
 /**
  * Writes the contract's Error body; the only way any listener answers with an error. Plain
  * node:http, so the gateway's request path and the Express apps (whose responses extend
  * ServerResponse) share it. For HEAD, node:http sends the headers without the body.
  */
-export function sendError(
-  res: ServerResponse,
-  code: ErrorCode,
-  message: string,
-  headers: Readonly<Record<string, string>> = {},
-  status: number = codeToStatus[code],
-): void {
+export function sendError(res: ServerResponse, code: ErrorCode, message: string, options: ErrorResponseOptions = {}): void {
+  const { headers = {}, status = codeToStatus[code] } = options;
   if (res.headersSent) {
     res.destroy();
     return;
@@ -132,6 +133,6 @@ export function errorHandler(onInternal: (err: unknown) => void = () => {}): Err
   return (err, _req, res, _next) => {
     const apiError = toApiError(err);
     if (apiError.code === 'internal_error') onInternal(err);
-    sendError(res, apiError.code, apiError.message, apiError.headers);
+    sendError(res, apiError.code, apiError.message, { headers: apiError.headers });
   };
 }

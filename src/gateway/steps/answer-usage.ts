@@ -65,7 +65,7 @@ export function createUsageStep(deps: UsageDependencies) {
     const now = clock.now();
     request.rateLimitOutcome = 'allowed';
     if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now, usage.month && { limit: usage.month.limit, startAt: usage.month.startAt, resetAt: usage.month.resetAt }));
-    else setHeaders(res, keyRateLimitHeaders(usage.minute, usage.day, now, undefined, usage.month, consumerWindows));
+    else setHeaders(res, keyRateLimitHeaders({ minute: usage.minute, day: usage.day, now, month: usage.month, consumer: consumerWindows }));
     const body = JSON.stringify({
       plan: record.plan,
       ...(consumer ? { consumer: { id: consumer.id, name: consumer.name } } : {}),

@@ -117,7 +117,7 @@ function whenBodyExceeds(req: IncomingMessage, maxBodyBytes: number, exceeded: (
  */
 function cutOff(res: ServerResponse, failure: UpstreamFailure): void {
   if (res.headersSent) markCutOff(res, `upstream ${failure.reason}`);
-  sendError(res, failure.code, failure.message, failure.headers, failure.status);
+  sendError(res, failure.code, failure.message, failure);
 }
 
 /**

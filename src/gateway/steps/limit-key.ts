@@ -71,10 +71,10 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     if (decision.outcome === 'allowed') {
       request.rateLimitOutcome = 'allowed';
       countAdmitted(record.plan, route, options?.cost ?? 1, decision);
-      setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, undefined, decision.month, decision.consumer));
+      setHeaders(res, keyRateLimitHeaders(decision));
       return CONTINUE;
     }
-    if (shadow) return admitShadowed(res, request, limits, decision, record.billingDay);
+    if (shadow) return admitShadowed(res, request, { limits, decision, billingDay: record.billingDay });
     if (decision.outcome === 'banned') {
       request.rateLimitOutcome = 'banned';
       setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, record.billingDay)));
@@ -82,7 +82,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
       return temporarilyBanned(deps.retryAfter(decision.bannedUntil - decision.now));
     }
     request.rateLimitOutcome = 'limited';
-    setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month, decision.consumer));
+    setHeaders(res, keyRateLimitHeaders(decision));
     metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
     if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
     return keyRateLimited(decision.refusedBy, deps.retryAfter(decision.retryAfterMs));
@@ -93,13 +93,14 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
    * would have carried, no Retry-After and no ban; it is logged and counted so that an operator can
    * see what the limit would do before enforcing it.
    */
-  function admitShadowed(res: ServerResponse, request: GatewayRequest, limits: WindowLimits, decision: Exclude<KeyDecision, { outcome: 'allowed' }>, billingDay?: number): StepOutcome {
+  function admitShadowed(res: ServerResponse, request: GatewayRequest, refused: ShadowRefusal): StepOutcome {
+    const { limits, decision, billingDay } = refused;
     const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
     request.rateLimitOutcome = 'shadow_limited';
     metrics.shadowDenied.inc({ plan: request.plan, window });
     deps.logger.info({ requestId: request.requestId, plan: request.plan, keyId: request.keyId, window }, 'shadow limit would have refused; forwarded');
     if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, billingDay)));
-    else setHeaders(res, keyRateLimitHeaders(decision.minute, decision.day, decision.now, decision.refusedBy, decision.month, decision.consumer));
+    else setHeaders(res, keyRateLimitHeaders(decision));
     return CONTINUE;
   }
 
@@ -120,6 +121,13 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
     if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
   }
+}
+
+/** What a shadowed limit would have refused: the limits applied, the decision, the key's billing day. */
+interface ShadowRefusal {
+  limits: WindowLimits;
+  decision: Exclude<KeyDecision, { outcome: 'allowed' }>;
+  billingDay?: number;
 }
 
 /**

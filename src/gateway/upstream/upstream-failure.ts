@@ -1,4 +1,5 @@
 import type { UpstreamFailure } from './forward-contract';
+import { retryAfterSeconds } from '../../shared/retry-after';
 
 /** The code the http-proxy forwarder gives its own socket timeout. */
 export const TIMEOUT_CODE = 'ASG_UPSTREAM_TIMEOUT';
@@ -37,11 +38,6 @@ export function classifyUpstreamError(err: NodeJS.ErrnoException): UpstreamFailu
       }
       return { code: 'upstream_unavailable', reason: 'other', message: 'The inventory service could not be reached.' };
   }
-}
-
-/** Seconds for Retry-After: whole, at least one. */
-function retryAfterSeconds(ms: number): string {
-  return String(Math.max(1, Math.ceil(ms / 1000)));
 }
 
 /** The guard's refusal when too many requests already wait for the upstream: nothing is sent. */

@@ -1,3 +1,4 @@
+import { defineLuaScript, type LuaCaller } from '../../shared/lua-script';
 import type { RedisClient } from '../../shared/redis';
 import { DAY_MS, USAGE_EXPORT_DAYS, USAGE_HISTORY_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type UsageDay } from './key-activity';
 
@@ -43,11 +44,8 @@ redis.call('HSET', KEYS[2], ARGV[1], string.format('%d %d %d %d %d', a, r, b, u,
 redis.call('PEXPIRE', KEYS[2], ARGV[9])
 return 1`;
 
-const ADD_USAGE_COMMAND = 'asgKeyUsageAdd';
-
-interface KeyUsageCommands {
-  [ADD_USAGE_COMMAND](key: string, ledger: string, ...argv: string[]): Promise<number>;
-}
+// KEYS: the key's usage hash, its month's ledger.
+const ADD_USAGE = defineLuaScript<number>('asgKeyUsageAdd', ADD_USAGE_LUA, 2);
 
 /**
  * Redis layout:
@@ -61,14 +59,13 @@ interface KeyUsageCommands {
  *   <ns>:keys:{k}:last-used     ZSET  key id → epoch ms of the latest admitted request (ZADD GT)
  */
 export class RedisKeyActivityStore implements KeyActivityStore {
-  private readonly commands: KeyUsageCommands;
+  private readonly addUsage: LuaCaller<number>;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly namespace: string,
   ) {
-    redis.defineCommand(ADD_USAGE_COMMAND, { numberOfKeys: 2, lua: ADD_USAGE_LUA });
-    this.commands = redis as unknown as KeyUsageCommands;
+    this.addUsage = ADD_USAGE.on(redis);
   }
 
   private usageKey(keyId: string): string {
@@ -93,7 +90,7 @@ export class RedisKeyActivityStore implements KeyActivityStore {
     for (const [keyId, tally] of tallies) {
       const counts = [String(tally.admitted), String(tally.rateLimited), String(tally.banned)];
       const units = [String(tally.units), String(tally.dayCount), ledgerTtl];
-      writes.push(this.commands[ADD_USAGE_COMMAND](this.usageKey(keyId), this.ledgerKey(keyId, day), String(day), kept, ...counts, ttl, ...units));
+      writes.push(this.addUsage([this.usageKey(keyId), this.ledgerKey(keyId, day)], [String(day), kept, ...counts, ttl, ...units]));
       if (tally.lastUsedAt > 0) lastUses.push(tally.lastUsedAt, keyId);
     }
     if (lastUses.length > 0) writes.push(this.redis.zadd(this.lastUsedKey, 'GT', ...lastUses));

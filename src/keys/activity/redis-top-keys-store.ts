@@ -1,3 +1,4 @@
+import { defineLuaScript, type LuaCaller } from '../../shared/lua-script';
 import type { RedisClient } from '../../shared/redis';
 import { MAX_KEYS_PER_MINUTE, MINUTE_MS, TOP_KEYS_KEPT_MINUTES, busiestFirst, type BusyKey, type MinuteTally, type TopKeysStore } from './top-keys';
 
@@ -37,13 +38,9 @@ end
 redis.call('DEL', KEYS[1], KEYS[2])
 return reply`;
 
-const ADD = 'asgTopKeysAdd';
-const TOP = 'asgTopKeys';
-
-interface TopKeysCommands {
-  [ADD](requests: string, refusals: string, ...argv: string[]): Promise<number>;
-  [TOP](numberOfKeys: number, ...keysAndArgv: string[]): Promise<string[]>;
-}
+const ADD = defineLuaScript<number>('asgTopKeysAdd', ADD_LUA, 2);
+// The number of keys varies with the span: given per call.
+const TOP = defineLuaScript<string[]>('asgTopKeys', TOP_LUA);
 
 /**
  * Redis layout (one hash tag, so every script stays on one Cluster slot):
@@ -53,28 +50,25 @@ interface TopKeysCommands {
  * Every instance adds its batch every few seconds: one script call per minute in the batch.
  */
 export class RedisTopKeysStore implements TopKeysStore {
-  private readonly commands: TopKeysCommands;
+  private readonly scripts: { add: LuaCaller<number>; top: LuaCaller<string[]> };
   private readonly prefix: string;
 
   constructor(redis: RedisClient, namespace: string) {
     this.prefix = `${namespace}:top-keys:{t}:`;
-    redis.defineCommand(ADD, { numberOfKeys: 2, lua: ADD_LUA });
-    // The number of keys varies with the span: given per call.
-    redis.defineCommand(TOP, { lua: TOP_LUA });
-    this.commands = redis as unknown as TopKeysCommands;
+    this.scripts = { add: ADD.on(redis), top: TOP.on(redis) };
   }
 
   async add(minute: number, tallies: ReadonlyMap<string, MinuteTally>): Promise<void> {
     const argv = [String(TOP_KEYS_KEPT_MINUTES * MINUTE_MS), String(MAX_KEYS_PER_MINUTE)];
     for (const [keyId, tally] of tallies) argv.push(keyId, String(tally.requests), String(tally.rateLimited));
-    await this.commands[ADD](this.prefix + minute, `${this.prefix}${minute}:limited`, ...argv);
+    await this.scripts.add([this.prefix + minute, `${this.prefix}${minute}:limited`], argv);
   }
 
   async top(firstMinute: number, lastMinute: number, limit: number): Promise<BusyKey[]> {
     const minutes: number[] = [];
     for (let minute = firstMinute; minute <= lastMinute; minute++) minutes.push(minute);
     const keys = [`${this.prefix}union`, `${this.prefix}union:limited`, ...minutes.map((m) => this.prefix + m), ...minutes.map((m) => `${this.prefix}${m}:limited`)];
-    const reply = await this.commands[TOP](keys.length, ...keys, String(minutes.length), String(limit));
+    const reply = await this.scripts.top(keys, [String(minutes.length), String(limit)]);
     const busy: BusyKey[] = [];
     for (let i = 0; i < reply.length; i += 3) busy.push({ keyId: reply[i]!, requests: Number(reply[i + 1]), rateLimited: Number(reply[i + 2]) });
     return busy.sort(busiestFirst);

@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
+import type Database from 'better-sqlite3';
+import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../shared/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { systemClock } from '../../shared/clock';
 import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type UsageDay } from './key-activity';
@@ -32,20 +32,10 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
     dataDir: string,
     private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
   ) {
-    fs.mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(path.join(dataDir, KEY_USAGE_DATABASE_FILE));
+    // NORMAL (as before): counts are flushed in batches every few seconds, so the last of them are
+    // in memory, not on disk, whatever the fsync setting.
+    this.db = openSqliteDatabase({ file: path.join(dataDir, KEY_USAGE_DATABASE_FILE), migrations: KEY_ACTIVITY_MIGRATIONS, synchronous: 'NORMAL', busyTimeoutMs: options.busyTimeoutMs });
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
-      this.db.exec(WRITE_PROBE_TABLE_SQL);
-      this.db.exec(`
-        CREATE TABLE IF NOT EXISTS key_usage (
-          key_id TEXT NOT NULL, day INTEGER NOT NULL,
-          admitted INTEGER NOT NULL, rate_limited INTEGER NOT NULL, banned INTEGER NOT NULL,
-          PRIMARY KEY (key_id, day)
-        ) STRICT;
-        CREATE TABLE IF NOT EXISTS key_last_use (key_id TEXT PRIMARY KEY, at INTEGER NOT NULL) STRICT;`);
-      addUnitColumns(this.db);
       this.addCounts = this.db.prepare(
         `INSERT INTO key_usage (key_id, day, admitted, rate_limited, banned, units, day_count) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (key_id, day) DO UPDATE SET admitted = admitted + excluded.admitted,
@@ -126,12 +116,28 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
   }
 }
 
-/**
- * `units` and `day_count` (the usage export, issue 40) on a key_usage table made before they
- * existed: added once, 0 for the days counted before.
- */
-function addUnitColumns(db: Database.Database): void {
-  const columns = new Set((db.pragma('table_info(key_usage)') as Array<{ name: string }>).map((c) => c.name));
-  if (!columns.has('units')) db.exec('ALTER TABLE key_usage ADD COLUMN units INTEGER NOT NULL DEFAULT 0');
-  if (!columns.has('day_count')) db.exec('ALTER TABLE key_usage ADD COLUMN day_count INTEGER NOT NULL DEFAULT 0');
-}
+/** The schema of the activity file; files made before it was numbered (user_version 0) may have any prefix of it. */
+const KEY_ACTIVITY_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'key_usage (per key and day), key_last_use and write_probe',
+    up(db) {
+      db.exec(WRITE_PROBE_TABLE_SQL);
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS key_usage (
+          key_id TEXT NOT NULL, day INTEGER NOT NULL,
+          admitted INTEGER NOT NULL, rate_limited INTEGER NOT NULL, banned INTEGER NOT NULL,
+          PRIMARY KEY (key_id, day)
+        ) STRICT;
+        CREATE TABLE IF NOT EXISTS key_last_use (key_id TEXT PRIMARY KEY, at INTEGER NOT NULL) STRICT;`);
+    },
+  },
+  {
+    version: 2,
+    description: 'units and day_count for the usage export (issue 40); 0 for the days counted before',
+    up(db) {
+      addColumnIfMissing(db, 'key_usage', 'units', 'INTEGER NOT NULL DEFAULT 0');
+      addColumnIfMissing(db, 'key_usage', 'day_count', 'INTEGER NOT NULL DEFAULT 0');
+    },
+  },
+];

@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqliteDatabase, type Migration } from '../../shared/sqlite-database';
 import { decodeRecord, encodeRecord, hashesOf } from '../record';
 import type { ApiKeyRecord } from '../types';
 
@@ -17,6 +17,17 @@ export function replicaFileName(namespace: string): string {
   return `keys-replica-${namespace.replace(/[^A-Za-z0-9_-]/g, '_')}.sqlite`;
 }
 
+/** The schema of the replica file; files made before it was numbered (user_version 0) have step 1's table already. */
+const KEY_REPLICA_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'key_records: each record as JSON by id',
+    up(db) {
+      db.exec('CREATE TABLE IF NOT EXISTS key_records (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT');
+    },
+  },
+];
+
 export class KeyReplica {
   private readonly byId = new Map<string, { record: ApiKeyRecord; json: string }>();
   private readonly byHash = new Map<string, ApiKeyRecord>();
@@ -24,13 +35,9 @@ export class KeyReplica {
   private readonly upsert: Database.Statement<[string, string]>;
 
   constructor(dataDir: string, namespace: string) {
-    fs.mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(path.join(dataDir, replicaFileName(namespace)));
+    // FULL: the replica is what answers for the keys once Redis lost them; the default busy timeout (5 s).
+    this.db = openSqliteDatabase({ file: path.join(dataDir, replicaFileName(namespace)), migrations: KEY_REPLICA_MIGRATIONS, synchronous: 'FULL' });
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma('busy_timeout = 5000');
-      this.db.exec('CREATE TABLE IF NOT EXISTS key_records (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT');
       this.upsert = this.db.prepare('INSERT INTO key_records (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
       for (const row of this.db.prepare('SELECT json FROM key_records').all() as Array<{ json: string }>) this.remember(decodeRecord(row.json), row.json);
     } catch (err) {

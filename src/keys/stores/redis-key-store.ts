@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { defineLuaScript, type LuaCaller, type LuaScript } from '../../shared/lua-script';
 import { duplicateForSubscribe, type RedisClient } from '../../shared/redis';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from '../record';
@@ -136,8 +137,23 @@ function newEpoch(): string {
   return randomBytes(8).toString('hex');
 }
 
-function sha1(text: string): string {
-  return createHash('sha1').update(text).digest('hex');
+/** Every script the store runs; KEYS and ARGV of each are described beside its source. */
+const SCRIPTS = {
+  insert: defineLuaScript<number>('asgKeyStoreInsert', INSERT_SCRIPT, 4),
+  replace: defineLuaScript<number>('asgKeyStoreReplace', REPLACE_SCRIPT, 3),
+  getById: defineLuaScript<string | null>('asgKeyStoreGetById', GET_BY_ID_SCRIPT, 2),
+  import: defineLuaScript<number[]>('asgKeyStoreImport', IMPORT_SCRIPT, 4),
+  restoreMissing: defineLuaScript<string[]>('asgKeyStoreRestoreMissing', RESTORE_MISSING_SCRIPT, 3),
+  health: defineLuaScript<[number, number, number]>('asgKeyStoreHealth', HEALTH_SCRIPT, 3),
+  unlock: defineLuaScript<number>('asgKeyStoreUnlock', UNLOCK_SCRIPT, 1),
+  startIssuedMark: defineLuaScript<unknown>('asgKeyStoreStartIssuedMark', START_ISSUED_MARK_SCRIPT, 1),
+  scanHashes: defineLuaScript<string[]>('asgKeyStoreScanHashes', SCAN_HASHES_SCRIPT, 1),
+};
+
+type KeyStoreScripts = { [name in keyof typeof SCRIPTS]: (typeof SCRIPTS)[name] extends LuaScript<infer Reply> ? LuaCaller<Reply> : never };
+
+function scriptsOn(redis: RedisClient): KeyStoreScripts {
+  return Object.fromEntries(Object.entries(SCRIPTS).map(([name, script]) => [name, script.on(redis)])) as KeyStoreScripts;
 }
 
 function isKeyChange(value: unknown): value is KeyChange {
@@ -154,6 +170,7 @@ interface Subscription {
 /** The key store every gateway instance shares. Construct with `RedisKeyStore.open` to be subscribed on return. */
 export class RedisKeyStore implements KeyStore {
   private readonly layout: ReturnType<typeof redisKeyLayout>;
+  private readonly scripts: KeyStoreScripts;
   private readonly changeListeners = new Listeners<[KeyChange]>();
   private readonly resyncListeners = new Listeners<[]>();
   /** The first subscription; `open()` and `ready()` wait for it. */
@@ -171,6 +188,7 @@ export class RedisKeyStore implements KeyStore {
     private readonly options: RedisKeyStoreOptions,
   ) {
     this.layout = redisKeyLayout(options.namespace);
+    this.scripts = scriptsOn(redis);
     this.subscription = this.subscribe();
     // Surfaced by ready()/open(); without this a failed subscription would be an unhandled rejection.
     this.subscription.catch(() => {});
@@ -195,7 +213,7 @@ export class RedisKeyStore implements KeyStore {
 
   async insert(record: ApiKeyRecord): Promise<void> {
     const { byHash, byId, issued, writes, channel } = this.layout;
-    await this.script(INSERT_SCRIPT, [byHash, byId, issued, writes], [record.hash, record.id, encodeRecord(record), channel, newEpoch()]);
+    await this.scripts.insert([byHash, byId, issued, writes], [record.hash, record.id, encodeRecord(record), channel, newEpoch()]);
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
 
@@ -205,7 +223,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async get(id: string): Promise<ApiKeyRecord | null> {
-    const json = await this.script(GET_BY_ID_SCRIPT, [this.layout.byId, this.layout.byHash], [id]);
+    const json = await this.scripts.getById([this.layout.byId, this.layout.byHash], [id]);
     return typeof json === 'string' ? decodeRecord(json) : null;
   }
 
@@ -237,7 +255,7 @@ export class RedisKeyStore implements KeyStore {
     const { byHash, byId, channel, writes } = this.layout;
     let counts: unknown;
     try {
-      counts = await this.script(IMPORT_SCRIPT, [byHash, byId, writes, this.layout.issued], [channel, newEpoch(), ...records.flatMap(recordArgs)]);
+      counts = await this.scripts.import([byHash, byId, writes, this.layout.issued], [channel, newEpoch(), ...records.flatMap(recordArgs)]);
     } catch (err) {
       const conflict = /hash-conflict (\S+) (\S+)/.exec((err as Error).message);
       if (conflict) throw new KeyImportConflict(conflict[1]!, conflict[2]!);
@@ -254,7 +272,7 @@ export class RedisKeyStore implements KeyStore {
     const restored: string[] = [];
     for (let at = 0; at < records.length; at += RESTORE_BATCH) {
       const batch = records.slice(at, at + RESTORE_BATCH);
-      const ids = await this.script(RESTORE_MISSING_SCRIPT, [byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgs)]);
+      const ids = await this.scripts.restoreMissing([byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgs)]);
       restored.push(...(ids as string[]));
     }
     return restored;
@@ -262,7 +280,7 @@ export class RedisKeyStore implements KeyStore {
 
   /** Is the epoch marker there, and how many key records does Redis hold. */
   async health(): Promise<KeyStoreHealth> {
-    const [marker, records, writes] = (await this.script(HEALTH_SCRIPT, [this.layout.epoch, this.layout.byId, this.layout.writes], [])) as [number, number, number];
+    const [marker, records, writes] = (await this.scripts.health([this.layout.epoch, this.layout.byId, this.layout.writes], [])) as [number, number, number];
     return { markerPresent: marker === 1, records, writes };
   }
 
@@ -282,7 +300,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async unlockRestore(owner: string): Promise<void> {
-    await this.script(UNLOCK_SCRIPT, [this.layout.restoreLock], [owner]);
+    await this.scripts.unlock([this.layout.restoreLock], [owner]);
   }
 
   onChange(listener: (change: KeyChange) => void): () => void {
@@ -292,7 +310,7 @@ export class RedisKeyStore implements KeyStore {
   /** One HMGET (commandstats counts every call inside a script too, so a script would cost more). */
   async issuedMark(options: { countHashes?: boolean } = {}): Promise<StoreIssuedMark> {
     const { issued, byHash } = this.layout;
-    const mark = parseIssuedMark(await this.redis.hmget(issued, 'epoch', 'seq')) ?? parseIssuedMark(await this.script(START_ISSUED_MARK_SCRIPT, [issued], [newEpoch()]));
+    const mark = parseIssuedMark(await this.redis.hmget(issued, 'epoch', 'seq')) ?? parseIssuedMark(await this.scripts.startIssuedMark([issued], [newEpoch()]));
     if (!mark) throw new Error('the issued-key mark could not be started');
     if (options.countHashes) mark.hashes = await this.redis.hlen(byHash);
     return mark;
@@ -302,7 +320,7 @@ export class RedisKeyStore implements KeyStore {
   async scanIssuedHashes(onBatch: (hashes: string[]) => void): Promise<void> {
     let cursor = '0';
     do {
-      const [next, ...hashes] = (await this.script(SCAN_HASHES_SCRIPT, [this.layout.byHash], [cursor, String(SCAN_BATCH)])) as string[];
+      const [next, ...hashes] = (await this.scripts.scanHashes([this.layout.byHash], [cursor, String(SCAN_BATCH)])) as string[];
       cursor = next ?? '0';
       if (hashes.length > 0) onBatch(hashes);
     } while (cursor !== '0');
@@ -336,7 +354,7 @@ export class RedisKeyStore implements KeyStore {
   /** Read, transform, compare-and-set; retried when another writer got in between. */
   private async replace(id: string, transform: (record: ApiKeyRecord) => ApiKeyRecord): Promise<ApiKeyRecord | null> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const json = await this.script(GET_BY_ID_SCRIPT, [this.layout.byId, this.layout.byHash], [id]);
+      const json = await this.scripts.getById([this.layout.byId, this.layout.byHash], [id]);
       if (typeof json !== 'string') return null;
       const current = decodeRecord(json);
       const next = transform(current);
@@ -345,7 +363,7 @@ export class RedisKeyStore implements KeyStore {
       const kept = hashesOf(next);
       const dropped = hashesOf(current).filter((hash) => !kept.includes(hash));
       const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), newEpoch(), ...kept, ...dropped];
-      const written = await this.script(REPLACE_SCRIPT, [byHash, byId, issued], args);
+      const written = await this.scripts.replace([byHash, byId, issued], args);
       if (written === 1) {
         for (const hash of [...kept, ...dropped]) this.changeListeners.emit({ id: next.id, hash });
         return next;
@@ -354,16 +372,6 @@ export class RedisKeyStore implements KeyStore {
     throw new Error(`key ${id} kept changing under concurrent updates; gave up after ${MAX_CAS_ATTEMPTS} attempts`);
   }
 
-
-  /** EVALSHA, falling back to EVAL once when the server has not cached the script yet. */
-  private async script(source: string, keys: string[], args: string[]): Promise<unknown> {
-    try {
-      return await this.redis.evalsha(sha1(source), keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return this.redis.eval(source, keys.length, ...keys, ...args);
-    }
-  }
 
   private async subscribe(): Promise<Subscription> {
     const given = this.options.subscriber;

@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { systemClock } from '../../shared/clock';
-import { assertWritableDataDir, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
+import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../shared/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
@@ -60,9 +60,48 @@ CREATE TABLE IF NOT EXISTS api_keys (
   CHECK ((per_minute IS NULL) = (per_day IS NULL))
 ) STRICT`;
 
-/** Columns added after the first release: added to an older keys.sqlite when it is opened. */
-const LIFECYCLE_COLUMNS = ['expires_at', 'previous_hash', 'previous_key_expires_at'] as const;
-const MONTH_COLUMNS = ['per_month', 'billing_day'] as const;
+/**
+ * The schema of keys.sqlite. Files made before it was numbered (user_version 0) may hold any
+ * prefix of it (the columns were added on open then): every step is harmless on them.
+ */
+const KEY_STORE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'api_keys (the first release) and write_probe',
+    up(db) {
+      db.exec(SCHEMA);
+      db.exec(WRITE_PROBE_TABLE_SQL);
+    },
+  },
+  {
+    version: 2,
+    description: 'expiry and rotation: expires_at, previous_hash, previous_key_expires_at',
+    up(db) {
+      for (const column of ['expires_at', 'previous_hash', 'previous_key_expires_at']) addColumnIfMissing(db, 'api_keys', column, 'TEXT');
+    },
+  },
+  {
+    version: 3,
+    description: 'shadow mode: NULL (follow the plan) for every key before it',
+    up(db) {
+      addColumnIfMissing(db, 'api_keys', 'shadow', 'INTEGER');
+    },
+  },
+  {
+    version: 4,
+    description: 'month quotas: NULL (no month window of its own, billed on the 1st) for every key before them',
+    up(db) {
+      for (const column of ['per_month', 'billing_day']) addColumnIfMissing(db, 'api_keys', column, 'INTEGER');
+    },
+  },
+  {
+    version: 5,
+    description: 'consumers: NULL (no consumer) for every key before them',
+    up(db) {
+      addColumnIfMissing(db, 'api_keys', 'consumer_id', 'TEXT');
+    },
+  },
+];
 
 function fromRow(row: KeyRow): ApiKeyRecord {
   return {
@@ -121,29 +160,11 @@ export class SqliteKeyStore implements KeyStore {
   private closed = false;
 
   constructor(options: SqliteKeyStoreOptions) {
-    let file = ':memory:';
-    if (options.dataDir !== null) {
-      fs.mkdirSync(options.dataDir, { recursive: true });
-      assertWritableDataDir(options.dataDir);
-      file = path.join(options.dataDir, KEYS_DATABASE_FILE);
-    }
-    this.db = new Database(file);
+    const file = options.dataDir === null ? ':memory:' : path.join(options.dataDir, KEYS_DATABASE_FILE);
+    // FULL: a key the admin API reported as created or revoked survives a power loss too.
+    this.db = openSqliteDatabase({ file, migrations: KEY_STORE_MIGRATIONS, synchronous: 'FULL', busyTimeoutMs: options.busyTimeoutMs, requireWritableDir: true });
     this.onSqliteError = options.onSqliteError;
     try {
-      this.db.pragma('journal_mode = WAL');
-      // FULL: a key the admin API reported as created or revoked survives a power loss too.
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
-      this.db.exec(SCHEMA);
-      this.db.exec(WRITE_PROBE_TABLE_SQL);
-      const present = new Set((this.db.pragma('table_info(api_keys)') as Array<{ name: string }>).map((c) => c.name));
-      for (const column of LIFECYCLE_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} TEXT`);
-      // Shadow mode came later too: NULL (follow the plan) for every key of an older database.
-      if (!present.has('shadow')) this.db.exec('ALTER TABLE api_keys ADD COLUMN shadow INTEGER');
-      // Month quotas came later again: NULL (no month window of its own, billed on the 1st).
-      for (const column of MONTH_COLUMNS) if (!present.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} INTEGER`);
-      // Consumers came later still: NULL (no consumer) for every key of an older database.
-      if (!present.has('consumer_id')) this.db.exec('ALTER TABLE api_keys ADD COLUMN consumer_id TEXT');
       this.insertRow = this.db.prepare<KeyRow>(
         `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
          VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,

@@ -193,7 +193,7 @@ export async function startContractProxy(
       onResponse: (statusCode) => statuses.push(statusCode),
       onFailure: (failure) => {
         failures.push(failure);
-        sendError(res, failure.code, failure.message, failure.headers, failure.status);
+        sendError(res, failure.code, failure.message, failure);
       },
     });
     if (typeof abandonAfter === 'string') {

@@ -3,7 +3,6 @@ import {
   bannedRateLimitHeaders,
   bindingWindow,
   keyRateLimitHeaders,
-  retryAfterSeconds,
 } from '../../../src/gateway/rate-limit-headers';
 import type { WindowState } from '../../../src/limits/types';
 
@@ -13,21 +12,6 @@ const DAY_END = Date.UTC(2026, 0, 2);
 
 const minute = (remaining: number, limit = 60): WindowState => ({ limit, remaining, resetAt: MINUTE_END });
 const day = (remaining: number, limit = 1000): WindowState => ({ limit, remaining, resetAt: DAY_END });
-
-describe('retryAfterSeconds', () => {
-  it.each([
-    [0, '1'],
-    [-5, '1'],
-    [1, '1'],
-    [999, '1'],
-    [1000, '1'],
-    [1001, '2'],
-    [44_750, '45'],
-    [86_400_000, '86400'],
-  ])('%d ms → %s', (ms, expected) => {
-    expect(retryAfterSeconds(ms)).toBe(expected);
-  });
-});
 
 describe('bindingWindow', () => {
   it('is the window with fewest remaining', () => {
@@ -48,7 +32,7 @@ describe('bindingWindow', () => {
 
 describe('keyRateLimitHeaders', () => {
   it('shows the minute and both windows in the draft headers', () => {
-    expect(keyRateLimitHeaders(minute(59), day(999), NOW)).toEqual({
+    expect(keyRateLimitHeaders({ minute: minute(59), day: day(999), now: NOW })).toEqual({
       'X-RateLimit-Limit': '60',
       'X-RateLimit-Remaining': '59',
       'X-RateLimit-Reset': String(MINUTE_END / 1000),
@@ -59,24 +43,24 @@ describe('keyRateLimitHeaders', () => {
   });
 
   it('shows the day in X-RateLimit-* when it has fewer left', () => {
-    const headers = keyRateLimitHeaders(minute(50, 100), day(3, 5), NOW);
+    const headers = keyRateLimitHeaders({ minute: minute(50, 100), day: day(3, 5), now: NOW });
     expect([headers['X-RateLimit-Limit'], headers['X-RateLimit-Remaining'], headers['X-RateLimit-Reset']]).toEqual(['5', '3', String(DAY_END / 1000)]);
   });
 
   it('on a refusal by the day, X-RateLimit-Reset is midnight', () => {
-    const headers = keyRateLimitHeaders(minute(0, 100), day(0, 5), NOW, 'day');
+    const headers = keyRateLimitHeaders({ minute: minute(0, 100), day: day(0, 5), now: NOW, refusedBy: 'day' });
     expect(headers['X-RateLimit-Reset']).toBe(String(DAY_END / 1000));
     expect(headers['X-RateLimit-Remaining']).toBe('0');
   });
 
   it('rounds a reset instant inside a second up', () => {
-    const headers = keyRateLimitHeaders({ limit: 1, remaining: 0, resetAt: 1_000_500 }, day(10), 999_000);
+    const headers = keyRateLimitHeaders({ minute: { limit: 1, remaining: 0, resetAt: 1_000_500 }, day: day(10), now: 999_000 });
     expect(headers['X-RateLimit-Reset']).toBe('1001');
     expect(headers.RateLimit).toMatch(/^"minute";r=0;t=2,/);
   });
 
   it('never shows a negative wait', () => {
-    const headers = keyRateLimitHeaders(minute(1), day(1), MINUTE_END + 5_000);
+    const headers = keyRateLimitHeaders({ minute: minute(1), day: day(1), now: MINUTE_END + 5_000 });
     expect(headers.RateLimit).toMatch(/^"minute";r=1;t=0,/);
   });
 });
@@ -113,16 +97,16 @@ describe('keyRateLimitHeaders with a month window', () => {
   const month = (remaining: number) => ({ ...w(5000, remaining, Date.UTC(2026, 2, 20)), startAt: Date.UTC(2026, 1, 20), credits: 0 });
 
   it('adds "month" to both RateLimit headers, with the seconds of this billing month', () => {
-    const h = keyRateLimitHeaders(w(60, 59, Date.UTC(2026, 2, 15, 12, 1)), w(1000, 999, Date.UTC(2026, 2, 16)), now, undefined, month(4999));
+    const h = keyRateLimitHeaders({ minute: w(60, 59, Date.UTC(2026, 2, 15, 12, 1)), day: w(1000, 999, Date.UTC(2026, 2, 16)), now, month: month(4999) });
     expect(h['RateLimit-Policy']).toBe('"minute";q=60;w=60, "day";q=1000;w=86400, "month";q=5000;w=2419200');
     expect(h.RateLimit).toBe(`"minute";r=59;t=30, "day";r=999;t=43170, "month";r=4999;t=${(Date.UTC(2026, 2, 20) - now) / 1000}`);
     expect(h['X-RateLimit-Limit']).toBe('60');
   });
 
   it('shows the month in X-RateLimit-* when it has the fewest remaining, or refused', () => {
-    const h = keyRateLimitHeaders(w(60, 59, 0), w(1000, 999, 0), now, undefined, month(3));
+    const h = keyRateLimitHeaders({ minute: w(60, 59, 0), day: w(1000, 999, 0), now, month: month(3) });
     expect([h['X-RateLimit-Limit'], h['X-RateLimit-Remaining'], h['X-RateLimit-Reset']]).toEqual(['5000', '3', String(Date.UTC(2026, 2, 20) / 1000)]);
-    const refused = keyRateLimitHeaders(w(60, 59, 0), w(1000, 999, 0), now, 'month', month(0));
+    const refused = keyRateLimitHeaders({ minute: w(60, 59, 0), day: w(1000, 999, 0), now, refusedBy: 'month', month: month(0) });
     expect(refused['X-RateLimit-Remaining']).toBe('0');
     expect(refused['X-RateLimit-Reset']).toBe(String(Date.UTC(2026, 2, 20) / 1000));
     // A tie goes to the shorter window.

@@ -3,7 +3,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock } from '../../../src/shared/clock';
 import { openInventoryDatabase } from '../../../src/inventory/database';
-import { migrate, migrations, type Migration } from '../../../src/inventory/migrations';
+import { migrations } from '../../../src/inventory/migrations';
+import { migrate, type Migration } from '../../../src/shared/sqlite-database';
 import { SqlitePetRepository } from '../../../src/inventory/pet-repository';
 import { makeTempDir } from '../../support/inventory-harness';
 
@@ -35,7 +36,7 @@ describe('openInventoryDatabase', () => {
     first.close();
     const second = openInventoryDatabase(file);
     try {
-      expect(migrate(second)).toEqual({ from: migrations.at(-1)!.version, to: migrations.at(-1)!.version });
+      expect(migrate(second, migrations)).toEqual({ from: migrations.at(-1)!.version, to: migrations.at(-1)!.version });
       expect(new SqlitePetRepository(second, new ManualClock()).findById(1)?.name).toBe('Rex');
     } finally {
       second.close();

@@ -44,18 +44,18 @@ describe('window arithmetic', () => {
 
 describe('refusingWindow', () => {
   it('is null while both windows have room', () => {
-    expect(refusingWindow(59, 999, limits)).toBeNull();
+    expect(refusingWindow({ minuteCount: 59, dayCount: 999, limits })).toBeNull();
   });
   it('names the exhausted window, and the day when both are', () => {
-    expect(refusingWindow(60, 10, limits)).toBe('minute');
-    expect(refusingWindow(10, 1000, limits)).toBe('day');
-    expect(refusingWindow(60, 1000, limits)).toBe('day');
+    expect(refusingWindow({ minuteCount: 60, dayCount: 10, limits })).toBe('minute');
+    expect(refusingWindow({ minuteCount: 10, dayCount: 1000, limits })).toBe('day');
+    expect(refusingWindow({ minuteCount: 60, dayCount: 1000, limits })).toBe('day');
   });
 });
 
 describe('keyDecision', () => {
   it('shapes an allowed answer with both windows after counting', () => {
-    expect(keyDecision(OUTCOME_ALLOWED, T, 1, 41, 0, limits)).toEqual({
+    expect(keyDecision({ outcome: OUTCOME_ALLOWED, now: T, minuteCount: 1, dayCount: 41, bannedUntil: 0, limits })).toEqual({
       outcome: 'allowed',
       minute: { limit: 60, remaining: 59, resetAt: Date.UTC(2026, 2, 14, 9, 27) },
       day: { limit: 1000, remaining: 959, resetAt: Date.UTC(2026, 2, 15) },
@@ -64,45 +64,45 @@ describe('keyDecision', () => {
   });
 
   it('waits for the minute when the minute binds', () => {
-    const d = keyDecision(OUTCOME_LIMITED, T, 60, 100, 0, limits);
+    const d = keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 60, dayCount: 100, bannedUntil: 0, limits });
     expect(d).toMatchObject({ outcome: 'limited', refusedBy: 'minute', retryAfterMs: 6_411, bannedNow: false });
   });
 
   it('waits for midnight when the day binds, alone or with the minute', () => {
     const wait = Date.UTC(2026, 2, 15) - T;
-    expect(keyDecision(OUTCOME_LIMITED, T, 3, 1000, 0, limits)).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
-    expect(keyDecision(OUTCOME_LIMITED, T, 60, 1000, 0, limits)).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
+    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 3, dayCount: 1000, bannedUntil: 0, limits })).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
+    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 60, dayCount: 1000, bannedUntil: 0, limits })).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
   });
 
   it('always gives a positive wait, even at the last millisecond of a window', () => {
     const last = Date.UTC(2026, 2, 14, 23, 59, 59, 999);
-    expect(keyDecision(OUTCOME_LIMITED, last, 60, 1, 0, limits)).toMatchObject({ retryAfterMs: 1 });
-    expect(keyDecision(OUTCOME_LIMITED, last, 1, 1000, 0, limits)).toMatchObject({ retryAfterMs: 1 });
-    expect(keyDecision(OUTCOME_LIMITED, Date.UTC(2026, 2, 14), 60, 1, 0, limits)).toMatchObject({ retryAfterMs: 60_000 });
+    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: last, minuteCount: 60, dayCount: 1, bannedUntil: 0, limits })).toMatchObject({ retryAfterMs: 1 });
+    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: last, minuteCount: 1, dayCount: 1000, bannedUntil: 0, limits })).toMatchObject({ retryAfterMs: 1 });
+    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: Date.UTC(2026, 2, 14), minuteCount: 60, dayCount: 1, bannedUntil: 0, limits })).toMatchObject({ retryAfterMs: 60_000 });
   });
 
   it('marks the refusal that bans', () => {
-    expect(keyDecision(OUTCOME_LIMITED_BANNED_NOW, T, 60, 100, T + 900_000, limits)).toMatchObject({ outcome: 'limited', bannedNow: true });
+    expect(keyDecision({ outcome: OUTCOME_LIMITED_BANNED_NOW, now: T, minuteCount: 60, dayCount: 100, bannedUntil: T + 900_000, limits })).toMatchObject({ outcome: 'limited', bannedNow: true });
   });
 
   it('shapes a ban with its end and nothing else', () => {
-    expect(keyDecision(OUTCOME_BANNED, T, 0, 0, T + 1234, limits)).toEqual({ outcome: 'banned', bannedUntil: T + 1234, now: T });
+    expect(keyDecision({ outcome: OUTCOME_BANNED, now: T, minuteCount: 0, dayCount: 0, bannedUntil: T + 1234, limits })).toEqual({ outcome: 'banned', bannedUntil: T + 1234, now: T });
   });
 
   it('falls back to the minute if a refusal meets limits that have since grown', () => {
-    expect(keyDecision(OUTCOME_LIMITED, T, 10, 10, 0, limits)).toMatchObject({ refusedBy: 'minute', retryAfterMs: 6_411 });
+    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 10, dayCount: 10, bannedUntil: 0, limits })).toMatchObject({ refusedBy: 'minute', retryAfterMs: 6_411 });
   });
 });
 
 describe('keyUsage', () => {
   it('reports a ban only while it lasts', () => {
-    expect(keyUsage(T, 5, 7, T + 1, limits)).toEqual({
+    expect(keyUsage({ now: T, minuteCount: 5, dayCount: 7, bannedUntil: T + 1, limits })).toEqual({
       minute: { limit: 60, remaining: 55, resetAt: Date.UTC(2026, 2, 14, 9, 27) },
       day: { limit: 1000, remaining: 993, resetAt: Date.UTC(2026, 2, 15) },
       bannedUntil: T + 1,
     });
-    expect(keyUsage(T, 5, 7, T, limits).bannedUntil).toBeNull();
-    expect(keyUsage(T, 5, 7, 0, limits).bannedUntil).toBeNull();
+    expect(keyUsage({ now: T, minuteCount: 5, dayCount: 7, bannedUntil: T, limits }).bannedUntil).toBeNull();
+    expect(keyUsage({ now: T, minuteCount: 5, dayCount: 7, bannedUntil: 0, limits }).bannedUntil).toBeNull();
   });
 });
 
