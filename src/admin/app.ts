@@ -40,6 +40,8 @@ export interface AdminDependencies {
   keyService: KeyAdministration;
   /** /admin/consumers (CONTRACT §5). */
   consumerService?: ConsumerService;
+  /** GET /admin/keys/export and POST /admin/keys/import; default the key service's (keys only). */
+  keyBackup?: KeyBackup;
   keyLimiter: KeyLimiter;
   keyActivity: KeyUsageHistory;
   auditLog: AuditLog;
@@ -93,7 +95,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   const admin = express.Router();
   admin.use(requireAdminToken({ ...deps, clock, logger }));
   // Before /keys/:id, which would otherwise take `export` for an id.
-  admin.use(keyBackupRoutes(keyService, audit));
+  admin.use(keyBackupRoutes(deps.keyBackup ?? keyService, audit));
   admin.use(keyRoutes({ keyService, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes }));
   if (deps.consumerService) admin.use(consumerRoutes({ consumers: deps.consumerService, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.use(creditRoutes({ keyService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));

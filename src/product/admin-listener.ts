@@ -6,6 +6,7 @@ import { createBoundedServer } from '../shared/http-server';
 import type { Logger } from '../shared/logger';
 import type { KeyService } from '../keys';
 import type { ConsumerService } from '../consumers/consumer-service';
+import { withConsumersInBackup } from '../consumers/consumer-backup';
 import type { KeyActivityRecorder } from '../keys/activity/key-activity';
 import type { GatewayMetrics } from '../shared/metrics';
 import { answerUnparsableRequest } from '../shared/unparsable-request';
@@ -79,6 +80,7 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     clock: deps.clock,
     keyService,
     consumerService: deps.consumerService,
+    keyBackup: withConsumersInBackup(keyService, stores.consumerStore),
     keyLimiter: stores.limiters.keyLimiter,
     keyActivity: deps.keyActivity,
     auditLog: stores.auditLog,
