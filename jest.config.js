@@ -18,7 +18,10 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnlyPackages.join('|')})/)`],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-  testTimeout: 30000,
+  // A hang guard, not a speed claim: every wait in a test ends on its condition, and a crowded
+  // machine (load average 10-20) makes a test with a process start take several times its quiet time.
+  // Files that start processes set 180 s (docs/testing.md).
+  testTimeout: 120000,
   // Integration suites start servers and Redis processes; two workers match the machine's two cores.
   maxWorkers: 2,
 };

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { MetricsSource } from '../admin/app';
+import { fromSupervisor, ipcRequests } from './ipc-request';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 /** Longer than prom-client's own 5 s wait for every worker's answer. */
@@ -34,28 +35,18 @@ export function clusterMetricsSource(registry: Registry): MetricsSource {
   // Constructing one installs prom-client's listener that answers the supervisor with our registry.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([registry]);
-  const pending = new Map<number, { resolve(text: string): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
-  let nextId = 0;
-  process.on('message', (message: unknown) => {
-    if (!isMessage<Extract<SupervisorMessage, { type: 'asg:metrics' }>>(message, 'asg:metrics')) return;
-    const waiting = pending.get(message.id);
-    if (!waiting) return;
-    pending.delete(message.id);
-    clearTimeout(waiting.timer);
-    if (message.error !== undefined) waiting.reject(new Error(`summing the workers' metrics failed: ${message.error}`));
-    else waiting.resolve(message.text ?? '');
+  const sums = ipcRequests<Extract<SupervisorMessage, { type: 'asg:metrics' }>>({
+    answerType: 'asg:metrics',
+    listen: fromSupervisor,
+    timeoutMs: ANSWER_TIMEOUT_MS,
+    timeoutMessage: 'the supervisor did not answer with the summed metrics',
   });
   return {
     contentType: registry.contentType,
-    text: () =>
-      new Promise((resolve, reject) => {
-        const id = nextId++;
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          reject(new Error('the supervisor did not answer with the summed metrics'));
-        }, ANSWER_TIMEOUT_MS);
-        pending.set(id, { resolve, reject, timer });
-        process.send!({ type: 'asg:metrics', id } satisfies WorkerMessage);
-      }),
+    text: async () => {
+      const answer = await sums.ask((id) => process.send!({ type: 'asg:metrics', id } satisfies WorkerMessage));
+      if (answer.error !== undefined) throw new Error(`summing the workers' metrics failed: ${answer.error}`);
+      return answer.text ?? '';
+    },
   };
 }

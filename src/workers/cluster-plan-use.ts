@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { PlanUse, PlanUsers } from '../keys/plan-users';
 import type { RunningProduct } from '../product';
+import { fromWorkers, ipcRequests } from './ipc-request';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 /** Longer than a listing of the key store takes; past it the reload is refused, naming why. */
@@ -15,29 +16,19 @@ type Answer = Extract<WorkerMessage, { type: 'asg:plan-use' }>;
  * of user, asked as the worker's own would be.
  */
 export function planUsersOfWorkers(kinds: readonly string[]): PlanUsers[] {
-  const waiting = new Map<number, { resolve(uses: Map<string, PlanUse>): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
-  let nextId = 0;
-  cluster.on('message', (_worker, message: unknown) => {
-    if (!isMessage<Answer>(message, 'asg:plan-use')) return;
-    const entry = waiting.get(message.id);
-    if (!entry) return;
-    waiting.delete(message.id);
-    clearTimeout(entry.timer);
-    if (message.error !== undefined) entry.reject(new Error(message.error));
-    else entry.resolve(new Map(message.uses ?? []));
+  const answers = ipcRequests<Answer>({
+    answerType: 'asg:plan-use',
+    listen: fromWorkers,
+    timeoutMs: ANSWER_TIMEOUT_MS,
+    timeoutMessage: `no worker answered within ${ANSWER_TIMEOUT_MS / 1000} s`,
   });
-  const ask = (kind: string, plans: readonly string[]) =>
-    new Promise<Map<string, PlanUse>>((resolve, reject) => {
-      const worker = Object.values(cluster.workers ?? {}).find((w): w is Worker => w !== undefined && w.isConnected());
-      if (!worker) return reject(new Error('no worker is running to ask'));
-      const id = nextId++;
-      const timer = setTimeout(() => {
-        waiting.delete(id);
-        reject(new Error(`no worker answered within ${ANSWER_TIMEOUT_MS / 1000} s`));
-      }, ANSWER_TIMEOUT_MS);
-      waiting.set(id, { resolve, reject, timer });
-      worker.send({ type: 'asg:plan-use', id, kind, plans: [...plans] } satisfies SupervisorMessage);
-    });
+  const ask = async (kind: string, plans: readonly string[]): Promise<Map<string, PlanUse>> => {
+    const worker = Object.values(cluster.workers ?? {}).find((w): w is Worker => w !== undefined && w.isConnected());
+    if (!worker) throw new Error('no worker is running to ask');
+    const answer = await answers.ask((id) => worker.send({ type: 'asg:plan-use', id, kind, plans: [...plans] } satisfies SupervisorMessage));
+    if (answer.error !== undefined) throw new Error(answer.error);
+    return new Map(answer.uses ?? []);
+  };
   return kinds.map((kind) => ({ kind, plansInUse: (plans) => ask(kind, plans) }));
 }
 

@@ -9,6 +9,7 @@ import { ConfigReloader } from '../product/reload/reloader';
 import { createConfigMetrics } from '../product/reload/config-metrics';
 import { planRemovalProblems } from '../product/reload/plan-check';
 import { planUsersOfWorkers } from './cluster-plan-use';
+import { fromSupervisor, ipcRequests } from './ipc-request';
 import { isMessage, type PairMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 /** A worker that has not applied a config by then is logged; the others serve under it already. */
@@ -92,26 +93,13 @@ export function superviseReloads(state: ConfigState, log: Logger, registry: Regi
 
 /** Worker side of POST /admin/reload: the supervisor reloads for every worker. */
 export function reloadThroughSupervisor(): (trigger: string) => Promise<ReloadOutcome> {
-  const pending = new Map<number, { resolve(outcome: ReloadOutcome): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
-  let nextId = 0;
-  process.on('message', (message: unknown) => {
-    if (!isMessage<Reloaded>(message, 'asg:reloaded')) return;
-    const entry = pending.get(message.id);
-    if (!entry) return;
-    pending.delete(message.id);
-    clearTimeout(entry.timer);
-    entry.resolve(message.outcome);
+  const answers = ipcRequests<Reloaded>({
+    answerType: 'asg:reloaded',
+    listen: fromSupervisor,
+    timeoutMs: ANSWER_TIMEOUT_MS,
+    timeoutMessage: 'the supervisor did not answer the reload',
   });
-  return () =>
-    new Promise((resolve, reject) => {
-      const id = nextId++;
-      const timer = setTimeout(() => {
-        pending.delete(id);
-        reject(new Error('the supervisor did not answer the reload'));
-      }, ANSWER_TIMEOUT_MS);
-      pending.set(id, { resolve, reject, timer });
-      process.send!({ type: 'asg:reload', id } satisfies WorkerMessage);
-    });
+  return async () => (await answers.ask((id) => process.send!({ type: 'asg:reload', id } satisfies WorkerMessage))).outcome;
 }
 
 /** Worker side: applies what the supervisor validated, then says so. */

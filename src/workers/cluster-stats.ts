@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { sumSeconds } from '../admin/stats/stats-report';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
+import { fromSupervisor, ipcRequests } from './ipc-request';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 
 /** A worker that has not answered by then is left out of the sum rather than stalling the console. */
@@ -44,28 +45,16 @@ export function answerClusterStats(): void {
 
 /** Worker side: sends this worker's seconds when collected, and asks for every worker's sum. */
 export function clusterTrafficSource(recorder: TrafficRecorder): () => Promise<TrafficSecond[]> {
-  const pending = new Map<number, { resolve(seconds: TrafficSecond[]): void; timer: NodeJS.Timeout }>();
-  let nextId = 0;
   process.on('message', (message: unknown) => {
     if (isMessage<Extract<SupervisorMessage, { type: 'asg:stats-collect' }>>(message, 'asg:stats-collect')) {
       process.send!({ type: 'asg:stats-part', id: message.id, seconds: recorder.seconds() } satisfies WorkerMessage);
-      return;
     }
-    if (!isMessage<Extract<SupervisorMessage, { type: 'asg:stats' }>>(message, 'asg:stats')) return;
-    const waiting = pending.get(message.id);
-    if (!waiting) return;
-    pending.delete(message.id);
-    clearTimeout(waiting.timer);
-    waiting.resolve(message.seconds);
   });
-  return () =>
-    new Promise((resolve, reject) => {
-      const id = nextId++;
-      const timer = setTimeout(() => {
-        pending.delete(id);
-        reject(new Error('the supervisor did not answer with the summed traffic'));
-      }, ANSWER_TIMEOUT_MS);
-      pending.set(id, { resolve, timer });
-      process.send!({ type: 'asg:stats', id } satisfies WorkerMessage);
-    });
+  const sums = ipcRequests<Extract<SupervisorMessage, { type: 'asg:stats' }>>({
+    answerType: 'asg:stats',
+    listen: fromSupervisor,
+    timeoutMs: ANSWER_TIMEOUT_MS,
+    timeoutMessage: 'the supervisor did not answer with the summed traffic',
+  });
+  return async () => (await sums.ask((id) => process.send!({ type: 'asg:stats', id } satisfies WorkerMessage))).seconds;
 }

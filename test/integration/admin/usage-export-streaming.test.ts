@@ -55,7 +55,7 @@ beforeAll(async () => {
   db.close();
 
   main = startMain(env, { nodeArgs: HEAP_FLAGS });
-  await main.waitForStdout(/is ready on/, 60_000);
+  await main.waitForStdout(/is ready on/);
   adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
 });
 

@@ -70,18 +70,29 @@ async function keyFact(name: string): Promise<string> {
 
 /** Total layout shift so far on this document (Chromium's Layout Instability API), input-driven shifts aside. */
 async function layoutShift(): Promise<number> {
-  return page.evaluate(
+  const { total, moved } = await page.evaluate(
     () =>
-      new Promise<number>((resolve) => {
+      new Promise<{ total: number; moved: string[] }>((resolve) => {
         let total = 0;
+        const moved: string[] = [];
         new PerformanceObserver((list) => {
-          for (const entry of list.getEntries() as unknown as Array<{ value: number; hadRecentInput: boolean }>) {
-            if (!entry.hadRecentInput) total += entry.value;
+          type Source = { node?: { id?: string; tagName?: string; className?: string }; previousRect: { y: number; height: number }; currentRect: { y: number; height: number } };
+          for (const entry of list.getEntries() as unknown as Array<{ value: number; hadRecentInput: boolean; sources: Source[] }>) {
+            if (entry.hadRecentInput) continue;
+            total += entry.value;
+            for (const source of entry.sources ?? []) {
+              const node = source.node;
+              const name = node ? `${node.tagName ?? '#text'}${node.id ? `#${node.id}` : ''}${node.className ? `.${String(node.className).split(' ')[0]}` : ''}` : '?';
+              moved.push(`${entry.value.toFixed(4)} ${name} y ${source.previousRect.y}->${source.currentRect.y} h ${source.previousRect.height}->${source.currentRect.height}`);
+            }
           }
         }).observe({ type: 'layout-shift' as never, buffered: true });
-        setTimeout(() => resolve(total), 100);
+        setTimeout(() => resolve({ total, moved }), 100);
       }),
   );
+  // What moved, for a shift that fails the check: the element names the part of the page without reserved space.
+  if (total > 0) process.stdout.write(`layout shift ${total.toFixed(4)} on ${page.url()}:\n  ${moved.join('\n  ')}\n`);
+  return total;
 }
 
 /** Wider than the viewport means a horizontal scroll bar: unreadable at 200 % zoom. */

@@ -2,6 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
+import { FAILED_TOKEN_DELAY_MS } from '../../../src/admin/failed-tokens';
 import { uniqueNamespace } from '../../support/test-redis';
 import { sendRaw } from '../reliability/raw-http';
 import {
@@ -194,10 +195,19 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
     const fresh = (i: number) => `127.0.${42}.${i}`;
     const before = await Promise.all(Array.from({ length: TOTAL - PER_ADDRESS }, (_, i) => adminGetFrom(fresh(i), `guess-${i}`)));
     expect(before.map((a) => a.status)).toEqual(Array(TOTAL - PER_ADDRESS).fill(401));
-    const after = await Promise.all(Array.from({ length: 20 }, (_, i) => adminGetFrom(fresh(100 + i), `guess-${100 + i}`)));
+    // Beside each wrong token, the right one from another fresh address: answered at once, so the pair
+    // meets the same machine (a crowded one took 830 ms for either), and only the delay tells them apart.
+    const batch = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => [adminGetFrom(fresh(100 + i), `guess-${100 + i}`), adminGetFrom(fresh(200 + i), product.adminToken)]).flat(),
+    );
+    const after = batch.filter((_, i) => i % 2 === 0);
+    const served = batch.filter((_, i) => i % 2 === 1);
     expect(after.map((a) => `${a.status} ${a.code}`)).toEqual(Array(20).fill('429 rate_limited'));
-    // Answered at once: the 250 ms a refusal costs is not spent (nor a socket held) for the flood.
-    expect(Math.min(...after.map((a) => a.ms))).toBeLessThan(245);
+    expect(served.map((a) => a.status)).toEqual(Array(20).fill(200));
+    // Answered at once: the 250 ms a refusal costs is not spent (nor a socket held) for the flood:
+    // no later than the right token's answers, give or take half that delay.
+    const median = (values: number[]) => [...values].sort((x, y) => x - y)[values.length >> 1]!;
+    expect(median(after.map((a) => a.ms))).toBeLessThan(median(served.map((a) => a.ms)) + FAILED_TOKEN_DELAY_MS / 2);
     expect((await adminGetFrom('127.0.43.1', product.adminToken)).status).toBe(200);
     expect((await adminGetFrom('127.0.0.1', product.adminToken)).status).toBe(200);
     // One line says the lockout over all addresses started, rather than one per refusal.

@@ -75,7 +75,10 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
   const oldPrimary = `127.0.0.1:${setup.primary.port}`;
   killedAt = Date.now();
   await setup.primary.stop();
-  await within(20_000, async () => (await setup.currentPrimary()) !== oldPrimary);
+  // How soon the sentinels elect and promote is Redis's timing (down-after 1 s, an election that can
+  // be retried after failover-timeout), slower on a crowded machine: a hang guard, not a bound. What
+  // the product promises is timed from the promotion on (the wait below) and per request (slowest).
+  await within(120_000, async () => (await setup.currentPrimary()) !== oldPrimary);
   const promotedAfterMs = Date.now() - killedAt;
   expect(await setup.currentPrimary()).toBe(`127.0.0.1:${setup.replica.port}`);
   await within(20_000, async () => !(await degraded(a)) && !(await degraded(b)) && (await request(a.adminUrl).get('/readyz')).status === 200);
@@ -129,4 +132,4 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
     const report = (await admin(a).get('/admin/deprecations').expect(200)).body as { routes: Array<{ callers: Array<{ keyId: string }> }> };
     return report.routes.some((route) => route.callers.some((caller) => caller.keyId === busy.id));
   });
-}, 60_000);
+}, 240_000);

@@ -8,7 +8,7 @@ import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile
  * read is parsed and validated on a thread of its own. The real entry point, one process, in
  * process store: the public listener keeps answering while a reload of a 1 MiB file is worked on.
  */
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
 let main: MainProcess | null = null;
 afterAll(async () => {
@@ -59,7 +59,7 @@ test('the public listener keeps answering while a reload reads and validates a 1
   const configFile = tempFile('reloaded.yaml', 'cors:\n  allowedOrigins: []\n');
   const env = await isolatedEnv({ APP_ENV: 'staging', ADMIN_TOKEN: LONG_ADMIN_TOKEN, SIGNING_SECRET: LONG_SIGNING_SECRET, CONFIG_FILE: configFile });
   main = startMain(env);
-  await main.waitForStdout(/"msg":"listening/, 30_000);
+  await main.waitForStdout(/"msg":"listening/);
   const gatewayUrl = `http://127.0.0.1:${env.PORT}`;
   const reload = async () => {
     const res = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}` } });

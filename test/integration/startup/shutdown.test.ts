@@ -34,7 +34,7 @@ import { getThrough, heldAnswer, startFakeUpstream, type FakeUpstream, type Outc
  * belongs to the process under test.
  */
 
-jest.setTimeout(30_000);
+jest.setTimeout(180_000);
 
 let redis: RedisProcess;
 let observer: Redis;

@@ -237,7 +237,7 @@ test('WORKERS=2 with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: every worker exports it
     OTEL_BSP_SCHEDULE_DELAY: '50',
   });
   const main = (running = startMain(env));
-  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/, 30_000);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/);
   const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
   const created = await request(adminUrl).post('/admin/keys').set('Authorization', `Bearer ${LONG_ADMIN_TOKEN}`).send({ name: 'traced', plan: 'pro' });
   expect(created.status).toBe(201);

@@ -12,7 +12,7 @@ import { seriesOf } from '../observability/series';
  * methods on sessions spread over both workers, and distinct methods straight to the supervisor's
  * inventory, add no series to the summed scrape.
  */
-jest.setTimeout(90_000);
+jest.setTimeout(180_000);
 
 let redis: RedisProcess;
 let certs: TestCertificates;
@@ -85,7 +85,7 @@ test('WORKERS=2: distinct HTTP/2 methods over both workers and distinct methods 
   });
   dataDir = env.DATA_DIR;
   main = startMain(env);
-  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/, 30_000);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/);
   const gatewayUrl = `https://127.0.0.1:${env.PORT}`;
   const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
   const inventoryUrl = `http://127.0.0.1:${env.INVENTORY_PORT}/v1/pets`;

@@ -10,7 +10,7 @@ import { getThrough, heldAnswer, startFakeUpstream, type FakeUpstream } from '..
  * real processes on a private redis-server, sharing both listeners.
  */
 
-jest.setTimeout(60_000);
+jest.setTimeout(180_000);
 
 let redis: RedisProcess;
 let observer: Redis;
@@ -78,7 +78,9 @@ async function startWorkers(workers: string, extra: Record<string, string> = {},
     REDIS_URL: redis.url,
     WORKERS: workers,
     // The private namespace keeps this test's keys apart from every other process on this Redis.
-    CONFIG_FILE: tempFile('workers.yaml', `redis:\n  namespace: "asg:workers:${process.pid}:${Date.now()}"\n`),
+    // Exact shared counts need a store that answers: a 5 s command timeout, so a crowded machine's
+    // stall is not taken for an outage (the local fallback would count per worker; store-outage tests cover it).
+    CONFIG_FILE: tempFile('workers.yaml', `redis:\n  namespace: "asg:workers:${process.pid}:${Date.now()}"\n  commandTimeoutMs: 5000\n`),
     ...extra,
   });
   dataDirs.push(env.DATA_DIR!);
