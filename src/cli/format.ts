@@ -66,6 +66,7 @@ export function formatKey(k: KeyView): string {
   if ('lastUsedAt' in k) lines.push(`last used:  ${k.lastUsedAt ?? 'never'}`);
   if (k.previousKeyExpiresAt) lines.push(`old secret: works until ${k.previousKeyExpiresAt}`);
   if (typeof k.billingDay === 'number') lines.push(`billing:    day ${k.billingDay} of each month, 00:00 UTC`);
+  if (typeof k.consumerId === 'string') lines.push(`consumer:   ${k.consumerId}`);
   const usage = k.usage as Record<string, { limit: number; remaining: number; reset: number; credits?: number }> | undefined;
   if (usage) {
     for (const window of ['minute', 'day', 'month']) {

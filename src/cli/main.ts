@@ -6,6 +6,7 @@ import { AdminClient, AdminRequestError } from './admin-client';
 import { formatAudit, formatKey, formatKeyTable, formatOwnUsage, formatUsage } from './format';
 import { parseDurationSeconds } from './duration';
 import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text';
+import { CliUsageError, consumerCommandName, consumerCommands } from './consumer-commands';
 
 interface Command {
   summary: string;
@@ -43,7 +44,7 @@ function limitsFrom(values: Record<string, string | boolean | undefined>): { per
 
 const limitOptions = { 'per-minute': { type: 'string' as const }, 'per-day': { type: 'string' as const }, 'per-month': { type: 'string' as const } };
 
-class UsageError extends Error {}
+class UsageError extends CliUsageError {}
 
 function durationOf(flag: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -69,11 +70,11 @@ function positiveInt(flag: string, value: string | boolean | undefined): number 
 
 const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at': { type: 'string' as const } };
 
-const commands: Record<string, Command> = {
+const keyCommands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] [--json]',
-    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...jsonOption },
+    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] [--consumer ID] [--json]',
+    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, consumer: { type: 'string' }, ...jsonOption },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
@@ -81,7 +82,8 @@ const commands: Record<string, Command> = {
       const limits = limitsFrom(values);
       const expiresAt = expiryFrom(values);
       const billingDay = positiveInt('billing-day', values['billing-day']);
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}) });
+      const consumer = typeof values.consumer === 'string' ? { consumerId: values.consumer } : {};
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...consumer });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -106,7 +108,7 @@ const commands: Record<string, Command> = {
   },
   update: {
     summary: 'change a key\'s name, plan, limits or expiry',
-    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--json]',
+    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--consumer ID | --no-consumer] [--json]',
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
@@ -114,6 +116,8 @@ const commands: Record<string, Command> = {
       'clear-limits': { type: 'boolean' },
       ...expiryOptions,
       'no-expiry': { type: 'boolean' },
+      consumer: { type: 'string' },
+      'no-consumer': { type: 'boolean' },
       ...jsonOption,
     },
     positionals: ['ID'],
@@ -129,7 +133,10 @@ const commands: Record<string, Command> = {
       if (expiresAt !== undefined && values['no-expiry']) throw new UsageError('--no-expiry cannot go with --expires-in/--expires-at');
       if (expiresAt !== undefined) patch.expiresAt = expiresAt;
       if (values['no-expiry']) patch.expiresAt = null;
-      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits or an expiry');
+      if (typeof values.consumer === 'string' && values['no-consumer']) throw new UsageError('--no-consumer cannot go with --consumer');
+      if (typeof values.consumer === 'string') patch.consumerId = values.consumer;
+      if (values['no-consumer']) patch.consumerId = null;
+      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry or a consumer');
       return client.updateKey(id!, patch);
     },
     render: (result) => formatKey(result as Record<string, unknown>),
@@ -271,6 +278,9 @@ const commands: Record<string, Command> = {
   },
 };
 
+/** Every command: the keys', then `consumers <verb>` (consumer-commands.ts). */
+const commands: Record<string, Command> = { ...keyCommands, ...(consumerCommands as Record<string, Command>) };
+
 function generalHelp(): string {
   const width = Math.max(...Object.keys(commands).map((name) => name.length));
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)} ${c.summary}`);
@@ -327,7 +337,7 @@ function printable(command: Command, result: unknown, json: boolean): string {
 
 /** Exit code: 0 done, 1 the admin API refused or could not be reached, 2 a usage error. */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err: errOut, write }: CliOutput): Promise<number> {
-  const [name, ...rest] = argv;
+  const [name, ...rest] = consumerCommandName(argv);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     if (name) out(generalHelp());
     else errOut(`error: no command given\n\n${generalHelp()}`);
@@ -357,7 +367,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err:
     if (result !== STREAMED) out(printable(command, result, values.json === true));
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof CliUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       errOut(`error: ${escapeControls((err as Error).message)}\nusage: npm run keys -- ${command.usage}`);
       return 2;
     }
