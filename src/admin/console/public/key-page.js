@@ -7,6 +7,7 @@ import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el, say } from './dom.js';
 import { fmtNumber, fmtTime, isoToLocal, keyState, limitsFrom, localToIso, messageOf } from './format.js';
 import { fillPlanSelects } from './plan-select.js';
+import { consumerHref } from './routes.js';
 import { showSecret } from './secret.js';
 
 /** @typedef {import('./types.js').KeyDetail} KeyDetail */
@@ -79,6 +80,7 @@ function renderKey(/** @type {KeyDetail} */ key) {
   const facts = [
     ['Id', key.id],
     ['Plan', key.plan],
+    ['Consumer', key.consumerId ?? 'none'],
     ['Limits', key.limits ? `${fmtNumber(key.limits.perMinute)}/min · ${fmtNumber(key.limits.perDay)}/day` : '–'],
     ['Created', fmtTime(key.createdAt)],
     ['Expires', key.expiresAt ? fmtTime(key.expiresAt) : 'never'],
@@ -87,7 +89,7 @@ function renderKey(/** @type {KeyDetail} */ key) {
     ['Previous secret works until', key.previousKeyExpiresAt && !key.revokedAt ? fmtTime(key.previousKeyExpiresAt) : '–'],
     ['Revoked', key.revokedAt ? fmtTime(key.revokedAt) : '–'],
   ];
-  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), el('dd', { text: value }))));
+  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), factValue(name, value))));
   for (const name of /** @type {const} */ (['minute', 'day'])) {
     const w = key.usage[name];
     const { meter, text } = ui.windows[name];
@@ -104,6 +106,12 @@ function renderKey(/** @type {KeyDetail} */ key) {
   // A revoked key is final: nothing to change, rotate or lift.
   ui.actions.hidden = revoked;
   ui.revokedNote.hidden = !revoked;
+}
+
+/** A fact's value; the consumer links to its page (#/consumers/<id>). */
+function factValue(/** @type {string} */ name, /** @type {string} */ value) {
+  if (name !== 'Consumer' || value === 'none') return el('dd', { text: value });
+  return el('dd', {}, el('a', { href: consumerHref(value), id: 'key-consumer', text: value }));
 }
 
 /** The month window, only for a key that has one: its bar, credits and the day it starts afresh; the credits form with it. */
