@@ -12,6 +12,7 @@ import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSet
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, stepCosts, timeByModule } from './profile';
 import { floodGateway } from './flood';
+import { benchKeyBackup } from './key-backup';
 import { measureLogLine } from './log-line';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
 
@@ -46,13 +47,15 @@ interface Settings {
   compareWith: string | null;
   /** `--log-line`: the request line's formatting cost, each logger, instead of comparing variants. */
   logLine: boolean;
+  /** `--key-backup [--keys N]`: import, export and listing of N keys on Redis instead of comparing variants (0: off). */
+  keyBackup: number;
 }
 
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false };
+    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false, keyBackup: 0 }
+    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false, keyBackup: 0 };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -104,12 +107,18 @@ function parseArgs(argv: string[]): Settings {
       case '--log-line':
         settings.logLine = true;
         break;
+      case '--key-backup':
+        settings.keyBackup = settings.keyBackup || 100_000;
+        break;
+      case '--keys':
+        settings.keyBackup = value;
+        break;
       case '--compare-with':
         settings.compareWith = path.resolve(argv[i + 1]!);
         if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -632,6 +641,12 @@ async function main(): Promise<void> {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);
     if (settings.brownout) return brownoutGateway(settings.brownout, fixture);
+    if (settings.keyBackup > 0) {
+      return startGatewayProcess('gateway-key-backup', { repoRoot, workers: 1, redisUrl: fixture.redis.url, upstreamUrl: fixture.upstream.url, workDir: fixture.workDir }).then(async (child) => {
+        fixture.children.push(child);
+        await benchKeyBackup({ keys: settings.keyBackup }, child, fixture.redis.url, path.join(repoRoot, 'bench', 'results', 'key-backup.json'));
+      });
+    }
     if (settings.flood) {
       return fixture
         .gateway('gateway-redis-undici-flood', 'undici', true)

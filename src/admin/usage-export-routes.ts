@@ -1,7 +1,8 @@
-import express, { type Response } from 'express';
+import express from 'express';
 import { ApiError } from '../shared/errors';
 import { NDJSON_CONTENT_TYPE } from '../keys/key-export';
 import { USAGE_EXPORT_DAYS } from '../keys/activity/key-activity';
+import { send } from './streamed-response';
 
 const DAY_MS = 86_400_000;
 
@@ -17,23 +18,6 @@ function dayParameter(value: unknown, name: string): number {
     throw new ApiError('invalid_parameter', `${name} must be a UTC date, YYYY-MM-DD.`);
   }
   return ms / DAY_MS;
-}
-
-/** Writes a chunk, waiting while the client is slower than the export; false once the client is gone. */
-async function send(res: Response, chunk: string): Promise<boolean> {
-  if (res.destroyed) return false;
-  if (!res.write(chunk)) {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        resolve();
-      };
-      res.on('drain', done);
-      res.on('close', done);
-    });
-  }
-  return !res.destroyed;
 }
 
 /**

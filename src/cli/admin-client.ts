@@ -68,13 +68,15 @@ export class AdminClient {
   keyUsage(id: string, days?: number) {
     return this.request('GET', `/admin/keys/${encodeURIComponent(id)}/usage${days === undefined ? '' : `?days=${days}`}`);
   }
-  /** The backup of every key record, NDJSON text as the admin API sent it. */
-  exportKeys(): Promise<string> {
-    return this.request('GET', '/admin/keys/export', undefined, { raw: true });
+  /** The backup of every key record, NDJSON handed to `write` chunk by chunk as it arrives (100,000 keys are some 45 MB). */
+  exportKeys(write: (chunk: string) => Promise<void>): Promise<void> {
+    return this.streamTo('/admin/keys/export', write);
   }
-  /** Loads a backup (the export's lines); {imported, unchanged}. */
-  importKeys(ndjson: string) {
-    return this.request('POST', '/admin/keys/import', ndjson, { contentType: 'application/x-ndjson' });
+  /** Loads a backup (the export's lines, text or a file's stream, sent as it is read); {imported, unchanged}. */
+  async importKeys(ndjson: string | AsyncIterable<Uint8Array>) {
+    const response = await this.fetch('POST', '/admin/keys/import', ndjson, { contentType: 'application/x-ndjson' }, EXPORT_TIMEOUT_MS);
+    if (!response.ok) throw await this.refusal(response);
+    return response.json();
   }
   /** One-off units for the key's current billing month; the key with its month window. */
   addCredits(id: string, units: number) {
@@ -87,7 +89,12 @@ export class AdminClient {
    */
   async usageExport(from: string, to: string, write: (chunk: string) => Promise<void>): Promise<void> {
     const query = new URLSearchParams({ from, to });
-    const response = await this.fetch('GET', `/admin/usage/export?${query}`, undefined, {}, EXPORT_TIMEOUT_MS);
+    await this.streamTo(`/admin/usage/export?${query}`, write);
+  }
+
+  /** A GET whose answer is handed to `write` as it arrives; an answer other than 200 is thrown before anything is written. */
+  private async streamTo(path: string, write: (chunk: string) => Promise<void>): Promise<void> {
+    const response = await this.fetch('GET', path, undefined, {}, EXPORT_TIMEOUT_MS);
     if (!response.ok) throw await this.refusal(response);
     const decoder = new TextDecoder();
     for await (const chunk of response.body ?? []) await write(decoder.decode(chunk, { stream: true }));
@@ -127,6 +134,8 @@ export class AdminClient {
           ...(body === undefined ? {} : { 'content-type': as.contentType ?? 'application/json' }),
         },
         body: body === undefined ? undefined : as.contentType ? (body as string) : JSON.stringify(body),
+        // A body given as a stream (an import read from its file) is sent as it is read.
+        ...(typeof body === 'object' && body !== null && Symbol.asyncIterator in body ? { duplex: 'half' } : {}),
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {

@@ -210,9 +210,11 @@ const keyCommands: Record<string, Command> = {
     usage: 'export > keys.ndjson',
     options: {},
     positionals: [],
-    run: (client) => client.exportKeys(),
-    render: (result) => (result as string).replace(/\n$/, ''),
-    machineText: true,
+    run: async (client, _values, _positionals, write) => {
+      await client.exportKeys(write);
+      return STREAMED;
+    },
+    render: () => '',
   },
   'usage-export': {
     summary: 'usage per key and UTC day (admitted, units, rate-limited, banned) as NDJSON, for billing',
@@ -233,13 +235,14 @@ const keyCommands: Record<string, Command> = {
     options: { ...jsonOption },
     positionals: ['FILE'],
     run: (client, _values, [file]) => {
-      let text: string;
+      // Sent as it is read: a backup of 100,000 keys is never held whole.
       try {
-        text = fs.readFileSync(file!, 'utf8');
+        fs.accessSync(file!, fs.constants.R_OK);
+        if (!fs.statSync(file!).isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
       } catch (err) {
         throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
-      return client.importKeys(text);
+      return client.importKeys(fs.createReadStream(file!));
     },
     render: (result) => {
       const { imported, unchanged } = result as { imported: number; unchanged: number };

@@ -1,4 +1,5 @@
-import { billingDayOf, consumerIdOf, limitsOf } from './record';
+import { billingDayOf, consumerIdOf } from './record';
+import { instantOf, validLimits, validName } from './key-validation';
 import type { ApiKeyRecord } from './types';
 
 /**
@@ -45,7 +46,6 @@ export function exportLine(record: ApiKeyRecord, prefix: string): string {
 const HASH = /^[0-9a-f]{64}$/;
 const KEY_ID = /^key_[0-9a-f]{24}$/;
 const CONSUMER_ID = /^con_[0-9a-f]{24}$/;
-const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
 type Fields = Record<string, unknown>;
 
@@ -60,14 +60,28 @@ function optional(v: Fields, field: string, shape: RegExp): string | null {
   return text(v, field, shape);
 }
 
-function limitsField(value: unknown): ApiKeyRecord['limits'] {
-  if (value === null || value === undefined) return null;
-  const l = value as Fields;
-  const positive = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 1;
-  if (typeof l !== 'object' || !positive(l.perMinute) || !positive(l.perDay) || (l.shadow !== undefined && typeof l.shadow !== 'boolean') || (l.perMonth !== undefined && !positive(l.perMonth))) {
-    throw new Error('limits must be null or {perMinute, perDay, perMonth?} of positive integers');
+/** An RFC 3339 instant that exists (2020-13-45T99:99:99Z does not), as the admin API reads one. */
+function instant(v: Fields, field: string): string {
+  if (instantOf(v[field]) === null) throw new Error(`${field} is missing or not an RFC 3339 instant`);
+  return v[field] as string;
+}
+
+function optionalInstant(v: Fields, field: string): string | null {
+  return v[field] === null || v[field] === undefined ? null : instant(v, field);
+}
+
+/** The admin API's own checks, their message without its closing full stop (the line's reason). */
+function asAdminApi<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    throw new Error((err as Error).message.replace(/\.$/, ''));
   }
-  return limitsOf(l.perMinute as number, l.perDay as number, l.shadow as boolean | undefined, l.perMonth as number | undefined);
+}
+
+function limitsField(value: unknown, largestCost: number): ApiKeyRecord['limits'] {
+  if (value === null || value === undefined) return null;
+  return asAdminApi(() => validLimits(value, largestCost));
 }
 
 function billingDayField(value: unknown): { billingDay?: number } {
@@ -78,8 +92,17 @@ function billingDayField(value: unknown): { billingDay?: number } {
   }
 }
 
+/** What every line is checked against: this environment's prefix, the costs in force, and the caller's own check. */
+export interface ImportRules {
+  prefix: string;
+  /** The largest operation cost in force: a key's own limits may not be below it. */
+  largestCost: number;
+  /** Null when the record may be imported, else why not (an unknown plan). */
+  check: (record: ApiKeyRecord) => string | null;
+}
+
 /** One line → record; throws a plain Error saying what is wrong. */
-function parseLine(line: string, prefix: string): ApiKeyRecord {
+function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
   let v: Fields;
   try {
     v = JSON.parse(line) as Fields;
@@ -89,19 +112,19 @@ function parseLine(line: string, prefix: string): ApiKeyRecord {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not a JSON object');
   if (v.v !== EXPORT_FORMAT_VERSION) throw new Error(`unknown format version ${JSON.stringify(v.v)} (this gateway reads ${EXPORT_FORMAT_VERSION})`);
   const from = text(v, 'prefix');
-  if (from !== prefix) throw new Error(`key of prefix ${from} refused: this gateway issues and accepts ${prefix} keys only`);
+  if (from !== rules.prefix) throw new Error(`key of prefix ${from} refused: this gateway issues and accepts ${rules.prefix} keys only`);
   const record: ApiKeyRecord = {
     id: text(v, 'id', KEY_ID),
-    name: text(v, 'name'),
+    name: asAdminApi(() => validName(v.name)),
     plan: text(v, 'plan'),
-    limits: limitsField(v.limits),
+    limits: limitsField(v.limits, rules.largestCost),
     hash: text(v, 'hash', HASH),
-    createdAt: text(v, 'createdAt', INSTANT),
-    updatedAt: text(v, 'updatedAt', INSTANT),
-    revokedAt: optional(v, 'revokedAt', INSTANT),
-    expiresAt: optional(v, 'expiresAt', INSTANT),
+    createdAt: instant(v, 'createdAt'),
+    updatedAt: instant(v, 'updatedAt'),
+    revokedAt: optionalInstant(v, 'revokedAt'),
+    expiresAt: optionalInstant(v, 'expiresAt'),
     previousHash: optional(v, 'previousHash', HASH),
-    previousKeyExpiresAt: optional(v, 'previousKeyExpiresAt', INSTANT),
+    previousKeyExpiresAt: optionalInstant(v, 'previousKeyExpiresAt'),
     ...billingDayField(v.billingDay),
     ...(v.consumerId === undefined || v.consumerId === null ? {} : { consumerId: text(v, 'consumerId', CONSUMER_ID) }),
   };
@@ -111,33 +134,62 @@ function parseLine(line: string, prefix: string): ApiKeyRecord {
 }
 
 /**
- * Every record of an export, or an ImportLineError for the first bad line (so nothing is imported).
- * Blank lines are skipped; an id or a hash appearing twice is an error too.
+ * Reads a backup line by line (a request body as it streams in): each line is checked on arrival,
+ * so the first bad one stops the import before anything is written (ImportLineError, 1-based line
+ * number). Blank lines are skipped; an id or a hash appearing twice is an error too.
  */
-export function parseExport(body: string, prefix: string, check: (record: ApiKeyRecord) => string | null = () => null): ApiKeyRecord[] {
-  const records: ApiKeyRecord[] = [];
-  const ids = new Set<string>();
-  const hashes = new Set<string>();
-  const lines = body.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === '') continue;
+export class ExportReader {
+  readonly records: ApiKeyRecord[] = [];
+  private readonly ids = new Set<string>();
+  private readonly hashes = new Set<string>();
+  private lineNumber = 0;
+
+  constructor(private readonly rules: ImportRules) {}
+
+  /** One line of the file, without its newline. */
+  add(raw: string): void {
+    this.lineNumber++;
+    const line = raw.trim();
+    if (line === '') return;
     let record: ApiKeyRecord;
     try {
-      record = parseLine(line, prefix);
+      record = parseLine(line, this.rules);
     } catch (err) {
-      throw new ImportLineError(i + 1, (err as Error).message);
+      throw new ImportLineError(this.lineNumber, (err as Error).message);
     }
-    const refusal = check(record);
-    if (refusal !== null) throw new ImportLineError(i + 1, refusal);
-    if (ids.has(record.id)) throw new ImportLineError(i + 1, `id ${record.id} appears twice`);
+    const refusal = this.rules.check(record);
+    if (refusal !== null) throw new ImportLineError(this.lineNumber, refusal);
+    if (this.ids.has(record.id)) throw new ImportLineError(this.lineNumber, `id ${record.id} appears twice`);
     for (const hash of [record.hash, record.previousHash]) {
       if (hash === null) continue;
-      if (hashes.has(hash)) throw new ImportLineError(i + 1, 'a hash appears on two lines');
-      hashes.add(hash);
+      if (this.hashes.has(hash)) throw new ImportLineError(this.lineNumber, 'a hash appears on two lines');
+      this.hashes.add(hash);
     }
-    ids.add(record.id);
-    records.push(record);
+    this.ids.add(record.id);
+    this.records.push(record);
   }
-  return records;
+}
+
+/** Every record of a whole file, or an ImportLineError for the first bad line. */
+export function parseExport(body: string, rules: ImportRules): ApiKeyRecord[] {
+  const reader = new ExportReader(rules);
+  for (const line of body.split('\n')) reader.add(line);
+  return reader.records;
+}
+
+/**
+ * The lines of a streamed body (bytes, UTF-8), one at a time: the body is never held whole, and
+ * the event loop turns between chunks. A line split across chunks is joined first.
+ */
+export async function* linesOf(chunks: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8');
+  let rest = '';
+  for await (const chunk of chunks) {
+    const text = rest + (typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    const lines = text.split('\n');
+    rest = lines.pop()!;
+    yield* lines;
+  }
+  rest += decoder.decode();
+  if (rest !== '') yield rest;
 }

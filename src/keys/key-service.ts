@@ -4,18 +4,20 @@ import type { WindowLimits } from '../limits/types';
 import { effectiveLimits, planLimitsOf, type Plans } from '../limits/plan-limits';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
 import type { ApiKeyRecord, ImportResult, KeyPatch, KeyStore, NewKeyInput } from './types';
-import { exportLine, parseExport } from './key-export';
-import { billingDayOf, limitsOf } from './record';
-import { isBillingDay } from '../limits/month-window';
-import { MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
-import { largestCost, limitsBelowCost } from '../shared/config/costs';
+import { ExportReader, exportLine } from './key-export';
+import { billingDayOf } from './record';
+import { largestCost } from '../shared/config/costs';
+import { MAX_NAME_LENGTH, validBillingDay, validExpiry, validLimits, validName } from './key-validation';
 
 /** Bounds of a rotation's grace period (CONTRACT §5). */
 export const MAX_GRACE_SECONDS = 604_800;
 export const DEFAULT_GRACE_SECONDS = 86_400;
 
 
-export const MAX_NAME_LENGTH = 200;
+export { MAX_NAME_LENGTH };
+
+/** Records a batch of an export read from a store that has no scan of its own. */
+const EXPORT_CHUNK = 500;
 
 export interface CreatedKey {
   /** The full key: shown once, never stored, not recoverable. */
@@ -46,64 +48,6 @@ export interface KeyServiceOptions {
 
 function invalid(message: string): ApiError {
   return new ApiError('validation_failed', message);
-}
-
-function validName(name: unknown): string {
-  if (typeof name !== 'string') throw invalid('name must be a string.');
-  const trimmed = name.trim();
-  if (trimmed.length < 1 || trimmed.length > MAX_NAME_LENGTH) {
-    throw invalid(`name must be 1 to ${MAX_NAME_LENGTH} characters.`);
-  }
-  return trimmed;
-}
-
-const LIMIT_FIELDS = new Set(['perMinute', 'perDay', 'perMonth', 'shadow']);
-
-function validLimits(limits: unknown, largestCost: number): WindowLimits {
-  const l = limits as Partial<WindowLimits> | null;
-  if (typeof l !== 'object' || l === null || Array.isArray(l)) {
-    throw invalid('limits must be an object {perMinute, perDay, perMonth?}.');
-  }
-  for (const field of ['perMinute', 'perDay', 'perMonth'] as const) {
-    const value = l[field];
-    if (field === 'perMonth' && value === undefined) continue;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-      throw invalid(`limits.${field} must be a positive integer.`);
-    }
-  }
-  if (l.shadow !== undefined && typeof l.shadow !== 'boolean') throw invalid('limits.shadow must be true or false.');
-  const extra = Object.keys(l).filter((k) => !LIMIT_FIELDS.has(k));
-  if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
-  // A request takes its cost of every window or nothing: a window below the largest cost could never serve it.
-  const short = limitsBelowCost(l, largestCost);
-  if (short.length > 0) throw invalid(`limits below the largest operation cost ${largestCost} (config costs) could never serve it: ${short.join(', ')}.`);
-  return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth);
-}
-
-function validBillingDay(value: unknown): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!isBillingDay(value)) throw invalid(`billingDay must be a whole number from ${MIN_BILLING_DAY} to ${MAX_BILLING_DAY}.`);
-  return value;
-}
-
-/** RFC 3339 with a zone (Z or ±hh:mm), the shape `expiresAt` must have. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
-
-/** Date.parse rolls 2030-02-31 over into March; RFC 3339 says such a date does not exist. */
-function realCalendarDate(value: string): boolean {
-  const [y, m, d, h, min, sec] = [0, 5, 8, 11, 14, 17].map((at) => Number(value.slice(at, at === 0 ? 4 : at + 2)));
-  const day = new Date(Date.UTC(y!, m! - 1, d!));
-  return day.getUTCMonth() === m! - 1 && day.getUTCDate() === d && h! <= 23 && min! <= 59 && sec! <= 59;
-}
-
-/** A future RFC 3339 instant, normalised to ISO UTC. */
-function validExpiry(value: unknown, now: number): string {
-  if (typeof value !== 'string' || !RFC3339.test(value) || Number.isNaN(Date.parse(value)) || !realCalendarDate(value)) {
-    throw invalid('expiresAt must be an RFC 3339 instant such as 2030-01-31T00:00:00Z.');
-  }
-  const at = Date.parse(value);
-  if (at <= now) throw invalid('expiresAt must be in the future.');
-  return new Date(at).toISOString();
 }
 
 /**
@@ -213,21 +157,43 @@ export class KeyService {
     return this.store.get(id);
   }
 
-  /** Every key record as a backup line (hashes only, this environment's prefix named). */
-  async exportLines(): Promise<string[]> {
-    return (await this.store.list()).map((record) => exportLine(record, this.prefix));
+  /**
+   * Every key record as backup lines (hashes only, this environment's prefix named), handed to
+   * `write` a batch at a time as the store reads them: an export of 100,000 keys is never held
+   * whole, and never read in one command.
+   */
+  async exportBackup(write: (text: string) => Promise<void>): Promise<void> {
+    const toText = (records: ApiKeyRecord[]) => write(records.map((record) => exportLine(record, this.prefix) + '\n').join(''));
+    if (this.store.scanRecords) return this.store.scanRecords(toText);
+    const records = await this.store.list();
+    for (let at = 0; at < records.length; at += EXPORT_CHUNK) await toText(records.slice(at, at + EXPORT_CHUNK));
   }
 
   /**
-   * Loads a backup: every line is checked first (format, this environment's prefix, a plan this
-   * config knows), so a bad line (ImportLineError) or a secret held by another id here
-   * (KeyImportConflict) imports nothing.
+   * Loads a backup as one action: every line is checked as it arrives, as the admin API checks a
+   * key (format, this environment's prefix, a plan configured here, names, instants, limits against
+   * the costs in force), so a bad line (ImportLineError) imports nothing; then the store applies the
+   * records whole or not at all (KeyImportConflict: a secret held by another id here).
    */
-  importBackup(body: string): Promise<ImportResult> {
-    const records = parseExport(body, this.prefix, (record) =>
-      record.limits === null && planLimitsOf(this.plansInForce(), record.plan) === null ? `plan ${record.plan} is not configured here with limits of its own, and the key carries none` : null,
-    );
-    return this.store.importRecords(records);
+  async importBackup(lines: AsyncIterable<string> | string): Promise<ImportResult> {
+    const reader = new ExportReader({ prefix: this.prefix, largestCost: this.largestCost, check: (record) => this.importRefusal(record) });
+    if (typeof lines === 'string') {
+      for (const line of lines.split('\n')) reader.add(line);
+    } else {
+      for await (const line of lines) reader.add(line);
+    }
+    return this.store.importRecords(reader.records);
+  }
+
+  private importRefusal(record: ApiKeyRecord): string | null {
+    if (!Object.hasOwn(this.plansInForce(), record.plan)) return `plan ${record.plan} is not configured here (plans: ${Object.keys(this.plansInForce()).join(', ')})`;
+    if (record.limits === null && planLimitsOf(this.plansInForce(), record.plan) === null) return `plan ${record.plan} is not configured here with limits of its own, and the key carries none`;
+    return null;
+  }
+
+  /** Whether no key exists yet, in one command where the store can count (never a read of every key). */
+  async isEmpty(): Promise<boolean> {
+    return this.store.count ? (await this.store.count()) === 0 : (await this.store.list()).length === 0;
   }
 
   /** Records still carry `hash`; strip it (`withoutHash`) before showing them. */

@@ -57,6 +57,8 @@ export interface KeyChange {
   hash: string;
   /** Where the store's issued hashes stood after this write (shared stores only). */
   mark?: IssuedMark;
+  /** The record is gone: an import that had created it was undone (a durable copy forgets it). */
+  removed?: true;
 }
 
 /**
@@ -79,6 +81,8 @@ export interface StoreIssuedMark extends IssuedMark {
 export interface ImportResult {
   imported: number;
   unchanged: number;
+  /** The ids of the records created or changed (the audit entry names them). */
+  ids: string[];
 }
 
 /** An import refused because a record's secret (hash) belongs to another key id here. */
@@ -86,8 +90,9 @@ export class KeyImportConflict extends Error {
   constructor(
     readonly id: string,
     readonly otherId: string,
+    message = `key ${id} has a secret that key ${otherId} already holds here`,
   ) {
-    super(`key ${id} has a secret that key ${otherId} already holds here`);
+    super(message);
     this.name = 'KeyImportConflict';
   }
 }
@@ -103,6 +108,13 @@ export interface KeyStore {
   findByHash(hash: string): Promise<ApiKeyRecord | null>;
   get(id: string): Promise<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
+  /**
+   * Optional (a store without it is read with list()). Every record, in batches of a few hundred
+   * in no set order, the event loop turning between them: what an export and a durable copy use.
+   */
+  /** Optional: how many keys the store holds, in one command (a development start asks whether there are any). */
+  count?(): Promise<number>;
+  scanRecords?(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void>;
   update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null>;
   revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null>;
   /**
@@ -113,7 +125,8 @@ export interface KeyStore {
   /**
    * Brings every record to exactly the given state, ids kept, all or nothing (a backup's import).
    * Records already in that state are counted unchanged, so importing twice changes nothing.
-   * Throws KeyImportConflict when a hash belongs to another id.
+   * Throws KeyImportConflict when a hash belongs to another id. A record revoked here stays
+   * revoked (at its own instant) whatever the imported state says: an older backup never revives it.
    */
   importRecords(records: ApiKeyRecord[]): Promise<ImportResult>;
   /** Called for every change, from this instance or another; returns an unsubscribe function. */

@@ -47,6 +47,9 @@ return 1`;
 // KEYS: the key's usage hash, its month's ledger.
 const ADD_USAGE = defineLuaScript<number>('asgKeyUsageAdd', ADD_USAGE_LUA, 2);
 
+/** Ids a ZMSCORE of the last-used times reads at once. */
+const LAST_USED_STEP = 1000;
+
 /**
  * Redis layout:
  *   <ns>:key-usage:{<key id>}   HASH  `<day>:a|r|b` → count (HINCRBY, so instances add up exactly),
@@ -110,14 +113,17 @@ export class RedisKeyActivityStore implements KeyActivityStore {
     return result;
   }
 
+  /** ZMSCORE in steps of LAST_USED_STEP ids: a listing of 100,000 keys is not one command holding Redis. */
   async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
     const result = new Map<string, number>();
-    if (keyIds.length === 0) return result;
-    const scores = await this.redis.zmscore(this.lastUsedKey, ...keyIds);
-    keyIds.forEach((id, i) => {
-      const score = scores[i];
-      if (score !== null && score !== undefined) result.set(id, Number(score));
-    });
+    for (let at = 0; at < keyIds.length; at += LAST_USED_STEP) {
+      const ids = keyIds.slice(at, at + LAST_USED_STEP);
+      const scores = await this.redis.zmscore(this.lastUsedKey, ...ids);
+      ids.forEach((id, i) => {
+        const score = scores[i];
+        if (score !== null && score !== undefined) result.set(id, Number(score));
+      });
+    }
     return result;
   }
 

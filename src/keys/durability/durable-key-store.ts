@@ -1,8 +1,13 @@
+import { setImmediate as turnOfEventLoop, setTimeout as sleep } from 'node:timers/promises';
 import type { KeyReplica } from './key-replica';
 import type { KeyLossMonitor } from './key-loss-monitor';
 import type { RedisKeyStore } from '../stores/redis-key-store';
+import { RECORDS_PER_READ, type RedisImportResult } from '../stores/redis-key-import';
 import { hashesOf } from '../record';
-import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
+
+/** Records a transaction of the copy takes during an import (each one fsync, synchronous = FULL). */
+const REPLICA_STEP = 2000;
 
 /**
  * The Redis key store with this instance's durable copy behind it (CONTRACT §4: keys are never
@@ -16,8 +21,18 @@ import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyS
  */
 export class DurableKeyStore implements KeyStore {
   private readonly offs: Array<() => void>;
-  /** Ids whose change arrived and whose record is being read back into the copy. */
-  private readonly pending = new Set<string>();
+  /**
+   * Ids whose change arrived, to be read back into the copy in batches (an import of 100,000
+   * records publishes as many changes): true when the change said the record is gone.
+   */
+  private readonly pending = new Map<string, boolean>();
+  private following = false;
+  private closed = false;
+  /**
+   * Ids of this instance's imports in progress: their changes need no read-back (the import writes
+   * the copy itself before it answers, and nothing when it is undone).
+   */
+  private readonly importing = new Map<string, number>();
 
   constructor(
     private readonly redis: RedisKeyStore,
@@ -26,7 +41,7 @@ export class DurableKeyStore implements KeyStore {
     private readonly onCopyFailed: (err: unknown) => void,
   ) {
     this.offs = [
-      redis.onChange((change) => this.follow(change.id)),
+      redis.onChange((change) => this.follow(change)),
       redis.onResync(() => void this.monitor.checkSoon().then(() => this.copyAll())),
     ];
   }
@@ -55,6 +70,14 @@ export class DurableKeyStore implements KeyStore {
     return this.redis.list();
   }
 
+  count(): Promise<number> {
+    return this.redis.count();
+  }
+
+  scanRecords(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void> {
+    return this.redis.scanRecords(onBatch);
+  }
+
   /** The issued mark of the Redis store: the filter of issued hashes (issued/issued-keys.ts) follows it. */
   issuedMark(options?: { countHashes?: boolean }): Promise<StoreIssuedMark> {
     return this.redis.issuedMark(options);
@@ -81,10 +104,26 @@ export class DurableKeyStore implements KeyStore {
     return this.write(id, () => this.redis.rotate(id, rotation, rotatedAt));
   }
 
-  async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
-    const result = await this.redis.importRecords(records);
-    this.replica.putAll(records);
-    return result;
+  /**
+   * The records as written (revocations kept) reach the copy before the answer, in transactions of
+   * a few hundred with the event loop turning between them; an import undone writes nothing here.
+   */
+  async importRecords(records: ApiKeyRecord[]): Promise<RedisImportResult> {
+    for (const { id } of records) this.importing.set(id, (this.importing.get(id) ?? 0) + 1);
+    try {
+      const result = await this.redis.importRecords(records);
+      for (let at = 0; at < result.written.length; at += REPLICA_STEP) {
+        this.replica.putAll(result.written.slice(at, at + REPLICA_STEP));
+        await turnOfEventLoop();
+      }
+      return result;
+    } finally {
+      for (const { id } of records) {
+        const left = this.importing.get(id)! - 1;
+        if (left === 0) this.importing.delete(id);
+        else this.importing.set(id, left);
+      }
+    }
   }
 
   onChange(listener: (change: KeyChange) => void): () => void {
@@ -96,6 +135,7 @@ export class DurableKeyStore implements KeyStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.monitor.stop();
     for (const off of this.offs.splice(0)) off();
     await this.redis.close();
@@ -114,19 +154,42 @@ export class DurableKeyStore implements KeyStore {
     return record;
   }
 
-  /** Reads a changed record back into the copy; a record Redis no longer has is kept as it was. */
-  private follow(id: string): void {
-    if (this.pending.has(id)) return;
-    this.pending.add(id);
-    setImmediate(() => {
-      this.pending.delete(id);
-      this.redis.get(id).then((record) => record && this.replica.put(record), this.onCopyFailed);
-    });
+  /**
+   * Reads changed records back into the copy, a batch of ids a round trip; a record Redis no
+   * longer has is kept as it was (Redis may have lost it), unless its change said it is gone (an
+   * import undone). A read that fails is tried again a second later, so no change is dropped.
+   */
+  private follow(change: KeyChange): void {
+    if (this.importing.has(change.id)) return;
+    this.pending.set(change.id, change.removed === true);
+    if (this.following) return;
+    this.following = true;
+    setImmediate(() => void this.readBack());
   }
 
+  private async readBack(): Promise<void> {
+    while (this.pending.size > 0 && !this.closed) {
+      const batch = [...this.pending].slice(0, RECORDS_PER_READ);
+      for (const [id] of batch) this.pending.delete(id);
+      try {
+        const found = await this.redis.getMany(batch.map(([id]) => id));
+        if (this.closed) break;
+        this.replica.putAll([...found.values()]);
+        for (const [id, removed] of batch) if (removed && !found.has(id)) this.replica.forget(id);
+      } catch (err) {
+        this.onCopyFailed(err);
+        for (const [id, removed] of batch) if (!this.pending.has(id)) this.pending.set(id, removed);
+        await sleep(1000);
+      }
+      await turnOfEventLoop();
+    }
+    this.following = false;
+  }
+
+  /** Every record Redis holds, a transaction per HSCAN step (never one read of every key). */
   private async copyAll(): Promise<void> {
     try {
-      this.replica.putAll(await this.redis.list());
+      await this.redis.scanRecords((records) => this.replica.putAll(records));
     } catch (err) {
       this.onCopyFailed(err);
     }

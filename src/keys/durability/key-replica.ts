@@ -7,8 +7,9 @@ import type { ApiKeyRecord } from '../types';
 /**
  * This instance's durable copy of the key records that live in Redis: SQLite under DATA_DIR, and
  * the same records in Maps so a lookup that Redis misses costs no I/O. Fed by this instance's own
- * writes and by the change stream it follows; never told to forget a record (keys are revoked,
- * never deleted), so it still holds every key after Redis lost them.
+ * writes and by the change stream it follows; never told to forget a record that existed (keys are
+ * revoked, never deleted; only an import undone forgets what it created), so it still holds every
+ * key after Redis lost them.
  *
  * One file per Redis namespace: a DATA_DIR used against two namespaces never mixes their keys.
  * Workers of one instance share the file (WAL, busy timeout); each keeps its own Maps.
@@ -33,11 +34,13 @@ export class KeyReplica {
   private readonly byHash = new Map<string, ApiKeyRecord>();
   private readonly db: Database.Database;
   private readonly upsert: Database.Statement<[string, string]>;
+  private readonly remove: Database.Statement<[string]>;
 
   constructor(dataDir: string, namespace: string) {
     // FULL: the replica is what answers for the keys once Redis lost them; the default busy timeout (5 s).
     this.db = openSqliteDatabase({ file: path.join(dataDir, replicaFileName(namespace)), migrations: KEY_REPLICA_MIGRATIONS, synchronous: 'FULL' });
     try {
+      this.remove = this.db.prepare('DELETE FROM key_records WHERE id = ?');
       this.upsert = this.db.prepare('INSERT INTO key_records (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
       for (const row of this.db.prepare('SELECT json FROM key_records').all() as Array<{ json: string }>) this.remember(decodeRecord(row.json), row.json);
     } catch (err) {
@@ -58,6 +61,15 @@ export class KeyReplica {
 
   put(record: ApiKeyRecord): void {
     this.putAll([record]);
+  }
+
+  /** Drops a record that no longer exists anywhere: one an import created and then undid. */
+  forget(id: string): void {
+    const before = this.byId.get(id);
+    if (!before) return;
+    this.remove.run(id);
+    this.byId.delete(id);
+    for (const hash of hashesOf(before.record)) if (this.byHash.get(hash)?.id === id) this.byHash.delete(hash);
   }
 
   findByHash(hash: string): ApiKeyRecord | null {

@@ -11,29 +11,41 @@
  */
 
 /**
- * Brings every record to exactly the given state, all or nothing: first every hash is checked
- * against the records that hold it now (a hash held by another id refuses the whole import), then
- * records whose stored JSON already equals the given one are counted unchanged and the others
- * written, dropping hashes they no longer have and publishing one change per hash touched.
- * Returns {imported, unchanged} or an error naming the conflicting ids.
- */
-/**
  * Lua: publishes one record's change with the issued mark it bumps (redis-issued-marks.ts); expects
- * `issued`, `channel` and `epochCandidate` as locals.
+ * `issued`, `channel` and `epochCandidate` as locals. `removed`: the record is gone (an import
+ * undone that had created it), so a durable copy forgets it rather than keeping it.
  */
-const PUBLISH_WITH_MARK_LUA = `local function publish(id, h)
+const PUBLISH_WITH_MARK_LUA = `local function publish(id, h, removed)
   redis.call('HSETNX', issued, 'epoch', epochCandidate)
   local seq = redis.call('HINCRBY', issued, 'seq', 1)
   local epoch = redis.call('HGET', issued, 'epoch')
-  redis.call('PUBLISH', channel, cjson.encode({id = id, hash = h, epoch = epoch, seq = seq}))
+  local change = {id = id, hash = h, epoch = epoch, seq = seq}
+  if removed then change.removed = true end
+  redis.call('PUBLISH', channel, cjson.encode(change))
 end
 `;
 
-export const IMPORT_SCRIPT = `
-local byHash, byId, issued, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[2]
-local n = (#ARGV - 2) / 4
-local function arg(i, f) return ARGV[2 + 4 * i + f] end
-${PUBLISH_WITH_MARK_LUA}for i = 0, n - 1 do
+/**
+ * One batch of an import (a few hundred records, so Redis is held for a few milliseconds): brings
+ * each record to exactly the given state. First every hash of the batch is checked against the
+ * records that hold it now (a hash held by another id refuses the batch, and the caller undoes the
+ * batches before it), and a record revoked here whose imported state is not revoked refuses it
+ * too (the caller keeps revocations; this catches a revocation made meanwhile). Then records whose
+ * stored JSON already equals the given one are counted unchanged; for each other one the state it
+ * had ('' when it did not exist) goes into the import's journal first, then it is written,
+ * dropping hashes it no longer has and publishing one change per hash touched. The script may be
+ * sent again (its answer lost to a timeout): a record the journal already holds counts as written.
+ *
+ * KEYS: 1 by-hash, 2 by-id, 3 writes, 4 issued, 5 journal. ARGV: 1 channel, 2 epoch candidate,
+ * 3 journal ttl ms, then four arguments a record. Returns {unchanged, ids written...} or an error
+ * naming the conflict.
+ */
+export const IMPORT_BATCH_SCRIPT = `
+local byHash, byId, issued, journal, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2]
+local n = (#ARGV - 3) / 4
+local function arg(i, f) return ARGV[3 + 4 * i + f] end
+${PUBLISH_WITH_MARK_LUA}local currents = {}
+for i = 0, n - 1 do
   for f = 3, 4 do
     local h = arg(i, f)
     if h ~= '' then
@@ -44,16 +56,23 @@ ${PUBLISH_WITH_MARK_LUA}for i = 0, n - 1 do
       end
     end
   end
+  local currentHash = redis.call('HGET', byId, arg(i, 1))
+  local current = currentHash and redis.call('HGET', byHash, currentHash)
+  if current and current ~= arg(i, 2) and type(cjson.decode(current).revokedAt) == 'string' and type(cjson.decode(arg(i, 2)).revokedAt) ~= 'string' then
+    return redis.error_reply('ERR revoked-meanwhile ' .. arg(i, 1))
+  end
+  currents[i] = current or false
 end
-local imported, unchanged = 0, 0
+local unchanged, written = 0, {}
 for i = 0, n - 1 do
   local id, json, h1, h2 = arg(i, 1), arg(i, 2), arg(i, 3), arg(i, 4)
-  local touched = {}
-  local currentHash = redis.call('HGET', byId, id)
-  local current = currentHash and redis.call('HGET', byHash, currentHash)
+  local current = currents[i]
   if current == json then
-    unchanged = unchanged + 1
+    -- Written by this import already (a batch sent again after its answer was lost): still its write.
+    if redis.call('HEXISTS', journal, id) == 1 then written[#written + 1] = id else unchanged = unchanged + 1 end
   else
+    redis.call('HSETNX', journal, id, current or '')
+    local touched = {}
     if current then
       local old = cjson.decode(current)
       for _, h in ipairs({old.hash, old.previousHash}) do
@@ -71,11 +90,65 @@ for i = 0, n - 1 do
     end
     redis.call('HSET', byId, id, h1)
     for _, h in ipairs(touched) do publish(id, h) end
-    imported = imported + 1
+    written[#written + 1] = id
   end
 end
-if imported > 0 then redis.call('INCRBY', KEYS[3], imported) end
-return {imported, unchanged}`;
+if #written > 0 then
+  redis.call('INCRBY', KEYS[3], #written)
+  redis.call('PEXPIRE', journal, ARGV[3])
+end
+return {unchanged, unpack(written)}`;
+
+/**
+ * Undoes part of an import that failed: each given id goes back to the state its journal entry
+ * holds (its former record, or nothing when the import created it), with one change published per
+ * hash touched, and leaves the journal. KEYS: 1 by-hash, 2 by-id, 3 issued, 4 journal.
+ * ARGV: 1 channel, 2 epoch candidate, then ids.
+ */
+export const UNDO_IMPORT_SCRIPT = `
+local byHash, byId, issued, journal, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2]
+${PUBLISH_WITH_MARK_LUA}for i = 3, #ARGV do
+  local id = ARGV[i]
+  local before = redis.call('HGET', journal, id)
+  if before then
+    local touched = {}
+    local currentHash = redis.call('HGET', byId, id)
+    local current = currentHash and redis.call('HGET', byHash, currentHash)
+    if current then
+      local c = cjson.decode(current)
+      for _, h in ipairs({c.hash, c.previousHash}) do
+        if type(h) == 'string' then
+          redis.call('HDEL', byHash, h)
+          touched[#touched + 1] = h
+        end
+      end
+    end
+    if before == '' then
+      redis.call('HDEL', byId, id)
+    else
+      local b = cjson.decode(before)
+      for _, h in ipairs({b.hash, b.previousHash}) do
+        if type(h) == 'string' then
+          redis.call('HSET', byHash, h, before)
+          touched[#touched + 1] = h
+        end
+      end
+      redis.call('HSET', byId, id, b.hash)
+    end
+    for _, h in ipairs(touched) do publish(id, h, before == '') end
+    redis.call('HDEL', journal, id)
+  end
+end
+return 1`;
+
+/** The records of the given ids, in one round trip: JSON or false for each. KEYS: 1 by-id, 2 by-hash. */
+export const GET_MANY_SCRIPT = `
+local out = {}
+for i = 1, #ARGV do
+  local hash = redis.call('HGET', KEYS[1], ARGV[i])
+  out[i] = hash and redis.call('HGET', KEYS[2], hash) or false
+end
+return out`;
 
 /**
  * Restore after data loss: writes each record whose id and hashes are all absent, leaves every

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import { defineLuaScript, type LuaCaller, type LuaScript } from '../../shared/lua-script';
 import { duplicateForSubscribe, type RedisClient } from '../../shared/redis';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from '../record';
-import { HEALTH_SCRIPT, IMPORT_SCRIPT, RESTORE_MISSING_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
+import { GET_MANY_SCRIPT, HEALTH_SCRIPT, IMPORT_BATCH_SCRIPT, RESTORE_MISSING_SCRIPT, UNDO_IMPORT_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
+import { IMPORT_BATCH, redisKeyImport, RECORDS_PER_READ, withRetries, type RedisImportResult } from './redis-key-import';
 import { bumpIssuedMarkLua, markOfMessage, parseIssuedMark, SCAN_BATCH, SCAN_HASHES_SCRIPT, START_ISSUED_MARK_SCRIPT } from './redis-issued-marks';
-import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore, type StoreIssuedMark } from '../types';
+import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
 
 export interface RedisKeyStoreOptions {
   /** Prefix of every Redis key and channel (config `redis.namespace`). */
@@ -33,6 +35,8 @@ export interface RedisKeyStoreOptions {
  */
 export function redisKeyLayout(namespace: string) {
   return {
+    /** An import's journal (redis-key-import.ts): id → state before the import, '' for none; gone once it ends. */
+    importJournal: (token: string) => `${namespace}:keys:{k}:import-journal:${token}`,
     byHash: `${namespace}:keys:{k}:by-hash`,
     byId: `${namespace}:keys:{k}:by-id`,
     issued: `${namespace}:keys:{k}:issued`,
@@ -101,8 +105,14 @@ const MAX_CAS_ATTEMPTS = 20;
 /** Records per restore script: keeps each one short, so Redis never stalls on a large restore. */
 const RESTORE_BATCH = 500;
 
+/** Entries per HSCAN step of the ids (about 30 bytes each, so a step is well under a millisecond). */
+const IDS_PER_SCAN = 1000;
+
+/** Attempts at one HSCAN step of a full read (listing, export, durable copy). */
+const READ_ATTEMPTS = 3;
+
 /** The four script arguments of a record (see redis-key-recovery-scripts.ts). */
-function recordArgs(record: ApiKeyRecord): string[] {
+function recordArgsForRestore(record: ApiKeyRecord): string[] {
   return [record.id, encodeRecord(record), record.hash, record.previousHash ?? ''];
 }
 
@@ -142,7 +152,9 @@ const SCRIPTS = {
   insert: defineLuaScript<number>('asgKeyStoreInsert', INSERT_SCRIPT, 4),
   replace: defineLuaScript<number>('asgKeyStoreReplace', REPLACE_SCRIPT, 3),
   getById: defineLuaScript<string | null>('asgKeyStoreGetById', GET_BY_ID_SCRIPT, 2),
-  import: defineLuaScript<number[]>('asgKeyStoreImport', IMPORT_SCRIPT, 4),
+  importBatch: defineLuaScript<[number, ...string[]]>('asgKeyStoreImportBatch', IMPORT_BATCH_SCRIPT, 5),
+  undoImport: defineLuaScript<number>('asgKeyStoreUndoImport', UNDO_IMPORT_SCRIPT, 4),
+  getMany: defineLuaScript<Array<string | null>>('asgKeyStoreGetMany', GET_MANY_SCRIPT, 2),
   restoreMissing: defineLuaScript<string[]>('asgKeyStoreRestoreMissing', RESTORE_MISSING_SCRIPT, 3),
   health: defineLuaScript<[number, number, number]>('asgKeyStoreHealth', HEALTH_SCRIPT, 3),
   unlock: defineLuaScript<number>('asgKeyStoreUnlock', UNLOCK_SCRIPT, 1),
@@ -227,16 +239,49 @@ export class RedisKeyStore implements KeyStore {
     return typeof json === 'string' ? decodeRecord(json) : null;
   }
 
-  /** Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`). */
+  /**
+   * Every record, oldest first, each with its `hash`: the admin layer strips it (`withoutHash`).
+   * Read in HSCAN steps (scanRecords), never one HGETALL, so no command holds Redis for long.
+   */
   async list(): Promise<ApiKeyRecord[]> {
-    const entries = await this.redis.hgetall(this.layout.byHash);
     const records: ApiKeyRecord[] = [];
-    for (const [hash, json] of Object.entries(entries)) {
-      const record = decodeRecord(json);
-      // A rotated key sits under its previous hash too; list it once.
-      if (record.hash === hash) records.push(record);
-    }
+    await this.scanRecords((batch) => void records.push(...batch));
     return records.sort(byCreation);
+  }
+
+  /**
+   * HSCAN over by-hash, RECORDS_PER_READ entries a step, the event loop turning between steps. A
+   * rotated key sits under its previous hash too and HSCAN may return an entry twice (while Redis
+   * resizes the hash): each record is given once. A record rotated during the scan may be missed.
+   */
+  async scanRecords(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void> {
+    const seen = new Set<string>();
+    let cursor = '0';
+    do {
+      // A step whose answer did not come is read again: a listing of 100,000 keys should not fail for one slow answer.
+      const [next, entries] = await withRetries(() => this.redis.hscan(this.layout.byHash, cursor, 'COUNT', RECORDS_PER_READ), READ_ATTEMPTS);
+      cursor = next;
+      const records: ApiKeyRecord[] = [];
+      for (let i = 0; i < entries.length; i += 2) {
+        const record = decodeRecord(entries[i + 1]!);
+        if (record.hash !== entries[i] || seen.has(record.id)) continue;
+        seen.add(record.id);
+        records.push(record);
+      }
+      if (records.length > 0) await onBatch(records);
+      await turnOfEventLoop();
+    } while (cursor !== '0');
+  }
+
+  /** The records of these ids (absent ones are missing from the map), in one round trip. */
+  async getMany(ids: readonly string[]): Promise<Map<string, ApiKeyRecord>> {
+    const found = new Map<string, ApiKeyRecord>();
+    if (ids.length === 0) return found;
+    const jsons = await this.scripts.getMany([this.layout.byId, this.layout.byHash], [...ids]);
+    jsons.forEach((json, i) => {
+      if (typeof json === 'string') found.set(ids[i]!, decodeRecord(json));
+    });
+    return found;
   }
 
   update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
@@ -251,19 +296,21 @@ export class RedisKeyStore implements KeyStore {
     return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
   }
 
-  async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
-    const { byHash, byId, channel, writes } = this.layout;
-    let counts: unknown;
-    try {
-      counts = await this.scripts.import([byHash, byId, writes, this.layout.issued], [channel, newEpoch(), ...records.flatMap(recordArgs)]);
-    } catch (err) {
-      const conflict = /hash-conflict (\S+) (\S+)/.exec((err as Error).message);
-      if (conflict) throw new KeyImportConflict(conflict[1]!, conflict[2]!);
-      throw err;
-    }
-    const [imported, unchanged] = counts as [number, number];
-    // Changes are published by the script; this instance's listeners hear them through the channel.
-    return { imported, unchanged };
+  /**
+   * In batches of a few hundred records, each one script of a few milliseconds, with a journal that
+   * undoes the batches written when a later one fails (redis-key-import.ts): all or nothing at any
+   * size, and never a command near the command timeout.
+   */
+  importRecords(records: ApiKeyRecord[]): Promise<RedisImportResult> {
+    return redisKeyImport(records, {
+      layout: this.layout,
+      importBatch: this.scripts.importBatch,
+      undoBatch: this.scripts.undoImport,
+      getMany: (ids) => this.getMany(ids),
+      del: async (key) => void (await this.redis.del(key)),
+      scanJournal: (key, cursor) => this.redis.hscan(key, cursor, 'COUNT', IMPORT_BATCH),
+      newEpoch,
+    });
   }
 
   /** Writes the records whose id and hashes are all absent (after data loss); returns the ids written. */
@@ -272,7 +319,7 @@ export class RedisKeyStore implements KeyStore {
     const restored: string[] = [];
     for (let at = 0; at < records.length; at += RESTORE_BATCH) {
       const batch = records.slice(at, at + RESTORE_BATCH);
-      const ids = await this.scripts.restoreMissing([byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgs)]);
+      const ids = await this.scripts.restoreMissing([byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgsForRestore)]);
       restored.push(...(ids as string[]));
     }
     return restored;
@@ -289,9 +336,22 @@ export class RedisKeyStore implements KeyStore {
     return (await this.redis.set(this.layout.epoch, epoch, 'NX')) === 'OK';
   }
 
-  /** The ids Redis holds. */
+  /** HLEN of the ids: one command however many keys there are. */
+  count(): Promise<number> {
+    return this.redis.hlen(this.layout.byId);
+  }
+
+  /** The ids Redis holds, in HSCAN steps (never one HKEYS of every key). */
   async ids(): Promise<string[]> {
-    return this.redis.hkeys(this.layout.byId);
+    const ids: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, entries] = await withRetries(() => this.redis.hscan(this.layout.byId, cursor, 'COUNT', IDS_PER_SCAN), READ_ATTEMPTS);
+      cursor = next;
+      for (let i = 0; i < entries.length; i += 2) ids.push(entries[i]!);
+      await turnOfEventLoop();
+    } while (cursor !== '0');
+    return [...new Set(ids)];
   }
 
   /** Takes the restore lock for `ttlMs` unless another holder has it. */
@@ -440,7 +500,8 @@ export class RedisKeyStore implements KeyStore {
     }
     if (!isKeyChange(change)) return;
     const mark = markOfMessage(change as { epoch?: unknown; seq?: unknown });
-    this.changeListeners.emit(mark ? { id: change.id, hash: change.hash, mark } : { id: change.id, hash: change.hash });
+    const removed = (change as { removed?: unknown }).removed === true ? { removed: true as const } : {};
+    this.changeListeners.emit(mark ? { id: change.id, hash: change.hash, mark, ...removed } : { id: change.id, hash: change.hash, ...removed });
   }
 
   /**

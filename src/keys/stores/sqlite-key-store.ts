@@ -7,6 +7,8 @@ import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-wri
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
+import { keepRevocations } from '../import-rules';
+import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
 
 export interface SqliteKeyStoreOptions {
@@ -22,6 +24,9 @@ export interface SqliteKeyStoreOptions {
 const DATABASE = 'keys';
 
 export const KEYS_DATABASE_FILE = 'keys.sqlite';
+
+/** Rows an import writes between turns of the event loop; records an export hands over at once. */
+const IMPORT_STEP = 500;
 
 interface KeyRow {
   id: string;
@@ -158,6 +163,8 @@ export class SqliteKeyStore implements KeyStore {
   private readonly writeProbe: SqliteWriteProbe;
   private readonly onSqliteError?: SqliteErrorListener;
   private closed = false;
+  /** Set while an import's transaction is open (importRecords). */
+  private importing: Promise<void> | null = null;
 
   constructor(options: SqliteKeyStoreOptions) {
     const file = options.dataDir === null ? ':memory:' : path.join(options.dataDir, KEYS_DATABASE_FILE);
@@ -192,6 +199,7 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async insert(record: ApiKeyRecord): Promise<void> {
+    await this.writable();
     this.assertOpen();
     if (this.byId.has(record.id)) throw new Error(`key id ${record.id} already exists`);
     if (hashesOf(record).some((h) => this.byHash.has(h))) throw new Error('key hash already exists');
@@ -220,34 +228,91 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async update(id: string, patch: KeyPatch, updatedAt: string): Promise<ApiKeyRecord | null> {
+    await this.writable();
     return this.replace(id, (record) => applyPatch(record, patch, updatedAt));
   }
 
   async revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | null> {
+    await this.writable();
     return this.replace(id, (record) => applyRevoke(record, revokedAt));
   }
 
   async rotate(id: string, rotation: KeyRotation, rotatedAt: string): Promise<ApiKeyRecord | null> {
+    await this.writable();
     this.assertOpen();
     if (this.byHash.has(rotation.hash)) throw new Error('key hash already exists');
     return this.replace(id, (record) => applyRotate(record, rotation, rotatedAt));
   }
 
-  /** One SQLite transaction, so a failure leaves disk and memory as they were. */
+  /**
+   * One SQLite transaction, so a failure leaves disk and memory as they were. The transaction is
+   * written a few hundred rows at a time with the event loop turning in between (a 100,000-record
+   * import would otherwise hold the listener for seconds); meanwhile this store's other writes wait
+   * for it (`writable`), so none joins the transaction or is undone with it. The maps change only
+   * once it is committed, in one step. A revoked key stays revoked.
+   */
   async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
+    await this.writable();
     this.assertOpen();
-    const plan = applyImport(this.byId, this.byHash, records);
-    this.db.transaction(() => {
-      for (const record of plan.changed) this.upsertRow.run(toRow(record));
-    })();
-    for (const record of plan.changed) {
+    let done!: () => void;
+    this.importing = new Promise<void>((resolve) => (done = resolve));
+    try {
+      const plan = applyImport(this.byId, this.byHash, keepRevocations(records, (id) => this.byId.get(id)));
+      await this.writeInSteps(plan.changed);
+      this.applyImported(plan.changed);
+      return { imported: plan.changed.length, unchanged: plan.unchanged, ids: plan.changed.map((record) => record.id) };
+    } finally {
+      this.importing = null;
+      done();
+    }
+  }
+
+  async count(): Promise<number> {
+    this.assertOpen();
+    return this.byId.size;
+  }
+
+  /** Every record, IMPORT_STEP at a time with the event loop turning between (an export at scale). */
+  async scanRecords(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void> {
+    this.assertOpen();
+    const records = [...this.byId.values()].sort(byCreation);
+    for (let at = 0; at < records.length; at += IMPORT_STEP) {
+      await onBatch(records.slice(at, at + IMPORT_STEP).map(copyRecord));
+      await turnOfEventLoop();
+    }
+  }
+
+  private async writeInSteps(changed: ApiKeyRecord[]): Promise<void> {
+    if (changed.length === 0) return;
+    this.write(() => this.db.exec('BEGIN IMMEDIATE'));
+    try {
+      for (let at = 0; at < changed.length; at += IMPORT_STEP) {
+        this.write(() => {
+          for (const record of changed.slice(at, at + IMPORT_STEP)) this.upsertRow.run(toRow(record));
+        });
+        await turnOfEventLoop();
+        this.assertOpen();
+      }
+      this.write(() => this.db.exec('COMMIT'));
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  private applyImported(changed: ApiKeyRecord[]): void {
+    for (const record of changed) {
       const before = this.byId.get(record.id);
       const touched = new Set([...(before ? hashesOf(before) : []), ...hashesOf(record)]);
       if (before) for (const hash of hashesOf(before)) this.byHash.delete(hash);
       this.remember(copyRecord(record));
       for (const hash of touched) this.changeListeners.emit({ id: record.id, hash });
     }
-    return { imported: plan.changed.length, unchanged: plan.unchanged };
+  }
+
+  /** Waits while an import's transaction is open: a write now would join it. */
+  private async writable(): Promise<void> {
+    while (this.importing) await this.importing;
   }
 
   onChange(listener: (change: KeyChange) => void): () => void {
@@ -257,6 +322,8 @@ export class SqliteKeyStore implements KeyStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // An import in progress sees the store closed at its next step and rolls back first.
+    await this.importing;
     this.changeListeners.clear();
     this.db.close();
   }

@@ -1,9 +1,10 @@
-import { exportLine, parseExport } from '../../../src/keys/key-export';
+import { exportLine, linesOf, parseExport, type ImportRules } from '../../../src/keys/key-export';
 import { generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import type { ApiKeyRecord } from '../../../src/keys/types';
 import { keyRecordFixture } from '../../support/key-record';
 
 const PREFIX = 'asg_test_';
+const RULES: ImportRules = { prefix: PREFIX, largestCost: 1, check: () => null };
 
 function record(overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
   return keyRecordFixture({
@@ -21,7 +22,7 @@ describe('export lines: month quota and billing day', () => {
     const metered = record({ billingDay: 17 });
     const line = exportLine(metered, PREFIX);
     expect(JSON.parse(line)).toMatchObject({ limits: { perMinute: 10, perDay: 100, perMonth: 1000 }, billingDay: 17 });
-    expect(parseExport(line, PREFIX)).toEqual([metered]);
+    expect(parseExport(line, RULES)).toEqual([metered]);
   });
 
   it('writes no billingDay for the default (the 1st), so older exports and new ones of the same key are equal', () => {
@@ -29,11 +30,54 @@ describe('export lines: month quota and billing day', () => {
     const line = exportLine(plain, PREFIX);
     expect(line).not.toContain('billingDay');
     expect(exportLine({ ...plain, billingDay: 1 }, PREFIX)).toBe(line);
-    expect(parseExport(JSON.stringify({ ...JSON.parse(line), billingDay: 1 }), PREFIX)).toEqual([plain]);
+    expect(parseExport(JSON.stringify({ ...JSON.parse(line), billingDay: 1 }), RULES)).toEqual([plain]);
   });
 
   it.each([29, 0, 'x', 2.5])('refuses billingDay %p, naming the line', (billingDay) => {
     const line = JSON.stringify({ ...JSON.parse(exportLine(record(), PREFIX)), billingDay });
-    expect(() => parseExport(line, PREFIX)).toThrow('line 1: billingDay must be a whole number from 1 to 28');
+    expect(() => parseExport(line, RULES)).toThrow('line 1: billingDay must be a whole number from 1 to 28');
   });
+});
+
+describe('import lines are validated as the admin API validates a key (CONTRACT §4)', () => {
+  const lineWith = (fields: Record<string, unknown>) => JSON.stringify({ ...JSON.parse(exportLine(record(), PREFIX)), ...fields });
+
+  it.each([
+    ['an instant that does not exist', { expiresAt: '2020-13-45T99:99:99Z' }, /line 1: expiresAt is missing or not an RFC 3339 instant/],
+    ['February 31st', { createdAt: '2030-02-31T00:00:00Z' }, /line 1: createdAt is missing or not an RFC 3339 instant/],
+    ['a name with a lone surrogate', { name: 'half \ud800 a pair' }, /line 1: name must be text \(it holds a lone surrogate\)/],
+    ['a name of 60 MB', { name: 'x'.repeat(201) }, /line 1: name must be 1 to 200 characters/],
+    ['an empty name', { name: '   ' }, /line 1: name must be 1 to 200 characters/],
+    ['limits with an unknown field', { limits: { perMinute: 10, perDay: 100, burst: 5 } }, /line 1: limits has unknown field burst/],
+  ])('refuses %s, naming the line', (_what, fields, message) => {
+    expect(() => parseExport(lineWith(fields), RULES)).toThrow(message);
+  });
+
+  it('refuses limits below the largest operation cost in force, as POST /admin/keys does', () => {
+    const line = lineWith({ limits: { perMinute: 4, perDay: 100 } });
+    expect(() => parseExport(line, { ...RULES, largestCost: 5 })).toThrow(/line 1: limits below the largest operation cost 5 \(config costs\) could never serve it: perMinute/);
+    expect(parseExport(line, { ...RULES, largestCost: 4 })).toHaveLength(1);
+  });
+
+  it('a lone surrogate escaped in JSON is refused on line 3, after two good lines', () => {
+    const body = [exportLine(record(), PREFIX), exportLine(record({ hash: hashApiKey(`${PREFIX}second`) }), PREFIX), lineWith({ name: '\udc00' })].join('\n');
+    expect(() => parseExport(body, RULES)).toThrow(/^line 3: name must be text/);
+  });
+});
+
+describe('linesOf: a streamed body as lines', () => {
+  async function* chunks(...parts: Array<string | Buffer>) {
+    yield* parts;
+  }
+  it('joins a line split across chunks, a character split across chunks included, and keeps a last line without newline', async () => {
+    const euro = Buffer.from('€');
+    const got: string[] = [];
+    for await (const line of linesOf(chunks(Buffer.from('ab'), Buffer.concat([Buffer.from('c\nd'), euro.subarray(0, 1)]), euro.subarray(1), Buffer.from('\n\nlast')))) got.push(line);
+    expect(got).toEqual(['abc', 'd€', '', 'last']);
+  });
+});
+
+test('a name with control characters imports as the admin API takes it (every view escapes it)', () => {
+  const line = JSON.stringify({ ...JSON.parse(exportLine(record(), PREFIX)), name: 'evil \u001b[2J' });
+  expect(parseExport(line, RULES)[0]!.name).toBe('evil \u001b[2J');
 });
