@@ -17,6 +17,7 @@ import { startRecorders } from './recorders';
 import { keyDecisionListener, startNotifications } from './notifications';
 import { usageReports } from './usage-reports';
 import { startConsumers } from './consumers';
+import type { ConsumerService } from '../consumers/consumer-service';
 import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
@@ -63,6 +64,8 @@ export interface RunningProduct {
   inventory: RunningInventory | null;
   adminToken: string;
   keyService: KeyService;
+  /** Consumers (/admin/consumers), for a bootstrap or a bench that creates them in process. */
+  consumerService: ConsumerService;
   /** SIGHUP and POST /admin/reload: re-read, validate whole, apply or change nothing. */
   reload(trigger: string): Promise<ReloadOutcome>;
   /** Puts a config already validated (and the TLS pair) in force: requests that start afterwards use it. */
@@ -151,7 +154,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     // The metrics registered since (the reload's) take the same closed sets.
     enforceLabelAllowlist(metrics.registry, labels);
-    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
+    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, consumerService: consumers.service, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;
