@@ -64,14 +64,16 @@ const CONSUMER_TAIL = 'cmc, cdc, coc, cok, cme, cms, cMinuteResetAt';
 const CONSUMER_ROOM = `(ARGV[15] == '' or cmc + cost <= tonumber(ARGV[15])) and (ARGV[16] == '' or cdc + cost <= tonumber(ARGV[16])) and (not cmonthLimit or coc + cost <= cmonthLimit)`;
 const KEY_ROOM = `mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit)`;
 
-/** The consumer's day hash: counted like a key's, kept to the end of its day (it holds no ban). */
-const CONSUMER_DAY_ADMIT = `cdc = cdc + cost
-if cSameDay then
-  redis.call('HINCRBY', ckey, 'dc', cost)
-else
-  redis.call('HSET', ckey, 'dw', day, 'dc', cdc)
-  redis.call('PEXPIRE', ckey, (day + 1) * 86400000 - now + ${EXPIRY_SLACK_MS})
-end`;
+/**
+ * The consumer's hash after an admission: `fields` (its minute with a fixed minute) and its day in
+ * one HSET, kept to the end of its day (it holds no ban), so the consumer costs one read and one
+ * write per request.
+ */
+function consumerAdmit(fields: string): string {
+  return `cdc = cdc + cost
+redis.call('HSET', ckey, ${fields}'dw', day, 'dc', cdc)
+if not cSameDay then redis.call('PEXPIRE', ckey, (day + 1) * 86400000 - now + ${EXPIRY_SLACK_MS}) end`;
+}
 
 /** A refusal: counted toward the key's ban (bans stay per key) unless shadowed. Expects `f` with rc, re at rcAt. */
 function refusal(rcAt: number): string {
@@ -135,8 +137,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${monthAdmit('', 'mkey')}
   cmc = cmc + cost
-  redis.call('HSET', ckey, 'mw', minute, 'mc', cmc)
-  ${CONSUMER_DAY_ADMIT}
+  ${consumerAdmit("'mw', minute, 'mc', cmc, ")}
   ${monthAdmit('c', 'cmkey')}
   return {0, now, mc, dc, 0, 0, oc, ok, me, ms, ${CONSUMER_TAIL}}
 end
@@ -210,7 +211,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
     redis.call('PEXPIRE', clog, 61000)
     cmc = cmc + cost
   end
-  ${CONSUMER_DAY_ADMIT}
+  ${consumerAdmit('')}
   ${monthAdmit('c', 'cmkey')}
   return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}}
 end
