@@ -373,7 +373,7 @@ interface Fixture {
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; consumerKeys?: number },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean; consumerKeys?: number },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -420,6 +420,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         tracing: options.tracing,
         extraKeys: options.extraKeys,
         monthAndCost: options.monthAndCost,
+        allowlist100: options.allowlist100,
         consumerKeys: options.consumerKeys,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
@@ -466,6 +467,8 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
     'gateway-redis-undici': () => gateway('gateway-redis-undici', 'undici', true),
     // Issue 28: a month window and a cost rule on; compare with gateway-redis-undici (two windows).
     'gateway-redis-undici-month-cost': () => gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
+    // Issue 39: the admitted key with a 100-range address list (the client in the last) and an operation list.
+    'gateway-redis-undici-allowlist-100': () => gateway('gateway-redis-undici-allowlist-100', 'undici', true, { allowlist100: true }),
     'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
     'gateway-redis-undici-consumer-100': () => gateway('gateway-redis-undici-consumer-100', 'undici', true, { consumerKeys: CONSUMER_KEYS }),
     'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
@@ -517,6 +520,8 @@ function variantPlans(): VariantPlan[] {
     row(OTHER_BUILD, 'gateway, Redis, undici (--compare-with build)', admitted),
     // Month window + cost 2 on the measured route: its CPU per request beside gateway-redis-undici (target: within 10 %).
     row('gateway-redis-undici-month-cost', 'gateway, Redis, undici, month window + cost rule', admitted),
+    // Access policy at its largest: its CPU per request beside gateway-redis-undici (target: within 3 %).
+    row('gateway-redis-undici-allowlist-100', 'gateway, Redis, undici, 100-range allowlist', admitted),
     row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
     row('gateway-redis-undici-consumer-100', `gateway, Redis, undici, a consumer of ${CONSUMER_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
     // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds

@@ -35,6 +35,17 @@ interface GatewayChildOptions {
   tracing?: { sinkUrl: string; ratio: number };
   /** Keys issued besides `admitted` (same unreachable limits), for the round-robin row (0: none). */
   extraKeys?: number;
+  /**
+   * Issue 39: the admitted key carries an access policy at its largest, 100 address ranges with
+   * the bench's client (127.0.0.1) in the last one, and an operation list, so every request runs
+   * both checks to the end.
+   */
+  allowlist100?: boolean;
+}
+
+/** 99 ranges no bench client is in, then loopback: the worst case of a 100-entry list. */
+function hundredRanges(): string[] {
+  return [...Array.from({ length: 99 }, (_, i) => `10.${i}.0.0/16`), '127.0.0.0/8'];
 }
 
 /** What the measured operation costs in the month-and-cost row. */
@@ -89,7 +100,8 @@ async function main(): Promise<void> {
   const product = await startProduct(config, { logger, gatewayPort: 0, adminPort: 0 });
 
   const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000, ...(options.monthAndCost ? { perMonth: 1_000_000_000_000 } : {}) };
-  const admitted = await product.keyService.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable, ...(options.monthAndCost ? { billingDay: 15 } : {}) });
+  const policy = options.allowlist100 ? { allowedOperations: ['listPets', 'getPet'], allowedAddresses: hundredRanges() } : {};
+  const admitted = await product.keyService.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable, ...(options.monthAndCost ? { billingDay: 15 } : {}), ...policy });
   // One request's worth: used up by the first request, whatever it costs.
   const oneRequest = options.monthAndCost ? { perMinute: MEASURED_COST, perDay: MEASURED_COST } : { perMinute: 1, perDay: 1 };
   const limited = await product.keyService.create({ name: 'bench limited', plan: 'enterprise', limits: oneRequest });

@@ -2,19 +2,20 @@ import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
 import { windowsIdOfKey } from '../limits/windows-id';
-import type { ApiKeyRecord, KeyPatch, NewKeyInput } from '../keys/types';
+import type { ApiKeyRecord, KeyPatchRequest, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, KeyUsage, WindowLimits, WindowState } from '../limits/types';
 import { DEFAULT_BILLING_DAY, MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import type { RecordAudit } from './audit-trail';
 import { hasBody, intParameter, parseBody, requireJson } from './request-parsing';
 import { bodyParserForLimit } from '../shared/body-limit';
+import { accessListsView } from '../access/access-lists';
 
 /** What the key routes need from the key service. */
 export interface KeyAdministration {
   create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }>;
   get(id: string): Promise<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
-  update(id: string, patch: KeyPatch): Promise<ApiKeyRecord | null>;
+  update(id: string, patch: KeyPatchRequest): Promise<ApiKeyRecord | null>;
   revoke(id: string): Promise<ApiKeyRecord | null>;
   /** Null for an unknown id; throws ApiError('conflict') for a revoked key. */
   rotate(id: string, graceSeconds?: number): Promise<{ key: string; record: ApiKeyRecord } | null>;
@@ -44,7 +45,13 @@ const limitsSchema = z.strictObject({
   /** Shadow mode for this key (CONTRACT §4); absent, the key follows its plan. */
   shadow: z.boolean().optional(),
 });
+/** Access policy lists (CONTRACT §4): checked by src/access/access-lists.ts, whose 400 names each bad entry. */
+const accessListFields = {
+  allowedOperations: z.unknown().optional(),
+  allowedAddresses: z.unknown().optional(),
+};
 const createKeySchema = z.strictObject({
+  ...accessListFields,
   name: z.string(),
   plan: z.string(),
   limits: limitsSchema.nullable().optional(),
@@ -55,6 +62,7 @@ const createKeySchema = z.strictObject({
   consumerId: z.string().max(100).nullable().optional(),
 });
 const updateKeySchema = z.strictObject({
+  ...accessListFields,
   name: z.string().optional(),
   plan: z.string().optional(),
   limits: limitsSchema.nullable().optional(),
@@ -90,6 +98,7 @@ function publicView(keys: KeyAdministration, record: ApiKeyRecord, lastUsed: Map
     expiresAt: record.expiresAt,
     ...billingDayView(record, limits),
     consumerId: record.consumerId ?? null,
+    ...accessListsView(record),
     lastUsedAt: lastUsedAt === undefined ? null : new Date(lastUsedAt).toISOString(),
   };
 }
@@ -153,8 +162,9 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
     const limits = keys.effectiveLimits(record);
     const billingDay = billingDayView(record, limits);
     const consumerId = record.consumerId ?? null;
-    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay, consumerId });
-    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay, consumerId });
+    const accessLists = accessListsView(record);
+    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay, consumerId, ...accessLists });
+    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay, consumerId, ...accessLists });
   });
   router.post('/keys/:id/rotate', json, async (req, res) => {
     // The body is optional ({graceSeconds} has a default); one that is sent must be JSON.
@@ -173,6 +183,7 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
     if (!record) throw notFound(req.params.id);
     // What was asked for, as stored (an expiry normalised to UTC).
     const details: Record<string, unknown> = {};
+    // A list removed (null) or a consumer left (null) is absent from the record: the audit says null.
     for (const field of Object.keys(patch) as Array<keyof typeof patch>) details[field] = record[field] ?? null;
     await audit(req, 'update', record.id, details);
     res.json(await viewOf(record));

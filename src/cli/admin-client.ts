@@ -44,7 +44,7 @@ export class AdminClient {
     return this.request('GET', '/v1/usage');
   }
 
-  createKey(body: { name: string; plan: string; limits?: { perMinute: number; perDay: number }; expiresAt?: string }) {
+  createKey(body: { name: string; plan: string; limits?: { perMinute: number; perDay: number }; expiresAt?: string; allowedOperations?: string[] | null; allowedAddresses?: string[] | null }) {
     return this.request('POST', '/admin/keys', body);
   }
   listKeys() {

@@ -7,6 +7,7 @@ import { formatAudit, formatKey, formatKeyTable, formatOwnUsage, formatUsage } f
 import { parseDurationSeconds } from './duration';
 import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text';
 import { CliUsageError, consumerCommandName, consumerCommands } from './consumer-commands';
+import { ACCESS_USAGE, CLEAR_ACCESS_USAGE, accessListsFrom, accessOptions, clearAccessOptions } from './access-flags';
 
 interface Command {
   summary: string;
@@ -73,8 +74,8 @@ const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at':
 const keyCommands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: 'create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] [--consumer ID] [--json]',
-    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, consumer: { type: 'string' }, ...jsonOption },
+    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--consumer ID] [--json]`,
+    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, consumer: { type: 'string' }, ...jsonOption },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
@@ -82,8 +83,9 @@ const keyCommands: Record<string, Command> = {
       const limits = limitsFrom(values);
       const expiresAt = expiryFrom(values);
       const billingDay = positiveInt('billing-day', values['billing-day']);
+      const access = accessListsFrom(values, (message) => new UsageError(message));
       const consumer = typeof values.consumer === 'string' ? { consumerId: values.consumer } : {};
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...consumer });
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...access, ...consumer });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -107,8 +109,8 @@ const keyCommands: Record<string, Command> = {
     render: (result) => formatKey(result as Record<string, unknown>),
   },
   update: {
-    summary: 'change a key\'s name, plan, limits or expiry',
-    usage: 'update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] [--consumer ID | --no-consumer] [--json]',
+    summary: 'change a key\'s name, plan, limits, expiry, access policy or consumer',
+    usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--consumer ID | --no-consumer] [--json]`,
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
@@ -116,6 +118,8 @@ const keyCommands: Record<string, Command> = {
       'clear-limits': { type: 'boolean' },
       ...expiryOptions,
       'no-expiry': { type: 'boolean' },
+      ...accessOptions,
+      ...clearAccessOptions,
       consumer: { type: 'string' },
       'no-consumer': { type: 'boolean' },
       ...jsonOption,
@@ -133,10 +137,11 @@ const keyCommands: Record<string, Command> = {
       if (expiresAt !== undefined && values['no-expiry']) throw new UsageError('--no-expiry cannot go with --expires-in/--expires-at');
       if (expiresAt !== undefined) patch.expiresAt = expiresAt;
       if (values['no-expiry']) patch.expiresAt = null;
+      Object.assign(patch, accessListsFrom(values, (message) => new UsageError(message)));
       if (typeof values.consumer === 'string' && values['no-consumer']) throw new UsageError('--no-consumer cannot go with --consumer');
       if (typeof values.consumer === 'string') patch.consumerId = values.consumer;
       if (values['no-consumer']) patch.consumerId = null;
-      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry or a consumer');
+      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry, an access list or a consumer');
       return client.updateKey(id!, patch);
     },
     render: (result) => formatKey(result as Record<string, unknown>),

@@ -6,6 +6,7 @@ import type { ApiKeyRecord } from '../keys/types';
 import type { ConsumerWindows, KeyLimiter } from '../limits/types';
 import { consumerLimitsOf, generateConsumerId } from './consumer-record';
 import { consumerShareOf } from './consumer-lookup';
+import { accessListsPatch } from '../access/access-lists';
 import type { ConsumerLimits, ConsumerRecord, ConsumerStore } from './types';
 
 export const MAX_CONSUMER_NAME_LENGTH = 200;
@@ -61,13 +62,15 @@ export class ConsumerService {
 
   async create(input: NewConsumerInput): Promise<ConsumerRecord> {
     const now = this.now();
+    const lists = accessListsPatch(input);
     const record: ConsumerRecord = {
       id: generateConsumerId(),
       name: validName(input.name),
       limits: this.validLimits(input.limits),
       billingDay: input.billingDay ?? DEFAULT_BILLING_DAY,
-      allowedOperations: input.allowedOperations ?? null,
-      allowedAddresses: input.allowedAddresses ?? null,
+      // Checked as a key's lists are (src/access/access-lists.ts): unknown operations, bad ranges 400.
+      allowedOperations: lists.allowedOperations ?? null,
+      allowedAddresses: lists.allowedAddresses ?? null,
       createdAt: now,
       updatedAt: now,
     };
@@ -85,6 +88,7 @@ export class ConsumerService {
 
   /** Absent fields stay; `limits: null` removes every limit; a policy list `null` removes it. */
   async update(id: string, patch: ConsumerPatch): Promise<ConsumerRecord | null> {
+    const lists = accessListsPatch(patch);
     const current = await this.options.store.get(id);
     if (!current) return null;
     const next: ConsumerRecord = {
@@ -92,8 +96,8 @@ export class ConsumerService {
       name: patch.name === undefined ? current.name : validName(patch.name),
       limits: patch.limits === undefined ? current.limits : this.validLimits(patch.limits),
       billingDay: patch.billingDay === undefined ? current.billingDay : (patch.billingDay ?? DEFAULT_BILLING_DAY),
-      allowedOperations: patch.allowedOperations === undefined ? current.allowedOperations : patch.allowedOperations,
-      allowedAddresses: patch.allowedAddresses === undefined ? current.allowedAddresses : patch.allowedAddresses,
+      allowedOperations: lists.allowedOperations === undefined ? current.allowedOperations : lists.allowedOperations,
+      allowedAddresses: lists.allowedAddresses === undefined ? current.allowedAddresses : lists.allowedAddresses,
       updatedAt: this.now(),
     };
     await this.options.store.put(next);

@@ -13,9 +13,9 @@ export type { GatewayDependencies, KeyDecisionListener, KeyLookup };
 
 /**
  * The public listener's request path on node:http. `serve` reads as the sequence: HTTP/2 framing,
- * CORS preflight, which operation, who is calling, the anonymous limit, the usage answer, the key's limit, the
- * route, the sunset, then forward; the request is recorded when its response closes. Each step is
- * a module of its own under ./steps, built once here from what it needs: it takes the request as it
+ * CORS preflight, which operation, who is calling, the anonymous limit, the access policy, the usage
+ * answer, the key's limit, the route, the sunset, then forward; the request is recorded when its
+ * response closes. Each step is a module of its own under ./steps, built once here from what it needs: it takes the request as it
  * stands (a GatewayRequest) and answers one StepOutcome: CONTINUE, ANSWERED or a Refusal.
  */
 export function createGatewayHandler(deps: GatewayDependencies): RequestListener {
@@ -23,7 +23,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   const addresses = new ClientAddressResolver(deps.config.server.trustedProxies);
   // Chosen once: with tracing off every hook is one null check.
   const traces = tracing();
-  const { cors, checkFraming, answerPreflight, matchOperation, authenticate, limitAnonymous, answerUsage, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
+  const { cors, checkFraming, answerPreflight, matchOperation, authenticate, limitAnonymous, checkAccess, answerUsage, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
 
   return function handleRequest(req, res) {
     const request = startRequest(req, res);
@@ -44,6 +44,8 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     if (outcome === CONTINUE) outcome = await authenticate(request);
     // A caller without a usable key ends here, with its 401 or 429.
     if (outcome === CONTINUE) outcome = await limitAnonymous(request);
+    // A key's (and its consumer's) access policy, from the cached record: a 403 spends nothing.
+    if (outcome === CONTINUE) outcome = checkAccess(request);
     // GET /v1/usage is the gateway's own answer and costs no unit of any window.
     if (outcome === CONTINUE) outcome = await answerUsage(request);
     if (outcome === CONTINUE) outcome = await limitKey(request);

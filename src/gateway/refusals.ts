@@ -43,6 +43,10 @@ export const NOT_BEARER = unauthorized('invalid_api_key', INVALID_MESSAGE, REALM
 export const REVOKED_KEY = unauthorized('revoked_api_key', 'This API key has been revoked.', bearerChallenge('invalid_token', 'This API key has been revoked.'));
 export const EXPIRED_KEY = unauthorized('expired_api_key', 'This API key has expired.', bearerChallenge('invalid_token', 'This API key has expired.'));
 
+// A key's or its consumer's access policy (steps/check-access.ts, CONTRACT §4).
+export const OPERATION_NOT_ALLOWED = new Refusal('operation_not_allowed', 'This API key may not call this operation.');
+export const ADDRESS_NOT_ALLOWED = new Refusal('address_not_allowed', 'This API key may not be used from this address.');
+
 // Which operation, and whether it is served (steps/match-operation.ts, steps/check-route.ts, steps/sunset.ts).
 export const NOT_A_URL = new Refusal('invalid_parameter', 'The request target is not a valid URL.');
 export const OUTSIDE_API = new Refusal('not_found', 'No such resource. The API lives under /v1.');

@@ -1,5 +1,6 @@
 import { billingDayOf, consumerIdOf } from './record';
 import { instantOf, validLimits, validName } from './key-validation';
+import { accessListsOf, accessListsPatch } from '../access/access-lists';
 import type { ApiKeyRecord } from './types';
 
 /**
@@ -40,6 +41,7 @@ export function exportLine(record: ApiKeyRecord, prefix: string): string {
     expiresAt: record.expiresAt,
     ...billingDayOf(record.billingDay),
     ...consumerIdOf(record.consumerId),
+    ...accessListsOf(record),
   });
 }
 
@@ -127,6 +129,8 @@ function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
     previousKeyExpiresAt: optionalInstant(v, 'previousKeyExpiresAt'),
     ...billingDayField(v.billingDay),
     ...(v.consumerId === undefined || v.consumerId === null ? {} : { consumerId: text(v, 'consumerId', CONSUMER_ID) }),
+    // Checked as the admin API checks them: the 400's message becomes the line's reason.
+    ...asAdminApi(() => accessListsOf(accessListsPatch(v))),
   };
   if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null)) throw new Error('previousHash and previousKeyExpiresAt go together');
   if (record.previousHash === record.hash) throw new Error('previousHash equals hash');

@@ -3,11 +3,12 @@ import { ApiError } from '../shared/errors';
 import type { WindowLimits } from '../limits/types';
 import { effectiveLimits, planLimitsOf, type Plans } from '../limits/plan-limits';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
-import type { ApiKeyRecord, ImportResult, KeyPatch, KeyStore, NewKeyInput } from './types';
+import type { ApiKeyRecord, ImportResult, KeyPatch, KeyPatchRequest, KeyStore, NewKeyInput } from './types';
 import { ExportReader, exportLine } from './key-export';
 import { billingDayOf } from './record';
 import { largestCost } from '../shared/config/costs';
 import { MAX_NAME_LENGTH, validBillingDay, validExpiry, validLimits, validName } from './key-validation';
+import { accessListsOf, accessListsPatch } from '../access/access-lists';
 
 /** Bounds of a rotation's grace period (CONTRACT §5). */
 export const MAX_GRACE_SECONDS = 604_800;
@@ -85,6 +86,7 @@ export class KeyService {
     const billingDay = validBillingDay(input.billingDay);
     const expiresAt = input.expiresAt === undefined || input.expiresAt === null ? null : validExpiry(input.expiresAt, this.clock.now());
     const consumerId = await this.validConsumer(input.consumerId);
+    const accessLists = accessListsOf(accessListsPatch(input));
 
     const key = generateApiKey(this.prefix);
     const now = this.now();
@@ -102,19 +104,21 @@ export class KeyService {
       previousKeyExpiresAt: null,
       ...billingDayOf(billingDay),
       ...(consumerId ? { consumerId } : {}),
+      ...accessLists,
     };
     await this.store.insert(record);
     return { key, record };
   }
 
   /** `limits: null` drops the key's override (the plan's apply again); absent fields stay. */
-  async update(id: string, patch: KeyPatch): Promise<ApiKeyRecord | null> {
+  async update(id: string, patch: KeyPatchRequest): Promise<ApiKeyRecord | null> {
     const clean: KeyPatch = {};
     if (patch.name !== undefined) clean.name = validName(patch.name);
     if (patch.plan !== undefined) clean.plan = this.validPlan(patch.plan);
     if (patch.limits !== undefined) clean.limits = patch.limits === null ? null : validLimits(patch.limits, this.largestCost);
     if (patch.expiresAt !== undefined) clean.expiresAt = patch.expiresAt === null ? null : validExpiry(patch.expiresAt, this.clock.now());
     if (patch.consumerId !== undefined) clean.consumerId = (await this.validConsumer(patch.consumerId)) ?? null;
+    Object.assign(clean, accessListsPatch(patch));
 
     const current = await this.store.get(id);
     if (!current) return null;

@@ -2,6 +2,7 @@ import type { WindowLimits } from '../limits/types';
 import { isBillingDay } from '../limits/month-window';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import type { ApiKeyRecord, KeyPatch, KeyRotation } from './types';
+import { accessListsOf } from '../access/access-lists';
 
 /**
  * Record helpers both stores share, so a patch or a revocation means the same thing whichever store
@@ -44,16 +45,17 @@ export function billingDayOf(value: unknown): { billingDay?: number } {
 
 /** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
 export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: string): ApiKeyRecord {
-  // consumerId is set again below (or left out: none), so that `consumerId: null` removes it.
-  const { consumerId: _consumerId, ...rest } = record;
+  // consumerId and the lists are set again below: one removed (null) must not survive the spread.
+  const { consumerId: _consumerId, allowedOperations: _operations, allowedAddresses: _addresses, ...kept } = record;
   return {
-    ...rest,
+    ...kept,
     name: patch.name ?? record.name,
     plan: patch.plan ?? record.plan,
     limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
     expiresAt: patch.expiresAt === undefined ? record.expiresAt : patch.expiresAt,
     updatedAt,
     ...consumerIdOf(patch.consumerId === undefined ? record.consumerId : patch.consumerId),
+    ...patchedAccessLists(record, patch),
   };
 }
 
@@ -62,6 +64,14 @@ export function consumerIdOf(value: unknown): { consumerId?: string } {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'string') throw new Error(`corrupt key record: consumerId ${JSON.stringify(value)}`);
   return { consumerId: value };
+}
+
+/** The record's access lists after `patch`: a list sent replaces, null removes, absent keeps. */
+function patchedAccessLists(record: ApiKeyRecord, patch: KeyPatch): Pick<ApiKeyRecord, 'allowedOperations' | 'allowedAddresses'> {
+  return accessListsOf({
+    allowedOperations: patch.allowedOperations === undefined ? record.allowedOperations : patch.allowedOperations,
+    allowedAddresses: patch.allowedAddresses === undefined ? record.allowedAddresses : patch.allowedAddresses,
+  });
 }
 
 /**
@@ -100,6 +110,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     previousKeyExpiresAt: record.previousKeyExpiresAt,
     ...billingDayOf(record.billingDay),
     ...consumerIdOf(record.consumerId),
+    ...accessListsOf(record),
   });
 }
 
@@ -145,6 +156,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     previousKeyExpiresAt: optional('previousKeyExpiresAt'),
     ...billingDayOf(v.billingDay),
     ...consumerIdOf(v.consumerId),
+    ...accessListsOf(v),
   };
 }
 

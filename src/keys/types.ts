@@ -22,6 +22,10 @@ export interface ApiKeyRecord {
   billingDay?: number;
   /** The consumer (`con_…`) whose shared windows this key also counts in; absent: none. */
   consumerId?: string;
+  /** Access policy (CONTRACT §4, src/access): the operation ids this key may call; absent: every one. */
+  allowedOperations?: string[];
+  /** Access policy: the addresses and CIDR ranges this key may call from; absent: anywhere. */
+  allowedAddresses?: string[];
 }
 
 export interface NewKeyInput {
@@ -33,6 +37,9 @@ export interface NewKeyInput {
   billingDay?: number | null;
   /** A consumer that exists; absent or null: none. */
   consumerId?: string | null;
+  /** Validated by src/access/access-lists.ts; absent or null: no list. */
+  allowedOperations?: unknown;
+  allowedAddresses?: unknown;
 }
 
 export interface KeyPatch {
@@ -43,7 +50,13 @@ export interface KeyPatch {
   expiresAt?: string | null;
   /** Moves the key to this consumer; null: to none. */
   consumerId?: string | null;
+  /** Access policy lists (src/access/access-lists.ts); null removes a list, absent keeps it. */
+  allowedOperations?: string[] | null;
+  allowedAddresses?: string[] | null;
 }
+
+/** A patch as the admin API hands it over: the access lists not checked yet (the key service checks them). */
+export type KeyPatchRequest = Omit<KeyPatch, 'allowedOperations' | 'allowedAddresses'> & { allowedOperations?: unknown; allowedAddresses?: unknown };
 
 /** A rotation: the new secret's hash, and how long the current secret stays admitted. */
 export interface KeyRotation {

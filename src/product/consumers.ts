@@ -7,6 +7,7 @@ import { consumerLookup } from '../consumers/consumer-lookup';
 import { ConsumerService } from '../consumers/consumer-service';
 import { keyWindowMover } from '../consumers/key-moves';
 import type { ConsumerStore } from '../consumers/types';
+import { consumerAccessPolicy } from '../access/consumer-policy';
 import type { Closers } from './closers';
 
 export interface ConsumersDependencies {
@@ -34,6 +35,8 @@ export async function startConsumers(deps: ConsumersDependencies) {
     directory,
     service,
     lookup: consumerLookup(directory),
+    /** The access policy of a key's consumer (src/access/consumer-policy.ts), from the directory. */
+    accessPolicy: consumerAccessPolicy((id) => directory.get(id)),
     keyServiceHooks: {
       consumerExists: async (id: string) => (await deps.consumerStore.get(id)) !== null,
       onConsumerMoved: keyWindowMover(deps.keyLimiter, (err) => logger.warn({ err: (err as Error).message }, 'could not move a key\'s windows to its new consumer a second time')),

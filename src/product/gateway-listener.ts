@@ -34,6 +34,8 @@ export interface GatewayListenerDependencies {
   keyDecisions: NonNullable<GatewayDependencies['keyDecisions']>;
   /** Each key's consumer, from the directory held in process. */
   consumers?: GatewayDependencies['consumers'];
+  /** Each key's consumer's access policy, from the same directory. */
+  consumerAccessPolicy?: GatewayDependencies['consumerAccessPolicy'];
   forwarder: GuardedForwarder;
   port?: number;
   closers: Closers;
@@ -102,6 +104,7 @@ export async function startGatewayListener(config: Config, deps: GatewayListener
       keyActivity: deps.keyOutcomes,
       keyDecisions: deps.keyDecisions,
       consumers: deps.consumers,
+      consumerAccessPolicy: deps.consumerAccessPolicy,
     });
   let builtFor = config;
   let handleRequest = handlerFor(config);

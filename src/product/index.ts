@@ -124,7 +124,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
-    const gateway = await startGatewayListener(config, { ...recorders, keyDecisions, consumers: consumers.lookup, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
+    const gateway = await startGatewayListener(config, { ...recorders, keyDecisions, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
     const applyConfig = (next: Config, pair: TlsPair | null) => {
       configState.record(null, next);
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);

@@ -8,3 +8,6 @@ export const MAX_BILLING_DAY = 28;
 export const DEFAULT_BILLING_DAY = 1;
 /** Most units one credit grant may add (CONTRACT §5). */
 export const MAX_CREDIT_UNITS = 1_000_000_000;
+
+/** At most this many entries in an access policy list (`allowedOperations`, `allowedAddresses`; CONTRACT §4). */
+export const MAX_ACCESS_LIST_ENTRIES = 100;

@@ -11,6 +11,8 @@ export const codeToStatus = {
   invalid_api_key: 401,
   revoked_api_key: 401,
   expired_api_key: 401,
+  operation_not_allowed: 403,
+  address_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

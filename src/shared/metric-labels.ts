@@ -34,6 +34,9 @@ const REASON_LABELS = [
   'invalid',
   'revoked',
   'expired',
+  // gateway_access_denied_total (src/gateway/steps/check-access.ts)
+  'operation',
+  'address',
   // gateway_admin_auth_failures_total
   'locked_out',
   // gateway_upstream_errors_total (src/gateway/upstream: upstream-failure and the guard)

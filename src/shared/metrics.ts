@@ -188,6 +188,12 @@ function authMetrics(registry: Registry) {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    accessDenied: new Counter({
+      name: 'gateway_access_denied_total',
+      help: "Requests refused with 403 by a key's or its consumer's access policy, by reason (operation, address) and plan.",
+      labelNames: ['reason', 'plan'] as const,
+      registers: [registry],
+    }),
     adminAuthFailures: new Counter({
       name: 'gateway_admin_auth_failures_total',
       help: 'Admin API requests refused for their token, by reason (missing, invalid, locked_out).',

@@ -18,13 +18,14 @@ import { createOperationStep } from './match-operation';
 import { createAuthenticateStep, type KeyLookup } from './authenticate';
 import { createAnonymousLimitStep } from './limit-anonymous';
 import { createUsageStep } from './answer-usage';
+import { createAccessStep, type ConsumerAccessPolicy } from './check-access';
 import { createKeyLimitStep, type KeyDecisionListener } from './limit-key';
 import { checkRoute } from './check-route';
 import { createSunsetStep } from './sunset';
 import { createForwardStep } from './forward';
 import { createRecordStep } from './record';
 
-export type { KeyLookup, KeyDecisionListener };
+export type { KeyLookup, KeyDecisionListener, ConsumerAccessPolicy };
 
 export interface GatewayDependencies {
   config: Config;
@@ -44,6 +45,8 @@ export interface GatewayDependencies {
   keyActivity?: { record(keyId: string, outcome: 'admitted' | 'rateLimited' | 'banned'): void };
   /** Told every limiter decision of a key and its cost (usage units, webhooks); must not wait on anything. */
   keyDecisions?: KeyDecisionListener;
+  /** The access policy of a key's consumer, from memory (steps/check-access.ts); absent: keys alone decide. */
+  consumerAccessPolicy?: ConsumerAccessPolicy;
   /** Each key's consumer, held in process (src/consumers): its shared windows and its name. */
   consumers?: ConsumerLookup;
 }
@@ -74,6 +77,7 @@ export function createSteps(deps: GatewayDependencies) {
     matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
+    checkAccess: createAccessStep({ metrics, logger, consumerPolicy: deps.consumerAccessPolicy }),
     answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall, consumerOf: deps.consumers?.consumerOf }),
     limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions, consumerOf: deps.consumers?.shareOf }),
     checkRoute,

@@ -6,8 +6,11 @@ import { RECORDS_PER_READ, type RedisImportResult } from '../stores/redis-key-im
 import { hashesOf } from '../record';
 import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
 
-/** Records a transaction of the copy takes during an import (each one fsync, synchronous = FULL). */
-const REPLICA_STEP = 2000;
+/**
+ * Records a transaction of the copy takes during an import (each one fsync, synchronous = FULL):
+ * small enough that the listener waits for no transaction long.
+ */
+const REPLICA_STEP = 500;
 
 /**
  * The Redis key store with this instance's durable copy behind it (CONTRACT §4: keys are never

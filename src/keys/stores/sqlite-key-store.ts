@@ -7,6 +7,7 @@ import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-wri
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
+import { accessListsOf } from '../../access/access-lists';
 import { keepRevocations } from '../import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
@@ -49,6 +50,8 @@ interface KeyRow {
   expires_at: string | null;
   previous_hash: string | null;
   previous_key_expires_at: string | null;
+  /** The access lists as JSON `{allowedOperations?, allowedAddresses?}`; NULL without any. */
+  access_policy: string | null;
 }
 
 const SCHEMA = `
@@ -101,6 +104,13 @@ const KEY_STORE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
+    description: 'access policies: access_policy, NULL (no lists) for every key before them',
+    up(db) {
+      addColumnIfMissing(db, 'api_keys', 'access_policy', 'TEXT');
+    },
+  },
+  {
+    version: 6,
     description: 'consumers: NULL (no consumer) for every key before them',
     up(db) {
       addColumnIfMissing(db, 'api_keys', 'consumer_id', 'TEXT');
@@ -123,7 +133,14 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     previousKeyExpiresAt: row.previous_key_expires_at,
     ...billingDayOf(row.billing_day),
     ...consumerIdOf(row.consumer_id),
+    ...(row.access_policy === null ? {} : accessListsOf(JSON.parse(row.access_policy) as Record<string, unknown>)),
   };
+}
+
+/** The access lists of a record as its column holds them: NULL for a key without, as every older row has. */
+function accessPolicyColumn(record: ApiKeyRecord): string | null {
+  const lists = accessListsOf(record);
+  return lists.allowedOperations || lists.allowedAddresses ? JSON.stringify(lists) : null;
 }
 
 function toRow(record: ApiKeyRecord): KeyRow {
@@ -144,6 +161,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     expires_at: record.expiresAt,
     previous_hash: record.previousHash,
     previous_key_expires_at: record.previousKeyExpiresAt,
+    access_policy: accessPolicyColumn(record),
   };
 }
 
@@ -173,22 +191,22 @@ export class SqliteKeyStore implements KeyStore {
     this.onSqliteError = options.onSqliteError;
     try {
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
         `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, consumer_id = @consumer_id,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
-           previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at
+           previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at, access_policy = @access_policy
          WHERE id = @id AND created_at = @created_at`,
       );
       this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at)
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
          ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
            per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
-           previous_key_expires_at = excluded.previous_key_expires_at`,
+           previous_key_expires_at = excluded.previous_key_expires_at, access_policy = excluded.access_policy`,
       );
       this.writeProbe = new SqliteWriteProbe(this.db, DATABASE, systemClock, options.onSqliteError);
       for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(fromRow(row));

@@ -2,7 +2,9 @@ import request from 'supertest';
 import { freePort, startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
-import { createKeyOverApi, eventually, gatewayGet } from './admin-kit';
+import { gatewayGet } from './admin-kit';
+import { eventually } from '../../support/eventually';
+import { createKey } from '../../support/keys';
 
 /** /healthz, /readyz and /metrics on the admin listener: no token needed, and /readyz names what failed. */
 
@@ -31,7 +33,7 @@ describe('with the store and the upstream answering', () => {
   });
 
   test('GET /metrics: Prometheus text without a token, counting gateway requests by route template and plan', async () => {
-    const created = await createKeyOverApi(product, { name: 'measured', plan: 'pro' });
+    const created = await createKey(product, { name: 'measured', plan: 'pro' }, { overApi: true });
     await gatewayGet(product, created.key).expect(200);
     await gatewayGet(product, created.key, '/v1/pets/123456789').expect(404);
 
@@ -80,7 +82,7 @@ describe('GET /readyz when a dependency is down', () => {
       await request(product.adminUrl).get('/healthz').expect(200);
 
       redis = await startRedisServer([], port);
-      await eventually(5000, async () => (await request(product.adminUrl).get('/readyz')).status === 200);
+      await eventually(async () => (await request(product.adminUrl).get('/readyz')).status === 200);
     } finally {
       await product.close();
       await redis?.stop();

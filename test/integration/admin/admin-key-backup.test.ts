@@ -1,7 +1,9 @@
 import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, createKeyOverApi, expectError, gatewayGet, sha256Hex } from './admin-kit';
+import { adminRequest, gatewayGet, sha256Hex } from './admin-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * GET /admin/keys/export and POST /admin/keys/import (CONTRACT §5): a backup taken on one gateway
@@ -27,10 +29,10 @@ let backup = '';
 beforeAll(async () => {
   freshRedis = await startRedisServer();
   source = await product();
-  keys.active = await createKeyOverApi(source, { name: 'active', plan: 'pro' });
-  keys.custom = await createKeyOverApi(source, { name: 'custom', plan: 'enterprise', limits: { perMinute: 7, perDay: 70 } });
-  keys.revoked = await createKeyOverApi(source, { name: 'revoked', plan: 'free' });
-  keys.rotated = await createKeyOverApi(source, { name: 'rotated', plan: 'free' });
+  keys.active = await createKey(source, { name: 'active', plan: 'pro' }, { overApi: true });
+  keys.custom = await createKey(source, { name: 'custom', plan: 'enterprise', limits: { perMinute: 7, perDay: 70 } }, { overApi: true });
+  keys.revoked = await createKey(source, { name: 'revoked', plan: 'free' }, { overApi: true });
+  keys.rotated = await createKey(source, { name: 'rotated', plan: 'free' }, { overApi: true });
   const expiring = await adminRequest(source, 'post', '/admin/keys').send({ name: 'expiring', plan: 'free', expiresAt: '2031-01-01T00:00:00Z' });
   keys.expiring = expiring.body as { id: string; key: string };
   await adminRequest(source, 'delete', `/admin/keys/${keys.revoked!.id}`).expect(204);

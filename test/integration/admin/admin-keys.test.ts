@@ -1,6 +1,9 @@
 import request from 'supertest';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, createKeyOverApi, eventually, expectError, gatewayGet, ISO_INSTANT, KEY_ID } from './admin-kit';
+import { adminRequest, gatewayGet, ISO_INSTANT, KEY_ID } from './admin-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /** The key routes of the admin API (CONTRACT §5): every status each one answers, and its effect at the gateway. */
 
@@ -39,6 +42,8 @@ describe('POST /admin/keys', () => {
       createdAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
       consumerId: null,
+      allowedOperations: null,
+      allowedAddresses: null,
     });
     const createdAt = Date.parse((res.body as { createdAt: string }).createdAt);
     expect(createdAt).toBeGreaterThanOrEqual(before - 1000);
@@ -50,10 +55,10 @@ describe('POST /admin/keys', () => {
   });
 
   test('each plan of config/default.yaml, and enterprise with its own limits', async () => {
-    const pro = await createKeyOverApi(product, { name: 'pro', plan: 'pro' });
-    const business = await createKeyOverApi(product, { name: 'business', plan: 'business' });
-    const enterprise = await createKeyOverApi(product, { name: 'enterprise', plan: 'enterprise', limits: { perMinute: 5000, perDay: 2_000_000 } });
-    const overridden = await createKeyOverApi(product, { name: 'free with more', plan: 'free', limits: { perMinute: 7, perDay: 70 } });
+    const pro = await createKey(product, { name: 'pro', plan: 'pro' }, { overApi: true });
+    const business = await createKey(product, { name: 'business', plan: 'business' }, { overApi: true });
+    const enterprise = await createKey(product, { name: 'enterprise', plan: 'enterprise', limits: { perMinute: 5000, perDay: 2_000_000 } }, { overApi: true });
+    const overridden = await createKey(product, { name: 'free with more', plan: 'free', limits: { perMinute: 7, perDay: 70 } }, { overApi: true });
     expect([pro, business, enterprise, overridden].map((k) => [k.plan, k.limits])).toEqual([
       ['pro', { perMinute: 300, perDay: 10000 }],
       ['business', { perMinute: 1000, perDay: 100000 }],
@@ -127,8 +132,8 @@ describe('POST /admin/keys', () => {
 
 describe('GET /admin/keys', () => {
   test('200 array of {id, name, plan, limits, createdAt, revokedAt}, revoked keys included', async () => {
-    const kept = await createKeyOverApi(product, { name: 'listed', plan: 'pro' });
-    const revoked = await createKeyOverApi(product, { name: 'listed then revoked', plan: 'free', limits: { perMinute: 3, perDay: 30 } });
+    const kept = await createKey(product, { name: 'listed', plan: 'pro' }, { overApi: true });
+    const revoked = await createKey(product, { name: 'listed then revoked', plan: 'free', limits: { perMinute: 3, perDay: 30 } }, { overApi: true });
     await adminRequest(product, 'delete', `/admin/keys/${revoked.id}`).expect(204);
 
     const res = await adminRequest(product, 'get', '/admin/keys').expect(200);
@@ -144,6 +149,8 @@ describe('GET /admin/keys', () => {
       revokedAt: null,
       expiresAt: null,
       consumerId: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
     });
     expect(items.find((k) => k.id === revoked.id)).toEqual({
@@ -155,6 +162,8 @@ describe('GET /admin/keys', () => {
       revokedAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
       consumerId: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
     });
   });
@@ -162,7 +171,7 @@ describe('GET /admin/keys', () => {
 
 describe('GET /admin/keys/{id}', () => {
   test('200 with the key, its usage and bannedUntil null', async () => {
-    const created = await createKeyOverApi(product, { name: 'shown', plan: 'free' });
+    const created = await createKey(product, { name: 'shown', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
     expect(res.body).toEqual({
       id: created.id,
@@ -173,6 +182,8 @@ describe('GET /admin/keys/{id}', () => {
       revokedAt: null,
       expiresAt: null,
       consumerId: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
       usage: {
         minute: { limit: 60, remaining: 60, reset: expect.any(Number) },
@@ -191,26 +202,26 @@ describe('GET /admin/keys/{id}', () => {
 
 describe('PATCH /admin/keys/{id}', () => {
   test('name: 200 with the updated key', async () => {
-    const created = await createKeyOverApi(product, { name: 'before', plan: 'free' });
+    const created = await createKey(product, { name: 'before', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'after' }).expect(200);
-    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, consumerId: null, lastUsedAt: null });
+    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, consumerId: null, allowedOperations: null, allowedAddresses: null, lastUsedAt: null });
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
     expect((shown.body as { name: string }).name).toBe('after');
   });
 
   test('plan: 200, and the gateway applies the new plan within 1 second', async () => {
-    const created = await createKeyOverApi(product, { name: 'upgraded', plan: 'free' });
+    const created = await createKey(product, { name: 'upgraded', plan: 'free' }, { overApi: true });
     expect(await minuteQuotaAtGateway(created.key)).toBe(60);
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ plan: 'business' }).expect(200);
     expect(res.body).toEqual(expect.objectContaining({ plan: 'business', limits: { perMinute: 1000, perDay: 100000 } }));
-    await eventually(1000, async () => (await minuteQuotaAtGateway(created.key)) === 1000);
+    await eventually(async () => (await minuteQuotaAtGateway(created.key)) === 1000, { timeoutMs: 1000 });
   });
 
   test('limits: 200, the gateway applies them, and limits null falls back to the plan', async () => {
-    const created = await createKeyOverApi(product, { name: 'tuned', plan: 'pro' });
+    const created = await createKey(product, { name: 'tuned', plan: 'pro' }, { overApi: true });
     const tuned = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ limits: { perMinute: 2, perDay: 20 } }).expect(200);
     expect((tuned.body as { limits: unknown }).limits).toEqual({ perMinute: 2, perDay: 20 });
-    await eventually(1000, async () => (await minuteQuotaAtGateway(created.key)) === 2);
+    await eventually(async () => (await minuteQuotaAtGateway(created.key)) === 2, { timeoutMs: 1000 });
     // The third request this minute is over the new limit (at most two were admitted above, but a
     // minute may have turned over in between, so spend what is left and then expect the refusal).
     let res = await gatewayGet(product, created.key);
@@ -219,11 +230,11 @@ describe('PATCH /admin/keys/{id}', () => {
 
     const cleared = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ limits: null }).expect(200);
     expect((cleared.body as { limits: unknown }).limits).toEqual({ perMinute: 300, perDay: 10000 });
-    await eventually(1000, async () => (await minuteQuotaAtGateway(created.key)) === 300);
+    await eventually(async () => (await minuteQuotaAtGateway(created.key)) === 300, { timeoutMs: 1000 });
   });
 
   test('several fields at once, enterprise with limits', async () => {
-    const created = await createKeyOverApi(product, { name: 'growing', plan: 'free' });
+    const created = await createKey(product, { name: 'growing', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`)
       .send({ name: 'grown', plan: 'enterprise', limits: { perMinute: 4000, perDay: 400000 } })
       .expect(200);
@@ -239,7 +250,7 @@ describe('PATCH /admin/keys/{id}', () => {
     ['an unknown field', { revokedAt: null }],
     ['a new key', { key: 'asg_dev_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }],
   ])('400 validation_failed for %s, and the key is unchanged', async (_label, patch) => {
-    const created = await createKeyOverApi(product, { name: 'steady', plan: 'free' });
+    const created = await createKey(product, { name: 'steady', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send(patch);
     expectError(res, 400, 'validation_failed');
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
@@ -247,13 +258,13 @@ describe('PATCH /admin/keys/{id}', () => {
   });
 
   test('400 for clearing the limits of an enterprise key', async () => {
-    const created = await createKeyOverApi(product, { name: 'big', plan: 'enterprise', limits: { perMinute: 100, perDay: 1000 } });
+    const created = await createKey(product, { name: 'big', plan: 'enterprise', limits: { perMinute: 100, perDay: 1000 } }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ limits: null });
     expectError(res, 400, 'validation_failed');
   });
 
   test('400 invalid_json, 415 for non-JSON', async () => {
-    const created = await createKeyOverApi(product, { name: 'bodies', plan: 'free' });
+    const created = await createKey(product, { name: 'bodies', plan: 'free' }, { overApi: true });
     expectError(await adminRequest(product, 'patch', `/admin/keys/${created.id}`).set('Content-Type', 'application/json').send('{"name":'), 400, 'invalid_json');
     expectError(await adminRequest(product, 'patch', `/admin/keys/${created.id}`).set('Content-Type', 'text/plain').send('name=x'), 415, 'unsupported_media_type');
   });
@@ -266,12 +277,12 @@ describe('PATCH /admin/keys/{id}', () => {
 
 describe('DELETE /admin/keys/{id}', () => {
   test('204 with no body; the key gets 401 revoked_api_key within 1 second, and stays listed as revoked', async () => {
-    const created = await createKeyOverApi(product, { name: 'doomed', plan: 'free' });
+    const created = await createKey(product, { name: 'doomed', plan: 'free' }, { overApi: true });
     await gatewayGet(product, created.key).expect(200);
     const res = await adminRequest(product, 'delete', `/admin/keys/${created.id}`);
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
-    await eventually(1000, async () => (await gatewayGet(product, created.key)).status === 401);
+    await eventually(async () => (await gatewayGet(product, created.key)).status === 401, { timeoutMs: 1000 });
     expectError(await gatewayGet(product, created.key), 401, 'revoked_api_key');
 
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
@@ -289,7 +300,7 @@ describe('DELETE /admin/keys/{id}', () => {
 
 describe('DELETE /admin/keys/{id}/ban', () => {
   test('204 for a key that is not banned; 404 for an unknown id', async () => {
-    const created = await createKeyOverApi(product, { name: 'calm', plan: 'free' });
+    const created = await createKey(product, { name: 'calm', plan: 'free' }, { overApi: true });
     await adminRequest(product, 'delete', `/admin/keys/${created.id}/ban`).expect(204);
     expectError(await adminRequest(product, 'delete', `/admin/keys/${UNKNOWN_ID}/ban`), 404, 'not_found');
   });

@@ -4,7 +4,9 @@ import Ajv2020 from 'ajv/dist/2020';
 import request from 'supertest';
 import { parse as parseYaml } from 'yaml';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, createKeyOverApi, expectError } from './admin-kit';
+import { adminRequest } from './admin-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /** GET /admin/plans: the configured plans, as the console offers them, against openapi-admin.yaml. */
 
@@ -48,6 +50,6 @@ test("every configured plan in the config's order: fixed limits, null for the pe
 });
 
 test('a listed plan is one a key can be created on, with the limits listed', async () => {
-  const created = await createKeyOverApi(product, { name: 'on-trial', plan: 'trial' });
+  const created = await createKey(product, { name: 'on-trial', plan: 'trial' }, { overApi: true });
   expect(created.limits).toEqual({ perMinute: 5, perDay: 50 });
 });

@@ -1,6 +1,8 @@
 import request from 'supertest';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, createKeyOverApi, expectError, gatewayGet, logRecords, sha256Hex, type AdminMethod } from './admin-kit';
+import { adminRequest, gatewayGet, logRecords, sha256Hex, type AdminMethod } from './admin-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * The admin API's security side: every /admin route needs the admin token (compared in constant
@@ -84,7 +86,7 @@ describe('admin token', () => {
 
 describe('keys and hashes never leave the admin API after creation', () => {
   test('GET /admin/keys and GET /admin/keys/{id} show neither a key nor its hash', async () => {
-    const created = await createKeyOverApi(product, { name: 'secret holder', plan: 'free' });
+    const created = await createKey(product, { name: 'secret holder', plan: 'free' }, { overApi: true });
     await gatewayGet(product, created.key).expect(200);
     const hash = sha256Hex(created.key);
 
@@ -107,7 +109,7 @@ describe('keys and hashes never leave the admin API after creation', () => {
   });
 
   test('after a rotation neither secret nor either hash is in any answer but the rotation itself', async () => {
-    const created = await createKeyOverApi(product, { name: 'rotated secretly', plan: 'free' });
+    const created = await createKey(product, { name: 'rotated secretly', plan: 'free' }, { overApi: true });
     const rotated = await adminRequest(product, 'post', `/admin/keys/${created.id}/rotate`).send({ graceSeconds: 60 }).expect(201);
     const newKey = (rotated.body as { key: string }).key;
     expect(rotated.text).not.toContain(created.key);
@@ -130,7 +132,7 @@ describe('keys and hashes never leave the admin API after creation', () => {
   });
 
   test('PATCH answers without the key or its hash', async () => {
-    const created = await createKeyOverApi(product, { name: 'patched', plan: 'free' });
+    const created = await createKey(product, { name: 'patched', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'renamed' }).expect(200);
     expect(Object.keys(res.body as object).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
     expect(res.text).not.toContain(created.key);
@@ -140,7 +142,7 @@ describe('keys and hashes never leave the admin API after creation', () => {
 
 describe('logs', () => {
   test('admin actions are logged with the action and key id; the admin token and keys never are', async () => {
-    const created = await createKeyOverApi(product, { name: 'audited', plan: 'free', limits: { perMinute: 1, perDay: 10 } });
+    const created = await createKey(product, { name: 'audited', plan: 'free', limits: { perMinute: 1, perDay: 10 } }, { overApi: true });
     await gatewayGet(product, created.key).expect(200);
     await gatewayGet(product, created.key).expect(429);
     await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ plan: 'pro' }).expect(200);

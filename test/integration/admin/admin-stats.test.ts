@@ -4,7 +4,10 @@ import Ajv2020 from 'ajv/dist/2020';
 import request from 'supertest';
 import { parse as parseYaml } from 'yaml';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, createKeyOverApi, eventually, expectError, gatewayGet } from './admin-kit';
+import { adminRequest, gatewayGet } from './admin-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /** GET /admin/stats: the console's overview, from real traffic through the gateway, against openapi-admin.yaml. */
 
@@ -43,8 +46,8 @@ test('without the admin token: 401', async () => {
 });
 
 test('counts the gateway answers of the last seconds by status class, plan and refusing window, with health and bans', async () => {
-  const free = await createKeyOverApi(product, { name: 'stats-free', plan: 'free' });
-  const tight = await createKeyOverApi(product, { name: 'stats-tight', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1 } });
+  const free = await createKey(product, { name: 'stats-free', plan: 'free' }, { overApi: true });
+  const tight = await createKey(product, { name: 'stats-tight', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1 } }, { overApi: true });
   for (let i = 0; i < 3; i++) await gatewayGet(product, free.key).expect(200);
   await gatewayGet(product, free.key, '/v1/pets/999999').expect(404);
   await request(product.gatewayUrl).get('/v1/pets').expect(401);
@@ -53,7 +56,7 @@ test('counts the gateway answers of the last seconds by status class, plan and r
 
   // The recorder samples the counters once a second.
   let report!: Report;
-  await eventually(5000, async () => {
+  await eventually(async () => {
     report = await stats();
     return report.totals.requests === 7;
   });

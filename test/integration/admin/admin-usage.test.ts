@@ -1,6 +1,8 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, createKeyOverApi, expectError, gatewayGet } from './admin-kit';
+import { adminRequest, gatewayGet } from './admin-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * GET /admin/keys/{id} usage and bannedUntil, and DELETE /admin/keys/{id}/ban. The product runs on
@@ -33,7 +35,7 @@ async function show(id: string): Promise<Shown> {
 }
 
 test('usage reflects traffic at the gateway, with reset instants of both windows', async () => {
-  const created = await createKeyOverApi(product, { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 100 } });
+  const created = await createKey(product, { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 100 } }, { overApi: true });
   const nextMinute = Math.ceil((clock.now() + 1) / 60_000) * 60;
   const nextDay = Math.ceil((clock.now() + 1) / 86_400_000) * 86_400;
   expect((await show(created.id)).usage).toEqual({
@@ -60,7 +62,7 @@ test('usage reflects traffic at the gateway, with reset instants of both windows
 });
 
 test('a key hammered past its limit and the ban threshold shows bannedUntil; DELETE /ban lifts it', async () => {
-  const created = await createKeyOverApi(product, { name: 'hammered', plan: 'free', limits: { perMinute: 1, perDay: 100 } });
+  const created = await createKey(product, { name: 'hammered', plan: 'free', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
   expect((await show(created.id)).bannedUntil).toBeNull();
 
   const codes: string[] = [];
@@ -88,7 +90,7 @@ test('a key hammered past its limit and the ban threshold shows bannedUntil; DEL
 });
 
 test('a ban ends by itself once its time has passed', async () => {
-  const created = await createKeyOverApi(product, { name: 'patient', plan: 'free', limits: { perMinute: 1, perDay: 100 } });
+  const created = await createKey(product, { name: 'patient', plan: 'free', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
   for (let i = 0; i < 5; i++) await gatewayGet(product, created.key);
   expect((await show(created.id)).bannedUntil).not.toBeNull();
   clock.advance(BAN_SECONDS * 1000);

@@ -1,6 +1,7 @@
 import { hashApiKey } from '../../../src/keys/key-format';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, createKeyOverApi, gatewayGet, logRecords } from './admin-kit';
+import { adminRequest, gatewayGet, logRecords } from './admin-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Issue 15: the shared audit trail came in beside the `admin <action>` log line each admin write has
@@ -40,7 +41,7 @@ describe('each admin write keeps its `admin <action>` log line', () => {
   it('create, update, rotate, unban and revoke: one line each with the action and key id, no secret anywhere', async () => {
     let created!: { id: string; key: string };
     const create = await lineOf(async () => {
-      created = await createKeyOverApi(product, { name: 'logged', plan: 'free', limits: { perMinute: 1, perDay: 100 } });
+      created = await createKey(product, { name: 'logged', plan: 'free', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
     });
 
     const update = await lineOf(() => adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'logged, renamed', plan: 'pro' }).expect(200));
@@ -81,7 +82,7 @@ describe('each admin write keeps its `admin <action>` log line', () => {
   });
 
   it('a refused write (unknown key, rotating a revoked key, a bad body) writes no line', async () => {
-    const revoked = await createKeyOverApi(product, { name: 'revoked', plan: 'free' });
+    const revoked = await createKey(product, { name: 'revoked', plan: 'free' }, { overApi: true });
     await adminRequest(product, 'delete', `/admin/keys/${revoked.id}`).expect(204);
     const unknown = 'key_000000000000000000000000';
 

@@ -7,8 +7,9 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import request from 'supertest';
 import { canonicalJson } from '../../../src/shared/config';
-import { createKey, startRecordingUpstream, startTestProduct, type ProductHarness, type TestUpstream } from '../gateway/gateway-kit';
+import { startRecordingUpstream, startTestProduct, type ProductHarness, type TestUpstream } from '../gateway/gateway-kit';
 import { logEntries, scrape, total } from '../gateway/listener-kit';
+import { createKey } from '../../support/keys';
 
 /** CONTRACT §2 "Live reload" and §5 POST /admin/reload, GET /admin/config, in one process. */
 const ORIGIN = 'https://app.example';

@@ -59,7 +59,7 @@ async function spawnProduct(dataDir: string): Promise<ProductProcess> {
 
 const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 
-function createKey(proc: ProductProcess, name: string): Promise<RawResponse> {
+function postKey(proc: ProductProcess, name: string): Promise<RawResponse> {
   return rawRequest(proc.adminUrl, {
     method: 'POST',
     path: '/admin/keys',
@@ -101,7 +101,7 @@ describe('in-process key store on a full disk', () => {
     running.push(proc);
     const acknowledged: string[] = [];
     for (let i = 0; i < 3; i += 1) {
-      const res = await createKey(proc, `before ${i}`);
+      const res = await postKey(proc, `before ${i}`);
       expect(res.status).toBe(201);
       acknowledged.push((res.body as { id: string }).id);
     }
@@ -109,7 +109,7 @@ describe('in-process key store on a full disk', () => {
     const filler = disk.fill();
     let refused = 0;
     for (let i = 0; i < 20; i += 1) {
-      const res = await createKey(proc, `full ${i} ${'n'.repeat(100)}`);
+      const res = await postKey(proc, `full ${i} ${'n'.repeat(100)}`);
       if (res.status === 201) {
         acknowledged.push((res.body as { id: string }).id);
         continue;
@@ -131,7 +131,7 @@ describe('in-process key store on a full disk', () => {
     expect(metrics).toMatch(/^gateway_sqlite_errors_total\{database="keys",code="SQLITE_FULL"\} [1-9]\d*$/m);
 
     fs.rmSync(filler);
-    const after = await createKey(proc, 'after');
+    const after = await postKey(proc, 'after');
     expect(after.status).toBe(201);
     acknowledged.push((after.body as { id: string }).id);
     expect((await readyzBecomes(proc, 200)).status).toBe(200);

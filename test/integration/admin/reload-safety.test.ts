@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
-import { admin, createKey, startTestProduct, type ProductHarness } from '../gateway/gateway-kit';
+import { admin, startTestProduct, type ProductHarness } from '../gateway/gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Issue 42, reload: CONTRACT §5 POST /admin/reload refuses removing a plan that a key uses and a

@@ -1,6 +1,8 @@
 import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, eventually, expectError } from './admin-kit';
+import { adminRequest } from './admin-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
 
 /**
  * Issue 40, GET /admin/stats/top-keys: the keys with the most requests over the last 5 or 60
@@ -51,10 +53,10 @@ describe('on Redis, two instances', () => {
 
     // A flushes its own counts when asked; B's arrive with its next flush (every 5 s).
     let keys: TopKeys['keys'] = [];
-    await eventually(20_000, async () => {
+    await eventually(async () => {
       keys = await topKeys(a, '?minutes=5');
       return keys[0]?.requests === 6 && keys.some((k) => k.keyId === quiet.record.id);
-    });
+    }, { timeoutMs: 20_000 });
     expect(keys).toEqual([
       { keyId: busy.record.id, name: 'busy', consumerId: null, requests: 6, rateLimited: 0 },
       { keyId: limited.record.id, name: 'limited', consumerId: null, requests: 4, rateLimited: 2 },

@@ -3,7 +3,9 @@ import { dayOf } from '../../../src/keys/activity/key-activity';
 import type { UsageExportLine } from '../../../src/keys/activity/usage-export';
 import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, eventually, expectError } from './admin-kit';
+import { adminRequest } from './admin-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
 
 /**
  * Issue 40, GET /admin/usage/export on Redis with two instances: one line per key and UTC day with
@@ -76,10 +78,10 @@ test("units equal the day window's count over two instances, costs included; adm
   // B flushes every 5 s; the export (on A) flushes A's own counts at once.
   const today = date(clock.now());
   let lines: Line[] = [];
-  await eventually(20_000, async () => {
+  await eventually(async () => {
     lines = (await exportOf(a, today, today)).filter((l) => l.keyId === record.id);
     return lines[0]?.admitted === admitted;
-  });
+  }, { timeoutMs: 20_000 });
   expect(lines).toEqual([{ date: today, keyId: record.id, consumerId: null, admitted, units: 20, rateLimited: refused, banned: 0 }]);
 });
 

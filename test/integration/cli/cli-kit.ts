@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { START_HANG_GUARD_MS } from '../startup/startup-kit';
 
 /** Runs the key CLI as a real child process, as `npm run keys -- …` does, without a build step. */
 
@@ -26,7 +27,8 @@ export function runKeys(args: string[], env: Record<string, string>): Promise<Cl
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    // A hang guard (was 20 s: a crowded machine's start is slower than that), not a speed claim.
+    const timer = setTimeout(() => child.kill('SIGKILL'), START_HANG_GUARD_MS);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);

@@ -5,8 +5,9 @@ import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { freePort } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { eventually } from '../admin/admin-kit';
+import {  } from '../admin/admin-kit';
 import { expectNoStackTrace, runKeys, type CliRun } from './cli-kit';
+import { eventually } from '../../support/eventually';
 
 /**
  * `npm run keys -- …` as a child process against a running admin listener: what each command
@@ -91,6 +92,8 @@ describe('create', () => {
       createdAt: expect.any(String),
       expiresAt: null,
       consumerId: null,
+      allowedOperations: null,
+      allowedAddresses: null,
     });
     await gateway(created.key).expect(200);
   });
@@ -127,6 +130,8 @@ describe('list', () => {
       revokedAt: null,
       expiresAt: null,
       consumerId: null,
+      allowedOperations: null,
+      allowedAddresses: null,
       lastUsedAt: null,
     });
   });
@@ -162,7 +167,7 @@ describe('update', () => {
     expect(run.stdout).toMatch(/^plan: +business$/m);
     expect(run.stdout).toMatch(/^limits: +1000\/min, 100000\/day$/m);
     expect(await showJson(created.id)).toEqual(expect.objectContaining({ plan: 'business', limits: { perMinute: 1000, perDay: 100000 } }));
-    await eventually(1000, async () => String((await gateway(created.key)).headers['ratelimit-policy']).startsWith('"minute";q=1000;'));
+    await eventually(async () => String((await gateway(created.key)).headers['ratelimit-policy']).startsWith('"minute";q=1000;'), { timeoutMs: 1000 });
   });
 
   test('--per-minute/--per-day set limits; --clear-limits returns to the plan\'s', async () => {
@@ -189,7 +194,7 @@ describe('revoke and unban', () => {
     const run = await keys('revoke', created.id);
     expectSuccess(run);
     expect(run.stdout.trim()).toBe(`revoked ${created.id}`);
-    await eventually(1000, async () => (await gateway(created.key)).status === 401);
+    await eventually(async () => (await gateway(created.key)).status === 401, { timeoutMs: 1000 });
     const res = await gateway(created.key);
     expect({ status: res.status, code: (res.body as { code?: string }).code }).toEqual({ status: 401, code: 'revoked_api_key' });
     expect((await showJson(created.id)).revokedAt).toEqual(expect.any(String));

@@ -4,7 +4,8 @@ import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-ke
 import type { KeyChange } from '../../../src/keys/types';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { uniqueNamespace } from '../../support/test-redis';
-import { describeKeyStoreContract, eventually, newRecord } from '../keys/key-store-contract';
+import { describeKeyStoreContract, newRecord } from '../keys/key-store-contract';
+import { eventually } from '../../support/eventually';
 
 /**
  * RedisKeyStore on a three-master Redis Cluster, including its change notifications when the
@@ -69,7 +70,7 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       listener.onChange((change) => changes.push(change));
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), 2000, 'change heard on another master');
+      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change heard on another master' });
       // The issued mark travels with the change, and the filter's rebuild reads the hashes on the Cluster.
       const { epoch, seq } = await listener.issuedMark();
       expect(changes).toEqual([{ id: record.id, hash: record.hash, mark: { epoch, seq } }]);
@@ -97,10 +98,10 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       const killed = await Promise.all(masters.map((master) => master.client('KILL', 'TYPE', 'PUBSUB') as Promise<number>));
       expect(killed.reduce((sum, n) => sum + n, 0)).toBe(2);
 
-      await eventually(() => resyncs >= 1, 5000, 'resync after reconnect');
+      await eventually(() => resyncs >= 1, { what: 'resync after reconnect' });
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), 2000, 'change after reconnect');
+      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change after reconnect' });
     } finally {
       for (const master of masters) master.disconnect();
       await writer.close();
@@ -123,10 +124,10 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
 
       await cluster.killNode(victim);
       // Ten reconnects (about 3 s), then a new subscriber on a live master.
-      await eventually(() => resyncs >= 1, 15_000, 'resync on another master');
+      await eventually(() => resyncs >= 1, { timeoutMs: 15_000, what: 'resync on another master' });
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), 2000, 'change after the node died');
+      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change after the node died' });
       expect(changes.find((c) => c.id === record.id)).toMatchObject({ id: record.id, hash: record.hash, mark: { seq: expect.any(Number) } });
     } finally {
       await writer.close();

@@ -10,14 +10,15 @@ import { startRedisCluster, type RedisCluster } from '../../support/redis-cluste
 import { uniqueNamespace } from '../../support/test-redis';
 import {
   admin,
-  expectError,
   expectRateLimitHeaders,
   header,
   startTestProduct,
   usageOf,
-  within,
   type ProductHarness,
 } from '../gateway/gateway-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * The whole product, twice (one namespace), on a Redis Cluster of three masters reached through
@@ -69,12 +70,6 @@ describe('the product on a three-master Redis Cluster', () => {
   function freshAddress(): string {
     addressCounter += 1;
     return `198.51.100.${addressCounter}`;
-  }
-
-  async function createKeyOn(product: ProductHarness, body: object): Promise<{ id: string; key: string; auth: string }> {
-    const res = await request(product.adminUrl).post('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`).send(body).expect(201);
-    const { id, key } = res.body as { id: string; key: string };
-    return { id, key, auth: `Bearer ${key}` };
   }
 
   function get(product: ProductHarness, auth: string | null, address: string): request.Test {
@@ -131,14 +126,14 @@ describe('the product on a three-master Redis Cluster', () => {
   });
 
   it('a key created on instance A is served on instance B', async () => {
-    const { auth } = await createKeyOn(a, { name: 'made on A', plan: 'free' });
+    const { auth } = await createKey(a, { name: 'made on A', plan: 'free' }, { overApi: true });
     const res = await get(b, auth, freshAddress()).expect(200);
     expect(Array.isArray(res.body)).toBe(true);
     expect(expectRateLimitHeaders(res).policy).toBe('"minute";q=60;w=60, "day";q=1000;w=86400');
   });
 
   it('80 concurrent requests over both instances admit exactly a 30/day key’s 30; the rest are 429 with headers', async () => {
-    const { id, auth } = await createKeyOn(a, { name: 'burst', plan: 'enterprise', limits: { perMinute: 1000, perDay: 30 } });
+    const { id, auth } = await createKey(a, { name: 'burst', plan: 'enterprise', limits: { perMinute: 1000, perDay: 30 } }, { overApi: true });
     await awayFromDayEnd();
     const address = freshAddress();
     const responses = await Promise.all(
@@ -173,7 +168,7 @@ describe('the product on a three-master Redis Cluster', () => {
   });
 
   it('retrying after 429 bans the key on both instances; DELETE /admin/keys/{id}/ban on A lifts it everywhere', async () => {
-    const { id, auth } = await createKeyOn(a, { name: 'retrier', plan: 'enterprise', limits: { perMinute: 1000, perDay: 2 } });
+    const { id, auth } = await createKey(a, { name: 'retrier', plan: 'enterprise', limits: { perMinute: 1000, perDay: 2 } }, { overApi: true });
     await awayFromDayEnd();
     const address = freshAddress();
     const codes: Array<number | string> = [];
@@ -198,17 +193,17 @@ describe('the product on a three-master Redis Cluster', () => {
   });
 
   it('a revocation on instance A reaches instance B’s cache within 1 s (key changes published across the cluster)', async () => {
-    const { id, auth } = await createKeyOn(a, { name: 'to revoke', plan: 'free' });
+    const { id, auth } = await createKey(a, { name: 'to revoke', plan: 'free' }, { overApi: true });
     const address = freshAddress();
     // Both instances resolve the key, so it sits in both caches (TTL 60 s) when A revokes it.
     for (const product of [a, b, b]) await get(product, auth, address).expect(200);
 
     await admin(a).delete(`/admin/keys/${id}`).expect(204);
     let last: request.Response | undefined;
-    const took = await within(1000, async () => {
+    const took = await eventually(async () => {
       last = await get(b, auth, address);
       return last.status !== 200;
-    });
+    }, { timeoutMs: 1000 });
     expect(took).toBeLessThan(1000);
     expectError(last!, 401, 'revoked_api_key');
     expectRateLimitHeaders(last!);
@@ -234,7 +229,7 @@ describe('the product on a three-master Redis Cluster', () => {
   it('spreads the counters of different keys over the masters (the slot routing is exercised)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const { id, auth } = await createKeyOn(i % 2 === 0 ? a : b, { name: `spread ${i}`, plan: 'free' });
+      const { id, auth } = await createKey(i % 2 === 0 ? a : b, { name: `spread ${i}`, plan: 'free' }, { overApi: true });
       await get(i % 2 === 0 ? b : a, auth, freshAddress()).expect(200);
       ids.push(id);
     }
@@ -255,7 +250,7 @@ describe('the product on a three-master Redis Cluster', () => {
   });
 
   it('GET /admin/deprecations counts the calls of a deprecated operation made on both instances', async () => {
-    const { id, auth } = await createKeyOn(a, { name: 'old client', plan: 'free' });
+    const { id, auth } = await createKey(a, { name: 'old client', plan: 'free' }, { overApi: true });
     const address = freshAddress();
     const created = await request(a.gatewayUrl)
       .post('/v1/pets')

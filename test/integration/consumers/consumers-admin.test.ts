@@ -1,5 +1,6 @@
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { adminRequest, expectError } from '../admin/admin-kit';
+import { adminRequest } from '../admin/admin-kit';
+import { expectError } from '../../support/errors';
 
 /**
  * /admin/consumers and a key's consumerId over real HTTP (CONTRACT §5), on Redis and in process:

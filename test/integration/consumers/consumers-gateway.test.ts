@@ -6,7 +6,8 @@ import { parse as parseYaml } from 'yaml';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { expectMatchesOpenApi } from '../../support/openapi';
-import { adminRequest, eventually, gatewayGet } from '../admin/admin-kit';
+import { adminRequest, gatewayGet } from '../admin/admin-kit';
+import { eventually } from '../../support/eventually';
 
 /**
  * Consumers end to end (CONTRACT §4): two gateway instances on one Redis, the consumer's windows in
@@ -41,7 +42,9 @@ async function consumerWithKeys(product: ProductHarness, limits: Record<string, 
 it('two keys of a consumer with perMinute 10 get 10 answers in all over two instances, with the consumer windows in the headers', async () => {
   const consumer = await consumerWithKeys(a, { perMinute: 10, perDay: 500 }, 2);
   // The other instance learns of the consumer within a second.
-  await eventually(1000, async () => (await gatewayGet(b, consumer.keys[1]!.key, '/v1/usage')).body.consumer?.id === consumer.id);
+  await eventually(async () => (await gatewayGet(b, consumer.keys[1]!.key, '/v1/usage')).body.consumer?.id === consumer.id, { timeoutMs: 1000 });
+  // The fixed minute is the UTC minute: start the 20 requests well before one ends, so they count in one.
+  await eventually(() => Date.now() % 60_000 < 40_000, { timeoutMs: 25_000, what: 'the first 40 s of a UTC minute' });
   const statuses: number[] = [];
   let refused: request.Response | undefined;
   for (let i = 0; i < 20; i++) {
@@ -79,14 +82,14 @@ it('two keys of a consumer with perMinute 10 get 10 answers in all over two inst
 it('a change of the consumer limits and a key moved to none reach the other instance within a second', async () => {
   const consumer = await consumerWithKeys(a, { perDay: 100 }, 1);
   const key = consumer.keys[0]!;
-  await eventually(1000, async () => (await gatewayGet(b, key.key, '/v1/usage')).body.consumer?.id === consumer.id);
+  await eventually(async () => (await gatewayGet(b, key.key, '/v1/usage')).body.consumer?.id === consumer.id, { timeoutMs: 1000 });
   expect((await adminRequest(a, 'patch', `/admin/consumers/${consumer.id}`).send({ limits: { perDay: 1 } })).status).toBe(200);
-  await eventually(1000, async () => (await gatewayGet(b, key.key, '/v1/usage')).body.windows.some((w: { name: string; limit: number }) => w.name === 'consumer-day' && w.limit === 1));
+  await eventually(async () => (await gatewayGet(b, key.key, '/v1/usage')).body.windows.some((w: { name: string; limit: number }) => w.name === 'consumer-day' && w.limit === 1), { timeoutMs: 1000 });
   expect((await gatewayGet(b, key.key)).status).toBe(200);
   expect((await gatewayGet(b, key.key)).status).toBe(429);
   // Moved to no consumer: its own windows go along (its day counted 2 here, 1 admitted).
   expect((await adminRequest(a, 'patch', `/admin/keys/${key.id}`).send({ consumerId: null })).status).toBe(200);
-  await eventually(1000, async () => (await gatewayGet(b, key.key, '/v1/usage')).body.consumer === undefined);
+  await eventually(async () => (await gatewayGet(b, key.key, '/v1/usage')).body.consumer === undefined, { timeoutMs: 1000 });
   const usage = await gatewayGet(b, key.key, '/v1/usage');
   expect(usage.body.windows).toEqual([
     { name: 'minute', limit: 300, remaining: 299, reset: expect.any(Number) },

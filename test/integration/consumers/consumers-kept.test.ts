@@ -3,7 +3,9 @@ import { redisConsumerLayout } from '../../../src/consumers/redis-consumer-store
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
-import { adminRequest, eventually, expectError, gatewayGet } from '../admin/admin-kit';
+import { adminRequest, gatewayGet } from '../admin/admin-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
 
 /**
  * Consumers are kept like keys (CONTRACT §4): through a Redis that loses its data (the durable copy
@@ -34,13 +36,13 @@ it('a consumer survives a Redis that lost its data: back in Redis, its limits en
   const consumer = await adminRequest(a, 'post', '/admin/consumers').send({ name: 'Survivor', limits: { perMinute: 2 } });
   const key = await adminRequest(a, 'post', '/admin/keys').send({ name: 'k', plan: 'pro', consumerId: consumer.body.id });
   await client.flushall();
-  await eventually(10_000, async () => (await client.hexists(redisConsumerLayout(namespace).byId, consumer.body.id)) === 1);
+  await eventually(async () => (await client.hexists(redisConsumerLayout(namespace).byId, consumer.body.id)) === 1, { timeoutMs: 10_000 });
   // Logged at error once the restore is done (just after the record is back).
-  await eventually(2000, async () => a.logs.text().includes('"reason":"consumers_missing"'));
+  await eventually(async () => a.logs.text().includes('"reason":"consumers_missing"'), { timeoutMs: 2000 });
   const read = await adminRequest(a, 'get', `/admin/consumers/${consumer.body.id}`);
   expect(read.body).toMatchObject({ id: consumer.body.id, name: 'Survivor', limits: { perMinute: 2 } });
   // Windows restarted from zero (CONTRACT §4); the shared limit holds again.
-  await eventually(10_000, async () => (await gatewayGet(a, key.body.key)).status === 200);
+  await eventually(async () => (await gatewayGet(a, key.body.key)).status === 200, { timeoutMs: 10_000 });
   const statuses: number[] = [];
   for (let i = 0; i < 4; i++) statuses.push((await gatewayGet(a, key.body.key)).status);
   expect(statuses).toContain(429);
@@ -61,7 +63,7 @@ it('export carries the consumers; import brings them and their keys back, twice 
   const again = await adminRequest(b, 'post', '/admin/keys/import').set('Content-Type', 'application/x-ndjson').send(exported.text);
   expect(again.body).toEqual({ imported: 0, unchanged: lines.length });
   expect((await adminRequest(b, 'get', `/admin/consumers/${consumer.body.id}`)).body).toMatchObject({ name: 'Exported', keyIds: [key.body.id] });
-  await eventually(2000, async () => (await gatewayGet(b, key.body.key, '/v1/usage')).body.consumer?.id === consumer.body.id);
+  await eventually(async () => (await gatewayGet(b, key.body.key, '/v1/usage')).body.consumer?.id === consumer.body.id, { timeoutMs: 2000 });
 });
 
 it('an import naming an unknown consumer, or whose keys are refused, imports nothing', async () => {

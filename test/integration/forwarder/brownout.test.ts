@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type net from 'node:net';
-import { FORWARDERS, closeServer, eventually, jsonOf, listenOnLoopback, send, startContractProxy, type ClientResult, type ContractProxy, type ProxyTiming } from './forwarder-kit';
+import { FORWARDERS, closeServer, jsonOf, listenOnLoopback, send, startContractProxy, type ClientResult, type ContractProxy, type ProxyTiming } from './forwarder-kit';
 import { freePort } from '../../support/redis-server';
+import { eventually } from '../../support/eventually';
 
 /**
  * An inventory brown-out at the forwarder (CONTRACT §3): whatever the upstream does under a few
@@ -141,7 +142,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
   });
 
   async function expectAllReleased(): Promise<void> {
-    await eventually(() => proxy.forwarder.inFlight() === 0 && proxy.forwarder.stats().activeRequests === 0, 5000);
+    await eventually(() => proxy.forwarder.inFlight() === 0 && proxy.forwarder.stats().activeRequests === 0);
   }
 
   it(`hanging: ${CONCURRENT} concurrent requests all get 504 or 503 within the bound; past the bound at once; the breaker opens`, async () => {
@@ -205,7 +206,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
 
     // Once the head has gone out, the only honest signal left is a cut connection; the breaker counts it.
     upstream.mode = 'cut';
-    await eventually(() => proxy.forwarder.circuitState() === 'half_open', 3000);
+    await eventually(() => proxy.forwarder.circuitState() === 'half_open', { timeoutMs: 3000 });
     const cut = await Promise.all(Array.from({ length: 20 }, () => timedSend(`${proxy.url}/v1/pets`)));
     for (const answer of cut) {
       if (answer.status === 200) expect(answer.complete).toBe(false);
@@ -227,7 +228,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     // request written just before its deadline may be read by this (busy) upstream only as its
     // connection closes. Counted once every such connection is closed: nothing is sent after.
     await expectAllReleased();
-    await eventually(() => upstream.unanswered.size === 0, 5000);
+    await eventually(() => upstream.unanswered.size === 0);
     const receivedWhileOpen = upstream.received;
     const refused = await timedSend(`${proxy.url}/v1/pets`);
     expect({ status: refused.status, body: jsonOf(refused) }).toEqual({
@@ -239,7 +240,7 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     expect(upstream.received).toBe(receivedWhileOpen);
 
     // Still hanging after the cool-down: the probes fail and it opens again.
-    await eventually(() => proxy.forwarder.circuitState() === 'half_open', 3000);
+    await eventually(() => proxy.forwarder.circuitState() === 'half_open', { timeoutMs: 3000 });
     const probes = await burst(proxy.url, 5);
     expectErrorAnswersInTime(probes, proxy.timings);
     expect(upstream.received).toBe(receivedWhileOpen + BREAKER.halfOpenProbes);
@@ -247,9 +248,9 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
 
     // The inventory recovers: the next probes succeed, the circuit closes, everything is 200 again.
     upstream.mode = 'healthy';
-    await eventually(() => proxy.forwarder.circuitState() === 'half_open', 3000);
+    await eventually(() => proxy.forwarder.circuitState() === 'half_open', { timeoutMs: 3000 });
     for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++) expect((await send(`${proxy.url}/v1/pets`)).status).toBe(200);
-    await eventually(() => proxy.forwarder.circuitState() === 'closed', 3000);
+    await eventually(() => proxy.forwarder.circuitState() === 'closed', { timeoutMs: 3000 });
     // 100 requests, 10 at a time: the healthy inventory must answer each within this file's short
     // 400 ms upstream timeout, and 100 at once on a crowded machine took longer than that for some.
     const back: Timed[] = [];

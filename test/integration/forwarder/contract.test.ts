@@ -2,7 +2,6 @@ import {
   FORWARDERS,
   LARGE_BODY,
   ONE_MIB,
-  eventually,
   jsonOf,
   send,
   sendAndLeaveOpen,
@@ -15,6 +14,7 @@ import {
   type ReceivedRequest,
 } from './forwarder-kit';
 import { freePort } from '../../support/redis-server';
+import { eventually } from '../../support/eventually';
 
 /**
  * One contract, both forwarders: what reaches the upstream, what reaches the client, and how every

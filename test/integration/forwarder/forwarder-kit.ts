@@ -40,15 +40,6 @@ export function closeServer(server: http.Server | net.Server, sockets?: Set<net.
   });
 }
 
-/** Polls until `check` holds, failing after `timeoutMs` (a deadline for a hang, not a timed assertion). */
-export async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 export interface ReceivedRequest {
   method: string;
   url: string;

@@ -3,8 +3,6 @@ import { uniqueNamespace } from '../../support/test-redis';
 import { expectMatchesOpenApi } from '../../support/openapi';
 import {
   admin,
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   sequentially,
@@ -13,6 +11,8 @@ import {
   type ProductHarness,
   type TestUpstream,
 } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /** CONTRACT §4: who may call, and how callers without a valid key are limited. */
 describe('API keys', () => {

@@ -5,8 +5,6 @@ import { expectMatchesOpenApi } from '../../support/openapi';
 import {
   admin,
   countPets,
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   sequentially,
@@ -15,6 +13,8 @@ import {
   watchInventory,
   type ProductHarness,
 } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 const BAN_SECONDS = 900;
 const THRESHOLD = 10;

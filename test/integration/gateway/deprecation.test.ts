@@ -2,8 +2,6 @@ import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { expectMatchesOpenApi } from '../../support/openapi';
 import {
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   startRecordingUpstream,
@@ -11,6 +9,8 @@ import {
   type ProductHarness,
   type TestUpstream,
 } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 const DEPRECATED_AT_S = Date.UTC(2025, 11, 5) / 1000;
 const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT';

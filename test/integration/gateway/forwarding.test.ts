@@ -6,8 +6,6 @@ import { expectMatchesOpenApi } from '../../support/openapi';
 import {
   closedPortUrl,
   countPets,
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   startRecordingUpstream,
@@ -16,6 +14,8 @@ import {
   type ProductHarness,
   type TestUpstream,
 } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 const MAX_BODY = 16 * 1024;
 

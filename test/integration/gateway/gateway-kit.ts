@@ -20,15 +20,6 @@ export const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining',
 /** A moment well inside a UTC minute and day, so a handful of requests never straddle a window. */
 export const MID_MINUTE = Date.UTC(2026, 2, 10, 12, 30, 15);
 
-/** Creates a key through the product's key service; returns the full key (shown once) and its record. */
-export async function createKey(
-  product: ProductHarness,
-  input: { name?: string; plan?: string; limits?: WindowLimits },
-): Promise<{ key: string; id: string; auth: string }> {
-  const { key, record } = await product.keyService.create({ name: input.name ?? 'test key', plan: input.plan ?? 'free', limits: input.limits });
-  return { key, id: record.id, auth: `Bearer ${key}` };
-}
-
 /** Header value as a string (supertest lower-cases names). */
 export function header(res: request.Response, name: string): string | undefined {
   const value = res.headers[name.toLowerCase()] as string | string[] | undefined;
@@ -61,15 +52,6 @@ export function expectRateLimitHeaders(res: request.Response): {
   const requestId = header(res, 'x-request-id');
   expect(requestId).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
   return { limit, remaining, reset, policy, rateLimit, requestId: requestId! };
-}
-
-/** The contract's Error body: JSON `{code, message, status}` with `status` equal to the HTTP status. */
-export function expectError(res: request.Response, status: number, code: string): void {
-  expect({ status: res.status, body: res.body as unknown }).toEqual({
-    status,
-    body: { code, message: expect.any(String), status },
-  });
-  expect(header(res, 'content-type')).toMatch(/^application\/json/);
 }
 
 /** `"day";r=995;t=…` → { minute: {r, t}, day: {r, t} } from a RateLimit header. */
@@ -129,16 +111,6 @@ export async function sequentially(count: number, send: (i: number) => request.T
   const responses: request.Response[] = [];
   for (let i = 0; i < count; i++) responses.push(await send(i));
   return responses;
-}
-
-/** Polls `check` until it holds; fails after `timeoutMs`. Returns how long it took. */
-export async function within(timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    if (await check()) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 export interface RecordedRequest {

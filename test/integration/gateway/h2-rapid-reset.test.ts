@@ -3,7 +3,8 @@ import http2 from 'node:http2';
 import { MAX_CLIENT_RESETS_PER_SECOND } from '../../../src/shared/secure-server';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient } from '../../support/tls-client';
-import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
+import { startTestProduct, type ProductHarness } from './gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * CVE-2023-44487 ("rapid reset"): a client opens streams and resets them at once, in a loop, so the
@@ -14,6 +15,8 @@ import { createKey, startTestProduct, type ProductHarness } from './gateway-kit'
  * time, loopback only), that session is closed and another client's requests keep their latency.
  */
 const ATTACK_MS = 3000;
+// A hang guard: at load average 35 the first test took over 120 s (process starts, TLS handshakes).
+jest.setTimeout(300_000);
 const ATTACK_STREAMS = 40_000;
 
 let certs: TestCertificates;
@@ -84,8 +87,11 @@ session.once('connect', async () => {
 
 function rapidReset(url: string, resetCode: number = http2.constants.NGHTTP2_CANCEL, maxStreams = ATTACK_STREAMS, authorization = ''): Promise<{ opened: number; closedBy: string | null }> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', ATTACKER, url, certs.caCert, String(ATTACK_MS), String(maxStreams), String(resetCode), authorization], { timeout: ATTACK_MS + 10_000 }, (err, stdout) => {
+    // No wall clock on the attacker: its own deadline and count bound it (a kill at ATTACK_MS + 10 s
+    // on a crowded machine left no report to read); the test's timeout is the hang guard.
+    execFile(process.execPath, ['-e', ATTACKER, url, certs.caCert, String(ATTACK_MS), String(maxStreams), String(resetCode), authorization], (err, stdout) => {
       if (err) return reject(err);
+      if (stdout.trim() === '') return reject(new Error('the attacker printed no report'));
       resolve(JSON.parse(stdout) as { opened: number; closedBy: string | null });
     });
   });

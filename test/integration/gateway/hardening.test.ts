@@ -7,18 +7,18 @@ import { uniqueNamespace } from '../../support/test-redis';
 import { sendRaw } from '../reliability/raw-http';
 import {
   admin,
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   MID_MINUTE,
   sequentially,
   startRecordingUpstream,
   startTestProduct,
-  within,
   type ProductHarness,
   type TestUpstream,
 } from './gateway-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * What black-box probes found (issue 14), each on the real server over loopback: revoked keys
@@ -69,7 +69,7 @@ describe('a revoked key gets its own 401 every time (CONTRACT §4)', () => {
     // B has the key in its cache when A revokes it.
     expect((await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).set('X-Forwarded-For', '10.9.9.9')).status).toBe(200);
     await admin(a).delete(`/admin/keys/${id}`).expect(204);
-    await within(1000, async () => (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 401);
+    await eventually(async () => (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 401, { timeoutMs: 1000 });
     for (const res of await sequentially(ANONYMOUS_PER_MINUTE * 3, () => request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth))) {
       expectError(res, 401, 'revoked_api_key');
     }
@@ -360,13 +360,13 @@ describe('the listener bounds slow and numerous clients (config server.*)', () =
     } finally {
       for (const socket of held) socket.destroy();
     }
-    await within(3000, async () => {
+    await eventually(async () => {
       try {
         return (await request(product.gatewayUrl).get('/v1/pets')).status === 401;
       } catch {
         return false; // node may not have counted the freed slots yet: the connection is closed again
       }
-    });
+    }, { timeoutMs: 3000 });
   });
 });
 

@@ -4,8 +4,10 @@ import tls from 'node:tls';
 import request from 'supertest';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient, type Protocol, type TlsAnswer } from '../../support/tls-client';
-import { createKey, startRecordingUpstream, startTestProduct, type ProductHarness, type TestUpstream } from './gateway-kit';
+import { startRecordingUpstream, startTestProduct, type ProductHarness, type TestUpstream } from './gateway-kit';
 import { logEntries, scrape, total } from './listener-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * CONTRACT §2: with TLS_CERT_FILE and TLS_KEY_FILE set, the public listener speaks HTTPS and offers
@@ -18,11 +20,6 @@ beforeAll(() => {
 
 const tlsEnv = () => ({ TLS_CERT_FILE: certs.serverCert, TLS_KEY_FILE: certs.serverKey });
 const ORIGIN = 'https://app.example';
-
-function expectError(res: TlsAnswer, status: number, code: string): void {
-  expect({ status: res.status, body: res.body }).toEqual({ status, body: { code, message: expect.any(String), status } });
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-}
 
 function expectRequestId(res: TlsAnswer): string {
   const id = res.headers['x-request-id'];

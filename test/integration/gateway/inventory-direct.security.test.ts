@@ -1,7 +1,9 @@
 import request from 'supertest';
 import { ManualClock, systemClock } from '../../../src/shared/clock';
 import { UPSTREAM_TOKEN_HEADER, UpstreamTokenSigner } from '../../../src/shared/upstream-token';
-import { countPets, createKey, expectError, startTestProduct, type ProductHarness } from './gateway-kit';
+import { countPets, startTestProduct, type ProductHarness } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /** CONTRACT §7: the inventory trusts only the gateway. Anyone who reaches its port directly gets 401. */
 describe('the inventory called directly, around the gateway', () => {

@@ -43,8 +43,8 @@ export function openConnection(baseUrl: string, localAddress = '127.0.0.1'): Pro
       wake();
     });
     socket.once('error', reject);
-    /** Settles once `check` gives a result (or an Error, which rejects), or rejects at the deadline. */
-    const waitFor = <T>(timeoutMs: number, what: string, check: () => T | Error | null): Promise<T> =>
+    /** Not a poll: checked on each chunk the socket receives (and at close); settles once `check` gives a result (an Error rejects), or rejects at the deadline. */
+    const whenReceived = <T>(timeoutMs: number, what: string, check: () => T | Error | null): Promise<T> =>
       new Promise((settle, fail) => {
         const attempt = () => {
           const result = check();
@@ -67,13 +67,13 @@ export function openConnection(baseUrl: string, localAddress = '127.0.0.1'): Pro
         socket,
         write: (bytes) => void socket.write(bytes),
         response: (timeoutMs) =>
-          waitFor(timeoutMs, 'no complete answer', () => {
+          whenReceived(timeoutMs, 'no complete answer', () => {
             const res = parseResponse(received, { closed: closedAt !== null });
             if (res) received = Buffer.alloc(0);
             else if (closedAt !== null) return new Error(`closed without a complete answer: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`);
             return res;
           }),
-        closed: (timeoutMs) => waitFor(timeoutMs, 'the server did not close the connection', () => (closedAt === null ? null : { at: closedAt, bytes: received.toString('latin1') })),
+        closed: (timeoutMs) => whenReceived(timeoutMs, 'the server did not close the connection', () => (closedAt === null ? null : { at: closedAt, bytes: received.toString('latin1') })),
       });
     });
   });

@@ -1,6 +1,8 @@
 import request from 'supertest';
-import { countPets, createKey, startTestProduct, within, type ProductHarness } from './gateway-kit';
+import { countPets, startTestProduct, type ProductHarness } from './gateway-kit';
 import { logEntries, openConnection, scrape, total, type RawConnection } from './listener-kit';
+import { eventually } from '../../support/eventually';
+import { createKey } from '../../support/keys';
 
 /**
  * The time bounds of config `server.*` on both listeners (src/shared/http-server.ts builds both with
@@ -176,7 +178,7 @@ it('records a request whose client hangs up before sending its whole body, under
   await new Promise((resolve) => setTimeout(resolve, 100));
   leaving.socket.destroy();
   const lines = () => logEntries(product).slice(linesBefore).filter((entry) => entry.msg === 'request' && entry.clientAddress === '127.0.0.32');
-  await within(3000, async () => lines().length > 0);
+  await eventually(async () => lines().length > 0, { timeoutMs: 3000 });
   expect(lines()).toEqual([expect.objectContaining({ method: 'POST', route: '/v1/pets', status: null, cutOff: 'client closed the connection', plan: 'enterprise' })]);
   const after = await scrape(product, 'gateway_http_requests_total');
   const counted = { method: 'POST', route: '/v1/pets', status_code: '0', plan: 'enterprise' };

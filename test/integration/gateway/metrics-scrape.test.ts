@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
-import { MID_MINUTE, createKey, sequentially, startTestProduct, type ProductHarness } from './gateway-kit';
+import { MID_MINUTE, sequentially, startTestProduct, type ProductHarness } from './gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Issue 5: scripted traffic, then one scrape of the admin /metrics, and every counter asserted to

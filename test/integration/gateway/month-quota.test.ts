@@ -1,7 +1,9 @@
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { expectMatchesOpenApi } from '../../support/openapi';
-import { expectError, expectRateLimitHeaders, header, parseRateLimit, startTestProduct, type ProductHarness } from './gateway-kit';
+import { expectRateLimitHeaders, header, parseRateLimit, startTestProduct, type ProductHarness } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * Month quotas, credits and costs through the whole product (CONTRACT §4, §5): real HTTP on
@@ -40,11 +42,6 @@ describe.each([
   const adminGet = (path: string) => request(product.adminUrl).get(path).set('Authorization', bearer());
   const pets = (auth: string) => request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', auth);
 
-  async function createKey(body: object): Promise<{ id: string; auth: string }> {
-    const res = await adminPost('/admin/keys', { name: 'metered key', ...body }).expect(201);
-    return { id: res.body.id as string, auth: `Bearer ${res.body.key as string}` };
-  }
-
   it.each([
     [10, Date.UTC(2026, 2, 10), Date.UTC(2026, 3, 10)],
     [20, Date.UTC(2026, 1, 20), Date.UTC(2026, 2, 20)],
@@ -79,7 +76,7 @@ describe.each([
   });
 
   it('adds exactly the credited units, audited; 409 without a month window or when revoked', async () => {
-    const { id, auth } = await createKey({ plan: 'metered' });
+    const { id, auth } = await createKey(product, { name: 'metered key', ...{ plan: 'metered' } }, { overApi: true });
     for (let i = 0; i < 5; i++) await pets(auth).expect(200);
     expectError(await pets(auth), 429, 'rate_limited');
 
@@ -95,7 +92,7 @@ describe.each([
     expect(audit.body.entries[0]).toMatchObject({ action: 'credits', keyId: id, details: { units: 3, month: '2026-03-01T00:00:00.000Z' } });
 
     for (const units of [0, 1_000_000_001, 1.5, '3']) expectError(await adminPost(`/admin/keys/${id}/credits`, { units }), 400, 'validation_failed');
-    const free = await createKey({ plan: 'free' });
+    const free = await createKey(product, { name: 'metered key', ...{ plan: 'free' } }, { overApi: true });
     expectError(await adminPost(`/admin/keys/${free.id}/credits`, { units: 3 }), 409, 'conflict');
     await request(product.adminUrl).delete(`/admin/keys/${id}`).set('Authorization', bearer()).expect(204);
     expectError(await adminPost(`/admin/keys/${id}/credits`, { units: 3 }), 409, 'conflict');
@@ -103,7 +100,7 @@ describe.each([
   });
 
   it('takes 4 units of every window for POST /v1/pets and refuses it whole when 3 are left', async () => {
-    const { auth } = await createKey({ plan: 'enterprise', limits: { perMinute: 7, perDay: 100, perMonth: 1000 } });
+    const { auth } = await createKey(product, { name: 'metered key', ...{ plan: 'enterprise', limits: { perMinute: 7, perDay: 100, perMonth: 1000 } } }, { overApi: true });
     const post = () => request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'Rex', categoryId: 1 });
     const created = await post().expect(201);
     expect(parseRateLimit(expectRateLimitHeaders(created).rateLimit)).toMatchObject({ minute: { remaining: 3 }, day: { remaining: 96 }, month: { remaining: 996 } });
@@ -122,7 +119,7 @@ describe.each([
     const low = await adminPost('/admin/keys', { name: 'low', plan: 'enterprise', limits: { perMinute: 3, perDay: 100 } });
     expectError(low, 400, 'validation_failed');
     expect(low.body.message).toContain('perMinute is 3');
-    const { id } = await createKey({ plan: 'free' });
+    const { id } = await createKey(product, { name: 'metered key', ...{ plan: 'free' } }, { overApi: true });
     const patched = await request(product.adminUrl).patch(`/admin/keys/${id}`).set('Authorization', bearer()).send({ limits: { perMinute: 10, perDay: 10, perMonth: 2 } });
     expectError(patched, 400, 'validation_failed');
     expect(patched.body.message).toContain('perMonth is 2');
@@ -134,7 +131,7 @@ describe.each([
     ['pro', 300, 10000],
     ['business', 1000, 100000],
   ])('leaves the seed plan %s as it was: two windows in every header and in /v1/usage', async (plan, perMinute, perDay) => {
-    const { auth } = await createKey({ plan, billingDay: 20 });
+    const { auth } = await createKey(product, { name: 'metered key', ...{ plan, billingDay: 20 } }, { overApi: true });
     const res = await pets(auth).expect(200);
     const h = expectRateLimitHeaders(res);
     expect(h.policy).toBe(`"minute";q=${perMinute};w=60, "day";q=${perDay};w=86400`);

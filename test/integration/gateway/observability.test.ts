@@ -1,5 +1,6 @@
 import request from 'supertest';
-import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
+import { startTestProduct, type ProductHarness } from './gateway-kit';
+import { createKey } from '../../support/keys';
 
 /** CONTRACT §6: metric labels hold route templates, never raw paths, keys or key ids; logs never hold a key. */
 describe('metrics and logs of the gateway', () => {

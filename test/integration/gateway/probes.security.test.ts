@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { sendRaw } from '../reliability/raw-http';
-import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
+import { startTestProduct, type ProductHarness } from './gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Probes an attacker would try beyond the bad-input catalogue: path tricks on both listeners, and

@@ -4,13 +4,13 @@ import { expectMatchesOpenApi } from '../../support/openapi';
 import {
   MID_MINUTE,
   closedPortUrl,
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   startTestProduct,
   type ProductHarness,
 } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 // 12:30:15 UTC: the minute window ends in 45 s, the day window at midnight.
 const MINUTE_END_S = Math.ceil(Date.UTC(2026, 2, 10, 12, 31) / 1000);

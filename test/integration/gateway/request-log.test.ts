@@ -1,5 +1,6 @@
 import request from 'supertest';
-import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
+import { startTestProduct, type ProductHarness } from './gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Issue 5: one JSON line per request with the fields operators search by, the client's request id

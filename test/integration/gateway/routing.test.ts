@@ -1,7 +1,9 @@
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { expectMatchesOpenApi, expectMatchesSchema } from '../../support/openapi';
-import { MID_MINUTE, createKey, expectError, expectRateLimitHeaders, header, startTestProduct, usageOf, watchInventory, type ProductHarness } from './gateway-kit';
+import { MID_MINUTE, expectRateLimitHeaders, header, startTestProduct, usageOf, watchInventory, type ProductHarness } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /** CONTRACT §3: unknown paths under /v1 are 404, known paths with another method 405; both count. */
 describe('routing under /v1', () => {

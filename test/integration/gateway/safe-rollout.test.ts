@@ -3,8 +3,6 @@ import { ManualClock } from '../../../src/shared/clock';
 import { expectMatchesOpenApi } from '../../support/openapi';
 import { uniqueNamespace } from '../../support/test-redis';
 import {
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   sequentially,
@@ -13,6 +11,8 @@ import {
   watchInventory,
   type ProductHarness,
 } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * Limits a product team can roll out safely (CONTRACT §3, §4): shadow mode, the sliding minute,

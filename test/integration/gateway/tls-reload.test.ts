@@ -6,8 +6,9 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import request from 'supertest';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
-import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
+import { startTestProduct, type ProductHarness } from './gateway-kit';
 import { logEntries } from './listener-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * CONTRACT §2: a reload re-reads TLS_CERT_FILE and TLS_KEY_FILE. New handshakes get the new pair;

@@ -1,6 +1,9 @@
 import request from 'supertest';
 import { uniqueNamespace } from '../../support/test-redis';
-import { admin, expectError, expectRateLimitHeaders, header, startTestProduct, usageOf, within, type ProductHarness } from './gateway-kit';
+import { admin, expectRateLimitHeaders, header, startTestProduct, usageOf, type ProductHarness } from './gateway-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * Two gateway instances on one Redis namespace, on the real clock (Redis TIME decides windows):
@@ -23,12 +26,6 @@ describe('two gateway instances on one Redis', () => {
     await a?.close();
   });
 
-  async function createKeyOnA(body: object): Promise<{ id: string; key: string; auth: string }> {
-    const res = await request(a.adminUrl).post('/admin/keys').set('Authorization', `Bearer ${a.adminToken}`).send(body).expect(201);
-    const { id, key } = res.body as { id: string; key: string };
-    return { id, key, auth: `Bearer ${key}` };
-  }
-
   /** The minute window must not roll over mid-burst: start a burst at least 5 s before a minute ends. */
   async function awayFromMinuteEnd(): Promise<void> {
     const left = 60_000 - (Date.now() % 60_000);
@@ -36,7 +33,7 @@ describe('two gateway instances on one Redis', () => {
   }
 
   it('200 concurrent requests split over both instances admit exactly the limit', async () => {
-    const { id, auth } = await createKeyOnA({ name: 'burst', plan: 'free', limits: { perMinute: 60, perDay: 1000 } });
+    const { id, auth } = await createKey(a, { name: 'burst', plan: 'free', limits: { perMinute: 60, perDay: 1000 } }, { overApi: true });
     await awayFromMinuteEnd();
     const responses = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
@@ -63,16 +60,16 @@ describe('two gateway instances on one Redis', () => {
   });
 
   it('a revocation on instance A is seen by instance B within 1 s: 401 revoked_api_key', async () => {
-    const { id, auth } = await createKeyOnA({ name: 'to revoke', plan: 'free' });
+    const { id, auth } = await createKey(a, { name: 'to revoke', plan: 'free' }, { overApi: true });
     // B resolves the key twice, so it is in B's cache when A revokes it.
     for (let i = 0; i < 2; i++) await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
 
     await request(a.adminUrl).delete(`/admin/keys/${id}`).set('Authorization', `Bearer ${a.adminToken}`).expect(204);
     let last: request.Response | undefined;
-    const took = await within(1000, async () => {
+    const took = await eventually(async () => {
       last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
       return last.status !== 200;
-    });
+    }, { timeoutMs: 1000 });
     expect(took).toBeLessThan(1000);
     expectError(last!, 401, 'revoked_api_key');
     expectRateLimitHeaders(last!);
@@ -80,7 +77,7 @@ describe('two gateway instances on one Redis', () => {
   });
 
   it('a plan change on instance A is seen by instance B within 1 s: X-RateLimit-Limit changes', async () => {
-    const { id, auth } = await createKeyOnA({ name: 'upgrading', plan: 'pro' });
+    const { id, auth } = await createKey(a, { name: 'upgrading', plan: 'pro' }, { overApi: true });
     for (let i = 0; i < 2; i++) {
       const res = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
       expect(header(res, 'x-ratelimit-limit')).toBe('300');
@@ -89,10 +86,10 @@ describe('two gateway instances on one Redis', () => {
     const patched = await admin(a).patch(`/admin/keys/${id}`, { plan: 'business' }).expect(200);
     expect((patched.body as { plan: string; limits: unknown }).limits).toEqual({ perMinute: 1000, perDay: 100000 });
     let last: request.Response | undefined;
-    const took = await within(1000, async () => {
+    const took = await eventually(async () => {
       last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
       return header(last, 'x-ratelimit-limit') !== '300';
-    });
+    }, { timeoutMs: 1000 });
     expect(took).toBeLessThan(1000);
     expect(last!.status).toBe(200);
     expect(header(last!, 'x-ratelimit-limit')).toBe('1000');
@@ -100,15 +97,15 @@ describe('two gateway instances on one Redis', () => {
   });
 
   it('a limits override on instance A is seen by instance B within 1 s', async () => {
-    const { id, auth } = await createKeyOnA({ name: 'tightened', plan: 'free' });
+    const { id, auth } = await createKey(a, { name: 'tightened', plan: 'free' }, { overApi: true });
     await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
 
     await admin(a).patch(`/admin/keys/${id}`, { limits: { perMinute: 2, perDay: 50 } }).expect(200);
     let last: request.Response | undefined;
-    await within(1000, async () => {
+    await eventually(async () => {
       last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
       return header(last, 'x-ratelimit-limit') !== '60';
-    });
+    }, { timeoutMs: 1000 });
     expect(header(last!, 'ratelimit-policy')).toBe('"minute";q=2;w=60, "day";q=50;w=86400');
   });
 });

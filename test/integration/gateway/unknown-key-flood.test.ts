@@ -3,6 +3,7 @@ import { generateApiKey } from '../../../src/keys/key-format';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
+import { createKey } from '../../support/keys';
 
 /**
  * CONTRACT §4: a flood of keys that were never issued costs the shared Redis nothing per request,
@@ -24,20 +25,6 @@ async function commandsExecuted(): Promise<number> {
   let total = 0;
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') total += Number(match[2]);
   return total;
-}
-
-async function createKey(product: ProductHarness, plan = 'pro'): Promise<string> {
-  return (await createKeyWithId(product, plan)).key;
-}
-
-async function createKeyWithId(product: ProductHarness, plan = 'pro'): Promise<{ id: string; key: string }> {
-  const res = await fetch(`${product.adminUrl}/admin/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${product.adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'fresh', plan }),
-  });
-  expect(res.status).toBe(201);
-  return (await res.json()) as { id: string; key: string };
 }
 
 async function get(product: ProductHarness, key: string): Promise<Response> {
@@ -70,7 +57,7 @@ beforeAll(async () => {
   a = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
   b = await startTestProduct({ redisUrl: redis.url, namespace, overrides });
   // Some keys exist before the flood, so the filter has something in it.
-  for (let i = 0; i < 5; i++) await createKey(a);
+  for (let i = 0; i < 5; i++) await createKey(a, { name: 'fresh', plan: 'pro' }, { overApi: true });
 });
 
 afterAll(async () => {
@@ -81,6 +68,9 @@ afterAll(async () => {
 });
 
 test('3,000 requests with made-up keys over two instances cost Redis fewer than 150 commands, and the anonymous limit holds', async () => {
+  // The anonymous window is a fixed UTC minute: start the flood early in one, so that it ends in it
+  // on all but a very crowded machine (which is then checked per window below).
+  if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 100));
   const before = await commandsExecuted();
   const startedAt = Date.now();
   // 100 connections to each instance, as an attacker's wrk -c 100 would hold.
@@ -90,8 +80,19 @@ test('3,000 requests with made-up keys over two instances cost Redis fewer than 
 
   const statuses = responses.map((res) => res.status);
   // One address, counted in Redis across both instances: exactly the anonymous limit gets its 401.
-  expect(statuses.filter((status) => status === 401).length).toBe(ANONYMOUS_PER_MINUTE);
-  expect(statuses.filter((status) => status === 429).length).toBe(3000 - ANONYMOUS_PER_MINUTE);
+  // A flood that outlasted its minute (X-RateLimit-Reset names each answer's window) is checked per
+  // window: never more than the limit in any, and the limit in all (the first window is used up).
+  const windows = new Set(responses.map((res) => res.headers.get('x-ratelimit-reset')));
+  if (windows.size === 1) {
+    expect(statuses.filter((status) => status === 401).length).toBe(ANONYMOUS_PER_MINUTE);
+    expect(statuses.filter((status) => status === 429).length).toBe(3000 - ANONYMOUS_PER_MINUTE);
+  } else {
+    for (const window of windows) {
+      expect(responses.filter((res) => res.status === 401 && res.headers.get('x-ratelimit-reset') === window).length).toBeLessThanOrEqual(ANONYMOUS_PER_MINUTE);
+    }
+    expect(statuses.filter((status) => status === 401).length).toBeGreaterThanOrEqual(ANONYMOUS_PER_MINUTE);
+    expect(statuses.filter((status) => status !== 401 && status !== 429)).toEqual([]);
+  }
   for (const res of responses) {
     expect(res.headers.get('x-ratelimit-limit')).toBe(String(ANONYMOUS_PER_MINUTE));
     if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -104,7 +105,7 @@ test('a key created on one instance is served by the other from its first reques
   const during = flood([b], 300, 20);
   const firstAnswers: number[] = [];
   for (let i = 0; i < 15; i++) {
-    const key = await createKey(i % 2 === 0 ? a : b);
+    const { key } = await createKey(i % 2 === 0 ? a : b, { name: 'fresh', plan: 'pro' }, { overApi: true });
     firstAnswers.push((await get(i % 2 === 0 ? b : a, key)).status);
   }
   const flooded = await during;
@@ -113,7 +114,7 @@ test('a key created on one instance is served by the other from its first reques
 });
 
 test('a revoked key still gets its own 401 on the other instance, the anonymous limit used up or not', async () => {
-  const { id, key } = await createKeyWithId(a);
+  const { id, key } = await createKey(a, { name: 'fresh', plan: 'pro' }, { overApi: true });
   expect((await get(b, key)).status).toBe(200);
   const revoked = await fetch(`${a.adminUrl}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.adminToken}` } });
   expect(revoked.ok).toBe(true);
@@ -131,7 +132,7 @@ test('keys imported on one instance (a backup) are served by the other from thei
   const source = await startTestProduct({ redisUrl: redis.url, namespace: uniqueNamespace('flood-source') });
   try {
     const keys: string[] = [];
-    for (let i = 0; i < 4; i++) keys.push(await createKey(source));
+    for (let i = 0; i < 4; i++) keys.push((await createKey(source, { name: 'fresh', plan: 'pro' }, { overApi: true })).key);
     const exported = await fetch(`${source.adminUrl}/admin/keys/export`, { headers: { authorization: `Bearer ${source.adminToken}` } });
     expect(exported.status).toBe(200);
     const imported = await fetch(`${a.adminUrl}/admin/keys/import`, {

@@ -1,7 +1,8 @@
 import { hashApiKey } from '../../../src/keys/key-format';
 import type { RawResponse } from '../reliability/raw-http';
-import { createKey, startTestProduct, type ProductHarness } from './gateway-kit';
+import { startTestProduct, type ProductHarness } from './gateway-kit';
 import { logEntries, openConnection, scrape, total } from './listener-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Requests that node's HTTP parser refuses never reach the request chain, so the chain's own

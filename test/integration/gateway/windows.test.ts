@@ -2,8 +2,6 @@ import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { expectMatchesOpenApi } from '../../support/openapi';
 import {
-  createKey,
-  expectError,
   expectRateLimitHeaders,
   header,
   parseRateLimit,
@@ -12,6 +10,8 @@ import {
   usageOf,
   type ProductHarness,
 } from './gateway-kit';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * Per-key windows end to end (CONTRACT §4), on real Redis with an injected clock: the script takes

@@ -6,6 +6,7 @@ import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-ke
 import { IssuedKeys, type IssuedHashSource } from '../../../src/keys/issued/issued-keys';
 import type { KeyChange } from '../../../src/keys/types';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
+import { eventually } from '../../support/eventually';
 
 /**
  * The issued-key filter (CONTRACT §4, a flood of never-issued keys) on a real Redis: two instances,
@@ -35,14 +36,6 @@ class DelayedSource implements IssuedHashSource {
       if (this.delayMs === 0) listener(change);
       else setTimeout(() => listener(change), this.delayMs).unref();
     });
-  }
-}
-
-async function eventually(what: string, check: () => boolean): Promise<void> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > 5000) throw new Error(`${what}: not within 5 s`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
@@ -122,7 +115,7 @@ describe('IssuedKeys on Redis', () => {
     const before = rebuilds.length;
     expect(await issuedB.neverIssued(created.record.hash)).toBe(false);
     sourceB.delayMs = 0;
-    await eventually('rebuilt', () => rebuilds.length > before && issuedB.current);
+    await eventually(() => rebuilds.length > before && issuedB.current, { what: 'rebuilt' });
     // The rebuild read the created hash from Redis.
     expect(await issuedB.neverIssued(created.record.hash)).toBe(false);
     expect(await issuedB.neverIssued(randomHash())).toBe(true);
@@ -132,7 +125,7 @@ describe('IssuedKeys on Redis', () => {
     const { epoch, seq } = await storeA.issuedMark();
     const before = rebuilds.length;
     await redisA.publish(redisKeyLayout(namespace).channel, JSON.stringify({ id: 'key_x', hash: randomHash(), epoch, seq: seq + 5 }));
-    await eventually('rebuild after the gap', () => rebuilds.length > before && issuedB.current);
+    await eventually(() => rebuilds.length > before && issuedB.current, { what: 'rebuild after the gap' });
   });
 
   it('starts over when the mark in Redis is gone (its data lost): a new epoch', async () => {
@@ -141,7 +134,7 @@ describe('IssuedKeys on Redis', () => {
     const before = rebuilds.length;
     // The mark read finds another epoch: this one goes to the store, and the filter is read again.
     expect(await issuedB.neverIssued(randomHash())).toBe(false);
-    await eventually('rebuilt on the new epoch', () => rebuilds.length > before && issuedB.current);
+    await eventually(() => rebuilds.length > before && issuedB.current, { what: 'rebuilt on the new epoch' });
     expect(await issuedB.neverIssued(created.record.hash)).toBe(false);
     expect(await issuedB.neverIssued(randomHash())).toBe(true);
   });

@@ -18,20 +18,11 @@ import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import type { KeyChange } from '../../../src/keys/types';
 import { CountingKeyStore } from '../../unit/keys/counting-key-store';
+import { eventually } from '../../support/eventually';
 
 const PREFIX = 'asg_live_';
 const plans = { free: { perMinute: 60, perDay: 1000 }, pro: { perMinute: 300, perDay: 10000 }, enterprise: {} };
 const settings = () => ({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 2000 });
-
-/** Polls until `check` passes; fails after `timeoutMs`. Returns how long it took. */
-async function within(timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    if (await check()) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** Two gateway instances: each its own Redis connections, store and resolver, on one namespace. */
 describe('key changes across instances', () => {
@@ -71,14 +62,14 @@ describe('key changes across instances', () => {
   it('a revocation on instance A reaches instance B’s cache within 1 s', async () => {
     const { key, record } = await serviceA.create({ name: 'shop', plan: 'free' });
     // Let the insert's own notification reach B first, so it cannot be what refreshes B below.
-    await within(1000, async () => seenByB.some((c) => c.id === record.id));
+    await eventually(async () => seenByB.some((c) => c.id === record.id), { timeoutMs: 1000 });
     expect((await resolverB.resolve(key)).status).toBe('valid');
     expect((await resolverB.resolve(key)).status).toBe('valid');
     const callsWhileCached = storeB.findByHashCalls;
     expect(callsWhileCached).toBe(1); // the second resolve was a cache hit
 
     await serviceA.revoke(record.id);
-    const took = await within(1000, async () => (await resolverB.resolve(key)).status === 'revoked');
+    const took = await eventually(async () => (await resolverB.resolve(key)).status === 'revoked', { timeoutMs: 1000 });
     expect(took).toBeLessThan(1000);
     expect((await resolverA.resolve(key)).status).toBe('revoked');
   });
@@ -89,10 +80,10 @@ describe('key changes across instances', () => {
     expect(before.status === 'valid' && before.record.plan).toBe('free');
 
     await serviceA.update(record.id, { plan: 'pro' });
-    await within(1000, async () => {
+    await eventually(async () => {
       const now = await resolverB.resolve(key);
       return now.status === 'valid' && now.record.plan === 'pro';
-    });
+    }, { timeoutMs: 1000 });
     const after = await resolverB.resolve(key);
     expect(after.status === 'valid' && serviceA.effectiveLimits(after.record)).toEqual({ perMinute: 300, perDay: 10000 });
   });
@@ -106,7 +97,7 @@ describe('key changes across instances', () => {
 
     const now = new Date().toISOString();
     await storeA.insert({ id: generateKeyId(), name: 'late', plan: 'free', limits: null, hash: hashApiKey(key), createdAt: now, updatedAt: now, revokedAt: null, expiresAt: null, previousHash: null, previousKeyExpiresAt: null });
-    await within(1000, async () => (await resolverB.resolve(key)).status === 'valid');
+    await eventually(async () => (await resolverB.resolve(key)).status === 'valid', { timeoutMs: 1000 });
     expect(storeB.findByHashCalls).toBeGreaterThan(calls);
   });
 });

@@ -5,7 +5,9 @@ import { startRedisCluster, type RedisCluster } from '../../support/redis-cluste
 import { startSentinelSetup, type SentinelSetup } from '../../support/redis-sentinel';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
-import { adminRequest, createKeyOverApi, eventually, gatewayGet, logRecords } from '../admin/admin-kit';
+import { adminRequest, gatewayGet, logRecords } from '../admin/admin-kit';
+import { eventually } from '../../support/eventually';
+import { createKey } from '../../support/keys';
 
 /**
  * CONTRACT §4 on a three-master Cluster and behind Sentinel: keys survive Redis losing its data
@@ -60,14 +62,14 @@ async function lossCount(p: ProductHarness): Promise<number> {
 async function knownKeys(s: Scenario): Promise<Known[]> {
   const known: Known[] = [];
   for (const name of ['one', 'two', 'three']) {
-    const created = await createKeyOverApi(s.a, { name, plan: 'enterprise', limits: BIG });
+    const created = await createKey(s.a, { name, plan: 'enterprise', limits: BIG }, { overApi: true });
     known.push({ key: created.key, id: created.id, expect: 200 });
   }
-  const revoked = await createKeyOverApi(s.b, { name: 'revoked', plan: 'free' });
+  const revoked = await createKey(s.b, { name: 'revoked', plan: 'free' }, { overApi: true });
   await adminRequest(s.b, 'delete', `/admin/keys/${revoked.id}`).expect(204);
   known.push({ key: revoked.key, id: revoked.id, expect: 401 });
   expect(await wrongAnswers(s, known)).toEqual([]);
-  await eventually(5000, async () => {
+  await eventually(async () => {
     const ids = new Set(await s.data().hkeys(s.layout.byId));
     return known.every((k) => ids.has(k.id));
   });
@@ -183,12 +185,12 @@ describe('behind Sentinel', () => {
       expect(notReplicated.map((res) => res.headers['x-replicated'])).toEqual(notReplicated.map(() => 'false'));
       expect(replicated.length).toBeGreaterThan(0);
       expect(lost).toEqual([]);
-      await eventually(20_000, async () => (await setup.currentPrimary()) === `127.0.0.1:${setup.replica.port}`);
+      await eventually(async () => (await setup.currentPrimary()) === `127.0.0.1:${setup.replica.port}`, { timeoutMs: 20_000 });
       const onNewPrimary = new Set(await replica.hkeys(s.layout.byId));
       expect(replicated.filter((id) => !onNewPrimary.has(id))).toEqual([]);
       // The audit trail says the same as the answers.
       let auditAnswer = await adminRequest(s.a, 'get', '/admin/audit?limit=100');
-      await eventually(10_000, async () => (auditAnswer = await adminRequest(s.a, 'get', '/admin/audit?limit=100')).status === 200);
+      await eventually(async () => (auditAnswer = await adminRequest(s.a, 'get', '/admin/audit?limit=100')).status === 200, { timeoutMs: 10_000 });
       const audit = auditAnswer.body as { entries: Array<{ action: string; keyId: string; details: { replicated?: boolean } }> };
       const audited = audit.entries.filter((e) => e.action === 'create' && replicated.includes(e.keyId));
       expect(audited.map((e) => e.details.replicated)).toEqual(audited.map(() => true));

@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import type { ProductHarness } from '../../support/product-harness';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 
 /**
  * The key lifecycle (CONTRACT §4–§5: expiry, rotation, usage history, last use, audit trail) as one
@@ -58,17 +61,6 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       return request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', `Bearer ${key}`).set('X-Forwarded-For', address);
     }
 
-    function expectError(res: request.Response, status: number, code: string): void {
-      expect({ status: res.status, body: res.body as unknown }).toEqual({ status, body: { code, message: expect.any(String), status } });
-      expect(res.headers['content-type']).toMatch(/^application\/json/);
-    }
-
-    async function createKey(product: ProductHarness, body: object): Promise<{ id: string; key: string; expiresAt: string | null }> {
-      const res = await adminOf(product, 'post', '/admin/keys').send(body);
-      expect(res.status).toBe(201);
-      return res.body as { id: string; key: string; expiresAt: string | null };
-    }
-
     async function rotate(product: ProductHarness, id: string, body?: object): Promise<{ key: string; previousKeyExpiresAt: string }> {
       const req = adminOf(product, 'post', `/admin/keys/${id}/rotate`);
       const res = await (body === undefined ? req : req.send(body));
@@ -89,7 +81,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
     describe('expiry', () => {
       it('a key cached on instance B is refused from its expiresAt on, on both instances, without using the anonymous limit', async () => {
         const expiresAt = new Date(clock.now() + 2000).toISOString();
-        const created = await createKey(a, { name: 'contractor', plan: 'free', expiresAt });
+        const created = await createKey(a, { name: 'contractor', plan: 'free', expiresAt }, { overApi: true });
         expect(created.expiresAt).toBe(expiresAt);
         // B resolves the key, so the record sits in B's cache (TTL one hour) when it expires.
         for (let i = 0; i < 2; i++) await call(b, created.key).expect(200);
@@ -111,7 +103,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       });
 
       it('PATCH sets an expiry that applies on the cached record at once, and expiresAt: null removes it', async () => {
-        const created = await createKey(a, { name: 'to expire', plan: 'free' });
+        const created = await createKey(a, { name: 'to expire', plan: 'free' }, { overApi: true });
         expect(created.expiresAt).toBeNull();
         await call(b, created.key).expect(200);
 
@@ -124,14 +116,14 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         const cleared = await adminOf(a, 'patch', `/admin/keys/${created.id}`).send({ expiresAt: null }).expect(200);
         expect((cleared.body as { expiresAt: string | null }).expiresAt).toBeNull();
         for (const product of [a, b]) {
-          await within(1000, async () => (await call(product, created.key)).status === 200);
+          await eventually(async () => (await call(product, created.key)).status === 200, { timeoutMs: 1000 });
         }
       });
 
       it('an offset instant is kept as the same instant in UTC', async () => {
         const at = clock.now() + 3_600_000;
         const local = new Date(at + 2 * 3_600_000).toISOString().replace('Z', '+02:00');
-        const created = await createKey(a, { name: 'offset', plan: 'free', expiresAt: local });
+        const created = await createKey(a, { name: 'offset', plan: 'free', expiresAt: local }, { overApi: true });
         expect(created.expiresAt).toBe(new Date(at).toISOString());
       });
 
@@ -148,7 +140,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         expectError(await adminOf(a, 'post', '/admin/keys').send({ name: 'bad expiry', plan: 'free', expiresAt: value() }), 400, 'validation_failed');
         expect(((await adminOf(a, 'get', '/admin/keys').expect(200)).body as unknown[]).length).toBe(before);
 
-        const created = await createKey(a, { name: 'patched badly', plan: 'free' });
+        const created = await createKey(a, { name: 'patched badly', plan: 'free' }, { overApi: true });
         expectError(await adminOf(a, 'patch', `/admin/keys/${created.id}`).send({ expiresAt: value() }), 400, 'validation_failed');
         expect((await shown(a, created.id)).expiresAt).toBeNull();
       });
@@ -156,7 +148,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
     describe('rotation', () => {
       it('201 with the new secret once; the same id, plan, limits and windows; the old secret works until previousKeyExpiresAt, then expired_api_key', async () => {
-        const created = await createKey(a, { name: 'rotated', plan: 'pro', limits: { perMinute: 100, perDay: 1000 } });
+        const created = await createKey(a, { name: 'rotated', plan: 'pro', limits: { perMinute: 100, perDay: 1000 } }, { overApi: true });
         await awayFromMinuteEnd();
         for (let i = 0; i < 3; i++) await call(i % 2 === 0 ? a : b, created.key).expect(200);
 
@@ -173,6 +165,8 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           revokedAt: null,
           expiresAt: null,
           consumerId: null,
+          allowedOperations: null,
+          allowedAddresses: null,
           lastUsedAt: expect.anything(),
           previousKeyExpiresAt: new Date(clock.now() + 60_000).toISOString(),
         });
@@ -199,31 +193,31 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       });
 
       it('the default grace period is one day, and a body is optional', async () => {
-        const created = await createKey(a, { name: 'default grace', plan: 'free' });
+        const created = await createKey(a, { name: 'default grace', plan: 'free' }, { overApi: true });
         const rotated = await rotate(a, created.id);
         expect(rotated.previousKeyExpiresAt).toBe(new Date(clock.now() + 86_400_000).toISOString());
         await call(b, created.key).expect(200);
       });
 
       it('graceSeconds 0 ends the old secret at once', async () => {
-        const created = await createKey(a, { name: 'no grace', plan: 'free' });
+        const created = await createKey(a, { name: 'no grace', plan: 'free' }, { overApi: true });
         await call(b, created.key).expect(200);
         const rotated = await rotate(a, created.id, { graceSeconds: 0 });
         for (const product of [a, b]) {
-          await within(1000, async () => (await call(product, created.key)).status === 401);
+          await eventually(async () => (await call(product, created.key)).status === 401, { timeoutMs: 1000 });
           expectError(await call(product, created.key), 401, 'expired_api_key');
           await call(product, rotated.key).expect(200);
         }
       });
 
       it('rotating again ends the older previous secret at once; revoking ends both secrets', async () => {
-        const created = await createKey(a, { name: 'twice', plan: 'free' });
+        const created = await createKey(a, { name: 'twice', plan: 'free' }, { overApi: true });
         const first = await rotate(a, created.id, { graceSeconds: 3600 });
         await call(b, created.key).expect(200);
         await call(b, first.key).expect(200);
         const second = await rotate(b, created.id, { graceSeconds: 3600 });
         for (const product of [a, b]) {
-          await within(1000, async () => (await call(product, created.key)).status === 401);
+          await eventually(async () => (await call(product, created.key)).status === 401, { timeoutMs: 1000 });
           expectError(await call(product, created.key), 401, 'invalid_api_key');
           await call(product, first.key).expect(200);
           await call(product, second.key).expect(200);
@@ -232,7 +226,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         await adminOf(a, 'delete', `/admin/keys/${created.id}`).expect(204);
         for (const product of [a, b]) {
           for (const key of [first.key, second.key]) {
-            await within(1000, async () => (await call(product, key)).status === 401);
+            await eventually(async () => (await call(product, key)).status === 401, { timeoutMs: 1000 });
             expectError(await call(product, key), 401, 'revoked_api_key');
           }
         }
@@ -240,7 +234,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       });
 
       it('keeps a running ban', async () => {
-        const created = await createKey(a, { name: 'banned', plan: 'free', limits: { perMinute: 1, perDay: 1000 } });
+        const created = await createKey(a, { name: 'banned', plan: 'free', limits: { perMinute: 1, perDay: 1000 } }, { overApi: true });
         await awayFromMinuteEnd();
         await call(a, created.key).expect(200);
         // Refusals past ban.threshold (10) ban the key.
@@ -254,7 +248,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
       it('under concurrent traffic on both secrets and both instances, a rotation neither resets nor double-counts the windows', async () => {
         const limit = 50;
-        const created = await createKey(a, { name: 'busy', plan: 'free', limits: { perMinute: limit, perDay: 1000 } });
+        const created = await createKey(a, { name: 'busy', plan: 'free', limits: { perMinute: limit, perDay: 1000 } }, { overApi: true });
         await awayFromMinuteEnd();
         const send = (key: string, i: number) => call(i % 2 === 0 ? a : b, key).then((res) => res.status);
         const before = await Promise.all(Array.from({ length: 20 }, (_, i) => send(created.key, i)));
@@ -281,14 +275,14 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         ['an unknown field', { grace: 60 }],
         ['an array', [60]],
       ])('400 validation_failed for %s, and the secret is unchanged', async (_what, body) => {
-        const created = await createKey(a, { name: 'bad rotation', plan: 'free' });
+        const created = await createKey(a, { name: 'bad rotation', plan: 'free' }, { overApi: true });
         expectError(await adminOf(a, 'post', `/admin/keys/${created.id}/rotate`).send(body as object), 400, 'validation_failed');
         expect((await shown(a, created.id)).previousKeyExpiresAt).toBeNull();
         await call(b, created.key).expect(200);
       });
 
       it('415 for a body that is not JSON, 400 for malformed JSON, 404 for an unknown key', async () => {
-        const created = await createKey(a, { name: 'rotation body', plan: 'free' });
+        const created = await createKey(a, { name: 'rotation body', plan: 'free' }, { overApi: true });
         const path = `/admin/keys/${created.id}/rotate`;
         expectError(await adminOf(a, 'post', path).set('Content-Type', 'text/plain').send('graceSeconds=5'), 415, 'unsupported_media_type');
         expectError(await adminOf(a, 'post', path).set('Content-Type', 'application/json').send('{"graceSeconds":'), 400, 'invalid_json');
@@ -299,7 +293,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
     describe('usage history and last use', () => {
       it('counts admitted, rate-limited and banned requests per UTC day, from every instance exactly; lastUsedAt follows', async () => {
-        const created = await createKey(a, { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 1000 } });
+        const created = await createKey(a, { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 1000 } }, { overApi: true });
         const listedBefore = (await adminOf(a, 'get', '/admin/keys').expect(200)).body as Array<{ id: string; lastUsedAt: string | null }>;
         expect(listedBefore.find((k) => k.id === created.id)?.lastUsedAt).toBeNull();
         await awayFromMinuteEnd();
@@ -310,11 +304,11 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
         const expectedToday = { admitted: 5, rateLimited: 11, banned: 4 };
         // B flushes on its own timer (every 5 s): the history may lag by that much, no more.
-        await within(7000, async () => {
+        await eventually(async () => {
           const res = await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=3`).expect(200);
           const days = (res.body as { days: Array<Record<string, unknown>> }).days;
           return JSON.stringify(days[2]) === JSON.stringify({ date: new Date(clock.now()).toISOString().slice(0, 10), ...expectedToday });
-        });
+        }, { timeoutMs: 7000 });
         const res = await adminOf(b, 'get', `/admin/keys/${created.id}/usage?days=3`).expect(200);
         const today = new Date(clock.now()).toISOString().slice(0, 10);
         const dayBefore = (n: number) => new Date(clock.now() - n * 86_400_000).toISOString().slice(0, 10);
@@ -343,19 +337,19 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       });
 
       it('a rotated key keeps its history: both secrets count on the one key', async () => {
-        const created = await createKey(a, { name: 'history kept', plan: 'free' });
+        const created = await createKey(a, { name: 'history kept', plan: 'free' }, { overApi: true });
         await call(a, created.key).expect(200);
         const rotated = await rotate(b, created.id, { graceSeconds: 60 });
         await call(b, created.key).expect(200);
         await call(a, rotated.key).expect(200);
-        await within(7000, async () => {
+        await eventually(async () => {
           const res = await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=1`).expect(200);
           return (res.body as { days: Array<{ admitted: number }> }).days[0]!.admitted === 3;
-        });
+        }, { timeoutMs: 7000 });
       });
 
       it.each(['0', '91', '-1', '1.5', 'x', '', '30&days=2'])('400 invalid_parameter for days=%s', async (days) => {
-        const created = await createKey(a, { name: 'usage params', plan: 'free' });
+        const created = await createKey(a, { name: 'usage params', plan: 'free' }, { overApi: true });
         expectError(await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=${days}`), 400, 'invalid_parameter');
       });
 
@@ -366,7 +360,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
     describe('audit trail', () => {
       it('holds every admin write from every instance, newest first, never a key or hash', async () => {
-        const created = await createKey(a, { name: 'audited', plan: 'free', expiresAt: new Date(clock.now() + 86_400_000).toISOString() });
+        const created = await createKey(a, { name: 'audited', plan: 'free', expiresAt: new Date(clock.now() + 86_400_000).toISOString() }, { overApi: true });
         await adminOf(b, 'patch', `/admin/keys/${created.id}`).send({ plan: 'pro', name: 'audited 2' }).expect(200);
         const rotated = await rotate(a, created.id, { graceSeconds: 30 });
         await adminOf(b, 'delete', `/admin/keys/${created.id}/ban`).expect(204);
@@ -404,15 +398,6 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       });
     });
   });
-}
-
-async function within(timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 function sha256(text: string): string {

@@ -1,22 +1,13 @@
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import type { ApiKeyRecord, KeyChange, KeyStore } from '../../../src/keys/types';
 import { keyRecordFixture } from '../../support/key-record';
+import { eventually } from '../../support/eventually';
 
 /** A record as the key service would build it, with the key it was hashed from. */
 export function newRecord(overrides: Partial<ApiKeyRecord> = {}): { key: string; record: ApiKeyRecord } {
   const key = generateApiKey('asg_test_');
   const record = keyRecordFixture({ id: generateKeyId(), name: 'billing service', plan: 'pro', hash: hashApiKey(key), ...overrides });
   return { key, record };
-}
-
-/** Waits for a condition with a deadline instead of sleeping a fixed time. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 2000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /**
@@ -184,7 +175,7 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       const changes: KeyChange[] = [];
       const off = store.onChange((change) => changes.push(change));
       await store.rotate(record.id, { hash: third, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-01T02:00:00.000Z');
-      await eventually(() => [record.hash, second, third].every((h) => changes.some((c) => c.hash === h)), 2000, 'a change per hash');
+      await eventually(() => [record.hash, second, third].every((h) => changes.some((c) => c.hash === h)), { timeoutMs: 2000, what: 'a change per hash' });
       off();
       expect(changes.every((c) => c.id === record.id)).toBe(true);
     });
@@ -197,7 +188,7 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       await store.update(record.id, { name: 'n' }, '2026-01-02T00:00:00.000Z');
       await store.revoke(record.id, '2026-01-03T00:00:00.000Z');
       const expected = { id: record.id, hash: record.hash };
-      await eventually(() => changes.length >= 3, 2000, 'three changes');
+      await eventually(() => changes.length >= 3, { timeoutMs: 2000, what: 'three changes' });
       expect(changes.every((c) => c.id === expected.id && c.hash === expected.hash)).toBe(true);
 
       off();
@@ -207,7 +198,7 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       const probe: KeyChange[] = [];
       const offProbe = store.onChange((c) => probe.push(c));
       await store.update(record.id, { name: 'probe' }, '2026-01-05T00:00:00.000Z');
-      await eventually(() => probe.length >= 1, 2000, 'probe change');
+      await eventually(() => probe.length >= 1, { timeoutMs: 2000, what: 'probe change' });
       offProbe();
       expect(changes.length).toBe(seen);
     });
@@ -220,7 +211,7 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       store.onChange((c) => seen.push(c));
       const { record } = newRecord();
       await expect(store.insert(record)).resolves.toBeUndefined();
-      await eventually(() => seen.length >= 1, 2000, 'change');
+      await eventually(() => seen.length >= 1, { timeoutMs: 2000, what: 'change' });
       expect(await store.get(record.id)).toEqual(record);
     });
   });

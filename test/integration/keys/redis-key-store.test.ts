@@ -4,7 +4,8 @@ import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-ke
 import { KeyService } from '../../../src/keys/key-service';
 import type { KeyChange } from '../../../src/keys/types';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
-import { describeKeyStoreContract, eventually, newRecord } from './key-store-contract';
+import { describeKeyStoreContract, newRecord } from './key-store-contract';
+import { eventually } from '../../support/eventually';
 
 const settings = () => ({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 2000 });
 const plans = { free: { perMinute: 60, perDay: 1000 }, pro: { perMinute: 300, perDay: 10000 }, enterprise: {} };
@@ -113,7 +114,7 @@ describe('RedisKeyStore layout', () => {
       const { record } = newRecord();
       await store.insert(record);
       await store.revoke(record.id, '2026-05-01T00:00:00.000Z');
-      await eventually(() => messages.length >= 2, 2000, 'two messages');
+      await eventually(() => messages.length >= 2, { timeoutMs: 2000, what: 'two messages' });
       const { epoch, seq } = await store.issuedMark();
       expect(messages.map(([channel]) => channel)).toEqual([`${namespace}:key-changes`, `${namespace}:key-changes`]);
       // Each write counts once in the mark, in the order written.
@@ -167,7 +168,7 @@ describe('RedisKeyStore subscription', () => {
       const channels = () => redis.call('PUBSUB', 'NUMSUB', `${namespace}:key-changes`) as Promise<[string, number]>;
       expect((await channels())[1]).toBe(1);
       await store.close();
-      await eventually(async () => (await channels())[1] === 0, 2000, 'unsubscribed');
+      await eventually(async () => (await channels())[1] === 0, { timeoutMs: 2000, what: 'unsubscribed' });
       expect(subscriber.status).toBe('ready');
     } finally {
       await subscriber.quit();
@@ -198,10 +199,10 @@ describe('RedisKeyStore subscription', () => {
       expect(id).toBeDefined();
       await redis.client('KILL', 'ID', id!);
 
-      await eventually(() => resyncs >= 1, 5000, 'resync after reconnect');
+      await eventually(() => resyncs >= 1, { what: 'resync after reconnect' });
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), 2000, 'change after reconnect');
+      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change after reconnect' });
       expect(changes.find((c) => c.id === record.id)).toEqual({ id: record.id, hash: record.hash, mark: await writer.issuedMark().then(({ epoch, seq }) => ({ epoch, seq })) });
     } finally {
       await writer.close();

@@ -4,8 +4,9 @@ import fs from 'node:fs';
 import tls from 'node:tls';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient } from '../../support/tls-client';
-import { createKey, startTestProduct, type ProductHarness } from '../gateway/gateway-kit';
+import { startTestProduct, type ProductHarness } from '../gateway/gateway-kit';
 import { seriesOf, type Series } from './series';
+import { createKey } from '../../support/keys';
 
 /**
  * Issue 42, high 4: over HTTP/2 any token was accepted as `:method` and became a label value of

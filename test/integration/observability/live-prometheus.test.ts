@@ -14,6 +14,8 @@ import {
   type DashboardTarget,
 } from '../../support/prometheus-config';
 import type { WindowLimits } from '../../../src/limits/types';
+import { eventually } from '../../support/eventually';
+import { createKey } from '../../support/keys';
 
 /**
  * Issue 16: the project's rule files and dashboard queries against the real thing. Debian's
@@ -29,19 +31,6 @@ import type { WindowLimits } from '../../../src/limits/types';
 
 /** Grafana's $__rate_interval for a 1 s scrape, widened to take in both rounds of traffic. */
 const RATE_INTERVAL = '1m';
-
-async function createKey(product: ProductHarness, input: { plan: string; limits?: WindowLimits }): Promise<{ auth: string }> {
-  const { key } = await product.keyService.create({ name: `observability ${input.plan}`, plan: input.plan, limits: input.limits });
-  return { auth: `Bearer ${key}` };
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, prometheus: PrometheusProcess, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; Prometheus log:\n${prometheus.log()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 function scalarOf(answer: PrometheusAnswer): number | null {
   if (answer.status !== 'success' || answer.data.result.length === 0) return null;
@@ -149,11 +138,7 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
   /** Waits until Prometheus holds a scrape of each gateway taken after everything answered so far. */
   async function waitForScrapeOfEverything(): Promise<void> {
     for (const [environment, count] of Object.entries(answered)) {
-      await waitFor(
-        `a scrape of ${environment} with ${count} requests`,
-        async () => scalarOf(await prometheus.query(`sum(gateway_http_requests_total{environment="${environment}"})`)) === count,
-        prometheus,
-      );
+      await eventually(async () => scalarOf(await prometheus.query(`sum(gateway_http_requests_total{environment="${environment}"})`)) === count, { timeoutMs: 20_000, what: () => `a scrape of ${environment} with ${count} requests; Prometheus log:\n${prometheus.log()}`, pollMs: 100 });
     }
   }
 
@@ -175,7 +160,7 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
         { address: new URL(storeDown.adminUrl).host, labels: { environment: 'test-store-down' } },
       ],
     });
-    await waitFor('the three gateways scraped', async () => scalarOf(await prometheus.query('sum(up{job="gateway"})')) === 3, prometheus);
+    await eventually(async () => scalarOf(await prometheus.query('sum(up{job="gateway"})')) === 3, { timeoutMs: 20_000, what: () => `the three gateways scraped; Prometheus log:\n${prometheus.log()}`, pollMs: 100 });
 
     await driveTraffic();
     await waitForScrapeOfEverything();
@@ -183,17 +168,13 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     await waitForScrapeOfEverything();
     // Every rule evaluated once more after that scrape.
     const scraped = Date.now();
-    await waitFor(
-      'a rule evaluation after the last scrape',
-      async () => {
+    await eventually(async () => {
         const rules = await prometheus.api<RulesAnswer>('/api/v1/rules');
         return rules.data.groups.every((g) => g.rules.every((r) => Date.parse(r.lastEvaluation) > scraped));
-      },
-      prometheus,
-    );
+      }, { timeoutMs: 20_000, what: () => `a rule evaluation after the last scrape; Prometheus log:\n${prometheus.log()}`, pollMs: 100 });
 
     // A scrape that timed out on a loaded machine marks its series stale until the next one.
-    await waitFor('the three gateways up', async () => scalarOf(await prometheus.query('min(up{job="gateway"})')) === 1, prometheus);
+    await eventually(async () => scalarOf(await prometheus.query('min(up{job="gateway"})')) === 1, { timeoutMs: 20_000, what: () => `the three gateways up; Prometheus log:\n${prometheus.log()}`, pollMs: 100 });
     for (const target of dashboardTargets(dashboard)) {
       results.set(target, await prometheus.query(resolveGrafanaVariables(target.expr, RATE_INTERVAL)));
     }

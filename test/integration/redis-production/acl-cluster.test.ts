@@ -4,7 +4,8 @@ import Redis from 'ioredis';
 import request from 'supertest';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { startTestProduct } from '../../support/product-harness';
-import { admin, createKey, sequentially } from '../gateway/gateway-kit';
+import { admin, sequentially } from '../gateway/gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * ACL LOG entries other than the startup durability check's CONFIG GET, which the ACL refuses on

@@ -7,8 +7,10 @@ import request from 'supertest';
 import { canonicalJson } from '../../../src/shared/config';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { admin, createKey, sequentially, within } from '../gateway/gateway-kit';
+import { admin, sequentially } from '../gateway/gateway-kit';
 import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
+import { eventually } from '../../support/eventually';
+import { createKey } from '../../support/keys';
 
 /**
  * ACL LOG entries other than the startup durability check's CONFIG GET, which the ACL refuses on
@@ -45,7 +47,7 @@ beforeAll(async () => {
   redis = await startRedisServer(['--requirepass', 'test-superuser-password', ...userArgs(PRODUCTION), ...userArgs(STAGING)]);
   superuser = new Redis(redis.port, '127.0.0.1', { password: 'test-superuser-password' });
   replica = await startRedisServer(['--replicaof', '127.0.0.1', String(redis.port), '--masterauth', 'test-superuser-password']);
-  await within(15_000, async () => /^slave0:.*state=online/m.test(await superuser.info('replication')));
+  await eventually(async () => /^slave0:.*state=online/m.test(await superuser.info('replication')), { timeoutMs: 15_000 });
   receiver = await new WebhookReceiver().start();
   const passwordFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-acl-')), 'redis-password');
   fs.writeFileSync(passwordFile, `${PRODUCTION.password}\n`);
@@ -164,13 +166,13 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
       // The operator rotates the password on Redis before the gateway's secret, and connections drop.
       await superuser.call('ACL', 'SETUSER', PRODUCTION.user, 'resetpass', '>rotated-password-0123456789');
       await superuser.call('CLIENT', 'KILL', 'USER', PRODUCTION.user);
-      await within(5000, async () => (await request(product.adminUrl).get('/readyz')).status === 503);
+      await eventually(async () => (await request(product.adminUrl).get('/readyz')).status === 503);
       const during = await sequentially(5, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth));
       expect(during.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
       expect(/^gateway_store_degraded 1$/m.test((await request(product.adminUrl).get('/metrics')).text)).toBe(true);
       // The old password is valid again: the reconnect loop gets in without a restart.
       await superuser.call('ACL', 'SETUSER', PRODUCTION.user, `>${PRODUCTION.password}`);
-      await within(5000, async () => (await request(product.adminUrl).get('/readyz')).status === 200);
+      await eventually(async () => (await request(product.adminUrl).get('/readyz')).status === 200);
       await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
     } finally {
       await product.close();

@@ -4,7 +4,8 @@ import { startRedisCluster, type RedisCluster } from '../../support/redis-cluste
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct } from '../../support/product-harness';
-import { admin, createKey, sequentially } from '../gateway/gateway-kit';
+import { admin, sequentially } from '../gateway/gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Redis Cluster with TLS (CONTRACT §2: REDIS_CLUSTER_NODES with the REDIS_TLS_* settings): three

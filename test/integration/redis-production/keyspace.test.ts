@@ -2,8 +2,8 @@ import Redis from 'ioredis';
 import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { within } from '../gateway/gateway-kit';
-import { adminRequest, createKeyOverApi, gatewayGet } from '../admin/admin-kit';
+import {  } from '../gateway/gateway-kit';
+import { adminRequest, gatewayGet } from '../admin/admin-kit';
 import { MAX_AUDIT_ENTRIES, RedisAuditLog } from '../../../src/admin/audit-log';
 import { LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE } from '../../../src/keys/activity/deprecation-usage';
 import { RedisDeprecationUsageStore } from '../../../src/keys/activity/redis-deprecation-usage-store';
@@ -17,6 +17,8 @@ import type { BanSettings } from '../../../src/limits/types';
 import { MAX_KEYS_PER_MINUTE, TOP_KEYS_KEPT_MINUTES } from '../../../src/keys/activity/top-keys';
 import { USAGE_EXPORT_DAYS } from '../../../src/keys/activity/key-activity';
 import { WebhookReceiver } from '../../support/webhook-receiver';
+import { eventually } from '../../support/eventually';
+import { createKey } from '../../support/keys';
 
 /**
  * Every key the gateway writes to Redis has a bound (issue 18): a TTL no longer than its design
@@ -472,7 +474,7 @@ const FLOW_BILLING_DAY = 15;
 /** Every flow that writes to Redis, through the admin API and the gateway as a client would use them. */
 async function driveEveryFlow(product: ProductHarness): Promise<void> {
   // Key A: created, renamed, rotated (both secrets count on one key), limited, banned, unbanned.
-  const a = await createKeyOverApi(product, { name: 'keyspace a', plan: 'free', limits: { perMinute: 2, perDay: 100 } });
+  const a = await createKey(product, { name: 'keyspace a', plan: 'free', limits: { perMinute: 2, perDay: 100 } }, { overApi: true });
   await adminRequest(product, 'patch', `/admin/keys/${a.id}`).send({ name: 'keyspace a, renamed' }).expect(200);
   const rotated = (await adminRequest(product, 'post', `/admin/keys/${a.id}/rotate`).send({ graceSeconds: 3600 }).expect(201)).body as { key: string };
   await gatewayGet(product, a.key).expect(200);
@@ -482,13 +484,13 @@ async function driveEveryFlow(product: ProductHarness): Promise<void> {
   expect((await adminRequest(product, 'get', `/admin/keys/${a.id}`).expect(200)).body.bannedUntil).toBeNull();
 
   // Key B: banned, and left banned, so the active-bans set holds a member.
-  const b = await createKeyOverApi(product, { name: 'keyspace b', plan: 'pro', limits: { perMinute: 1, perDay: 100 } });
+  const b = await createKey(product, { name: 'keyspace b', plan: 'pro', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
   expect(await driveUntilBanned(product, b.key)).toContain('ok');
   const bansKey = `${product.config.redis.namespace}:rl:bans`;
-  await within(2000, async () => (await superuser.zscore(bansKey, b.id)) !== null);
+  await eventually(async () => (await superuser.zscore(bansKey, b.id)) !== null, { timeoutMs: 2000 });
 
   // Key C: calls the deprecated GET /v1/pets/{petId}, then is revoked.
-  const c = await createKeyOverApi(product, { name: 'keyspace c', plan: 'pro' });
+  const c = await createKey(product, { name: 'keyspace c', plan: 'pro' }, { overApi: true });
   const deprecated = await gatewayGet(product, c.key, '/v1/pets/1');
   expect(deprecated.headers.deprecation).toEqual(expect.any(String));
   await adminRequest(product, 'delete', `/admin/keys/${c.id}`).expect(204);
@@ -501,10 +503,10 @@ async function driveEveryFlow(product: ProductHarness): Promise<void> {
 
   // Key E: one a day, so its one request passes 80, 90 and 100 % at once: three webhook events,
   // each refused by the receiver and left waiting in the outbox with its attempt counted.
-  const e = await createKeyOverApi(product, { name: 'keyspace e', plan: 'free', limits: { perMinute: 10, perDay: 1 } });
+  const e = await createKey(product, { name: 'keyspace e', plan: 'free', limits: { perMinute: 10, perDay: 1 } }, { overApi: true });
   await gatewayGet(product, e.key).expect(200);
   const attemptsKey = `${product.config.redis.namespace}:webhooks:{outbox}:attempts`;
-  await within(10_000, async () => (await superuser.hlen(attemptsKey)) >= 3);
+  await eventually(async () => (await superuser.hlen(attemptsKey)) >= 3, { timeoutMs: 10_000 });
 
   // An unknown key: counted per client address.
   expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
@@ -599,7 +601,7 @@ describe('the Redis keyspace', () => {
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     // An anonymous request, and one admin write for a real audit entry.
     expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
-    await createKeyOverApi(product, { name: 'sizing audit entry', plan: 'pro' });
+    await createKey(product, { name: 'sizing audit entry', plan: 'pro' }, { overApi: true });
     await stop(product);
     const memoryAfterTraffic = await usedMemory();
 

@@ -4,7 +4,7 @@ import { startSentinelSetup, type SentinelSetup } from '../../support/redis-sent
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct } from '../../support/product-harness';
-import { createKey } from '../gateway/gateway-kit';
+import { createKey } from '../../support/keys';
 
 /**
  * Sentinel with TLS (CONTRACT §2: REDIS_SENTINELS with the REDIS_TLS_* settings): the primary, the

@@ -1,8 +1,8 @@
 import { startRedisServer, freePort, type RedisProcess } from '../../support/redis-server';
 import { makeTestCertificates, redisTlsArgs, type TestCertificates } from '../../support/tls-certs';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { createKey } from '../gateway/gateway-kit';
 import request from 'supertest';
+import { createKey } from '../../support/keys';
 
 /**
  * Redis over TLS (CONTRACT §2: rediss://, REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE/KEY_FILE), on a

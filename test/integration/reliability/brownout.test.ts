@@ -1,5 +1,6 @@
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { eventually, jsonBody, metricValue, scrapeMetrics, sendToGateway, startFaultyUpstream, type FaultyUpstream, type GatewayReply } from './fake-upstreams';
+import { jsonBody, metricValue, scrapeMetrics, sendToGateway, startFaultyUpstream, type FaultyUpstream, type GatewayReply } from './fake-upstreams';
+import { eventually } from '../../support/eventually';
 
 /**
  * An inventory brown-out through the whole product (Redis, both listeners), once with each
@@ -12,6 +13,12 @@ import { eventually, jsonBody, metricValue, scrapeMetrics, sendToGateway, startF
 
 const TIMEOUT_MS = 400;
 const BOUND_MS = TIMEOUT_MS + 1000;
+/**
+ * The client's own figures: every reply came (no hang). A bound, not a promise: they hold the accept
+ * queue of 2 cores shared with other suites (9.5 s at load 15 where the gateway's own timing of every
+ * request stayed under BOUND_MS); the promise is checked on the gateway's timing.
+ */
+const CLIENT_HANG_GUARD_MS = 60_000;
 const MAX_SOCKETS = 8;
 const MAX_PENDING = 24;
 const CONCURRENT = 200;
@@ -50,7 +57,7 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
       product.logs.lines
         .map((line) => JSON.parse(line) as { msg: string; requestId?: string; durationMs?: number })
         .filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
-    await eventually('every request is logged', () => found().length === requestIds.length);
+    await eventually(() => found().length === requestIds.length, { what: 'every request is logged' });
     return found().map((entry) => entry.durationMs!);
   }
 
@@ -80,7 +87,7 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
     // own figures also hold the accept queue of 2 cores shared with other suites: a looser hang guard.
     const durations = await gatewayDurations(ids);
     expect(Math.max(...durations)).toBeLessThan(BOUND_MS);
-    expect(Math.max(...replies.map((r) => r.elapsedMs))).toBeLessThan(5 * BOUND_MS);
+    expect(Math.max(...replies.map((r) => r.elapsedMs))).toBeLessThan(CLIENT_HANG_GUARD_MS);
     // What reached the inventory is bounded by the guard, whatever the clients do (one more for a
     // request the deadline abandoned as node:http's agent handed it a socket).
     expect(upstream.received.filter((r) => r.fault === 'silent').length).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING + BREAKER.consecutiveFailures);
@@ -118,9 +125,9 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
   });
 
   it('the inventory answering again: probes after the cool-down close the circuit by itself, and traffic is back', async () => {
-    await eventually('the circuit is half-open', async () => (await readyz()).body.upstreamCircuit === 'half_open', 15_000);
+    await eventually(async () => (await readyz()).body.upstreamCircuit === 'half_open', { timeoutMs: 15_000, what: 'the circuit is half-open' });
     for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++) expect((await pets('none')).status).toBe(200);
-    await eventually('the circuit is closed', async () => (await readyz()).body.upstreamCircuit === 'closed');
+    await eventually(async () => (await readyz()).body.upstreamCircuit === 'closed', { what: 'the circuit is closed' });
     // As many at once as there are connections: a 400 ms timeout leaves no room for a queue on a busy machine.
     const replies = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => pets('none')));
     expect(replies.map((r) => r.status)).toEqual(Array(MAX_SOCKETS).fill(200));

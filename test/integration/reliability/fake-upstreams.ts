@@ -138,15 +138,6 @@ export async function startFaultyUpstream(): Promise<FaultyUpstream> {
   };
 }
 
-/** Polls `check` (sync or async) until it holds; fails after `timeoutMs` with `what` in the message. */
-export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** The admin listener's /metrics text. */
 export async function scrapeMetrics(adminUrl: string): Promise<string> {
   const res = await fetch(`${adminUrl}/metrics`);

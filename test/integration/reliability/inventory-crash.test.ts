@@ -8,8 +8,9 @@ import {
   stopInventoryProcess,
   type InventoryProcess,
 } from '../../support/inventory-harness';
-import { eventually, jsonBody, sendToGateway, type GatewayReply } from './fake-upstreams';
+import { jsonBody, sendToGateway, type GatewayReply } from './fake-upstreams';
 import type { Pet } from '../../../src/inventory/pet';
+import { eventually } from '../../support/eventually';
 
 /**
  * The inventory as its own process (`src/inventory/main.ts`), the gateway in front of it. A stream
@@ -98,13 +99,13 @@ describe.each(['undici', 'http-proxy'] as const)('the inventory process crashes 
     };
     const writers = Array.from({ length: WRITERS }, (_, w) => writer(w));
 
-    await eventually('pets acknowledged before the kill', () => acknowledged.length >= ACKNOWLEDGED_BEFORE_KILL || unexpected.length > 0, 20_000);
+    await eventually(() => acknowledged.length >= ACKNOWLEDGED_BEFORE_KILL || unexpected.length > 0, { timeoutMs: 20_000, what: 'pets acknowledged before the kill' });
     const acknowledgedAtKill = acknowledged.length;
     inventory.child.kill('SIGKILL');
     killed = true;
     expect((await inventory.exited).signal).toBe('SIGKILL');
     // The stream goes on against the dead inventory for a while.
-    await eventually('refusals after the kill', () => refusedAfterKill >= FAILED_AFTER_KILL || unexpected.length > 0, 20_000);
+    await eventually(() => refusedAfterKill >= FAILED_AFTER_KILL || unexpected.length > 0, { timeoutMs: 20_000, what: 'refusals after the kill' });
     stop = true;
     await Promise.all(writers);
     const acknowledgedAfterKill = acknowledged.length - acknowledgedAtKill;
@@ -115,11 +116,7 @@ describe.each(['undici', 'http-proxy'] as const)('the inventory process crashes 
     expect(acknowledgedAfterKill).toBeLessThanOrEqual(WRITERS);
 
     revived = await spawnInventoryProcess({ dataDir, port: inventory.port });
-    await eventually(
-      'the gateway serves again',
-      async () => (await sendToGateway(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: auth } })).status === 200,
-      20_000,
-    );
+    await eventually(async () => (await sendToGateway(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: auth } })).status === 200, { timeoutMs: 20_000, what: 'the gateway serves again' });
 
     const missing: Array<{ id: number; status: number; body: unknown }> = [];
     for (const { pet, location } of acknowledged) {

@@ -1,7 +1,8 @@
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
-import { createKeyOverApi, eventually } from '../admin/admin-kit';
+import { createKey } from '../../support/keys';
+import { eventually } from '../../support/eventually';
 
 /**
  * Issue 31's bad day under load: two gateway instances on a private redis-server that persists
@@ -30,7 +31,9 @@ beforeAll(async () => {
   redis = await startRedisServer();
   const namespace = uniqueNamespace('loss-load');
   // A one-second key cache: after the restart, answers must come from Redis or the copy, not the cache.
-  const overrides = { redis: { url: redis.url, commandTimeoutMs: 200 }, store: { failMode: 'local' }, keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1 } };
+  // A killed Redis fails commands at once; the command timeout only bounds a slow one, and at 200 ms
+  // a crowded machine failed the start itself ("Command timed out"): the harness's 2 s.
+  const overrides = { redis: { url: redis.url, commandTimeoutMs: 2000 }, store: { failMode: 'local' }, keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1 } };
   products = await Promise.all([startTestProduct({ namespace, overrides }), startTestProduct({ namespace, overrides })]);
 }, 30_000);
 
@@ -43,7 +46,7 @@ type Phase = 'before' | 'down' | 'after';
 
 test('Redis restarted empty under traffic on two instances: no answer other than 200 for a known key', async () => {
   const keys: string[] = [];
-  for (const name of ['load one', 'load two', 'load three']) keys.push((await createKeyOverApi(products[0]!, { name, plan: 'enterprise', limits: BIG })).key);
+  for (const name of ['load one', 'load two', 'load three']) keys.push((await createKey(products[0]!, { name, plan: 'enterprise', limits: BIG }, { overApi: true })).key);
   // The second instance's copy learns the first's records through the change stream.
   await new Promise((resolve) => setTimeout(resolve, 300));
 
@@ -75,7 +78,7 @@ test('Redis restarted empty under traffic on two instances: no answer other than
   const traffic = Promise.all(products.flatMap((p) => Array.from({ length: LOOPS_PER_INSTANCE }, (_, i) => loop(p, keys[i % keys.length]!))));
 
   // Bounded by the test's own timeout only: how soon 60 answers come is this machine's speed.
-  await eventually(120_000, async () => counts.before.total >= MIN_PER_PHASE);
+  await eventually(async () => counts.before.total >= MIN_PER_PHASE, { timeoutMs: 120_000 });
   phase = 'down';
   const port = redis.port;
   await redis.stop();

@@ -5,6 +5,7 @@ import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct } from '../../support/product-harness';
 import { MIB, metricValue, rssBytesOf, scrapeMetrics, sendToGateway, startStallingRedisRelay } from './fake-upstreams';
 import { inspectorUrl, retainedHeapBytes } from '../../support/inspector';
+import { createKey } from '../../support/keys';
 
 /**
  * Two gateway processes (`src/main.ts`, as `npm start` runs it) on the test Redis under one
@@ -67,7 +68,8 @@ function hammer(url: string, key: string, connections: number, extra: { method?:
     connections,
     ...(extra.amount === undefined ? { duration: RUN_SECONDS } : { amount: extra.amount }),
     pipelining: 1,
-    timeout: 10,
+    // Seconds; a hang guard for one request: at load average 35, two requests of a run outlasted 10 s.
+    timeout: 60,
     method: extra.method ?? 'GET',
     body: extra.body,
     headers: { authorization: `Bearer ${key}`, ...extra.headers },
@@ -113,16 +115,6 @@ async function startInstance(name: 'A' | 'B', env: Record<string, string>): Prom
   return { name, main, gatewayUrl: `http://127.0.0.1:${env.PORT}`, adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, dataDir: env.DATA_DIR! };
 }
 
-async function createKey(instance: Instance, name: string, perDay: number): Promise<{ id: string; key: string }> {
-  const res = await fetch(`${instance.adminUrl}/admin/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name, plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay } }),
-  });
-  if (res.status !== 201) throw new Error(`POST /admin/keys answered ${res.status}: ${await res.text()}`);
-  return (await res.json()) as { id: string; key: string };
-}
-
 async function dayUsage(instance: Instance, id: string): Promise<{ limit: number; remaining: number }> {
   const res = await fetch(`${instance.adminUrl}/admin/keys/${id}`, { headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}` } });
   return ((await res.json()) as { usage: { day: { limit: number; remaining: number } } }).usage.day;
@@ -158,8 +150,8 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
     const toMidnight = 86_400_000 - (Date.now() % 86_400_000);
     if (toMidnight < (RUN_SECONDS + 5) * 1000) await new Promise((resolve) => setTimeout(resolve, toMidnight + 1000));
 
-    const open = await createKey(a, 'soak open', OUT_OF_REACH);
-    const limited = await Promise.all(DAY_LIMITS.map((perDay, i) => createKey(a, `soak limited ${i}`, perDay)));
+    const open = await createKey({ adminUrl: a.adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: 'soak open', plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: OUT_OF_REACH } });
+    const limited = await Promise.all(DAY_LIMITS.map((perDay, i) => createKey({ adminUrl: a.adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: `soak limited ${i}`, plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: perDay } })));
 
     const inspectors = await Promise.all(instances.map((instance) => inspectorUrl(instance.main.stderr)));
     const heapBefore = await Promise.all(inspectors.map((url) => retainedHeapBytes(url)));

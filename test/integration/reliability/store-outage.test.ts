@@ -4,7 +4,8 @@ import path from 'node:path';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
-import { eventually } from '../admin/admin-kit';
+import {  } from '../admin/admin-kit';
+import { eventually } from '../../support/eventually';
 
 // Redis really stops here: a private redis-server is killed (dead store), or frozen with SIGSTOP
 // (a store that accepts connections and never answers), then brought back. Each fail mode of
@@ -121,8 +122,8 @@ describe('store.failMode local (the default)', () => {
     expect(anonymous.headers.get('x-ratelimit-limit')).toBe('30');
 
     redis = await startDurableRedis(redisDir, port);
-    await eventually(5000, async () => (await metricValue(product, 'gateway_store_degraded')) === 0);
-    await eventually(5000, async () => (await fetch(product.adminUrl + '/readyz')).status === 200);
+    await eventually(async () => (await metricValue(product, 'gateway_store_degraded')) === 0);
+    await eventually(async () => (await fetch(product.adminUrl + '/readyz')).status === 200);
     // Back on Redis: the counts are the shared ones again (1 used before the outage).
     const after = await call(product, cached!);
     expect(after.status).toBe(200);
@@ -145,7 +146,7 @@ describe('store.failMode local (the default)', () => {
     expect(await metricValue(product, 'gateway_store_degraded')).toBe(1);
 
     thaw(redis!);
-    await eventually(5000, async () => (await metricValue(product, 'gateway_store_degraded')) === 0);
+    await eventually(async () => (await metricValue(product, 'gateway_store_degraded')) === 0);
     expect((await call(product, key!)).status).toBe(200);
     expect(product.logs.text()).toContain('store answers again');
   });
@@ -186,6 +187,6 @@ describe('store.failMode closed', () => {
     expect(await metricValue(product, 'gateway_ratelimit_unenforced_total', '{plan="pro"}')).toBe(0);
 
     redis = await startDurableRedis(redisDir, port);
-    await eventually(5000, async () => (await call(product, key!)).status === 200);
+    await eventually(async () => (await call(product, key!)).status === 200);
   });
 });

@@ -3,7 +3,9 @@ import request from 'supertest';
 import { loadConfig } from '../../../src/shared/config';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { testRedisUrl } from '../../support/test-redis';
-import { adminRequest, createKeyOverApi, expectError, gatewayGet, type CreatedKeyBody } from '../admin/admin-kit';
+import { adminRequest, gatewayGet } from '../admin/admin-kit';
+import { expectError } from '../../support/errors';
+import { createKey, type CreatedKeyBody } from '../../support/keys';
 
 /**
  * Production and staging on ONE Redis, each with the namespace and key prefix its config file
@@ -36,8 +38,8 @@ beforeAll(async () => {
   staging = await startTestProduct({ env: stagingEnv, namespace: stagingNamespace });
   production = await startTestProduct({ env: productionEnv, namespace: productionNamespace });
   redis = new Redis(testRedisUrl());
-  stagingKey = await createKeyOverApi(staging, { name: 'staging client', plan: 'free' });
-  productionKey = await createKeyOverApi(production, { name: 'production client', plan: 'free' });
+  stagingKey = await createKey(staging, { name: 'staging client', plan: 'free' }, { overApi: true });
+  productionKey = await createKey(production, { name: 'production client', plan: 'free' }, { overApi: true });
 });
 
 afterAll(async () => {

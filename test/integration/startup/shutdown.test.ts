@@ -19,6 +19,7 @@ import {
 } from '../../support/inventory-harness';
 import { isolatedEnv, LONG_ADMIN_TOKEN, startMain, tempFile, type MainProcess } from './startup-kit';
 import { getThrough, heldAnswer, startFakeUpstream, type FakeUpstream, type Outcome } from './held-upstream';
+import { eventually } from '../../support/eventually';
 
 /**
  * Graceful shutdown of the real processes (issue 5): `src/main.ts` and `src/inventory/main.ts` as
@@ -111,16 +112,6 @@ async function waitUntilRefused(port: number, timeoutMs = 5000): Promise<void> {
   }
 }
 
-/** Polls `check` until it holds; fails after `timeoutMs`. */
-async function eventually(timeoutMs: number, what: string, check: () => Promise<boolean> | boolean): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** Clients of the private Redis other than the observer: the process under test's connections. */
 async function productRedisClients(): Promise<number> {
   const ownId = String(await observer.client('ID'));
@@ -181,7 +172,7 @@ type ClientConnections = 'close' | 'keep-alive';
  */
 async function shutdownWithRequestsInFlight(signal: NodeJS.Signals, count: number, forwarder: 'undici' | 'http-proxy', clients: ClientConnections): Promise<void> {
   // No earlier process of this file is still connected: every client counted below is this one's.
-  await eventually(3000, 'no other client on the private Redis', async () => (await productRedisClients()) === 0);
+  await eventually(async () => (await productRedisClients()) === 0, { timeoutMs: 3000, what: 'no other client on the private Redis' });
   const upstream = await startHeldUpstream();
   const gateway = await startGateway(upstream, `upstream:\n  timeoutMs: 60000\n  forwarder: ${forwarder}\n`);
   const { main } = gateway;
@@ -224,7 +215,7 @@ async function shutdownWithRequestsInFlight(signal: NodeJS.Signals, count: numbe
     expect(main.stdout()).not.toContain('shutdown did not finish');
     expect(main.stderr()).toBe('');
     // Redis notices a closed socket on its next loop turn: poll briefly.
-    await eventually(3000, "the process's Redis connections are gone", async () => (await productRedisClients()) === 0);
+    await eventually(async () => (await productRedisClients()) === 0, { timeoutMs: 3000, what: "the process's Redis connections are gone" });
   } finally {
     if (agent) agent.destroy();
   }
@@ -274,7 +265,7 @@ test('server.shutdownTimeoutMs bounds the wait: a request the upstream never ans
     expect(main.stdout()).not.toContain('shutdown did not finish');
     expect(main.stderr()).toBe('');
     // Redis notices a closed socket on its next loop turn: poll briefly.
-    await eventually(3000, "the process's Redis connections are gone", async () => (await productRedisClients()) === 0);
+    await eventually(async () => (await productRedisClients()) === 0, { timeoutMs: 3000, what: "the process's Redis connections are gone" });
   } finally {
     agent.destroy();
   }

@@ -3,8 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
-import { eventually } from '../admin/admin-kit';
+import {  } from '../admin/admin-kit';
 import { isolatedEnv, startMain, tempFile, type MainProcess } from './startup-kit';
+import { eventually } from '../../support/eventually';
 
 /**
  * The first-run experience of `npm start` in development with nothing configured: an in-process
@@ -99,7 +100,7 @@ test('SIGTERM with a request held open by the upstream exits 0 within server.shu
       (res) => res.status,
       () => 'connection closed',
     );
-    await eventually(5000, async () => held.length === 1);
+    await eventually(async () => held.length === 1);
 
     const signalledAt = Date.now();
     main.child.kill('SIGTERM');

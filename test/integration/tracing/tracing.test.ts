@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { eventually } from '../admin/admin-kit';
+import {  } from '../admin/admin-kit';
 import { isolatedEnv, LONG_ADMIN_TOKEN, runMain, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { loadConfig } from '../../../src/shared/config';
 import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
 import { makeTempDir, spawnInventoryProcess, stopInventoryProcess, TEST_SIGNING_SECRET, tokenSigner } from '../../support/inventory-harness';
 import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver';
+import { eventually } from '../../support/eventually';
 
 /**
  * CONTRACT §10 end to end: the real entry point (`src/main.ts`, the SDK started before the product
@@ -105,15 +106,12 @@ describe.each([
     // Gateway span, 3 steps, inventory span, SQLite span; then one span each for the 401 and the 429.
     // Each span is exported when it ends, the gateway's SERVER span after the answer: wait for all of them.
     const servers = (scope: string) => otlp.spans.filter((span) => span.kind === SPAN_KIND.SERVER && span.scopeName === scope).length;
-    await eventually(
-      10_000,
-      async () =>
+    await eventually(async () =>
         otlp.spans.filter((span) => span.traceId === client.traceId).length >= 6 &&
         otlp.spans.filter((span) => span.traceId === limited.traceId).length >= 2 &&
         servers('animal-store-gateway') >= 6 &&
         servers('animal-store-inventory') >= 3 &&
-        otlp.spans.filter((span) => span.traceId === creating.traceId).length >= 6,
-    );
+        otlp.spans.filter((span) => span.traceId === creating.traceId).length >= 6, { timeoutMs: 10_000 });
     expect(otlp.contentTypes[0]).toBe(protocol === 'http/json' ? 'application/json' : 'application/x-protobuf');
     const trace = otlp.spans.filter((span) => span.traceId === client.traceId);
 
@@ -175,7 +173,7 @@ describe.each([
     // A log line leads to its trace: the gateway's request line and the inventory's.
     const requestLines = () => logLines(main).filter((line) => line.msg === 'request' && line.requestId === ok.headers['x-request-id']);
     // stdout reaches this process through a pipe, on its own time.
-    await eventually(5_000, async () => requestLines().length === 2);
+    await eventually(async () => requestLines().length === 2);
     const gatewayLine = requestLines().find((line) => line.component === undefined);
     expect(gatewayLine).toMatchObject({ trace_id: client.traceId, span_id: server.spanId, status: 200 });
     const inventoryLine = requestLines().find((line) => line.component === 'inventory');
@@ -253,7 +251,7 @@ test('WORKERS=2 with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: every worker exports it
     expect(res.status).toBe(200);
   }
   const servers = (scope: string) => otlp.spans.filter((span) => span.kind === SPAN_KIND.SERVER && span.scopeName === scope && traceIds.includes(span.traceId));
-  await eventually(10_000, async () => servers('animal-store-gateway').length === 12 && servers('animal-store-inventory').length === 12);
+  await eventually(async () => servers('animal-store-gateway').length === 12 && servers('animal-store-inventory').length === 12, { timeoutMs: 10_000 });
 
   const gatewayPids = new Set(servers('animal-store-gateway').map((span) => span.resource['process.pid']));
   expect(gatewayPids.size).toBe(2);

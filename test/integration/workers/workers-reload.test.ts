@@ -8,6 +8,7 @@ import type { TLSSocket } from 'node:tls';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, type MainProcess } from '../startup/startup-kit';
+import { eventually } from '../../support/eventually';
 
 /**
  * The issue's "done when" on real processes: WORKERS=2 over HTTPS (h2 and HTTP/1.1), a certificate
@@ -89,14 +90,6 @@ async function newHandshakeFingerprint(url: string): Promise<string> {
   }
 }
 
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const startedAt = Date.now();
-  while (!(await check())) {
-    if (Date.now() - startedAt > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothing failed, nothing closed; an invalid config refused whole', async () => {
   install(first.serverCert, first.serverKey);
   configWith('[]');
@@ -147,7 +140,7 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
   };
   const traffic = Promise.all([...sessions.map((s) => client(() => h2Get(s, auth))), client(http1Get), client(http1Get)]);
   try {
-    await eventually('traffic flowing', async () => answers.length >= 50);
+    await eventually(async () => answers.length >= 50, { timeoutMs: 10_000, what: 'traffic flowing' });
     expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(first.serverCert));
     expect(await postPaddedPet(gatewayUrl, auth)).toBe(413);
 
@@ -156,7 +149,7 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
     main.child.kill('SIGHUP');
     await main.waitForStdout(/"msg":"config reloaded"/);
     const afterReload = answers.length;
-    await eventually('every client sees the new config', async () => answers.length > afterReload + 100 && answers.slice(-20).every((a) => a.cors === ORIGIN));
+    await eventually(async () => answers.length > afterReload + 100 && answers.slice(-20).every((a) => a.cors === ORIGIN), { timeoutMs: 10_000, what: 'every client sees the new config' });
     expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(second.serverCert));
     // Both workers' gateways and the supervisor's inventory take the body the old limit refused: 201 is the inventory's.
     const created = await Promise.all([0, 1, 2, 3].map(() => postPaddedPet(gatewayUrl, auth)));
@@ -170,7 +163,7 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
     expect(body.code).toBe('invalid_config');
     expect(body.errors.map((e) => e.setting)).toEqual(expect.arrayContaining(['cors.allowedOrigins.0', 'plans.business.perMinute']));
     const stillAnswering = answers.length;
-    await eventually('traffic still flowing', async () => answers.length > stillAnswering + 50);
+    await eventually(async () => answers.length > stillAnswering + 50, { timeoutMs: 10_000, what: 'traffic still flowing' });
     expect(answers.slice(-20).every((a) => a.cors === ORIGIN)).toBe(true);
 
     // Each worker shows the same hash, and /metrics names it once.

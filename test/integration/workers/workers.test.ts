@@ -2,8 +2,10 @@ import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { startRedisServer, freePort, type RedisProcess } from '../../support/redis-server';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, START_HANG_GUARD_MS, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 import { getThrough, heldAnswer, startFakeUpstream, type FakeUpstream } from '../startup/held-upstream';
+import { eventually } from '../../support/eventually';
+import { createKey } from '../../support/keys';
 
 /**
  * WORKERS (CONTRACT §2, §9): `src/main.ts` as `npm start` runs it, a supervisor and its workers as
@@ -54,14 +56,6 @@ function logLines(main: MainProcess): LogLine[] {
     .map((line) => JSON.parse(line) as LogLine);
 }
 
-async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const startedAt = Date.now();
-  while (!(await check())) {
-    if (Date.now() - startedAt > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 interface RunningWorkers {
   main: MainProcess;
   gatewayUrl: string;
@@ -86,18 +80,8 @@ async function startWorkers(workers: string, extra: Record<string, string> = {},
   dataDirs.push(env.DATA_DIR!);
   const main = startMain(env, { prefix });
   started.push(main);
-  await main.waitForStdout(/"msg":"listening on Node v[\d.]+( with \d+ workers)?"/, 30_000);
+  await main.waitForStdout(/"msg":"listening on Node v[\d.]+( with \d+ workers)?"/);
   return { main, gatewayUrl: `http://127.0.0.1:${env.PORT}`, adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, env };
-}
-
-async function createKey(adminUrl: string, body: object): Promise<{ id: string; key: string }> {
-  const res = await fetch(`${adminUrl}/admin/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  expect(res.status).toBe(201);
-  return (await res.json()) as { id: string; key: string };
 }
 
 /** One GET on a fresh connection, so that the cluster's round robin spreads them over the workers. */
@@ -136,12 +120,12 @@ test('WORKERS=2: both workers serve, /metrics answers once for the whole process
   expect(new Set(ready.map((line) => line.pid)).size).toBe(2);
   expect(ready.map((line) => line.pid)).not.toContain(main.child.pid);
 
-  const { key } = await createKey(adminUrl, { name: 'spread', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
+  const { key } = await createKey({ adminUrl: adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: 'spread', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
   const statuses = await Promise.all(Array.from({ length: 40 }, () => getOnNewConnection(gatewayUrl, key)));
   expect(statuses).toEqual(Array(40).fill(200));
 
   // The request log lines name the worker that served each one: both did.
-  await eventually('40 request lines', () => logLines(main).filter((line) => line.msg === 'request').length >= 40);
+  await eventually(() => logLines(main).filter((line) => line.msg === 'request').length >= 40, { timeoutMs: START_HANG_GUARD_MS, what: '40 request lines' });
   const servedBy = new Set(logLines(main).filter((line) => line.msg === 'request').map((line) => line.worker));
   expect([...servedBy].sort()).toEqual([1, 2]);
 
@@ -160,19 +144,19 @@ test('WORKERS=2: both workers serve, /metrics answers once for the whole process
 
 test('WORKERS=2: limits are exact across the workers (80 concurrent requests, a day limit of 30)', async () => {
   const { gatewayUrl, adminUrl } = await startWorkers('2');
-  const { key } = await createKey(adminUrl, { name: 'exact', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 30 } });
+  const { key } = await createKey({ adminUrl: adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: 'exact', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 30 } });
   const statuses = await Promise.all(Array.from({ length: 80 }, () => getOnNewConnection(gatewayUrl, key)));
   expect({ admitted: statuses.filter((s) => s === 200).length, refused: statuses.filter((s) => s === 429).length }).toEqual({ admitted: 30, refused: 50 });
 });
 
 test('a worker that dies is replaced and the product keeps serving', async () => {
   const { main, gatewayUrl, adminUrl } = await startWorkers('2');
-  const { key } = await createKey(adminUrl, { name: 'survivor', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
+  const { key } = await createKey({ adminUrl: adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: 'survivor', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
   const victim = logLines(main).find((line) => line.msg === 'worker ready')!;
   process.kill(victim.pid!, 'SIGKILL');
 
-  await eventually('the supervisor reports the death', () => logLines(main).some((line) => line.msg === 'worker died: replacing it' && line.pid === victim.pid));
-  await eventually('a third worker is ready', () => logLines(main).filter((line) => line.msg === 'worker ready').length === 3);
+  await eventually(() => logLines(main).some((line) => line.msg === 'worker died: replacing it' && line.pid === victim.pid), { timeoutMs: START_HANG_GUARD_MS, what: 'the supervisor reports the death' });
+  await eventually(() => logLines(main).filter((line) => line.msg === 'worker ready').length === 3, { timeoutMs: START_HANG_GUARD_MS, what: 'a third worker is ready' });
   const replacement = logLines(main).filter((line) => line.msg === 'worker ready')[2]!;
   expect(replacement.pid).not.toBe(victim.pid);
   expect(main.child.exitCode).toBeNull();
@@ -185,18 +169,18 @@ test('SIGTERM drains every worker: 4 requests in flight over both complete with 
   const upstream = await startFakeUpstream();
   upstreams.push(upstream);
   const { main, gatewayUrl, adminUrl } = await startWorkers('2', { INVENTORY_URL: upstream.url });
-  const { key } = await createKey(adminUrl, { name: 'drain', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
+  const { key } = await createKey({ adminUrl: adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: 'drain', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } });
 
   const paths = ['/v1/pets?limit=1', '/v1/pets?limit=2', '/v1/pets?limit=3', '/v1/pets?limit=4'];
   const outcomes = Promise.all(paths.map((p) => getThrough(false, gatewayUrl, p, key)));
   await upstream.waitForRequests(4);
   main.child.kill('SIGTERM');
-  await eventually('both workers are shutting down', () => logLines(main).filter((line) => line.msg === 'shutting down' && line.worker !== undefined).length === 2);
+  await eventually(() => logLines(main).filter((line) => line.msg === 'shutting down' && line.worker !== undefined).length === 2, { timeoutMs: START_HANG_GUARD_MS, what: 'both workers are shutting down' });
   upstream.release();
 
   expect(await outcomes).toEqual(paths.map((p) => ({ status: 200, body: heldAnswer(p) })));
   expect(await main.exited).toBe(0);
-  await eventually('no client of the product is left on Redis', async () => (await otherRedisClients()) === 0);
+  await eventually(async () => (await otherRedisClients()) === 0, { timeoutMs: START_HANG_GUARD_MS, what: 'no client of the product is left on Redis' });
 });
 
 test('a start that fails in every worker (Redis unreachable) prints one line, not one per worker, and exits non-zero', async () => {

@@ -40,7 +40,7 @@ describe('environment variables', () => {
     for (const [variable] of contractVariables) expect(bound).toContain(variable);
   });
 
-  test('CONFIG_FILE names a file merged before the environment (see merge-order.test.ts)', () => {
+  test('CONFIG_FILE names a file merged before the environment (see merge.test.ts)', () => {
     expect(() => loadConfig({ env: { CONFIG_FILE: '/nonexistent/config.yaml' } })).toThrow(ConfigError);
   });
 

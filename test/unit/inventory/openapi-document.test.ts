@@ -21,9 +21,9 @@ function collectRefs(node: unknown, at: string, found: Array<{ at: string; ref: 
 }
 
 const operations = [
-  { path: '/pets', method: 'get', operationId: 'listPets', statuses: ['200', '400', '401', '429', '500', '502', '503', '504'] },
-  { path: '/pets', method: 'post', operationId: 'createPet', statuses: ['201', '400', '401', '413', '415', '429', '500', '502', '503', '504'] },
-  { path: '/pets/{petId}', method: 'get', operationId: 'getPet', statuses: ['200', '400', '401', '404', '410', '429', '500', '502', '503', '504'] },
+  { path: '/pets', method: 'get', operationId: 'listPets', statuses: ['200', '400', '401', '403', '429', '500', '502', '503', '504'] },
+  { path: '/pets', method: 'post', operationId: 'createPet', statuses: ['201', '400', '401', '403', '413', '415', '429', '500', '502', '503', '504'] },
+  { path: '/pets/{petId}', method: 'get', operationId: 'getPet', statuses: ['200', '400', '401', '403', '404', '410', '429', '500', '502', '503', '504'] },
   // Answered by the gateway: nothing is forwarded, so no 502 or 504.
   { path: '/usage', method: 'get', operationId: 'getUsage', statuses: ['200', '401', '429', '500', '503'] },
 ] as const;
@@ -70,7 +70,8 @@ describe('openapi.yaml', () => {
   it.each(operations)('$operationId: every response is JSON, carries X-Request-Id and the rate-limit headers', ({ path, method }) => {
     for (const [status, response] of responsesOf(path, method)) {
       const headers = response.headers as Node;
-      for (const name of ['X-Request-Id', ...rateLimitHeaders]) {
+      // A 403 of an access policy is decided before any limit: nothing counted, no rate-limit headers (CONTRACT §4).
+      for (const name of status === '403' ? ['X-Request-Id'] : ['X-Request-Id', ...rateLimitHeaders]) {
         expect({ status, name, required: deref(headers[name]).required }).toEqual({ status, name, required: true });
       }
       expect(Object.keys(response.content as Node)).toEqual(['application/json']);

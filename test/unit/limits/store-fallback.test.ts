@@ -3,6 +3,7 @@ import { MemoryKeyLimiter } from '../../../src/limits/memory-key-limiter';
 import { FallbackKeyLimiter, StoreHealth, type FailMode } from '../../../src/limits/store-fallback';
 import type { KeyDecision, KeyLimiter, WindowLimits } from '../../../src/limits/types';
 import { DEFAULT_BAN } from './key-limiter-behaviours';
+import { eventually } from '../../support/eventually';
 
 // Pure logic: the "store" here is another in-process limiter that can be told to fail, standing in
 // for Redis only to drive the fallback's rules. Real Redis outages: test/integration/reliability.
@@ -24,14 +25,6 @@ class SwitchableStore implements KeyLimiter {
   activeBans = () => this.inner.activeBans();
   addCredits = (keyId: string, units: number, billingDay?: number) => this.inner.addCredits(keyId, units, billingDay);
   close = () => this.inner.close();
-}
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 2000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met within 2 s');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 function setUp(mode: Exclude<FailMode, 'closed'>, ban = DEFAULT_BAN) {
@@ -76,7 +69,7 @@ describe('FallbackKeyLimiter', () => {
     expect(health.degraded).toBe(true);
 
     store.down = false;
-    await waitFor(() => !health.degraded);
+    await eventually(() => !health.degraded, { timeoutMs: 2000 });
     expect(events.recovered).toBe(1);
     await limiter.reset();
     const back = await limiter.consume('k', limits);
@@ -138,10 +131,10 @@ describe('StoreHealth', () => {
     );
     health.reportFailure(new Error('x'));
     health.reportFailure(new Error('y'));
-    await waitFor(() => probes >= 3);
+    await eventually(() => probes >= 3, { timeoutMs: 2000 });
     expect(health.degraded).toBe(true);
     answers = true;
-    await waitFor(() => !health.degraded);
+    await eventually(() => !health.degraded, { timeoutMs: 2000 });
     expect(seen).toEqual(['degraded', 'recovered']);
     health.close();
   });
@@ -157,7 +150,7 @@ describe('StoreHealth', () => {
       { degraded: () => {}, recovered: () => {} },
     );
     health.reportFailure(new Error('x'));
-    await waitFor(() => probes >= 1);
+    await eventually(() => probes >= 1, { timeoutMs: 2000 });
     health.close();
     const after = probes;
     await new Promise((resolve) => setTimeout(resolve, 20));

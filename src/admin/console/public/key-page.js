@@ -9,6 +9,7 @@ import { fmtNumber, fmtTime, isoToLocal, keyState, limitsFrom, localToIso, messa
 import { fillPlanSelects } from './plan-select.js';
 import { consumerHref } from './routes.js';
 import { showSecret } from './secret.js';
+import { accessFacts, fillAccessFields, withAccessChanges } from './access-fields.js';
 
 /** @typedef {import('./types.js').KeyDetail} KeyDetail */
 /** @typedef {import('./types.js').KeyUsage} KeyUsage */
@@ -88,6 +89,7 @@ function renderKey(/** @type {KeyDetail} */ key) {
     ['Banned until', key.bannedUntil ? fmtTime(key.bannedUntil) : 'not banned'],
     ['Previous secret works until', key.previousKeyExpiresAt && !key.revokedAt ? fmtTime(key.previousKeyExpiresAt) : '–'],
     ['Revoked', key.revokedAt ? fmtTime(key.revokedAt) : '–'],
+    ...accessFacts(key),
   ];
   ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), factValue(name, value))));
   for (const name of /** @type {const} */ (['minute', 'day'])) {
@@ -162,6 +164,7 @@ function fillEditForm(/** @type {KeyDetail} */ key) {
   ui.editPerDay.value = key.limits ? String(key.limits.perDay) : '';
   limitsAsFilled = JSON.stringify(limitFields());
   ui.editExpires.value = isoToLocal(key.expiresAt);
+  fillAccessFields(key);
   ui.editError.textContent = '';
   ui.actionError.textContent = '';
 }
@@ -175,7 +178,7 @@ function keyChange() {
   /** @type {KeyChange} */
   const body = { name: ui.editName.value.trim(), plan: ui.editPlan.value, expiresAt: localToIso(ui.editExpires.value) };
   if (JSON.stringify(fields) !== limitsAsFilled) body.limits = withMonth(limitsFrom(fields.perMinute, fields.perDay) ?? null);
-  return body;
+  return withAccessChanges(body);
 }
 
 /** New minute and day limits keep the key's month quota, which this form does not edit. */
