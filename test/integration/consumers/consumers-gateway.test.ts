@@ -98,6 +98,16 @@ it('a change of the consumer limits and a key moved to none reach the other inst
   expect((await gatewayGet(b, key.key)).status).toBe(200);
 });
 
+it("a consumer's access policy holds for all its keys; an unknown operation id is refused with 400", async () => {
+  const consumer = await consumerWithKeys(a, {}, 1);
+  expect((await adminRequest(a, 'patch', `/admin/consumers/${consumer.id}`).send({ allowedOperations: ['nope'] })).status).toBe(400);
+  expect((await adminRequest(a, 'patch', `/admin/consumers/${consumer.id}`).send({ allowedOperations: ['getPet'] })).status).toBe(200);
+  await eventually(async () => (await gatewayGet(b, consumer.keys[0]!.key)).status === 403, { timeoutMs: 1000, what: 'the policy on the other instance' });
+  const refused = await gatewayGet(b, consumer.keys[0]!.key);
+  expect(refused.body).toMatchObject({ code: 'operation_not_allowed', status: 403 });
+  expect((await gatewayGet(b, consumer.keys[0]!.key, '/v1/usage')).status).toBe(200);
+});
+
 describe('admin answers against openapi-admin.yaml', () => {
   const DOCUMENT_ID = 'https://admin.animalstore.example/openapi-admin.yaml';
   const document = parseYaml(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'openapi-admin.yaml'), 'utf8')) as { paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; content?: unknown }> }>> };
