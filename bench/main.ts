@@ -9,6 +9,7 @@ import { ADMIN_TOKEN, nginxAvailable, startGatewayProcess, startNginx } from './
 import { h2loadAvailable, runH2load, type TlsProtocol } from './h2load';
 import { makeTestCertificates } from '../test/support/tls-certs';
 import { gatewayTimings, runBrownout, startSwitchableInventory, type BrownoutSettings } from './brownout';
+import { runNoisyNeighbour, startSlowInventory, type NoisyNeighbourSettings } from './noisy-neighbour';
 import { RedisCommandStats, difference, type CommandCounts } from './redis-stats';
 import { hottestFunctions, stepCosts, timeByModule } from './profile';
 import { floodGateway } from './flood';
@@ -41,6 +42,8 @@ interface Settings {
   only: string[] | null;
   /** `--brownout`: the inventory hanging for part of the run instead of comparing variants. */
   brownout: BrownoutSettings | null;
+  /** `--noisy-neighbour`: one loud key and two quiet ones on a slow inventory (issue 43). */
+  noisyNeighbour?: NoisyNeighbourSettings;
   /** Made-up keys from one address against the Redis gateway instead of comparing variants. */
   flood: boolean;
   /** Another checkout's dist-bench/bench (`--compare-with DIR`): its gateway as a row beside this one's. */
@@ -90,6 +93,9 @@ function parseArgs(argv: string[]): Settings {
         if (argv[i + 1] === 'wrk' && !wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install wrk)');
         settings.client = argv[i + 1] as 'wrk' | 'autocannon';
         break;
+      case '--noisy-neighbour':
+        settings.noisyNeighbour = { loudConnections: 1000, quietRequests: 100 };
+        break;
       case '--brownout':
         settings.brownout = { burst: 3000, sustainSeconds: 120, arrivalsPerSecond: 100 };
         break;
@@ -118,7 +124,7 @@ function parseArgs(argv: string[]): Settings {
         if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -358,6 +364,25 @@ async function brownoutGateway(brownout: BrownoutSettings, fixture: Fixture): Pr
     fs.writeFileSync(file, JSON.stringify({ ...result, finishedAt: new Date().toISOString() }, null, 2) + '\n');
     const { samplesMiB: _samples, ...rss } = result.rss;
     process.stdout.write(`${JSON.stringify({ ...result, rss }, null, 2)}\nWrote ${path.relative(repoRoot, file)}\n`);
+  } finally {
+    await inventory.close();
+  }
+}
+
+/**
+ * `--noisy-neighbour`: `npm start`'s gateway (default config, one process, Redis) in front of an
+ * inventory answering in 1 s, one loud key and two quiet ones. Writes bench/results/noisy-neighbour.json.
+ */
+async function noisyNeighbourGateway(settings: NoisyNeighbourSettings, fixture: Fixture): Promise<void> {
+  const inventory = await startSlowInventory();
+  try {
+    const gateway = await startGatewayProcess('gateway-noisy-neighbour', { repoRoot, workers: 1, redisUrl: fixture.redis.url, upstreamUrl: inventory.url, workDir: fixture.workDir, appEnv: 'development' });
+    fixture.children.push(gateway);
+    process.stdout.write(`noisy neighbour: ${settings.loudConnections} loud connections, ${settings.quietRequests} quiet requests one at a time, inventory answering in 1 s\n`);
+    const result = await runNoisyNeighbour(settings, { gateway, adminUrl: gateway.details.adminUrl!, adminToken: ADMIN_TOKEN });
+    const file = path.join(repoRoot, 'bench', 'results', 'noisy-neighbour.json');
+    fs.writeFileSync(file, JSON.stringify({ ...result, finishedAt: new Date().toISOString() }, null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\nWrote ${path.relative(repoRoot, file)}\n`);
   } finally {
     await inventory.close();
   }
@@ -651,6 +676,7 @@ async function main(): Promise<void> {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);
     if (settings.brownout) return brownoutGateway(settings.brownout, fixture);
+    if (settings.noisyNeighbour) return noisyNeighbourGateway(settings.noisyNeighbour, fixture);
     if (settings.keyBackup > 0) {
       return startGatewayProcess('gateway-key-backup', { repoRoot, workers: 1, redisUrl: fixture.redis.url, upstreamUrl: fixture.upstream.url, workDir: fixture.workDir }).then(async (child) => {
         fixture.children.push(child);

@@ -49,6 +49,8 @@ export interface AdminDependencies {
   readiness: ReadinessCheck[];
   /** States /readyz reports beside its checks without failing on them (the upstream circuit breaker's). */
   readinessDetails?: () => Record<string, string>;
+  /** True once the process is shutting down: /readyz answers 503. */
+  shuttingDown?: () => boolean;
   /** GET /admin/config and POST /admin/reload. */
   config: ConfigAdministration;
   /** Who called deprecated operations in the last 30 days (GET /admin/deprecations). */
@@ -90,7 +92,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(healthRoutes(deps.readiness, deps.metrics, deps.readinessDetails));
+  app.use(healthRoutes(deps.readiness, deps.metrics, { details: deps.readinessDetails, shuttingDown: deps.shuttingDown }));
 
   const admin = express.Router();
   admin.use(requireAdminToken({ ...deps, clock, logger }));

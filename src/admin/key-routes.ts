@@ -44,6 +44,8 @@ const limitsSchema = z.strictObject({
   perMonth: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   /** Shadow mode for this key (CONTRACT §4); absent, the key follows its plan. */
   shadow: z.boolean().optional(),
+  /** Requests of this key forwarded at once, across instances (CONTRACT §3); absent, the plan's. */
+  maxInFlight: z.number().int().min(1).max(10_000).optional(),
 });
 /** Access policy lists (CONTRACT §4): checked by src/access/access-lists.ts, whose 400 names each bad entry. */
 const accessListFields = {

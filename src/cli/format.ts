@@ -1,9 +1,9 @@
 type KeyView = Record<string, unknown>;
 
 function limitsText(limits: unknown): string {
-  const l = limits as { perMinute?: number; perDay?: number; perMonth?: number } | null;
+  const l = limits as { perMinute?: number; perDay?: number; perMonth?: number; maxInFlight?: number } | null;
   if (!l) return '-';
-  return `${l.perMinute}/min, ${l.perDay}/day${l.perMonth === undefined ? '' : `, ${l.perMonth}/month`}`;
+  return `${l.perMinute}/min, ${l.perDay}/day${l.perMonth === undefined ? '' : `, ${l.perMonth}/month`}${l.maxInFlight === undefined ? '' : `, ${l.maxInFlight} at once`}`;
 }
 
 /** A fixed-width table: one row a key, never the key itself. */

@@ -29,21 +29,32 @@ const jsonOption = { json: { type: 'boolean' as const } };
 /** What a command that wrote its own output returns: nothing is left to print. */
 const STREAMED = Symbol('streamed');
 
-function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number; perMonth?: number } | undefined {
+function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number } | undefined {
   const perMinute = values['per-minute'];
   const perDay = values['per-day'];
   const perMonth = values['per-month'];
-  if (perMinute === undefined && perDay === undefined && perMonth === undefined) return undefined;
-  if (perMinute === undefined || perDay === undefined) throw new UsageError(perMonth === undefined ? '--per-minute and --per-day go together' : '--per-month needs --per-minute and --per-day');
+  const maxInFlight = values['max-in-flight'];
+  if (perMinute === undefined && perDay === undefined && perMonth === undefined && maxInFlight === undefined) return undefined;
+  if (perMinute === undefined || perDay === undefined) {
+    throw new UsageError(perMonth === undefined && maxInFlight === undefined ? '--per-minute and --per-day go together' : '--per-month and --max-in-flight need --per-minute and --per-day');
+  }
   const parse = (flag: string, v: string | boolean) => {
     if (typeof v !== 'string' || !/^[1-9]\d*$/.test(v)) throw new UsageError(`--${flag} needs a positive whole number`);
     return Number(v);
   };
-  const limits = { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
-  return perMonth === undefined ? limits : { ...limits, perMonth: parse('per-month', perMonth) };
+  const limits: { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number } = { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
+  if (perMonth !== undefined) limits.perMonth = parse('per-month', perMonth);
+  // The admin API checks the range (1..10,000) and says so.
+  if (maxInFlight !== undefined) limits.maxInFlight = parse('max-in-flight', maxInFlight);
+  return limits;
 }
 
-const limitOptions = { 'per-minute': { type: 'string' as const }, 'per-day': { type: 'string' as const }, 'per-month': { type: 'string' as const } };
+const limitOptions = {
+  'per-minute': { type: 'string' as const },
+  'per-day': { type: 'string' as const },
+  'per-month': { type: 'string' as const },
+  'max-in-flight': { type: 'string' as const },
+};
 
 class UsageError extends CliUsageError {}
 
@@ -74,7 +85,7 @@ const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at':
 const keyCommands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--consumer ID] [--json]`,
+    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--consumer ID] [--json]`,
     options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, consumer: { type: 'string' }, ...jsonOption },
     positionals: [],
     run: (client, values) => {

@@ -86,6 +86,13 @@ export function unconfiguredPlan(record: Pick<ApiKeyRecord, 'plan'>): Refusal {
   });
 }
 
+/** A key's maxInFlight requests are being forwarded already (CONTRACT §3): no unit taken, no ban counted. */
+export const CONCURRENCY_LIMITED = new Refusal(
+  'concurrency_limited',
+  'This API key has as many requests in progress as its concurrency limit (maxInFlight) allows. Retry when one has been answered.',
+  { 'Retry-After': '1' },
+);
+
 export function temporarilyBanned(retryAfter: string): Refusal {
   return new Refusal('temporarily_banned', 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.', { 'Retry-After': retryAfter });
 }

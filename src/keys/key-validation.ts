@@ -35,7 +35,9 @@ export function validName(name: unknown): string {
   return trimmed;
 }
 
-const LIMIT_FIELDS = new Set(['perMinute', 'perDay', 'perMonth', 'shadow']);
+const LIMIT_FIELDS = new Set(['perMinute', 'perDay', 'perMonth', 'shadow', 'maxInFlight']);
+/** CONTRACT §3: a key's or plan's maxInFlight is 1..10,000. */
+const MAX_IN_FLIGHT_LIMIT = 10_000;
 
 export function validLimits(limits: unknown, largestCost: number): WindowLimits {
   const l = limits as Partial<WindowLimits> | null;
@@ -50,12 +52,16 @@ export function validLimits(limits: unknown, largestCost: number): WindowLimits 
     }
   }
   if (l.shadow !== undefined && typeof l.shadow !== 'boolean') throw invalid('limits.shadow must be true or false.');
+  const maxInFlight = l.maxInFlight;
+  if (maxInFlight !== undefined && (typeof maxInFlight !== 'number' || !Number.isSafeInteger(maxInFlight) || maxInFlight < 1 || maxInFlight > MAX_IN_FLIGHT_LIMIT)) {
+    throw invalid(`limits.maxInFlight must be a whole number from 1 to ${MAX_IN_FLIGHT_LIMIT}.`);
+  }
   const extra = Object.keys(l).filter((k) => !LIMIT_FIELDS.has(k));
   if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
   // A request takes its cost of every window or nothing: a window below the largest cost could never serve it.
   const short = limitsBelowCost(l, largestCost);
   if (short.length > 0) throw invalid(`limits below the largest operation cost ${largestCost} (config costs) could never serve it: ${short.join(', ')}.`);
-  return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth);
+  return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth, maxInFlight);
 }
 
 export function validBillingDay(value: unknown): number | undefined {

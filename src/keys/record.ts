@@ -26,13 +26,14 @@ export function copyRecord(record: ApiKeyRecord): ApiKeyRecord {
 }
 
 /**
- * `{perMinute, perDay}`, plus `perMonth` only when the key has a month window and `shadow` only
- * when the key sets it (absent: the plan decides). Field order fixed, so equal limits encode alike.
+ * `{perMinute, perDay}`, plus `perMonth` only when the key has a month window, `shadow` and
+ * `maxInFlight` only when the key sets them (absent: the plan decides). Field order fixed, so equal limits encode alike.
  */
-export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined, perMonth?: number | null): WindowLimits {
+export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined, perMonth?: number | null, maxInFlight?: number | null): WindowLimits {
   const limits: WindowLimits = { perMinute, perDay };
   if (typeof perMonth === 'number') limits.perMonth = perMonth;
   if (typeof shadow === 'boolean') limits.shadow = shadow;
+  if (typeof maxInFlight === 'number') limits.maxInFlight = maxInFlight;
   return limits;
 }
 
@@ -100,7 +101,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth) : null,
+    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth, record.limits.maxInFlight) : null,
     hash: record.hash,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
@@ -122,7 +123,8 @@ function isLimits(value: unknown): value is WindowLimits {
     Number.isSafeInteger(v.perMinute) &&
     Number.isSafeInteger(v.perDay) &&
     (v.shadow === undefined || typeof v.shadow === 'boolean') &&
-    (v.perMonth === undefined || Number.isSafeInteger(v.perMonth))
+    (v.perMonth === undefined || Number.isSafeInteger(v.perMonth)) &&
+    (v.maxInFlight === undefined || Number.isSafeInteger(v.maxInFlight))
   );
 }
 
@@ -146,7 +148,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     id: str('id'),
     name: str('name'),
     plan: str('plan'),
-    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth),
+    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth, v.limits.maxInFlight),
     hash: str('hash'),
     createdAt: str('createdAt'),
     updatedAt: str('updatedAt'),

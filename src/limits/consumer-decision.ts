@@ -28,7 +28,8 @@ export function consumerWindows(share: ConsumerShare, counts: ConsumerCounts, no
  * since retrying when an earlier one frees units would only be refused again.
  */
 export function withConsumer(decision: KeyDecision, windows: ConsumerWindows, cost: number): KeyDecision {
-  if (decision.outcome === 'banned') return decision;
+  // Neither carries a binding window to choose: a ban, and a refusal by maxInFlight (nothing counted).
+  if (decision.outcome === 'banned' || decision.outcome === 'concurrency_limited') return decision;
   if (decision.outcome === 'allowed') return { ...decision, consumer: windows };
   const candidates: Array<[RefusingWindow, WindowState | undefined]> = [
     ['minute', decision.minute],

@@ -20,6 +20,7 @@ import { moveKeyState } from './move-key-state';
 import { monthSpan, type MonthSpan } from './month-window';
 import { MonthLedgerWriter, type MonthEntry, type MonthLedger } from './month-ledger';
 import { DAY_MS, OUTCOME_ALLOWED, banPolicy, type OutcomeCode, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
+import { InFlightLeases } from './in-flight-leases';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
 export interface KeySnapshot {
@@ -65,6 +66,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
   private readonly states = new Map<string, KeyState>();
   /** Consumers' windows (consumer-state.ts), by consumer id. */
   private readonly consumerStates = new Map<string, KeyState>();
+  /** Slots under each key's maxInFlight, in this process only (by windows id, as `states`). */
+  private readonly inFlight = new InFlightLeases();
   private readonly ban: BanPolicy;
   private readonly clock: Clock;
   private readonly shape: MinuteWindowShape;
@@ -93,6 +96,25 @@ export class MemoryKeyLimiter implements KeyLimiter {
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     const now = this.clock.now();
     const state = this.stateOf(keyId);
+    const lease = options?.inFlight;
+    // As in Redis: a ban first, then the slots (a refusal that consumes nothing), then the windows.
+    if (lease && state.bannedUntil <= now && !this.inFlight.hasRoom(keyId, lease, now)) return this.concurrencyLimited(keyId, state, now, limits, options);
+    const decision = this.consumeWindows(keyId, state, now, limits, options);
+    if (lease && decision.outcome === 'allowed') this.inFlight.hold(keyId, lease, now);
+    return decision;
+  }
+
+  release(keyId: string, leaseId: string): void {
+    this.inFlight.release(keyId, leaseId);
+  }
+
+  /** The refusal with the windows as they stand: an admission of nothing (cost 0) reads them and counts nothing. */
+  private concurrencyLimited(keyId: string, state: KeyState, now: number, limits: WindowLimits, options?: ConsumeOptions): KeyDecision {
+    const windows = this.consumeWindows(keyId, state, now, limits, { ...options, cost: 0, shadow: true });
+    return windows.outcome === 'allowed' ? { ...windows, outcome: 'concurrency_limited' } : windows;
+  }
+
+  private consumeWindows(keyId: string, state: KeyState, now: number, limits: WindowLimits, options?: ConsumeOptions): KeyDecision {
     const cost = options?.cost ?? 1;
     const month = limits.perMonth === undefined ? null : monthSpan(now, options?.billingDay);
     if (options?.consumer !== undefined) return this.consumeWithConsumer(keyId, state, limits, options, options.consumer, now, cost, month);

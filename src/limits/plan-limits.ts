@@ -26,13 +26,21 @@ export function effectiveLimits(record: { plan: string; limits: WindowLimits | n
 export class PlanBook {
   private readonly limitsByPlan = new Map<string, WindowLimits>();
   private readonly shadowedPlans = new Set<string>();
+  private readonly maxInFlightByPlan = new Map<string, number>();
 
   constructor(plans: Plans) {
     for (const name of Object.keys(plans)) {
       const limits = planLimitsOf(plans, name);
       if (limits) this.limitsByPlan.set(name, limits);
       if (plans[name]!.shadow === true) this.shadowedPlans.add(name);
+      const maxInFlight = plans[name]!.maxInFlight;
+      if (maxInFlight !== undefined) this.maxInFlightByPlan.set(name, maxInFlight);
     }
+  }
+
+  /** A key's own `maxInFlight`, else its plan's; undefined: no concurrency limit. */
+  maxInFlightOf(record: { plan: string; limits: WindowLimits | null }): number | undefined {
+    return record.limits?.maxInFlight ?? this.maxInFlightByPlan.get(record.plan);
   }
 
   /** The key's own limits, else its plan's; null when neither exists. */

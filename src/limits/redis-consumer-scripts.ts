@@ -1,4 +1,5 @@
 import { EXPIRY_SLACK_MS } from './windows';
+import { IN_FLIGHT_HOLD_LUA, inFlightCheckLua } from './redis-in-flight';
 
 /**
  * The Lua of a key's request decided together with its consumer's windows (CONTRACT §4): the key's
@@ -8,11 +9,13 @@ import { EXPIRY_SLACK_MS } from './windows';
  * consumer's windows added to the admission test and to the counting.
  *
  * ARGV (both shapes): 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms,
- * 6 retain ms, 7 shadow ('1'/'0'), 8 now ('' for Redis TIME), 9 cost, 10 the key's perMonth ('' for
- * none), 11..14 its month boundaries, 15 the consumer's perMinute, 16 perDay, 17 perMonth (each ''
- * for none), 18..21 the consumer's month boundaries (its own billing day).
- * Reply: the key's ten fields as in redis-key-limiter.ts, then the consumer's minute count, day
- * count, month count, month credits, month end, month start, minute reset (0: the UTC minute's end).
+ * 6 retain ms, 7 shadow ('1'/'0'), 8 now ('' for Redis TIME), 9 cost, 10..12 the key's in-flight
+ * lease (redis-in-flight.ts: maxInFlight is the key's, as without a consumer), 13 the key's perMonth
+ * ('' for none), 14..17 its month boundaries, 18 the consumer's perMinute, 19 perDay, 20 perMonth
+ * (each '' for none), 21..24 the consumer's month boundaries (its own billing day).
+ * Reply: the key's ten fields as in redis-key-limiter.ts (outcome 4: refused by maxInFlight, nothing
+ * counted), then the consumer's minute count, day count, month count, month credits, month end,
+ * month start, minute reset (0: the UTC minute's end).
  */
 
 const NOW_LUA = `local now
@@ -61,7 +64,7 @@ end`;
 const CONSUMER_TAIL = 'cmc, cdc, coc, cok, cme, cms, cMinuteResetAt';
 
 /** The consumer's room test: every window it has a limit for takes `cost` more. */
-const CONSUMER_ROOM = `(ARGV[15] == '' or cmc + cost <= tonumber(ARGV[15])) and (ARGV[16] == '' or cdc + cost <= tonumber(ARGV[16])) and (not cmonthLimit or coc + cost <= cmonthLimit)`;
+const CONSUMER_ROOM = `(ARGV[18] == '' or cmc + cost <= tonumber(ARGV[18])) and (ARGV[19] == '' or cdc + cost <= tonumber(ARGV[19])) and (not cmonthLimit or coc + cost <= cmonthLimit)`;
 const KEY_ROOM = `mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit)`;
 
 /**
@@ -101,9 +104,12 @@ return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}}`;
 
 const BANNED_REPLY = `return {2, now, 0, 0, bannedUntil, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}`;
 
-/** Fixed minute. KEYS: 1 the key's hash, 2 its month hash, 3 the consumer's hash, 4 its month hash. */
+/**
+ * Fixed minute. KEYS: 1 the key's hash, 2 its month hash, 3 its in-flight leases, 4 the consumer's
+ * hash, 5 its month hash.
+ */
 export const CONSUMER_CONSUME_LUA = `
-local key, mkey, ckey, cmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local key, mkey, ifkey, ckey, cmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 ${NOW_LUA}
 local cost = tonumber(ARGV[9])
 local f = redis.call('HMGET', key, 'mw', 'mc', 'dw', 'dc', 'bu', 'rc', 're')
@@ -120,7 +126,7 @@ local sameDay = tonumber(f[3]) == day
 if sameDay then dc = tonumber(f[4]) or 0 end
 local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
 local minuteResetAt = 0
-${monthRead('', 'mkey', 10)}
+${monthRead('', 'mkey', 13)}
 local cf = redis.call('HMGET', ckey, 'mw', 'mc', 'dw', 'dc')
 local cmc = 0
 if tonumber(cf[1]) == minute then cmc = tonumber(cf[2]) or 0 end
@@ -128,7 +134,8 @@ local cdc = 0
 local cSameDay = tonumber(cf[3]) == day
 if cSameDay then cdc = tonumber(cf[4]) or 0 end
 local cMinuteResetAt = 0
-${monthRead('c', 'cmkey', 17)}
+${monthRead('c', 'cmkey', 20)}
+${inFlightCheckLua(CONSUMER_TAIL)}
 
 if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   mc = mc + cost
@@ -139,6 +146,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   cmc = cmc + cost
   ${consumerAdmit("'mw', minute, 'mc', cmc, ")}
   ${monthAdmit('c', 'cmkey')}
+  ${IN_FLIGHT_HOLD_LUA}
   return {0, now, mc, dc, 0, 0, oc, ok, me, ms, ${CONSUMER_TAIL}}
 end
 ${refusal(6)}
@@ -167,12 +175,12 @@ end`;
 }
 
 /**
- * Sliding minute. KEYS: 1 the key's hash, 2 its log, 3 its month hash, 4 the consumer's hash, 5 its
- * log, 6 its month hash. The consumer's log is kept only when it has a perMinute; its members are
+ * Sliding minute. KEYS: 1 the key's hash, 2 its log, 3 its month hash, 4 its in-flight leases, 5 the
+ * consumer's hash, 6 its log, 7 its month hash. The consumer's log is kept only when it has a perMinute; its members are
  * `now-<consumer day count>`, unique as that count grows with every unit admitted.
  */
 export const SLIDING_CONSUMER_CONSUME_LUA = `
-local key, log, mkey, ckey, clog, cmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local key, log, mkey, ifkey, ckey, clog, cmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 ${NOW_LUA}
 local cost = tonumber(ARGV[9])
 local f = redis.call('HMGET', key, 'dw', 'dc', 'bu', 'rc', 're')
@@ -186,13 +194,14 @@ local sameDay = tonumber(f[1]) == day
 if sameDay then dc = tonumber(f[2]) or 0 end
 local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
 ${slidingRead('', 'log', 1)}
-${monthRead('', 'mkey', 10)}
+${monthRead('', 'mkey', 13)}
 local cf = redis.call('HMGET', ckey, 'dw', 'dc')
 local cdc = 0
 local cSameDay = tonumber(cf[1]) == day
 if cSameDay then cdc = tonumber(cf[2]) or 0 end
-${slidingRead('c', 'clog', 15)}
-${monthRead('c', 'cmkey', 17)}
+${slidingRead('c', 'clog', 18)}
+${monthRead('c', 'cmkey', 20)}
+${inFlightCheckLua(CONSUMER_TAIL)}
 
 if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   for i = 1, cost do
@@ -204,7 +213,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   redis.call('HSET', key, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${monthAdmit('', 'mkey')}
-  if ARGV[15] ~= '' then
+  if ARGV[18] ~= '' then
     for i = 1, cost do
       redis.call('ZADD', clog, now, now .. '-' .. (cdc + i))
     end
@@ -213,10 +222,11 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   end
   ${consumerAdmit('')}
   ${monthAdmit('c', 'cmkey')}
+  ${IN_FLIGHT_HOLD_LUA}
   return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}}
 end
 ${slidingFreeing('mc', 'minuteResetAt', 'log', 1)}
-${slidingFreeing('cmc', 'cMinuteResetAt', 'clog', 15)}
+${slidingFreeing('cmc', 'cMinuteResetAt', 'clog', 18)}
 ${refusal(4)}
 `;
 

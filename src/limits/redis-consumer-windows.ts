@@ -6,13 +6,14 @@ import { consumerWindows, withConsumer, type ConsumerCounts } from './consumer-d
 import type { MonthBoundaries, MonthCount } from './month-window';
 import { CONSUMER_CONSUME_LUA, CONSUMER_USAGE_LUA, MOVE_WINDOWS_LUA, SLIDING_CONSUMER_CONSUME_LUA } from './redis-consumer-scripts';
 import type { ConsumerShare, ConsumerWindows, KeyDecision, WindowLimits } from './types';
-import { keyDecision, type OutcomeCode } from './windows';
+import { OUTCOME_ALLOWED, keyDecision, type OutcomeCode } from './windows';
+import { IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED } from './redis-in-flight';
 
-type ConsumeReply = [OutcomeCode, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
 type UsageReply = [number, number, number, number, number, number, number, number];
 
-const CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitConsume', CONSUMER_CONSUME_LUA, 4);
-const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitSlidingConsume', SLIDING_CONSUMER_CONSUME_LUA, 6);
+const CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitConsume', CONSUMER_CONSUME_LUA, 5);
+const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitSlidingConsume', SLIDING_CONSUMER_CONSUME_LUA, 7);
 const USAGE = defineLuaScript<UsageReply>('asgConsumerLimitUsage', CONSUMER_USAGE_LUA, 3);
 const MOVE = defineLuaScript<number>('asgKeyWindowsMove', MOVE_WINDOWS_LUA, 3);
 
@@ -55,8 +56,8 @@ export class RedisConsumerWindows {
   }
 
   /**
-   * One script call: the key's windows and ban (`keyArgv`, ARGV 1..9 of the key's script) and the
-   * consumer's. Returns the decision and the ban's end (0 for none).
+   * One script call: the key's windows, ban and in-flight lease (`keyArgv`, ARGV 1..12 of the key's
+   * script) and the consumer's. Returns the decision and the ban's end (0 for none).
    */
   async consume(key: string, keyArgv: string[], limits: WindowLimits, share: ConsumerShare, billingDay: number | undefined, cost: number): Promise<[KeyDecision, number]> {
     const ckey = this.consumerKey(share.id);
@@ -71,17 +72,21 @@ export class RedisConsumerWindows {
       ...(perMonth === undefined ? ['', '', '', ''] : this.monthArgv(share.billingDay)),
     ];
     const reply = this.settings.sliding
-      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', ckey, ckey + ':log', ckey + ':mo'], argv)
-      : await this.scripts.consume([key, key + ':mo', ckey, ckey + ':mo'], argv);
+      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':log', ckey + ':mo'], argv)
+      : await this.scripts.consume([key, key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':mo'], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
-    const decision = keyDecision({ outcome: reply[0], now: reply[1], minuteCount: reply[2], dayCount: reply[3], bannedUntil: reply[4], limits, minuteResetAt: reply[5] || undefined, cost, month });
+    const refusedForConcurrency = reply[0] === OUTCOME_CONCURRENCY_LIMITED;
+    // Refused by maxInFlight: the windows as they stand, read as an admission of nothing.
+    const decision = keyDecision({ outcome: refusedForConcurrency ? OUTCOME_ALLOWED : (reply[0] as OutcomeCode), now: reply[1], minuteCount: reply[2], dayCount: reply[3], bannedUntil: reply[4], limits, minuteResetAt: reply[5] || undefined, cost, month });
     const counts: ConsumerCounts = {
       minuteCount: reply[10],
       dayCount: reply[11],
       minuteResetAt: reply[16],
       month: perMonth === undefined ? null : monthCountOf(reply[12], reply[13], reply[14], reply[15]),
     };
-    return [withConsumer(decision, consumerWindows(share, counts, reply[1]), cost), reply[4]];
+    const decided = withConsumer(decision, consumerWindows(share, counts, reply[1]), cost);
+    if (refusedForConcurrency && decided.outcome === 'allowed') return [{ ...decided, outcome: 'concurrency_limited' }, 0];
+    return [decided, reply[4]];
   }
 
   async usage(share: ConsumerShare): Promise<ConsumerWindows> {

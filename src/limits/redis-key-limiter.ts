@@ -3,9 +3,10 @@ import type { RedisClient } from '../shared/redis';
 import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { RedisConsumerWindows } from './redis-consumer-windows';
+import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED, inFlightArgv, inFlightCheckLua } from './redis-in-flight';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { MonthBoundaries, type MonthCount } from './month-window';
-import { EXPIRY_SLACK_MS, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
+import { EXPIRY_SLACK_MS, OUTCOME_ALLOWED, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
 
 /**
  * Redis layout: one hash per API key, `${namespace}:rl:{${keyId}}`. The braces make the key id the
@@ -120,17 +121,18 @@ return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}`;
 }
 
 /**
- * Fixed minute. KEYS: 1 the key's hash, 2 its month hash.
+ * Fixed minute. KEYS: 1 the key's hash, 2 its month hash, 3 its in-flight leases.
  * ARGV: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms, 6 retain ms,
  * 7 shadow ('1' or '0'), 8 now (epoch ms; '': Redis TIME, so every gateway instance decides on
- * one clock), 9 cost (units of every window), and with a month window 10 perMonth, 11..14 the month
- * boundaries (see monthReadLua).
+ * one clock), 9 cost (units of every window), 10..12 the in-flight lease (redis-in-flight.ts),
+ * and with a month window 13 perMonth, 14..17 the month boundaries (see monthReadLua).
  * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end),
  * monthCount, monthCredits, monthEnd, monthStart}; outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
  */
 const CONSUME_LUA = `
 local key = KEYS[1]
 local mkey = KEYS[2]
+local ifkey = KEYS[3]
 local now
 ${nowFromArgOrTime(8)}
 local cost = tonumber(ARGV[9])
@@ -149,7 +151,8 @@ local sameDay = tonumber(f[3]) == day
 if sameDay then dc = tonumber(f[4]) or 0 end
 local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
 local minuteResetAt = 0
-${monthReadLua(10)}
+${monthReadLua(13)}
+${inFlightCheckLua()}
 
 if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
   mc = mc + cost
@@ -157,6 +160,7 @@ if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not mo
   redis.call('HSET', key, 'mw', minute, 'mc', mc, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${MONTH_ADMIT_LUA}
+  ${IN_FLIGHT_HOLD_LUA}
   return {0, now, mc, dc, 0, 0, oc, ok, me, ms}
 end
 ${refusalLua(6)}
@@ -164,7 +168,7 @@ ${refusalLua(6)}
 
 /**
  * Sliding minute: an exact log of the admission times of the last 60 s in a sorted set beside the
- * hash (KEYS: 1 the hash, 2 the log, 3 the month hash; one hash tag, one slot). A request is
+ * hash (KEYS: 1 the hash, 2 the log, 3 the month hash, 4 the in-flight leases; one hash tag, one slot). A request is
  * admitted when at most perMinute - cost admissions lie in (now - 60 s, now], so no 60-second
  * interval ever admits more than the limit. Members are `now-dayCount`, unique because the day
  * count grows with every admitted unit. The log expires a minute after its last admission. ARGV and
@@ -175,6 +179,7 @@ const SLIDING_CONSUME_LUA = `
 local key = KEYS[1]
 local log = KEYS[2]
 local mkey = KEYS[3]
+local ifkey = KEYS[4]
 local now
 ${nowFromArgOrTime(8)}
 local cost = tonumber(ARGV[9])
@@ -195,7 +200,8 @@ local minuteResetAt = now + 60000
 if mc > 0 then
   minuteResetAt = tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) + 60000
 end
-${monthReadLua(10)}
+${monthReadLua(13)}
+${inFlightCheckLua()}
 
 if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
   for i = 1, cost do
@@ -207,6 +213,7 @@ if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not mo
   redis.call('HSET', key, 'dw', day, 'dc', dc)
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${MONTH_ADMIT_LUA}
+  ${IN_FLIGHT_HOLD_LUA}
   return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
 end
 if cost > 1 and mc > 0 then
@@ -276,13 +283,13 @@ return ok + tonumber(ARGV[2])
 `;
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
-type ConsumeReply = [OutcomeCode, number, number, number, number, number, number, number, number, number];
+type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number];
 type UsageReply = [number, number, number, number, number, number, number, number, number];
 
 // KEYS: the key's hash, (sliding only) its minute log, its month hash.
-const CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitConsume', CONSUME_LUA, 2);
+const CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitConsume', CONSUME_LUA, 3);
 const USAGE = defineLuaScript<UsageReply>('asgKeyLimitUsage', USAGE_LUA, 2);
-const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitSlidingConsume', SLIDING_CONSUME_LUA, 3);
+const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitSlidingConsume', SLIDING_CONSUME_LUA, 4);
 const SLIDING_USAGE = defineLuaScript<UsageReply>('asgKeyLimitSlidingUsage', SLIDING_USAGE_LUA, 3);
 const CREDITS = defineLuaScript<number>('asgKeyLimitCredits', CREDITS_LUA, 1);
 
@@ -378,6 +385,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       options?.shadow === true ? '1' : '0',
       this.clock === undefined ? '' : String(this.clock.now()),
       cost === 1 ? '1' : String(cost),
+      ...inFlightArgv(options?.inFlight),
     ];
     if (options?.consumer !== undefined) {
       const [decision, bannedUntil] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost);
@@ -386,11 +394,13 @@ export class RedisKeyLimiter implements KeyLimiter {
     }
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
     const reply = this.sliding
-      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo'], argv)
-      : await this.scripts.consume([key, key + ':mo'], argv);
+      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX], argv)
+      : await this.scripts.consume([key, key + ':mo', key + IN_FLIGHT_SUFFIX], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
+    const refusedForConcurrency = reply[0] === OUTCOME_CONCURRENCY_LIMITED;
     const decision = keyDecision({
-      outcome: reply[0],
+      // The windows as they stand, read as an admission of nothing.
+      outcome: refusedForConcurrency ? OUTCOME_ALLOWED : (reply[0] as OutcomeCode),
       now: reply[1],
       minuteCount: reply[2],
       dayCount: reply[3],
@@ -400,8 +410,14 @@ export class RedisKeyLimiter implements KeyLimiter {
       cost,
       month,
     });
+    if (refusedForConcurrency && decision.outcome === 'allowed') return { ...decision, outcome: 'concurrency_limited' };
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
     return decision;
+  }
+
+  release(keyId: string, leaseId: string): void {
+    // Not awaited by the request: a release lost to a Redis outage is a lease that expires (its ttl).
+    this.redis.zrem(this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX, leaseId).catch(() => {});
   }
 
   async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {

@@ -102,7 +102,7 @@ export interface SeedableKeyLimiter extends KeyLimiter {
 /** Keys whose last store decision is remembered for the fallback; the least recent go first. */
 export const MAX_REMEMBERED_KEYS = 10_000;
 
-function snapshotOf(decision: KeyDecision): KeySnapshot {
+function snapshotOf(decision: Exclude<KeyDecision, { outcome: 'concurrency_limited' }>): KeySnapshot {
   if (decision.outcome === 'banned') return { at: decision.now, minuteCount: 0, dayCount: 0, bannedUntil: decision.bannedUntil };
   const snapshot: KeySnapshot = {
     at: decision.now,
@@ -128,7 +128,7 @@ function snapshotOf(decision: KeyDecision): KeySnapshot {
  */
 export class FallbackKeyLimiter implements KeyLimiter {
   private fallback: SeedableKeyLimiter | null = null;
-  private readonly lastKnown = new Map<string, KeyDecision>();
+  private readonly lastKnown = new Map<string, Exclude<KeyDecision, { outcome: 'concurrency_limited' }>>();
 
   constructor(
     private readonly primary: KeyLimiter,
@@ -138,8 +138,15 @@ export class FallbackKeyLimiter implements KeyLimiter {
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     const decision = await askStore(this.options, () => this.primary.consume(keyId, limits, options));
     if (decision === undefined) return this.decideLocally(keyId, limits, options);
-    this.remember(keyId, decision);
+    // A concurrency refusal says nothing of the windows: the last word on them stays.
+    if (decision.outcome !== 'concurrency_limited') this.remember(keyId, decision);
     return decision;
+  }
+
+  /** The lease may be in either (taken before or during an outage): both are told; an unknown id is no error. */
+  release(keyId: string, leaseId: string): void {
+    this.primary.release?.(keyId, leaseId);
+    this.fallback?.release?.(keyId, leaseId);
   }
 
   usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
@@ -183,7 +190,7 @@ export class FallbackKeyLimiter implements KeyLimiter {
     await previous?.close();
   }
 
-  private remember(keyId: string, decision: KeyDecision): void {
+  private remember(keyId: string, decision: Exclude<KeyDecision, { outcome: 'concurrency_limited' }>): void {
     // Re-inserted so Map order is least recently used first.
     this.lastKnown.delete(keyId);
     this.lastKnown.set(keyId, decision);
@@ -202,7 +209,7 @@ export class FallbackKeyLimiter implements KeyLimiter {
     const decision = await this.fallback.consume(keyId, limits, options);
     if (this.options.mode === 'local') return { ...decision, fallback: 'local' };
     // Open: the fallback never bans (see createFallback in index.ts), and a refusal is served anyway.
-    if (decision.outcome === 'limited') {
+    if (decision.outcome === 'limited' || decision.outcome === 'concurrency_limited') {
       const { minute, day, month, now } = decision;
       return month ? { outcome: 'allowed', minute, day, month, now, fallback: 'open' } : { outcome: 'allowed', minute, day, now, fallback: 'open' };
     }

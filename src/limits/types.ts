@@ -9,6 +9,11 @@ export interface WindowLimits {
    * enforces them even on a shadowed plan; absent, the key follows its plan.
    */
   shadow?: boolean;
+  /**
+   * A key's own limits only: requests of the key being forwarded at once, across the instances on
+   * one Redis (1..10,000; CONTRACT §3). Absent, the plan's `maxInFlight`, if any.
+   */
+  maxInFlight?: number;
 }
 
 export type WindowName = 'minute' | 'day' | 'month';
@@ -64,6 +69,18 @@ export interface ConsumeOptions {
    * consumer's windows all have room, and then counts in all, in the same one decision.
    */
   consumer?: ConsumerShare;
+  /** The key's concurrency limit: admitted, the request holds one slot (a lease) until released. */
+  inFlight?: InFlightLease;
+}
+
+/** One request's slot under a key's maxInFlight (in-flight-leases.ts). */
+export interface InFlightLease {
+  /** The key's maxInFlight. */
+  max: number;
+  /** Unique per request; what `release` names. */
+  id: string;
+  /** The slot frees itself after this long if never released (an instance that died): upstream.timeoutMs + 1 s. */
+  ttlMs: number;
 }
 
 /** One window as a client sees it in the rate-limit headers. */
@@ -130,6 +147,17 @@ export type KeyDecision = DecisionSource &
       bannedUntil: number;
       now: number;
     }
+  | {
+      /** The key's maxInFlight requests are being forwarded already; nothing was consumed or counted toward a ban. */
+      outcome: 'concurrency_limited';
+      /** The windows as they stand (for the headers). */
+      minute: WindowState;
+      day: WindowState;
+      month?: MonthWindowState;
+      /** The consumer's windows as they stand, when the key has a consumer with limits. */
+      consumer?: ConsumerWindows;
+      now: number;
+    }
   );
 
 /** What the admin API shows for a key: its windows without consuming, and any ban. */
@@ -168,6 +196,8 @@ export interface KeyLimiter {
    * changes consumer), adding to what the target already holds. Idempotent enough to run twice.
    */
   moveWindows?(fromId: string, toId: string): Promise<void>;
+  /** Frees a slot taken with ConsumeOptions.inFlight; fire and forget (an unknown lease is no error). */
+  release?(keyId: string, leaseId: string): void;
   /** Keys banned right now, across every instance that shares the store (`gateway_active_bans`). */
   activeBans(): Promise<number>;
   close(): Promise<void>;

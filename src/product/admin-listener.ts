@@ -59,13 +59,15 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
   const { metrics, keyService, stores, upstreamUrl } = deps;
   const logger = deps.logger.child({ component: 'admin' });
   const readiness: ReadinessCheck[] = [
-    { name: 'store', check: () => stores.ping() },
+    // Shared by every instance: shown on /readyz, never a 503 (CONTRACT §5).
+    { name: 'store', check: () => stores.ping(), scope: 'shared' },
     // A probe write to each SQLite file: a full disk, a read-only file system or a held lock shows
     // here (with its SQLite code), and passes again by itself once the cause is gone.
     ...stores.writableDatabases.map(({ name, checkWrites }) => ({ name, check: async () => checkWrites() })),
     ...(deps.inventory ? [{ name: 'inventory database', check: async () => deps.inventory!.checkWrites() }] : []),
     {
       name: 'upstream',
+      scope: 'shared',
       check: async () => {
         const res = await fetch(new URL('/healthz', upstreamUrl), { signal: AbortSignal.timeout(1000) });
         if (!res.ok) throw new Error(`upstream answered ${res.status}`);
@@ -86,8 +88,9 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     auditLog: stores.auditLog,
     metrics: deps.metricsSource(deps.inventory ? Registry.merge([metrics.registry, deps.inventory.metrics]) : metrics.registry),
     readiness,
-    // The breaker's state is reported, not a failing check: the upstream check already fails while the inventory does not answer.
+    // The breaker's state is reported, not a check: like the inventory, every instance shares it.
     readinessDetails: () => ({ upstreamCircuit: deps.forwarder.circuitState() }),
+    shuttingDown: () => deps.closers.closing,
     deprecations: () =>
       buildDeprecationReport({
         deprecations: deps.configInForce().deprecations,

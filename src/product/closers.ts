@@ -4,12 +4,15 @@
  */
 export class Closers {
   private readonly pending: Array<() => Promise<void> | void> = [];
+  /** Set once closing has begun (/readyz answers 503 from then on). */
+  closing = false;
 
   add(close: () => Promise<void> | void): void {
     this.pending.push(close);
   }
 
   async closeAll(): Promise<void> {
+    this.closing = true;
     while (this.pending.length > 0) await this.pending.pop()!();
   }
 }

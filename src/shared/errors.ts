@@ -22,6 +22,7 @@ export const codeToStatus = {
   headers_too_large: 431,
   rate_limited: 429,
   temporarily_banned: 429,
+  concurrency_limited: 429,
   internal_error: 500,
   upstream_unavailable: 502,
   service_unavailable: 503,

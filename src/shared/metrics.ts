@@ -142,6 +142,12 @@ function limiterMetrics(registry: Registry, sources: GatewayMetricSources) {
       labelNames: ['plan', 'window'] as const,
       registers: [registry],
     }),
+    inFlightRejections: new Counter({
+      name: 'gateway_inflight_rejections_total',
+      help: 'Requests refused with 429 concurrency_limited: the key (or its plan) had maxInFlight requests being forwarded already.',
+      labelNames: ['plan'] as const,
+      registers: [registry],
+    }),
     keyBans: new Counter({
       name: 'gateway_key_bans_total',
       help: 'Keys banned for retrying after 429.',

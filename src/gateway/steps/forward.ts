@@ -39,7 +39,8 @@ export function createForwardStep(deps: ForwardDependencies) {
     const { req, res } = request;
     const declaredLength = Number(req.headers['content-length'] ?? 0);
     if (declaredLength > maxBodyBytes) return closeAfterAnswer(req, res, tooLarge);
-    const token = await signer.sign({ keyId: keyOf(request).id, plan: request.plan });
+    const keyId = keyOf(request).id;
+    const token = await signer.sign({ keyId, plan: request.plan });
     const upstream: UpstreamRequest = {
       method: request.method,
       path: request.originForm,
@@ -47,6 +48,8 @@ export function createForwardStep(deps: ForwardDependencies) {
       client: req,
       // The upstream deadline counts from the request's arrival, the wait for a connection included.
       receivedAt: request.startedAt,
+      // The guard shares the inventory fairly across keys (CONTRACT §3, one caller).
+      tenant: keyId,
     };
     return send(request, upstream);
   };

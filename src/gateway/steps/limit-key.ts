@@ -1,20 +1,24 @@
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../shared/logger';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
 import { monthSpan } from '../../limits/month-window';
 import { windowsIdOfKey } from '../../limits/windows-id';
-import type { ConsumeOptions, ConsumerShare, KeyDecision, KeyLimiter, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
+import type { ConsumeOptions, ConsumerShare, InFlightLease, KeyDecision, KeyLimiter, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
-import { bannedRateLimitHeaders, keyRateLimitHeaders, type BannedMonth } from '../rate-limit-headers';
+import { bannedRateLimitHeaders, keyRateLimitHeaders, type KeyWindows, type BannedMonth } from '../rate-limit-headers';
 import { keyOf, type GatewayRequest } from '../request-context';
-import { keyRateLimited, Refusal, temporarilyBanned, unconfiguredPlan } from '../refusals';
+import { CONCURRENCY_LIMITED, keyRateLimited, Refusal, temporarilyBanned, unconfiguredPlan } from '../refusals';
 import { CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
 /** Share of a window after which an admitted request counts in gateway_ratelimit_near_limit_total. */
 const NEAR_LIMIT_SHARE = 0.8;
+
+/** upstream.timeoutMs's default (10 s) + 1 s. */
+const DEFAULT_LEASE_TTL_MS = 11_000;
 
 /** What a shadowed plan or key asks of the limiter: refusals that lead to no ban. */
 const SHADOW: ConsumeOptions = { shadow: true };
@@ -37,6 +41,12 @@ export interface KeyLimitDependencies {
    * process, no store command); its windows are decided in the same one round trip.
    */
   consumerOf?(record: ApiKeyRecord): ConsumerShare | undefined;
+  /**
+   * How long a slot under maxInFlight holds when never released (an instance that died):
+   * upstream.timeoutMs + 1 s, the longest a request waits for its answer's head. Default: 11 s
+   * (the default timeout's).
+   */
+  leaseTtlMs?: number;
   /** Told each decision (usage units, webhooks: src/product/notifications.ts); returns at once. */
   onDecision?: KeyDecisionListener;
 }
@@ -48,6 +58,7 @@ export type KeyDecisionListener = (record: ApiKeyRecord, decision: KeyDecision, 
 export function createKeyLimitStep(deps: KeyLimitDependencies) {
   const { keyLimiter, plans, metrics, storeCall, costs } = deps;
   const refuseUnconfiguredPlan = unconfiguredPlanRefusal(deps.logger);
+  const leaseTtlMs = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
 
   return async function limitKey(request: GatewayRequest): Promise<StepOutcome> {
     const { res } = request;
@@ -56,21 +67,27 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     if (!limits) return refuseUnconfiguredPlan(record);
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
-    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, deps.consumerOf?.(record));
-    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(windowsIdOfKey(record), limits, options), (d: KeyDecision) => ({
+    const lease = leaseFor(plans.maxInFlightOf(record), leaseTtlMs);
+    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease, deps.consumerOf?.(record));
+    // A consumer's key keeps its windows, and its leases, under the consumer's hash tag (windows-id.ts).
+    const windowsId = windowsIdOfKey(record);
+    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(windowsId, limits, options), (d: KeyDecision) => ({
       'asg.rate_limit.scope': 'key',
       'asg.rate_limit.decision': d.outcome,
       'asg.plan': record.plan,
     }));
     if (decision instanceof Refusal) return decision;
+    if (decision.outcome === 'concurrency_limited') return refuseConcurrency(metrics, request, shadow, decision);
     deps.onDecision?.(record, decision, options?.cost ?? 1);
     if (decision.fallback) {
       request.storeFallback = decision.fallback;
       if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });
     }
     if (decision.outcome === 'allowed') {
+      // The slot is the request's until its response closes: answered, cut off, or its client gone.
+      if (lease) res.once('close', () => keyLimiter.release?.(windowsId, lease.id));
       request.rateLimitOutcome = 'allowed';
-      countAdmitted(record.plan, route, options?.cost ?? 1, decision);
+      countAdmitted(metrics, record.plan, route, options?.cost ?? 1, decision);
       setHeaders(res, keyRateLimitHeaders(decision));
       return CONTINUE;
     }
@@ -103,31 +120,48 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     else setHeaders(res, keyRateLimitHeaders(decision));
     return CONTINUE;
   }
+}
 
-  /** The units an admitted request took, and the windows it took past 80 %. */
-  function countAdmitted(plan: string, route: string | undefined, cost: number, decision: Extract<KeyDecision, { outcome: 'allowed' }>): void {
-    metrics.unitsConsumed.inc({ route: route ?? 'unmatched', plan }, cost);
-    countNearLimit(plan, 'minute', decision.minute, cost);
-    countNearLimit(plan, 'day', decision.day, cost);
-    if (decision.month) countNearLimit(plan, 'month', decision.month, cost);
-    if (decision.consumer?.minute) countNearLimit(plan, 'consumer-minute', decision.consumer.minute, cost);
-    if (decision.consumer?.day) countNearLimit(plan, 'consumer-day', decision.consumer.day, cost);
-    if (decision.consumer?.month) countNearLimit(plan, 'consumer-month', decision.consumer.month, cost);
-  }
+/** The units an admitted request took, and the windows it took past 80 %. */
+function countAdmitted(metrics: GatewayMetrics, plan: string, route: string | undefined, cost: number, decision: Extract<KeyDecision, { outcome: 'allowed' }>): void {
+  metrics.unitsConsumed.inc({ route: route ?? 'unmatched', plan }, cost);
+  countNearLimit(metrics, plan, 'minute', decision.minute, cost);
+  countNearLimit(metrics, plan, 'day', decision.day, cost);
+  if (decision.month) countNearLimit(metrics, plan, 'month', decision.month, cost);
+  if (decision.consumer?.minute) countNearLimit(metrics, plan, 'consumer-minute', decision.consumer.minute, cost);
+  if (decision.consumer?.day) countNearLimit(metrics, plan, 'consumer-day', decision.consumer.day, cost);
+  if (decision.consumer?.month) countNearLimit(metrics, plan, 'consumer-month', decision.consumer.month, cost);
+}
 
-  /** Counts the one admitted request per window that takes a key past 80 % of it. */
-  function countNearLimit(plan: string, window: RefusingWindow, windowState: WindowState, cost: number): void {
-    const used = windowState.limit - windowState.remaining;
-    const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
-    if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
-  }
+/** Counts the one admitted request per window that takes a key past 80 % of it. */
+function countNearLimit(metrics: GatewayMetrics, plan: string, window: RefusingWindow, windowState: WindowState, cost: number): void {
+  const used = windowState.limit - windowState.remaining;
+  const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
+  if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
 }
 
 /** What a shadowed limit would have refused: the limits applied, the decision, the key's billing day. */
 interface ShadowRefusal {
   limits: WindowLimits;
-  decision: Exclude<KeyDecision, { outcome: 'allowed' }>;
+  decision: Exclude<KeyDecision, { outcome: 'allowed' | 'concurrency_limited' }>;
   billingDay?: number;
+}
+
+/**
+ * 429 concurrency_limited, Retry-After 1: nothing was consumed and no ban counted (the limiter
+ * refused before any window). A shadowed key or plan is forwarded instead, without a slot.
+ */
+function refuseConcurrency(metrics: GatewayMetrics, request: GatewayRequest, shadow: boolean, windows: KeyWindows): StepOutcome {
+  // The windows as they stand: every /v1 answer carries them.
+  setHeaders(request.res, keyRateLimitHeaders(windows));
+  if (shadow) {
+    request.rateLimitOutcome = 'shadow_limited';
+    metrics.shadowDenied.inc({ plan: request.plan, window: 'concurrency' });
+    return CONTINUE;
+  }
+  request.rateLimitOutcome = 'concurrency_limited';
+  metrics.inFlightRejections.inc({ plan: request.plan });
+  return CONCURRENCY_LIMITED;
 }
 
 /**
@@ -149,10 +183,15 @@ function unconfiguredPlanRefusal(logger: Logger): (record: ApiKeyRecord) => Refu
 }
 
 /** What the limiter is asked: shared constants for the common cases, so most requests allocate nothing. */
-function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined, consumer: ConsumerShare | undefined): ConsumeOptions | undefined {
-  if (consumer !== undefined) return { shadow, cost, billingDay, consumer };
-  if (cost === 1 && billingDay === undefined) return shadow ? SHADOW : undefined;
-  return { shadow, cost, billingDay };
+function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined, inFlight: InFlightLease | undefined, consumer: ConsumerShare | undefined): ConsumeOptions | undefined {
+  if (consumer !== undefined) return { shadow, cost, billingDay, inFlight, consumer };
+  if (cost === 1 && billingDay === undefined && inFlight === undefined) return shadow ? SHADOW : undefined;
+  return { shadow, cost, billingDay, inFlight };
+}
+
+/** A slot for this request under the key's maxInFlight, or none when it has no such limit. */
+function leaseFor(maxInFlight: number | undefined, ttlMs: number): InFlightLease | undefined {
+  return maxInFlight === undefined ? undefined : { max: maxInFlight, id: randomUUID(), ttlMs };
 }
 
 /** A banned key's month, for its RateLimit-Policy: the quota over this billing month. */

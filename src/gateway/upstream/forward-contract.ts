@@ -35,6 +35,20 @@ export interface UpstreamRequest {
    * that a slow store ahead of the forward does not push the answer past timeoutMs + 1 s.
    */
   receivedAt: bigint;
+  /**
+   * Whose request this is (the key's id): the guard shares its bound and its connections fairly
+   * across these (fair-share-queue.ts). Absent: one shared share.
+   */
+  tenant?: string;
+}
+
+/** How one attempt is sent. */
+export interface AttemptOptions {
+  /**
+   * On a connection opened for it, not one from the pool: the retry of an idempotent request whose
+   * pooled connection was closed under it (the upstream closing idle keep-alive connections).
+   */
+  freshConnection?: boolean;
 }
 
 export interface ForwardHandlers {
@@ -53,7 +67,7 @@ export interface ForwarderStats {
 /** Sends a prepared request to the inventory and streams the answer back. */
 export interface Forwarder {
   /** Starts forwarding; the returned function abandons the upstream request (e.g. body too large). */
-  forward(request: UpstreamRequest, res: ServerResponse, handlers: ForwardHandlers): () => void;
+  forward(request: UpstreamRequest, res: ServerResponse, handlers: ForwardHandlers, options?: AttemptOptions): () => void;
   /** For tests and diagnostics: whether requests and connections are released. */
   stats(): ForwarderStats;
   close(): void | Promise<void>;

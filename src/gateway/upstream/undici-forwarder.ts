@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
+import { Client, Pool, type Dispatcher } from 'undici';
 import { hasBody } from './request-body';
 import { classifyUpstreamError } from './upstream-failure';
 import { isHopByHopResponseHeader } from './upstream-headers';
@@ -149,21 +149,31 @@ export function createUndiciForwarder(settings: ForwarderSettings): GuardedForwa
 function createUndiciPool(settings: ForwarderSettings): Forwarder {
   const target = new URL(settings.target);
   const basePath = target.pathname.replace(/\/+$/, '');
-  const pool = new Pool(target.origin, {
-    connections: settings.maxSockets,
+  const connectionOptions = {
     pipelining: 1,
     connectTimeout: settings.timeoutMs,
     headersTimeout: settings.timeoutMs,
     bodyTimeout: settings.timeoutMs,
-  });
+  };
+  const pool = new Pool(target.origin, { ...connectionOptions, connections: settings.maxSockets });
+  /** Retries on a new connection (AttemptOptions.freshConnection): a Client of their own, closed once it has answered. */
+  const freshConnections = new Set<Client>();
+  const freshDispatcher = (): Dispatcher => {
+    const client = new Client(target.origin, connectionOptions);
+    freshConnections.add(client);
+    // close() lets the one request finish, then ends the connection.
+    queueMicrotask(() => void client.close().finally(() => freshConnections.delete(client)));
+    return client;
+  };
 
   return {
-    forward(upstream, res, handlers) {
+    forward(upstream, res, handlers, options) {
       const body = hasBody(upstream.client) ? new PassThrough() : null;
       const exchange = new ForwardExchange(res, handlers, body);
       res.once('close', () => exchange.onClientClosed());
       if (body) upstream.client.pipe(body);
-      pool.dispatch(
+      const dispatcher = options?.freshConnection ? freshDispatcher() : pool;
+      dispatcher.dispatch(
         {
           path: basePath + upstream.path,
           method: upstream.method,
@@ -179,8 +189,8 @@ function createUndiciPool(settings: ForwarderSettings): Forwarder {
       const { size, connected } = pool.stats;
       return { activeRequests: size, openConnections: connected };
     },
-    close() {
-      return pool.destroy();
+    async close() {
+      await Promise.all([pool.destroy(), ...[...freshConnections].map((client) => client.destroy())]);
     },
   };
 }

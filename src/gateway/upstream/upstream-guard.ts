@@ -1,7 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { systemClock } from '../../shared/clock';
 import { CircuitBreaker, type CircuitBreakerSettings, type Outcome } from './circuit-breaker';
-import type { ForwardHandlers, Forwarder, ForwarderSettings, ForwarderStats, GuardedForwarder, UpstreamRequest } from './forward-contract';
+import type { AttemptOptions, ForwardHandlers, Forwarder, ForwarderSettings, ForwarderStats, GuardedForwarder, UpstreamFailure, UpstreamRequest } from './forward-contract';
+import { FairShareQueue } from './fair-share-queue';
+import { hasBody } from './request-body';
 import { circuitOpen, DEADLINE_PASSED, OVERLOADED } from './upstream-failure';
 
 /** The breaker's defaults, for a forwarder built without config (tests, the bench's bare children). */
@@ -9,48 +11,75 @@ export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = { consecutiveFail
 
 const NOTHING_TO_ABANDON = () => {};
 
+/** The share of requests that name no tenant. */
+const SHARED_TENANT = '';
+
+/**
+ * Connections no one key may take, kept for a key with nothing at the inventory (fair-share-queue.ts):
+ * one in 16, none for a pool of fewer than 4 (too small to spare one).
+ */
+export function newcomerReserve(maxSockets: number): number {
+  return maxSockets >= 4 ? Math.ceil(maxSockets / 16) : 0;
+}
+
+/** Methods a stale pooled connection may be retried for (RFC 9110 §9.2.2: idempotent, and safe to send twice). */
+const RETRYABLE_METHODS = new Set(['GET', 'HEAD']);
+
 /**
  * What stands between the request path and a forwarder (CONTRACT §3, the inventory slow or
- * hanging): a bound on requests at or waiting for the upstream, a circuit breaker, and one deadline
- * per request, counted from its arrival at the gateway (UpstreamRequest.receivedAt) and set here,
- * before the pool queues it. The forwarders' own timeouts (undici's headersTimeout, a socket
- * timeout) start only once a connection is theirs, so the n-th request queued behind a hung pool
- * would wait n/maxSockets timeouts; this deadline does not wait for that.
+ * hanging): a bound on requests at or waiting for the upstream, shared fairly across keys
+ * (fair-share-queue.ts), a circuit breaker, and one deadline per request, counted from its arrival
+ * at the gateway (UpstreamRequest.receivedAt) and set here, before the request waits. The
+ * forwarders' own timeouts (undici's headersTimeout, a socket timeout) start only once a connection
+ * is theirs, so the n-th request queued behind a hung pool would wait n/maxSockets timeouts; this
+ * deadline does not wait for that. Requests wait here, never in the pool: at most maxSockets are
+ * handed to the forwarder at once, so the pool's own first-come queue stays empty.
  */
 export class UpstreamGuard implements GuardedForwarder {
   private readonly breaker: CircuitBreaker;
-  private readonly maxInFlight: number;
-  private inFlightCount = 0;
+  private readonly queue: FairShareQueue<GuardedRequest>;
 
   constructor(
     private readonly inner: Forwarder,
     private readonly settings: ForwarderSettings,
   ) {
     this.breaker = new CircuitBreaker(settings.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER, settings.clock ?? systemClock, settings.onCircuitChange);
-    this.maxInFlight = settings.maxSockets + (settings.maxPending ?? settings.maxSockets);
+    this.queue = new FairShareQueue(settings.maxSockets, settings.maxSockets + (settings.maxPending ?? settings.maxSockets), newcomerReserve(settings.maxSockets));
   }
 
   forward(request: UpstreamRequest, res: ServerResponse, handlers: ForwardHandlers): () => void {
-    // Refused at once, before anything is held for the request: no timer, no pool entry.
-    if (this.inFlightCount >= this.maxInFlight) {
-      handlers.onFailure(OVERLOADED);
-      return NOTHING_TO_ABANDON;
-    }
     const admission = this.breaker.admit();
     if (!admission.admitted) {
       handlers.onFailure(circuitOpen(admission.retryAfterMs));
       return NOTHING_TO_ABANDON;
     }
-    this.inFlightCount++;
-    const guarded = new GuardedRequest(request, handlers, (outcome) => this.release(admission.probe, outcome));
-    guarded.start(this.settings.timeoutMs, res, this.inner);
+    const guarded = new GuardedRequest(request, handlers, this.inner, admission.probe, this);
+    const offer = this.queue.offer(guarded.tenant, guarded);
+    // Refused at once, before anything is held for the request: no timer, no pool entry.
+    if (offer.outcome === 'refused') {
+      this.breaker.settle(admission.probe, 'none');
+      handlers.onFailure(OVERLOADED);
+      return NOTHING_TO_ABANDON;
+    }
+    offer.evicted?.refuse(OVERLOADED);
+    guarded.arm(this.settings.timeoutMs, res);
+    if (offer.outcome === 'start') guarded.send();
     return () => guarded.abandon();
   }
 
-  /** A request's hold on the guard ends, with the breaker's word on how it went. */
-  private release(probe: boolean, outcome: Outcome): void {
-    this.inFlightCount--;
-    this.breaker.settle(probe, outcome);
+  /** A request's hold on the guard ends, with the breaker's word on how it went; the freed place goes to the next in turn. */
+  release(guarded: GuardedRequest, sent: boolean, outcome: Outcome): void {
+    this.breaker.settle(guarded.probe, outcome);
+    if (!sent) {
+      this.queue.withdraw(guarded.tenant, guarded);
+      return;
+    }
+    this.queue.finish(guarded.tenant)?.send();
+  }
+
+  /** The inventory refused a connection: every waiting request gets the same answer now rather than its turn to be refused. */
+  refuseWaiting(failure: UpstreamFailure): void {
+    for (const { item } of this.queue.drain()) item.refuse(failure);
   }
 
   stats(): ForwarderStats {
@@ -66,43 +95,103 @@ export class UpstreamGuard implements GuardedForwarder {
   }
 
   inFlight(): number {
-    return this.inFlightCount;
+    return this.queue.size();
   }
 }
 
 /**
- * Where one guarded request stands. `waiting`: sent or queued, its deadline running. `answering`:
- * the upstream's head arrived, its body streams (a stall is the forwarders' idle timeouts' to end).
- * `over`: answered, failed, timed out, abandoned or its client gone; the forwarder's late word is dropped.
+ * Where one guarded request stands. `queued`: waiting for its turn, its deadline running.
+ * `waiting`: sent, its deadline running. `answering`: the upstream's head arrived, its body streams
+ * (a stall is the forwarders' idle timeouts' to end). `over`: answered, failed, timed out, refused,
+ * abandoned or its client gone; the forwarder's late word is dropped.
  */
-type GuardedState = 'waiting' | 'answering' | 'over';
+type GuardedState = 'queued' | 'waiting' | 'answering' | 'over';
 
-/** One request through the guard: its slot, its deadline and the breaker's word on it, each settled once. */
+/** One request through the guard: its place, its deadline and the breaker's word on it, each settled once. */
 class GuardedRequest {
-  private state: GuardedState = 'waiting';
+  readonly tenant: string;
+  private state: GuardedState = 'queued';
   private deadline: NodeJS.Timeout | undefined;
   private abandonInner: () => void = NOTHING_TO_ABANDON;
+  private res: ServerResponse | null = null;
+  /** Attempts sent: a second is the one retry of a stale pooled connection. */
+  private attempts = 0;
 
   constructor(
     private readonly request: UpstreamRequest,
     private readonly handlers: ForwardHandlers,
-    private readonly release: (outcome: Outcome) => void,
-  ) {}
+    private readonly inner: Forwarder,
+    readonly probe: boolean,
+    private readonly guard: UpstreamGuard,
+  ) {
+    this.tenant = request.tenant ?? SHARED_TENANT;
+  }
 
-  start(timeoutMs: number, res: ServerResponse, inner: Forwarder): void {
+  /** Starts the deadline and watches the client, from the moment the request is held, queued or sent. */
+  arm(timeoutMs: number, res: ServerResponse): void {
+    this.res = res;
     const elapsedMs = Number(process.hrtime.bigint() - this.request.receivedAt) / 1e6;
     // A plain timer rather than AbortSignal.timeout: that one cannot be cancelled, so every answered
     // request would keep its timer (and what it closes over) alive for the whole timeout.
     this.deadline = setTimeout(() => this.deadlinePassed(), timeoutMs - elapsedMs);
     res.once('close', () => this.end(this.state === 'answering' && res.writableFinished ? 'success' : 'none'));
-    this.abandonInner = inner.forward(this.request, res, {
-      onResponse: (statusCode) => this.headReceived(statusCode),
-      onFailure: (failure) => {
-        // After the deadline has answered, the forwarder's own late word is dropped; a failure after
-        // the head (a cut body) still reaches the handler, which closes the client's connection.
-        if (this.end('failure')) this.handlers.onFailure(failure);
+  }
+
+  /** Its turn: hands the request to the forwarder. */
+  send(): void {
+    if (this.state !== 'queued') return;
+    this.state = 'waiting';
+    this.attempt({});
+  }
+
+  private attempt(options: AttemptOptions): void {
+    const attempt = ++this.attempts;
+    this.abandonInner = this.inner.forward(
+      this.request,
+      this.res!,
+      {
+        onResponse: (statusCode) => {
+          if (attempt === this.attempts) this.headReceived(statusCode);
+        },
+        onFailure: (failure) => {
+          if (attempt === this.attempts) this.failed(failure);
+        },
       },
-    });
+      options,
+    );
+  }
+
+  private failed(failure: UpstreamFailure): void {
+    if (this.retriesStaleConnection(failure)) return;
+    // After the deadline has answered, the forwarder's own late word is dropped; a failure after
+    // the head (a cut body) still reaches the handler, which closes the client's connection.
+    if (this.state === 'over') return;
+    // Refused first, so that the place this one frees is not handed to a request bound to be refused too.
+    if (failure.reason === 'refused') this.guard.refuseWaiting(failure);
+    this.end('failure');
+    this.handlers.onFailure(failure);
+  }
+
+  /**
+   * A pooled connection the upstream closed while this request was being written (an inventory
+   * closing idle keep-alive connections, with or without a Keep-Alive hint): an idempotent request
+   * without a body, no byte of the answer seen, is sent once more on a new connection within the
+   * same deadline. The reset counts for nothing with the breaker; only the retry's outcome does.
+   */
+  private retriesStaleConnection(failure: UpstreamFailure): boolean {
+    if (this.state !== 'waiting' || this.attempts > 1 || failure.reason !== 'reset') return false;
+    if (!RETRYABLE_METHODS.has(this.request.method) || hasBody(this.request.client)) return false;
+    this.attempt({ freshConnection: true });
+    return true;
+  }
+
+  /** Answered by the guard itself without sending (its place given to a lighter key, the inventory refusing connections). */
+  refuse(failure: UpstreamFailure): void {
+    if (this.state !== 'queued') return;
+    this.state = 'over';
+    clearTimeout(this.deadline);
+    this.guard.release(this, false, 'none');
+    this.handlers.onFailure(failure);
   }
 
   /** Stops the request on the gateway's side (a body too large): nothing to judge the upstream by. */
@@ -120,22 +209,24 @@ class GuardedRequest {
   }
 
   private deadlinePassed(): void {
-    // A client still sending its body is slow itself; that says nothing about the upstream.
-    this.end(this.request.client.complete ? 'failure' : 'none');
+    // A client still sending its body is slow itself; that says nothing about the upstream, nor
+    // does a request that never had its turn.
+    const judged = this.state === 'waiting' && this.request.client.complete;
+    this.end(judged ? 'failure' : 'none');
     this.abandonInner();
     this.handlers.onFailure(DEADLINE_PASSED);
   }
 
-  /** Ends the request's hold once: its slot, its timer and the breaker's word. False when it was over already. */
+  /** Ends the request's hold once: its place, its timer and the breaker's word. False when it was over already. */
   private end(outcome: Outcome): boolean {
     if (this.state === 'over') return false;
+    const sent = this.state !== 'queued';
     this.state = 'over';
     clearTimeout(this.deadline);
-    this.release(outcome);
+    this.guard.release(this, sent, outcome);
     return true;
   }
 }
-
 /** Puts a forwarder behind the guard. */
 export function guardForwarder(inner: Forwarder, settings: ForwarderSettings): GuardedForwarder {
   return new UpstreamGuard(inner, settings);

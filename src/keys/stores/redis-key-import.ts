@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as turnOfEventLoop, setTimeout as sleep } from 'node:timers/promises';
-import { keepRevocations } from '../import-rules';
+import { keepRevocations } from './import-rules';
 import type { LuaCaller } from '../../shared/lua-script';
 import { KeyImportConflict, type ApiKeyRecord, type ImportResult } from '../types';
 import { encodeRecord } from '../record';

@@ -8,7 +8,7 @@ import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
-import { keepRevocations } from '../import-rules';
+import { keepRevocations } from './import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
 
@@ -42,6 +42,8 @@ interface KeyRow {
   per_month: number | null;
   /** NULL for the default billing day (the 1st). */
   billing_day: number | null;
+  /** NULL when the key follows its plan's maxInFlight (or has none). */
+  max_in_flight: number | null;
   /** NULL for a key of no consumer. */
   consumer_id: string | null;
   created_at: string;
@@ -111,6 +113,13 @@ const KEY_STORE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 6,
+    description: 'concurrency limits: NULL (the plan decides) for every key before them',
+    up(db) {
+      addColumnIfMissing(db, 'api_keys', 'max_in_flight', 'INTEGER');
+    },
+  },
+  {
+    version: 7,
     description: 'consumers: NULL (no consumer) for every key before them',
     up(db) {
       addColumnIfMissing(db, 'api_keys', 'consumer_id', 'TEXT');
@@ -123,7 +132,7 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     id: row.id,
     name: row.name,
     plan: row.plan,
-    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month),
+    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month, row.max_in_flight),
     hash: row.hash,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -154,6 +163,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
     per_month: record.limits?.perMonth ?? null,
     billing_day: record.billingDay ?? null,
+    max_in_flight: record.limits?.maxInFlight ?? null,
     consumer_id: record.consumerId ?? null,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
@@ -191,20 +201,20 @@ export class SqliteKeyStore implements KeyStore {
     this.onSqliteError = options.onSqliteError;
     try {
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, consumer_id = @consumer_id,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, max_in_flight = @max_in_flight, consumer_id = @consumer_id,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at, access_policy = @access_policy
          WHERE id = @id AND created_at = @created_at`,
       );
       this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
          ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
-           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, max_in_flight = excluded.max_in_flight, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
            previous_key_expires_at = excluded.previous_key_expires_at, access_policy = excluded.access_policy`,
       );
@@ -267,7 +277,7 @@ export class SqliteKeyStore implements KeyStore {
    * written a few hundred rows at a time with the event loop turning in between (a 100,000-record
    * import would otherwise hold the listener for seconds); meanwhile this store's other writes wait
    * for it (`writable`), so none joins the transaction or is undone with it. The maps change only
-   * once it is committed, in one step. A revoked key stays revoked.
+   * once it is committed. A revoked key stays revoked.
    */
   async importRecords(records: ApiKeyRecord[]): Promise<ImportResult> {
     await this.writable();
@@ -277,7 +287,12 @@ export class SqliteKeyStore implements KeyStore {
     try {
       const plan = applyImport(this.byId, this.byHash, keepRevocations(records, (id) => this.byId.get(id)));
       await this.writeInSteps(plan.changed);
-      this.applyImported(plan.changed);
+      // Committed: the maps follow, a step at a time (other writes still wait; a lookup meanwhile
+      // sees a record as it was or as imported, both on disk states of the last moments).
+      for (let at = 0; at < plan.changed.length; at += IMPORT_STEP) {
+        this.applyImported(plan.changed.slice(at, at + IMPORT_STEP));
+        await turnOfEventLoop();
+      }
       return { imported: plan.changed.length, unchanged: plan.unchanged, ids: plan.changed.map((record) => record.id) };
     } finally {
       this.importing = null;

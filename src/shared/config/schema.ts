@@ -15,6 +15,8 @@ const planSchema = z
     /** Units per billing month (CONTRACT §4); absent, the plan has no month window. */
     perMonth: positiveInt.optional(),
     shadow: z.boolean({ error: 'must be true or false' }).optional(),
+    /** Requests of one key being forwarded at once, across the instances on one Redis (CONTRACT §3). */
+    maxInFlight: wholeNumber(1, 10_000).optional(),
   })
   .refine(
   (p) => (p.perMinute === undefined) === (p.perDay === undefined),

@@ -56,13 +56,13 @@ describe('with the store and the upstream answering', () => {
   });
 });
 
-describe('GET /readyz when a dependency is down', () => {
-  test('503 naming upstream when the upstream does not answer', async () => {
+describe('GET /readyz when a shared dependency is down (CONTRACT §5: shown with 200, never a 503)', () => {
+  test('200 degraded naming upstream when the upstream does not answer', async () => {
     const closedPort = await freePort();
     const product = await startTestProduct({ overrides: { upstream: { url: `http://127.0.0.1:${closedPort}` } } });
     try {
       const res = await request(product.adminUrl).get('/readyz');
-      expectReadyzFailure(res, ['upstream']);
+      expectDegraded(res, ['upstream']);
       // Liveness is not readiness: the process still runs.
       await request(product.adminUrl).get('/healthz').expect(200);
     } finally {
@@ -70,7 +70,7 @@ describe('GET /readyz when a dependency is down', () => {
     }
   });
 
-  test('503 naming store when Redis stops answering, and 200 again once it is back', async () => {
+  test('200 degraded naming store when Redis stops answering, and ready again once it is back', async () => {
     let redis: RedisProcess | null = await startRedisServer();
     const port = redis.port;
     const product = await startTestProduct({ redis: false, env: { REDIS_URL: redis.url }, namespace: uniqueNamespace('readyz') });
@@ -78,11 +78,11 @@ describe('GET /readyz when a dependency is down', () => {
       await request(product.adminUrl).get('/readyz').expect(200);
       await redis.stop();
       redis = null;
-      expectReadyzFailure(await request(product.adminUrl).get('/readyz'), ['store']);
+      expectDegraded(await request(product.adminUrl).get('/readyz'), ['store']);
       await request(product.adminUrl).get('/healthz').expect(200);
 
       redis = await startRedisServer([], port);
-      await eventually(async () => (await request(product.adminUrl).get('/readyz')).status === 200);
+      await eventually(async () => (await request(product.adminUrl).get('/readyz')).body.status === 'ready');
     } finally {
       await product.close();
       await redis?.stop();
@@ -90,12 +90,11 @@ describe('GET /readyz when a dependency is down', () => {
   });
 });
 
-/** The Error body, plus `failing`: the checks that did not answer, also named in the message. */
-function expectReadyzFailure(res: request.Response, failing: string[]): void {
+/** 200 with `degraded` naming the shared checks that did not answer, each `not answering` in `checks`. */
+function expectDegraded(res: request.Response, degraded: string[]): void {
   expect({ status: res.status, body: res.body as unknown }).toEqual({
-    status: 503,
-    body: { code: 'service_unavailable', message: expect.any(String), status: 503, failing, upstreamCircuit: 'closed' },
+    status: 200,
+    body: { status: 'degraded', degraded, checks: expect.objectContaining(Object.fromEntries(degraded.map((name) => [name, `${name} not answering`]))), upstreamCircuit: 'closed' },
   });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
-  for (const name of failing) expect((res.body as { message: string }).message).toContain(name);
 }

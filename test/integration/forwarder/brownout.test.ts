@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
-import { FORWARDERS, closeServer, jsonOf, listenOnLoopback, send, startContractProxy, type ClientResult, type ContractProxy, type ProxyTiming } from './forwarder-kit';
+import { FORWARDERS, closeServer, jsonOf, send, startContractProxy, type ClientResult, type ContractProxy, type ProxyTiming } from './forwarder-kit';
+import { listenOnLoopback } from '../../support/loopback';
 import { freePort } from '../../support/redis-server';
 import { eventually } from '../../support/eventually';
 

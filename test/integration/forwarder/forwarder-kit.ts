@@ -7,6 +7,7 @@ import { sendError } from '../../../src/shared/errors';
 import { createHttpProxyForwarder } from '../../../src/gateway/upstream/http-proxy-forwarder';
 import type { ForwarderSettings, GuardedForwarder, UpstreamFailure } from '../../../src/gateway/upstream/forward-contract';
 import { createUndiciForwarder } from '../../../src/gateway/upstream/undici-forwarder';
+import { listenOnLoopback } from '../../support/loopback';
 
 /**
  * Builders for the forwarder contract: both implementations behind one tiny express app, upstreams
@@ -26,10 +27,6 @@ export const LARGE_BODY = randomBytes(ONE_MIB);
 
 export function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
-}
-
-export function listenOnLoopback(server: net.Server): Promise<string> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 }
 
 export function closeServer(server: http.Server | net.Server, sockets?: Set<net.Socket>): Promise<void> {

@@ -3,7 +3,10 @@ import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { uniqueNamespace } from '../../support/test-redis';
 import { expectMatchesOpenApi } from '../../support/openapi';
-import { RATE_LIMIT_HEADERS, admin, expectError, header, startTestProduct, usageOf, watchInventory, within, type ProductHarness } from './gateway-kit';
+import { RATE_LIMIT_HEADERS, admin, header, startTestProduct, usageOf, watchInventory, type ProductHarness } from './gateway-kit';
+import { eventually } from '../../support/eventually';
+import { expectError } from '../../support/errors';
+import { createKey } from '../../support/keys';
 import { logEntries, scrape, total } from './listener-kit';
 
 /**
@@ -55,13 +58,10 @@ describe.each([
   const adminPost = (path: string, body: object) => request(product.adminUrl).post(path).set('Authorization', bearer()).send(body);
   const gateway = () => request(product.gatewayUrl);
 
-  async function createKey(body: object): Promise<{ id: string; auth: string; body: Record<string, unknown> }> {
-    const res = await adminPost('/admin/keys', { name: 'policy key', plan: 'free', ...body }).expect(201);
-    return { id: res.body.id as string, auth: `Bearer ${res.body.key as string}`, body: res.body as Record<string, unknown> };
-  }
+  const createPolicyKey = (body: object) => createKey(product, { name: 'policy key', plan: 'free', ...body }, { overApi: true });
 
   it('a key limited to listPets lists pets, and gets 403 operation_not_allowed for createPet and getPet without spending a unit', async () => {
-    const key = await createKey({ allowedOperations: ['listPets'] });
+    const key = await createPolicyKey({ allowedOperations: ['listPets'] });
     expect(key.body).toMatchObject({ allowedOperations: ['listPets'], allowedAddresses: null });
     const listed = await gateway().get('/v1/pets?limit=1').set('Authorization', key.auth).expect(200);
     const remainingAfterList = Number(header(listed, 'x-ratelimit-remaining'));
@@ -97,7 +97,7 @@ describe.each([
   });
 
   it('a key limited to 10.0.0.0/8 is refused from loopback with 403 address_not_allowed, and served through a trusted proxy for 10.1.2.3', async () => {
-    const key = await createKey({ allowedAddresses: ['10.0.0.0/8'] });
+    const key = await createPolicyKey({ allowedAddresses: ['10.0.0.0/8'] });
     const inventory = watchInventory(product);
     const commandsBefore = onRedis ? await commandsExecuted() : 0;
     const refused = await gateway().get('/v1/pets').set('Authorization', key.auth);
@@ -116,7 +116,7 @@ describe.each([
   });
 
   it('IPv6 and IPv4-mapped clients through the proxy match the lists of their family', async () => {
-    const key = await createKey({ allowedAddresses: ['2001:db8::/32', '::ffff:192.0.2.0/120'] });
+    const key = await createPolicyKey({ allowedAddresses: ['2001:db8::/32', '::ffff:192.0.2.0/120'] });
     await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '2001:db8::7').expect(200);
     await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '192.0.2.44').expect(200);
     expectError(await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '2001:db9::7'), 403, 'address_not_allowed');
@@ -133,7 +133,7 @@ describe.each([
     const created = await adminPost('/admin/keys', { name: 'bad', plan: 'free', [field]: list });
     expectError(created, 400, 'validation_failed');
     expect(created.body.message).toContain(JSON.stringify(bad));
-    const key = await createKey({});
+    const key = await createPolicyKey({});
     const patched = await admin(product).patch(`/admin/keys/${key.id}`, { [field]: list });
     expectError(patched, 400, 'validation_failed');
     expect(patched.body.message).toContain(JSON.stringify(bad));
@@ -148,7 +148,7 @@ describe.each([
   });
 
   it('a PATCH sets and removes lists, takes effect at once, and is audited', async () => {
-    const key = await createKey({});
+    const key = await createPolicyKey({});
     await gateway().get('/v1/pets').set('Authorization', key.auth).expect(200);
     const set = await admin(product).patch(`/admin/keys/${key.id}`, { allowedOperations: ['getPet'] }).expect(200);
     expect(set.body).toMatchObject({ allowedOperations: ['getPet'], allowedAddresses: null });
@@ -162,7 +162,7 @@ describe.each([
   });
 
   it('export and import carry the lists', async () => {
-    const key = await createKey({ allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['192.0.2.0/24'] });
+    const key = await createPolicyKey({ allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['192.0.2.0/24'] });
     const exported = await admin(product).get('/admin/keys/export').expect(200);
     const line = exported.text.split('\n').find((l) => l.includes(key.id))!;
     expect(JSON.parse(line)).toMatchObject({ allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['192.0.2.0/24'] });
@@ -199,6 +199,7 @@ describe('access policy across instances on one Redis', () => {
     // B caches the record.
     await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
     await admin(a).patch(`/admin/keys/${created.body.id as string}`, { allowedAddresses: ['10.0.0.0/8'] }).expect(200);
-    await within(1000, async () => (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 && (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403);
+    // CONTRACT §4: policy changes take effect on every instance within 1 second.
+    await eventually(async () => (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 && (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403, { timeoutMs: 1000, what: "instance B refusing the key from loopback" });
   });
 });

@@ -6,6 +6,7 @@ import { freePort } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness, type ProductHarnessOptions } from '../../support/product-harness';
 import { inventoryDatabasePath } from '../../../src/inventory/server';
 import type { WindowLimits } from '../../../src/limits/types';
+import { listenOnLoopback } from '../../support/loopback';
 
 /**
  * Shared builders for the gateway's integration suites: real products on loopback, small upstreams
@@ -126,11 +127,6 @@ export interface TestUpstream {
   server: http.Server;
   requests: RecordedRequest[];
   close(): Promise<void>;
-}
-
-async function listenOnLoopback(server: http.Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 function closeServer(server: http.Server): Promise<void> {

@@ -1,21 +1,12 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { hashApiKey } from '../../../src/keys/key-format';
 import { SqliteKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/stores/sqlite-key-store';
 import { describeKeyStoreContract, newRecord } from './key-store-contract';
+import { useTempDirs } from '../../support/temp-dirs';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-keys-'));
-  dirs.push(dir);
-  return dir;
-}
-
-afterAll(() => {
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-});
+const { tempDir } = useTempDirs('asg-keys-');
 
 describeKeyStoreContract('SqliteKeyStore (SQLite file)', async () => new SqliteKeyStore({ dataDir: tempDir() }));
 describeKeyStoreContract('SqliteKeyStore (no dataDir)', async () => new SqliteKeyStore({ dataDir: null }));

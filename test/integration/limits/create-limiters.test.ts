@@ -72,10 +72,10 @@ describe('createLimiters', () => {
     try {
       await keys.consume('k1', limits);
       const args = await sent;
-      // EVAL(SHA), script, key count, the key and its month hash, then the nine ARGV of a
-      // TIME-clocked call: `now` (the eighth) empty, then the cost.
-      const argv = args.slice(5);
-      expect(argv).toHaveLength(9);
+      // EVAL(SHA), script, key count, the key, its month hash and its in-flight leases, then the
+      // twelve ARGV of a TIME-clocked call: `now` (the eighth) empty, the cost, and no lease.
+      const argv = args.slice(6);
+      expect(argv).toHaveLength(12);
       expect(argv[7]).toBe('');
     } finally {
       monitor.disconnect();

@@ -294,8 +294,9 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
       const keys = name === 'eval' || name === 'evalsha' ? c.args.slice(3, 3 + Number(c.args[2])) : [c.args[1]!];
       for (const key of keys) touched.add(key);
     }
-    // The month hash is declared to every consume (it is read only when the limits have perMonth).
-    expect([...touched]).toEqual([keyLimiterRedisKey(namespace, keyId), monthRedisKey(namespace, keyId)]);
+    // The month hash and the in-flight leases are declared to every consume (read only when the
+    // limits have perMonth, the request a maxInFlight).
+    expect([...touched]).toEqual([keyLimiterRedisKey(namespace, keyId), monthRedisKey(namespace, keyId), `${keyLimiterRedisKey(namespace, keyId)}:if`]);
     for (const key of touched) expect(calculateSlot(key)).toBe(slot);
     expect(gaugeCommands).toEqual(['zadd', 'zrem']);
   });
@@ -334,13 +335,12 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
       }),
     );
     expect(seen).toHaveLength(2);
-    // key count 2, the key and its month hash, then ARGV: limits, ban, retention, shadow, now, cost.
-    expect(seen[0]!.args.slice(3, 5)).toEqual([keyLimiterRedisKey(namespace, 'a'), monthRedisKey(namespace, 'a')]);
-    expect(seen[0]!.args.slice(5)).toHaveLength(9);
-    expect(seen[0]!.args.at(-2)).toBe(String(Date.UTC(2026, 0, 1, 12)));
+    // key count 3, the key, its month hash and its in-flight leases, then ARGV: limits, ban,
+    // retention, shadow, now, cost, and the lease (three empty places without maxInFlight).
+    expect(seen[0]!.args.slice(3, 6)).toEqual([keyLimiterRedisKey(namespace, 'a'), monthRedisKey(namespace, 'a'), `${keyLimiterRedisKey(namespace, 'a')}:if`]);
+    expect(seen[0]!.args.slice(6)).toEqual([...seen[0]!.args.slice(6, 13), String(Date.UTC(2026, 0, 1, 12)), '1', '', '', '']);
     // With Redis TIME, `now` is empty.
-    expect(seen[1]!.args.slice(5)).toHaveLength(9);
-    expect(seen[1]!.args.at(-2)).toBe('');
+    expect(seen[1]!.args.slice(6)).toEqual([...seen[1]!.args.slice(6, 13), '', '1', '', '', '']);
   });
 });
 

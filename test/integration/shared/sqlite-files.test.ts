@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteAuditLog, AUDIT_DATABASE_FILE } from '../../../src/admin/audit-log';
@@ -11,20 +9,12 @@ import { SqliteMonthLedger, MONTHS_DATABASE_FILE } from '../../../src/limits/sql
 import { SqliteOutbox, WEBHOOK_OUTBOX_DATABASE_FILE } from '../../../src/notifications/sqlite-outbox';
 import { openInventoryDatabase } from '../../../src/inventory';
 import { keyRecordFixture } from '../../support/key-record';
+import { useTempDirs } from '../../support/temp-dirs';
 
 // Every SQLite file the product keeps, as the code before numbered migrations wrote it (tables
 // created on open, user_version 0): each must open, keep its rows and come out at its latest version.
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-sqlite-'));
-  dirs.push(dir);
-  return dir;
-}
-
-afterAll(() => {
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-});
+const { tempDir } = useTempDirs('asg-sqlite-');
 
 const WRITE_PROBE = 'CREATE TABLE write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL) STRICT';
 
@@ -76,7 +66,7 @@ test('keys.sqlite of the code before: its key kept, every column added, version 
   }
   const file = settingsOf(path.join(dataDir, KEYS_DATABASE_FILE));
   expect(file.version).toBe(6);
-  expect(file.columns('api_keys')).toEqual(expect.arrayContaining(['expires_at', 'shadow', 'per_month', 'billing_day', 'access_policy', 'consumer_id']));
+  expect(file.columns('api_keys')).toEqual(expect.arrayContaining(['expires_at', 'shadow', 'per_month', 'billing_day', 'access_policy', 'max_in_flight', 'consumer_id']));
 });
 
 test('key-usage.sqlite from before the usage export: its counts kept, units and day_count added as 0, version 2', async () => {

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { ConfigError, loadConfig, mergeConfig } from '../../../src/shared/config';
+import { useTempDirs } from '../../support/temp-dirs';
 
 /**
  * Config files merge default → config/<APP_ENV> → CONFIG_FILE → environment → overrides; objects
@@ -11,9 +11,7 @@ import { ConfigError, loadConfig, mergeConfig } from '../../../src/shared/config
 
 const REAL_CONFIG_DIR = path.resolve(__dirname, '..', '..', '..', 'config');
 
-function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'asg-config-unit-'));
-}
+const { tempDir } = useTempDirs('asg-config-unit-');
 
 function writeFile(dir: string, name: string, content: unknown): string {
   const file = path.join(dir, name);

@@ -82,7 +82,7 @@ function renderKey(/** @type {KeyDetail} */ key) {
     ['Id', key.id],
     ['Plan', key.plan],
     ['Consumer', key.consumerId ?? 'none'],
-    ['Limits', key.limits ? `${fmtNumber(key.limits.perMinute)}/min · ${fmtNumber(key.limits.perDay)}/day` : '–'],
+    ['Limits', key.limits ? `${fmtNumber(key.limits.perMinute)}/min · ${fmtNumber(key.limits.perDay)}/day${key.limits.maxInFlight === undefined ? '' : ` · ${fmtNumber(key.limits.maxInFlight)} at once`}` : '–'],
     ['Created', fmtTime(key.createdAt)],
     ['Expires', key.expiresAt ? fmtTime(key.expiresAt) : 'never'],
     ['Last used', key.lastUsedAt ? fmtTime(key.lastUsedAt) : 'never'],
@@ -181,10 +181,12 @@ function keyChange() {
   return withAccessChanges(body);
 }
 
-/** New minute and day limits keep the key's month quota, which this form does not edit. */
+/** New minute and day limits keep the key's month quota and concurrency limit, which this form does not edit. */
 function withMonth(/** @type {import('./types.js').Limits | null} */ limits) {
   const perMonth = shownKey?.limits?.perMonth;
-  return limits && perMonth !== undefined ? { ...limits, perMonth } : limits;
+  const maxInFlight = shownKey?.limits?.maxInFlight;
+  if (!limits) return limits;
+  return { ...limits, ...(perMonth === undefined ? {} : { perMonth }), ...(maxInFlight === undefined ? {} : { maxInFlight }) };
 }
 
 /**

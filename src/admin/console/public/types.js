@@ -3,7 +3,7 @@
 // Types only: the other modules import them in JSDoc (`import('./types.js').Key`), nothing at run time.
 
 /**
- * @typedef {{ perMinute: number, perDay: number, perMonth?: number }} Limits
+ * @typedef {{ perMinute: number, perDay: number, perMonth?: number, maxInFlight?: number }} Limits
  * @typedef {{ name: string, perMinute: number | null, perDay: number | null, shadow: boolean }} Plan
  * @typedef {{ plans: Plan[] }} PlanList
  * @typedef {{

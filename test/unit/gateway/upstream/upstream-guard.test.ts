@@ -47,15 +47,22 @@ function setUp(options: { maxSockets?: number; maxPending?: number; consecutiveF
     clock,
     onCircuitChange: (to) => transitions.push(to),
   });
-  const send = (bodyComplete = true) => {
+  const send = (bodyComplete = true, tenant?: string, method = 'GET') => {
+    const callsBefore = calls.length;
     const sent = exchange(bodyComplete);
+    sent.upstream.tenant = tenant;
+    sent.upstream.method = method;
     const abandon = guard.forward(sent.upstream, sent.res, sent.handlers);
-    return { ...sent, abandon, inner: calls.at(-1) };
+    const inner = calls.length > callsBefore ? calls.at(-1) : undefined;
+    return { ...sent, abandon, inner };
   };
   return { guard, calls, clock, transitions, send };
 }
 
 const RESET: UpstreamFailure = { code: 'upstream_unavailable', reason: 'reset', message: 'The inventory service closed the connection.' };
+/** A failure no retry applies to (a reset of a GET is sent once more: see the retry tests). */
+const INVALID: UpstreamFailure = { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
+const REFUSED: UpstreamFailure = { code: 'upstream_unavailable', reason: 'refused', message: 'The inventory service is unreachable.' };
 
 describe('UpstreamGuard', () => {
   beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] }));
@@ -66,13 +73,17 @@ describe('UpstreamGuard', () => {
     const first = send();
     send();
     expect(guard.inFlight()).toBe(2);
+    // The second waits in the guard, not in the pool.
+    expect(calls).toHaveLength(1);
     const third = send();
-    expect(calls).toHaveLength(2);
+    expect(calls).toHaveLength(1);
     expect(third.failures).toEqual([expect.objectContaining({ reason: 'overloaded', status: 503, headers: { 'Retry-After': '1' } })]);
     first.inner!.handlers.onResponse!(200);
     expect(first.statuses).toEqual([200]);
     first.res.emit('close');
     expect(guard.inFlight()).toBe(1);
+    // Its place went to the one waiting.
+    expect(calls).toHaveLength(2);
   });
 
   it('the deadline answers 504 timeout once, abandons the inner request and drops its late word', () => {
@@ -98,12 +109,13 @@ describe('UpstreamGuard', () => {
     expect(sent.failures).toEqual([]);
     sent.inner!.handlers.onFailure(RESET);
     sent.inner!.handlers.onFailure(RESET);
+    // Past the head, nothing is retried.
     expect(sent.failures).toEqual([RESET]);
   });
 
   it('failures in a row open the circuit: then 503 circuit_open with Retry-After, nothing sent', () => {
     const { calls, transitions, send } = setUp({ consecutiveFailures: 2 });
-    for (let i = 0; i < 2; i++) send().inner!.handlers.onFailure(RESET);
+    for (let i = 0; i < 2; i++) send().inner!.handlers.onFailure(INVALID);
     expect(transitions).toEqual(['open']);
     const refused = send();
     expect(calls).toHaveLength(2);
@@ -123,14 +135,14 @@ describe('UpstreamGuard', () => {
 
   it('an answered request counts as a success; one abandoned by the gateway counts for nothing', async () => {
     const { guard, transitions, send } = setUp({ consecutiveFailures: 2 });
-    send().inner!.handlers.onFailure(RESET);
+    send().inner!.handlers.onFailure(INVALID);
     const answered = send();
     answered.inner!.handlers.onResponse!(200);
     await new Promise((resolve) => answered.res.end(resolve));
     expect(answered.res.writableFinished).toBe(true);
     answered.res.emit('close');
     // The success reset the count: one more failure does not open the circuit.
-    send().inner!.handlers.onFailure(RESET);
+    send().inner!.handlers.onFailure(INVALID);
     expect(transitions).toEqual([]);
     const abandoned = send();
     abandoned.abandon();
@@ -146,5 +158,78 @@ describe('UpstreamGuard', () => {
     expect(guard.stats()).toEqual({ activeRequests: 1, openConnections: 1 });
     expect(guard.circuitState()).toBe('closed');
     await guard.close();
+  });
+
+  it('at the bound, a key holding fewer takes the place of a waiting request of the key holding the most', () => {
+    const { guard, calls, send } = setUp({ maxSockets: 2, maxPending: 2 });
+    const loud = [send(true, 'loud'), send(true, 'loud'), send(true, 'loud'), send(true, 'loud')];
+    expect(calls).toHaveLength(2);
+    // The loud key's own newcomer is the one refused.
+    expect(send(true, 'loud').failures).toEqual([expect.objectContaining({ reason: 'overloaded' })]);
+    const quiet = send(true, 'quiet');
+    expect(quiet.failures).toEqual([]);
+    // The oldest waiting loud request gave its place, answered 503 overloaded without being sent.
+    expect(loud[2]!.failures).toEqual([expect.objectContaining({ reason: 'overloaded', status: 503 })]);
+    expect(guard.inFlight()).toBe(4);
+    // The next free connection goes to the quiet key, though a loud request waited longer.
+    loud[0]!.inner!.handlers.onFailure(INVALID);
+    expect(calls).toHaveLength(3);
+    calls[2]!.handlers.onResponse!(200);
+    expect(quiet.statuses).toEqual([200]);
+  });
+
+  it('a waiting request whose client hangs up leaves the queue; its deadline answers 504 without a word to the breaker', () => {
+    const { guard, calls, transitions, send } = setUp({ maxSockets: 1, maxPending: 2, consecutiveFailures: 1 });
+    const answering = send(true, 'a');
+    answering.inner!.handlers.onResponse!(200);
+    const gone = send(true, 'b');
+    const late = send(true, 'c');
+    gone.res.emit('close');
+    expect(guard.inFlight()).toBe(2);
+    jest.advanceTimersByTime(1000);
+    expect(late.failures).toEqual([expect.objectContaining({ code: 'upstream_timeout' })]);
+    // Never sent: nothing to judge the upstream by.
+    expect(transitions).toEqual([]);
+    expect(calls).toHaveLength(1);
+    expect(guard.inFlight()).toBe(1);
+  });
+
+  it('a refused connection answers every waiting request 502 at once', () => {
+    const { guard, send } = setUp({ maxSockets: 1, maxPending: 3, consecutiveFailures: 10 });
+    const first = send(true, 'a');
+    const waiting = [send(true, 'a'), send(true, 'b'), send(true, 'c')];
+    first.inner!.handlers.onFailure(REFUSED);
+    for (const request of [first, ...waiting]) expect(request.failures).toEqual([REFUSED]);
+    expect(guard.inFlight()).toBe(0);
+  });
+
+  it('a GET or HEAD reset before its answer is sent once more on a fresh connection, and the reset is not counted', () => {
+    const { calls, transitions, send } = setUp({ consecutiveFailures: 1 });
+    for (const method of ['GET', 'HEAD']) {
+      const sent = send(true, 'k', method);
+      sent.inner!.handlers.onFailure(RESET);
+      expect(sent.failures).toEqual([]);
+      expect(transitions).toEqual([]);
+      const retry = calls.at(-1)!;
+      expect(retry).not.toBe(sent.inner);
+      retry.handlers.onResponse!(200);
+      expect(sent.statuses).toEqual([200]);
+      // The first attempt's late word is dropped.
+      sent.inner!.handlers.onResponse!(500);
+      expect(sent.statuses).toEqual([200]);
+    }
+  });
+
+  it('the retry happens once; a POST is never retried', () => {
+    const { calls, send } = setUp({ consecutiveFailures: 5 });
+    const get = send(true, 'k', 'GET');
+    get.inner!.handlers.onFailure(RESET);
+    calls.at(-1)!.handlers.onFailure(RESET);
+    expect(get.failures).toEqual([RESET]);
+    const callsBefore = calls.length;
+    const post = send(true, 'k', 'POST');
+    post.inner!.handlers.onFailure(RESET);
+    expect(post.failures).toEqual([RESET]);
+    expect(calls).toHaveLength(callsBefore + 1);
   });
 });

@@ -1,4 +1,4 @@
-import type { ApiKeyRecord } from './types';
+import type { ApiKeyRecord } from '../types';
 
 /**
  * A revoked key stays revoked (CONTRACT §4): an older backup, taken before the revocation, brings

@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { freePort } from '../../support/redis-server';
+import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
+import { eventually } from '../../support/eventually';
+
+/**
+ * CONTRACT §5, /readyz for this instance only: 503 for its own faults (a SQLite file it writes
+ * refusing writes, shutting down); the inventory, the store and the circuit shown in the body with
+ * 200. The write probe fails whenever a real write would: on a real file system filled to the last
+ * byte, where rewriting a row in place (the old probe) still fitted while a new row did not.
+ */
+
+interface Readyz {
+  status: number;
+  body: { status?: string; failing?: string[]; degraded?: string[]; checks?: Record<string, string>; upstreamCircuit?: string };
+}
+
+async function readyz(product: ProductHarness): Promise<Readyz> {
+  const res = await fetch(`${product.adminUrl}/readyz`);
+  return { status: res.status, body: (await res.json()) as Readyz['body'] };
+}
+
+describe('/readyz', () => {
+  it('stays 200 with the inventory down, showing it (and the circuit) in the body', async () => {
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const product = await startTestProduct({ overrides: { upstream: { url: nobody, circuitBreaker: { consecutiveFailures: 1, cooldownMs: 60_000, halfOpenProbes: 1 } } } });
+    try {
+      const { key } = await product.keyService.create({ name: 'readyz', plan: 'free' });
+      // Opens the circuit: the inventory refuses the connection.
+      expect((await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(502);
+      const ready = await readyz(product);
+      expect(ready).toEqual({
+        status: 200,
+        body: expect.objectContaining({ status: 'degraded', degraded: ['upstream'], upstreamCircuit: 'open', checks: expect.objectContaining({ store: 'ok', upstream: 'upstream not answering' }) }),
+      });
+    } finally {
+      await product.close();
+    }
+  });
+
+  describe('on a full disk (in process, the inventory in this process)', () => {
+    let disk: Tmpfs;
+    let product: ProductHarness;
+    beforeAll(async () => {
+      disk = mountTmpfs('readyz-full', 8 * 1024 * 1024);
+      product = await startTestProduct({ redis: true, dataDir: disk.dir });
+    });
+    afterAll(async () => {
+      await product?.close();
+      disk?.unmount();
+    });
+
+    it('turns 503 naming the database when a new row cannot be written, and 200 again once space returns', async () => {
+      const { key } = await product.keyService.create({ name: 'full', plan: 'business' });
+      const post = () =>
+        fetch(`${product.gatewayUrl}/v1/pets`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Rex', categoryId: 1 }) });
+      expect((await readyz(product)).status).toBe(200);
+      const filler = disk.fill();
+      // Real writes fail now (a pet is a new row); the probe must say so too.
+      let refused = 0;
+      for (let i = 0; i < 200 && refused === 0; i++) if ((await post()).status === 503) refused++;
+      expect(refused).toBe(1);
+      await eventually(async () => (await readyz(product)).status === 503, { timeoutMs: 5000, what: '/readyz is 503' });
+      const notReady = await readyz(product);
+      expect(notReady.body.failing).toEqual(expect.arrayContaining(['inventory database']));
+      expect(notReady.body.checks!['inventory database']).toMatch(/cannot take writes \(.*SQLITE_FULL/);
+      fs.rmSync(filler);
+      await eventually(async () => (await readyz(product)).status === 200, { timeoutMs: 5000, what: '/readyz is 200 again' });
+      expect((await post()).status).toBe(201);
+    }, 60_000);
+  });
+});

@@ -1,0 +1,141 @@
+import http from 'node:http';
+import type net from 'node:net';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { sendToGateway } from './fake-upstreams';
+import { eventually } from '../../support/eventually';
+
+/**
+ * CONTRACT §3, one caller cannot take the inventory from the others: an inventory that answers
+ * every request after 1 s, one loud key keeping far more concurrent requests open than the
+ * gateway's bound, two quiet keys sending one request at a time. The quiet keys' requests are
+ * answered 200, each within the inventory's time + 1 s (as the gateway timed it: its request log),
+ * in process and on Redis. Scaled from the issue's 1,000 connections and 256 + 256 places to 200
+ * connections and 32 + 32 places: the loud key still keeps three times the bound open.
+ */
+
+const INVENTORY_DELAY_MS = 1000;
+const MAX_SOCKETS = 32;
+const MAX_PENDING = 32;
+const LOUD_CONNECTIONS = 200;
+const QUIET_KEYS = 2;
+const REQUESTS_PER_QUIET_KEY = 10;
+/** A refused loud client waits this long before its next request, so that the flood is of concurrency, not a busy loop on 2 cores. */
+const LOUD_PAUSE_AFTER_REFUSAL_MS = 25;
+
+interface SlowInventory {
+  url: string;
+  close(): Promise<void>;
+}
+
+async function startSlowInventory(): Promise<SlowInventory> {
+  const sockets = new Set<net.Socket>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    const timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'), INVENTORY_DELAY_MS);
+    res.on('close', () => clearTimeout(timer));
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** The loud key's clients: each sends again as soon as its answer ends, until stopped. Counts answers by status. */
+function flood(url: string, auth: string) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: LOUD_CONNECTIONS });
+  const statuses = new Map<number, number>();
+  let running = true;
+  const one = () =>
+    new Promise<number>((resolve) => {
+      const req = http.get(url, { agent, headers: { authorization: auth } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
+      });
+      req.on('error', () => resolve(0));
+    });
+  const clients = Array.from({ length: LOUD_CONNECTIONS }, async () => {
+    while (running) {
+      const status = await one();
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, LOUD_PAUSE_AFTER_REFUSAL_MS));
+    }
+  });
+  return {
+    statuses,
+    async stop() {
+      running = false;
+      await Promise.all(clients);
+      agent.destroy();
+    },
+  };
+}
+
+describe.each([
+  ['in process', false],
+  ['on Redis', true],
+] as const)('one loud key and two quiet keys on a slow inventory (%s)', (_label, redis) => {
+  let inventory: SlowInventory;
+  let product: ProductHarness;
+
+  beforeAll(async () => {
+    inventory = await startSlowInventory();
+    product = await startTestProduct({
+      redis,
+      overrides: { upstream: { url: inventory.url, timeoutMs: 5000, maxSockets: MAX_SOCKETS, maxPending: MAX_PENDING } },
+    });
+  });
+  afterAll(async () => {
+    await product?.close();
+    await inventory?.close();
+  });
+
+  it(`the quiet keys' one-at-a-time requests are all answered 200 within the inventory's time + 1 s while the loud key holds ${LOUD_CONNECTIONS} connections`, async () => {
+    const loudKey = await product.keyService.create({ name: 'loud', plan: 'enterprise', limits: { perMinute: 10_000_000, perDay: 100_000_000 } });
+    const quietKeys = await Promise.all(Array.from({ length: QUIET_KEYS }, (_, i) => product.keyService.create({ name: `quiet-${i}`, plan: 'pro' })));
+    const loud = flood(`${product.gatewayUrl}/v1/pets`, `Bearer ${loudKey.key}`);
+    try {
+      // The flood has reached the bound: the loud key is being refused.
+      await eventually(() => (loud.statuses.get(503) ?? 0) > 0, { timeoutMs: 15_000, what: 'the loud key is refused at the bound' });
+      const quiet = await Promise.all(
+        quietKeys.map(async ({ key }, k) => {
+          const replies: Array<{ id: string; status: number }> = [];
+          for (let i = 0; i < REQUESTS_PER_QUIET_KEY; i++) {
+            const id = `quiet-${redis ? 'redis' : 'memory'}-${k}-${i}`;
+            const reply = await sendToGateway(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': id } });
+            replies.push({ id, status: reply.status });
+          }
+          return replies;
+        }),
+      );
+      const replies = quiet.flat();
+      const answered200 = replies.filter((reply) => reply.status === 200).length;
+      expect({ answered200, of: replies.length, loudAdmitted: (loud.statuses.get(200) ?? 0) > 0 }).toEqual({ answered200: replies.length, of: replies.length, loudAdmitted: true });
+      const durations = await gatewayDurations(replies.map((reply) => reply.id));
+      expect(Math.max(...durations)).toBeLessThanOrEqual(INVENTORY_DELAY_MS + 1000);
+    } finally {
+      await loud.stop();
+    }
+  }, 60_000);
+
+  /** durationMs of each request's log line (arrival to answer, as the gateway timed it), once all are written. */
+  async function gatewayDurations(requestIds: readonly string[]): Promise<number[]> {
+    const wanted = new Set(requestIds);
+    const found = () =>
+      product.logs.lines
+        .map((line) => JSON.parse(line) as { msg: string; requestId?: string; durationMs?: number })
+        .filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
+    await eventually(() => found().length === requestIds.length, { what: 'every quiet request is logged' });
+    return found().map((entry) => entry.durationMs!);
+  }
+});
