@@ -31,7 +31,10 @@ const UNAVAILABLE_PRIMARY_CODES = new Set([
  * needs better-sqlite3's class at run time just to classify.
  */
 export function sqliteCodeOf(err: unknown): string | null {
-  if (!(err instanceof Error) || err.name !== 'SqliteError') return null;
+  // By name, not `instanceof Error`: better-sqlite3's native binding keeps the SqliteError class of
+  // the first copy of the module loaded in the process, whose Error may be another realm's (jest
+  // loads a module registry per test file into one worker), and then the check missed a SQLITE_FULL.
+  if (typeof err !== 'object' || err === null || (err as { name?: unknown }).name !== 'SqliteError') return null;
   const code = (err as Error & { code?: unknown }).code;
   return typeof code === 'string' && code.startsWith('SQLITE_') ? code : null;
 }
