@@ -1,6 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
 import type { BanSettings, ConsumerShare, KeyDecision, KeyLimiter, MinuteWindowShape, WindowLimits } from '../../../src/limits/types';
 import { windowsIdOf } from '../../../src/limits/windows-id';
+import { eventually } from '../../support/eventually';
 
 /**
  * What every KeyLimiter does with a consumer's windows (CONTRACT §4), whatever its store: the key's
@@ -91,6 +92,22 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         expect(decisions.slice(1).every((d) => d.outcome === 'limited' && d.refusedBy === 'consumer-minute' && !d.bannedNow)).toBe(true);
       });
 
+      it("a consumer's key keeps its own maxInFlight in the same decision: a refusal consumes nothing of either, and a release frees the slot", async () => {
+        const c = share({ perMinute: 10 });
+        const a = windowsIdOf('key_a', c.id);
+        const lease = (id: string) => ({ consumer: c, inFlight: { max: 2, id, ttlMs: 11_000 } });
+        expect(await limiter.consume(a, ROOMY, lease('l1'))).toMatchObject({ outcome: 'allowed' });
+        expect(await limiter.consume(a, ROOMY, lease('l2'))).toMatchObject({ outcome: 'allowed' });
+        const refused = await limiter.consume(a, ROOMY, lease('l3'));
+        // Its windows and its consumer's as the two admitted left them.
+        expect(refused).toMatchObject({ outcome: 'concurrency_limited', minute: { remaining: 1000 - 2 }, consumer: { minute: { limit: 10, remaining: 8 } } });
+        // Another key of the same consumer has slots of its own.
+        expect(await limiter.consume(windowsIdOf('key_b', c.id), ROOMY, lease('l4'))).toMatchObject({ outcome: 'allowed', consumer: { minute: { remaining: 7 } } });
+        limiter.release!(a, 'l1');
+        // A release is fire and forget (on Redis one command not awaited): the slot is free again soon after.
+        await eventually(async () => (await limiter.consume(a, ROOMY, lease('l5'))).outcome === 'allowed', { timeoutMs: 5000, what: 'the released slot' });
+      });
+
       it('costs take units of every window of the key and its consumer', async () => {
         const c = share({ perMinute: 10, perDay: 10 });
         const id = windowsIdOf('key_a', c.id);
@@ -164,3 +181,4 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
     });
   });
 }
+
