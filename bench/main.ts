@@ -398,7 +398,7 @@ interface Fixture {
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean; consumerKeys?: number },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -446,6 +446,7 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         extraKeys: options.extraKeys,
         monthAndCost: options.monthAndCost,
         allowlist100: options.allowlist100,
+        consumerKeys: options.consumerKeys,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
     };
@@ -461,6 +462,8 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
 
 /** Keys used one after another in the round-robin rows. */
 const ROUND_ROBIN_KEYS = 1000;
+/** Keys of the one consumer of gateway-redis-undici-consumer-100 (issue 38). */
+const CONSUMER_KEYS = 100;
 const FASTIFY_PEER = 'fastify-peer';
 const OTHER_BUILD = 'gateway-redis-undici-other-build';
 
@@ -492,6 +495,7 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
     // Issue 39: the admitted key with a 100-range address list (the client in the last) and an operation list.
     'gateway-redis-undici-allowlist-100': () => gateway('gateway-redis-undici-allowlist-100', 'undici', true, { allowlist100: true }),
     'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
+    'gateway-redis-undici-consumer-100': () => gateway('gateway-redis-undici-consumer-100', 'undici', true, { consumerKeys: CONSUMER_KEYS }),
     'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
     'gateway-redis-undici-sliding': () => gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
     'gateway-memory-undici-sliding': () => gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
@@ -544,6 +548,7 @@ function variantPlans(): VariantPlan[] {
     // Access policy at its largest: its CPU per request beside gateway-redis-undici (target: within 3 %).
     row('gateway-redis-undici-allowlist-100', 'gateway, Redis, undici, 100-range allowlist', admitted),
     row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
+    row('gateway-redis-undici-consumer-100', `gateway, Redis, undici, a consumer of ${CONSUMER_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
     // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
     // every request of the last minute: the sliding window's worst case in memory and CPU.
     row('gateway-redis-undici-sliding', 'gateway, Redis, undici, sliding minute', admitted),

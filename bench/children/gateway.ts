@@ -29,6 +29,8 @@ interface GatewayChildOptions {
    * writes its month hash, in the same single script call.
    */
   monthAndCost?: boolean;
+  /** Keys of one consumer with limits (out of reach), each request sending the next (issue 38). */
+  consumerKeys?: number;
   /** Tracing on, exporting OTLP/protobuf to this sink with sampler parentbased_traceidratio at `ratio`. */
   tracing?: { sinkUrl: string; ratio: number };
   /** Keys issued besides `admitted` (same unreachable limits), for the round-robin row (0: none). */
@@ -114,6 +116,12 @@ async function main(): Promise<void> {
   const extra: string[] = [];
   const createExtra = (i: number) => product.keyService.create({ name: `bench round-robin ${i}`, plan: 'enterprise', limits: unreachable }).then((created) => extra.push(created.key));
   for (let i = 0; i < (options.extraKeys ?? 0); i += 10) await Promise.all(Array.from({ length: Math.min(10, options.extraKeys! - i) }, (_, j) => createExtra(i + j)));
+  if (options.consumerKeys) {
+    // The consumer's windows are decided in the same script call as each key's: one round trip.
+    const consumer = await product.consumerService.create({ name: 'bench consumer', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 } });
+    const createMember = (i: number) => product.keyService.create({ name: `bench consumer key ${i}`, plan: 'enterprise', limits: unreachable, consumerId: consumer.id }).then((created) => extra.push(created.key));
+    for (let i = 0; i < options.consumerKeys; i += 10) await Promise.all(Array.from({ length: Math.min(10, options.consumerKeys - i) }, (_, j) => createMember(i + j)));
+  }
   const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
   if (extra.length > 0) details.keys = extra.join(',');
 

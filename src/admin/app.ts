@@ -12,6 +12,8 @@ import { consoleRouter } from './console/console-router';
 import { plansRouter, type ConfiguredPlan } from './plans-route';
 import { keyBackupRoutes, type KeyBackup } from './key-backup-routes';
 import { creditRoutes } from './credit-routes';
+import { consumerRoutes } from './consumer-routes';
+import type { ConsumerService } from '../consumers/consumer-service';
 import { requireAdminToken } from './admin-token';
 import { createAuditTrail, type ConfirmWrite } from './audit-trail';
 import { healthRoutes, runReadinessChecks, type MetricsSource, type ReadinessCheck } from './health-routes';
@@ -36,6 +38,10 @@ export interface AdminDependencies {
   onFailedToken?: (reason: 'missing' | 'invalid' | 'locked_out', address: string) => void;
   clock?: Clock;
   keyService: KeyAdministration;
+  /** /admin/consumers (CONTRACT §5). */
+  consumerService?: ConsumerService;
+  /** GET /admin/keys/export and POST /admin/keys/import; default the key service's (keys only). */
+  keyBackup?: KeyBackup;
   keyLimiter: KeyLimiter;
   keyActivity: KeyUsageHistory;
   auditLog: AuditLog;
@@ -91,8 +97,9 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   const admin = express.Router();
   admin.use(requireAdminToken({ ...deps, clock, logger }));
   // Before /keys/:id, which would otherwise take `export` for an id.
-  admin.use(keyBackupRoutes(keyService, audit));
+  admin.use(keyBackupRoutes(deps.keyBackup ?? keyService, audit));
   admin.use(keyRoutes({ keyService, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes }));
+  if (deps.consumerService) admin.use(consumerRoutes({ consumers: deps.consumerService, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.use(creditRoutes({ keyService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.get('/audit', async (req, res) => {
     const limit = intParameter(req.query.limit, 'limit', 1, 1000, 100);

@@ -1,6 +1,7 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
+import { windowsIdOfKey } from '../limits/windows-id';
 import { DEFAULT_BILLING_DAY, MAX_CREDIT_UNITS } from '../shared/constants';
 import type { KeyLimiter } from '../limits/types';
 import type { RecordAudit } from './audit-trail';
@@ -38,8 +39,8 @@ export function creditRoutes(deps: CreditRouteDependencies): express.Router {
     if (!limits || limits.perMonth === undefined) {
       throw new ApiError('conflict', `Key ${id} has no month window (neither its plan ${record.plan} nor its own limits set perMonth); credits add to a month.`);
     }
-    await deps.keyLimiter.addCredits(record.id, units, record.billingDay);
-    const usage = await deps.keyLimiter.usage(record.id, limits, record.billingDay);
+    await deps.keyLimiter.addCredits(windowsIdOfKey(record), units, record.billingDay);
+    const usage = await deps.keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay);
     await audit(req, record.id, units, usage.month?.startAt);
     res.json({ id: record.id, name: record.name, plan: record.plan, limits, billingDay: record.billingDay ?? DEFAULT_BILLING_DAY, usage: usageView(usage) });
   });

@@ -1,6 +1,7 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
+import { windowsIdOfKey } from '../limits/windows-id';
 import type { ApiKeyRecord, KeyPatchRequest, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, KeyUsage, WindowLimits, WindowState } from '../limits/types';
 import { DEFAULT_BILLING_DAY, MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
@@ -59,6 +60,8 @@ const createKeySchema = z.strictObject({
   expiresAt: z.string().nullable().optional(),
   /** Day of the month (00:00 UTC) the key's month window starts on. */
   billingDay: z.number().int().min(MIN_BILLING_DAY).max(MAX_BILLING_DAY).nullable().optional(),
+  /** The consumer whose shared windows the key also counts in (CONTRACT §4); null or absent: none. */
+  consumerId: z.string().max(100).nullable().optional(),
 });
 const updateKeySchema = z.strictObject({
   ...accessListFields,
@@ -66,6 +69,8 @@ const updateKeySchema = z.strictObject({
   plan: z.string().optional(),
   limits: limitsSchema.nullable().optional(),
   expiresAt: z.string().nullable().optional(),
+  /** Moves the key to this consumer; null: to none. Its own windows go with it. */
+  consumerId: z.string().max(100).nullable().optional(),
 });
 const rotateKeySchema = z.strictObject({
   graceSeconds: z.number().int().min(0).max(604_800).optional(),
@@ -94,6 +99,7 @@ function publicView(keys: KeyAdministration, record: ApiKeyRecord, lastUsed: Map
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
     ...billingDayView(record, limits),
+    consumerId: record.consumerId ?? null,
     ...accessListsView(record),
     lastUsedAt: lastUsedAt === undefined ? null : new Date(lastUsedAt).toISOString(),
   };
@@ -133,7 +139,7 @@ function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
     const record = await loadKey(keys, req.params.id as string);
     const limits = keys.effectiveLimits(record);
     // A key whose plan is not configured any more has no windows to show; the operator sees it here and moves it.
-    const usage = limits && (await deps.keyLimiter.usage(record.id, limits, record.billingDay));
+    const usage = limits && (await deps.keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay));
     res.json({
       ...publicView(keys, record, await keyActivity.lastUsed([record.id])),
       usage: usage && usageView(usage),
@@ -157,9 +163,10 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
     const { key, record } = await keys.create(parseBody(createKeySchema, req.body));
     const limits = keys.effectiveLimits(record);
     const billingDay = billingDayView(record, limits);
+    const consumerId = record.consumerId ?? null;
     const accessLists = accessListsView(record);
-    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay, ...accessLists });
-    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay, ...accessLists });
+    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay, consumerId, ...accessLists });
+    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay, consumerId, ...accessLists });
   });
   router.post('/keys/:id/rotate', json, async (req, res) => {
     // The body is optional ({graceSeconds} has a default); one that is sent must be JSON.
@@ -178,7 +185,7 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
     if (!record) throw notFound(req.params.id);
     // What was asked for, as stored (an expiry normalised to UTC).
     const details: Record<string, unknown> = {};
-    // A list removed (null) is absent from the record: the audit says null.
+    // A list removed (null) or a consumer left (null) is absent from the record: the audit says null.
     for (const field of Object.keys(patch) as Array<keyof typeof patch>) details[field] = record[field] ?? null;
     await audit(req, 'update', record.id, details);
     res.json(await viewOf(record));
@@ -191,7 +198,7 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
   });
   router.delete('/keys/:id/ban', async (req, res) => {
     const record = await loadKey(keys, req.params.id as string);
-    await deps.keyLimiter.unban(record.id);
+    await deps.keyLimiter.unban(windowsIdOfKey(record));
     await audit(req, 'unban', record.id);
     res.status(204).end();
   });

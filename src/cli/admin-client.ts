@@ -34,6 +34,11 @@ export class AdminClient {
     }
   }
 
+  /** Any admin call with a JSON body and answer (the consumer commands: cli/consumer-commands.ts). */
+  call(method: string, path: string, body?: unknown): Promise<unknown> {
+    return this.request(method, path, body);
+  }
+
   /** The calling key's plan, windows, ban and expiry; counts nothing. */
   ownUsage() {
     return this.request('GET', '/v1/usage');

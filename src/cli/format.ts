@@ -66,6 +66,7 @@ export function formatKey(k: KeyView): string {
   if ('lastUsedAt' in k) lines.push(`last used:  ${k.lastUsedAt ?? 'never'}`);
   if (k.previousKeyExpiresAt) lines.push(`old secret: works until ${k.previousKeyExpiresAt}`);
   if (typeof k.billingDay === 'number') lines.push(`billing:    day ${k.billingDay} of each month, 00:00 UTC`);
+  if (typeof k.consumerId === 'string') lines.push(`consumer:   ${k.consumerId}`);
   // Access policy (CONTRACT §4): shown only when the key has a list, so keys without read as before.
   if (Array.isArray(k.allowedOperations)) lines.push(`operations: ${(k.allowedOperations as string[]).join(', ')} (and usage)`);
   if (Array.isArray(k.allowedAddresses)) lines.push(`addresses:  ${(k.allowedAddresses as string[]).join(', ')}`);

@@ -6,6 +6,7 @@ import { AdminClient, AdminRequestError } from './admin-client';
 import { formatAudit, formatKey, formatKeyTable, formatOwnUsage, formatUsage } from './format';
 import { parseDurationSeconds } from './duration';
 import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text';
+import { CliUsageError, consumerCommandName, consumerCommands } from './consumer-commands';
 import { ACCESS_USAGE, CLEAR_ACCESS_USAGE, accessListsFrom, accessOptions, clearAccessOptions } from './access-flags';
 
 interface Command {
@@ -55,7 +56,7 @@ const limitOptions = {
   'max-in-flight': { type: 'string' as const },
 };
 
-class UsageError extends Error {}
+class UsageError extends CliUsageError {}
 
 function durationOf(flag: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -81,11 +82,11 @@ function positiveInt(flag: string, value: string | boolean | undefined): number 
 
 const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at': { type: 'string' as const } };
 
-const commands: Record<string, Command> = {
+const keyCommands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--json]`,
-    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, ...jsonOption },
+    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--consumer ID] [--json]`,
+    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, consumer: { type: 'string' }, ...jsonOption },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
@@ -94,7 +95,8 @@ const commands: Record<string, Command> = {
       const expiresAt = expiryFrom(values);
       const billingDay = positiveInt('billing-day', values['billing-day']);
       const access = accessListsFrom(values, (message) => new UsageError(message));
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...access });
+      const consumer = typeof values.consumer === 'string' ? { consumerId: values.consumer } : {};
+      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...access, ...consumer });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -118,8 +120,8 @@ const commands: Record<string, Command> = {
     render: (result) => formatKey(result as Record<string, unknown>),
   },
   update: {
-    summary: 'change a key\'s name, plan, limits, expiry or access policy',
-    usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--json]`,
+    summary: 'change a key\'s name, plan, limits, expiry, access policy or consumer',
+    usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--consumer ID | --no-consumer] [--json]`,
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
@@ -129,6 +131,8 @@ const commands: Record<string, Command> = {
       'no-expiry': { type: 'boolean' },
       ...accessOptions,
       ...clearAccessOptions,
+      consumer: { type: 'string' },
+      'no-consumer': { type: 'boolean' },
       ...jsonOption,
     },
     positionals: ['ID'],
@@ -145,7 +149,10 @@ const commands: Record<string, Command> = {
       if (expiresAt !== undefined) patch.expiresAt = expiresAt;
       if (values['no-expiry']) patch.expiresAt = null;
       Object.assign(patch, accessListsFrom(values, (message) => new UsageError(message)));
-      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry or an access list');
+      if (typeof values.consumer === 'string' && values['no-consumer']) throw new UsageError('--no-consumer cannot go with --consumer');
+      if (typeof values.consumer === 'string') patch.consumerId = values.consumer;
+      if (values['no-consumer']) patch.consumerId = null;
+      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry, an access list or a consumer');
       return client.updateKey(id!, patch);
     },
     render: (result) => formatKey(result as Record<string, unknown>),
@@ -290,6 +297,9 @@ const commands: Record<string, Command> = {
   },
 };
 
+/** Every command: the keys', then `consumers <verb>` (consumer-commands.ts). */
+const commands: Record<string, Command> = { ...keyCommands, ...(consumerCommands as Record<string, Command>) };
+
 function generalHelp(): string {
   const width = Math.max(...Object.keys(commands).map((name) => name.length));
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)} ${c.summary}`);
@@ -346,7 +356,7 @@ function printable(command: Command, result: unknown, json: boolean): string {
 
 /** Exit code: 0 done, 1 the admin API refused or could not be reached, 2 a usage error. */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err: errOut, write }: CliOutput): Promise<number> {
-  const [name, ...rest] = argv;
+  const [name, ...rest] = consumerCommandName(argv);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     if (name) out(generalHelp());
     else errOut(`error: no command given\n\n${generalHelp()}`);
@@ -376,7 +386,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err:
     if (result !== STREAMED) out(printable(command, result, values.json === true));
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof CliUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       errOut(`error: ${escapeControls((err as Error).message)}\nusage: npm run keys -- ${command.usage}`);
       return 2;
     }

@@ -1,5 +1,5 @@
 import { retryAfterSeconds } from '../shared/retry-after';
-import type { MonthWindowState, WindowLimits, WindowName, WindowState } from '../limits/types';
+import type { ConsumerWindows, MonthWindowState, RefusingWindow, WindowLimits, WindowName, WindowState } from '../limits/types';
 
 const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
 
@@ -51,15 +51,23 @@ export interface KeyWindows {
   minute: WindowState;
   day: WindowState;
   now: number;
-  refusedBy?: WindowName;
+  refusedBy?: RefusingWindow;
   /** Only when the key has a month window. */
   month?: MonthWindowState;
+  /** The windows its consumer has limits for (CONTRACT §4), when it has a consumer with limits. */
+  consumer?: ConsumerWindows;
 }
 
-/** Header values for a key's windows (CONTRACT §4). A KeyDecision that is not a ban is its own argument. */
-export function keyRateLimitHeaders({ minute, day, now, refusedBy, month }: KeyWindows): Record<string, string> {
-  const binding = bindingWindow(minute, day, refusedBy, month);
-  const shown = binding === 'minute' ? minute : binding === 'day' ? day : month!;
+/**
+ * Header values for a key's windows (CONTRACT §4). A KeyDecision that is not a ban is its own
+ * argument. The consumer's windows appear as `"consumer-minute"`, `"consumer-day"`,
+ * `"consumer-month"` and count for X-RateLimit-* like the key's own.
+ */
+export function keyRateLimitHeaders({ minute, day, now, refusedBy, month, consumer }: KeyWindows): Record<string, string> {
+  const own = refusedBy === undefined || !refusedBy.startsWith('consumer-') ? (refusedBy as WindowName | undefined) : undefined;
+  const binding = bindingWindow(minute, day, own, month);
+  let shown = binding === 'minute' ? minute : binding === 'day' ? day : month!;
+  if (consumer !== undefined) shown = consumerBinding(shown, consumer, refusedBy);
   const headers = {
     'X-RateLimit-Limit': String(shown.limit),
     'X-RateLimit-Remaining': String(shown.remaining),
@@ -71,7 +79,34 @@ export function keyRateLimitHeaders({ minute, day, now, refusedBy, month }: KeyW
     headers['RateLimit-Policy'] += ', ' + monthPolicy(month.limit, month.startAt, month.resetAt);
     headers.RateLimit += `, "month";r=${month.remaining};t=${secondsUntil(month.resetAt, now)}`;
   }
+  if (consumer !== undefined) addConsumerHeaders(headers, consumer, now);
   return headers;
+}
+
+/** The window X-RateLimit-* shows once the consumer's count: the refusing one, else the fewest remaining (the key's on a tie). */
+function consumerBinding(keyShown: WindowState, consumer: ConsumerWindows, refusedBy: RefusingWindow | undefined): WindowState {
+  if (refusedBy === 'consumer-minute' && consumer.minute) return consumer.minute;
+  if (refusedBy === 'consumer-day' && consumer.day) return consumer.day;
+  if (refusedBy === 'consumer-month' && consumer.month) return consumer.month;
+  if (refusedBy !== undefined) return keyShown;
+  let shown = keyShown;
+  for (const w of [consumer.minute, consumer.day, consumer.month]) if (w !== undefined && w.remaining < shown.remaining) shown = w;
+  return shown;
+}
+
+function addConsumerHeaders(headers: { 'RateLimit-Policy': string; RateLimit: string }, consumer: ConsumerWindows, now: number): void {
+  if (consumer.minute) {
+    headers['RateLimit-Policy'] += `, "consumer-minute";q=${consumer.minute.limit};w=${WINDOW_SECONDS.minute}`;
+    headers.RateLimit += `, "consumer-minute";r=${consumer.minute.remaining};t=${secondsUntil(consumer.minute.resetAt, now)}`;
+  }
+  if (consumer.day) {
+    headers['RateLimit-Policy'] += `, "consumer-day";q=${consumer.day.limit};w=${WINDOW_SECONDS.day}`;
+    headers.RateLimit += `, "consumer-day";r=${consumer.day.remaining};t=${secondsUntil(consumer.day.resetAt, now)}`;
+  }
+  if (consumer.month) {
+    headers['RateLimit-Policy'] += ', "consumer-month"' + monthPolicy(consumer.month.limit, consumer.month.startAt, consumer.month.resetAt).slice('"month"'.length);
+    headers.RateLimit += `, "consumer-month";r=${consumer.month.remaining};t=${secondsUntil(consumer.month.resetAt, now)}`;
+  }
 }
 
 /** The month window of a banned key, for its headers: the quota and span only, nothing available. */

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../shared/errors';
 import type { ApiKeyRecord } from '../keys/types';
-import type { WindowName } from '../limits/types';
+import type { RefusingWindow } from '../limits/types';
 import { allowHeader, type RouteMatch } from './operations/routes';
 import type { UpstreamFailure } from './upstream/forward-contract';
 
@@ -65,8 +65,9 @@ export function anonymousRateLimited(retryAfter: string): Refusal {
   return new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': retryAfter });
 }
 
-export function keyRateLimited(refusedBy: WindowName, retryAfter: string): Refusal {
-  return new Refusal('rate_limited', `The ${refusedBy} limit of this API key is used up.`, { 'Retry-After': retryAfter });
+export function keyRateLimited(refusedBy: RefusingWindow, retryAfter: string): Refusal {
+  const what = refusedBy.startsWith('consumer-') ? `The ${refusedBy.slice('consumer-'.length)} limit this API key shares with the other keys of its consumer` : `The ${refusedBy} limit of this API key`;
+  return new Refusal('rate_limited', `${what} is used up.`, { 'Retry-After': retryAfter });
 }
 
 /** Seconds a key whose plan is not configured is told to wait: the operator's fix takes a reload, not a client's retry loop. */

@@ -1,4 +1,4 @@
-import { billingDayOf } from './record';
+import { billingDayOf, consumerIdOf } from './record';
 import { instantOf, validLimits, validName } from './key-validation';
 import { accessListsOf, accessListsPatch } from '../access/access-lists';
 import type { ApiKeyRecord } from './types';
@@ -40,12 +40,14 @@ export function exportLine(record: ApiKeyRecord, prefix: string): string {
     revokedAt: record.revokedAt,
     expiresAt: record.expiresAt,
     ...billingDayOf(record.billingDay),
+    ...consumerIdOf(record.consumerId),
     ...accessListsOf(record),
   });
 }
 
 const HASH = /^[0-9a-f]{64}$/;
 const KEY_ID = /^key_[0-9a-f]{24}$/;
+const CONSUMER_ID = /^con_[0-9a-f]{24}$/;
 
 type Fields = Record<string, unknown>;
 
@@ -126,6 +128,7 @@ function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
     previousHash: optional(v, 'previousHash', HASH),
     previousKeyExpiresAt: optionalInstant(v, 'previousKeyExpiresAt'),
     ...billingDayField(v.billingDay),
+    ...(v.consumerId === undefined || v.consumerId === null ? {} : { consumerId: text(v, 'consumerId', CONSUMER_ID) }),
     // Checked as the admin API checks them: the 400's message becomes the line's reason.
     ...asAdminApi(() => accessListsOf(accessListsPatch(v))),
   };

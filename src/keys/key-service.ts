@@ -38,6 +38,13 @@ export interface KeyServiceOptions {
    * limits must not be below the largest (CONTRACT §4). Asked at each write. Default: none.
    */
   costs?: () => readonly { method: string; path: string; cost: number }[];
+  /** Whether a consumer exists (src/consumers): a key's `consumerId` must name one. Absent: none does. */
+  consumerExists?: (id: string) => Promise<boolean>;
+  /**
+   * A key moved from one consumer (or none) to another (or none), after the store has it: its
+   * windows follow it (src/consumers/key-moves.ts), so a move never resets a count.
+   */
+  onConsumerMoved?: (keyId: string, from: string | undefined, to: string | undefined) => Promise<void>;
 }
 
 function invalid(message: string): ApiError {
@@ -54,8 +61,10 @@ export class KeyService {
   private readonly plansInForce: () => Plans;
   private readonly clock: Clock;
   private readonly costsInForce: () => readonly { method: string; path: string; cost: number }[];
+  private readonly options: KeyServiceOptions;
 
   constructor(options: KeyServiceOptions) {
+    this.options = options;
     this.costsInForce = options.costs ?? (() => []);
     this.store = options.store;
     this.prefix = options.prefix;
@@ -76,6 +85,7 @@ export class KeyService {
     this.assertHasLimits(plan, limits);
     const billingDay = validBillingDay(input.billingDay);
     const expiresAt = input.expiresAt === undefined || input.expiresAt === null ? null : validExpiry(input.expiresAt, this.clock.now());
+    const consumerId = await this.validConsumer(input.consumerId);
     const accessLists = accessListsOf(accessListsPatch(input));
 
     const key = generateApiKey(this.prefix);
@@ -93,6 +103,7 @@ export class KeyService {
       previousHash: null,
       previousKeyExpiresAt: null,
       ...billingDayOf(billingDay),
+      ...(consumerId ? { consumerId } : {}),
       ...accessLists,
     };
     await this.store.insert(record);
@@ -106,12 +117,22 @@ export class KeyService {
     if (patch.plan !== undefined) clean.plan = this.validPlan(patch.plan);
     if (patch.limits !== undefined) clean.limits = patch.limits === null ? null : validLimits(patch.limits, this.largestCost);
     if (patch.expiresAt !== undefined) clean.expiresAt = patch.expiresAt === null ? null : validExpiry(patch.expiresAt, this.clock.now());
+    if (patch.consumerId !== undefined) clean.consumerId = (await this.validConsumer(patch.consumerId)) ?? null;
     Object.assign(clean, accessListsPatch(patch));
 
     const current = await this.store.get(id);
     if (!current) return null;
     this.assertHasLimits(clean.plan ?? current.plan, clean.limits === undefined ? current.limits : clean.limits);
-    return this.store.update(id, clean, this.now());
+    const updated = await this.store.update(id, clean, this.now());
+    if (updated && updated.consumerId !== current.consumerId) await this.options.onConsumerMoved?.(id, current.consumerId, updated.consumerId);
+    return updated;
+  }
+
+  /** A consumer id that exists, or undefined for none; an unknown one is 400. */
+  private async validConsumer(value: unknown): Promise<string | undefined> {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== 'string' || !(await this.options.consumerExists?.(value))) throw invalid(`consumerId: no consumer with id ${String(value)}.`);
+    return value;
   }
 
   /** Revokes for good; revoking again keeps the first `revokedAt`. */

@@ -46,8 +46,8 @@ export function billingDayOf(value: unknown): { billingDay?: number } {
 
 /** The record after `patch`: `undefined` keeps a field, `limits: null` falls back to the plan's. */
 export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: string): ApiKeyRecord {
-  // The lists are set again below: a list removed (null) must not survive the spread.
-  const { allowedOperations: _operations, allowedAddresses: _addresses, ...kept } = record;
+  // consumerId and the lists are set again below: one removed (null) must not survive the spread.
+  const { consumerId: _consumerId, allowedOperations: _operations, allowedAddresses: _addresses, ...kept } = record;
   return {
     ...kept,
     name: patch.name ?? record.name,
@@ -55,8 +55,16 @@ export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: str
     limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
     expiresAt: patch.expiresAt === undefined ? record.expiresAt : patch.expiresAt,
     updatedAt,
+    ...consumerIdOf(patch.consumerId === undefined ? record.consumerId : patch.consumerId),
     ...patchedAccessLists(record, patch),
   };
+}
+
+/** The consumer a record carries, or nothing for none, so that records without one encode as before consumers existed. */
+export function consumerIdOf(value: unknown): { consumerId?: string } {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'string') throw new Error(`corrupt key record: consumerId ${JSON.stringify(value)}`);
+  return { consumerId: value };
 }
 
 /** The record's access lists after `patch`: a list sent replaces, null removes, absent keeps. */
@@ -102,6 +110,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     previousHash: record.previousHash,
     previousKeyExpiresAt: record.previousKeyExpiresAt,
     ...billingDayOf(record.billingDay),
+    ...consumerIdOf(record.consumerId),
     ...accessListsOf(record),
   });
 }
@@ -148,6 +157,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     previousHash: optional('previousHash'),
     previousKeyExpiresAt: optional('previousKeyExpiresAt'),
     ...billingDayOf(v.billingDay),
+    ...consumerIdOf(v.consumerId),
     ...accessListsOf(v),
   };
 }

@@ -20,6 +20,8 @@ export interface ApiKeyRecord {
   previousKeyExpiresAt: string | null;
   /** Day of the month (1..28) the key's month window starts on, 00:00 UTC; absent means 1. */
   billingDay?: number;
+  /** The consumer (`con_…`) whose shared windows this key also counts in; absent: none. */
+  consumerId?: string;
   /** Access policy (CONTRACT §4, src/access): the operation ids this key may call; absent: every one. */
   allowedOperations?: string[];
   /** Access policy: the addresses and CIDR ranges this key may call from; absent: anywhere. */
@@ -33,6 +35,8 @@ export interface NewKeyInput {
   expiresAt?: string | null;
   /** 1..28; absent: the 1st. */
   billingDay?: number | null;
+  /** A consumer that exists; absent or null: none. */
+  consumerId?: string | null;
   /** Validated by src/access/access-lists.ts; absent or null: no list. */
   allowedOperations?: unknown;
   allowedAddresses?: unknown;
@@ -44,6 +48,8 @@ export interface KeyPatch {
   limits?: WindowLimits | null;
   /** null removes the expiry. */
   expiresAt?: string | null;
+  /** Moves the key to this consumer; null: to none. */
+  consumerId?: string | null;
   /** Access policy lists (src/access/access-lists.ts); null removes a list, absent keeps it. */
   allowedOperations?: string[] | null;
   allowedAddresses?: string[] | null;

@@ -13,10 +13,13 @@ import {
   unbanKeyState,
   type KeyState,
 } from './key-state';
-import type { BanSettings, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import { admitConsumer, consumerCountsOf, consumerHasRoom, rollConsumerState } from './consumer-state';
+import { consumerWindows, withConsumer } from './consumer-decision';
+import { moveKeyState } from './move-key-state';
 import { monthSpan, type MonthSpan } from './month-window';
 import { MonthLedgerWriter, type MonthEntry, type MonthLedger } from './month-ledger';
-import { DAY_MS, OUTCOME_ALLOWED, banPolicy, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
+import { DAY_MS, OUTCOME_ALLOWED, banPolicy, type OutcomeCode, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
 import { InFlightLeases } from './in-flight-leases';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
@@ -61,7 +64,9 @@ const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
  */
 export class MemoryKeyLimiter implements KeyLimiter {
   private readonly states = new Map<string, KeyState>();
-  /** Slots under each key's maxInFlight, in this process only. */
+  /** Consumers' windows (consumer-state.ts), by consumer id. */
+  private readonly consumerStates = new Map<string, KeyState>();
+  /** Slots under each key's maxInFlight, in this process only (by windows id, as `states`). */
   private readonly inFlight = new InFlightLeases();
   private readonly ban: BanPolicy;
   private readonly clock: Clock;
@@ -112,7 +117,29 @@ export class MemoryKeyLimiter implements KeyLimiter {
   private consumeWindows(keyId: string, state: KeyState, now: number, limits: WindowLimits, options?: ConsumeOptions): KeyDecision {
     const cost = options?.cost ?? 1;
     const month = limits.perMonth === undefined ? null : monthSpan(now, options?.billingDay);
+    if (options?.consumer !== undefined) return this.consumeWithConsumer(keyId, state, limits, options, options.consumer, now, cost, month);
     const outcome = consumeKeyState(state, { limits, ban: this.ban, now, shape: this.shape, shadow: options?.shadow === true, cost, month });
+    return this.decisionOf(keyId, state, outcome, limits, now, cost, month);
+  }
+
+  /**
+   * The key's windows and its consumer's, all or nothing. The consumer is looked at first: without
+   * room there, the key's state machine is run on limits that refuse, so the refusal counts toward
+   * the key's ban exactly as one of its own windows' would.
+   */
+  private consumeWithConsumer(keyId: string, state: KeyState, limits: WindowLimits, options: ConsumeOptions, share: ConsumerShare, now: number, cost: number, month: MonthSpan | null): KeyDecision {
+    const consumer = this.consumerStateOf(share.id);
+    const consumerMonth = share.limits.perMonth === undefined ? null : monthSpan(now, share.billingDay);
+    rollConsumerState(consumer, now, this.shape, consumerMonth);
+    const room = state.bannedUntil > now || consumerHasRoom(consumer, share.limits, cost, consumerMonth);
+    const asked = room ? limits : { ...limits, perMinute: 0 };
+    const outcome = consumeKeyState(state, { limits: asked, ban: this.ban, now, shape: this.shape, shadow: options.shadow === true, cost, month });
+    if (outcome === OUTCOME_ALLOWED) admitConsumer(consumer, cost, now, this.shape, consumerMonth);
+    const counts = consumerCountsOf(consumer, now, this.shape, consumerMonth, share.limits, outcome === OUTCOME_ALLOWED ? 0 : cost);
+    return withConsumer(this.decisionOf(keyId, state, outcome, limits, now, cost, month), consumerWindows(share, counts, now), cost);
+  }
+
+  private decisionOf(keyId: string, state: KeyState, outcome: OutcomeCode, limits: WindowLimits, now: number, cost: number, month: MonthSpan | null): KeyDecision {
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (month !== null && outcome === OUTCOME_ALLOWED) this.months?.markChanged(keyId, month.end);
     const answer = { outcome, now, minuteCount: state.minuteCount, dayCount: state.dayCount, bannedUntil: state.bannedUntil, limits, cost, month: monthCount };
@@ -120,6 +147,37 @@ export class MemoryKeyLimiter implements KeyLimiter {
     // A refused cost of several units waits for as many admissions to leave the minute.
     const freeing = outcome === OUTCOME_ALLOWED ? oldestSlidingAdmission(state, now) : slidingAdmissionFreeing(state, now, cost, limits.perMinute);
     return keyDecision({ ...answer, minuteResetAt: slidingMinuteResetAt(freeing, now) });
+  }
+
+  async consumerUsage(share: ConsumerShare): Promise<ConsumerWindows> {
+    const now = this.clock.now();
+    const state = this.consumerStates.get(share.id) ?? emptyKeyState();
+    const month = share.limits.perMonth === undefined ? null : monthSpan(now, share.billingDay);
+    return consumerWindows(share, consumerCountsOf(state, now, this.shape, month, share.limits), now);
+  }
+
+  async addConsumerCredits(share: ConsumerShare, units: number): Promise<void> {
+    const state = this.consumerStateOf(share.id);
+    const span = monthSpan(this.clock.now(), share.billingDay);
+    enterMonth(state, span);
+    state.monthCredits += units;
+  }
+
+  async moveWindows(fromId: string, toId: string): Promise<void> {
+    const from = this.states.get(fromId);
+    if (from === undefined || fromId === toId) return;
+    this.states.delete(fromId);
+    const to = this.states.get(toId);
+    this.states.set(toId, to === undefined ? from : moveKeyState(from, to));
+  }
+
+  private consumerStateOf(consumerId: string): KeyState {
+    let state = this.consumerStates.get(consumerId);
+    if (state === undefined) {
+      state = emptyKeyState();
+      this.consumerStates.set(consumerId, state);
+    }
+    return state;
   }
 
   async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
@@ -209,16 +267,19 @@ export class MemoryKeyLimiter implements KeyLimiter {
     // The months changed since the last write go to disk before the states are dropped.
     this.months?.close();
     this.states.clear();
+    this.consumerStates.clear();
   }
 
   /** Drops every state nothing depends on any more; returns how many were dropped. */
   sweep(): number {
     const now = this.clock.now();
     let dropped = 0;
-    for (const [keyId, state] of this.states) {
-      if (state.keepUntil <= now) {
-        this.states.delete(keyId);
-        dropped += 1;
+    for (const states of [this.states, this.consumerStates]) {
+      for (const [id, state] of states) {
+        if (state.keepUntil <= now) {
+          states.delete(id);
+          dropped += 1;
+        }
       }
     }
     return dropped;

@@ -1,7 +1,9 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
 import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
-import type { BanSettings, ConsumeOptions, InFlightLease, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import { RedisConsumerWindows } from './redis-consumer-windows';
+import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED, inFlightArgv, inFlightCheckLua } from './redis-in-flight';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { MonthBoundaries, type MonthCount } from './month-window';
 import { EXPIRY_SLACK_MS, OUTCOME_ALLOWED, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
@@ -119,35 +121,10 @@ return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}`;
 }
 
 /**
- * The key's concurrency limit (maxInFlight, CONTRACT §3), in the same round trip: a sorted set of
- * lease ids scored by expiry beside the hash (`:if`, same hash tag). Expired leases (an instance
- * that died before releasing) are dropped first; a full set refuses with outcome 4 and the windows
- * as they stand (for the headers), before anything is counted, so the refusal consumes nothing and
- * counts toward no ban. ARGV[10] maxInFlight ('' for none), 11 the lease id, 12 its ttl ms.
- * Expects `ifkey`, `now` and the windows' reads (mc, dc, minuteResetAt, the month's) in scope.
- */
-const IN_FLIGHT_CHECK_LUA = `local maxInFlight = tonumber(ARGV[10])
-if maxInFlight then
-  redis.call('ZREMRANGEBYSCORE', ifkey, '-inf', now)
-  if redis.call('ZCARD', ifkey) >= maxInFlight then
-    return {4, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
-  end
-end`;
-
-/** Admitted: the request holds its lease until released or expired; the set expires with its last lease. */
-const IN_FLIGHT_HOLD_LUA = `if maxInFlight then
-  redis.call('ZADD', ifkey, now + tonumber(ARGV[12]), ARGV[11])
-  redis.call('PEXPIRE', ifkey, tonumber(ARGV[12]))
-end`;
-
-/** Outcome code of a consume refused by maxInFlight (windows.ts has 0..3). */
-const OUTCOME_CONCURRENCY_LIMITED = 4;
-
-/**
  * Fixed minute. KEYS: 1 the key's hash, 2 its month hash, 3 its in-flight leases.
  * ARGV: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms, 6 retain ms,
  * 7 shadow ('1' or '0'), 8 now (epoch ms; '': Redis TIME, so every gateway instance decides on
- * one clock), 9 cost (units of every window), 10..12 the in-flight lease (IN_FLIGHT_CHECK_LUA),
+ * one clock), 9 cost (units of every window), 10..12 the in-flight lease (redis-in-flight.ts),
  * and with a month window 13 perMonth, 14..17 the month boundaries (see monthReadLua).
  * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end),
  * monthCount, monthCredits, monthEnd, monthStart}; outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
@@ -175,7 +152,7 @@ if sameDay then dc = tonumber(f[4]) or 0 end
 local ttl = (day + 1) * 86400000 - now + tonumber(ARGV[6])
 local minuteResetAt = 0
 ${monthReadLua(13)}
-${IN_FLIGHT_CHECK_LUA}
+${inFlightCheckLua()}
 
 if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
   mc = mc + cost
@@ -224,7 +201,7 @@ if mc > 0 then
   minuteResetAt = tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) + 60000
 end
 ${monthReadLua(13)}
-${IN_FLIGHT_CHECK_LUA}
+${inFlightCheckLua()}
 
 if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not monthLimit or oc + cost <= monthLimit) then
   for i = 1, cost do
@@ -324,14 +301,6 @@ interface KeyLimitScripts {
   credits: LuaCaller<number>;
 }
 
-/** Suffix of the sorted set of a key's in-flight leases (maxInFlight); same hash tag as its hash. */
-const IN_FLIGHT_SUFFIX = ':if';
-
-/** ARGV 10..12 of a consume: the lease, or '' (no maxInFlight) and two placeholders. */
-function inFlightArgv(lease: InFlightLease | undefined): string[] {
-  return lease ? [String(lease.max), lease.id, String(lease.ttlMs)] : ['', '', ''];
-}
-
 /** The hash holding a key's month count and credits; same hash tag, so same Cluster slot, as its hash. */
 export function monthRedisKey(namespace: string, keyId: string): string {
   return `${keyLimiterRedisKey(namespace, keyId)}:mo`;
@@ -377,6 +346,8 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly retainMs: string;
   private readonly bansKey: string;
   private readonly months = new MonthBoundaries();
+  /** Decisions of a key of a consumer with limits, and the consumer's own windows (redis-consumer-windows.ts). */
+  private readonly consumers: RedisConsumerWindows;
 
   constructor(
     private readonly redis: RedisClient,
@@ -398,6 +369,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       slidingUsage: SLIDING_USAGE.on(redis),
       credits: CREDITS.on(redis),
     };
+    this.consumers = new RedisConsumerWindows(redis, { prefix: this.prefix, sliding: this.sliding, clock: this.clock, months: this.months });
   }
 
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
@@ -415,6 +387,11 @@ export class RedisKeyLimiter implements KeyLimiter {
       cost === 1 ? '1' : String(cost),
       ...inFlightArgv(options?.inFlight),
     ];
+    if (options?.consumer !== undefined) {
+      const [decision, bannedUntil] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost);
+      if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, bannedUntil);
+      return decision;
+    }
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
     const reply = this.sliding
       ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX], argv)
@@ -447,6 +424,20 @@ export class RedisKeyLimiter implements KeyLimiter {
     const monthKey = this.prefix + keyId + '}:mo';
     const now = this.clock === undefined ? '' : String(this.clock.now());
     await this.scripts.credits([monthKey], [now, String(units), '0', ...this.monthArgv(billingDay)]);
+  }
+
+  consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
+    return this.consumers.usage(consumer);
+  }
+
+  async addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
+    const now = this.clock === undefined ? '' : String(this.clock.now());
+    await this.scripts.credits([this.consumers.consumerMonthKey(consumer.id)], [now, String(units), '0', ...this.monthArgv(consumer.billingDay)]);
+  }
+
+  moveWindows(fromId: string, toId: string): Promise<void> {
+    if (fromId === toId) return Promise.resolve();
+    return this.consumers.move(this.redis, this.prefix + fromId + '}', this.prefix + toId + '}');
   }
 
   /** The month boundaries around this process's present (the script picks by Redis TIME). */

@@ -1,5 +1,5 @@
 import type { KeySnapshot } from './memory-key-limiter';
-import type { AddressConsumeOptions, AddressDecision, AddressLimiter, ConsumeOptions, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
+import type { AddressConsumeOptions, AddressDecision, AddressLimiter, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
 export type { FallbackKind } from './types';
 
 /**
@@ -156,6 +156,18 @@ export class FallbackKeyLimiter implements KeyLimiter {
   /** An admin write: it goes to the store or fails, never to this process's fallback. */
   addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
     return this.primary.addCredits(keyId, units, billingDay);
+  }
+
+  consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
+    return this.primary.consumerUsage!(consumer);
+  }
+
+  addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
+    return this.primary.addConsumerCredits!(consumer, units);
+  }
+
+  moveWindows(fromId: string, toId: string): Promise<void> {
+    return this.primary.moveWindows!(fromId, toId);
   }
 
   unban(keyId: string): Promise<void> {

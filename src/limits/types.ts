@@ -18,6 +18,34 @@ export interface WindowLimits {
 
 export type WindowName = 'minute' | 'day' | 'month';
 
+/** A consumer's windows, shared by all its keys (CONTRACT §4), as headers and refusals name them. */
+export type ConsumerWindowName = 'consumer-minute' | 'consumer-day' | 'consumer-month';
+
+/** Any window that can refuse a key's request: its own, or its consumer's. */
+export type RefusingWindow = WindowName | ConsumerWindowName;
+
+/** A consumer's own limits: any of the three windows, each absent when the consumer has none. */
+export interface ConsumerWindowLimits {
+  perMinute?: number;
+  perDay?: number;
+  perMonth?: number;
+}
+
+/** The consumer whose windows a request of its key also takes units of. */
+export interface ConsumerShare {
+  id: string;
+  limits: ConsumerWindowLimits;
+  /** The consumer's own billing day (1..28), where its month window starts. */
+  billingDay: number;
+}
+
+/** A consumer's windows after a decision, those it has limits for. */
+export interface ConsumerWindows {
+  minute?: WindowState;
+  day?: WindowState;
+  month?: MonthWindowState;
+}
+
 /**
  * Shape of the per-minute window (config `rateLimit.minuteWindow`). `fixed`: UTC minutes, a client
  * may send twice its limit across a boundary. `sliding`: no 60-second interval admits more than the
@@ -36,6 +64,11 @@ export interface ConsumeOptions {
   cost?: number;
   /** The key's billing day (1..28), where its month window starts; default 1. */
   billingDay?: number;
+  /**
+   * The key's consumer with limits of its own: the request is admitted only if the key's and the
+   * consumer's windows all have room, and then counts in all, in the same one decision.
+   */
+  consumer?: ConsumerShare;
   /** The key's concurrency limit: admitted, the request holds one slot (a lease) until released. */
   inFlight?: InFlightLease;
 }
@@ -89,16 +122,19 @@ export type KeyDecision = DecisionSource &
       day: WindowState;
       /** Present when the key's limits have perMonth. */
       month?: MonthWindowState;
+      /** The consumer's windows, when the request was decided with a consumer's (ConsumeOptions.consumer). */
+      consumer?: ConsumerWindows;
       /** Epoch ms of the decision, from the store's clock (Redis TIME with Redis). */
       now: number;
     }
   | {
       outcome: 'limited';
       /** The window(s) that refused; the request consumed nothing. */
-      refusedBy: WindowName;
+      refusedBy: RefusingWindow;
       minute: WindowState;
       day: WindowState;
       month?: MonthWindowState;
+      consumer?: ConsumerWindows;
       /** Milliseconds until the binding window frees a unit. */
       retryAfterMs: number;
       /** True when this refusal pushed the key over the ban threshold. */
@@ -118,6 +154,8 @@ export type KeyDecision = DecisionSource &
       minute: WindowState;
       day: WindowState;
       month?: MonthWindowState;
+      /** The consumer's windows as they stand, when the key has a consumer with limits. */
+      consumer?: ConsumerWindows;
       now: number;
     }
   );
@@ -136,6 +174,7 @@ export interface KeyUsage {
  * store round trip; a refused request consumes nothing.
  */
 export interface KeyLimiter {
+  /** `keyId` is the key's windows id (windows-id.ts): its id, or with a consumer, its place beside the consumer's windows. */
   consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision>;
   usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage>;
   /**
@@ -144,6 +183,19 @@ export interface KeyLimiter {
    */
   addCredits(keyId: string, units: number, billingDay?: number): Promise<void>;
   unban(keyId: string): Promise<void>;
+  /**
+   * A consumer's windows as they stand, consuming nothing (the admin API, GET /v1/usage). This and
+   * the next two are optional only so that a fake limiter of a test need not have them: every
+   * limiter of the product does.
+   */
+  consumerUsage?(consumer: ConsumerShare): Promise<ConsumerWindows>;
+  /** Adds `units` to the consumer's current month (its own billing day); the caller checks it has one. */
+  addConsumerCredits?(consumer: ConsumerShare, units: number): Promise<void>;
+  /**
+   * Moves a key's windows, month and ban from one windows id to another (windows-id.ts: a key that
+   * changes consumer), adding to what the target already holds. Idempotent enough to run twice.
+   */
+  moveWindows?(fromId: string, toId: string): Promise<void>;
   /** Frees a slot taken with ConsumeOptions.inFlight; fire and forget (an unknown lease is no error). */
   release?(keyId: string, leaseId: string): void;
   /** Keys banned right now, across every instance that shares the store (`gateway_active_bans`). */

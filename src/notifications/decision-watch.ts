@@ -24,9 +24,9 @@ export interface DecidedKey {
  * finds `quota.threshold` crossings and `key.banned` in the counts the decision already holds
  * (pure arithmetic: no store command) and hands the events on without waiting (OutboxWriter).
  *
- * Consumers (CONTRACT §4) will add their windows here: once the decision carries the consumer's
- * day and month windows, call `checkWindow('consumer', …)` for each beside the key's own; the
- * event's id then names the consumer, so one crossing is one event whichever key's request made it.
+ * A key of a consumer with limits (CONTRACT §4) carries the consumer's windows in its decision:
+ * their day and month are checked beside the key's own; the event's id names the consumer, so one
+ * crossing is one event whichever key's request made it.
  */
 export function createDecisionWatch(options: DecisionWatchOptions) {
   return function watchDecision(key: DecidedKey, decision: KeyDecision, cost: number): void {
@@ -39,6 +39,10 @@ export function createDecisionWatch(options: DecisionWatchOptions) {
       const dayStart = Math.floor(decision.now / DAY_MS) * DAY_MS;
       checkWindow('key', key.id, consumerId, 'day', decision.day, dayStart, cost, decision.now);
       if (decision.month) checkWindow('key', key.id, consumerId, 'month', decision.month, decision.month.startAt, cost, decision.now);
+      // The consumer's windows, shared by its keys: whichever key's request crosses a threshold names it.
+      const shared = decision.consumer;
+      if (shared?.day) checkWindow('consumer', key.id, consumerId, 'day', shared.day, dayStart, cost, decision.now);
+      if (shared?.month) checkWindow('consumer', key.id, consumerId, 'month', shared.month, shared.month.startAt, cost, decision.now);
       return;
     }
     if (decision.outcome === 'limited' && decision.bannedNow && options.wanted('key.banned')) {

@@ -5,6 +5,8 @@ import { closeServer } from '../shared/close-server';
 import { createBoundedServer } from '../shared/http-server';
 import type { Logger } from '../shared/logger';
 import type { KeyService } from '../keys';
+import type { ConsumerService } from '../consumers/consumer-service';
+import { withConsumersInBackup } from '../consumers/consumer-backup';
 import type { KeyActivityRecorder } from '../keys/activity/key-activity';
 import type { GatewayMetrics } from '../shared/metrics';
 import { answerUnparsableRequest } from '../shared/unparsable-request';
@@ -25,6 +27,8 @@ import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
 export interface AdminListenerDependencies {
   adminToken: string;
   keyService: KeyService;
+  /** /admin/consumers. */
+  consumerService?: ConsumerService;
   stores: Stores;
   keyActivity: KeyActivityRecorder;
   deprecationUsage: DeprecationUsageRecorder;
@@ -77,6 +81,8 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     onFailedToken: (reason) => metrics.adminAuthFailures.inc({ reason }),
     clock: deps.clock,
     keyService,
+    consumerService: deps.consumerService,
+    keyBackup: withConsumersInBackup(keyService, stores.consumerStore),
     keyLimiter: stores.limiters.keyLimiter,
     keyActivity: deps.keyActivity,
     auditLog: stores.auditLog,

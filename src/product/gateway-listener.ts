@@ -32,6 +32,10 @@ export interface GatewayListenerDependencies {
   keyOutcomes: NonNullable<GatewayDependencies['keyActivity']>;
   /** Each limiter decision of a key: usage units and webhooks. */
   keyDecisions: NonNullable<GatewayDependencies['keyDecisions']>;
+  /** Each key's consumer, from the directory held in process. */
+  consumers?: GatewayDependencies['consumers'];
+  /** Each key's consumer's access policy, from the same directory. */
+  consumerAccessPolicy?: GatewayDependencies['consumerAccessPolicy'];
   forwarder: GuardedForwarder;
   port?: number;
   closers: Closers;
@@ -99,6 +103,8 @@ export async function startGatewayListener(config: Config, deps: GatewayListener
       deprecationUsage: deps.deprecationUsage,
       keyActivity: deps.keyOutcomes,
       keyDecisions: deps.keyDecisions,
+      consumers: deps.consumers,
+      consumerAccessPolicy: deps.consumerAccessPolicy,
     });
   let builtFor = config;
   let handleRequest = handlerFor(config);

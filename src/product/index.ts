@@ -16,6 +16,8 @@ import { startEmbeddedInventory } from './inventory';
 import { startRecorders } from './recorders';
 import { keyDecisionListener, startNotifications } from './notifications';
 import { usageReports } from './usage-reports';
+import { startConsumers } from './consumers';
+import type { ConsumerService } from '../consumers/consumer-service';
 import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
@@ -62,6 +64,8 @@ export interface RunningProduct {
   inventory: RunningInventory | null;
   adminToken: string;
   keyService: KeyService;
+  /** Consumers (/admin/consumers), for a bootstrap or a bench that creates them in process. */
+  consumerService: ConsumerService;
   /** SIGHUP and POST /admin/reload: re-read, validate whole, apply or change nothing. */
   reload(trigger: string): Promise<ReloadOutcome>;
   /** Puts a config already validated (and the TLS pair) in force: requests that start afterwards use it. */
@@ -103,7 +107,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers, configInForce: inForce });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: () => inForce().plans, clock, costs: () => inForce().costs });
+    const consumers = await startConsumers({ consumerStore: stores.consumerStore, keyStore: stores.keyStore, keyLimiter: stores.limiters.keyLimiter, clock, logger, closers, costs: () => inForce().costs });
+    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: () => inForce().plans, clock, costs: () => inForce().costs, ...consumers.keyServiceHooks });
     const resolver = new KeyResolver(stores.keyStore, clock, {
       prefix: config.keys.prefix,
       cacheTtlSeconds: config.keys.cacheTtlSeconds,
@@ -119,7 +124,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
-    const gateway = await startGatewayListener(config, { ...recorders, keyDecisions, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
+    const gateway = await startGatewayListener(config, { ...recorders, keyDecisions, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
     const applyConfig = (next: Config, pair: TlsPair | null) => {
       configState.record(null, next);
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
@@ -131,6 +136,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       ...recorders,
       adminToken,
       keyService,
+      consumerService: consumers.service,
       stores,
       metrics,
       inventory,
@@ -148,7 +154,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     // The metrics registered since (the reload's) take the same closed sets.
     enforceLabelAllowlist(metrics.registry, labels);
-    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
+    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, consumerService: consumers.service, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;

@@ -20,12 +20,17 @@ import { RedisOutbox } from '../notifications/redis-outbox';
 import { SqliteOutbox } from '../notifications/sqlite-outbox';
 import { MemoryTopKeysStore, type TopKeysStore } from '../keys/activity/top-keys';
 import { RedisTopKeysStore } from '../keys/activity/redis-top-keys-store';
+import type { ConsumerStore } from '../consumers/types';
+import { SqliteConsumerStore } from '../consumers/sqlite-consumer-store';
+import { openDurableConsumerStore } from './consumer-store';
 
 /** Everything the product keeps: on Redis for every instance, or in this process (SQLite under dataDir). */
 export interface Stores {
   /** The Redis client, for what only Redis has (none in process). */
   redis: RedisClient | null;
   keyStore: KeyStore;
+  /** Consumers (CONTRACT §4): Redis with a durable copy under dataDir, or SQLite in process. */
+  consumerStore: ConsumerStore;
   limiters: Limiters;
   deprecationUsage: DeprecationUsageStore;
   keyActivity: KeyActivityStore;
@@ -92,6 +97,8 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
     lossCheckSeconds: config.keys.lossCheckSeconds,
   });
   closers.add(() => keys.close());
+  const consumerStore = await openDurableConsumerStore(redis, config, logger);
+  closers.add(() => consumerStore.close());
   const writeReplication = await WriteReplication.open(redis, {
     namespace,
     waitMs: config.redis.replicationWaitMs,
@@ -104,6 +111,7 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
   return {
     redis,
     keyStore: keys,
+    consumerStore,
     writeReplication,
     limiters,
     deprecationUsage: new RedisDeprecationUsageStore(redis, namespace),
@@ -128,6 +136,8 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   };
   const keys = new SqliteKeyStore({ dataDir: config.dataDir, ...sqlite });
   closers.add(() => keys.close());
+  const consumerStore = new SqliteConsumerStore(config.dataDir);
+  closers.add(() => consumerStore.close());
   // Month windows and credits survive a restart (CONTRACT §4); closed after the limiters, which write to it as they close.
   const months = new SqliteMonthLedger(config.dataDir, sqlite);
   closers.add(() => months.close());
@@ -142,6 +152,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   return {
     redis: null,
     keyStore: keys,
+    consumerStore,
     limiters,
     deprecationUsage: new MemoryDeprecationUsageStore(),
     keyActivity,

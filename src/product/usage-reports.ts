@@ -1,5 +1,6 @@
 import type { Clock } from '../shared/clock';
 import type { KeyLimiter } from '../limits/types';
+import { windowsIdOf } from '../limits/windows-id';
 import type { KeyStore } from '../keys';
 import type { KeyActivityRecorder } from '../keys/activity/key-activity';
 import type { TopKeysRecorder } from '../keys/activity/top-keys';
@@ -17,8 +18,15 @@ const UNBOUNDED = { perMinute: Number.MAX_SAFE_INTEGER, perDay: Number.MAX_SAFE_
 
 /** GET /admin/usage/export over the key store, the usage history and, for today, the limiter's day windows. */
 export function usageExportOf(deps: { keyStore: KeyStore; history: KeyActivityRecorder; keyLimiter: KeyLimiter; clock: Clock }): UsageExport {
-  const unitsToday = async (keyId: string) => UNBOUNDED.perDay - (await deps.keyLimiter.usage(keyId, UNBOUNDED)).day.remaining;
-  return (firstDay, lastDay) => usageExportLines({ keys: () => deps.keyStore.list(), history: deps.history, unitsToday, clock: deps.clock }, firstDay, lastDay);
+  // A key of a consumer keeps its windows beside the consumer's (windows-id.ts): learnt from the listing the export walks.
+  const consumerOf = new Map<string, string | undefined>();
+  const keys = async () => {
+    const records = await deps.keyStore.list();
+    for (const record of records) consumerOf.set(record.id, record.consumerId);
+    return records;
+  };
+  const unitsToday = async (keyId: string) => UNBOUNDED.perDay - (await deps.keyLimiter.usage(windowsIdOf(keyId, consumerOf.get(keyId)), UNBOUNDED)).day.remaining;
+  return (firstDay, lastDay) => usageExportLines({ keys, history: deps.history, unitsToday, clock: deps.clock }, firstDay, lastDay);
 }
 
 /** GET /admin/stats/top-keys over the per-minute buckets, with each key's name from the key service. */

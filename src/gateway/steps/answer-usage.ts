@@ -1,6 +1,7 @@
 import type { Clock } from '../../shared/clock';
 import type { ApiKeyRecord } from '../../keys/types';
-import type { KeyLimiter, KeyUsage, WindowLimits, WindowName, WindowState } from '../../limits/types';
+import type { ConsumerShare, ConsumerWindows, KeyLimiter, KeyUsage, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
+import { windowsIdOfKey } from '../../limits/windows-id';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
 import type { RouteMatch } from '../operations/routes';
 import { keyOf, type GatewayRequest } from '../request-context';
@@ -14,15 +15,27 @@ export interface UsageDependencies {
   keyLimits(record: ApiKeyRecord): WindowLimits | null;
   clock: Clock;
   storeCall: StoreCall;
+  /** The key's consumer (held in process), to list its windows and name it. */
+  consumerOf?(record: ApiKeyRecord): { id: string; name: string; share?: ConsumerShare } | undefined;
 }
 
-const windowOf = (name: WindowName, w: WindowState) => ({ name, limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+const windowOf = (name: RefusingWindow, w: WindowState) => ({ name, limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
 
 /** The windows as GET /v1/usage lists them: minute, day, and month when the key has one. */
-function windowsOf(usage: KeyUsage) {
+function windowsOf(usage: KeyUsage, consumer: ConsumerWindows | undefined) {
   const windows = [windowOf('minute', usage.minute), windowOf('day', usage.day)];
   if (usage.month) windows.push(windowOf('month', usage.month));
+  if (consumer?.minute) windows.push(windowOf('consumer-minute', consumer.minute));
+  if (consumer?.day) windows.push(windowOf('consumer-day', consumer.day));
+  if (consumer?.month) windows.push(windowOf('consumer-month', consumer.month));
   return windows;
+}
+
+/** The key's windows and its consumer's, read together (two commands written at once: one exchange with the store). */
+async function readUsage(keyLimiter: KeyLimiter, record: ApiKeyRecord, limits: WindowLimits, share: ConsumerShare | undefined): Promise<[KeyUsage, ConsumerWindows | undefined]> {
+  const key = keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay);
+  if (share === undefined || !keyLimiter.consumerUsage) return [await key, undefined];
+  return Promise.all([key, keyLimiter.consumerUsage(share)]);
 }
 
 /**
@@ -45,15 +58,18 @@ export function createUsageStep(deps: UsageDependencies) {
     const record = keyOf(request);
     const limits = deps.keyLimits(record);
     if (!limits) return unconfiguredPlan(record);
-    const usage = await storeCall<KeyUsage>(request, 'rate limit', () => keyLimiter.usage(record.id, limits, record.billingDay), describe);
-    if (usage instanceof Refusal) return usage;
+    const consumer = deps.consumerOf?.(record);
+    const read = await storeCall(request, 'rate limit', () => readUsage(keyLimiter, record, limits, consumer?.share), describe);
+    if (read instanceof Refusal) return read;
+    const [usage, consumerWindows] = read;
     const now = clock.now();
     request.rateLimitOutcome = 'allowed';
     if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now, usage.month && { limit: usage.month.limit, startAt: usage.month.startAt, resetAt: usage.month.resetAt }));
-    else setHeaders(res, keyRateLimitHeaders({ minute: usage.minute, day: usage.day, now, month: usage.month }));
+    else setHeaders(res, keyRateLimitHeaders({ minute: usage.minute, day: usage.day, now, month: usage.month, consumer: consumerWindows }));
     const body = JSON.stringify({
       plan: record.plan,
-      windows: windowsOf(usage),
+      ...(consumer ? { consumer: { id: consumer.id, name: consumer.name } } : {}),
+      windows: windowsOf(usage, consumerWindows),
       bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
       expiresAt: record.expiresAt,
     });

@@ -3,7 +3,7 @@ import type { Clock } from '../../shared/clock';
 import type { Logger } from '../../shared/logger';
 import type { UpstreamTokenSigner } from '../../shared/upstream-token';
 import { PlanBook } from '../../limits/plan-limits';
-import type { AddressLimiter, KeyLimiter } from '../../limits/types';
+import type { AddressLimiter, ConsumerShare, KeyLimiter } from '../../limits/types';
 import type { ApiKeyRecord } from '../../keys/types';
 import { createCorsPolicy, type CorsPolicy } from '../cors';
 import { buildDeprecations } from '../operations/deprecation';
@@ -47,6 +47,16 @@ export interface GatewayDependencies {
   keyDecisions?: KeyDecisionListener;
   /** The access policy of a key's consumer, from memory (steps/check-access.ts); absent: keys alone decide. */
   consumerAccessPolicy?: ConsumerAccessPolicy;
+  /** Each key's consumer, held in process (src/consumers): its shared windows and its name. */
+  consumers?: ConsumerLookup;
+}
+
+/** What the key steps ask about a key's consumer, without a store command. */
+export interface ConsumerLookup {
+  /** The consumer with limits of its own, whose windows the key's requests also take units of. */
+  shareOf(record: ApiKeyRecord): ConsumerShare | undefined;
+  /** The key's consumer, with or without limits. */
+  consumerOf(record: ApiKeyRecord): { id: string; name: string; share?: ConsumerShare } | undefined;
 }
 
 /** Every step of the request path, each built once from the part of the dependencies it needs. */
@@ -68,8 +78,20 @@ export function createSteps(deps: GatewayDependencies) {
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
     checkAccess: createAccessStep({ metrics, logger, consumerPolicy: deps.consumerAccessPolicy }),
-    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall }),
-    limitKey: createKeyLimitStep({ keyLimiter: deps.keyLimiter, keyLimits, plans, metrics, logger, storeCall, retryAfter, costs: new OperationCosts(config.costs), onDecision: deps.keyDecisions, leaseTtlMs: config.upstream.timeoutMs + 1000 }),
+    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall, consumerOf: deps.consumers?.consumerOf }),
+    limitKey: createKeyLimitStep({
+      keyLimiter: deps.keyLimiter,
+      keyLimits,
+      plans,
+      metrics,
+      logger,
+      storeCall,
+      retryAfter,
+      costs: new OperationCosts(config.costs),
+      onDecision: deps.keyDecisions,
+      consumerOf: deps.consumers?.shareOf,
+      leaseTtlMs: config.upstream.timeoutMs + 1000,
+    }),
     checkRoute,
     applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
     forward: createForwardStep({

@@ -4,7 +4,8 @@ import type { Logger } from '../../shared/logger';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
 import { monthSpan } from '../../limits/month-window';
-import type { ConsumeOptions, InFlightLease, KeyDecision, KeyLimiter, WindowLimits, WindowName, WindowState } from '../../limits/types';
+import { windowsIdOfKey } from '../../limits/windows-id';
+import type { ConsumeOptions, ConsumerShare, InFlightLease, KeyDecision, KeyLimiter, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
 import { bannedRateLimitHeaders, keyRateLimitHeaders, type KeyWindows, type BannedMonth } from '../rate-limit-headers';
@@ -36,6 +37,11 @@ export interface KeyLimitDependencies {
   /** Retry-After of a 429: the true wait plus the configured jitter; X-RateLimit-Reset stays the true reset. */
   retryAfter(waitMs: number): string;
   /**
+   * The key's consumer, when it has limits of its own (src/consumers/consumer-directory.ts: held in
+   * process, no store command); its windows are decided in the same one round trip.
+   */
+  consumerOf?(record: ApiKeyRecord): ConsumerShare | undefined;
+  /**
    * How long a slot under maxInFlight holds when never released (an instance that died):
    * upstream.timeoutMs + 1 s, the longest a request waits for its answer's head. Default: 11 s
    * (the default timeout's).
@@ -62,8 +68,10 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
     const lease = leaseFor(plans.maxInFlightOf(record), leaseTtlMs);
-    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease);
-    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(record.id, limits, options), (d: KeyDecision) => ({
+    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease, deps.consumerOf?.(record));
+    // A consumer's key keeps its windows, and its leases, under the consumer's hash tag (windows-id.ts).
+    const windowsId = windowsIdOfKey(record);
+    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(windowsId, limits, options), (d: KeyDecision) => ({
       'asg.rate_limit.scope': 'key',
       'asg.rate_limit.decision': d.outcome,
       'asg.plan': record.plan,
@@ -77,9 +85,9 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     }
     if (decision.outcome === 'allowed') {
       // The slot is the request's until its response closes: answered, cut off, or its client gone.
-      if (lease) res.once('close', () => keyLimiter.release?.(record.id, lease.id));
+      if (lease) res.once('close', () => keyLimiter.release?.(windowsId, lease.id));
       request.rateLimitOutcome = 'allowed';
-      countAdmitted(record.plan, route, options?.cost ?? 1, decision);
+      countAdmitted(metrics, record.plan, route, options?.cost ?? 1, decision);
       setHeaders(res, keyRateLimitHeaders(decision));
       return CONTINUE;
     }
@@ -112,21 +120,24 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     else setHeaders(res, keyRateLimitHeaders(decision));
     return CONTINUE;
   }
+}
 
-  /** The units an admitted request took, and the windows it took past 80 %. */
-  function countAdmitted(plan: string, route: string | undefined, cost: number, decision: Extract<KeyDecision, { outcome: 'allowed' }>): void {
-    metrics.unitsConsumed.inc({ route: route ?? 'unmatched', plan }, cost);
-    countNearLimit(plan, 'minute', decision.minute, cost);
-    countNearLimit(plan, 'day', decision.day, cost);
-    if (decision.month) countNearLimit(plan, 'month', decision.month, cost);
-  }
+/** The units an admitted request took, and the windows it took past 80 %. */
+function countAdmitted(metrics: GatewayMetrics, plan: string, route: string | undefined, cost: number, decision: Extract<KeyDecision, { outcome: 'allowed' }>): void {
+  metrics.unitsConsumed.inc({ route: route ?? 'unmatched', plan }, cost);
+  countNearLimit(metrics, plan, 'minute', decision.minute, cost);
+  countNearLimit(metrics, plan, 'day', decision.day, cost);
+  if (decision.month) countNearLimit(metrics, plan, 'month', decision.month, cost);
+  if (decision.consumer?.minute) countNearLimit(metrics, plan, 'consumer-minute', decision.consumer.minute, cost);
+  if (decision.consumer?.day) countNearLimit(metrics, plan, 'consumer-day', decision.consumer.day, cost);
+  if (decision.consumer?.month) countNearLimit(metrics, plan, 'consumer-month', decision.consumer.month, cost);
+}
 
-  /** Counts the one admitted request per window that takes a key past 80 % of it. */
-  function countNearLimit(plan: string, window: WindowName, windowState: WindowState, cost: number): void {
-    const used = windowState.limit - windowState.remaining;
-    const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
-    if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
-  }
+/** Counts the one admitted request per window that takes a key past 80 % of it. */
+function countNearLimit(metrics: GatewayMetrics, plan: string, window: RefusingWindow, windowState: WindowState, cost: number): void {
+  const used = windowState.limit - windowState.remaining;
+  const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
+  if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
 }
 
 /** What a shadowed limit would have refused: the limits applied, the decision, the key's billing day. */
@@ -172,7 +183,8 @@ function unconfiguredPlanRefusal(logger: Logger): (record: ApiKeyRecord) => Refu
 }
 
 /** What the limiter is asked: shared constants for the common cases, so most requests allocate nothing. */
-function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined, inFlight: InFlightLease | undefined): ConsumeOptions | undefined {
+function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined, inFlight: InFlightLease | undefined, consumer: ConsumerShare | undefined): ConsumeOptions | undefined {
+  if (consumer !== undefined) return { shadow, cost, billingDay, inFlight, consumer };
   if (cost === 1 && billingDay === undefined && inFlight === undefined) return shadow ? SHADOW : undefined;
   return { shadow, cost, billingDay, inFlight };
 }

@@ -5,7 +5,7 @@ import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../sh
 import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, copyRecord, hashesOf, limitsOf } from '../record';
+import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
 import { keepRevocations } from './import-rules';
@@ -44,6 +44,8 @@ interface KeyRow {
   billing_day: number | null;
   /** NULL when the key follows its plan's maxInFlight (or has none). */
   max_in_flight: number | null;
+  /** NULL for a key of no consumer. */
+  consumer_id: string | null;
   created_at: string;
   updated_at: string;
   revoked_at: string | null;
@@ -116,6 +118,13 @@ const KEY_STORE_MIGRATIONS: readonly Migration[] = [
       addColumnIfMissing(db, 'api_keys', 'max_in_flight', 'INTEGER');
     },
   },
+  {
+    version: 7,
+    description: 'consumers: NULL (no consumer) for every key before them',
+    up(db) {
+      addColumnIfMissing(db, 'api_keys', 'consumer_id', 'TEXT');
+    },
+  },
 ];
 
 function fromRow(row: KeyRow): ApiKeyRecord {
@@ -132,6 +141,7 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     previousHash: row.previous_hash,
     previousKeyExpiresAt: row.previous_key_expires_at,
     ...billingDayOf(row.billing_day),
+    ...consumerIdOf(row.consumer_id),
     ...(row.access_policy === null ? {} : accessListsOf(JSON.parse(row.access_policy) as Record<string, unknown>)),
   };
 }
@@ -154,6 +164,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     per_month: record.limits?.perMonth ?? null,
     billing_day: record.billingDay ?? null,
     max_in_flight: record.limits?.maxInFlight ?? null,
+    consumer_id: record.consumerId ?? null,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     revoked_at: record.revokedAt,
@@ -190,20 +201,20 @@ export class SqliteKeyStore implements KeyStore {
     this.onSqliteError = options.onSqliteError;
     try {
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, max_in_flight = @max_in_flight,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, max_in_flight = @max_in_flight, consumer_id = @consumer_id,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at, access_policy = @access_policy
          WHERE id = @id AND created_at = @created_at`,
       );
       this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
          ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
-           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, max_in_flight = excluded.max_in_flight, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, max_in_flight = excluded.max_in_flight, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
            previous_key_expires_at = excluded.previous_key_expires_at, access_policy = excluded.access_policy`,
       );

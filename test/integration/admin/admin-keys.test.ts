@@ -41,6 +41,7 @@ describe('POST /admin/keys', () => {
       limits: { perMinute: 60, perDay: 1000 },
       createdAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
+      consumerId: null,
       allowedOperations: null,
       allowedAddresses: null,
     });
@@ -147,6 +148,7 @@ describe('GET /admin/keys', () => {
       createdAt: kept.createdAt,
       revokedAt: null,
       expiresAt: null,
+      consumerId: null,
       allowedOperations: null,
       allowedAddresses: null,
       lastUsedAt: null,
@@ -159,6 +161,7 @@ describe('GET /admin/keys', () => {
       createdAt: revoked.createdAt,
       revokedAt: expect.stringMatching(ISO_INSTANT),
       expiresAt: null,
+      consumerId: null,
       allowedOperations: null,
       allowedAddresses: null,
       lastUsedAt: null,
@@ -178,6 +181,7 @@ describe('GET /admin/keys/{id}', () => {
       createdAt: created.createdAt,
       revokedAt: null,
       expiresAt: null,
+      consumerId: null,
       allowedOperations: null,
       allowedAddresses: null,
       lastUsedAt: null,
@@ -200,7 +204,7 @@ describe('PATCH /admin/keys/{id}', () => {
   test('name: 200 with the updated key', async () => {
     const created = await createKey(product, { name: 'before', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'after' }).expect(200);
-    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, allowedOperations: null, allowedAddresses: null, lastUsedAt: null });
+    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, consumerId: null, allowedOperations: null, allowedAddresses: null, lastUsedAt: null });
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
     expect((shown.body as { name: string }).name).toBe('after');
   });

@@ -99,13 +99,13 @@ describe('keys and hashes never leave the admin API after creation', () => {
     }
     const items = list.body as Array<Record<string, unknown>>;
     for (const item of items) {
-      expect(Object.keys(item).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
+      expect(Object.keys(item).sort()).toEqual(['allowedAddresses', 'allowedOperations', 'consumerId', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
       for (const value of Object.values(item)) {
         expect(JSON.stringify(value)).not.toContain(hash);
         expect(JSON.stringify(value)).not.toContain(created.key);
       }
     }
-    expect(Object.keys(one.body as object).sort()).toEqual(['bannedUntil', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'previousKeyExpiresAt', 'revokedAt', 'usage']);
+    expect(Object.keys(one.body as object).sort()).toEqual(['allowedAddresses', 'allowedOperations', 'bannedUntil', 'consumerId', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'previousKeyExpiresAt', 'revokedAt', 'usage']);
   });
 
   test('after a rotation neither secret nor either hash is in any answer but the rotation itself', async () => {
@@ -134,7 +134,7 @@ describe('keys and hashes never leave the admin API after creation', () => {
   test('PATCH answers without the key or its hash', async () => {
     const created = await createKey(product, { name: 'patched', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'renamed' }).expect(200);
-    expect(Object.keys(res.body as object).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
+    expect(Object.keys(res.body as object).sort()).toEqual(['allowedAddresses', 'allowedOperations', 'consumerId', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
     expect(res.text).not.toContain(created.key);
     expect(res.text).not.toContain(sha256Hex(created.key));
   });

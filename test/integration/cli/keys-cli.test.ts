@@ -91,6 +91,7 @@ describe('create', () => {
       limits: { perMinute: 300, perDay: 10000 },
       createdAt: expect.any(String),
       expiresAt: null,
+      consumerId: null,
       allowedOperations: null,
       allowedAddresses: null,
     });
@@ -128,6 +129,7 @@ describe('list', () => {
       createdAt: expect.any(String),
       revokedAt: null,
       expiresAt: null,
+      consumerId: null,
       allowedOperations: null,
       allowedAddresses: null,
       lastUsedAt: null,

@@ -164,6 +164,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           createdAt: expect.stringMatching(ISO_INSTANT),
           revokedAt: null,
           expiresAt: null,
+          consumerId: null,
           allowedOperations: null,
           allowedAddresses: null,
           lastUsedAt: expect.anything(),

@@ -4,6 +4,7 @@ import { startTestProduct, type ProductHarness } from '../../support/product-har
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 import { metricValue, scrapeMetrics } from '../reliability/fake-upstreams';
 import { eventually } from '../../support/eventually';
+import { adminRequest } from '../admin/admin-kit';
 import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
 
 /**
@@ -142,6 +143,26 @@ describe('maxInFlight', () => {
       expect(metricValue(await scrapeMetrics(a.adminUrl), 'gateway_inflight_rejections_total', { plan: 'gated' }) + metricValue(await scrapeMetrics(b.adminUrl), 'gateway_inflight_rejections_total', { plan: 'gated' })).toBe(CONCURRENT - MAX_IN_FLIGHT);
       // Every slot came back with its answer: the next burst finds all five free again.
       expectExactlyTheLimit(await burst([b, a], auth));
+    }, 60_000);
+
+    it(`a key of a consumer (its windows under the consumer's hash tag, one script with the consumer's) gets exactly ${MAX_IN_FLIGHT} of ${CONCURRENT} too, and the consumer counts only the admitted`, async () => {
+      const consumer = await adminRequest(a, 'post', '/admin/consumers').send({ name: 'Gated Ltd', limits: { perMinute: 1000, perDay: 100_000 } });
+      expect(consumer.status).toBe(201);
+      const created = await adminRequest(a, 'post', '/admin/keys').send({ name: 'gated-of-consumer', plan: 'gated', consumerId: consumer.body.id });
+      expect(created.status).toBe(201);
+      const auth = `Bearer ${created.body.key as string}`;
+      // Both instances decide with the consumer (it reaches the other within a second).
+      for (const instance of [a, b]) {
+        await eventually(async () => ((await (await fetch(`${instance.gatewayUrl}/v1/usage`, { headers: { authorization: auth } })).json()) as { consumer?: { id: string } }).consumer?.id === consumer.body.id, {
+          timeoutMs: 5000,
+          what: 'the instance knows the key\'s consumer',
+        });
+      }
+      expectExactlyTheLimit(await burst([a, b], auth));
+      // The slots were released under the key's windows id: a second burst finds all five free again.
+      expectExactlyTheLimit(await burst([b, a], auth));
+      const shown = await adminRequest(a, 'get', `/admin/consumers/${consumer.body.id as string}`);
+      expect(shown.body.usage.day).toMatchObject({ limit: 100_000, remaining: 100_000 - 2 * MAX_IN_FLIGHT });
     }, 60_000);
 
     it(`the slots of an instance killed with SIGKILL come back within upstream.timeoutMs + 5 s`, async () => {

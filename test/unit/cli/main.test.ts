@@ -49,8 +49,8 @@ test.each([
   [['list', 'extra'], 'error: expected no arguments'],
   [['show'], 'error: expected ID'],
   [['unban', 'a', 'b'], 'error: expected ID'],
-  [['update', 'key_x'], 'error: nothing to update: give --name, --plan, limits, --clear-limits, an expiry or an access list'],
-  [['update', 'key_x', '--json'], 'error: nothing to update: give --name, --plan, limits, --clear-limits, an expiry or an access list'],
+  [['update', 'key_x'], 'error: nothing to update: give --name, --plan, limits, --clear-limits, an expiry, an access list or a consumer'],
+  [['update', 'key_x', '--json'], 'error: nothing to update: give --name, --plan, limits, --clear-limits, an expiry, an access list or a consumer'],
   [['update', 'key_x', '--clear-limits', '--per-minute', '1', '--per-day', '1'], 'error: --clear-limits cannot go with --per-minute/--per-day'],
 ] as Array<[string[], string | RegExp]>)('%j: exit 2 with an error line on stderr and nothing on stdout', async (argv, firstLine) => {
   const { code, out, err } = await run(...argv);

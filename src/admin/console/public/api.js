@@ -4,6 +4,9 @@
 // closes); no cookie is set, so no other site can make the browser act for the operator.
 
 /** @typedef {import('./types.js').ConfigView} ConfigView */
+/** @typedef {import('./types.js').Consumer} Consumer */
+/** @typedef {import('./types.js').ConsumerDetail} ConsumerDetail */
+/** @typedef {import('./types.js').NewConsumer} NewConsumer */
 /** @typedef {import('./types.js').AuditTrail} AuditTrail */
 /** @typedef {import('./types.js').CreatedKey} CreatedKey */
 /** @typedef {import('./types.js').DeprecationReport} DeprecationReport */
@@ -132,6 +135,18 @@ export const addCredits = (/** @type {string} */ id, /** @type {number} */ units
 export const revokeKey = (/** @type {string} */ id) => call('DELETE', keyPath(id));
 /** @returns {Promise<null>} */
 export const liftBan = (/** @type {string} */ id) => call('DELETE', `${keyPath(id)}/ban`);
+const consumerPath = (/** @type {string} */ id) => `/admin/consumers/${encodeURIComponent(id)}`;
+/** @returns {Promise<Consumer[]>} */
+export const listConsumers = () => call('GET', '/admin/consumers');
+/** @returns {Promise<ConsumerDetail>} */
+export const getConsumer = (/** @type {string} */ id) => call('GET', consumerPath(id));
+/** @returns {Promise<Consumer>} */
+export const createConsumer = (/** @type {NewConsumer} */ body) => call('POST', '/admin/consumers', body);
+/** @returns {Promise<Consumer>} */
+export const updateConsumer = (/** @type {string} */ id, /** @type {Partial<NewConsumer>} */ body) => call('PATCH', consumerPath(id), body);
+/** @returns {Promise<null>} */
+export const deleteConsumer = (/** @type {string} */ id) => call('DELETE', consumerPath(id));
+
 /** @returns {Promise<AuditTrail>} */
 export const getAudit = (limit = 100) => call('GET', `/admin/audit?limit=${limit}`);
 /** @returns {Promise<DeprecationReport>} */

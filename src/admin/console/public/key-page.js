@@ -7,6 +7,7 @@ import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el, say } from './dom.js';
 import { fmtNumber, fmtTime, isoToLocal, keyState, limitsFrom, localToIso, messageOf } from './format.js';
 import { fillPlanSelects } from './plan-select.js';
+import { consumerHref } from './routes.js';
 import { showSecret } from './secret.js';
 import { accessFacts, fillAccessFields, withAccessChanges } from './access-fields.js';
 
@@ -80,6 +81,7 @@ function renderKey(/** @type {KeyDetail} */ key) {
   const facts = [
     ['Id', key.id],
     ['Plan', key.plan],
+    ['Consumer', key.consumerId ?? 'none'],
     ['Limits', key.limits ? `${fmtNumber(key.limits.perMinute)}/min · ${fmtNumber(key.limits.perDay)}/day${key.limits.maxInFlight === undefined ? '' : ` · ${fmtNumber(key.limits.maxInFlight)} at once`}` : '–'],
     ['Created', fmtTime(key.createdAt)],
     ['Expires', key.expiresAt ? fmtTime(key.expiresAt) : 'never'],
@@ -91,7 +93,7 @@ function renderKey(/** @type {KeyDetail} */ key) {
   ];
   // One line per fact (console.css), the whole value in its title: a value that arrives on a later
   // refresh ("Last used" once the usage batch is written) must not wrap and push the page down.
-  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name, title: name }), el('dd', { text: value, title: value }))));
+  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name, title: name }), factValue(name, value))));
   for (const name of /** @type {const} */ (['minute', 'day'])) {
     const w = key.usage[name];
     const { meter, text } = ui.windows[name];
@@ -108,6 +110,12 @@ function renderKey(/** @type {KeyDetail} */ key) {
   // A revoked key is final: nothing to change, rotate or lift.
   ui.actions.hidden = revoked;
   ui.revokedNote.hidden = !revoked;
+}
+
+/** A fact's value; the consumer links to its page (#/consumers/<id>). */
+function factValue(/** @type {string} */ name, /** @type {string} */ value) {
+  if (name !== 'Consumer' || value === 'none') return el('dd', { text: value, title: value });
+  return el('dd', { title: value }, el('a', { href: consumerHref(value), id: 'key-consumer', text: value }));
 }
 
 /** The month window, only for a key that has one: its bar, credits and the day it starts afresh; the credits form with it. */

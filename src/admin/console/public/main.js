@@ -3,6 +3,7 @@
 // browser JavaScript, no build step. It wires the views' controls and follows the address.
 
 import { onTokenRefused } from './api.js';
+import { setUpConsumers } from './consumers.js';
 import { setUpKeyPage } from './key-page.js';
 import { setUpKeysList } from './keys-list.js';
 import { route, signOut, startRouting } from './router.js';
@@ -17,4 +18,5 @@ setUpSignIn(() => {
 setUpSecretPanel();
 setUpKeysList();
 setUpKeyPage();
+setUpConsumers();
 startRouting();

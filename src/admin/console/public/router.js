@@ -4,6 +4,7 @@
 
 import { ApiFailure, forgetToken, signedIn } from './api.js';
 import { loadAudit } from './audit.js';
+import { loadConsumer, loadConsumers } from './consumers.js';
 import { loadDeprecations } from './deprecations.js';
 import { byId, say } from './dom.js';
 import { loadKey, refreshKey } from './key-page.js';
@@ -23,6 +24,8 @@ const sections = {
   overview: byId('overview', HTMLElement),
   keys: byId('keys', HTMLElement),
   key: byId('key', HTMLElement),
+  consumers: byId('consumers', HTMLElement),
+  consumer: byId('consumer', HTMLElement),
   deprecations: byId('deprecations', HTMLElement),
   audit: byId('audit', HTMLElement),
 };
@@ -39,7 +42,7 @@ const shown = {
 
 function show(/** @type {Section} */ section) {
   for (const [id, node] of Object.entries(sections)) node.hidden = id !== section;
-  const navSection = section === 'key' ? 'keys' : section;
+  const navSection = section === 'key' ? 'keys' : section === 'consumer' ? 'consumers' : section;
   for (const link of nav.querySelectorAll('a')) {
     if (link.dataset.section === navSection) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
@@ -55,6 +58,10 @@ function load(/** @type {Route} */ route) {
       return loadKeys();
     case 'key':
       return loadKey(route.id);
+    case 'consumers':
+      return loadConsumers();
+    case 'consumer':
+      return loadConsumer(route.id);
     case 'deprecations':
       return loadDeprecations();
     case 'audit':
@@ -66,6 +73,7 @@ function load(/** @type {Route} */ route) {
 function refresherOf(/** @type {Route} */ route) {
   if (route.section === 'overview') return loadOverview;
   if (route.section === 'key') return async () => void (await refreshKey(route.id));
+  if (route.section === 'consumer') return () => loadConsumer(route.id);
   return null;
 }
 

@@ -1,14 +1,15 @@
 // @ts-check
-// The sections the address names: #/overview, #/keys, #/keys/<id>, #/deprecations, #/audit.
+// The sections the address names: #/overview, #/keys, #/keys/<id>, #/consumers, #/consumers/<id>,
+// #/deprecations, #/audit.
 // Pure, so test/unit/admin/console checks it under Node.
 
 /**
- * @typedef {{ section: 'overview' | 'keys' | 'deprecations' | 'audit' } | { section: 'key', id: string }} Route
+ * @typedef {{ section: 'overview' | 'keys' | 'consumers' | 'deprecations' | 'audit' } | { section: 'key' | 'consumer', id: string }} Route
  * @typedef {Route['section'] | 'sign-in'} Section
  */
 
-/** @type {ReadonlyArray<Exclude<Route['section'], 'key'>>} */
-const LISTED = ['overview', 'keys', 'deprecations', 'audit'];
+/** @type {ReadonlyArray<Exclude<Route['section'], 'key' | 'consumer'>>} */
+const LISTED = ['overview', 'keys', 'consumers', 'deprecations', 'audit'];
 
 /**
  * The route of a location hash; anything unknown is the overview.
@@ -18,6 +19,7 @@ const LISTED = ['overview', 'keys', 'deprecations', 'audit'];
 export function parseRoute(hash) {
   const [section, id] = hash.replace(/^#\/?/, '').split('/');
   if (section === 'keys' && id) return { section: 'key', id: decodeURIComponent(id) };
+  if (section === 'consumers' && id) return { section: 'consumer', id: decodeURIComponent(id) };
   const listed = LISTED.find((name) => name === section);
   return { section: listed ?? 'overview' };
 }
@@ -25,4 +27,9 @@ export function parseRoute(hash) {
 /** The address of one key's page. */
 export function keyHref(/** @type {string} */ id) {
   return `#/keys/${encodeURIComponent(id)}`;
+}
+
+/** The address of one consumer's page. */
+export function consumerHref(/** @type {string} */ id) {
+  return `#/consumers/${encodeURIComponent(id)}`;
 }

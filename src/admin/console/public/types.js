@@ -8,7 +8,7 @@
  * @typedef {{ plans: Plan[] }} PlanList
  * @typedef {{
  *   id: string, name: string, plan: string, limits: Limits | null, createdAt: string,
- *   revokedAt: string | null, expiresAt: string | null, lastUsedAt: string | null,
+ *   revokedAt: string | null, expiresAt: string | null, lastUsedAt: string | null, consumerId?: string | null,
  *   allowedOperations?: string[] | null, allowedAddresses?: string[] | null
  * }} Key
  * @typedef {{ limit: number, remaining: number, reset: number }} Window
@@ -38,6 +38,10 @@
  * @typedef {{ keyId: string, name: string | null, consumerId: string | null, requests: number, rateLimited: number }} BusyKey
  * @typedef {{ keys: BusyKey[] }} TopKeys
  * @typedef {{ name: string, plan: string, limits?: Limits, expiresAt?: string }} NewKey
+ * @typedef {{ perMinute?: number, perDay?: number, perMonth?: number }} ConsumerLimits
+ * @typedef {{ id: string, name: string, limits: ConsumerLimits, billingDay: number, createdAt: string, updatedAt: string }} Consumer
+ * @typedef {Consumer & { keyIds: string[], usage: { minute?: Window, day?: Window, month?: MonthWindow } }} ConsumerDetail
+ * @typedef {{ name: string, limits?: ConsumerLimits }} NewConsumer
  * @typedef {{
  *   name: string, plan: string, expiresAt: string | null, limits?: Limits | null,
  *   allowedOperations?: string[] | null, allowedAddresses?: string[] | null

@@ -1,0 +1,139 @@
+import type { Clock } from '../shared/clock';
+import { ApiError } from '../shared/errors';
+import { DEFAULT_BILLING_DAY } from '../shared/constants';
+import { largestCost, limitsBelowCost } from '../shared/config/costs';
+import type { ApiKeyRecord } from '../keys/types';
+import type { ConsumerWindows, KeyLimiter } from '../limits/types';
+import { consumerLimitsOf, generateConsumerId } from './consumer-record';
+import { consumerShareOf } from './consumer-lookup';
+import { accessListsPatch } from '../access/access-lists';
+import type { ConsumerLimits, ConsumerRecord, ConsumerStore } from './types';
+
+export const MAX_CONSUMER_NAME_LENGTH = 200;
+
+export interface NewConsumerInput {
+  name: string;
+  limits?: ConsumerLimits | null;
+  billingDay?: number | null;
+  allowedOperations?: string[] | null;
+  allowedAddresses?: string[] | null;
+}
+
+export type ConsumerPatch = Partial<NewConsumerInput>;
+
+export interface ConsumerServiceOptions {
+  store: ConsumerStore;
+  /** Every key record, to find a consumer's keys (CONTRACT §5: `keyIds`, and no delete while one is active). */
+  keys: { list(): Promise<ApiKeyRecord[]> };
+  keyLimiter: KeyLimiter;
+  clock: Clock;
+  /** The costs in force: a consumer's limits must not be below the largest, as a key's. */
+  costs?: () => readonly { method: string; path: string; cost: number }[];
+}
+
+function invalid(message: string): ApiError {
+  return new ApiError('validation_failed', message);
+}
+
+function validName(name: unknown): string {
+  const trimmed = typeof name === 'string' ? name.trim() : '';
+  if (trimmed.length < 1 || trimmed.length > MAX_CONSUMER_NAME_LENGTH) throw invalid(`name must be 1 to ${MAX_CONSUMER_NAME_LENGTH} characters.`);
+  return trimmed;
+}
+
+/**
+ * Consumers (CONTRACT §4, §5): creating, changing, deleting, credits. Shape checks are the routes'
+ * (zod); what needs the config or the keys is here. Validation failures throw ApiError.
+ */
+export class ConsumerService {
+  constructor(private readonly options: ConsumerServiceOptions) {}
+
+  private validLimits(limits: ConsumerLimits | null | undefined): ConsumerLimits {
+    const clean = consumerLimitsOf(limits);
+    const largest = largestCost(this.options.costs?.() ?? [])?.cost ?? 1;
+    const short = limitsBelowCost(clean, largest);
+    if (short.length > 0) throw invalid(`limits below the largest operation cost ${largest} (config costs) could never serve it: ${short.join(', ')}.`);
+    return clean;
+  }
+
+  private now(): string {
+    return new Date(this.options.clock.now()).toISOString();
+  }
+
+  async create(input: NewConsumerInput): Promise<ConsumerRecord> {
+    const now = this.now();
+    const lists = accessListsPatch(input);
+    const record: ConsumerRecord = {
+      id: generateConsumerId(),
+      name: validName(input.name),
+      limits: this.validLimits(input.limits),
+      billingDay: input.billingDay ?? DEFAULT_BILLING_DAY,
+      // Checked as a key's lists are (src/access/access-lists.ts): unknown operations, bad ranges 400.
+      allowedOperations: lists.allowedOperations ?? null,
+      allowedAddresses: lists.allowedAddresses ?? null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.options.store.put(record);
+    return record;
+  }
+
+  get(id: string): Promise<ConsumerRecord | null> {
+    return this.options.store.get(id);
+  }
+
+  list(): Promise<ConsumerRecord[]> {
+    return this.options.store.list();
+  }
+
+  /** Absent fields stay; `limits: null` removes every limit; a policy list `null` removes it. */
+  async update(id: string, patch: ConsumerPatch): Promise<ConsumerRecord | null> {
+    const lists = accessListsPatch(patch);
+    const current = await this.options.store.get(id);
+    if (!current) return null;
+    const next: ConsumerRecord = {
+      ...current,
+      name: patch.name === undefined ? current.name : validName(patch.name),
+      limits: patch.limits === undefined ? current.limits : this.validLimits(patch.limits),
+      billingDay: patch.billingDay === undefined ? current.billingDay : (patch.billingDay ?? DEFAULT_BILLING_DAY),
+      allowedOperations: lists.allowedOperations === undefined ? current.allowedOperations : lists.allowedOperations,
+      allowedAddresses: lists.allowedAddresses === undefined ? current.allowedAddresses : lists.allowedAddresses,
+      updatedAt: this.now(),
+    };
+    await this.options.store.put(next);
+    return next;
+  }
+
+  /** Ids of the keys that belong to the consumer (revoked ones too), oldest first. */
+  async keysOf(id: string): Promise<ApiKeyRecord[]> {
+    return (await this.options.keys.list()).filter((key) => key.consumerId === id);
+  }
+
+  /** 'not_found', or a 409 while a key that is not revoked belongs to it. */
+  async delete(id: string): Promise<boolean> {
+    const current = await this.options.store.get(id);
+    if (!current) return false;
+    const active = (await this.keysOf(id)).filter((key) => key.revokedAt === null);
+    if (active.length > 0) {
+      throw new ApiError('conflict', `Consumer ${id} still has ${active.length} active key(s) (${active.slice(0, 5).map((k) => k.id).join(', ')}): revoke them or move them to another consumer first.`);
+    }
+    return this.options.store.delete(id);
+  }
+
+  /** The consumer's windows as they stand; empty for a consumer without limits. */
+  async usage(record: ConsumerRecord): Promise<ConsumerWindows> {
+    const share = consumerShareOf(record);
+    if (!share || !this.options.keyLimiter.consumerUsage) return {};
+    return this.options.keyLimiter.consumerUsage(share);
+  }
+
+  /** Units on top of the consumer's month for this billing month; 409 without a month window. */
+  async addCredits(record: ConsumerRecord, units: number): Promise<ConsumerWindows> {
+    const share = consumerShareOf(record);
+    if (!share || share.limits.perMonth === undefined || !this.options.keyLimiter.addConsumerCredits) {
+      throw new ApiError('conflict', `Consumer ${record.id} has no month window (its limits set no perMonth); credits add to a month.`);
+    }
+    await this.options.keyLimiter.addConsumerCredits(share, units);
+    return this.usage(record);
+  }
+}

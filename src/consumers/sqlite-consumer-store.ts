@@ -1,0 +1,48 @@
+import { Listeners } from '../keys/stores/listeners';
+import { SqliteConsumerTable } from './sqlite-consumer-table';
+import type { ConsumerRecord, ConsumerStore } from './types';
+
+export const CONSUMERS_DATABASE_FILE = 'consumers.sqlite';
+
+/** The in-process consumer store (no Redis): SQLite under dataDir, so a restart keeps them. */
+export class SqliteConsumerStore implements ConsumerStore {
+  private readonly table: SqliteConsumerTable;
+  private readonly changes = new Listeners<[string]>();
+
+  constructor(dataDir: string | null) {
+    this.table = new SqliteConsumerTable(dataDir, CONSUMERS_DATABASE_FILE);
+  }
+
+  async list(): Promise<ConsumerRecord[]> {
+    return this.table.all();
+  }
+
+  async get(id: string): Promise<ConsumerRecord | null> {
+    return this.table.get(id);
+  }
+
+  async put(record: ConsumerRecord): Promise<void> {
+    this.table.putAll([record]);
+    this.changes.emit(record.id);
+  }
+
+  async putAll(records: readonly ConsumerRecord[]): Promise<void> {
+    this.table.putAll(records);
+    for (const record of records) this.changes.emit(record.id);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const deleted = this.table.delete(id);
+    if (deleted) this.changes.emit(id);
+    return deleted;
+  }
+
+  onChange(listener: (id: string) => void): () => void {
+    return this.changes.add(listener);
+  }
+
+  async close(): Promise<void> {
+    this.changes.clear();
+    this.table.close();
+  }
+}

@@ -1,0 +1,86 @@
+import path from 'node:path';
+import type Database from 'better-sqlite3';
+import { openSqliteDatabase, type Migration } from '../shared/sqlite-database';
+import { byCreation, decodeConsumer, encodeConsumer } from './consumer-record';
+import type { ConsumerRecord } from './types';
+
+const CONSUMER_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'consumers: id and record JSON',
+    up(db) {
+      db.exec('CREATE TABLE IF NOT EXISTS consumers (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT');
+    },
+  },
+];
+
+/**
+ * Consumer records in one SQLite file, and in a Map so reads cost no I/O: the in-process store's
+ * storage, and the durable copy of the Redis store's records (durable-consumer-store.ts).
+ * `file` null keeps them in memory only (tests).
+ */
+export class SqliteConsumerTable {
+  private readonly byId = new Map<string, { record: ConsumerRecord; json: string }>();
+  private readonly db: Database.Database;
+  private readonly upsert: Database.Statement<[string, string]>;
+  private readonly remove: Database.Statement<[string]>;
+
+  constructor(dataDir: string | null, fileName: string) {
+    const file = dataDir === null ? ':memory:' : path.join(dataDir, fileName);
+    // FULL: a consumer the admin API reported as written survives a power loss too.
+    this.db = openSqliteDatabase({ file, migrations: CONSUMER_MIGRATIONS, synchronous: 'FULL' });
+    try {
+      this.upsert = this.db.prepare('INSERT INTO consumers (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
+      this.remove = this.db.prepare('DELETE FROM consumers WHERE id = ?');
+      for (const row of this.db.prepare('SELECT json FROM consumers').all() as Array<{ json: string }>) {
+        const record = decodeConsumer(row.json);
+        this.byId.set(record.id, { record, json: row.json });
+      }
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+  }
+
+  /** Keeps these records in one transaction; those already held as they are cost no write. */
+  putAll(records: readonly ConsumerRecord[]): void {
+    const changed = records.map((record) => ({ record, json: encodeConsumer(record) })).filter(({ record, json }) => this.byId.get(record.id)?.json !== json);
+    if (changed.length === 0) return;
+    this.db.transaction(() => {
+      for (const { record, json } of changed) this.upsert.run(record.id, json);
+    })();
+    for (const entry of changed) this.byId.set(entry.record.id, entry);
+  }
+
+  /** Makes the table hold exactly these records (a full read of the store it copies). */
+  replaceAll(records: readonly ConsumerRecord[]): void {
+    const keep = new Set(records.map((r) => r.id));
+    const gone = [...this.byId.keys()].filter((id) => !keep.has(id));
+    if (gone.length > 0) {
+      this.db.transaction(() => {
+        for (const id of gone) this.remove.run(id);
+      })();
+      for (const id of gone) this.byId.delete(id);
+    }
+    this.putAll(records);
+  }
+
+  delete(id: string): boolean {
+    if (!this.byId.has(id)) return false;
+    this.remove.run(id);
+    this.byId.delete(id);
+    return true;
+  }
+
+  get(id: string): ConsumerRecord | null {
+    return this.byId.get(id)?.record ?? null;
+  }
+
+  all(): ConsumerRecord[] {
+    return [...this.byId.values()].map((e) => e.record).sort(byCreation);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

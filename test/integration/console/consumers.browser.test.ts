@@ -1,0 +1,78 @@
+import type { Page } from 'playwright-core';
+import { startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { launchChromium, type RunningBrowser } from '../../support/browser';
+
+/**
+ * The console's consumers (issue 38) in a real chromium against the whole product on loopback: the
+ * consumers page creates one, its page shows its shared windows and its keys, a key's page links
+ * to its consumer, and deleting a consumer that still has an active key is refused on the page.
+ */
+jest.setTimeout(60_000);
+
+let product: ProductHarness;
+let chromium: RunningBrowser;
+let page: Page;
+const pageProblems: string[] = [];
+let deliberateConflicts = 0;
+
+beforeAll(async () => {
+  product = await startTestProduct();
+  chromium = await launchChromium();
+  page = await chromium.context.newPage();
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return;
+    if (/status of 409/.test(message.text()) && deliberateConflicts > 0) deliberateConflicts--;
+    else pageProblems.push(message.text());
+  });
+  page.on('pageerror', (err) => pageProblems.push(err.message));
+  await page.goto(`${product.adminUrl}/console/`);
+  await page.locator('#token').fill(product.adminToken);
+  await page.keyboard.press('Enter');
+  await page.locator('#overview').waitFor({ state: 'visible' });
+});
+
+afterAll(async () => {
+  await chromium?.close();
+  await product?.close();
+});
+
+async function admin(method: string, pathname: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(new URL(pathname, product.adminUrl), {
+    method,
+    headers: { Authorization: `Bearer ${product.adminToken}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return (await res.json()) as Record<string, unknown>;
+}
+
+test('create a consumer on the consumers page, see its windows and keys, reach it from a key, refuse its delete while a key is active', async () => {
+  await page.locator('#nav a[data-section="consumers"]').click();
+  await page.locator('#consumer-create-name').fill('Acme');
+  await page.locator('#consumer-create-per-minute').fill('10');
+  await page.locator('#consumer-create-per-month').fill('1000');
+  await page.locator('#consumer-create-form button[type="submit"]').click();
+  await page.locator('#consumer').waitFor({ state: 'visible' });
+  expect(await page.locator('#consumer-title').textContent()).toBe('Acme');
+  const consumerId = decodeURIComponent(new URL(page.url()).hash.replace('#/consumers/', ''));
+  expect(consumerId).toMatch(/^con_[0-9a-f]{24}$/);
+  expect(await page.locator('#consumer-facts').textContent()).toContain('10/min · 1,000/month');
+  expect(await page.locator('#consumer-windows .window').count()).toBe(2);
+
+  const key = await admin('POST', '/admin/keys', { name: 'ci key', plan: 'pro', consumerId });
+  await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${String(key.key)}` } });
+  await page.goto(`${product.adminUrl}/console/#/keys/${String(key.id)}`);
+  await page.locator('#key-consumer').click();
+  await page.locator('#consumer').waitFor({ state: 'visible' });
+  await page.locator('#consumer-keys-body a', { hasText: 'ci key' }).waitFor();
+  // The key's request counted in the consumer's minute and month.
+  expect(await page.locator('#consumer-windows').textContent()).toContain('1 of 10 used');
+
+  deliberateConflicts = 1;
+  await page.locator('#consumer-delete').click();
+  await page.waitForFunction(() => (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } | null } }).document.getElementById('consumer-error')?.textContent?.includes('active key') ?? false);
+  expect((await admin('GET', `/admin/consumers/${consumerId}`)).id).toBe(consumerId);
+
+  await page.locator('#nav a[data-section="consumers"]').click();
+  await page.locator('#consumers-body a', { hasText: 'Acme' }).waitFor();
+  expect(pageProblems).toEqual([]);
+});
