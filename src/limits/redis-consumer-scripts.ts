@@ -1,5 +1,6 @@
 import { EXPIRY_SLACK_MS } from './windows';
 import { IN_FLIGHT_HOLD_LUA, inFlightCheckLua } from './redis-in-flight';
+import { refusalLua } from './redis-refusal';
 
 /**
  * The Lua of a key's request decided together with its consumer's windows (CONTRACT §4): the key's
@@ -78,30 +79,6 @@ redis.call('HSET', ckey, ${fields}'dw', day, 'dc', cdc)
 if not cSameDay then redis.call('PEXPIRE', ckey, (day + 1) * 86400000 - now + ${EXPIRY_SLACK_MS}) end`;
 }
 
-/** A refusal: counted toward the key's ban (bans stay per key) unless shadowed. Expects `f` with rc, re at rcAt. */
-function refusal(rcAt: number): string {
-  return `if ARGV[7] == '1' then
-  return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}}
-end
-local rc = 1
-local re = tonumber(f[${rcAt + 1}]) or 0
-if re > now then
-  rc = (tonumber(f[${rcAt}]) or 0) + 1
-else
-  re = now + tonumber(ARGV[4])
-end
-if rc > tonumber(ARGV[3]) then
-  local bannedUntil = now + tonumber(ARGV[5])
-  redis.call('HSET', key, 'bu', bannedUntil)
-  redis.call('HDEL', key, 'rc', 're')
-  redis.call('PEXPIRE', key, ttl)
-  return {3, now, mc, dc, bannedUntil, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}}
-end
-redis.call('HSET', key, 'rc', rc, 're', re)
-redis.call('PEXPIRE', key, ttl)
-return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}}`;
-}
-
 const BANNED_REPLY = `return {2, now, 0, 0, bannedUntil, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}`;
 
 /**
@@ -149,7 +126,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   ${IN_FLIGHT_HOLD_LUA}
   return {0, now, mc, dc, 0, 0, oc, ok, me, ms, ${CONSUMER_TAIL}}
 end
-${refusal(6)}
+${refusalLua(6, CONSUMER_TAIL)}
 `;
 
 /** Prunes a sliding log and sets `<p>mc` and `<p>MinuteResetAt` from it. */
@@ -227,7 +204,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
 end
 ${slidingFreeing('mc', 'minuteResetAt', 'log', 1)}
 ${slidingFreeing('cmc', 'cMinuteResetAt', 'clog', 18)}
-${refusal(4)}
+${refusalLua(4, CONSUMER_TAIL)}
 `;
 
 /**

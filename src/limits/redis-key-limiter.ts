@@ -3,6 +3,7 @@ import type { RedisClient } from '../shared/redis';
 import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { RedisConsumerWindows } from './redis-consumer-windows';
+import { refusalLua } from './redis-refusal';
 import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED, inFlightArgv, inFlightCheckLua } from './redis-in-flight';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { MonthBoundaries, type MonthCount } from './month-window';
@@ -91,34 +92,6 @@ const MONTH_ADMIT_LUA = `if monthLimit then
   end
   oc = oc + cost
 end`;
-
-/**
- * The refusal half of a consume, shared by both window shapes: counts the refusal toward a ban
- * (unless shadowed, ARGV[7] = '1') and bans the key past the threshold. Expects `key`, `now`, `f`
- * (with rc, re at `rcAt`, `rcAt` + 1), `mc`, `dc`, `ttl` and `minuteResetAt` in scope.
- */
-function refusalLua(rcAt: number): string {
-  return `if ARGV[7] == '1' then
-  return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
-end
-local rc = 1
-local re = tonumber(f[${rcAt + 1}]) or 0
-if re > now then
-  rc = (tonumber(f[${rcAt}]) or 0) + 1
-else
-  re = now + tonumber(ARGV[4])
-end
-if rc > tonumber(ARGV[3]) then
-  local bannedUntil = now + tonumber(ARGV[5])
-  redis.call('HSET', key, 'bu', bannedUntil)
-  redis.call('HDEL', key, 'rc', 're')
-  redis.call('PEXPIRE', key, ttl)
-  return {3, now, mc, dc, bannedUntil, minuteResetAt, oc, ok, me, ms}
-end
-redis.call('HSET', key, 'rc', rc, 're', re)
-redis.call('PEXPIRE', key, ttl)
-return {1, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}`;
-}
 
 /**
  * Fixed minute. KEYS: 1 the key's hash, 2 its month hash, 3 its in-flight leases.
