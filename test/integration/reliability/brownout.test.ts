@@ -12,8 +12,14 @@ import { eventually } from '../../support/eventually';
  * test/integration/forwarder/brownout.test.ts meets each fault at the forwarder alone, 300 at a time.
  */
 
-const TIMEOUT_MS = 400;
-const BOUND_MS = TIMEOUT_MS + 1000;
+/**
+ * The upstream timeout: twice the time this run takes to deliver CONCURRENT requests at once to the
+ * upstream answering at once, never under 400 ms (as forwarder/brownout.test.ts does). A fixed 400 ms
+ * turned a recovered inventory's first answers into 504s beside a busy core. The promise checked,
+ * timeoutMs + 1 s on the gateway's timing, is unchanged.
+ */
+let TIMEOUT_MS = 400;
+let BOUND_MS = TIMEOUT_MS + 1000;
 /**
  * The client's own figures: every reply came (no hang). A bound, not a promise: they hold the accept
  * queue of 2 cores shared with other suites (9.5 s at load 15 where the gateway's own timing of every
@@ -39,6 +45,11 @@ describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through
 
   beforeAll(async () => {
     upstream = await startFaultyUpstream();
+    const started = performance.now();
+    await Promise.all(Array.from({ length: CONCURRENT }, async () => (await fetch(`${upstream.url}/healthz`)).arrayBuffer()));
+    TIMEOUT_MS = Math.max(400, Math.ceil(2 * (performance.now() - started)));
+    BOUND_MS = TIMEOUT_MS + 1000;
+    process.stdout.write(`brown-out (${forwarder}): upstream timeout ${TIMEOUT_MS} ms\n`);
     product = await startTestProduct({
       clock,
       overrides: { upstream: { url: upstream.url, timeoutMs: TIMEOUT_MS, maxSockets: MAX_SOCKETS, maxPending: MAX_PENDING, circuitBreaker: BREAKER, forwarder } },
