@@ -1,9 +1,8 @@
-import { AdmissionLog } from './admission-log';
 import type { ConsumerCounts } from './consumer-decision';
-import { currentDayCount, currentMinuteCount, currentMonthCount, enterMonth, oldestSlidingAdmission, slidingAdmissionFreeing, slidingMinuteCount, type KeyState } from './key-state';
+import { currentDayCount, currentMinuteCount, currentMonthCount, oldestSlidingAdmission, rollWindows, slidingAdmissionFreeing, slidingMinuteCount, type KeyState } from './key-state';
 import type { MonthSpan } from './month-window';
 import type { ConsumerWindowLimits, MinuteWindowShape } from './types';
-import { DAY_MS, EXPIRY_SLACK_MS, dayIndex, minuteIndex, slidingMinuteResetAt, windowEnd } from './windows';
+import { EXPIRY_SLACK_MS, slidingMinuteResetAt } from './windows';
 
 /**
  * A consumer's windows in this process (the in-process limiter's half of CONTRACT §4's consumers):
@@ -13,23 +12,7 @@ import { DAY_MS, EXPIRY_SLACK_MS, dayIndex, minuteIndex, slidingMinuteResetAt, w
 
 /** Brings the state's windows to those holding `now` (a sliding log pruned), and keeps it until its day or month ends. */
 export function rollConsumerState(state: KeyState, now: number, shape: MinuteWindowShape, month: MonthSpan | null): void {
-  const minute = minuteIndex(now);
-  if (shape === 'sliding') {
-    state.minuteLog ??= new AdmissionLog();
-    state.minuteIndex = minute;
-    state.minuteCount = state.minuteLog.prune(now);
-  } else if (state.minuteIndex !== minute) {
-    state.minuteIndex = minute;
-    state.minuteCount = 0;
-  }
-  const day = dayIndex(now);
-  if (state.dayIndex !== day) {
-    state.dayIndex = day;
-    state.dayCount = 0;
-  }
-  const keepUntil = windowEnd(now, DAY_MS) + EXPIRY_SLACK_MS;
-  if (state.keepUntil < keepUntil) state.keepUntil = keepUntil;
-  if (month !== null) enterMonth(state, month);
+  rollWindows(state, { now, shape, month, retainMs: EXPIRY_SLACK_MS });
 }
 
 /** Whether every window the consumer has a limit for takes `cost` more (the state rolled to now). */

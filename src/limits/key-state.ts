@@ -111,6 +111,32 @@ export interface ConsumeRequest {
 }
 
 /**
+ * Brings the state's windows to those holding `now` (a sliding log pruned, a new minute or day
+ * counted afresh, the billing month entered) and keeps the state until its day ends plus `retainMs`.
+ * Shared by a key's windows and a consumer's (src/limits/consumer-state.ts).
+ */
+export function rollWindows(state: KeyState, at: { now: number; shape: MinuteWindowShape; month: MonthSpan | null; retainMs: number }): void {
+  const { now, shape, month, retainMs } = at;
+  const minute = minuteIndex(now);
+  if (shape === 'sliding') {
+    state.minuteLog ??= new AdmissionLog();
+    state.minuteIndex = minute;
+    state.minuteCount = state.minuteLog.prune(now);
+  } else if (state.minuteIndex !== minute) {
+    state.minuteIndex = minute;
+    state.minuteCount = 0;
+  }
+  const day = dayIndex(now);
+  if (state.dayIndex !== day) {
+    state.dayIndex = day;
+    state.dayCount = 0;
+  }
+  const keepUntil = windowEnd(now, DAY_MS) + retainMs;
+  if (state.keepUntil < keepUntil) state.keepUntil = keepUntil;
+  if (month !== null) enterMonth(state, month);
+}
+
+/**
  * One consume, applied to `state` in place (the in-process store keeps one mutable record per key
  * rather than allocating a new one per request). Afterwards the state's minute and day fields are
  * those of the windows holding `now`, and `state.bannedUntil` is the ban a BANNED or
@@ -124,24 +150,7 @@ export function consumeKeyState(state: KeyState, request: ConsumeRequest): Outco
   const { limits, ban, now, shape = 'fixed', shadow = false, cost = 1, month = null } = request;
   if (state.bannedUntil > now) return OUTCOME_BANNED;
 
-  const minute = minuteIndex(now);
-  const day = dayIndex(now);
-  if (shape === 'sliding') {
-    state.minuteLog ??= new AdmissionLog();
-    state.minuteIndex = minute;
-    state.minuteCount = state.minuteLog.prune(now);
-  } else if (state.minuteIndex !== minute) {
-    state.minuteIndex = minute;
-    state.minuteCount = 0;
-  }
-  if (state.dayIndex !== day) {
-    state.dayIndex = day;
-    state.dayCount = 0;
-  }
-  const keepUntil = windowEnd(now, DAY_MS) + ban.retainMs;
-  if (state.keepUntil < keepUntil) state.keepUntil = keepUntil;
-
-  if (month !== null) enterMonth(state, month);
+  rollWindows(state, { now, shape, month, retainMs: ban.retainMs });
   const monthHasRoom = month === null || state.monthCount + cost <= limits.perMonth! + state.monthCredits;
   if (state.minuteCount + cost <= limits.perMinute && state.dayCount + cost <= limits.perDay && monthHasRoom) {
     state.minuteCount += cost;
