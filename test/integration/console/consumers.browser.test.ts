@@ -51,8 +51,9 @@ test('create a consumer on the consumers page, see its windows and keys, reach i
   await page.locator('#consumer-create-per-minute').fill('10');
   await page.locator('#consumer-create-per-month').fill('1000');
   await page.locator('#consumer-create-form button[type="submit"]').click();
+  // The section shows before its data arrives: its title is set first of what one render fills in.
+  await page.waitForFunction(() => (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } | null } }).document.getElementById('consumer-title')?.textContent === 'Acme');
   await page.locator('#consumer').waitFor({ state: 'visible' });
-  expect(await page.locator('#consumer-title').textContent()).toBe('Acme');
   const consumerId = decodeURIComponent(new URL(page.url()).hash.replace('#/consumers/', ''));
   expect(consumerId).toMatch(/^con_[0-9a-f]{24}$/);
   expect(await page.locator('#consumer-facts').textContent()).toContain('10/min · 1,000/month');
