@@ -25,7 +25,7 @@ export interface VariantSummary {
   requests: number;
   /** CPU time of the server under test per request (user + system), in µs: the median of its rounds (10 ms ticks over each round). */
   serverCpuMicrosPerRequest: number;
-  /** The spread of the rounds' CPU per request, (max − min) ÷ median in percent (verdict.ts); 0 with one round. */
+  /** The spread of the rounds' CPU per request, (max − min) ÷ median in percent (verdict.ts); NaN with one round (null in latest.json). */
   cpuSpreadPercent: number;
   redisCpuMicrosPerRequest: number | null;
   expectedStatus: number;
@@ -72,7 +72,7 @@ function counted(target: string, holds: boolean, figures: string): TargetCheck {
 }
 
 function judged(target: string, judgement: Judgement, figures: string): TargetCheck {
-  return { target, verdict: judgement.verdict, says: verdictText(judgement), figures: `${figures}; spread ${f1(judgement.spreadPercent)} %` };
+  return { target, verdict: judgement.verdict, says: verdictText(judgement), figures: Number.isFinite(judgement.spreadPercent) ? `${figures}; spread ${f1(judgement.spreadPercent)} %` : figures };
 }
 
 const f0 = (n: number) => n.toFixed(0);
@@ -105,7 +105,7 @@ const NEW_ROWS: Array<{ id: string; limit: number; oneRoundTrip: boolean }> = [
   { id: 'gateway-redis-undici-max-in-flight', limit: 1.05, oneRoundTrip: false },
 ];
 
-function newRowTargets(byId: Map<string, VariantSummary>, plain: VariantSummary): TargetCheck[] {
+function newRowTargets(report: BenchReport, byId: Map<string, VariantSummary>, plain: VariantSummary): TargetCheck[] {
   const checks: TargetCheck[] = [];
   for (const { id, limit, oneRoundTrip } of NEW_ROWS) {
     const row = byId.get(id);
@@ -113,16 +113,21 @@ function newRowTargets(byId: Map<string, VariantSummary>, plain: VariantSummary)
     checks.push(cpuRatio(`${row.label} within ${f0((limit - 1) * 100)} % of the plain key, CPU per request`, row, plain, limit));
     const trips = row.redis?.roundTripsPerRequest;
     if (trips == null) continue;
-    if (oneRoundTrip) checks.push(counted(`${row.label}: ≤ 1 Redis round trip per request`, trips <= ROUND_TRIP_TOLERANCE, f2(trips)));
+    if (oneRoundTrip) checks.push(counted(`${row.label}: ≤ 1 Redis round trip per request`, trips <= roundTripAllowance(report, row), roundTripFigures(report, row, trips)));
     else checks.push({ target: `${row.label}: Redis round trips per request (information)`, verdict: 'holds', says: 'information', figures: f2(trips) });
   }
   return checks;
 }
 
+function roundTripFigures(report: BenchReport, row: VariantSummary, trips: number): string {
+  return `${trips.toFixed(3)} (read as one up to ${roundTripAllowance(report, row).toFixed(3)})`;
+}
+
 /**
- * The fair queue idle against the plain row: its µs per request (median of the rounds) as a share of
- * the plain row's CPU per request, within 5 %. Its spread is that share's range over the rounds, in
- * points of the plain row, beside the plain row's own spread.
+ * The fair queue idle against the plain row: in each round, its µs per request as a share of the
+ * plain row's CPU per request in that round; the median share within 5 %. Its spread is the range
+ * of those shares, in points: the plain row's own scatter enters scaled by the share (80 % of a
+ * 0.02 % share is 0.016 points), not whole, since the queue's cost is not measured under load.
  */
 function fairQueueTargets(report: BenchReport, plain: VariantSummary): TargetCheck[] {
   const idle = report.fairQueueIdle;
@@ -132,10 +137,9 @@ function fairQueueTargets(report: BenchReport, plain: VariantSummary): TargetChe
     [`${idle.manyKeys} keys in turn`, idle.manyKeysMicros],
   ];
   return shapes.map(([shape, micros]) => {
-    const shares = micros.map((m) => (m / plain.serverCpuMicrosPerRequest) * 100);
+    const shares = micros.map((m, round) => (m / (plain.rounds[round]?.serverCpuMicrosPerRequest ?? plain.serverCpuMicrosPerRequest)) * 100);
     const share = median(shares);
-    const shareRange = Math.max(...shares) - Math.min(...shares);
-    const judgement = judgeRatio({ ratio: 1 + share / 100, limit: 1.05, spreadsPercent: [shareRange, plain.cpuSpreadPercent] });
+    const judgement = judgeRatio({ ratio: 1 + share / 100, limit: 1.05, spreadsPercent: [shares.length < 2 ? NaN : Math.max(...shares) - Math.min(...shares)] });
     return judged(
       `fair queue idle (${shape}, ${idle.inFlight} held of 512) within 5 % of the plain key, CPU per request`,
       judgement,
@@ -166,11 +170,12 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
       figures: `${f1(gateway.redisCpuMicrosPerRequest)} vs ${f1(peer.redisCpuMicrosPerRequest)} µs`,
     });
   }
-  if (gateway) checks.push(...newRowTargets(byId, gateway), ...fairQueueTargets(report, gateway));
+  if (gateway) checks.push(...newRowTargets(report, byId, gateway), ...fairQueueTargets(report, gateway));
   for (const v of [gateway, manyKeys, gateway2, peer]) {
     if (!v?.redis) continue;
     if (v.redis.roundTripsPerRequest !== null) {
-      checks.push(counted(`${v.label}: ≤ 1 Redis round trip per admitted request`, v.redis.roundTripsPerRequest <= ROUND_TRIP_TOLERANCE, f2(v.redis.roundTripsPerRequest)));
+      const trips = v.redis.roundTripsPerRequest;
+      checks.push(counted(`${v.label}: ≤ 1 Redis round trip per admitted request`, trips <= roundTripAllowance(report, v), roundTripFigures(report, v, trips)));
     }
     if (v === peer) continue;
     checks.push(
@@ -218,11 +223,15 @@ function resultRows(report: BenchReport): string[][] {
 }
 
 /**
- * wrk does not count the requests still in flight when a run ends (up to one per connection per
- * round: 50 × 3 of some 150,000), while Redis saw their commands; so a count of exactly one round
- * trip per request reads as up to about 1.001.
+ * The most round trips per request that still reads as one. wrk does not count the requests still
+ * in flight when a round ends (up to one per connection per round), while the gateway sent their
+ * commands; and a gateway sends a few commands of its own on timers (key cache refreshes, usage
+ * flushes): 0.002 a request at the rates of a quiet machine. Both weigh more in a short run on a
+ * busy machine (4 s at 1,500 req/s: 32 cut off of 6,000 a round, 0.5 %).
  */
-const ROUND_TRIP_TOLERANCE = 1.002;
+function roundTripAllowance(report: BenchReport, row: VariantSummary): number {
+  return 1 + (report.settings.connections * row.rounds.length) / Math.max(1, row.requests) + 0.002;
+}
 
 const HEADER = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'vs nginx', 'server CPU µs/req', 'CPU spread %', 'Redis CPU µs/req', 'Redis cmds/req', 'round trips/req', 'responses'];
 

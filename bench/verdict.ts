@@ -17,11 +17,11 @@ export function median(values: readonly number[]): number {
 /**
  * The spread of a row's rounds: (max − min) ÷ median, in percent. With the 3 to 5 rounds a run
  * affords, a range says more than an interquartile range (which needs more rounds to mean
- * anything), and it is the cautious choice: one drifted round widens it. One round: 0 (nothing to
- * compare), which the report marks as a single round.
+ * anything), and it is the cautious choice: one drifted round widens it. One round: NaN (no
+ * spread to judge by: a target on it is undecided).
  */
 export function spreadPercent(values: readonly number[]): number {
-  if (values.length < 2) return 0;
+  if (values.length < 2) return NaN;
   const mid = median(values);
   if (!(mid > 0)) return Infinity;
   return ((Math.max(...values) - Math.min(...values)) / mid) * 100;
@@ -45,7 +45,7 @@ export interface RatioTarget {
 
 export interface Judgement {
   verdict: Verdict;
-  /** The widest spread among the rows compared, in percent. */
+  /** The widest spread among the rows compared, in percent; NaN when one of them ran a single round, Infinity without a figure. */
   spreadPercent: number;
   marginPercent: number;
 }
@@ -56,13 +56,15 @@ export function judgeRatio(target: RatioTarget): Judgement {
   const marginPercent = Math.round((target.marginPercent ?? Math.abs(target.limit - 1) * 100) * 1e6) / 1e6;
   const spread = target.spreadsPercent.length === 0 ? 0 : Math.max(...target.spreadsPercent);
   if (!Number.isFinite(target.ratio)) return { verdict: 'undecided', spreadPercent: Infinity, marginPercent };
-  if (spread > marginPercent) return { verdict: 'undecided', spreadPercent: spread, marginPercent };
+  // Math.max is NaN when any spread is: a single round says nothing of the machine's drift.
+  if (Number.isNaN(spread) || spread > marginPercent) return { verdict: 'undecided', spreadPercent: spread, marginPercent };
   return { verdict: target.ratio <= target.limit ? 'holds' : 'missed', spreadPercent: spread, marginPercent };
 }
 
 /** What a target line says: `holds`, `missed`, or `undecided (spread 7.2 % > margin 5.0 %)`. */
 export function verdictText(judgement: Judgement): string {
   if (judgement.verdict !== 'undecided') return judgement.verdict;
+  if (Number.isNaN(judgement.spreadPercent)) return 'undecided (one round: no spread to judge by)';
   if (!Number.isFinite(judgement.spreadPercent)) return 'undecided (no CPU figure)';
   return `undecided (spread ${judgement.spreadPercent.toFixed(1)} % > margin ${judgement.marginPercent.toFixed(1)} %)`;
 }
