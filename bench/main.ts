@@ -167,6 +167,8 @@ interface RunFigures {
   redisCommands: CommandCounts;
   /** Commands the server sent to Redis, when it can count them (null for process trees). */
   redisCommandsSent: number | null;
+  /** Requests the server began to handle, when it counts them (the gateway, the fastify peer). */
+  requestsReceived: number | null;
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
@@ -224,21 +226,22 @@ async function measure(variant: Variant, settings: Settings, redisStats: RedisCo
   // Requests cut off by the end of a run still finish on the server; let them, before counting.
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
-  const sentBefore = (await variant.child.stats()).redisCommandsSent;
+  const before = await variant.child.stats();
   const cpuBefore = variant.child.cpuMs();
   const redisCpuBefore = processCpuMs(redisPid);
   const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers, roundRobinKeys }, variant.tls);
   await settle();
   const serverCpuMs = variant.child.cpuMs() - cpuBefore;
   const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
-  const sentAfter = (await variant.child.stats()).redisCommandsSent;
+  const after = await variant.child.stats();
   const commandsAfter = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   return {
     load: result,
     serverCpuMs,
     redisCpuMs,
     redisCommands: difference(commandsAfter, commandsBefore),
-    redisCommandsSent: sentBefore === null || sentAfter === null ? null : sentAfter - sentBefore,
+    redisCommandsSent: before.redisCommandsSent === null || after.redisCommandsSent === null ? null : after.redisCommandsSent - before.redisCommandsSent,
+    requestsReceived: before.requestsReceived === null || after.requestsReceived === null ? null : after.requestsReceived - before.requestsReceived,
   };
 }
 
@@ -253,6 +256,8 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
   const perRequest = (n: number) => (sent > 0 ? n / sent : 0);
   const unexpected = runs.reduce((sum, r) => sum + unexpectedResponses(r.load, variant.expectedStatus), 0);
   const roundTrips = runs.every((r) => r.redisCommandsSent !== null) ? runs.reduce((sum, r) => sum + r.redisCommandsSent!, 0) : null;
+  // Round trips over the requests the server counted itself, when it does: wrk's count misses those cut off at the end of each round.
+  const received = runs.every((r) => r.requestsReceived !== null) ? runs.reduce((sum, r) => sum + r.requestsReceived!, 0) : null;
   const rps = median(runs.map((r) => r.load.requestsPerSecond));
   // Requests the server saw (sent), so that those cut off at the end of a round count too.
   const cpuPerRound = runs.map((r) => (r.serverCpuMs * 1000) / r.load.sent);
@@ -274,7 +279,8 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
     redis: variant.usesRedis
       ? {
           commandsPerRequest: perRequest(Object.values(commands).reduce((a, b) => a + b, 0)),
-          roundTripsPerRequest: roundTrips === null ? null : perRequest(roundTrips),
+          roundTripsPerRequest: roundTrips === null ? null : received ? roundTrips / received : perRequest(roundTrips),
+          roundTripsOverReceived: roundTrips !== null && received !== null,
           keyLookupsPerRequest: perRequest(commands.hget ?? 0),
           byCommand: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, perRequest(calls)])),
         }

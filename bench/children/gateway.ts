@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/shared/config';
 import { createLogger } from '../../src/shared/logger';
 import { startProduct } from '../../src/product';
 import { startTracing, tracing } from '../../src/shared/telemetry';
-import { announceReady, childOptions } from '../processes';
+import { announceReady, childOptions, countRequestsReceived } from '../processes';
 
 /**
  * The whole gateway as `npm start` runs it (every feature on, logs at info to stdout, which the
@@ -60,6 +60,7 @@ const MEASURED_COST = 2;
 
 // Every command a client of this process sends to Redis is a request and its reply: a round trip.
 let redisCommandsSent = 0;
+const requestsReceived = countRequestsReceived();
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function countedSendCommand(this: Redis, ...args: Parameters<Redis['sendCommand']>) {
   redisCommandsSent++;
@@ -140,7 +141,7 @@ async function main(): Promise<void> {
   const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
   if (extra.length > 0) details.keys = extra.join(',');
 
-  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close());
+  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close(), requestsReceived);
 }
 
 main().catch((err: unknown) => {

@@ -69,7 +69,7 @@ describe('verdictText', () => {
 });
 
 describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
-  const row = (id: string, cpuPerRound: number[], roundTrips = 1): VariantSummary => {
+  const row = (id: string, cpuPerRound: number[], roundTrips = 1, roundTripsOverReceived = false): VariantSummary => {
     const sorted = [...cpuPerRound].sort((a, b) => a - b);
     return {
       id,
@@ -86,7 +86,7 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
       redisCpuMicrosPerRequest: 20,
       expectedStatus: 200,
       unexpectedResponses: 0,
-      redis: { commandsPerRequest: 4, roundTripsPerRequest: roundTrips, keyLookupsPerRequest: 0, byCommand: {} },
+      redis: { commandsPerRequest: 4, roundTripsPerRequest: roundTrips, roundTripsOverReceived, keyLookupsPerRequest: 0, byCommand: {} },
     };
   };
   const report = (variants: VariantSummary[], fairQueueIdle: BenchReport['fairQueueIdle'] = null): BenchReport => ({
@@ -121,6 +121,12 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
     const checks = checkTargets(report([row('gateway-redis-undici', [300, 303, 306], 1.03), row('gateway-redis-undici-consumer-100', [300, 303, 306], 1.04)]));
     expect(line(checks, 'gateway-redis-undici: ≤ 1 Redis round trip').says).toBe('holds');
     expect(line(checks, 'gateway-redis-undici-consumer-100: ≤ 1 Redis round trip').says).toBe('missed');
+  });
+
+  it('allows only the timers\' few commands when the server counted its requests itself', () => {
+    const checks = checkTargets(report([row('gateway-redis-undici', [300, 303, 306], 1.001, true), row('gateway-redis-undici-consumer-1', [300, 303, 306], 1.01, true)]));
+    expect(line(checks, 'gateway-redis-undici: ≤ 1 Redis round trip').says).toBe('holds');
+    expect(line(checks, 'gateway-redis-undici-consumer-1: ≤ 1 Redis round trip').says).toBe('missed');
   });
 
   it('says undecided, with the spread and the margin, when a compared row scatters more than the margin', () => {
