@@ -241,7 +241,8 @@ async function measure(variant: Variant, settings: Settings, redisStats: RedisCo
     redisCpuMs,
     redisCommands: difference(commandsAfter, commandsBefore),
     redisCommandsSent: before.redisCommandsSent === null || after.redisCommandsSent === null ? null : after.redisCommandsSent - before.redisCommandsSent,
-    requestsReceived: before.requestsReceived === null || after.requestsReceived === null ? null : after.requestsReceived - before.requestsReceived,
+    // A --compare-with build's older child may not send the field at all.
+    requestsReceived: before.requestsReceived == null || after.requestsReceived == null ? null : after.requestsReceived - before.requestsReceived,
   };
 }
 
