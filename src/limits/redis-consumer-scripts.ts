@@ -1,5 +1,5 @@
 import { EXPIRY_SLACK_MS } from './windows';
-import { IN_FLIGHT_HOLD_LUA, inFlightCheckLua } from './redis-in-flight';
+import { IN_FLIGHT_HOLD_LUA, inFlightCheckLua, inFlightReleaseLua } from './redis-in-flight';
 import { refusalLua } from './redis-refusal';
 
 /**
@@ -13,7 +13,8 @@ import { refusalLua } from './redis-refusal';
  * 6 retain ms, 7 shadow ('1'/'0'), 8 now ('' for Redis TIME), 9 cost, 10..12 the key's in-flight
  * lease (redis-in-flight.ts: maxInFlight is the key's, as without a consumer), 13 the key's perMonth
  * ('' for none), 14..17 its month boundaries, 18 the consumer's perMinute, 19 perDay, 20 perMonth
- * (each '' for none), 21..24 the consumer's month boundaries (its own billing day).
+ * (each '' for none), 21..24 the consumer's month boundaries (its own billing day), from 25 on the
+ * lease releases the consume carries (removed first).
  * Reply: the key's ten fields as in redis-key-limiter.ts (outcome 4: refused by maxInFlight, nothing
  * counted), then the consumer's minute count, day count, month count, month credits, month end,
  * month start, minute reset (0: the UTC minute's end).
@@ -62,6 +63,9 @@ function monthAdmit(p: string, hashKey: string): string {
 end`;
 }
 
+/** ARGV index of the first lease release a consume carries (after the consumer's month). */
+const RELEASES_AT = 25;
+
 const CONSUMER_TAIL = 'cmc, cdc, coc, cok, cme, cms, cMinuteResetAt';
 
 /** The consumer's room test: every window it has a limit for takes `cost` more. */
@@ -87,6 +91,7 @@ const BANNED_REPLY = `return {2, now, 0, 0, bannedUntil, 0, 0, 0, 0, 0, 0, 0, 0,
  */
 export const CONSUMER_CONSUME_LUA = `
 local key, mkey, ifkey, ckey, cmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+${inFlightReleaseLua(RELEASES_AT)}
 ${NOW_LUA}
 local cost = tonumber(ARGV[9])
 local f = redis.call('HMGET', key, 'mw', 'mc', 'dw', 'dc', 'bu', 'rc', 're')
@@ -158,6 +163,7 @@ end`;
  */
 export const SLIDING_CONSUMER_CONSUME_LUA = `
 local key, log, mkey, ifkey, ckey, clog, cmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+${inFlightReleaseLua(RELEASES_AT)}
 ${NOW_LUA}
 local cost = tonumber(ARGV[9])
 local f = redis.call('HMGET', key, 'dw', 'dc', 'bu', 'rc', 're')

@@ -57,9 +57,9 @@ export class RedisConsumerWindows {
 
   /**
    * One script call: the key's windows, ban and in-flight lease (`keyArgv`, ARGV 1..12 of the key's
-   * script) and the consumer's. Returns the decision and the ban's end (0 for none).
+   * script) and the consumer's, the lease releases it carries removed first. Returns the decision and the ban's end (0 for none).
    */
-  async consume(key: string, keyArgv: string[], limits: WindowLimits, share: ConsumerShare, billingDay: number | undefined, cost: number): Promise<[KeyDecision, number]> {
+  async consume(key: string, keyArgv: string[], limits: WindowLimits, share: ConsumerShare, billingDay: number | undefined, cost: number, releases?: readonly string[]): Promise<[KeyDecision, number]> {
     const ckey = this.consumerKey(share.id);
     const { perMinute, perDay, perMonth } = share.limits;
     const argv = [
@@ -71,6 +71,7 @@ export class RedisConsumerWindows {
       perMonth === undefined ? '' : String(perMonth),
       ...(perMonth === undefined ? ['', '', '', ''] : this.monthArgv(share.billingDay)),
     ];
+    if (releases !== undefined) argv.push(...releases);
     const reply = this.settings.sliding
       ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':log', ckey + ':mo'], argv)
       : await this.scripts.consume([key, key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':mo'], argv);

@@ -4,7 +4,8 @@ import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { RedisConsumerWindows } from './redis-consumer-windows';
 import { refusalLua } from './redis-refusal';
-import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED, inFlightArgv, inFlightCheckLua } from './redis-in-flight';
+import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, MAX_CARRIED_RELEASES, OUTCOME_CONCURRENCY_LIMITED, RELEASE_FLUSH_MS, inFlightArgv, inFlightCheckLua, inFlightReleaseLua, sendReleases } from './redis-in-flight';
+import { PendingReleases } from './pending-releases';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { MonthBoundaries, type MonthCount } from './month-window';
 import { EXPIRY_SLACK_MS, OUTCOME_ALLOWED, banPolicy, keyDecision, keyUsage, type OutcomeCode } from './windows';
@@ -63,7 +64,7 @@ end`;
 function monthReadLua(perMonthAt: number): string {
   return `local monthLimit = nil
 local ms, me, oc, ok = 0, 0, 0, 0
-if ARGV[${perMonthAt}] then
+if ARGV[${perMonthAt}] and ARGV[${perMonthAt}] ~= '' then
   ms = tonumber(ARGV[${perMonthAt + 2}])
   me = tonumber(ARGV[${perMonthAt + 3}])
   if now < ms then
@@ -93,12 +94,17 @@ const MONTH_ADMIT_LUA = `if monthLimit then
   oc = oc + cost
 end`;
 
+/** ARGV index of the first lease release a consume carries: after the month's five (padded when none). */
+const RELEASES_AT = 18;
+const NO_MONTH_ARGV = ['', '', '', '', ''];
+
 /**
  * Fixed minute. KEYS: 1 the key's hash, 2 its month hash, 3 its in-flight leases.
  * ARGV: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms, 6 retain ms,
  * 7 shadow ('1' or '0'), 8 now (epoch ms; '': Redis TIME, so every gateway instance decides on
  * one clock), 9 cost (units of every window), 10..12 the in-flight lease (redis-in-flight.ts),
- * and with a month window 13 perMonth, 14..17 the month boundaries (see monthReadLua).
+ * and with a month window 13 perMonth, 14..17 the month boundaries (see monthReadLua; five '' when
+ * releases follow without a month), from 18 on the lease releases this consume carries.
  * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end),
  * monthCount, monthCredits, monthEnd, monthStart}; outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
  */
@@ -106,6 +112,7 @@ const CONSUME_LUA = `
 local key = KEYS[1]
 local mkey = KEYS[2]
 local ifkey = KEYS[3]
+${inFlightReleaseLua(RELEASES_AT)}
 local now
 ${nowFromArgOrTime(8)}
 local cost = tonumber(ARGV[9])
@@ -153,6 +160,7 @@ local key = KEYS[1]
 local log = KEYS[2]
 local mkey = KEYS[3]
 local ifkey = KEYS[4]
+${inFlightReleaseLua(RELEASES_AT)}
 local now
 ${nowFromArgOrTime(8)}
 local cost = tonumber(ARGV[9])
@@ -299,6 +307,8 @@ export interface RedisKeyLimiterOptions {
    * must decide on Redis's clock, so leave it unset.
    */
   clock?: Clock;
+  /** How long a lease release no consume carried waits for its batch; default RELEASE_FLUSH_MS. */
+  releaseFlushMs?: number;
 }
 
 /**
@@ -321,6 +331,8 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly months = new MonthBoundaries();
   /** Decisions of a key of a consumer with limits, and the consumer's own windows (redis-consumer-windows.ts). */
   private readonly consumers: RedisConsumerWindows;
+  /** Lease releases on their way to Redis, carried by the key's next consume or sent in a batch. */
+  private readonly releases: PendingReleases;
 
   constructor(
     private readonly redis: RedisClient,
@@ -343,10 +355,24 @@ export class RedisKeyLimiter implements KeyLimiter {
       credits: CREDITS.on(redis),
     };
     this.consumers = new RedisConsumerWindows(redis, { prefix: this.prefix, sliding: this.sliding, clock: this.clock, months: this.months });
+    this.releases = new PendingReleases((batch) => sendReleases(redis, batch), options.releaseFlushMs ?? RELEASE_FLUSH_MS, MAX_CARRIED_RELEASES);
   }
 
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     const key = this.prefix + keyId + '}';
+    const leasesKey = key + IN_FLIGHT_SUFFIX;
+    const releases = this.releases.take(leasesKey);
+    if (releases === undefined) return this.decide(keyId, key, leasesKey, limits, options, undefined);
+    try {
+      return await this.decide(keyId, key, leasesKey, limits, options, releases);
+    } catch (err) {
+      this.releases.putBack(leasesKey, releases);
+      throw err;
+    }
+  }
+
+  /** One consume script: the key's windows, ban and lease (with its consumer's windows when it has one), the carried releases first. */
+  private async decide(keyId: string, key: string, leasesKey: string, limits: WindowLimits, options: ConsumeOptions | undefined, releases: string[] | undefined): Promise<KeyDecision> {
     const cost = options?.cost ?? 1;
     const argv = [
       String(limits.perMinute),
@@ -361,14 +387,18 @@ export class RedisKeyLimiter implements KeyLimiter {
       ...inFlightArgv(options?.inFlight),
     ];
     if (options?.consumer !== undefined) {
-      const [decision, bannedUntil] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost);
+      const [decision, bannedUntil] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost, releases);
       if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, bannedUntil);
       return decision;
     }
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
+    if (releases !== undefined) {
+      if (limits.perMonth === undefined) argv.push(...NO_MONTH_ARGV);
+      argv.push(...releases);
+    }
     const reply = this.sliding
-      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX], argv)
-      : await this.scripts.consume([key, key + ':mo', key + IN_FLIGHT_SUFFIX], argv);
+      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', leasesKey], argv)
+      : await this.scripts.consume([key, key + ':mo', leasesKey], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
     const refusedForConcurrency = reply[0] === OUTCOME_CONCURRENCY_LIMITED;
     const decision = keyDecision({
@@ -389,8 +419,14 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   release(keyId: string, leaseId: string): void {
-    // Not awaited by the request: a release lost to a Redis outage is a lease that expires (its ttl).
-    this.redis.zrem(this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX, leaseId).catch(() => {});
+    // No round trip of its own: the key's next consume carries it, or the batch sends it within
+    // RELEASE_FLUSH_MS; a release lost to a Redis outage is a lease that expires (its ttl).
+    this.releases.add(this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX, leaseId);
+  }
+
+  /** Sends the releases no consume has carried yet (tests; close does it too). */
+  flushReleases(): Promise<void> {
+    return this.releases.flush();
   }
 
   async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
@@ -448,6 +484,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     await this.redis.zrem(this.bansKey, keyId);
   }
 
-  /** The client belongs to the caller, who quits it; nothing else is held. */
-  async close(): Promise<void> {}
+  /** Sends the pending releases; the client belongs to the caller, who quits it after. */
+  close(): Promise<void> {
+    return this.releases.flush();
+  }
 }

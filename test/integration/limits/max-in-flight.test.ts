@@ -165,6 +165,14 @@ describe('maxInFlight', () => {
       expect(shown.body.usage.day).toMatchObject({ limit: 100_000, remaining: 100_000 - 2 * MAX_IN_FLIGHT });
     }, 60_000);
 
+    it('never refuses a one-at-a-time client at maxInFlight 1: each request finds the slot of the one before free (its release rides in the same script)', async () => {
+      const { key } = await a.keyService.create({ name: 'serial', plan: 'gated', limits: { perMinute: 1000, perDay: 100_000, maxInFlight: 1 } });
+      inventory.open();
+      const statuses: number[] = [];
+      for (let i = 0; i < 40; i++) statuses.push((await get(a.gatewayUrl, `Bearer ${key}`)).status);
+      expect(statuses).toEqual(Array(40).fill(200));
+    }, 60_000);
+
     it(`the slots of an instance killed with SIGKILL come back within upstream.timeoutMs + 5 s`, async () => {
       const { key } = await a.keyService.create({ name: 'orphaned', plan: 'gated' });
       const auth = `Bearer ${key}`;

@@ -6,6 +6,7 @@ import type { KeyDecision, WindowLimits } from '../../../src/limits/types';
 import { DAY_MS, minuteIndex, windowEnd } from '../../../src/limits/windows';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
 import { uniqueNamespace } from '../../support/test-redis';
+import { eventually } from '../../support/eventually';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
@@ -341,6 +342,88 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     expect(seen[0]!.args.slice(6)).toEqual([...seen[0]!.args.slice(6, 13), String(Date.UTC(2026, 0, 1, 12)), '1', '', '', '']);
     // With Redis TIME, `now` is empty.
     expect(seen[1]!.args.slice(6)).toEqual([...seen[1]!.args.slice(6, 13), '', '1', '', '', '']);
+  });
+});
+
+describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own', () => {
+  const limits: WindowLimits = { perMinute: 100_000, perDay: 1_000_000 };
+  // A lease ttl far beyond any wait here: a slot these tests see freed was released, never expired.
+  const LONG_TTL_MS = 600_000;
+  const lease = (max: number, id: string) => ({ inFlight: { max, id, ttlMs: LONG_TTL_MS } });
+  const leasesKey = (namespace: string, keyId: string) => `${keyLimiterRedisKey(namespace, keyId)}:if`;
+  const isScriptCall = (c: SeenCommand) => ['evalsha', 'eval'].includes(c.args[0]!.toLowerCase());
+
+  for (const shape of [
+    { name: 'fixed minute', minuteWindow: 'fixed' as const, limits },
+    { name: 'fixed minute with a month window', minuteWindow: 'fixed' as const, limits: { ...limits, perMonth: 10_000_000 } },
+    { name: 'sliding minute', minuteWindow: 'sliding' as const, limits },
+  ]) {
+    it(`admits every request of a one-at-a-time client at maxInFlight 1, each release carried by its next consume in the same script (${shape.name})`, async () => {
+      const namespace = uniqueNamespace('if-serial');
+      // The timed batch far away, so that the last release (no consume after it) waits for close().
+      const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, minuteWindow: shape.minuteWindow, releaseFlushMs: 600_000 });
+      const REQUESTS = 40;
+      const outcomes: string[] = [];
+      const seen = await commandsSeenByRedis(namespace, async () => {
+        for (let i = 0; i < REQUESTS; i++) {
+          const decision = await limiter.consume('k', shape.limits, lease(1, `l${i}`));
+          outcomes.push(decision.outcome);
+          limiter.release('k', `l${i}`);
+        }
+      });
+      expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
+      // One script call per request and nothing else from the client: the release went inside the next script.
+      // (EVAL the first time on a connection, as ioredis sends a script Redis has not cached yet.)
+      expect(fromClient(seen).map((c) => (isScriptCall(c) ? 'script' : c.args[0]!.toLowerCase()))).toEqual(Array(REQUESTS).fill('script'));
+      expect(insideScripts(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem')).toHaveLength(REQUESTS - 1);
+      // The last release waits for the batch (or close); it is in Redis once sent.
+      await limiter.close();
+      expect(await client.zcard(leasesKey(namespace, 'k'))).toBe(0);
+    });
+  }
+
+  it('makes one round trip per request under load: 8 clients at once, every release carried, none refused at maxInFlight 8, and a key of a consumer alike', async () => {
+    const namespace = uniqueNamespace('if-load');
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
+    const CLIENTS = 8;
+    const EACH = 25;
+    const consumer = { id: 'con_if', limits: { perMinute: 100_000, perDay: 1_000_000 } };
+    const outcomes: string[] = [];
+    const runClient = async (keyId: string, c: number, extra: object) => {
+      for (let i = 0; i < EACH; i++) {
+        const id = `c${c}-${i}`;
+        outcomes.push((await limiter.consume(keyId, limits, { ...lease(CLIENTS, id), ...extra })).outcome);
+        limiter.release(keyId, id);
+      }
+    };
+    const seen = await commandsSeenByRedis(namespace, () =>
+      Promise.all(Array.from({ length: CLIENTS }, (_, c) => [runClient('plain', c, {}), runClient(`${consumer.id}}:k:{of-consumer`, c, { consumer })]).flat()),
+    );
+    const requests = 2 * CLIENTS * EACH;
+    expect(outcomes).toEqual(Array(requests).fill('allowed'));
+    const sent = fromClient(seen);
+    expect(sent.filter(isScriptCall)).toHaveLength(requests);
+    expect(sent.filter((c) => !isScriptCall(c))).toEqual([]);
+    await limiter.close();
+    expect(await client.zcard(leasesKey(namespace, 'plain'))).toBe(0);
+    expect(await client.zcard(leasesKey(namespace, `${consumer.id}}:k:{of-consumer`))).toBe(0);
+  });
+
+  it('sends a release no later request carries in one batch, off the request path, with no further request', async () => {
+    const namespace = uniqueNamespace('if-flush');
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
+    const keys = ['k1', 'k2', 'k3'];
+    for (const keyId of keys) expect((await limiter.consume(keyId, limits, lease(1, `${keyId}-lease`))).outcome).toBe('allowed');
+    for (const keyId of keys) expect(await client.zcard(leasesKey(namespace, keyId))).toBe(1);
+    const seen = await commandsSeenByRedis(namespace, async () => {
+      for (const keyId of keys) limiter.release(keyId, `${keyId}-lease`);
+      // No consume follows: the batch timer alone takes the releases to Redis (the ttl is ten minutes away).
+      await eventually(async () => (await Promise.all(keys.map((keyId) => client.zcard(leasesKey(namespace, keyId))))).every((n) => n === 0), { timeoutMs: 10_000, pollMs: 5, what: 'the released leases are gone from Redis' });
+    });
+    const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');
+    expect(sent.map((c) => [c.args[0]!.toLowerCase(), c.args[1], c.args[2]])).toEqual(keys.map((keyId) => ['zrem', leasesKey(namespace, keyId), `${keyId}-lease`]));
+    // The freed slot admits the next request.
+    expect((await limiter.consume('k1', limits, lease(1, 'next'))).outcome).toBe('allowed');
   });
 });
 
