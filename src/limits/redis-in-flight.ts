@@ -52,7 +52,7 @@ export function inFlightArgv(lease: InFlightLease | undefined): string[] {
 /** Releases carried by one consume at most; Lua's unpack has a stack limit, and a consume stays small. */
 export const MAX_CARRIED_RELEASES = 64;
 
-/** How long a release no consume carried waits for the batch that sends it (off the request path). */
+/** The batch period of the releases no consume carried: each reaches Redis within two periods, off the request path. */
 export const RELEASE_FLUSH_MS = 25;
 
 /** The hash tag of a Redis key (what Cluster hashes): keys with one tag share a slot. */

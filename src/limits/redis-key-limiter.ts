@@ -307,7 +307,7 @@ export interface RedisKeyLimiterOptions {
    * must decide on Redis's clock, so leave it unset.
    */
   clock?: Clock;
-  /** How long a lease release no consume carried waits for its batch; default RELEASE_FLUSH_MS. */
+  /** The batch period of lease releases no consume carried (each sent within two); default RELEASE_FLUSH_MS. */
   releaseFlushMs?: number;
 }
 
@@ -420,7 +420,7 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   release(keyId: string, leaseId: string): void {
     // No round trip of its own: the key's next consume carries it, or the batch sends it within
-    // RELEASE_FLUSH_MS; a release lost to a Redis outage is a lease that expires (its ttl).
+    // 2 × RELEASE_FLUSH_MS; a release lost to a Redis outage is a lease that expires (its ttl).
     this.releases.add(this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX, leaseId);
   }
 

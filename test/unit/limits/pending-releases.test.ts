@@ -20,6 +20,16 @@ describe('PendingReleases', () => {
     expect(batches).toEqual([{ k2: ['x'] }]);
   });
 
+  it('sends only what no consume took, without being asked', async () => {
+    const { batches, send } = recorder();
+    const pending = new PendingReleases(send, 10, 64);
+    pending.add('k1', 'taken');
+    expect(pending.take('k1')).toEqual(['taken']);
+    pending.add('k2', 'left');
+    await eventually(() => batches.length > 0, { timeoutMs: 10_000, pollMs: 5, what: 'the timed batch' });
+    expect(batches).toEqual([{ k2: ['left'] }]);
+  });
+
   it('sends what no consume took in one batch after the flush period, without being asked', async () => {
     const { batches, send } = recorder();
     const pending = new PendingReleases(send, 10, 64);
