@@ -173,6 +173,14 @@ describe('maxInFlight', () => {
       expect(statuses).toEqual(Array(40).fill(200));
     }, 60_000);
 
+    it('a slot freed on one instance reaches Redis with no further request there (the batch), so the other instance admits', async () => {
+      const { key } = await a.keyService.create({ name: 'handed-over', plan: 'gated', limits: { perMinute: 1000, perDay: 100_000, maxInFlight: 1 } });
+      inventory.open();
+      expect((await get(a.gatewayUrl, `Bearer ${key}`)).status).toBe(200);
+      // Instance a sends nothing more for this key: its release goes in its batch, and b sees the slot free.
+      await eventually(async () => (await get(b.gatewayUrl, `Bearer ${key}`)).status === 200, { timeoutMs: 10_000, what: 'b admits once a\'s release is in Redis' });
+    }, 60_000);
+
     it(`the slots of an instance killed with SIGKILL come back within upstream.timeoutMs + 5 s`, async () => {
       const { key } = await a.keyService.create({ name: 'orphaned', plan: 'gated' });
       const auth = `Bearer ${key}`;
