@@ -17,7 +17,8 @@ import { refusalLua } from './redis-refusal';
  * lease releases the consume carries (removed first).
  * Reply: the key's ten fields as in redis-key-limiter.ts (outcome 4: refused by maxInFlight, nothing
  * counted), then the consumer's minute count, day count, month count, month credits, month end,
- * month start, minute reset (0: the UTC minute's end).
+ * month start, minute reset (0: the UTC minute's end); an admission adds the leases the key's set
+ * holds with its own (redis-in-flight.ts, IN_FLIGHT_HOLD_LUA).
  */
 
 const NOW_LUA = `local now
@@ -129,7 +130,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   ${consumerAdmit("'mw', minute, 'mc', cmc, ")}
   ${monthAdmit('c', 'cmkey')}
   ${IN_FLIGHT_HOLD_LUA}
-  return {0, now, mc, dc, 0, 0, oc, ok, me, ms, ${CONSUMER_TAIL}}
+  return {0, now, mc, dc, 0, 0, oc, ok, me, ms, ${CONSUMER_TAIL}, held}
 end
 ${refusalLua(6, CONSUMER_TAIL)}
 `;
@@ -206,7 +207,7 @@ if ${KEY_ROOM} and ${CONSUMER_ROOM} then
   ${consumerAdmit('')}
   ${monthAdmit('c', 'cmkey')}
   ${IN_FLIGHT_HOLD_LUA}
-  return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}}
+  return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, ${CONSUMER_TAIL}, held}
 end
 ${slidingFreeing('mc', 'minuteResetAt', 'log', 1)}
 ${slidingFreeing('cmc', 'cMinuteResetAt', 'clog', 18)}

@@ -9,7 +9,7 @@ import type { ConsumerShare, ConsumerWindows, KeyDecision, WindowLimits } from '
 import { OUTCOME_ALLOWED, keyDecision, type OutcomeCode } from './windows';
 import { IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED } from './redis-in-flight';
 
-type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, held?: number];
 type UsageReply = [number, number, number, number, number, number, number, number];
 
 const CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitConsume', CONSUMER_CONSUME_LUA, 5);
@@ -57,9 +57,10 @@ export class RedisConsumerWindows {
 
   /**
    * One script call: the key's windows, ban and in-flight lease (`keyArgv`, ARGV 1..12 of the key's
-   * script) and the consumer's, the lease releases it carries removed first. Returns the decision and the ban's end (0 for none).
+   * script) and the consumer's, the lease releases it carries removed first. Returns the decision, the ban's end (0 for none)
+   * and, admitted, the leases the key's set holds with its own (0 without maxInFlight; undefined when refused).
    */
-  async consume(key: string, keyArgv: string[], limits: WindowLimits, share: ConsumerShare, billingDay: number | undefined, cost: number, releases?: readonly string[]): Promise<[KeyDecision, number]> {
+  async consume(key: string, keyArgv: string[], limits: WindowLimits, share: ConsumerShare, billingDay: number | undefined, cost: number, releases?: readonly string[]): Promise<[KeyDecision, number, number | undefined]> {
     const ckey = this.consumerKey(share.id);
     const { perMinute, perDay, perMonth } = share.limits;
     const argv = [
@@ -86,8 +87,8 @@ export class RedisConsumerWindows {
       month: perMonth === undefined ? null : monthCountOf(reply[12], reply[13], reply[14], reply[15]),
     };
     const decided = withConsumer(decision, consumerWindows(share, counts, reply[1]), cost);
-    if (refusedForConcurrency && decided.outcome === 'allowed') return [{ ...decided, outcome: 'concurrency_limited' }, 0];
-    return [decided, reply[4]];
+    if (refusedForConcurrency && decided.outcome === 'allowed') return [{ ...decided, outcome: 'concurrency_limited' }, 0, undefined];
+    return [decided, reply[4], reply[17]];
   }
 
   async usage(share: ConsumerShare): Promise<ConsumerWindows> {

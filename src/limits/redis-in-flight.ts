@@ -32,11 +32,27 @@ export function inFlightReleaseLua(releasesAt: number): string {
   return `if #ARGV >= ${releasesAt} then redis.call('ZREM', ifkey, unpack(ARGV, ${releasesAt})) end`;
 }
 
-/** Admitted: the request holds its lease until released or expired; the set expires with its last lease. */
-export const IN_FLIGHT_HOLD_LUA = `if maxInFlight then
-  redis.call('ZADD', ifkey, now + tonumber(ARGV[12]), ARGV[11])
-  redis.call('PEXPIRE', ifkey, tonumber(ARGV[12]))
-end`;
+/**
+ * Admitted: the request holds its lease until released or expired; the set expires with its last
+ * lease. `held` (the admission reply's last field) is how many leases the set holds with this one,
+ * which decides how its release travels (isNearLimit); 0 without maxInFlight.
+ */
+export const IN_FLIGHT_HOLD_LUA = `local held = 0
+  if maxInFlight then
+    redis.call('ZADD', ifkey, now + tonumber(ARGV[12]), ARGV[11])
+    redis.call('PEXPIRE', ifkey, tonumber(ARGV[12]))
+    held = redis.call('ZCARD', ifkey)
+  end`;
+
+/**
+ * Whether a lease taken when its set held `held` (its own included) is released at once rather
+ * than carried or batched: at half of maxInFlight or more (always for 1 and 2), a slot freed late
+ * may refuse a client within its limits on another instance (CONTRACT: a slot is free when the
+ * answer ends); below half, the key has room to spare and a late release costs no one anything.
+ */
+export function isNearLimit(held: number, max: number): boolean {
+  return held >= Math.ceil(max / 2);
+}
 
 /** Outcome code of a consume refused by maxInFlight (windows.ts has 0..3). */
 export const OUTCOME_CONCURRENCY_LIMITED = 4;

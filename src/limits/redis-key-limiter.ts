@@ -1,10 +1,11 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
 import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
-import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, InFlightLease, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
 import { RedisConsumerWindows } from './redis-consumer-windows';
 import { refusalLua } from './redis-refusal';
-import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, MAX_CARRIED_RELEASES, OUTCOME_CONCURRENCY_LIMITED, RELEASE_FLUSH_MS, inFlightArgv, inFlightCheckLua, inFlightReleaseLua, sendReleases } from './redis-in-flight';
+import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, MAX_CARRIED_RELEASES, OUTCOME_CONCURRENCY_LIMITED, RELEASE_FLUSH_MS, inFlightArgv, inFlightCheckLua, inFlightReleaseLua, isNearLimit, sendReleases } from './redis-in-flight';
+import { LeasesNearLimit } from './leases-near-limit';
 import { PendingReleases } from './pending-releases';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { MonthBoundaries, type MonthCount } from './month-window';
@@ -106,7 +107,8 @@ const NO_MONTH_ARGV = ['', '', '', '', ''];
  * and with a month window 13 perMonth, 14..17 the month boundaries (see monthReadLua; five '' when
  * releases follow without a month), from 18 on the lease releases this consume carries.
  * Reply: {outcome, now, minuteCount, dayCount, bannedUntil, minuteResetAt (0: the UTC minute's end),
- * monthCount, monthCredits, monthEnd, monthStart}; outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
+ * monthCount, monthCredits, monthEnd, monthStart}, an admission adding the leases the key's set holds
+ * with its own (IN_FLIGHT_HOLD_LUA); outcomes as in windows.ts. Mirrors consumeKeyState in key-state.ts.
  */
 const CONSUME_LUA = `
 local key = KEYS[1]
@@ -141,7 +143,7 @@ if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not mo
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${MONTH_ADMIT_LUA}
   ${IN_FLIGHT_HOLD_LUA}
-  return {0, now, mc, dc, 0, 0, oc, ok, me, ms}
+  return {0, now, mc, dc, 0, 0, oc, ok, me, ms, held}
 end
 ${refusalLua(6)}
 `;
@@ -195,7 +197,7 @@ if mc + cost <= tonumber(ARGV[1]) and dc + cost <= tonumber(ARGV[2]) and (not mo
   if not sameDay then redis.call('PEXPIRE', key, ttl) end
   ${MONTH_ADMIT_LUA}
   ${IN_FLIGHT_HOLD_LUA}
-  return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms}
+  return {0, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms, held}
 end
 if cost > 1 and mc > 0 then
   local nth = math.max(1, mc + cost - tonumber(ARGV[1]))
@@ -264,7 +266,8 @@ return ok + tonumber(ARGV[2])
 `;
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
-type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number];
+// `held` only on an admission (IN_FLIGHT_HOLD_LUA).
+type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number, held?: number];
 type UsageReply = [number, number, number, number, number, number, number, number, number];
 
 // KEYS: the key's hash, (sliding only) its minute log, its month hash.
@@ -333,6 +336,8 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly consumers: RedisConsumerWindows;
   /** Lease releases on their way to Redis, carried by the key's next consume or sent in a batch. */
   private readonly releases: PendingReleases;
+  /** Leases taken near their key's maxInFlight: released at once, not carried or batched. */
+  private readonly nearLimit = new LeasesNearLimit();
 
   constructor(
     private readonly redis: RedisClient,
@@ -387,8 +392,9 @@ export class RedisKeyLimiter implements KeyLimiter {
       ...inFlightArgv(options?.inFlight),
     ];
     if (options?.consumer !== undefined) {
-      const [decision, bannedUntil] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost, releases);
+      const [decision, bannedUntil, held] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost, releases);
       if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, bannedUntil);
+      this.noteLease(options.inFlight, decision, held);
       return decision;
     }
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
@@ -415,13 +421,39 @@ export class RedisKeyLimiter implements KeyLimiter {
     });
     if (refusedForConcurrency && decision.outcome === 'allowed') return { ...decision, outcome: 'concurrency_limited' };
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
+    this.noteLease(options?.inFlight, decision, reply[10]);
     return decision;
   }
 
+  /** An admitted lease taken when its set held half of maxInFlight or more is released at once (isNearLimit). */
+  private noteLease(lease: InFlightLease | undefined, decision: KeyDecision, held: number | undefined): void {
+    if (lease !== undefined && decision.outcome === 'allowed' && held !== undefined && held > 0 && isNearLimit(held, lease.max)) {
+      this.nearLimit.add(lease.id, lease.ttlMs);
+    }
+  }
+
   release(keyId: string, leaseId: string): void {
-    // No round trip of its own: the key's next consume carries it, or the batch sends it within
-    // 2 × RELEASE_FLUSH_MS; a release lost to a Redis outage is a lease that expires (its ttl).
-    this.releases.add(this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX, leaseId);
+    const leasesKey = this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX;
+    if (this.nearLimit.take(leaseId)) {
+      this.releaseNow(leasesKey, leaseId);
+      return;
+    }
+    // No round trip on a request's path: the key's next consume carries it, or the batch sends it
+    // within 2 × RELEASE_FLUSH_MS; a release lost to a Redis outage is a lease that expires (its ttl).
+    this.releases.add(leasesKey, leaseId);
+  }
+
+  /**
+   * A ZREM of its own, not waited for (it is on no request's path): another instance must see the
+   * slot free as soon as the answer ends. It takes the key's pending releases along; if it fails,
+   * those go back (ZREM is idempotent) and the lease itself expires with its ttl.
+   */
+  private releaseNow(leasesKey: string, leaseId: string): void {
+    const carried = this.releases.take(leasesKey);
+    const ids = carried === undefined ? [leaseId] : [leaseId, ...carried];
+    this.redis.zrem(leasesKey, ...ids).catch(() => {
+      if (carried !== undefined) this.releases.putBack(leasesKey, carried);
+    });
   }
 
   /** Sends the releases no consume has carried yet (tests; close does it too). */

@@ -165,7 +165,7 @@ describe('maxInFlight', () => {
       expect(shown.body.usage.day).toMatchObject({ limit: 100_000, remaining: 100_000 - 2 * MAX_IN_FLIGHT });
     }, 60_000);
 
-    it('never refuses a one-at-a-time client at maxInFlight 1: each request finds the slot of the one before free (its release rides in the same script)', async () => {
+    it('never refuses a one-at-a-time client at maxInFlight 1 on one instance: each request finds the slot of the one before free', async () => {
       const { key } = await a.keyService.create({ name: 'serial', plan: 'gated', limits: { perMinute: 1000, perDay: 100_000, maxInFlight: 1 } });
       inventory.open();
       const statuses: number[] = [];
@@ -173,11 +173,19 @@ describe('maxInFlight', () => {
       expect(statuses).toEqual(Array(40).fill(200));
     }, 60_000);
 
-    it('a slot freed on one instance reaches Redis with no further request there (the batch), so the other instance admits', async () => {
+    it('never refuses a one-at-a-time client at maxInFlight 1 sent to the instances in turn: 40 requests, every one 200 (a lease near the limit is released at once)', async () => {
+      const { key } = await a.keyService.create({ name: 'round-robin', plan: 'gated', limits: { perMinute: 1000, perDay: 100_000, maxInFlight: 1 } });
+      inventory.open();
+      const statuses: number[] = [];
+      for (let i = 0; i < 40; i++) statuses.push((await get([a, b][i % 2]!.gatewayUrl, `Bearer ${key}`)).status);
+      expect(statuses).toEqual(Array(40).fill(200));
+    }, 60_000);
+
+    it('a slot freed on one instance reaches Redis with no further request there, so the other instance admits', async () => {
       const { key } = await a.keyService.create({ name: 'handed-over', plan: 'gated', limits: { perMinute: 1000, perDay: 100_000, maxInFlight: 1 } });
       inventory.open();
       expect((await get(a.gatewayUrl, `Bearer ${key}`)).status).toBe(200);
-      // Instance a sends nothing more for this key: its release goes in its batch, and b sees the slot free.
+      // Instance a sends nothing more for this key: its release goes on its own (maxInFlight 1: at once), and b sees the slot free.
       await eventually(async () => (await get(b.gatewayUrl, `Bearer ${key}`)).status === 200, { timeoutMs: 10_000, what: 'b admits once a\'s release is in Redis' });
     }, 60_000);
 

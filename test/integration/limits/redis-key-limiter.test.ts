@@ -345,7 +345,7 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
   });
 });
 
-describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own', () => {
+describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the request path', () => {
   const limits: WindowLimits = { perMinute: 100_000, perDay: 1_000_000 };
   // A lease ttl far beyond any wait here: a slot these tests see freed was released, never expired.
   const LONG_TTL_MS = 600_000;
@@ -358,7 +358,7 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own'
     { name: 'fixed minute with a month window', minuteWindow: 'fixed' as const, limits: { ...limits, perMonth: 10_000_000 } },
     { name: 'sliding minute', minuteWindow: 'sliding' as const, limits },
   ]) {
-    it(`admits every request of a one-at-a-time client at maxInFlight 1, each release carried by its next consume in the same script (${shape.name})`, async () => {
+    it(`admits every request of a one-at-a-time client below half of maxInFlight (4), each release carried by its next consume in the same script (${shape.name})`, async () => {
       const namespace = uniqueNamespace('if-serial');
       // The timed batch far away, so that the last release (no consume after it) waits for close().
       const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, minuteWindow: shape.minuteWindow, releaseFlushMs: 600_000 });
@@ -366,7 +366,7 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own'
       const outcomes: string[] = [];
       const seen = await commandsSeenByRedis(namespace, async () => {
         for (let i = 0; i < REQUESTS; i++) {
-          const decision = await limiter.consume('k', shape.limits, lease(1, `l${i}`));
+          const decision = await limiter.consume('k', shape.limits, lease(4, `l${i}`));
           outcomes.push(decision.outcome);
           limiter.release('k', `l${i}`);
         }
@@ -382,7 +382,7 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own'
     });
   }
 
-  it('makes one round trip per request under load: 8 clients at once, every release carried, none refused at maxInFlight 8, and a key of a consumer alike', async () => {
+  it('makes one round trip per request under load: 16 clients at once (8 on a plain key, 8 on a key of a consumer), every release carried, none refused at maxInFlight 1000', async () => {
     const namespace = uniqueNamespace('if-load');
     const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
     const CLIENTS = 8;
@@ -392,7 +392,7 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own'
     const runClient = async (keyId: string, c: number, extra: object) => {
       for (let i = 0; i < EACH; i++) {
         const id = `c${c}-${i}`;
-        outcomes.push((await limiter.consume(keyId, limits, { ...lease(CLIENTS, id), ...extra })).outcome);
+        outcomes.push((await limiter.consume(keyId, limits, { ...lease(1000, id), ...extra })).outcome);
         limiter.release(keyId, id);
       }
     };
@@ -413,7 +413,8 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own'
     const namespace = uniqueNamespace('if-flush');
     const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
     const keys = ['k1', 'k2', 'k3'];
-    for (const keyId of keys) expect((await limiter.consume(keyId, limits, lease(1, `${keyId}-lease`))).outcome).toBe('allowed');
+    // maxInFlight 4, one lease held: below half, so its release waits for a consume or the batch.
+    for (const keyId of keys) expect((await limiter.consume(keyId, limits, lease(4, `${keyId}-lease`))).outcome).toBe('allowed');
     for (const keyId of keys) expect(await client.zcard(leasesKey(namespace, keyId))).toBe(1);
     const seen = await commandsSeenByRedis(namespace, async () => {
       for (const keyId of keys) limiter.release(keyId, `${keyId}-lease`);
@@ -423,7 +424,42 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip of their own'
     const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');
     expect(sent.map((c) => [c.args[0]!.toLowerCase(), c.args[1], c.args[2]])).toEqual(keys.map((keyId) => ['zrem', leasesKey(namespace, keyId), `${keyId}-lease`]));
     // The freed slot admits the next request.
-    expect((await limiter.consume('k1', limits, lease(1, 'next'))).outcome).toBe('allowed');
+    expect((await limiter.consume('k1', limits, lease(4, 'next'))).outcome).toBe('allowed');
+  });
+
+  it('releases at once, in a ZREM of its own not waited for, a lease taken at maxInFlight 1: one round trip on the request path, the slot free in Redis before the next request', async () => {
+    const namespace = uniqueNamespace('if-now');
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
+    const REQUESTS = 20;
+    const outcomes: string[] = [];
+    const seen = await commandsSeenByRedis(namespace, async () => {
+      for (let i = 0; i < REQUESTS; i++) {
+        outcomes.push((await limiter.consume('k', limits, lease(1, `l${i}`))).outcome);
+        limiter.release('k', `l${i}`);
+      }
+      // The last ZREM was sent on this connection before the ZCARD: Redis ran it first.
+      expect(await client.zcard(leasesKey(namespace, 'k'))).toBe(0);
+    });
+    expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
+    const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');
+    expect(sent.map((c) => (isScriptCall(c) ? 'script' : `${c.args[0]!.toLowerCase()} ${c.args[2]}`))).toEqual(Array.from({ length: REQUESTS }, (_, i) => ['script', `zrem l${i}`]).flat());
+    expect(insideScripts(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem')).toEqual([]);
+  });
+
+  it('at maxInFlight 4 releases at once a lease taken with one already held (2 of 4: half), and holds back the first (1 of 4), which rides along', async () => {
+    const namespace = uniqueNamespace('if-half');
+    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
+    expect((await limiter.consume('k', limits, lease(4, 'first'))).outcome).toBe('allowed');
+    expect((await limiter.consume('k', limits, lease(4, 'second'))).outcome).toBe('allowed');
+    const seen = await commandsSeenByRedis(namespace, async () => {
+      limiter.release('k', 'first');
+      limiter.release('k', 'second');
+      // No consume follows and the batch is ten minutes away: only the release sent at once can empty the set.
+      await eventually(async () => (await client.zcard(leasesKey(namespace, 'k'))) === 0, { timeoutMs: 10_000, pollMs: 5, what: 'both leases gone from Redis' });
+    });
+    // The first release waited (not sent alone); the second went at once and took the first along.
+    const zrems = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem');
+    expect(zrems.map((c) => c.args.slice(1))).toEqual([[leasesKey(namespace, 'k'), 'second', 'first']]);
   });
 });
 
