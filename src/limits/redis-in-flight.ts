@@ -15,10 +15,15 @@ import type { InFlightLease } from './types';
  */
 export function inFlightCheckLua(tail = ''): string {
   return `local maxInFlight = tonumber(ARGV[10])
-if maxInFlight and redis.call('ZCARD', ifkey) >= maxInFlight then
-  redis.call('ZREMRANGEBYSCORE', ifkey, '-inf', now)
-  if redis.call('ZCARD', ifkey) >= maxInFlight then
-    return {4, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms${tail === '' ? '' : ', ' + tail}}
+local inFlight = 0
+if maxInFlight then
+  inFlight = redis.call('ZCARD', ifkey)
+  if inFlight >= maxInFlight then
+    redis.call('ZREMRANGEBYSCORE', ifkey, '-inf', now)
+    inFlight = redis.call('ZCARD', ifkey)
+    if inFlight >= maxInFlight then
+      return {4, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms${tail === '' ? '' : ', ' + tail}}
+    end
   end
 end`;
 }
@@ -34,14 +39,14 @@ export function inFlightReleaseLua(releasesAt: number): string {
 
 /**
  * Admitted: the request holds its lease until released or expired; the set expires with its last
- * lease. `held` (the admission reply's last field) is how many leases the set holds with this one,
- * which decides how its release travels (isNearLimit); 0 without maxInFlight.
+ * lease. `held` (the admission reply's last field) is how many leases the set holds with this one
+ * (the check's count, `inFlight`, plus what ZADD added: no second ZCARD), which decides how its
+ * release travels (isNearLimit); 0 without maxInFlight.
  */
 export const IN_FLIGHT_HOLD_LUA = `local held = 0
   if maxInFlight then
-    redis.call('ZADD', ifkey, now + tonumber(ARGV[12]), ARGV[11])
+    held = inFlight + redis.call('ZADD', ifkey, now + tonumber(ARGV[12]), ARGV[11])
     redis.call('PEXPIRE', ifkey, tonumber(ARGV[12]))
-    held = redis.call('ZCARD', ifkey)
   end`;
 
 /**

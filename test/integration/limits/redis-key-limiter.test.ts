@@ -427,24 +427,29 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
     expect((await limiter.consume('k1', limits, lease(4, 'next'))).outcome).toBe('allowed');
   });
 
-  it('releases at once, in a ZREM of its own not waited for, a lease taken at maxInFlight 1: one round trip on the request path, the slot free in Redis before the next request', async () => {
-    const namespace = uniqueNamespace('if-now');
-    const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
-    const REQUESTS = 20;
-    const outcomes: string[] = [];
-    const seen = await commandsSeenByRedis(namespace, async () => {
-      for (let i = 0; i < REQUESTS; i++) {
-        outcomes.push((await limiter.consume('k', limits, lease(1, `l${i}`))).outcome);
-        limiter.release('k', `l${i}`);
-      }
-      // The last ZREM was sent on this connection before the ZCARD: Redis ran it first.
-      expect(await client.zcard(leasesKey(namespace, 'k'))).toBe(0);
+  for (const owner of [
+    { name: 'a plain key', keyId: 'k', extra: {} },
+    { name: 'a key of a consumer', keyId: 'con_now}:k:{k', extra: { consumer: { id: 'con_now', limits: { perMinute: 100_000, perDay: 1_000_000 }, billingDay: 1 } } },
+  ]) {
+    it(`releases at once, in a ZREM of its own not waited for, a lease taken at maxInFlight 1: one round trip on the request path, the slot free in Redis before the next request (${owner.name})`, async () => {
+      const namespace = uniqueNamespace('if-now');
+      const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
+      const REQUESTS = 20;
+      const outcomes: string[] = [];
+      const seen = await commandsSeenByRedis(namespace, async () => {
+        for (let i = 0; i < REQUESTS; i++) {
+          outcomes.push((await limiter.consume(owner.keyId, limits, { ...lease(1, `l${i}`), ...owner.extra })).outcome);
+          limiter.release(owner.keyId, `l${i}`);
+        }
+        // The last ZREM was sent on this connection before the ZCARD: Redis ran it first.
+        expect(await client.zcard(leasesKey(namespace, owner.keyId))).toBe(0);
+      });
+      expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
+      const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');
+      expect(sent.map((c) => (isScriptCall(c) ? 'script' : `${c.args[0]!.toLowerCase()} ${c.args[2]}`))).toEqual(Array.from({ length: REQUESTS }, (_, i) => ['script', `zrem l${i}`]).flat());
+      expect(insideScripts(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem')).toEqual([]);
     });
-    expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
-    const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');
-    expect(sent.map((c) => (isScriptCall(c) ? 'script' : `${c.args[0]!.toLowerCase()} ${c.args[2]}`))).toEqual(Array.from({ length: REQUESTS }, (_, i) => ['script', `zrem l${i}`]).flat());
-    expect(insideScripts(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem')).toEqual([]);
-  });
+  }
 
   it('at maxInFlight 4 releases at once a lease taken with one already held (2 of 4: half), and holds back the first (1 of 4), which rides along', async () => {
     const namespace = uniqueNamespace('if-half');
