@@ -22,6 +22,8 @@ module.exports = {
   // machine (load average 10-20) makes a test with a process start take several times its quiet time.
   // Files that start processes set 180 s (docs/testing.md).
   testTimeout: 120000,
+  // Slowest suites first, from Jest's cache or else the committed durations (a fresh clone has no cache).
+  testSequencer: '<rootDir>/test/support/slowest-first-sequencer.js',
   // Integration suites start servers and Redis processes; two workers match the machine's two cores.
   maxWorkers: 2,
 };

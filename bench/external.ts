@@ -29,7 +29,7 @@ function treeChild(name: string, child: ChildProcess, url: string, details: Reco
     pid,
     url,
     details,
-    stats: async () => ({ redisCommandsSent: null, rssBytes: treeBytes(pid, 'VmRSS') }),
+    stats: async () => ({ redisCommandsSent: null, requestsReceived: null, rssBytes: treeBytes(pid, 'VmRSS') }),
     peakRssBytes: () => treeBytes(pid, 'VmHWM'),
     rssBytes: () => treeBytes(pid, 'VmRSS'),
     cpuMs: () => treeCpuMs(pid),

@@ -16,6 +16,8 @@ import { floodGateway } from './flood';
 import { benchKeyBackup } from './key-backup';
 import { measureLogLine } from './log-line';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
+import { median, spreadPercent } from './verdict';
+import { measureFairQueueIdle } from './fair-queue-idle';
 
 /**
  * `npm run bench`: what the gateway costs on top of a plain proxy, measured side by side in one run.
@@ -63,7 +65,10 @@ function parseArgs(argv: string[]): Settings {
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
     switch (argv[i]) {
+      // --repeat N: every row once a round, N rounds, each row's rounds spread over the whole run (--rounds: its older name).
+      case '--repeat':
       case '--rounds':
+        if (!(Number.isInteger(value) && value >= 1)) throw new Error(`${argv[i]} takes a whole number of rounds (1 or more)`);
         settings.rounds = value;
         break;
       case '--duration':
@@ -124,7 +129,7 @@ function parseArgs(argv: string[]): Settings {
         if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --rounds N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -162,12 +167,8 @@ interface RunFigures {
   redisCommands: CommandCounts;
   /** Commands the server sent to Redis, when it can count them (null for process trees). */
   redisCommandsSent: number | null;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  /** Requests the server began to handle, when it counts them (the gateway, the fastify peer). */
+  requestsReceived: number | null;
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
@@ -225,21 +226,23 @@ async function measure(variant: Variant, settings: Settings, redisStats: RedisCo
   // Requests cut off by the end of a run still finish on the server; let them, before counting.
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
-  const sentBefore = (await variant.child.stats()).redisCommandsSent;
+  const before = await variant.child.stats();
   const cpuBefore = variant.child.cpuMs();
   const redisCpuBefore = processCpuMs(redisPid);
   const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers, roundRobinKeys }, variant.tls);
   await settle();
   const serverCpuMs = variant.child.cpuMs() - cpuBefore;
   const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
-  const sentAfter = (await variant.child.stats()).redisCommandsSent;
+  const after = await variant.child.stats();
   const commandsAfter = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   return {
     load: result,
     serverCpuMs,
     redisCpuMs,
     redisCommands: difference(commandsAfter, commandsBefore),
-    redisCommandsSent: sentBefore === null || sentAfter === null ? null : sentAfter - sentBefore,
+    redisCommandsSent: before.redisCommandsSent === null || after.redisCommandsSent === null ? null : after.redisCommandsSent - before.redisCommandsSent,
+    // A --compare-with build's older child may not send the field at all.
+    requestsReceived: before.requestsReceived == null || after.requestsReceived == null ? null : after.requestsReceived - before.requestsReceived,
   };
 }
 
@@ -254,7 +257,11 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
   const perRequest = (n: number) => (sent > 0 ? n / sent : 0);
   const unexpected = runs.reduce((sum, r) => sum + unexpectedResponses(r.load, variant.expectedStatus), 0);
   const roundTrips = runs.every((r) => r.redisCommandsSent !== null) ? runs.reduce((sum, r) => sum + r.redisCommandsSent!, 0) : null;
+  // Round trips over the requests the server counted itself, when it does: wrk's count misses those cut off at the end of each round.
+  const received = runs.every((r) => r.requestsReceived !== null) ? runs.reduce((sum, r) => sum + r.requestsReceived!, 0) : null;
   const rps = median(runs.map((r) => r.load.requestsPerSecond));
+  // Requests the server saw (sent), so that those cut off at the end of a round count too.
+  const cpuPerRound = runs.map((r) => (r.serverCpuMs * 1000) / r.load.sent);
   return {
     id: variant.id,
     label: variant.label,
@@ -263,17 +270,18 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
     p99Ms: median(runs.map((r) => r.load.p99Ms)),
     ratioToBaseline: rps / baselineRps,
     ratioToNginx: nginxRps ? rps / nginxRps : null,
-    rounds: runs.map((r) => ({ requestsPerSecond: r.load.requestsPerSecond, p50Ms: r.load.p50Ms, p99Ms: r.load.p99Ms, requests: r.load.requests })),
+    rounds: runs.map((r, i) => ({ requestsPerSecond: r.load.requestsPerSecond, p50Ms: r.load.p50Ms, p99Ms: r.load.p99Ms, requests: r.load.requests, serverCpuMicrosPerRequest: cpuPerRound[i]! })),
     requests,
-    // Requests the server saw (sent), so that those cut off at the end of a run count too.
-    serverCpuMicrosPerRequest: (runs.reduce((sum, r) => sum + r.serverCpuMs, 0) * 1000) / sent,
-    redisCpuMicrosPerRequest: variant.usesRedis ? (runs.reduce((sum, r) => sum + r.redisCpuMs, 0) * 1000) / sent : null,
+    serverCpuMicrosPerRequest: median(cpuPerRound),
+    cpuSpreadPercent: spreadPercent(cpuPerRound),
+    redisCpuMicrosPerRequest: variant.usesRedis ? median(runs.map((r) => (r.redisCpuMs * 1000) / r.load.sent)) : null,
     expectedStatus: variant.expectedStatus,
     unexpectedResponses: unexpected,
     redis: variant.usesRedis
       ? {
           commandsPerRequest: perRequest(Object.values(commands).reduce((a, b) => a + b, 0)),
-          roundTripsPerRequest: roundTrips === null ? null : perRequest(roundTrips),
+          roundTripsPerRequest: roundTrips === null ? null : received ? roundTrips / received : perRequest(roundTrips),
+          roundTripsOverReceived: roundTrips !== null && received !== null,
           keyLookupsPerRequest: perRequest(commands.hget ?? 0),
           byCommand: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, perRequest(calls)])),
         }
@@ -398,7 +406,7 @@ interface Fixture {
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean; consumerKeys?: number },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean; consumerKeys?: number; admittedInConsumer?: boolean; maxInFlight?: number },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -447,6 +455,8 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         monthAndCost: options.monthAndCost,
         allowlist100: options.allowlist100,
         consumerKeys: options.consumerKeys,
+        admittedInConsumer: options.admittedInConsumer,
+        maxInFlight: options.maxInFlight,
       };
       return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
     };
@@ -464,6 +474,8 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
 const ROUND_ROBIN_KEYS = 1000;
 /** Keys of the one consumer of gateway-redis-undici-consumer-100 (issue 38). */
 const CONSUMER_KEYS = 100;
+/** The max-in-flight row's limit: far above the bench's connections, so no request is refused. */
+const MAX_IN_FLIGHT = 1000;
 const FASTIFY_PEER = 'fastify-peer';
 const OTHER_BUILD = 'gateway-redis-undici-other-build';
 
@@ -496,6 +508,10 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
     'gateway-redis-undici-allowlist-100': () => gateway('gateway-redis-undici-allowlist-100', 'undici', true, { allowlist100: true }),
     'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
     'gateway-redis-undici-consumer-100': () => gateway('gateway-redis-undici-consumer-100', 'undici', true, { consumerKeys: CONSUMER_KEYS }),
+    // Issue 41: the plain key, one key of a consumer: the consumer's windows without the round-robin's 100 keys.
+    'gateway-redis-undici-consumer-1': () => gateway('gateway-redis-undici-consumer-1', 'undici', true, { admittedInConsumer: true }),
+    // Issue 41: the plain key with a maxInFlight out of the run's reach (32 connections): a lease taken and released per request.
+    'gateway-redis-undici-max-in-flight': () => gateway('gateway-redis-undici-max-in-flight', 'undici', true, { maxInFlight: MAX_IN_FLIGHT }),
     'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
     'gateway-redis-undici-sliding': () => gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
     'gateway-memory-undici-sliding': () => gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
@@ -549,6 +565,9 @@ function variantPlans(): VariantPlan[] {
     row('gateway-redis-undici-allowlist-100', 'gateway, Redis, undici, 100-range allowlist', admitted),
     row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
     row('gateway-redis-undici-consumer-100', `gateway, Redis, undici, a consumer of ${CONSUMER_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
+    // Issue 41: the new rows beside gateway-redis-undici (consumer: within 10 % and one round trip; the others within 5 %).
+    row('gateway-redis-undici-consumer-1', 'gateway, Redis, undici, a consumer of 1 key', admitted),
+    row('gateway-redis-undici-max-in-flight', `gateway, Redis, undici, maxInFlight ${MAX_IN_FLIGHT}`, admitted),
     // rateLimit.minuteWindow: sliding. The admitted key's limit is out of reach, so its log holds
     // every request of the last minute: the sliding window's worst case in memory and CPU.
     row('gateway-redis-undici-sliding', 'gateway, Redis, undici, sliding minute', admitted),
@@ -562,33 +581,52 @@ function variantPlans(): VariantPlan[] {
   ];
 }
 
-/** Every variant, alternating rounds; the table, the targets, bench/results/latest.{json,md}. */
-async function compare(settings: Settings, fixture: Fixture): Promise<void> {
-  const startedAt = new Date();
-  const loadBefore = os.loadavg();
-  const { children, redisStats } = fixture;
-  const redisPid = fixture.redis.pid;
-  const variants = await startVariants(settings, fixture);
-  await addTlsRows(settings, variants, fixture.children, fixture.workDir, fixture.upstream.url, fixture.redis.url);
+/**
+ * `--repeat N` rounds, every row once a round: drift of the machine over the run then reaches each
+ * row alike. The fair queue idle is measured in this process at the end of each round when the
+ * plain row runs (fair-queue-idle.ts).
+ */
+async function runRounds(settings: Settings, variants: Variant[], fixture: Fixture): Promise<{ runs: Map<string, RunFigures[]>; fairQueueIdle: BenchReport['fairQueueIdle'] }> {
   const runs = new Map<string, RunFigures[]>(variants.map((v) => [v.id, []]));
-  const rssAtStart = new Map(children.map((c) => [c.name, c.rssBytes()]));
-  const estimate = Math.round(settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3));
-  process.stdout.write(
-    `bench: ${variants.length} variants x ${settings.rounds} round(s), ${settings.client}, ${settings.connections} connections, ` +
-      `${settings.durationSeconds} s each after ${settings.warmupSeconds} s warm-up (about ${estimate} s)\n`,
-  );
+  const fairQueueIdle = variants.some((v) => v.id === TRACING_OFF)
+    ? { inFlight: settings.connections, manyKeys: CONSUMER_KEYS, oneKeyMicros: [] as number[], manyKeysMicros: [] as number[] }
+    : null;
   for (let round = 0; round < settings.rounds; round++) {
     // Each round starts one variant later, so no variant always runs first or right after another.
     for (let i = 0; i < variants.length; i++) {
       const variant = variants[(i + round) % variants.length]!;
-      const figures = await measure(variant, settings, redisStats, redisPid);
+      const figures = await measure(variant, settings, fixture.redisStats, fixture.redis.pid);
       runs.get(variant.id)!.push(figures);
       process.stdout.write(
         `  round ${round + 1}/${settings.rounds}  ${variant.label.padEnd(42)} ${figures.load.requestsPerSecond.toFixed(0).padStart(7)} req/s  ` +
-          `p50 ${figures.load.p50Ms.toFixed(2)} ms  p99 ${figures.load.p99Ms.toFixed(2)} ms\n`,
+          `p50 ${figures.load.p50Ms.toFixed(2)} ms  p99 ${figures.load.p99Ms.toFixed(2)} ms  ` +
+          `CPU ${((figures.serverCpuMs * 1000) / figures.load.sent).toFixed(1)} µs/req\n`,
       );
     }
+    if (fairQueueIdle) {
+      const idle = measureFairQueueIdle(fairQueueIdle.inFlight, fairQueueIdle.manyKeys);
+      fairQueueIdle.oneKeyMicros.push(idle.oneKeyMicros);
+      fairQueueIdle.manyKeysMicros.push(idle.manyKeysMicros);
+      process.stdout.write(`  round ${round + 1}/${settings.rounds}  fair queue idle: ${idle.oneKeyMicros.toFixed(3)} µs/req one key, ${idle.manyKeysMicros.toFixed(3)} µs/req ${fairQueueIdle.manyKeys} keys in turn\n`);
+    }
   }
+  return { runs, fairQueueIdle };
+}
+
+/** Every variant, interleaved rounds; the table, the targets, bench/results/latest.{json,md}. */
+async function compare(settings: Settings, fixture: Fixture): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = os.loadavg();
+  const { children } = fixture;
+  const variants = await startVariants(settings, fixture);
+  await addTlsRows(settings, variants, fixture.children, fixture.workDir, fixture.upstream.url, fixture.redis.url);
+  const rssAtStart = new Map(children.map((c) => [c.name, c.rssBytes()]));
+  const estimate = Math.round(settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3));
+  process.stdout.write(
+    `bench: ${variants.length} variants x ${settings.rounds} round(s), ${settings.client}, ${settings.connections} connections, ` +
+      `${settings.durationSeconds} s each after ${settings.warmupSeconds} s warm-up (about ${estimate} s); load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`,
+  );
+  const { runs, fairQueueIdle } = await runRounds(settings, variants, fixture);
 
   const baselineRps = median(runs.get(BASELINE)!.map((r) => r.load.requestsPerSecond));
   const nginxRuns = runs.get(NGINX);
@@ -616,6 +654,7 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
     variants: summaries,
     rss,
     soak: readSoak(),
+    fairQueueIdle,
   };
   printTable(report);
   printTracingCost(summaries);

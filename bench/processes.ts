@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -18,6 +19,11 @@ export interface ReadyMessage {
 export interface ChildStats {
   /** Commands this process sent to Redis since it started (every one is a round trip); null when it cannot count them. */
   redisCommandsSent: number | null;
+  /**
+   * HTTP requests this process began to handle since it started (node:http's own diagnostics
+   * channel), those wrk cut off at the end of a run included; null when it does not count them.
+   */
+  requestsReceived: number | null;
   rssBytes: number;
 }
 
@@ -165,11 +171,30 @@ export function childOptions<T>(): T {
   return JSON.parse(process.argv[2] ?? '{}') as T;
 }
 
+/**
+ * In a child: count the requests node:http starts to handle, from node:http's diagnostics channel
+ * (one subscriber, an increment a request): the denominator of round trips per request, exact
+ * where wrk's count misses the requests still in flight when a run ends.
+ */
+export function countRequestsReceived(): () => number {
+  let received = 0;
+  diagnosticsChannel.subscribe('http.server.request.start', () => {
+    received++;
+  });
+  return () => received;
+}
+
 /** In a child: tell the bench where it listens, answer stats requests, and exit on SIGTERM. */
-export function announceReady(url: string, details: Record<string, string> = {}, redisCommandsSent: () => number = () => 0, stop?: () => Promise<void>): void {
+export function announceReady(
+  url: string,
+  details: Record<string, string> = {},
+  redisCommandsSent: () => number = () => 0,
+  stop?: () => Promise<void>,
+  requestsReceived?: () => number,
+): void {
   process.on('message', (message: StatsRequest) => {
     if (message.type !== 'stats') return;
-    const stats: ChildStats = { redisCommandsSent: redisCommandsSent(), rssBytes: process.memoryUsage.rss() };
+    const stats: ChildStats = { redisCommandsSent: redisCommandsSent(), requestsReceived: requestsReceived?.() ?? null, rssBytes: process.memoryUsage.rss() };
     process.send!({ type: 'stats', id: message.id, stats } satisfies StatsReply);
   });
   process.once('SIGTERM', () => {

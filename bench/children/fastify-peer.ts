@@ -4,7 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import replyFrom from '@fastify/reply-from';
 import Redis from 'ioredis';
 import pino from 'pino';
-import { announceReady, childOptions } from '../processes';
+import { announceReady, childOptions, countRequestsReceived } from '../processes';
 
 /**
  * The peer: what a Node user would assemble in an afternoon instead of adopting the gateway.
@@ -35,6 +35,7 @@ declare module 'fastify' {
 
 // Every command this process sends to Redis is a request and its reply: a round trip.
 let redisCommandsSent = 0;
+const requestsReceived = countRequestsReceived();
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function countedSendCommand(this: Redis, ...args: Parameters<Redis['sendCommand']>) {
   redisCommandsSent++;
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
   announceReady(address, details, () => redisCommandsSent, async () => {
     await app.close();
     redis.disconnect();
-  });
+  }, requestsReceived);
 }
 
 main().catch((err: unknown) => {

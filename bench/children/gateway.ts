@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/shared/config';
 import { createLogger } from '../../src/shared/logger';
 import { startProduct } from '../../src/product';
 import { startTracing, tracing } from '../../src/shared/telemetry';
-import { announceReady, childOptions } from '../processes';
+import { announceReady, childOptions, countRequestsReceived } from '../processes';
 
 /**
  * The whole gateway as `npm start` runs it (every feature on, logs at info to stdout, which the
@@ -31,6 +31,10 @@ interface GatewayChildOptions {
   monthAndCost?: boolean;
   /** Keys of one consumer with limits (out of reach), each request sending the next (issue 38). */
   consumerKeys?: number;
+  /** Issue 41: the admitted key is the one key of a consumer (limits out of reach): the consumer's windows alone. */
+  admittedInConsumer?: boolean;
+  /** Issue 41: the admitted key's own maxInFlight (above the bench's connections): a lease per request. */
+  maxInFlight?: number;
   /** Tracing on, exporting OTLP/protobuf to this sink with sampler parentbased_traceidratio at `ratio`. */
   tracing?: { sinkUrl: string; ratio: number };
   /** Keys issued besides `admitted` (same unreachable limits), for the round-robin row (0: none). */
@@ -48,11 +52,15 @@ function hundredRanges(): string[] {
   return [...Array.from({ length: 99 }, (_, i) => `10.${i}.0.0/16`), '127.0.0.0/8'];
 }
 
+/** A consumer's windows no run can reach. */
+const CONSUMER_UNREACHABLE = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };
+
 /** What the measured operation costs in the month-and-cost row. */
 const MEASURED_COST = 2;
 
 // Every command a client of this process sends to Redis is a request and its reply: a round trip.
 let redisCommandsSent = 0;
+const requestsReceived = countRequestsReceived();
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function countedSendCommand(this: Redis, ...args: Parameters<Redis['sendCommand']>) {
   redisCommandsSent++;
@@ -101,7 +109,15 @@ async function main(): Promise<void> {
 
   const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000, ...(options.monthAndCost ? { perMonth: 1_000_000_000_000 } : {}) };
   const policy = options.allowlist100 ? { allowedOperations: ['listPets', 'getPet'], allowedAddresses: hundredRanges() } : {};
-  const admitted = await product.keyService.create({ name: 'bench admitted', plan: 'enterprise', limits: unreachable, ...(options.monthAndCost ? { billingDay: 15 } : {}), ...policy });
+  const admittedConsumer = options.admittedInConsumer ? await product.consumerService.create({ name: 'bench one-key consumer', limits: CONSUMER_UNREACHABLE }) : null;
+  const admitted = await product.keyService.create({
+    name: 'bench admitted',
+    plan: 'enterprise',
+    limits: { ...unreachable, ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}) },
+    ...(options.monthAndCost ? { billingDay: 15 } : {}),
+    ...(admittedConsumer ? { consumerId: admittedConsumer.id } : {}),
+    ...policy,
+  });
   // One request's worth: used up by the first request, whatever it costs.
   const oneRequest = options.monthAndCost ? { perMinute: MEASURED_COST, perDay: MEASURED_COST } : { perMinute: 1, perDay: 1 };
   const limited = await product.keyService.create({ name: 'bench limited', plan: 'enterprise', limits: oneRequest });
@@ -118,14 +134,14 @@ async function main(): Promise<void> {
   for (let i = 0; i < (options.extraKeys ?? 0); i += 10) await Promise.all(Array.from({ length: Math.min(10, options.extraKeys! - i) }, (_, j) => createExtra(i + j)));
   if (options.consumerKeys) {
     // The consumer's windows are decided in the same script call as each key's: one round trip.
-    const consumer = await product.consumerService.create({ name: 'bench consumer', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 } });
+    const consumer = await product.consumerService.create({ name: 'bench consumer', limits: CONSUMER_UNREACHABLE });
     const createMember = (i: number) => product.keyService.create({ name: `bench consumer key ${i}`, plan: 'enterprise', limits: unreachable, consumerId: consumer.id }).then((created) => extra.push(created.key));
     for (let i = 0; i < options.consumerKeys; i += 10) await Promise.all(Array.from({ length: Math.min(10, options.consumerKeys - i) }, (_, j) => createMember(i + j)));
   }
   const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
   if (extra.length > 0) details.keys = extra.join(',');
 
-  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close());
+  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close(), requestsReceived);
 }
 
 main().catch((err: unknown) => {

@@ -19,6 +19,14 @@ export interface DecidedKey {
   consumerId?: string | null;
 }
 
+/** The admitted request whose decision is checked: what every window's events name. */
+interface DecidedRequest {
+  keyId: string;
+  consumerId: string | null;
+  cost: number;
+  at: number;
+}
+
 /**
  * The request path's part of the notifications: called with every limiter decision of a key, it
  * finds `quota.threshold` crossings and `key.banned` in the counts the decision already holds
@@ -35,14 +43,14 @@ export function createDecisionWatch(options: DecisionWatchOptions) {
     if (decision.fallback) return;
     if (decision.outcome === 'allowed') {
       if (!options.wanted('quota.threshold')) return;
-      const consumerId = key.consumerId ?? null;
+      const request: DecidedRequest = { keyId: key.id, consumerId: key.consumerId ?? null, cost, at: decision.now };
       const dayStart = Math.floor(decision.now / DAY_MS) * DAY_MS;
-      checkWindow('key', key.id, consumerId, 'day', decision.day, dayStart, cost, decision.now);
-      if (decision.month) checkWindow('key', key.id, consumerId, 'month', decision.month, decision.month.startAt, cost, decision.now);
+      checkWindow(request, 'key', 'day', decision.day, dayStart);
+      if (decision.month) checkWindow(request, 'key', 'month', decision.month, decision.month.startAt);
       // The consumer's windows, shared by its keys: whichever key's request crosses a threshold names it.
       const shared = decision.consumer;
-      if (shared?.day) checkWindow('consumer', key.id, consumerId, 'day', shared.day, dayStart, cost, decision.now);
-      if (shared?.month) checkWindow('consumer', key.id, consumerId, 'month', shared.month, shared.month.startAt, cost, decision.now);
+      if (shared?.day) checkWindow(request, 'consumer', 'day', shared.day, dayStart);
+      if (shared?.month) checkWindow(request, 'consumer', 'month', shared.month, shared.month.startAt);
       return;
     }
     if (decision.outcome === 'limited' && decision.bannedNow && options.wanted('key.banned')) {
@@ -52,7 +60,8 @@ export function createDecisionWatch(options: DecisionWatchOptions) {
   };
 
   /** Emits one event per threshold of `window` that this request passed. */
-  function checkWindow(scope: QuotaScope, keyId: string, consumerId: string | null, window: 'day' | 'month', state: WindowState, periodStart: number, cost: number, at: number): void {
+  function checkWindow(request: DecidedRequest, scope: QuotaScope, window: 'day' | 'month', state: WindowState, periodStart: number): void {
+    const { keyId, consumerId, cost, at } = request;
     // An admitted request never takes a window past its limit, so this is the window's exact count.
     const used = state.limit - state.remaining;
     for (const threshold of crossedThresholds(state.limit, used, cost)) {

@@ -195,7 +195,7 @@ describe('behind Sentinel', () => {
       // promise (10 s ran out at load 20-27); what is promised is what the audit says.
       await eventually(async () => (auditAnswer = await adminRequest(s.a, 'get', '/admin/audit?limit=100')).status === 200, {
         timeoutMs: 60_000,
-        what: 'the audit answers after the promotion',
+        what: () => `the audit answers after the promotion (last: ${auditAnswer.status} ${JSON.stringify(auditAnswer.body)})`,
       });
       const audit = auditAnswer.body as { entries: Array<{ action: string; keyId: string; details: { replicated?: boolean } }> };
       const audited = audit.entries.filter((e) => e.action === 'create' && replicated.includes(e.keyId));
