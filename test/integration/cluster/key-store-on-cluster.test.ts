@@ -21,7 +21,7 @@ beforeAll(async () => {
   redis = await connectRedis({ url: null, clusterNodes: cluster.nodes, commandTimeoutMs: 2000 });
   // A node killed below makes the client report errors until it forgets the node.
   redis.on('error', () => {});
-}, 30_000);
+}, 120_000);
 
 afterAll(async () => {
   redis?.disconnect();
@@ -133,5 +133,5 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       await writer.close();
       await store.close();
     }
-  }, 30_000);
+  }, 120_000);
 });

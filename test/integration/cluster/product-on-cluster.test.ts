@@ -56,7 +56,7 @@ describe('the product on a three-master Redis Cluster', () => {
     b = await startTestProduct({ redis: false, namespace, env, overrides: { ...overrides, upstream: { url: a.inventory!.url } } });
     inspector = await connectRedis({ url: null, clusterNodes: cluster.nodes, commandTimeoutMs: 5000 });
     masters = cluster.ports.map((port) => new Redis(port, '127.0.0.1', { lazyConnect: false, maxRetriesPerRequest: 1 }));
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await b?.close();

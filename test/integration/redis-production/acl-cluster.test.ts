@@ -32,7 +32,7 @@ let cluster: RedisCluster;
 
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3, extraArgs: ['--user', 'asg-prod', 'on', '>cluster-password-0123456789', ...RULES] });
-}, 30_000);
+}, 120_000);
 
 afterAll(async () => {
   await cluster?.stop();
@@ -70,4 +70,4 @@ it('serves, limits, bans and revokes on a Cluster as the ACL user of REDIS_USERN
       node.disconnect();
     }
   }
-}, 60_000);
+}, 120_000);

@@ -19,7 +19,7 @@ let cluster: RedisCluster;
 beforeAll(async () => {
   certs = makeTestCertificates();
   cluster = await startRedisCluster({ masters: 3, tls: certs });
-}, 30_000);
+}, 120_000);
 
 afterAll(async () => {
   await cluster?.stop();
@@ -53,11 +53,11 @@ it('serves, limits and revokes on a TLS Cluster, and keeps its keys on the clust
   }
   expect(keys.some((key) => key.includes(':keys:'))).toBe(true);
   expect(keys.some((key) => key.includes(':rl:{'))).toBe(true);
-}, 60_000);
+}, 120_000);
 
 it('a CA that did not sign the certificates: startup stops with one line naming REDIS_TLS_CA_FILE', async () => {
   const namespace = uniqueNamespace('cluster-tls');
   await expect(startTestProduct({ redis: false, namespace, overrides: { redis: clusterSettings(namespace, certs.otherCaCert) } })).rejects.toThrow(
     /^Redis's TLS certificate failed verification \(.*\); check REDIS_TLS_CA_FILE$/,
   );
-}, 30_000);
+}, 120_000);
