@@ -169,6 +169,8 @@ interface RunFigures {
   redisCommandsSent: number | null;
   /** Requests the server began to handle, when it counts them (the gateway, the fastify peer). */
   requestsReceived: number | null;
+  /** Key-store lookups the server sent (HGET on the key store), when it counts them. */
+  keyLookupsSent: number | null;
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
@@ -243,6 +245,7 @@ async function measure(variant: Variant, settings: Settings, redisStats: RedisCo
     redisCommandsSent: before.redisCommandsSent === null || after.redisCommandsSent === null ? null : after.redisCommandsSent - before.redisCommandsSent,
     // A --compare-with build's older child may not send the field at all.
     requestsReceived: before.requestsReceived == null || after.requestsReceived == null ? null : after.requestsReceived - before.requestsReceived,
+    keyLookupsSent: before.keyLookupsSent == null || after.keyLookupsSent == null ? null : after.keyLookupsSent - before.keyLookupsSent,
   };
 }
 
@@ -282,7 +285,8 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
           commandsPerRequest: perRequest(Object.values(commands).reduce((a, b) => a + b, 0)),
           roundTripsPerRequest: roundTrips === null ? null : received ? roundTrips / received : perRequest(roundTrips),
           roundTripsOverReceived: roundTrips !== null && received !== null,
-          keyLookupsPerRequest: perRequest(commands.hget ?? 0),
+          // The child's own count of key-store HGETs; INFO commandstats' HGET (scripts' included) for a build that does not count them.
+          keyLookupsPerRequest: perRequest(runs.every((r) => r.keyLookupsSent !== null) ? runs.reduce((sum, r) => sum + r.keyLookupsSent!, 0) : (commands.hget ?? 0)),
           byCommand: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, perRequest(calls)])),
         }
       : null,

@@ -24,6 +24,8 @@ export interface ChildStats {
    * channel), those wrk cut off at the end of a run included; null when it does not count them.
    */
   requestsReceived: number | null;
+  /** Key lookups this process sent to Redis (HGET on the key store); null (or absent, from an older build) when it does not count them. */
+  keyLookupsSent?: number | null;
   rssBytes: number;
 }
 
@@ -191,10 +193,11 @@ export function announceReady(
   redisCommandsSent: () => number = () => 0,
   stop?: () => Promise<void>,
   requestsReceived?: () => number,
+  keyLookupsSent?: () => number,
 ): void {
   process.on('message', (message: StatsRequest) => {
     if (message.type !== 'stats') return;
-    const stats: ChildStats = { redisCommandsSent: redisCommandsSent(), requestsReceived: requestsReceived?.() ?? null, rssBytes: process.memoryUsage.rss() };
+    const stats: ChildStats = { redisCommandsSent: redisCommandsSent(), requestsReceived: requestsReceived?.() ?? null, keyLookupsSent: keyLookupsSent?.() ?? null, rssBytes: process.memoryUsage.rss() };
     process.send!({ type: 'stats', id: message.id, stats } satisfies StatsReply);
   });
   process.once('SIGTERM', () => {

@@ -60,10 +60,16 @@ const MEASURED_COST = 2;
 
 // Every command a client of this process sends to Redis is a request and its reply: a round trip.
 let redisCommandsSent = 0;
+// Key lookups: HGET on the key store's by-hash hash (src/keys/stores/redis-key-store.ts), a key the
+// cache did not hold or held past keys.cacheTtlSeconds. INFO commandstats cannot tell them apart from
+// the HGETs Lua scripts run inside Redis (the key-usage flush runs two per key every 5 s).
+let keyLookupsSent = 0;
 const requestsReceived = countRequestsReceived();
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function countedSendCommand(this: Redis, ...args: Parameters<Redis['sendCommand']>) {
   redisCommandsSent++;
+  const [command] = args;
+  if (command.name === 'hget' && String(command.args[0]).endsWith(':by-hash')) keyLookupsSent++;
   return sendCommand.apply(this, args);
 };
 
@@ -141,7 +147,7 @@ async function main(): Promise<void> {
   const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
   if (extra.length > 0) details.keys = extra.join(',');
 
-  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close(), requestsReceived);
+  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close(), requestsReceived, () => keyLookupsSent);
 }
 
 main().catch((err: unknown) => {

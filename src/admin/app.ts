@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { StorageUnavailableError } from '../shared/sqlite-failures';
 import { errorHandler, sendError } from '../shared/errors';
+import { isRedisUnavailable, StoreUnreachableError } from '../shared/redis-failures';
 import type { Logger } from '../shared/logger';
 import { systemClock, type Clock } from '../shared/clock';
 import type { KeyLimiter } from '../limits/types';
@@ -81,6 +82,21 @@ function logRefusedWrites(logger: Logger) {
 }
 
 /**
+ * A request that needed Redis while it cannot be reached (a failover, an outage) is answered 503
+ * with Retry-After, not 500: nothing is wrong with the gateway, and the client can try again.
+ */
+function answerStoreOutages(logger: Logger) {
+  return (err: unknown, req: Request, _res: Response, next: NextFunction): void => {
+    const cause = (err as { cause?: unknown } | null)?.cause;
+    const unavailable = isRedisUnavailable(err) ? err : isRedisUnavailable(cause) ? cause : null;
+    if (unavailable === null) return next(err);
+    const detail = (unavailable as Error).message;
+    logger.warn({ method: req.method, route: req.route?.path, err: detail }, 'admin request refused: the store is unreachable');
+    next(new StoreUnreachableError(detail));
+  };
+}
+
+/**
  * The admin listener: health and metrics without a token; `/admin/*` behind the admin token (keys,
  * backups, audit, plans, deprecations, stats); the console's static files.
  */
@@ -127,6 +143,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   app.use('/console', consoleRouter());
   app.use((_req, res) => sendError(res, 'not_found', 'No such resource.'));
   app.use(logRefusedWrites(logger));
+  app.use(answerStoreOutages(logger));
   app.use(errorHandler((err) => logger.error({ err }, 'unhandled admin error')));
   return app;
 }

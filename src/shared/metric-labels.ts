@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Registry } from 'prom-client';
 import { UNMATCHED_ROUTE } from './public-api';
 import { WEBHOOK_EVENT_TYPES } from './config';
+import { tallyOf } from './metric-tally';
 
 /**
  * The closed label sets of CONTRACT §6: every label of every metric takes its values from a set
@@ -155,6 +156,11 @@ export class LabelAllowlist {
     return this.rules;
   }
 
+  /** The sets in force: another object after a reload changed them (metric-tally.ts indexes by it). */
+  generation(): unknown {
+    return this.rulesInForce();
+  }
+
   knows(label: string): boolean {
     return this.rulesInForce().has(label);
   }
@@ -210,6 +216,8 @@ export function enforceLabelAllowlist(registry: Registry, allowlist: LabelAllowl
     if (unknown.length > 0) throw new Error(`metric ${metric.name} has labels with no closed set (src/shared/metric-labels.ts): ${unknown.join(', ')}`);
     if (labelNames.length === 0) continue;
     closedMetrics.add(metric);
+    // A request-path tally closes its values itself, once per new tuple (metric-tally.ts).
+    tallyOf(metric)?.closeWith(allowlist);
     const closeFirst = (fn: (...args: unknown[]) => unknown) =>
       function (this: unknown, first?: unknown, ...rest: unknown[]) {
         const labels = typeof first === 'object' && first !== null ? allowlist.close(first as Labels) : first;

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import tls, { type ConnectionOptions } from 'node:tls';
 import Redis, { Cluster, type RedisOptions } from 'ioredis';
+import { SentinelClient } from './sentinel-client';
 
 /** A single Redis or a Redis Cluster; everything above this module talks to either alike. */
 export type RedisClient = Redis | Cluster;
@@ -112,7 +113,8 @@ export function createRedisClient(settings: RedisSettings): RedisClient {
     const tls = tlsFromFiles(settings);
     // The TLS and ACL settings are the data nodes' (CONTRACT §2); the sentinels speak plain TCP
     // unless the same files are meant for them too, which is the common case for managed setups.
-    return new Redis({
+    // A SentinelClient, not a plain Redis: ioredis alone could end for good during a failover.
+    return new SentinelClient({
       ...baseOptions(settings),
       sentinels: sentinels.map(hostAndPort),
       name: settings.sentinelName ?? 'mymaster',

@@ -14,6 +14,7 @@ import { Registry } from 'prom-client';
 import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
 import { isMessage, type SupervisorMessage, type WorkerMessage } from './messages';
 import { restartDelayMs } from './worker-count';
+import { assertPortsFree } from './port-probe';
 
 /** How long past server.shutdownTimeoutMs the workers may take to drain before they are killed. */
 const SHUTDOWN_BACKSTOP_MARGIN_MS = 5000;
@@ -25,9 +26,10 @@ function tell(worker: Worker, message: SupervisorMessage): void {
 }
 
 /**
- * WORKERS > 1: this process serves nothing itself. It writes the development secrets once, runs
- * the embedded inventory (one SQLite writer for all), forks the workers (Node's cluster module: they
- * share both listeners, connections spread round-robin), sums their metrics, replaces a worker that
+ * WORKERS > 1: this process serves nothing itself, and accepts no connection (each worker binds its
+ * own sockets with SO_REUSEPORT: product/listen.ts). It writes the development secrets once, runs
+ * the embedded inventory (one SQLite writer for all), forks the workers (Node's cluster module; the
+ * kernel spreads new connections over the workers' sockets), sums their metrics, replaces a worker that
  * dies (with a backoff while they keep dying) and, on SIGTERM or SIGINT, has every worker drain and
  * exits 0 once all have.
  */
@@ -36,6 +38,15 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   // Generated on a first start in development; written here so that no two workers race to create them.
   resolveAdminToken(config);
   resolveSigningSecret(config.signing.secret, config.dataDir);
+  try {
+    await assertPortsFree([
+      { port: config.server.port, host: config.server.host },
+      { port: config.server.adminPort, host: config.server.adminHost },
+    ]);
+  } catch (err) {
+    process.stderr.write(`${startupFailureLine(err)}\n`);
+    process.exit(1);
+  }
 
   // The config in force here: what the embedded inventory reads (server.maxBodyBytes), replaced by each reload.
   const configState = new ConfigState(config);

@@ -101,7 +101,7 @@ export function createForwardStep(deps: ForwardDependencies) {
     if (request.upstreamStartedAt === null) return;
     const seconds = Number(process.hrtime.bigint() - request.upstreamStartedAt) / 1e9;
     request.upstreamMs = Math.round(seconds * 1e6) / 1e3;
-    metrics.upstreamDuration.observe({ method: request.method, route: request.route?.template ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
+    metrics.upstreamDurations.observe([request.method, request.route?.template ?? UNMATCHED_ROUTE, String(statusCode)], seconds);
   }
 }
 

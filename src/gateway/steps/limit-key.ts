@@ -124,7 +124,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
 
 /** The units an admitted request took, and the windows it took past 80 %. */
 function countAdmitted(metrics: GatewayMetrics, plan: string, route: string | undefined, cost: number, decision: Extract<KeyDecision, { outcome: 'allowed' }>): void {
-  metrics.unitsConsumed.inc({ route: route ?? 'unmatched', plan }, cost);
+  metrics.unitsTally.add([route ?? 'unmatched', plan], cost);
   countNearLimit(metrics, plan, 'minute', decision.minute, cost);
   countNearLimit(metrics, plan, 'day', decision.day, cost);
   if (decision.month) countNearLimit(metrics, plan, 'month', decision.month, cost);

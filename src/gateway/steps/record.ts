@@ -43,8 +43,9 @@ export function createRecordStep(deps: RecordDependencies) {
     const status = answered || res.headersSent ? res.statusCode : 0;
     const statusCode = String(status);
     const seconds = Number(process.hrtime.bigint() - request.startedAt) / 1e9;
-    metrics.httpRequests.inc({ method, route, status_code: statusCode, plan: request.plan });
-    metrics.httpDuration.observe({ method, route, status_code: statusCode }, seconds);
+    // Plain counts here, handed to prom-client at scrape time (src/shared/metric-tally.ts).
+    metrics.requestCounts.add([method, route, statusCode, request.plan]);
+    metrics.requestDurations.observe([method, route, statusCode], seconds);
     const { keyId, rateLimitOutcome } = request;
     if (keyId !== null && rateLimitOutcome !== null) {
       const usage = USAGE_OUTCOMES[rateLimitOutcome];

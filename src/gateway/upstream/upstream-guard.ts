@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { systemClock } from '../../shared/clock';
 import { CircuitBreaker, type CircuitBreakerSettings, type Outcome } from './circuit-breaker';
 import type { AttemptOptions, ForwardHandlers, Forwarder, ForwarderSettings, ForwarderStats, GuardedForwarder, UpstreamFailure, UpstreamRequest } from './forward-contract';
+import { DeadlineTimer } from './deadline-timer';
 import { FairShareQueue } from './fair-share-queue';
 import { hasBody } from './request-body';
 import { circuitOpen, DEADLINE_PASSED, OVERLOADED } from './upstream-failure';
@@ -29,7 +30,8 @@ const RETRYABLE_METHODS = new Set(['GET', 'HEAD']);
  * What stands between the request path and a forwarder (CONTRACT §3, the inventory slow or
  * hanging): a bound on requests at or waiting for the upstream, shared fairly across keys
  * (fair-share-queue.ts), a circuit breaker, and one deadline per request, counted from its arrival
- * at the gateway (UpstreamRequest.receivedAt) and set here, before the request waits. The
+ * at the gateway (UpstreamRequest.receivedAt) and set here, before the request waits; the deadlines
+ * of every request held share one timer (deadline-timer.ts). The
  * forwarders' own timeouts (undici's headersTimeout, a socket timeout) start only once a connection
  * is theirs, so the n-th request queued behind a hung pool would wait n/maxSockets timeouts; this
  * deadline does not wait for that. Requests wait here, never in the pool: at most maxSockets are
@@ -38,6 +40,9 @@ const RETRYABLE_METHODS = new Set(['GET', 'HEAD']);
 export class UpstreamGuard implements GuardedForwarder {
   private readonly breaker: CircuitBreaker;
   private readonly queue: FairShareQueue<GuardedRequest>;
+  /** The deadline of every request held, queued or sent, until its head arrives. */
+  readonly deadlines = new DeadlineTimer<GuardedRequest>();
+  private readonly timeoutNs: bigint;
 
   constructor(
     private readonly inner: Forwarder,
@@ -45,6 +50,7 @@ export class UpstreamGuard implements GuardedForwarder {
   ) {
     this.breaker = new CircuitBreaker(settings.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER, settings.clock ?? systemClock, settings.onCircuitChange);
     this.queue = new FairShareQueue(settings.maxSockets, settings.maxSockets + (settings.maxPending ?? settings.maxSockets), newcomerReserve(settings.maxSockets));
+    this.timeoutNs = BigInt(Math.round(settings.timeoutMs * 1e6));
   }
 
   forward(request: UpstreamRequest, res: ServerResponse, handlers: ForwardHandlers): () => void {
@@ -62,7 +68,7 @@ export class UpstreamGuard implements GuardedForwarder {
       return NOTHING_TO_ABANDON;
     }
     offer.evicted?.refuse(OVERLOADED);
-    guarded.arm(this.settings.timeoutMs, res);
+    guarded.arm(this.timeoutNs, res);
     if (offer.outcome === 'start') guarded.send();
     return () => guarded.abandon();
   }
@@ -111,7 +117,8 @@ type GuardedState = 'queued' | 'waiting' | 'answering' | 'over';
 class GuardedRequest {
   readonly tenant: string;
   private state: GuardedState = 'queued';
-  private deadline: NodeJS.Timeout | undefined;
+  /** When its time is up (process.hrtime.bigint()): timeoutMs after its arrival at the gateway. */
+  deadlineAt = 0n;
   private abandonInner: () => void = NOTHING_TO_ABANDON;
   private res: ServerResponse | null = null;
   /** Attempts sent: a second is the one retry of a stale pooled connection. */
@@ -128,12 +135,12 @@ class GuardedRequest {
   }
 
   /** Starts the deadline and watches the client, from the moment the request is held, queued or sent. */
-  arm(timeoutMs: number, res: ServerResponse): void {
+  arm(timeoutNs: bigint, res: ServerResponse): void {
     this.res = res;
-    const elapsedMs = Number(process.hrtime.bigint() - this.request.receivedAt) / 1e6;
-    // A plain timer rather than AbortSignal.timeout: that one cannot be cancelled, so every answered
-    // request would keep its timer (and what it closes over) alive for the whole timeout.
-    this.deadline = setTimeout(() => this.deadlinePassed(), timeoutMs - elapsedMs);
+    // The guard's one timer rather than one per request (deadline-timer.ts); not AbortSignal.timeout
+    // either: that one cannot be cancelled, so every answered request would keep it alive for the whole timeout.
+    this.deadlineAt = this.request.receivedAt + timeoutNs;
+    this.guard.deadlines.add(this);
     res.once('close', () => this.end(this.state === 'answering' && res.writableFinished ? 'success' : 'none'));
   }
 
@@ -189,7 +196,7 @@ class GuardedRequest {
   refuse(failure: UpstreamFailure): void {
     if (this.state !== 'queued') return;
     this.state = 'over';
-    clearTimeout(this.deadline);
+    this.guard.deadlines.delete(this);
     this.guard.release(this, false, 'none');
     this.handlers.onFailure(failure);
   }
@@ -204,11 +211,12 @@ class GuardedRequest {
     if (this.state !== 'waiting') return;
     this.state = 'answering';
     // The head is the answer the deadline waits for.
-    clearTimeout(this.deadline);
+    this.guard.deadlines.delete(this);
     this.handlers.onResponse?.(statusCode);
   }
 
-  private deadlinePassed(): void {
+  /** Called by the guard's deadline timer once deadlineAt has passed. */
+  deadlinePassed(): void {
     // A client still sending its body is slow itself; that says nothing about the upstream, nor
     // does a request that never had its turn.
     const judged = this.state === 'waiting' && this.request.client.complete;
@@ -222,7 +230,7 @@ class GuardedRequest {
     if (this.state === 'over') return false;
     const sent = this.state !== 'queued';
     this.state = 'over';
-    clearTimeout(this.deadline);
+    this.guard.deadlines.delete(this);
     this.guard.release(this, sent, outcome);
     return true;
   }

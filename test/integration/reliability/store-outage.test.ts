@@ -135,6 +135,14 @@ describe('store.failMode local (the default)', () => {
     const anonymous = await call(product, null);
     expect(anonymous).toMatchObject({ status: 401, code: 'missing_api_key' });
     expect(anonymous.headers.get('x-ratelimit-limit')).toBe('30');
+    // The admin API's reads of the store: 503 with the Error body and Retry-After, never 500 (CONTRACT §3).
+    const audit = await fetch(`${product.adminUrl}/admin/audit`, { headers: { authorization: `Bearer ${product.adminToken}` } });
+    expect([audit.status, await audit.json(), audit.headers.get('retry-after')]).toEqual([
+      503,
+      { code: 'service_unavailable', message: 'The gateway cannot reach its store right now. Retry shortly.', status: 503 },
+      '1',
+    ]);
+    expect(product.logs.text()).toContain('admin request refused: the store is unreachable');
 
     redis = await startDurableRedis(redisDir, port);
     await eventually(async () => (await metricValue(product, 'gateway_store_degraded')) === 0);
@@ -144,6 +152,7 @@ describe('store.failMode local (the default)', () => {
     expect(after.status).toBe(200);
     expect(after.headers.get('x-ratelimit-remaining')).toBe('1');
     expect((await call(product, uncached!)).status).toBe(200);
+    expect((await fetch(`${product.adminUrl}/admin/audit`, { headers: { authorization: `Bearer ${product.adminToken}` } })).status).toBe(200);
   });
 
   test('a frozen Redis: each decision falls back within the command timeout, not a minute of retries', async () => {

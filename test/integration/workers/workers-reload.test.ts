@@ -57,7 +57,7 @@ const NEW_BODY_LIMIT = 4096;
 const configWith = (origins: string, maxBodyBytes = OLD_BODY_LIMIT) =>
   fs.writeFileSync(file('extra.yaml'), `redis:\n  namespace: "${namespace}"\nserver:\n  maxBodyBytes: ${maxBodyBytes}\ncors:\n  allowedOrigins: ${origins}\n`);
 
-/** POST /v1/pets with a NewPet padded to 2 KiB (between the two limits), on a connection of its own: round robin spreads them over the workers. */
+/** POST /v1/pets with a NewPet padded to 2 KiB (between the two limits), on a connection of its own: the kernel spreads them over the workers (SO_REUSEPORT). */
 function postPaddedPet(gatewayUrl: string, auth: string): Promise<number> {
   const json = JSON.stringify({ name: 'Rex', categoryId: 1 });
   const body = json + ' '.repeat(2048 - json.length);
@@ -105,7 +105,7 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
   const created = await fetch(`${adminUrl}/admin/keys`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'reload', plan: 'business' }) });
   const auth = `Bearer ${((await created.json()) as { key: string }).key}`;
 
-  // Two HTTP/2 sessions and two HTTP/1.1 keep-alive connections: round robin puts them on both workers.
+  // Two HTTP/2 sessions and two HTTP/1.1 keep-alive connections: the kernel spreads them over the workers (SO_REUSEPORT).
   const sessions = [http2.connect(gatewayUrl, { ca }), http2.connect(gatewayUrl, { ca })];
   let closedConnections = 0;
   for (const session of sessions) session.on('close', () => closedConnections++);

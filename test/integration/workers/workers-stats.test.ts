@@ -46,7 +46,7 @@ test('WORKERS=2: /admin/stats sums the recent traffic of every worker, whichever
     body: JSON.stringify({ name: 'spread', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } }),
   });
   const { key } = (await created.json()) as { key: string };
-  // Fresh connections, so that the cluster's round robin spreads them over both workers.
+  // Fresh connections, so that the kernel spreads them over both workers (SO_REUSEPORT, by address hash).
   const outcomes = await Promise.all(Array.from({ length: 40 }, () => getThrough(false, gatewayUrl, '/v1/pets', key)));
   expect(outcomes.map((o) => ('status' in o ? o.status : 0))).toEqual(Array(40).fill(200));
   const servedBy = () =>

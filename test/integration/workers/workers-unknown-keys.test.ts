@@ -61,7 +61,7 @@ test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond t
   const gatewayUrl = `http://127.0.0.1:${env.PORT}`;
   const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
 
-  // Fresh connections each time, so the cluster's round robin spreads the requests over both workers.
+  // Fresh connections each time, so the kernel spreads the requests over both workers (SO_REUSEPORT, by address hash).
   const get = async (key: string) => {
     const res = await fetch(`${gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: 'close' } });
     await res.arrayBuffer();

@@ -84,7 +84,7 @@ async function startWorkers(workers: string, extra: Record<string, string> = {},
   return { main, gatewayUrl: `http://127.0.0.1:${env.PORT}`, adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, env };
 }
 
-/** One GET on a fresh connection, so that the cluster's round robin spreads them over the workers. */
+/** One GET on a fresh connection, so that the kernel spreads them over the workers (SO_REUSEPORT, by address hash). */
 async function getOnNewConnection(url: string, key: string): Promise<number> {
   const outcome = await getThrough(false, url, '/v1/pets', key);
   return 'status' in outcome ? outcome.status : 0;
