@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { judgeRatio, median, verdictText, type Judgement, type Verdict } from './verdict';
+import { judgeRatio, median, pairedRatios, pairedRatioTarget, verdictText, type Judgement, type Verdict } from './verdict';
 
 export interface RedisFigures {
   /** Every command Redis ran (INFO commandstats), those inside the limiter's Lua script included. */
@@ -84,14 +84,19 @@ const f2 = (n: number) => n.toFixed(2);
 /** One row's CPU per request against another's, as a target: `ratio` at most `limit`. */
 function cpuRatio(target: string, row: VariantSummary, reference: VariantSummary, limit: number): TargetCheck {
   const ratio = row.serverCpuMicrosPerRequest / reference.serverCpuMicrosPerRequest;
-  const judgement = judgeRatio({ ratio, limit, spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent] });
-  return judged(target, judgement, `${f2(ratio)}× (${f1(row.serverCpuMicrosPerRequest)} vs ${f1(reference.serverCpuMicrosPerRequest)} µs CPU per request)`);
+  const paired = pairedRatioTarget(cpuRounds(row), cpuRounds(reference), { ratio, limit, spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent] });
+  const judgement = judgeRatio(paired);
+  return judged(target, judgement, `${f2(paired.ratio)}× paired by round (${pairedText(row, reference)}); medians ${f1(row.serverCpuMicrosPerRequest)} vs ${f1(reference.serverCpuMicrosPerRequest)} µs CPU per request`);
 }
+
+const cpuRounds = (row: VariantSummary) => row.rounds.map((round) => round.serverCpuMicrosPerRequest);
+const pairedText = (row: VariantSummary, reference: VariantSummary) => pairedRatios(cpuRounds(row), cpuRounds(reference)).map(f2).join(' ');
 
 /** A target "cheaper than" with no margin of its own: the rows must differ by more than they scatter. */
 function cpuCheaper(target: string, row: VariantSummary, reference: VariantSummary): TargetCheck {
-  const ratio = row.serverCpuMicrosPerRequest / reference.serverCpuMicrosPerRequest;
-  const judgement = judgeRatio({ ratio, limit: 1, spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent], marginPercent: Math.abs(ratio - 1) * 100 });
+  const medians = row.serverCpuMicrosPerRequest / reference.serverCpuMicrosPerRequest;
+  const paired = pairedRatioTarget(cpuRounds(row), cpuRounds(reference), { ratio: medians, limit: 1, spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent] });
+  const judgement = judgeRatio({ ...paired, marginPercent: Math.abs(paired.ratio - 1) * 100 });
   return judged(target, judgement, `${f0(row.serverCpuMicrosPerRequest)} vs ${f0(reference.serverCpuMicrosPerRequest)} µs CPU per request`);
 }
 

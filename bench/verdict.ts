@@ -68,3 +68,29 @@ export function verdictText(judgement: Judgement): string {
   if (!Number.isFinite(judgement.spreadPercent)) return 'undecided (no CPU figure)';
   return `undecided (spread ${judgement.spreadPercent.toFixed(1)} % > margin ${judgement.marginPercent.toFixed(1)} %)`;
 }
+
+/**
+ * Each round's figure of a row divided by the reference row's figure in the same round: the machine
+ * drifts over a run (one row's rounds moved 26-91 % on a quiet machine), and two rows measured in
+ * one round meet more nearly the same machine than their medians do. Rounds where either row has
+ * no figure are left out.
+ */
+export function pairedRatios(rowRounds: readonly number[], referenceRounds: readonly number[]): number[] {
+  const ratios: number[] = [];
+  for (let round = 0; round < Math.min(rowRounds.length, referenceRounds.length); round++) {
+    const ratio = rowRounds[round]! / referenceRounds[round]!;
+    if (Number.isFinite(ratio) && ratio > 0) ratios.push(ratio);
+  }
+  return ratios;
+}
+
+/**
+ * A ratio target judged on the rounds paired: the ratio is the median of the per-round ratios, and
+ * its spread theirs. With fewer than two paired rounds, the rows' medians and spreads as before.
+ */
+export function pairedRatioTarget(rowRounds: readonly number[], referenceRounds: readonly number[], fallback: RatioTarget): RatioTarget {
+  const ratios = pairedRatios(rowRounds, referenceRounds);
+  if (ratios.length < 2) return fallback;
+  return { ...fallback, ratio: median(ratios), spreadsPercent: [spreadPercent(ratios)] };
+}
+

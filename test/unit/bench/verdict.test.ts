@@ -1,4 +1,4 @@
-import { judgeRatio, median, spreadPercent, verdictText } from '../../../bench/verdict';
+import { judgeRatio, median, pairedRatios, pairedRatioTarget, spreadPercent, verdictText } from '../../../bench/verdict';
 import { checkTargets, type BenchReport, type VariantSummary } from '../../../bench/report';
 
 describe('spreadPercent: (max − min) ÷ median of a row\'s rounds', () => {
@@ -129,11 +129,21 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
     expect(line(checks, 'gateway-redis-undici-consumer-1: ≤ 1 Redis round trip').says).toBe('missed');
   });
 
-  it('says undecided, with the spread and the margin, when a compared row scatters more than the margin', () => {
+  it('says undecided, with the spread and the margin, when the rounds paired scatter more than the margin', () => {
     const checks = checkTargets(report([row('gateway-redis-undici', [280, 303, 330]), row('gateway-redis-undici-max-in-flight', [300, 301, 302], 2)]));
     const cpu = line(checks, 'gateway-redis-undici-max-in-flight within 5 %');
     expect(cpu.verdict).toBe('undecided');
-    expect(cpu.says).toBe(`undecided (spread ${((50 / 303) * 100).toFixed(1)} % > margin 5.0 %)`);
+    // Per round 300/280, 301/303, 302/330: (1.0714 − 0.9152) ÷ 0.9934.
+    const ratios = [300 / 280, 301 / 303, 302 / 330];
+    expect(cpu.says).toBe(`undecided (spread ${(((ratios[0]! - ratios[2]!) / ratios[1]!) * 100).toFixed(1)} % > margin 5.0 %)`);
+  });
+
+  it('decides on the rounds paired when both rows drift alike over the run', () => {
+    // Each row moves 40 % over the run (undecided on their own spreads); round by round the row stays 1.204-1.207× the plain one.
+    const checks = checkTargets(report([row('gateway-redis-undici', [200, 250, 280]), row('gateway-redis-undici-allowlist-100', [241, 301, 338])]));
+    const cpu = line(checks, 'gateway-redis-undici-allowlist-100 within 5 %');
+    expect(cpu.says).toBe('missed');
+    expect(cpu.figures).toMatch(/^1\.21× paired by round \(1\.21 1\.20 1\.21\)/);
   });
 
   it('judges the fair queue idle as a share of the plain row', () => {
@@ -142,5 +152,18 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
     );
     expect(line(checks, 'fair queue idle (one key').says).toBe('holds');
     expect(line(checks, 'fair queue idle (100 keys').says).toBe('missed');
+  });
+});
+
+describe('pairedRatios and pairedRatioTarget: a row judged against its reference round by round', () => {
+  it('divides each round by the same round of the reference, leaving out rounds either lacks', () => {
+    expect(pairedRatios([110, 220, NaN, 330], [100, 200, 300])).toEqual([1.1, 1.1]);
+    expect(pairedRatios([110], [])).toEqual([]);
+  });
+
+  it('takes the median and the spread of the paired ratios; with fewer than two, the fallback', () => {
+    const fallback = { ratio: 1.5, limit: 1.05, spreadsPercent: [40, 30] };
+    expect(pairedRatioTarget([100, 210, 330], [100, 200, 300], fallback)).toEqual({ ratio: 1.05, limit: 1.05, spreadsPercent: [spreadPercent([1, 1.05, 1.1])] });
+    expect(pairedRatioTarget([100], [100], fallback)).toBe(fallback);
   });
 });
