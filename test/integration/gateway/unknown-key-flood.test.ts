@@ -4,6 +4,7 @@ import { startRedisServer, type RedisProcess } from '../../support/redis-server'
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { createKey } from '../../support/keys';
+import { commandsExecuted, idleCommandsPerMs } from '../../support/redis-command-count';
 
 /**
  * CONTRACT §4: a flood of keys that were never issued costs the shared Redis nothing per request,
@@ -18,28 +19,6 @@ let redis: RedisProcess;
 let observer: Redis;
 let a: ProductHarness;
 let b: ProductHarness;
-
-/** Commands the server has executed, all clients, except this observer's INFO calls. */
-async function commandsExecuted(): Promise<number> {
-  const info = await observer.info('commandstats');
-  let total = 0;
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') total += Number(match[2]);
-  return total;
-}
-
-/**
- * The instances' own background commands per millisecond (the key-store loss check every 5 s,
- * issued-mark reads), sampled over two loss-check periods while nothing is sent: the flood's bound
- * is about what the flood costs, and a flood that takes longer on a crowded machine also spans more
- * of these.
- */
-const IDLE_SAMPLE_MS = 10_000;
-async function idleCommandsPerMs(): Promise<number> {
-  const before = await commandsExecuted();
-  const startedAt = Date.now();
-  await new Promise((resolve) => setTimeout(resolve, IDLE_SAMPLE_MS));
-  return ((await commandsExecuted()) - before) / (Date.now() - startedAt);
-}
 
 async function get(product: ProductHarness, key: string): Promise<Response> {
   const res = await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
@@ -84,16 +63,16 @@ afterAll(async () => {
 });
 
 test('3,000 requests with made-up keys over two instances cost Redis fewer than 150 commands (beyond the idle rate), and the anonymous limit holds', async () => {
-  const idleRate = await idleCommandsPerMs();
+  const idleRate = await idleCommandsPerMs(observer);
   // The anonymous window is a fixed UTC minute: start the flood early in one, so that it ends in it
   // on all but a very crowded machine (which is then checked per window below).
   if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 100));
-  const before = await commandsExecuted();
+  const before = await commandsExecuted(observer);
   const startedAt = Date.now();
   // 100 connections to each instance, as an attacker's wrk -c 100 would hold.
   const responses = await flood([a, b], 3000, 200);
   const ms = Date.now() - startedAt;
-  const commands = (await commandsExecuted()) - before;
+  const commands = (await commandsExecuted(observer)) - before;
 
   const statuses = responses.map((res) => res.status);
   // One address, counted in Redis across both instances: exactly the anonymous limit gets its 401.

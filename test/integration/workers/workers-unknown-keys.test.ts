@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import { generateApiKey } from '../../../src/keys/key-format';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, tempFile, type MainProcess } from '../startup/startup-kit';
+import { commandsExecuted, idleCommandsPerMs } from '../../support/redis-command-count';
 
 /**
  * WORKERS=2 (CONTRACT §4, §9): each worker holds its own filter of issued keys. A key created
@@ -30,27 +31,6 @@ afterAll(async () => {
   await redis.stop();
 });
 
-async function commandsExecuted(): Promise<number> {
-  const info = await observer.info('commandstats');
-  let total = 0;
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') total += Number(match[2]);
-  return total;
-}
-
-/**
- * The workers' own background commands per millisecond (the key-store loss check, issued-mark
- * reads), sampled over two loss-check periods while nothing is sent, as in gateway/unknown-key-flood:
- * the bound is about what the flood costs, and a flood that takes longer on a crowded machine also
- * spans more of these (329 in all at load 20).
- */
-const IDLE_SAMPLE_MS = 10_000;
-async function idleCommandsPerMs(): Promise<number> {
-  const before = await commandsExecuted();
-  const startedAt = Date.now();
-  await new Promise((resolve) => setTimeout(resolve, IDLE_SAMPLE_MS));
-  return ((await commandsExecuted()) - before) / (Date.now() - startedAt);
-}
-
 test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond the idle rate); keys created through the admin API are served at once by any worker', async () => {
   const env = await twoWorkersEnv(redis.url, {
     CONFIG_FILE: tempFile('workers-unknown.yaml', `redis:\n  namespace: "asg:unknown:${process.pid}"\nanonymous:\n  perMinute: 30\n`),
@@ -67,8 +47,8 @@ test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond t
     await res.arrayBuffer();
     return res.status;
   };
-  const idleRate = await idleCommandsPerMs();
-  const before = await commandsExecuted();
+  const idleRate = await idleCommandsPerMs(observer);
+  const before = await commandsExecuted(observer);
   const startedAt = Date.now();
   const statuses: number[] = [];
   let sent = 0;
@@ -82,7 +62,7 @@ test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond t
       }
     }),
   );
-  const commands = (await commandsExecuted()) - before;
+  const commands = (await commandsExecuted(observer)) - before;
   const background = Math.ceil(idleRate * (Date.now() - startedAt));
   expect(statuses.filter((status) => status === 401 || status === 429)).toHaveLength(3000);
   expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(30);
