@@ -4,8 +4,8 @@ import path from 'node:path';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
-import {  } from '../admin/admin-kit';
 import { eventually } from '../../support/eventually';
+import { ManualClock } from '../../../src/shared/clock';
 
 // Redis really stops here: a private redis-server is killed (dead store), or frozen with SIGSTOP
 // (a store that accepts connections and never answers), then brought back. Each fail mode of
@@ -74,6 +74,9 @@ async function startWith(failMode: 'local' | 'open' | 'closed', specs: KeySpec[]
   redis = await startDurableRedis(redisDir);
   const options = {
     redis: false,
+    // The counts are compared before, during and after an outage of several seconds: a clock held
+    // 5 s into the current minute keeps them in one minute window (a real one rolled over mid-test).
+    clock: new ManualClock(Math.floor(Date.now() / 60_000) * 60_000 + 5_000),
     env: { REDIS_URL: redis.url },
     namespace: uniqueNamespace(`outage-${failMode}`),
     overrides: { store: { failMode }, redis: { commandTimeoutMs: 200 } },
