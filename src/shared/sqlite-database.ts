@@ -49,20 +49,43 @@ export function openSqliteDatabase(options: SqliteOpenOptions): Database.Databas
     if (options.requireWritableDir) assertWritableDataDir(dir);
   }
   const db = new Database(options.file);
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS;
   try {
+    // How long a write waits for another connection's lock before it fails with SQLITE_BUSY (503).
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     if (!inMemory) {
-      const journalMode = db.pragma('journal_mode = WAL', { simple: true });
+      const journalMode = switchToWal(db, busyTimeoutMs);
       if (journalMode !== 'wal') throw new Error(`${options.file}: SQLite refused WAL mode (journal_mode is ${String(journalMode)})`);
     }
     db.pragma(`synchronous = ${options.synchronous}`);
-    // How long a write waits for another connection's lock before it fails with SQLITE_BUSY (503).
-    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
     if (options.foreignKeys) db.pragma('foreign_keys = ON');
     migrate(db, options.migrations);
     return db;
   } catch (err) {
     db.close();
     throw err;
+  }
+}
+
+const WAL_RETRY_PAUSE_MS = 10;
+
+/**
+ * `PRAGMA journal_mode = WAL`, retried while SQLite answers SQLITE_BUSY. Switching a new file's
+ * journal mode takes its exclusive lock without calling the busy handler, so when processes open
+ * the same new file at the same moment (the supervisor and its workers at a `WORKERS=2` start) one
+ * of them is refused at once: "cannot start: database is locked" in a CI run; 92 of 1,200 opens when
+ * four processes open 300 new files in step. A start is not the request path: a short synchronous
+ * pause between tries, for as long as the busy timeout allows.
+ */
+function switchToWal(db: Database.Database, busyTimeoutMs: number): unknown {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (;;) {
+    try {
+      return db.pragma('journal_mode = WAL', { simple: true });
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, WAL_RETRY_PAUSE_MS);
+    }
   }
 }
 
