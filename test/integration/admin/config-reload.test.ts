@@ -10,6 +10,7 @@ import { canonicalJson } from '../../../src/shared/config';
 import { startRecordingUpstream, startTestProduct, type ProductHarness, type TestUpstream } from '../gateway/gateway-kit';
 import { logEntries, scrape, total } from '../gateway/listener-kit';
 import { createKey } from '../../support/keys';
+import { eventually } from '../../support/eventually';
 
 /** CONTRACT §2 "Live reload" and §5 POST /admin/reload, GET /admin/config, in one process. */
 const ORIGIN = 'https://app.example';
@@ -151,13 +152,22 @@ describe('reloading many times', () => {
     await settle();
     const heapGrowthMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
     process.stdout.write(`300 reloads: handles ${JSON.stringify(handlesBefore)} -> ${JSON.stringify(resourceCounts())}, heap growth ${heapGrowthMb.toFixed(2)} MB\n`);
-    // No kind grows: a connection, server or timer made per reload would be 300 more. A keep-alive
-    // socket may have closed meanwhile, and a request's own timer may be running: a margin of 3.
-    const after = resourceCounts();
-    for (const kind of new Set([...Object.keys(after), ...Object.keys(handlesBefore)])) {
-      const grewBy = (after[kind] ?? 0) - (handlesBefore[kind] ?? 0);
-      expect({ kind, grewByMoreThan3: grewBy > 3 }).toEqual({ kind, grewByMoreThan3: false });
-    }
+    // No kind grows for good: a connection, server or timer made per reload would be 300 more, and
+    // stay. A keep-alive socket may have closed meanwhile (a margin of 3), and timers that the last
+    // requests and reloads started end on their own: Node 26 beside a busy core still had 8 more
+    // right after the last cycle, so they are given up to 10 s to end (a leak does not).
+    const grown = () => {
+      const after = resourceCounts();
+      return [...new Set([...Object.keys(after), ...Object.keys(handlesBefore)])]
+        .map((kind) => ({ kind, grewBy: (after[kind] ?? 0) - (handlesBefore[kind] ?? 0) }))
+        .filter(({ grewBy }) => grewBy > 3);
+    };
+    await eventually(() => grown().length === 0, {
+      timeoutMs: 10_000,
+      pollMs: 100,
+      what: () => `every kind of handle back within 3 of ${JSON.stringify(handlesBefore)} (grown: ${JSON.stringify(grown())})`,
+    });
+    expect(grown()).toEqual([]);
     expect(heapGrowthMb).toBeLessThan(5);
   });
 });
