@@ -6,13 +6,16 @@ import { protocolOf, requestLogLine } from '../request-log-line';
 import { UNMATCHED_ROUTE } from '../../shared/public-api';
 
 /**
- * The limiter's outcomes that a key's usage history counts. A request over a shadowed limit was
- * forwarded, so it counts as admitted; gateway_ratelimit_shadow_denied_total says it would not have been.
+ * The limiter's outcomes that a key's usage history (and its top-keys tally) counts. A request over
+ * a shadowed limit was forwarded, so it counts as admitted; gateway_ratelimit_shadow_denied_total
+ * says it would not have been. Every 429 the key's limits answered is rate-limited: a window used
+ * up (rate_limited) and maxInFlight reached (concurrency_limited) alike (issue 48).
  */
 const USAGE_OUTCOMES: Partial<Record<RateLimitOutcome, 'admitted' | 'rateLimited' | 'banned'>> = {
   allowed: 'admitted',
   shadow_limited: 'admitted',
   limited: 'rateLimited',
+  concurrency_limited: 'rateLimited',
   banned: 'banned',
 };
 

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { adminRequest } from './admin-kit';
@@ -95,4 +97,75 @@ test('in process: the same from memory', async () => {
   } finally {
     await product.close();
   }
+});
+
+/** An upstream that holds each request until `release()`; what it holds is counted. */
+async function startHoldingUpstream(): Promise<{ url: string; held(): number; release(): void; close(): Promise<void> }> {
+  const waiting: http.ServerResponse[] = [];
+  const server = http.createServer((req, res) => {
+    req.resume();
+    waiting.push(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const release = () => {
+    for (const res of waiting.splice(0)) res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+  };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held: () => waiting.length,
+    release,
+    close: () => {
+      release();
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+// Issue 48 item 14: a 429 concurrency_limited is a rate-limited request in the top keys, the usage
+// history and the usage export alike, as a 429 rate_limited is.
+describe.each([
+  ['on Redis', true],
+  ['in process', false],
+])('%s: a request refused with 429 concurrency_limited', (_name, redis) => {
+  let upstream: Awaited<ReturnType<typeof startHoldingUpstream>>;
+  let product: ProductHarness;
+
+  beforeAll(async () => {
+    upstream = await startHoldingUpstream();
+    product = await startTestProduct({ redis, overrides: { upstream: { url: upstream.url } } });
+  });
+
+  afterAll(async () => {
+    await product?.close();
+    await upstream?.close();
+  });
+
+  test('counts as rateLimited in the top keys, the usage history and the usage export', async () => {
+    const gated = await product.keyService.create({ name: 'gated', plan: 'free', limits: { perMinute: 100, perDay: 1000, maxInFlight: 1 } });
+    const first = call(product, gated.key);
+    await eventually(() => upstream.held() === 1, { what: 'the first request held at the upstream' });
+    const refused = await fetch(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${gated.key}` } });
+    expect({ status: refused.status, code: ((await refused.json()) as { code: string }).code }).toEqual({ status: 429, code: 'concurrency_limited' });
+    upstream.release();
+    expect(await first).toBe(200);
+
+    let keys: TopKeys['keys'] = [];
+    await eventually(async () => {
+      keys = await topKeys(product, '?minutes=5');
+      return keys[0]?.requests === 2;
+    }, { timeoutMs: 20_000, what: () => `both requests in the top keys: ${JSON.stringify(keys)}` });
+    expect(keys).toEqual([{ keyId: gated.record.id, name: 'gated', consumerId: null, requests: 2, rateLimited: 1 }]);
+
+    const today = new Date().toISOString().slice(0, 10);
+    let usage: Array<{ date: string; admitted: number; rateLimited: number; banned: number }> = [];
+    await eventually(async () => {
+      usage = ((await adminRequest(product, 'get', `/admin/keys/${gated.record.id}/usage?days=1`).expect(200)).body as { days: typeof usage }).days;
+      return usage[0]?.admitted === 1 && usage[0].rateLimited === 1;
+    }, { timeoutMs: 20_000, what: () => `the refusal in the usage history: ${JSON.stringify(usage)}` });
+    expect(usage).toEqual([{ date: today, admitted: 1, rateLimited: 1, banned: 0 }]);
+    const exported = await adminRequest(product, 'get', `/admin/usage/export?from=${today}&to=${today}`).expect(200);
+    const lines = exported.text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { keyId: string; rateLimited: number; admitted: number });
+    expect(lines.filter((l) => l.keyId === gated.record.id)).toEqual([expect.objectContaining({ admitted: 1, rateLimited: 1, banned: 0 })]);
+  });
 });
