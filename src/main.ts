@@ -21,7 +21,7 @@ async function runSingleProcess(config: Config, logger: Logger): Promise<void> {
   }
   const running = product;
   logger.info(
-    { gateway: running.gatewayUrl, admin: running.adminUrl, inventory: running.inventory?.url ?? config.upstream.url, node: nodeVersion },
+    { gateway: running.gatewayUrl, admin: running.adminUrl, ...(running.authzUrl ? { authz: running.authzUrl } : {}), inventory: running.inventory?.url ?? config.upstream.url, node: nodeVersion },
     `listening on Node ${nodeVersion}`,
   );
   stopOnSignals(createStopper(() => running.close(), logger, config.server.shutdownTimeoutMs));

@@ -73,6 +73,8 @@ export interface GatewayRequest extends RequestContext {
 /** What the first look at a request learned: its id, its client, its target, its span. */
 export interface RequestStart {
   requestId: string;
+  /** The method to decide on, when it is not node:http's (the decision listener: the original request's). */
+  method?: string;
   clientAddress: string;
   path: string | null;
   originForm: string;
@@ -84,7 +86,7 @@ export function newGatewayRequest(req: IncomingMessage, res: ServerResponse, sta
   return {
     req,
     res,
-    method: req.method!,
+    method: start.method ?? req.method!,
     requestId: start.requestId,
     startedAt: process.hrtime.bigint(),
     clientAddress: start.clientAddress,

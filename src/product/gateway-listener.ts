@@ -1,4 +1,3 @@
-import type { RequestListener } from 'node:http';
 import type { Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import { closeServer } from '../shared/close-server';
@@ -6,6 +5,7 @@ import { createBoundedServer } from '../shared/http-server';
 import type { Logger } from '../shared/logger';
 import type { UpstreamTokenSigner } from '../shared/upstream-token';
 import { createGatewayHandler, type GatewayDependencies, type KeyLookup } from '../gateway/handler';
+import type { DecisionDependencies } from '../gateway/steps';
 import { createHttpProxyForwarder } from '../gateway/upstream/http-proxy-forwarder';
 import type { ForwarderSettings, GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { createUndiciForwarder } from '../gateway/upstream/undici-forwarder';
@@ -18,8 +18,10 @@ import { createSecureBoundedServer } from '../shared/secure-server';
 import type { TlsPair } from '../shared/tls-pair';
 import type { Closers } from './closers';
 import { listen, localUrl } from './listen';
+import { followingConfig } from './config-following';
 
-export interface GatewayListenerDependencies {
+/** What a listener that decides requests (the public one, the decision one) is started with. */
+export interface DecidingListenerDependencies {
   keyResolver: KeyLookup;
   limiters: Limiters;
   signer: UpstreamTokenSigner;
@@ -36,11 +38,14 @@ export interface GatewayListenerDependencies {
   consumers?: GatewayDependencies['consumers'];
   /** Each key's consumer's access policy, from the same directory. */
   consumerAccessPolicy?: GatewayDependencies['consumerAccessPolicy'];
-  forwarder: GuardedForwarder;
   port?: number;
   closers: Closers;
   /** The config in force, asked as each request starts (a reload puts a new one there). */
   configInForce(): Config;
+}
+
+export interface GatewayListenerDependencies extends DecidingListenerDependencies {
+  forwarder: GuardedForwarder;
 }
 
 function createForwarder(kind: Config['upstream']['forwarder'], settings: ForwarderSettings): GuardedForwarder {
@@ -72,6 +77,26 @@ export function startForwarder(config: Config, deps: { upstreamUrl: string; metr
   return forwarder;
 }
 
+/** What the steps that decide a request are built from, for the config in force: both listeners' handlers take these. */
+export function decisionDependencies(config: Config, deps: DecidingListenerDependencies): DecisionDependencies {
+  return {
+    config,
+    keyResolver: deps.keyResolver,
+    keyLimiter: deps.limiters.keyLimiter,
+    addressLimiter: deps.limiters.addressLimiter,
+    signer: deps.signer,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    clock: deps.clock,
+    random: deps.random,
+    deprecationUsage: deps.deprecationUsage,
+    keyActivity: deps.keyOutcomes,
+    keyDecisions: deps.keyDecisions,
+    consumers: deps.consumers,
+    consumerAccessPolicy: deps.consumerAccessPolicy,
+  };
+}
+
 /** The running public listener: its URL, and how a new certificate reaches it. */
 export interface GatewayListener {
   url: string;
@@ -88,34 +113,8 @@ export interface GatewayListener {
  */
 export async function startGatewayListener(config: Config, deps: GatewayListenerDependencies, tlsPair: TlsPair | null = null): Promise<GatewayListener> {
   const { metrics, logger, closers, forwarder } = deps;
-  const handlerFor = (inForce: Config) =>
-    createGatewayHandler({
-      config: inForce,
-      keyResolver: deps.keyResolver,
-      keyLimiter: deps.limiters.keyLimiter,
-      addressLimiter: deps.limiters.addressLimiter,
-      signer: deps.signer,
-      forwarder,
-      metrics,
-      logger,
-      clock: deps.clock,
-      random: deps.random,
-      deprecationUsage: deps.deprecationUsage,
-      keyActivity: deps.keyOutcomes,
-      keyDecisions: deps.keyDecisions,
-      consumers: deps.consumers,
-      consumerAccessPolicy: deps.consumerAccessPolicy,
-    });
-  let builtFor = config;
-  let handleRequest = handlerFor(config);
-  const listener: RequestListener = (req, res) => {
-    const inForce = deps.configInForce();
-    if (inForce !== builtFor) {
-      handleRequest = handlerFor(inForce);
-      builtFor = inForce;
-    }
-    handleRequest(req, res);
-  };
+  const handlerFor = (inForce: Config) => createGatewayHandler({ ...decisionDependencies(inForce, deps), forwarder });
+  const listener = followingConfig(config, deps.configInForce, handlerFor);
   const onClientError = answerUnparsableRequest({ metrics, logger, cutOff: markCutOff });
   const { shutdownTimeoutMs } = config.server;
   if (tlsPair) {

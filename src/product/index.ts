@@ -21,6 +21,7 @@ import type { ConsumerService } from '../consumers/consumer-service';
 import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
+import { startAuthzListener } from './authz-listener';
 import { resolveAdminToken } from './admin-token';
 import { ConfigState } from './reload/config-state';
 import { ConfigReloader } from './reload/reloader';
@@ -40,6 +41,8 @@ export interface StartOptions {
   /** Port overrides (0 = any free port), for tests and for running several instances. */
   gatewayPort?: number;
   adminPort?: number;
+  /** The decision listener's port (CONTRACT §11) when it runs: config server.authzPort (AUTHZ_PORT) unless given. */
+  authzPort?: number;
   inventoryPort?: number;
   /**
    * What the admin listener's /metrics serves, given this process's registry (the embedded
@@ -60,6 +63,8 @@ export interface StartOptions {
 export interface RunningProduct {
   gatewayUrl: string;
   adminUrl: string;
+  /** The decision listener for an edge proxy (AUTHZ_PORT); null when it is off. */
+  authzUrl: string | null;
   /** Set when this process runs the inventory itself. */
   inventory: RunningInventory | null;
   adminToken: string;
@@ -124,7 +129,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
-    const gateway = await startGatewayListener(config, { ...recorders, keyDecisions, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, forwarder, metrics, logger, clock, random: options.random, port: options.gatewayPort, closers, configInForce: inForce }, tlsPair);
+    const deciding = { ...recorders, keyDecisions, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, metrics, logger, clock, random: options.random, closers, configInForce: inForce };
+    const gateway = await startGatewayListener(config, { ...deciding, forwarder, port: options.gatewayPort }, tlsPair);
+    const authzUrl = await startAuthzListener(config, { ...deciding, port: options.authzPort });
     const applyConfig = (next: Config, pair: TlsPair | null) => {
       configState.record(null, next);
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
@@ -154,7 +161,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     });
     // The metrics registered since (the reload's) take the same closed sets.
     enforceLabelAllowlist(metrics.registry, labels);
-    return { gatewayUrl: gateway.url, adminUrl, inventory, adminToken, keyService, consumerService: consumers.service, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
+    return { gatewayUrl: gateway.url, adminUrl, authzUrl, inventory, adminToken, keyService, consumerService: consumers.service, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;

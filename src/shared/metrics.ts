@@ -82,8 +82,25 @@ function requestMetrics(registry: Registry, sources: GatewayMetricSources) {
     buckets: PROXY_LATENCY_BUCKETS,
     registers: [registry],
   });
+  // The decision listener's answers (CONTRACT §11): a decision is not a request the gateway served, so
+  // it is counted apart, with the same labels; the limiter's own metrics count both alike.
+  const decisionCounts = new CounterTally({
+    name: 'gateway_authz_decisions_total',
+    help: 'Decisions the external-authorization listener answered for an edge proxy (200: allowed), by the original request.',
+    labelNames: ['method', 'route', 'status_code', 'plan'] as const,
+    registers: [registry],
+  });
+  const decisionDurations = new HistogramTally({
+    name: 'gateway_authz_decision_duration_seconds',
+    help: 'Time from a decision request to its answer at the external-authorization listener.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: PROXY_LATENCY_BUCKETS,
+    registers: [registry],
+  });
   return {
     requestCounts,
+    decisionCounts,
+    decisionDurations,
     httpRequests: requestCounts.metric,
     requestDurations,
     httpDuration: requestDurations.metric,

@@ -42,6 +42,7 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
     await assertPortsFree([
       { port: config.server.port, host: config.server.host },
       { port: config.server.adminPort, host: config.server.adminHost },
+      ...(config.server.authzPort === null ? [] : [{ port: config.server.authzPort, host: config.server.authzHost ?? config.server.host }]),
     ]);
   } catch (err) {
     process.stderr.write(`${startupFailureLine(err)}\n`);

@@ -27,13 +27,13 @@ import { createRecordStep } from './record';
 
 export type { KeyLookup, KeyDecisionListener, ConsumerAccessPolicy };
 
-export interface GatewayDependencies {
+/** What the steps that decide a request need: everything but the way to the inventory. */
+export interface DecisionDependencies {
   config: Config;
   keyResolver: KeyLookup;
   keyLimiter: KeyLimiter;
   addressLimiter: AddressLimiter;
   signer: UpstreamTokenSigner;
-  forwarder: Forwarder;
   metrics: GatewayMetrics;
   logger: Logger;
   clock: Clock;
@@ -51,6 +51,11 @@ export interface GatewayDependencies {
   consumers?: ConsumerLookup;
 }
 
+/** The public listener's dependencies: the deciding steps', and the forwarder to the inventory. */
+export interface GatewayDependencies extends DecisionDependencies {
+  forwarder: Forwarder;
+}
+
 /** What the key steps ask about a key's consumer, without a store command. */
 export interface ConsumerLookup {
   /** The consumer with limits of its own, whose windows the key's requests also take units of. */
@@ -61,8 +66,29 @@ export interface ConsumerLookup {
 
 /** Every step of the request path, each built once from the part of the dependencies it needs. */
 export function createSteps(deps: GatewayDependencies) {
+  const { config, metrics, logger } = deps;
+  return {
+    ...createDecidingSteps(deps),
+    forward: createForwardStep({
+      forwarder: deps.forwarder,
+      signer: deps.signer,
+      metrics,
+      logger,
+      maxBodyBytes: config.server.maxBodyBytes,
+      publicBaseUrl: config.server.publicBaseUrl,
+    }),
+    recordRequest: createRecordStep({ metrics, logger, keyActivity: deps.keyActivity }),
+  };
+}
+
+/**
+ * The steps that decide a request, forwarding and recording aside: the public listener's sequence
+ * and the decision listener's (src/gateway/authz) are both built from these, so a request is
+ * decided and counted the same way on either. `plans` answers the key steps (default: the
+ * config's plans as they are).
+ */
+export function createDecidingSteps(deps: DecisionDependencies, plans: PlanBook = new PlanBook(deps.config.plans)) {
   const { config, metrics, logger, clock } = deps;
-  const plans = new PlanBook(config.plans);
   // A key's own limits, else its plan's; null for a plan not configured here, which the key steps refuse with 503.
   const keyLimits = (record: ApiKeyRecord) => plans.limitsOf(record);
   const random = deps.random ?? Math.random;
@@ -94,14 +120,5 @@ export function createSteps(deps: GatewayDependencies) {
     }),
     checkRoute,
     applySunset: createSunsetStep({ metrics, clock, deprecationUsage: deps.deprecationUsage }),
-    forward: createForwardStep({
-      forwarder: deps.forwarder,
-      signer: deps.signer,
-      metrics,
-      logger,
-      maxBodyBytes: config.server.maxBodyBytes,
-      publicBaseUrl: config.server.publicBaseUrl,
-    }),
-    recordRequest: createRecordStep({ metrics, logger, keyActivity: deps.keyActivity }),
   };
 }

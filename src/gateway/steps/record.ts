@@ -11,7 +11,7 @@ import { UNMATCHED_ROUTE } from '../../shared/public-api';
  * says it would not have been. Every 429 the key's limits answered is rate-limited: a window used
  * up (rate_limited) and maxInFlight reached (concurrency_limited) alike (issue 48).
  */
-const USAGE_OUTCOMES: Partial<Record<RateLimitOutcome, 'admitted' | 'rateLimited' | 'banned'>> = {
+export const USAGE_OUTCOMES: Partial<Record<RateLimitOutcome, 'admitted' | 'rateLimited' | 'banned'>> = {
   allowed: 'admitted',
   shadow_limited: 'admitted',
   limited: 'rateLimited',

@@ -5,6 +5,8 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'ADMIN_HOST', path: ['server', 'adminHost'] },
   { variable: 'PORT', path: ['server', 'port'] },
   { variable: 'ADMIN_PORT', path: ['server', 'adminPort'] },
+  { variable: 'AUTHZ_PORT', path: ['server', 'authzPort'] },
+  { variable: 'AUTHZ_HOST', path: ['server', 'authzHost'] },
   { variable: 'PUBLIC_BASE_URL', path: ['server', 'publicBaseUrl'] },
   { variable: 'INVENTORY_PORT', path: ['inventory', 'port'] },
   { variable: 'INVENTORY_URL', path: ['upstream', 'url'] },

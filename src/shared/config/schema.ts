@@ -67,6 +67,10 @@ export const configSchema = z
       /** A client's whole request, body included, must arrive within this. */
       requestTimeoutMs: durationMs,
       /** An idle keep-alive connection is closed after this. */
+      /** AUTHZ_PORT: the decision listener for an edge proxy (CONTRACT §11, docs/external-auth.md); null: off. */
+      authzPort: port.nullable(),
+      /** AUTHZ_HOST: its address; null: the public listener's (`host`). */
+      authzHost: z.string().min(1).nullable(),
       keepAliveTimeoutMs: durationMs,
       /** Open connections on the public listener (per worker); further ones are closed at once. */
       maxConnections: positiveInt,
