@@ -4,8 +4,9 @@ import { WEBHOOK_EVENT_TYPES } from '../shared/config';
 /**
  * What became of each delivery attempt (one label set per event type and result, all closed):
  * `success` a 2xx, `failure` anything else (an error status, a redirect, a timeout, no connection:
- * tried again later), `expired` given up after a day of retries, `dropped` an event the outbox
- * dropped past its bound (counted once per event, not per receiver).
+ * tried again later), `expired` given up after a day of retries, `dropped` never to be attempted
+ * again: an event the outbox dropped past its bound (counted once per event, not per receiver), or
+ * a delivery to a receiver no instance's config names any more (once per delivery, receiver-roster.ts).
  */
 export const DELIVERY_RESULTS = ['success', 'failure', 'expired', 'dropped'] as const;
 export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
@@ -13,7 +14,7 @@ export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
 export function createNotificationMetrics(registry: Registry, outboxSize: () => Promise<number>) {
   const deliveries = new Counter({
     name: 'gateway_webhook_deliveries_total',
-    help: 'Webhook delivery attempts by event type and result (success, failure: retried later, expired: given up after a day, dropped: past the outbox bound).',
+    help: 'Webhook delivery attempts by event type and result (success, failure: retried later, expired: given up after a day, dropped: past the outbox bound, or its receiver removed from the config).',
     labelNames: ['event', 'result'] as const,
     registers: [registry],
   });

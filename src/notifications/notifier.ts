@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import type { AdminListenerAddress } from '../shared/admin-listener-address';
 import type { Clock } from '../shared/clock';
 import type { NotificationsConfig, WebhookEventType } from '../shared/config';
 import type { Logger } from '../shared/logger';
@@ -10,6 +11,7 @@ import { ExpiringKeysWatch, type ExpiringKeySource } from './expiring-keys';
 import { createNotificationMetrics, type NotificationMetrics } from './notification-metrics';
 import type { Outbox } from './outbox';
 import { OutboxWriter } from './outbox-writer';
+import { ReceiverRoster } from './receiver-roster';
 import { WebhookSender } from './sender';
 
 export interface NotifierOptions {
@@ -24,6 +26,8 @@ export interface NotifierOptions {
   registry: Registry;
   random?: () => number;
   pollIntervalMs?: number;
+  /** Where this gateway's admin listener answers: no delivery may reach it (sender.ts). */
+  adminListener?: () => AdminListenerAddress;
 }
 
 /**
@@ -40,6 +44,7 @@ export class Notifier {
   private readonly dispatcher: WebhookDispatcher;
   private readonly sender: WebhookSender;
   private readonly expiring: ExpiringKeysWatch;
+  private readonly roster: ReceiverRoster;
   /** What the request path reads of the receivers (URL digests and events: no I/O), for one config. */
   private receivers: { madeFor: NotificationsConfig; receivers: readonly Receiver[] } | null = null;
   /** What the dispatcher signs with (secrets, read from their files), for one config: made off the request path. */
@@ -49,7 +54,7 @@ export class Notifier {
     const { outbox, clock, logger } = options;
     const timeoutMs = () => options.config().timeoutMs;
     this.metrics = createNotificationMetrics(options.registry, () => outbox.size());
-    this.sender = new WebhookSender(timeoutMs);
+    this.sender = new WebhookSender(timeoutMs, options.adminListener);
     this.dispatcher = new WebhookDispatcher({
       outbox,
       sender: this.sender,
@@ -72,6 +77,8 @@ export class Notifier {
     const emit = (event: WebhookEvent) => this.emit(event);
     this.watchDecision = createDecisionWatch({ banDurationMs: options.banDurationMs, wanted: (type) => this.wanted(type), emit });
     this.expiring = new ExpiringKeysWatch({ keys: options.keys, clock, logger, wanted: () => this.wanted('key.expiring'), emit });
+    this.roster = new ReceiverRoster({ outbox, clock, logger, receivers: () => this.receiversInForce(), onDropped: (types) => this.countRemoved(types) });
+    this.roster.start();
     this.dispatcher.start();
     this.expiring.start();
   }
@@ -112,11 +119,22 @@ export class Notifier {
     this.options.logger.error({ events: types.length }, 'webhook outbox full: oldest events dropped (notifications.outboxMaxEvents)');
   }
 
+  /** Deliveries to receivers no instance names any more (removed from the config), one type per delivery. */
+  private countRemoved(types: readonly WebhookEventType[]): void {
+    const byEvent: Partial<Record<WebhookEventType, number>> = {};
+    for (const event of types) {
+      this.metrics.deliveries.inc({ event, result: 'dropped' });
+      byEvent[event] = (byEvent[event] ?? 0) + 1;
+    }
+    this.options.logger.warn({ deliveries: types.length, byEvent }, 'webhook deliveries to receivers no longer in the config dropped from the outbox');
+  }
+
   /** Stops finding and delivering; what was found is written to the outbox first. */
   async close(): Promise<void> {
     this.expiring.close();
     await this.writer.close();
     await this.dispatcher.close();
+    await this.roster.close();
     await this.sender.close();
   }
 }

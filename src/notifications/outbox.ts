@@ -10,6 +10,11 @@ import type { WebhookEvent } from './events';
  * An event becomes one delivery per receiver subscribed to its type. A delivery is claimed under a
  * lease before it is tried, so two instances (or workers) never try the same one at once; one that
  * dies mid-attempt leaves it to be claimed again when its lease ends.
+ *
+ * Each instance also says, every few seconds and after a reload, which receivers its config
+ * names (receiver-roster.ts): deliveries to a receiver that no running instance names any more are
+ * dropped, so a receiver removed from the config leaves nothing waiting for ever (issue 48). An
+ * instance that still names it (one not reloaded yet, mid rolling deploy) keeps it.
  */
 
 /** An event with the receivers (endpoint keys, see endpoints.ts) it goes to. */
@@ -45,6 +50,16 @@ export interface Outbox {
   retry(delivery: ClaimedDelivery, nextAt: number): Promise<void>;
   /** Not attempted after all (shutting down): due again at `now`, no attempt counted. */
   release(delivery: ClaimedDelivery, now: number): Promise<void>;
+  /**
+   * Says which receivers `instance` delivers to (the config in force there), believed until
+   * `liveUntil` unless said again; then drops every delivery to a receiver that no instance still
+   * believed names (its event too once none of its deliveries is left): a receiver removed from
+   * the config everywhere. An instance naming none is not kept at all (a gateway without webhooks
+   * writes nothing). The types of the deliveries dropped, one per delivery.
+   */
+  keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number): Promise<WebhookEventType[]>;
+  /** `instance` stops (its receivers are no longer named by it); nothing is dropped here. */
+  forgetInstance(instance: string): Promise<void>;
   /** Events waiting for at least one receiver. */
   size(): Promise<number>;
   close(): void;

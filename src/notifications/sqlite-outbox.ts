@@ -33,6 +33,13 @@ const OUTBOX_MIGRATIONS: readonly Migration[] = [
       db.exec(SCHEMA_SQL);
     },
   },
+  {
+    version: 2,
+    description: 'the receivers each process (worker) names, so that deliveries to a removed one can be dropped',
+    up(db) {
+      db.exec('CREATE TABLE IF NOT EXISTS webhook_instances (instance TEXT PRIMARY KEY, live_until INTEGER NOT NULL, endpoints TEXT NOT NULL) STRICT');
+    },
+  },
 ];
 
 interface DeliveryRow {
@@ -90,6 +97,16 @@ export class SqliteOutbox implements Outbox {
       ),
       finishDelivery: db.prepare<[string, string, number]>('DELETE FROM webhook_deliveries WHERE endpoint = ? AND event_id = ? AND due_at = ?'),
       countDown: db.prepare<[string]>('UPDATE webhook_events SET deliveries_left = deliveries_left - 1 WHERE id = ? RETURNING deliveries_left'),
+      nameReceivers: db.prepare<[string, number, string]>(
+        'INSERT INTO webhook_instances (instance, live_until, endpoints) VALUES (?, ?, ?) ON CONFLICT (instance) DO UPDATE SET live_until = excluded.live_until, endpoints = excluded.endpoints',
+      ),
+      forgetLapsed: db.prepare<[number]>('DELETE FROM webhook_instances WHERE live_until <= ?'),
+      forgetInstance: db.prepare<[string]>('DELETE FROM webhook_instances WHERE instance = ?'),
+      named: db.prepare<[]>('SELECT endpoints FROM webhook_instances'),
+      // One index step per endpoint that has deliveries (not a scan of them all).
+      nextEndpoint: db.prepare<[string]>('SELECT endpoint FROM webhook_deliveries WHERE endpoint > ? ORDER BY endpoint LIMIT 1'),
+      deliveriesTo: db.prepare<[string]>('SELECT d.event_id, e.type FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint = ?'),
+      dropDeliveriesTo: db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE endpoint = ?'),
     };
   }
 
@@ -150,6 +167,34 @@ export class SqliteOutbox implements Outbox {
 
   async release(d: ClaimedDelivery, now: number): Promise<void> {
     this.run(() => this.statements.reschedule.run(now, 0, d.endpoint, d.eventId, d.leaseUntil));
+  }
+
+  async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number): Promise<WebhookEventType[]> {
+    const s = this.statements;
+    return this.run(
+      this.db.transaction(() => {
+        if (endpoints.length > 0) s.nameReceivers.run(instance, liveUntil, JSON.stringify(endpoints));
+        else s.forgetInstance.run(instance);
+        s.forgetLapsed.run(now);
+        const named = new Set((s.named.all() as Array<{ endpoints: string }>).flatMap((row) => JSON.parse(row.endpoints) as string[]));
+        const dropped: WebhookEventType[] = [];
+        for (let row = s.nextEndpoint.get('') as { endpoint: string } | undefined; row !== undefined; row = s.nextEndpoint.get(row.endpoint) as { endpoint: string } | undefined) {
+          if (named.has(row.endpoint)) continue;
+          const deliveries = s.deliveriesTo.all(row.endpoint) as Array<{ event_id: string; type: WebhookEventType | null }>;
+          s.dropDeliveriesTo.run(row.endpoint);
+          for (const { event_id: eventId, type } of deliveries) {
+            if (type !== null) dropped.push(type);
+            const left = s.countDown.get(eventId) as { deliveries_left: number } | undefined;
+            if (left !== undefined && left.deliveries_left <= 0) s.dropEvent.run(eventId);
+          }
+        }
+        return dropped;
+      }),
+    );
+  }
+
+  async forgetInstance(instance: string): Promise<void> {
+    this.run(() => this.statements.forgetInstance.run(instance));
   }
 
   async size(): Promise<number> {

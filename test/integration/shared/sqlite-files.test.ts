@@ -89,7 +89,7 @@ test('key-usage.sqlite from before the usage export: its counts kept, units and 
   expect(settingsOf(path.join(dataDir, KEY_USAGE_DATABASE_FILE)).version).toBe(2);
 });
 
-test('months.sqlite, audit.sqlite, webhook-outbox.sqlite and the key replica of the code before: rows kept, version 1', async () => {
+test('months.sqlite, audit.sqlite, webhook-outbox.sqlite and the key replica of the code before: rows kept, at their latest version', async () => {
   const dataDir = tempDir();
   const now = Date.UTC(2026, 10, 25);
   oldFile(
@@ -136,8 +136,9 @@ test('months.sqlite, audit.sqlite, webhook-outbox.sqlite and the key replica of 
     outbox.close();
     replica.close();
   }
-  for (const name of [MONTHS_DATABASE_FILE, AUDIT_DATABASE_FILE, WEBHOOK_OUTBOX_DATABASE_FILE, replicaFileName('ns')]) {
-    expect({ name, ...settingsOf(path.join(dataDir, name)), columns: undefined }).toEqual({ name, version: 1, journal: 'wal', columns: undefined });
+  // The outbox's step 2 names the receivers of each process (issue 48: deliveries to a removed one are dropped).
+  for (const [name, version] of [[MONTHS_DATABASE_FILE, 1], [AUDIT_DATABASE_FILE, 1], [WEBHOOK_OUTBOX_DATABASE_FILE, 2], [replicaFileName('ns'), 1]] as const) {
+    expect({ name, ...settingsOf(path.join(dataDir, name)), columns: undefined }).toEqual({ name, version, journal: 'wal', columns: undefined });
   }
 });
 
