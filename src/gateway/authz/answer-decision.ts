@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import { errorBody, sendError } from '../../shared/errors';
+import { codeToStatus, errorBody, sendError } from '../../shared/errors';
 import type { UpstreamTokenSigner } from '../../shared/upstream-token';
 import { keyOf, type GatewayRequest } from '../request-context';
 import { Refusal } from '../refusals';
-import { ANSWERED, type StepOutcome } from '../step-outcome';
+import { ANSWERED, setHeaders, type StepOutcome } from '../step-outcome';
 import { DECISION_HEADERS } from './decision-headers';
 
 /**
@@ -30,18 +30,27 @@ export function createAllowStep(deps: { signer: UpstreamTokenSigner }) {
 
 /**
  * A refusal, answered as the public listener answers it: the same status, Error body and headers.
- * Asked NGINX-style, the Error body also travels in X-Authz-Error, since `auth_request` drops the
- * body of the answer it reads (docs/external-auth.md: its error page sends this one).
+ * Asked NGINX-style, the answer is one `auth_request` passes on quietly: 401 or 403, with the
+ * refusal's own status in X-Authz-Status and its Error body in X-Authz-Error as well, for the
+ * error page that answers the client (docs/external-auth.md); the headers and body are the same.
  */
-export function answerRefusal(res: ServerResponse, refusal: Refusal, bodyInHeader: boolean): void {
-  if (bodyInHeader) {
-    const body = errorBody(refusal.code, refusal.message, refusal.status);
-    res.setHeader(DECISION_HEADERS.errorBody, asciiJson(body));
+export function answerRefusal(res: ServerResponse, refusal: Refusal, nginxStyle: boolean): void {
+  if (!nginxStyle) {
+    sendError(res, refusal.code, refusal.message, refusal);
+    return;
   }
-  sendError(res, refusal.code, refusal.message, refusal);
+  const status = refusal.status ?? codeToStatus[refusal.code];
+  const body = JSON.stringify(errorBody(refusal.code, refusal.message, status));
+  if (refusal.headers) setHeaders(res, refusal.headers);
+  res.setHeader(DECISION_HEADERS.errorStatus, String(status));
+  res.setHeader(DECISION_HEADERS.errorBody, asciiOnly(body));
+  res.statusCode = status === 401 ? 401 : 403;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
 }
 
 /** JSON with every character past ASCII escaped (still the same JSON): a header value carries no other. */
-function asciiJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+function asciiOnly(json: string): string {
+  return json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -47,10 +47,10 @@ export function createDecisionHandler(deps: DecisionDependencies): RequestListen
     const original = originalRequestOf(req, addresses.isTrusted(req.socket.remoteAddress));
     const request = startDecision(req, res, original);
     // A refused X-Original-* pair came from a proxy that reads the refusal NGINX-style.
-    const bodyInHeader = original instanceof Refusal || original.fromHeaders;
+    const nginxStyle = original instanceof Refusal || original.fromHeaders;
     const decided = original instanceof Refusal ? Promise.resolve<StepOutcome>(original) : decide(request);
     decided.then(
-      (outcome) => answer(request, outcome, bodyInHeader),
+      (outcome) => answer(request, outcome, nginxStyle),
       (err: unknown) => failInternally(request, err),
     );
   };
@@ -86,10 +86,10 @@ export function createDecisionHandler(deps: DecisionDependencies): RequestListen
     return request;
   }
 
-  function answer(request: GatewayRequest, outcome: StepOutcome, bodyInHeader: boolean): void {
+  function answer(request: GatewayRequest, outcome: StepOutcome, nginxStyle: boolean): void {
     if (!(outcome instanceof Refusal)) return;
     request.refusedWith = outcome.code;
-    answerRefusal(request.res, outcome, bodyInHeader);
+    answerRefusal(request.res, outcome, nginxStyle);
   }
 
   /** A bug, never a proxy's doing: logged in full, answered as the contract's 500 without details. */

@@ -11,6 +11,12 @@ export const DECISION_HEADERS = {
   plan: 'X-Plan',
   token: UPSTREAM_TOKEN_HEADER,
   /**
+   * A refusal's status, on a refusal asked NGINX-style: `auth_request` passes a 401 or 403 on to
+   * its error page and turns any other status into a 500 (with an error line in NGINX's log), so
+   * such a refusal is answered 401 or 403 and names its status here.
+   */
+  errorStatus: 'X-Authz-Status',
+  /**
    * A refusal's Error body, as one line of JSON, on a refusal asked NGINX-style: `auth_request`
    * reads no body from the decision, so its error page answers the client with this one.
    */

@@ -3,6 +3,7 @@ import { UNMATCHED_ROUTE } from '../../shared/public-api';
 import type { GatewayRequest } from '../request-context';
 import { protocolOf, requestLogLine } from '../request-log-line';
 import { USAGE_OUTCOMES, type RecordDependencies } from '../steps/record';
+import { DECISION_HEADERS } from './decision-headers';
 
 /**
  * A decision once answered: counted apart from the requests the gateway served
@@ -20,7 +21,9 @@ export function createDecisionRecord(deps: RecordDependencies) {
     const route = request.route?.template ?? UNMATCHED_ROUTE;
     const method = request.method;
     const answered = res.writableFinished;
-    const status = answered || res.headersSent ? res.statusCode : 0;
+    // Asked NGINX-style, a refusal went out as 401 or 403 naming its own status: counted under its own.
+    const decided = Number(res.getHeader(DECISION_HEADERS.errorStatus) ?? res.statusCode);
+    const status = answered || res.headersSent ? decided : 0;
     const statusCode = String(status);
     const seconds = Number(process.hrtime.bigint() - request.startedAt) / 1e9;
     metrics.decisionCounts.add([method, route, statusCode, request.plan]);

@@ -36,6 +36,8 @@ export async function startAuthzProduct(options: ProductHarnessOptions = {}): Pr
 
 /** A decision as the proxy reads it. */
 export interface Decision {
+  /** Asked NGINX-style: a refusal then comes as 401 or 403, naming its own status in X-Authz-Status. */
+  nginx: boolean;
   status: number;
   headers: Headers;
   text: string;
@@ -73,12 +75,24 @@ export async function ask(product: ProductHarness, options: AskOptions): Promise
   } catch {
     body = text;
   }
-  return { status: res.status, headers: res.headers, text, body };
+  return { nginx: options.nginx === true, status: res.status, headers: res.headers, text, body };
 }
 
-/** The contract's Error body with its status, as `expectError` checks a supertest answer. */
+/**
+ * The contract's Error body with its status, as `expectError` checks a supertest answer. Asked
+ * NGINX-style, the answer's own status is the one `auth_request` passes on quietly (401, else 403),
+ * the refusal's is in X-Authz-Status, and the Error body in X-Authz-Error too.
+ */
 export function expectRefusal(decision: Decision, status: number, code: string): void {
-  expect({ status: decision.status, body: decision.body }).toEqual({ status, body: { code, message: expect.any(String), status } });
+  const body = { code, message: expect.any(String), status };
+  if (decision.nginx) {
+    const sent = status === 401 ? 401 : 403;
+    expect({ status: decision.status, decided: decision.headers.get('x-authz-status'), body: decision.body }).toEqual({ status: sent, decided: String(status), body });
+    expect(JSON.parse(decision.headers.get('x-authz-error') ?? 'null')).toEqual(decision.body);
+  } else {
+    expect({ status: decision.status, body: decision.body }).toEqual({ status, body });
+    expect([decision.headers.get('x-authz-status'), decision.headers.get('x-authz-error')]).toEqual([null, null]);
+  }
   expect(decision.headers.get('content-type')).toMatch(/^application\/json/);
 }
 

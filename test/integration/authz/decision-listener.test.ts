@@ -117,18 +117,27 @@ describe.each([
 });
 
 describe('NGINX-style refusals', () => {
-  it('carry the Error body in X-Authz-Error as well, for the error page of auth_request', async () => {
-    const refused = await ask(a, { target: '/v1/pets', nginx: true });
-    expectRefusal(refused, 401, 'missing_api_key');
-    expect(JSON.parse(refused.headers.get('x-authz-error')!)).toEqual(refused.body);
-    // Asked Envoy-style, the body is the answer's own, and no header repeats it.
-    expect((await ask(a, { target: '/v1/pets' })).headers.get('x-authz-error')).toBeNull();
+  it("come as 403 (401 for a key's 401) naming their status and Error body in headers, as auth_request passes them to its error page", async () => {
+    const missing = await ask(a, { target: '/v1/pets', nginx: true });
+    expect([missing.status, missing.headers.get('x-authz-status')]).toEqual([401, '401']);
+    const key = await createKey(a, { plan: 'pro' });
+    const unknownRoute = await ask(a, { target: '/v1/owners', auth: key.auth, nginx: true });
+    expect([unknownRoute.status, unknownRoute.headers.get('x-authz-status')]).toEqual([403, '404']);
+    expect(JSON.parse(unknownRoute.headers.get('x-authz-error')!)).toEqual({ code: 'not_found', message: expect.any(String), status: 404 });
+  });
+
+  it('are counted under their own status', async () => {
+    const key = await createKey(a, { plan: 'pro' });
+    const counted = async () => total(await scrape(a, 'gateway_authz_decisions_total'), { method: 'PUT', route: '/v1/pets', status_code: '405' });
+    const before = await counted();
+    await ask(a, { method: 'PUT', target: '/v1/pets', auth: key.auth, nginx: true });
+    expect((await counted()) - before).toBe(1);
   });
 
   it('X-Original-URI without X-Original-Method is a malformed request, not a guess', async () => {
     const res = await fetch(`${a.authzUrl}/_authz`, { headers: { 'x-original-uri': '/v1/pets' } });
-    const body = JSON.parse(await res.text()) as unknown;
-    expectError({ status: res.status, body, headers: Object.fromEntries(res.headers) }, 400, 'malformed_request');
+    const text = await res.text();
+    expectRefusal({ nginx: true, status: res.status, headers: res.headers, text, body: JSON.parse(text) }, 400, 'malformed_request');
   });
 });
 
@@ -148,7 +157,8 @@ describe('counting', () => {
     const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => ask(i % 2 === 0 ? a : b, { target: '/v1/pets', auth: key.auth, nginx: i % 4 < 2 })));
     const allowed = decisions.filter((d) => d.status === 200);
     expect(allowed).toHaveLength(25);
-    expect(decisions.filter((d) => d.status === 429)).toHaveLength(35);
+    // Half of them asked NGINX-style: their refusals came as 403 naming 429.
+    expect(decisions.filter((d) => (d.body as { status?: number } | null)?.status === 429)).toHaveLength(35);
     expect((await usageOf(b, key.id)).day.remaining).toBe(0);
   });
 
