@@ -6,6 +6,7 @@ import type { ApiKeyRecord } from '../keys/types';
 import type { ConsumerWindows, KeyLimiter } from '../limits/types';
 import { consumerLimitsOf, generateConsumerId } from './consumer-record';
 import { consumerShareOf } from './consumer-lookup';
+import { deleteUnusedConsumer, type ConsumerKeys } from './consumer-deletion';
 import { accessListsPatch } from '../access/access-lists';
 import type { ConsumerLimits, ConsumerRecord, ConsumerStore } from './types';
 
@@ -23,8 +24,11 @@ export type ConsumerPatch = Partial<NewConsumerInput>;
 
 export interface ConsumerServiceOptions {
   store: ConsumerStore;
-  /** Every key record, to find a consumer's keys (CONTRACT §5: `keyIds`, and no delete while one is active). */
-  keys: { list(): Promise<ApiKeyRecord[]> };
+  /**
+   * Every key record, to find a consumer's keys (CONTRACT §5: `keyIds`, and no delete while one is
+   * active), and closing a consumer to new keys while it is deleted (a store without: no close).
+   */
+  keys: ConsumerKeys;
   keyLimiter: KeyLimiter;
   clock: Clock;
   /** The costs in force: a consumer's limits must not be below the largest, as a key's. */
@@ -109,15 +113,15 @@ export class ConsumerService {
     return (await this.options.keys.list()).filter((key) => key.consumerId === id);
   }
 
-  /** 'not_found', or a 409 while a key that is not revoked belongs to it. */
+  /**
+   * 'not_found', or a 409 while a key that is not revoked belongs to it; a key created in it (or
+   * moved into it) at the same moment on any instance either makes this a 409 or is refused itself
+   * (consumer-deletion.ts).
+   */
   async delete(id: string): Promise<boolean> {
     const current = await this.options.store.get(id);
     if (!current) return false;
-    const active = (await this.keysOf(id)).filter((key) => key.revokedAt === null);
-    if (active.length > 0) {
-      throw new ApiError('conflict', `Consumer ${id} still has ${active.length} active key(s) (${active.slice(0, 5).map((k) => k.id).join(', ')}): revoke them or move them to another consumer first.`);
-    }
-    return this.options.store.delete(id);
+    return deleteUnusedConsumer(id, this.options.keys, () => this.options.store.delete(id));
   }
 
   /** The consumer's windows as they stand; empty for a consumer without limits. */

@@ -3,7 +3,7 @@ import { ApiError } from '../shared/errors';
 import type { WindowLimits } from '../limits/types';
 import { effectiveLimits, planLimitsOf, type Plans } from '../limits/plan-limits';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
-import type { ApiKeyRecord, ImportResult, KeyPatch, KeyPatchRequest, KeyStore, NewKeyInput } from './types';
+import { ConsumerClosed, type ApiKeyRecord, type ImportResult, type KeyMove, type KeyPatch, type KeyPatchRequest, type KeyStore, type NewKeyInput } from './types';
 import { ExportReader, exportLine } from './key-export';
 import { billingDayOf } from './record';
 import { largestCost } from '../shared/config/costs';
@@ -49,6 +49,15 @@ export interface KeyServiceOptions {
 
 function invalid(message: string): ApiError {
   return new ApiError('validation_failed', message);
+}
+
+/**
+ * The store refused a key into a consumer whose deletion is under way (decided with the write): to
+ * the caller the consumer is gone, as when the check before found none.
+ */
+function refuseClosedConsumer(err: unknown): never {
+  if (err instanceof ConsumerClosed) throw invalid(`consumerId: no consumer with id ${err.consumerId} (it is being deleted).`);
+  throw err;
 }
 
 /**
@@ -106,7 +115,7 @@ export class KeyService {
       ...(consumerId ? { consumerId } : {}),
       ...accessLists,
     };
-    await this.store.insert(record);
+    await this.store.insert(record).catch(refuseClosedConsumer);
     return { key, record };
   }
 
@@ -123,7 +132,7 @@ export class KeyService {
     const current = await this.store.get(id);
     if (!current) return null;
     this.assertHasLimits(clean.plan ?? current.plan, clean.limits === undefined ? current.limits : clean.limits);
-    const updated = await this.store.update(id, clean, this.now());
+    const updated = await this.store.update(id, clean, this.now()).catch(refuseClosedConsumer);
     if (updated && updated.consumerId !== current.consumerId) await this.options.onConsumerMoved?.(id, current.consumerId, updated.consumerId);
     return updated;
   }
@@ -186,7 +195,16 @@ export class KeyService {
     } else {
       for await (const line of lines) reader.add(line);
     }
-    return this.store.importRecords(reader.records);
+    const result = await this.store.importRecords(reader.records);
+    await this.moveImported(result.moved ?? []);
+    return result;
+  }
+
+  /** Keys an import moved to another consumer take their windows and ban along, as a PATCH's move does. */
+  private async moveImported(moves: readonly KeyMove[]): Promise<void> {
+    const move = this.options.onConsumerMoved;
+    if (!move) return;
+    for (const { id, from, to } of moves) await move(id, from, to);
   }
 
   private importRefusal(record: ApiKeyRecord): string | null {

@@ -96,6 +96,29 @@ export interface ImportResult {
   unchanged: number;
   /** The ids of the records created or changed (the audit entry names them). */
   ids: string[];
+  /**
+   * Keys that were here under another consumer (or none) and now name a new one (or none): their
+   * windows and ban follow them, as a PATCH's move does (KeyService.importBackup).
+   */
+  moved?: KeyMove[];
+}
+
+/** A key that changed consumer; undefined: no consumer. */
+export interface KeyMove {
+  id: string;
+  from: string | undefined;
+  to: string | undefined;
+}
+
+/**
+ * A key write refused because it would put a key into a consumer whose deletion is under way or
+ * has just been done (KeyStore.closeConsumer): the consumer is, for this key, gone.
+ */
+export class ConsumerClosed extends Error {
+  constructor(readonly consumerId: string) {
+    super(`consumer ${consumerId} is being deleted`);
+    this.name = 'ConsumerClosed';
+  }
 }
 
 /** An import refused because a record's secret (hash) belongs to another key id here. */
@@ -142,6 +165,16 @@ export interface KeyStore {
    * revoked (at its own instant) whatever the imported state says: an older backup never revives it.
    */
   importRecords(records: ApiKeyRecord[]): Promise<ImportResult>;
+  /**
+   * Optional: closes a consumer to keys for `holdMs` from now (its deletion is under way). Until
+   * every holder reopened it or the hold ends, an insert naming it and an update moving a key into
+   * it throw ConsumerClosed, decided in the same atomic step as the write (a script on Redis).
+   * `token` names the holder; several may hold one consumer. Returns whether `token` already held
+   * it (false when the hold had run out meanwhile).
+   */
+  closeConsumer?(consumerId: string, token: string, holdMs: number): Promise<boolean>;
+  /** Optional, with closeConsumer: `token` no longer holds the consumer closed. */
+  reopenConsumer?(consumerId: string, token: string): Promise<void>;
   /** Called for every change, from this instance or another; returns an unsubscribe function. */
   onChange(listener: (change: KeyChange) => void): () => void;
   /**

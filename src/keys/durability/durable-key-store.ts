@@ -129,6 +129,14 @@ export class DurableKeyStore implements KeyStore {
     }
   }
 
+  closeConsumer(consumerId: string, token: string, holdMs: number): Promise<boolean> {
+    return this.redis.closeConsumer(consumerId, token, holdMs);
+  }
+
+  reopenConsumer(consumerId: string, token: string): Promise<void> {
+    return this.redis.reopenConsumer(consumerId, token);
+  }
+
   onChange(listener: (change: KeyChange) => void): () => void {
     return this.redis.onChange(listener);
   }

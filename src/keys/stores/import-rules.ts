@@ -1,4 +1,4 @@
-import type { ApiKeyRecord } from '../types';
+import type { ApiKeyRecord, KeyMove } from '../types';
 
 /**
  * A revoked key stays revoked (CONTRACT §4): an older backup, taken before the revocation, brings
@@ -9,4 +9,14 @@ export function keepRevocations(records: readonly ApiKeyRecord[], current: (id: 
     const now = current(record.id);
     return now && now.revokedAt !== null && record.revokedAt === null ? { ...record, revokedAt: now.revokedAt } : record;
   });
+}
+
+/** The records that existed before an import under another consumer (or none) than they name now. */
+export function movesOf(records: readonly ApiKeyRecord[], before: (id: string) => ApiKeyRecord | null | undefined): KeyMove[] {
+  const moves: KeyMove[] = [];
+  for (const record of records) {
+    const current = before(record.id);
+    if (current && current.consumerId !== record.consumerId) moves.push({ id: record.id, from: current.consumerId, to: record.consumerId });
+  }
+  return moves;
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as turnOfEventLoop, setTimeout as sleep } from 'node:timers/promises';
-import { keepRevocations } from './import-rules';
+import { keepRevocations, movesOf } from './import-rules';
 import type { LuaCaller } from '../../shared/lua-script';
-import { KeyImportConflict, type ApiKeyRecord, type ImportResult } from '../types';
+import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyMove } from '../types';
 import { encodeRecord } from '../record';
 
 /** The Redis keys an import touches (redisKeyLayout of redis-key-store.ts). */
@@ -100,6 +100,7 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
   const journal = deps.layout.importJournal(randomBytes(8).toString('hex'));
   const { byHash, byId, writes, issued, channel } = deps.layout;
   const written: ApiKeyRecord[] = [];
+  const moved: KeyMove[] = [];
   let unchanged = 0;
   try {
     for (let at = 0; at < records.length; at += IMPORT_BATCH) {
@@ -110,7 +111,10 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
       const [same, ...ids] = await withRetries(() => deps.importBatch([byHash, byId, writes, issued, journal], args), BATCH_ATTEMPTS);
       unchanged += same;
       const changed = new Set(ids);
-      written.push(...batch.filter((record) => changed.has(record.id)));
+      const writtenNow = batch.filter((record) => changed.has(record.id));
+      written.push(...writtenNow);
+      // Against the records as read just before the batch (a move made in between by PATCH moved its own windows).
+      moved.push(...movesOf(writtenNow, (id) => current.get(id)));
       await turnOfEventLoop();
     }
   } catch (err) {
@@ -118,7 +122,7 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
     throw refusalOf(err);
   }
   await withRetries(() => deps.del(journal), BATCH_ATTEMPTS).catch(() => {});
-  return { imported: written.length, unchanged, ids: written.map((record) => record.id), written };
+  return { imported: written.length, unchanged, ids: written.map((record) => record.id), moved, written };
 }
 
 /** Puts back every record the journal holds; retried while Redis is away, then thrown saying what is left. */

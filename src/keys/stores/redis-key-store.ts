@@ -7,7 +7,7 @@ import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeR
 import { GET_MANY_SCRIPT, HEALTH_SCRIPT, IMPORT_BATCH_SCRIPT, RESTORE_MISSING_SCRIPT, UNDO_IMPORT_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
 import { IMPORT_BATCH, redisKeyImport, RECORDS_PER_READ, withRetries, type RedisImportResult } from './redis-key-import';
 import { bumpIssuedMarkLua, markOfMessage, parseIssuedMark, SCAN_BATCH, SCAN_HASHES_SCRIPT, START_ISSUED_MARK_SCRIPT } from './redis-issued-marks';
-import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
+import { ConsumerClosed, type ApiKeyRecord, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore, type StoreIssuedMark } from '../types';
 
 export interface RedisKeyStoreOptions {
   /** Prefix of every Redis key and channel (config `redis.namespace`). */
@@ -28,6 +28,9 @@ export interface RedisKeyStoreOptions {
  *                                 both its current and its previous hash, so either secret is one HGET)
  *   <ns>:keys:{k}:by-id     HASH  key id → sha256 hex
  *   <ns>:keys:{k}:issued    HASH  epoch, seq: how far the hashes have come (redis-issued-marks.ts)
+ *   <ns>:keys:{k}:consumer-closed:<con_…>  SET of holders (PEXPIRE): a consumer being deleted, closed
+ *                                 to keys (closeConsumer); in the records' slot, so the scripts that
+ *                                 write a record check it in the same step on a Cluster too
  *   <ns>:key-changes        channel of KeyChange JSON (with the mark), published by every mutation
  *
  * The plaintext key is never sent to Redis. `by-hash` doubles as the list of all keys (the entries
@@ -40,6 +43,8 @@ export function redisKeyLayout(namespace: string) {
     byHash: `${namespace}:keys:{k}:by-hash`,
     byId: `${namespace}:keys:{k}:by-id`,
     issued: `${namespace}:keys:{k}:issued`,
+    /** Holders of a consumer's deletion (closeConsumer); gone when none holds it. */
+    consumerClosed: (consumerId: string) => `${namespace}:keys:{k}:consumer-closed:${consumerId}`,
     channel: `${namespace}:key-changes`,
     /** Set once key records exist here: its absence beside a non-empty local copy means Redis lost them. */
     epoch: `${namespace}:keys:{k}:epoch`,
@@ -55,12 +60,18 @@ export function redisKeyLayout(namespace: string) {
   };
 }
 
+/** The refusal of a write into a consumer being deleted, as the scripts answer it. */
+const CONSUMER_CLOSED_REPLY = 'consumer-closed';
+
 /**
- * Inserts a record under its hash and id, unless either exists; bumps the issued mark and publishes
- * the change with it, in one script: whoever reads the mark after this sees the creation counted.
- * KEYS: 1 by-hash, 2 by-id, 3 issued, 4 writes (the loss check's counter). ARGV: 1 hash, 2 id, 3 JSON, 4 channel, 5 epoch candidate.
+ * Inserts a record under its hash and id, unless either exists or the record's consumer is being
+ * deleted (its closed set exists); bumps the issued mark and publishes the change with it, in one
+ * script: whoever reads the mark after this sees the creation counted.
+ * KEYS: 1 by-hash, 2 by-id, 3 issued, 4 writes (the loss check's counter), 5 the consumer's closed set.
+ * ARGV: 1 hash, 2 id, 3 JSON, 4 channel, 5 epoch candidate, 6 consumer id ('' for none).
  */
 const INSERT_SCRIPT = `
+if ARGV[6] ~= '' and redis.call('EXISTS', KEYS[5]) == 1 then return redis.error_reply('ERR ${CONSUMER_CLOSED_REPLY} ' .. ARGV[6]) end
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return redis.error_reply('ERR key id already exists') end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return redis.error_reply('ERR key hash already exists') end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
@@ -75,24 +86,43 @@ return 1`;
  * each of its hashes (current, previous), hashes it no longer has are dropped, and one change per
  * hash touched is published so every cache drops each of them.
  *
- * Every write bumps the issued mark (a rotation adds a hash), published with each change.
+ * Every write bumps the issued mark (a rotation adds a hash), published with each change. A write
+ * that moves the key into a consumer being deleted (its closed set exists) is refused.
  *
- * KEYS: 1 by-hash, 2 by-id, 3 issued.
+ * KEYS: 1 by-hash, 2 by-id, 3 issued, 4 the closed set of the consumer moved into.
  * ARGV: 1 hash read, 2 JSON read, 3 new JSON, 4 channel, 5 id, 6 new current hash,
- *       7 N, 8 epoch candidate, 9..8+N hashes to write, then hashes to drop.
+ *       7 N, 8 epoch candidate, 9 consumer moved into ('' for no move into one),
+ *       10..9+N hashes to write, then hashes to drop.
  */
 const REPLACE_SCRIPT = `
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if ARGV[9] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('ERR ${CONSUMER_CLOSED_REPLY} ' .. ARGV[9]) end
 local n = tonumber(ARGV[7])
-for i = 9, 8 + n do
+for i = 10, 9 + n do
   local other = redis.call('HGET', KEYS[1], ARGV[i])
   if other and other ~= ARGV[2] then return redis.error_reply('ERR key hash already exists') end
 end
-for i = 9 + n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
-for i = 9, 8 + n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[3]) end
+for i = 10 + n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+for i = 10, 9 + n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[3]) end
 redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])${bumpIssuedMarkLua('KEYS[3]', 'ARGV[8]')}
-for i = 9, #ARGV do redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[5], hash = ARGV[i], epoch = epoch, seq = seq})) end
+for i = 10, #ARGV do redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[5], hash = ARGV[i], epoch = epoch, seq = seq})) end
 return 1`;
+
+/**
+ * Adds a holder to a consumer's closed set and sets how long the set lasts from now; returns 1 when
+ * the holder was in it already. KEYS: 1 the closed set. ARGV: 1 holder token, 2 hold ms.
+ */
+const CLOSE_CONSUMER_SCRIPT = `
+local held = redis.call('SADD', KEYS[1], ARGV[1]) == 0
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if held then return 1 end
+return 0`;
+
+/** A Redis error that is a script's refusal of a write into a consumer being deleted, as ConsumerClosed. */
+function consumerClosedOf(err: unknown): unknown {
+  const match = new RegExp(`${CONSUMER_CLOSED_REPLY} (\\S+)`).exec((err as Error)?.message ?? '');
+  return match ? new ConsumerClosed(match[1]!) : err;
+}
 
 /** Record by id in one round trip: both keys are declared, so this is legal on Cluster. */
 const GET_BY_ID_SCRIPT = `
@@ -149,8 +179,9 @@ function newEpoch(): string {
 
 /** Every script the store runs; KEYS and ARGV of each are described beside its source. */
 const SCRIPTS = {
-  insert: defineLuaScript<number>('asgKeyStoreInsert', INSERT_SCRIPT, 4),
-  replace: defineLuaScript<number>('asgKeyStoreReplace', REPLACE_SCRIPT, 3),
+  insert: defineLuaScript<number>('asgKeyStoreInsert', INSERT_SCRIPT, 5),
+  replace: defineLuaScript<number>('asgKeyStoreReplace', REPLACE_SCRIPT, 4),
+  closeConsumer: defineLuaScript<number>('asgKeyStoreCloseConsumer', CLOSE_CONSUMER_SCRIPT, 1),
   getById: defineLuaScript<string | null>('asgKeyStoreGetById', GET_BY_ID_SCRIPT, 2),
   importBatch: defineLuaScript<[number, ...string[]]>('asgKeyStoreImportBatch', IMPORT_BATCH_SCRIPT, 5),
   undoImport: defineLuaScript<number>('asgKeyStoreUndoImport', UNDO_IMPORT_SCRIPT, 4),
@@ -225,7 +256,10 @@ export class RedisKeyStore implements KeyStore {
 
   async insert(record: ApiKeyRecord): Promise<void> {
     const { byHash, byId, issued, writes, channel } = this.layout;
-    await this.scripts.insert([byHash, byId, issued, writes], [record.hash, record.id, encodeRecord(record), channel, newEpoch()]);
+    const consumer = record.consumerId ?? '';
+    await this.scripts
+      .insert([byHash, byId, issued, writes, this.layout.consumerClosed(consumer)], [record.hash, record.id, encodeRecord(record), channel, newEpoch(), consumer])
+      .catch((err: unknown) => Promise.reject(consumerClosedOf(err)));
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
 
@@ -311,6 +345,14 @@ export class RedisKeyStore implements KeyStore {
       scanJournal: (key, cursor) => this.redis.hscan(key, cursor, 'COUNT', IMPORT_BATCH),
       newEpoch,
     });
+  }
+
+  async closeConsumer(consumerId: string, token: string, holdMs: number): Promise<boolean> {
+    return (await this.scripts.closeConsumer([this.layout.consumerClosed(consumerId)], [token, Math.max(1, Math.ceil(holdMs))])) === 1;
+  }
+
+  async reopenConsumer(consumerId: string, token: string): Promise<void> {
+    await this.redis.srem(this.layout.consumerClosed(consumerId), token);
   }
 
   /** Writes the records whose id and hashes are all absent (after data loss); returns the ids written. */
@@ -422,8 +464,10 @@ export class RedisKeyStore implements KeyStore {
       const { byHash, byId, issued, channel } = this.layout;
       const kept = hashesOf(next);
       const dropped = hashesOf(current).filter((hash) => !kept.includes(hash));
-      const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), newEpoch(), ...kept, ...dropped];
-      const written = await this.scripts.replace([byHash, byId, issued], args);
+      // Only a move into a consumer is checked: a key staying where it is may still be renamed or revoked.
+      const movedInto = next.consumerId !== undefined && next.consumerId !== current.consumerId ? next.consumerId : '';
+      const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), newEpoch(), movedInto, ...kept, ...dropped];
+      const written = await this.scripts.replace([byHash, byId, issued, this.layout.consumerClosed(movedInto)], args).catch((err: unknown) => Promise.reject(consumerClosedOf(err)));
       if (written === 1) {
         for (const hash of [...kept, ...dropped]) this.changeListeners.emit({ id: next.id, hash });
         return next;

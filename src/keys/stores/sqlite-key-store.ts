@@ -8,9 +8,9 @@ import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
-import { keepRevocations } from './import-rules';
+import { keepRevocations, movesOf } from './import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
-import type { ApiKeyRecord, ImportResult, KeyChange, KeyPatch, KeyRotation, KeyStore } from '../types';
+import { ConsumerClosed, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore } from '../types';
 
 export interface SqliteKeyStoreOptions {
   /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
@@ -193,6 +193,8 @@ export class SqliteKeyStore implements KeyStore {
   private closed = false;
   /** Set while an import's transaction is open (importRecords). */
   private importing: Promise<void> | null = null;
+  /** Consumers being deleted (closeConsumer): their holders and until when (ms since the epoch) they hold. */
+  private readonly closedConsumers = new Map<string, { holders: Set<string>; until: number }>();
 
   constructor(options: SqliteKeyStoreOptions) {
     const file = options.dataDir === null ? ':memory:' : path.join(options.dataDir, KEYS_DATABASE_FILE);
@@ -229,6 +231,8 @@ export class SqliteKeyStore implements KeyStore {
   async insert(record: ApiKeyRecord): Promise<void> {
     await this.writable();
     this.assertOpen();
+    // Decided after the wait, with no await before the write: nothing can close the consumer in between.
+    this.assertConsumerOpen(record.consumerId);
     if (this.byId.has(record.id)) throw new Error(`key id ${record.id} already exists`);
     if (hashesOf(record).some((h) => this.byHash.has(h))) throw new Error('key hash already exists');
     // Disk first, and only then memory: a write the file refused (503) leaves no key in the Maps.
@@ -286,6 +290,8 @@ export class SqliteKeyStore implements KeyStore {
     this.importing = new Promise<void>((resolve) => (done = resolve));
     try {
       const plan = applyImport(this.byId, this.byHash, keepRevocations(records, (id) => this.byId.get(id)));
+      // Read before the maps change; the other writes wait for the import, so none moves a key meanwhile.
+      const moved = movesOf(plan.changed, (id) => this.byId.get(id));
       await this.writeInSteps(plan.changed);
       // Committed: the maps follow, a step at a time (other writes still wait; a lookup meanwhile
       // sees a record as it was or as imported, both on disk states of the last moments).
@@ -293,7 +299,7 @@ export class SqliteKeyStore implements KeyStore {
         this.applyImported(plan.changed.slice(at, at + IMPORT_STEP));
         await turnOfEventLoop();
       }
-      return { imported: plan.changed.length, unchanged: plan.unchanged, ids: plan.changed.map((record) => record.id) };
+      return { imported: plan.changed.length, unchanged: plan.unchanged, ids: plan.changed.map((record) => record.id), moved };
     } finally {
       this.importing = null;
       done();
@@ -367,6 +373,7 @@ export class SqliteKeyStore implements KeyStore {
     if (!current) return null;
     const next = transform(current);
     if (next === current) return copyRecord(current);
+    if (next.consumerId !== current.consumerId) this.assertConsumerOpen(next.consumerId);
     // Disk first: if the write fails, memory still matches what a restart would load.
     const result = this.write(() => this.updateRow.run(toRow(next)));
     if (result.changes !== 1) throw new Error(`key ${id} is missing from ${KEYS_DATABASE_FILE}`);
@@ -375,6 +382,31 @@ export class SqliteKeyStore implements KeyStore {
     this.remember(next);
     for (const hash of new Set([...before, ...hashesOf(next)])) this.changeListeners.emit({ id: next.id, hash });
     return copyRecord(next);
+  }
+
+  async closeConsumer(consumerId: string, token: string, holdMs: number): Promise<boolean> {
+    const now = Date.now();
+    const entry = this.closedConsumers.get(consumerId);
+    const held = entry !== undefined && entry.until > now && entry.holders.has(token);
+    const holders = entry !== undefined && entry.until > now ? entry.holders : new Set<string>();
+    holders.add(token);
+    this.closedConsumers.set(consumerId, { holders, until: now + holdMs });
+    return held;
+  }
+
+  async reopenConsumer(consumerId: string, token: string): Promise<void> {
+    const entry = this.closedConsumers.get(consumerId);
+    entry?.holders.delete(token);
+    if (entry && entry.holders.size === 0) this.closedConsumers.delete(consumerId);
+  }
+
+  /** A write that puts a key into a consumer being deleted throws ConsumerClosed; a hold that ran out is forgotten. */
+  private assertConsumerOpen(consumerId: string | undefined): void {
+    if (consumerId === undefined) return;
+    const entry = this.closedConsumers.get(consumerId);
+    if (entry === undefined) return;
+    if (entry.until > Date.now()) throw new ConsumerClosed(consumerId);
+    this.closedConsumers.delete(consumerId);
   }
 
   /** Throws when `keys.sqlite` cannot take a write now (the gateway's /readyz). */

@@ -1,5 +1,5 @@
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
-import type { ApiKeyRecord, KeyChange, KeyStore } from '../../../src/keys/types';
+import { ConsumerClosed, type ApiKeyRecord, type KeyChange, type KeyStore } from '../../../src/keys/types';
 import { keyRecordFixture } from '../../support/key-record';
 import { eventually } from '../../support/eventually';
 
@@ -201,6 +201,64 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       await eventually(() => probe.length >= 1, { timeoutMs: 2000, what: 'probe change' });
       offProbe();
       expect(changes.length).toBe(seen);
+    });
+
+    it('a consumer closed to keys refuses a key inserted in it or moved into it, in the write itself, until every holder reopened it or the hold ran out', async () => {
+      const consumerId = 'con_' + 'c'.repeat(24);
+      const inside = newRecord({ consumerId }).record;
+      const outside = newRecord().record;
+      for (const record of [inside, outside]) await store.insert(record);
+      expect(await store.closeConsumer!(consumerId, 'one', 60_000)).toBe(false);
+      expect(await store.closeConsumer!(consumerId, 'two', 60_000)).toBe(false);
+      expect(await store.closeConsumer!(consumerId, 'one', 60_000)).toBe(true);
+
+      const refused = newRecord({ consumerId }).record;
+      await expect(store.insert(refused)).rejects.toEqual(new ConsumerClosed(consumerId));
+      await expect(store.update(outside.id, { consumerId }, '2026-01-02T00:00:00.000Z')).rejects.toEqual(new ConsumerClosed(consumerId));
+      expect(await store.get(refused.id)).toBeNull();
+      expect((await store.get(outside.id))?.consumerId).toBeUndefined();
+      // A key already in it is not moved into it: it may still be renamed and revoked.
+      expect(await store.update(inside.id, { name: 'renamed' }, '2026-01-02T00:00:00.000Z')).toMatchObject({ name: 'renamed', consumerId });
+      expect((await store.revoke(inside.id, '2026-01-02T00:00:00.000Z'))?.revokedAt).toBe('2026-01-02T00:00:00.000Z');
+
+      // One holder gone, the other still holds it; then it opens.
+      await store.reopenConsumer!(consumerId, 'one');
+      await expect(store.insert(refused)).rejects.toEqual(new ConsumerClosed(consumerId));
+      await store.reopenConsumer!(consumerId, 'two');
+      await store.insert(refused);
+      expect((await store.update(outside.id, { consumerId }, '2026-01-02T00:00:00.000Z'))?.consumerId).toBe(consumerId);
+
+      // A hold that runs out opens it too (a deletion that died half-way).
+      const other = 'con_' + 'd'.repeat(24);
+      await store.closeConsumer!(other, 'gone', 50);
+      await expect(store.insert(newRecord({ consumerId: other }).record)).rejects.toEqual(new ConsumerClosed(other));
+      const later = newRecord({ consumerId: other }).record;
+      await eventually(async () => store.insert(later).then(() => true, () => false), { timeoutMs: 5000, what: 'the hold to run out' });
+      expect(await store.closeConsumer!(other, 'gone', 60_000)).toBe(false);
+    });
+
+    it('an import tells which keys it moved to another consumer', async () => {
+      const a = 'con_' + 'a'.repeat(24);
+      const b = 'con_' + 'b'.repeat(24);
+      const staying = newRecord({ consumerId: a }).record;
+      const moving = newRecord({ consumerId: a }).record;
+      const joining = newRecord().record;
+      const leaving = newRecord({ consumerId: b }).record;
+      for (const record of [staying, moving, joining, leaving]) await store.insert(record);
+      const fresh = newRecord({ consumerId: b }).record;
+      const { consumerId: _left, ...left } = leaving;
+      const result = await store.importRecords([{ ...staying, name: 'renamed' }, { ...moving, consumerId: b }, { ...joining, consumerId: a }, left, fresh]);
+      expect(result.imported).toBe(5);
+      expect(result.moved).toEqual(
+        expect.arrayContaining([
+          { id: moving.id, from: a, to: b },
+          { id: joining.id, from: undefined, to: a },
+          { id: leaving.id, from: b, to: undefined },
+        ]),
+      );
+      expect(result.moved).toHaveLength(3);
+      // Imported again: nothing changes, nothing moves.
+      expect((await store.importRecords([{ ...moving, consumerId: b }])).moved ?? []).toEqual([]);
     });
 
     it('keeps a listener that throws from breaking the write or other listeners', async () => {
