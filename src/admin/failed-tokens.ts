@@ -1,5 +1,5 @@
-import net from 'node:net';
 import type { Clock } from '../shared/clock';
+import { addressGroup } from '../shared/ip-address';
 
 /** A wrong token is answered no sooner than this: never faster than a right one, and slow to guess with. */
 export const FAILED_TOKEN_DELAY_MS = 250;
@@ -11,22 +11,6 @@ const MAX_ADDRESSES = 10_000;
 interface Minute {
   count: number;
   endsAt: number;
-}
-
-/**
- * Who a failure is counted against: an IPv4 address, or an IPv6 address's /64 (one host usually
- * holds a whole /64, so counting single IPv6 addresses would count nothing). `::ffff:a.b.c.d` is
- * the IPv4 address it maps.
- */
-export function addressKey(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!net.isIPv6(address)) return address;
-  const [head = '', tail = ''] = address.split('::');
-  const headGroups = head ? head.split(':') : [];
-  const tailGroups = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...headGroups, ...Array(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
 
 /** What a failure changed: whether its address, or all addresses together, just reached their bound. */
@@ -61,7 +45,7 @@ export class FailedTokenLimiter {
   lockedOutForMs(address: string): number {
     const now = this.clock.now();
     const allLeft = this.all.count >= this.total ? this.all.endsAt - now : 0;
-    const key = addressKey(address);
+    const key = addressGroup(address);
     const minute = this.byAddress.get(key);
     if (minute && minute.endsAt <= now) this.byAddress.delete(key);
     const addressLeft = minute && minute.endsAt > now && minute.count >= this.perAddress ? minute.endsAt - now : 0;
@@ -72,7 +56,7 @@ export class FailedTokenLimiter {
     const now = this.clock.now();
     if (this.all.endsAt <= now) this.all = { count: 0, endsAt: now + WINDOW_MS };
     this.all.count++;
-    const key = addressKey(address);
+    const key = addressGroup(address);
     let minute = this.byAddress.get(key);
     if (!minute || minute.endsAt <= now) {
       if (!minute && this.byAddress.size >= MAX_ADDRESSES) this.byAddress.delete(this.byAddress.keys().next().value!);

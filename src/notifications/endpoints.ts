@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { redactedUrl } from '../shared/redaction';
 import { readWebhookSecret, webhookSecretBytes, WEBHOOK_EVENT_TYPES, type NotificationsConfig, type WebhookEventType } from '../shared/config';
 
 /** One receiver of config `notifications.webhooks` as the request path sees it: who takes which events. */
@@ -11,7 +12,7 @@ export interface Receiver {
 /** One receiver of config `notifications.webhooks`, ready to sign for. */
 export interface Endpoint extends Receiver {
   url: string;
-  /** The URL as log lines show it: without a user or password it may carry. */
+  /** The URL as log lines show it (shownUrl): nothing that may carry its token. */
   shownUrl: string;
   /** The bytes of its `whsec_` secret. */
   secret: Buffer;
@@ -50,10 +51,7 @@ export function endpointsOf(config: NotificationsConfig, onUnreadable: (url: str
   return endpoints;
 }
 
-/** A URL without its credentials, for log lines. */
+/** A receiver's URL as log lines show it: no password, path, query value or fragment, which may carry its token. */
 export function shownUrl(url: string): string {
-  const parsed = new URL(url);
-  parsed.username = '';
-  parsed.password = '';
-  return parsed.href;
+  return redactedUrl(url);
 }

@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
-import { loadConfigOffThread, type Config, type ReloadOutcome } from '../shared/config';
+import { ConfigError, loadConfigOffThread, webhookTargetProblems, type Config, type ReloadOutcome } from '../shared/config';
+import type { AdminListenerAddress } from '../shared/admin-listener-address';
 import { readTlsPair, type TlsPair } from '../shared/tls-pair';
 import { systemClock, type Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
@@ -96,6 +97,12 @@ export async function startProduct(config: Config, options: StartOptions): Promi
   try {
     // A missing, unreadable or mismatched pair stops startup before anything is opened.
     const tlsPair = await readTlsPair(config.tls);
+    // Where the admin listener answers (its port once it listens): what no webhook may reach.
+    let adminPort = options.adminPort || config.server.adminPort;
+    const adminListener = () => ({ host: config.server.adminHost, port: adminPort });
+    // A receiver whose name resolves to it stops startup too, as one the URL alone shows does at load.
+    const webhookProblems = await webhookTargetProblems(config.notifications, adminListener());
+    if (webhookProblems.length > 0) throw new ConfigError(webhookProblems);
     // What a reload may change is read from here by every reader, when it needs it: the gateway's
     // handler (built again for a new config), the key service, the admin API, the embedded
     // inventory and the metrics. A reload puts a new config here and nothing else.
@@ -124,7 +131,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     // Until the filter of issued keys is built every unknown key is looked up in Redis, as before; wait for it.
     await resolver.ready();
     const recorders = startRecorders({ stores, metrics, logger, clock, closers });
-    const notifier = startNotifications(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers });
+    const notifier = startNotifications(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener });
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
@@ -137,7 +144,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
     };
     const planUsers = [keysAsPlanUsers(stores.keyStore)];
-    const reload = options.reload ?? reloadsInThisProcess({ state: configState, load: options.loadConfig, apply: applyConfig, planUsers, metrics, logger });
+    const reload = options.reload ?? reloadsInThisProcess({ state: configState, load: options.loadConfig, apply: applyConfig, planUsers, metrics, logger, adminListener });
     const adminToken = resolveAdminToken(config);
     const adminUrl = await startAdminListener(config, {
       ...recorders,
@@ -159,6 +166,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       configInForce: inForce,
       ...usageReports({ stores, recorders, keyService, clock }),
     });
+    adminPort = Number(/:(\d+)$/.exec(adminUrl)![1]);
     // The metrics registered since (the reload's) take the same closed sets.
     enforceLabelAllowlist(metrics.registry, labels);
     return { gatewayUrl: gateway.url, adminUrl, authzUrl, inventory, adminToken, keyService, consumerService: consumers.service, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
@@ -195,6 +203,7 @@ function reloadsInThisProcess(deps: {
   planUsers: PlanUsers[];
   metrics: GatewayMetrics;
   logger: Logger;
+  adminListener: () => AdminListenerAddress;
 }): (trigger: string) => Promise<ReloadOutcome> {
   const reloader = new ConfigReloader({
     state: deps.state,
@@ -204,6 +213,7 @@ function reloadsInThisProcess(deps: {
     vet: (current, next) => planRemovalProblems(current, next, deps.planUsers),
     metrics: createConfigMetrics(deps.metrics.registry),
     logger: deps.logger,
+    adminListener: deps.adminListener,
   });
   return (trigger) => reloader.reload(trigger);
 }

@@ -1,5 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { Config } from '../shared/config';
+import type { AdminListenerAddress } from '../shared/admin-listener-address';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import type { KeyDecisionListener } from '../gateway/handler';
@@ -14,7 +15,7 @@ import type { Closers } from './closers';
  */
 export function startNotifications(
   config: Config,
-  deps: { stores: Stores; configInForce: () => Config; registry: Registry; clock: Clock; logger: Logger; closers: Closers },
+  deps: { stores: Stores; configInForce: () => Config; registry: Registry; clock: Clock; logger: Logger; closers: Closers; adminListener: () => AdminListenerAddress },
 ): Notifier {
   const notifier = new Notifier({
     outbox: deps.stores.webhookOutbox,
@@ -24,6 +25,7 @@ export function startNotifications(
     clock: deps.clock,
     logger: deps.logger.child({ component: 'webhooks' }),
     registry: deps.registry,
+    adminListener: deps.adminListener,
   });
   deps.closers.add(() => notifier.close());
   return notifier;

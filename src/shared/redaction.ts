@@ -103,3 +103,25 @@ export function createKeyScrubber(keyPrefix: string = DEFAULT_KEY_PREFIX): KeySc
 function isError(value: object): boolean {
   return value instanceof Error || Object.prototype.toString.call(value) === '[object Error]';
 }
+
+/**
+ * A URL as a log line or GET /admin/config may show it, for URLs that carry their credential in
+ * themselves (webhook receivers: Slack's `/services/T0…/B0…/…`, `?token=…`): a password replaced,
+ * the path replaced whole when it is more than `/`, each query value (and a parameter without a
+ * value) replaced, the fragment replaced. Scheme, user, host, port and the query's names stay, so
+ * the operator still sees which service and which parameters. Text that is no URL is replaced whole.
+ */
+export function redactedUrl(value: string): string {
+  if (!URL.canParse(value)) return REDACTED;
+  const url = new URL(value);
+  const userInfo = url.username === '' && url.password === '' ? '' : `${url.username}${url.password === '' ? '' : `:${REDACTED}`}@`;
+  const path = url.pathname === '/' || url.pathname === '' ? url.pathname : `/${REDACTED}`;
+  const parameters = url.search.slice(1).split('&').map((part) => {
+    const equals = part.indexOf('=');
+    if (part === '') return part;
+    return equals === -1 ? REDACTED : `${part.slice(0, equals)}=${REDACTED}`;
+  });
+  const query = url.search === '' ? '' : `?${parameters.join('&')}`;
+  const fragment = url.hash === '' ? '' : `#${REDACTED}`;
+  return `${url.protocol}//${userInfo}${url.host}${path}${query}${fragment}`;
+}

@@ -1,4 +1,5 @@
-import { ConfigError, failedReload, planReload, type Config, type LastReload, type ReloadOutcome } from '../../shared/config';
+import { ConfigError, failedReload, planReload, webhookTargetProblems, type Config, type LastReload, type ReloadOutcome } from '../../shared/config';
+import type { AdminListenerAddress } from '../../shared/admin-listener-address';
 import type { Logger } from '../../shared/logger';
 import { readTlsPair, type TlsPair } from '../../shared/tls-pair';
 import type { ConfigMetrics } from './config-metrics';
@@ -18,6 +19,8 @@ export interface ReloaderOptions {
   metrics: ConfigMetrics;
   logger: Logger;
   now?: () => Date;
+  /** Where the admin listener answers now (its port may have been 0 in the config); default: the config's. */
+  adminListener?: () => AdminListenerAddress;
 }
 
 /**
@@ -45,6 +48,17 @@ export class ConfigReloader {
     return attempt;
   }
 
+  /**
+   * Webhook receivers that reach the admin listener, names resolved (webhook-targets.ts): asked
+   * only when `notifications` changes, as nothing else can change the answer (the admin address
+   * needs a restart, and the send-time check holds a name whose DNS answer changes later).
+   */
+  private webhookProblems(next: Config, applied: readonly string[]): Promise<string[]> {
+    if (!applied.includes('notifications')) return Promise.resolve([]);
+    const admin = this.options.adminListener?.() ?? { host: next.server.adminHost, port: next.server.adminPort };
+    return webhookTargetProblems(next.notifications, admin);
+  }
+
   private async attempt(trigger: string): Promise<ReloadOutcome> {
     const { state, metrics, logger } = this.options;
     const at = (this.options.now?.() ?? new Date()).toISOString();
@@ -56,7 +70,7 @@ export class ConfigReloader {
       plan = planReload(state.config, loaded);
       await turnOfTheEventLoop();
       pair = await readTlsPair(plan.inForce.tls);
-      const problems = (await this.options.vet?.(state.config, plan.inForce)) ?? [];
+      const problems = [...(await this.webhookProblems(plan.inForce, plan.applied)), ...((await this.options.vet?.(state.config, plan.inForce)) ?? [])];
       if (problems.length > 0) throw new ConfigError(problems);
     } catch (err) {
       const outcome = failedReload(err);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { redactedUrl } from '../redaction';
 import type { Config } from './schema';
 
 /** Config paths that hold secrets: never shown by GET /admin/config, never hashed in clear. */
@@ -39,11 +40,13 @@ export function redactedConfig(config: Config): Config {
   return redacted;
 }
 
-/** A webhook receiver as shown: its secret, and a password inside its URL, replaced. */
+/**
+ * A webhook receiver as shown: its secret replaced, and its URL as redactedUrl shows it (a
+ * receiver's token often is the URL's path or a query value). So the hash, made of what is shown,
+ * stays as it was when only such a token changes, as it does for a password.
+ */
 function redactedWebhook(webhook: Config['notifications']['webhooks'][number]): Config['notifications']['webhooks'][number] {
-  const url = new URL(webhook.url);
-  if (url.password !== '') url.password = REDACTED;
-  return { ...webhook, url: url.password === '' ? webhook.url : url.href, ...(webhook.secret ? { secret: REDACTED } : {}) };
+  return { ...webhook, url: redactedUrl(webhook.url), ...(webhook.secret ? { secret: REDACTED } : {}) };
 }
 
 /** JSON with every object's keys sorted: the same config is the same text whatever order its files gave. */

@@ -15,3 +15,4 @@ export { planReload, changedSettings, RELOADABLE_SETTINGS, type ReloadPlan } fro
 export { configHash, redactedConfig, canonicalJson, SECRET_SETTINGS, REDACTED } from './display';
 export { failedReload, problemEntry, type ConfigView, type LastReload, type ReloadOutcome } from './reload-outcome';
 export { WEBHOOK_EVENT_TYPES, readWebhookSecret, webhookSecretBytes, type NotificationsConfig, type WebhookConfig, type WebhookEventType } from './notifications';
+export { webhookTargetProblems, lookupHost, WEBHOOK_LOOKUP_TIMEOUT_MS, type HostLookup } from './webhook-targets';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import { z } from 'zod';
 import { httpUrl, wholeNumber } from './fields';
+import { isLocalhostName, reachesAdminListener } from '../admin-listener-address';
 
 /**
  * Config `notifications` (CONTRACT §5, Notifications): the webhook receivers and the outbox's
@@ -73,31 +73,29 @@ function secretIssues(webhook: WebhookConfig, at: (string | number)[]): Issue[] 
   return [{ path: [...at, file ? 'secretFile' : 'secret'], message: file ? `${webhook.secretFile} does not hold a secret that ${SECRET_HINT.replace(/^must be/, 'is')}` : SECRET_HINT }];
 }
 
-const LOOPBACK_NAMES = new Set(['localhost', 'localhost.', '127.0.0.1', '::1', '0.0.0.0', '::']);
-const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
-
-/** This machine's own addresses, which an admin listener on 0.0.0.0 (or ::) answers on. */
-function ownAddresses(): Set<string> {
-  const addresses = new Set<string>();
-  for (const list of Object.values(os.networkInterfaces())) for (const entry of list ?? []) addresses.add(entry.address);
-  return addresses;
+/** The port a URL connects to: its own, or its scheme's. */
+export function urlPort(url: URL): number {
+  return url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
 }
 
 /**
- * Whether a receiver's URL reaches this gateway's admin listener: a webhook body would be posted
- * to the admin API, and a receiver there could only be a mistake (or a way to probe it). Names are
- * not resolved: a host name other than `localhost` is taken to be another machine.
+ * Whether a receiver's URL reaches this gateway's admin listener, as far as the URL alone shows:
+ * a webhook body would be posted to the admin API, and a receiver there could only be a mistake
+ * (or a way to probe it). Addresses are compared in their canonical form (`[::ffff:127.0.0.1]`,
+ * `[::127.0.0.1]` and `[0:0:0:0:0:0:0:1]` are loopback); `localhost` and names under it are
+ * loopback; other names are resolved by webhookTargetProblems (webhook-targets.ts), and the
+ * address each delivery connects to is checked again when it is sent (src/notifications/sender.ts).
  */
 export function pointsAtAdminListener(url: string, admin: { adminHost: string; adminPort: number }): boolean {
   // A URL that is not one has its own line already (the schema's).
   if (!URL.canParse(url)) return false;
   const parsed = new URL(url);
-  const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
+  const port = urlPort(parsed);
   if (port !== admin.adminPort) return false;
   const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const adminHost = admin.adminHost.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === adminHost || LOOPBACK_NAMES.has(host) || /^127\./.test(host)) return true;
-  return WILDCARD_HOSTS.has(adminHost) && ownAddresses().has(host);
+  if (isLocalhostName(host) || host.replace(/\.$/, '') === adminHost.replace(/\.$/, '')) return true;
+  return reachesAdminListener(host, port, { host: admin.adminHost, port: admin.adminPort });
 }
 
 /** Every problem of `notifications.webhooks` that needs more than one field to see. */

@@ -3,6 +3,7 @@ import { durationMs, httpUrl, instant, port, positiveInt, readableFile, wholeNum
 import { redisConfigured, redisSourceCount } from './redis-sources';
 import { costIssues, MAX_OPERATION_COST } from './costs';
 import { notificationIssues, notificationsSchema } from './notifications';
+import { parseAddressEntry } from '../../access/address-entry';
 
 /**
  * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
@@ -22,6 +23,17 @@ const planSchema = z
   (p) => (p.perMinute === undefined) === (p.perDay === undefined),
   { message: 'a plan sets both perMinute and perDay, or neither (limits then come from each key)' },
 ).refine((p) => p.perMonth === undefined || p.perDay !== undefined, { message: 'perMonth needs perMinute and perDay beside it', path: ['perMonth'] });
+
+/**
+ * One entry of `server.trustedProxies`: an IPv4/IPv6 address or CIDR range, parsed as an access
+ * policy's `allowedAddresses` entry (src/access/address-entry.ts), so that what loads is what the
+ * gateway matches (src/gateway/client-address.ts). An entry it cannot match is named at load.
+ */
+const trustedProxy = z.string().superRefine((entry, ctx) => {
+  if (parseAddressEntry(entry) === null) {
+    ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} is not an IPv4/IPv6 address or CIDR range (such as 10.0.0.0/8, 192.0.2.7, ::1, 2001:db8::/32)` });
+  }
+});
 
 const deprecationSchema = z.strictObject({
   method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
@@ -57,8 +69,8 @@ export const configSchema = z
       adminPort: port,
       /** Origin clients use to reach the gateway; absolute URLs in `Link` headers are built on it. */
       publicBaseUrl: httpUrl.nullable(),
-      /** Socket addresses whose `X-Forwarded-For` is believed. */
-      trustedProxies: z.array(z.string().min(1)),
+      /** Socket addresses and CIDR ranges whose `X-Forwarded-For` is believed, read as `allowedAddresses` is. */
+      trustedProxies: z.array(trustedProxy),
       maxBodyBytes: positiveInt,
       maxHeaderBytes: positiveInt,
       shutdownTimeoutMs: durationMs,

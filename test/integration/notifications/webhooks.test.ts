@@ -1,4 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../../../src/shared/clock';
+import { WebhookSender } from '../../../src/notifications/sender';
+import { loopbackNameFromHosts } from '../../support/loopback-names';
 import { eventId } from '../../../src/notifications/events';
 import { uniqueNamespace } from '../../support/test-redis';
 import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
@@ -227,3 +231,47 @@ test('a receiver down for more than an hour: the attempts fail on the backoff, r
   expect(back.deliveries.map((d) => d.id)).toEqual([eventId('quota.threshold', 'key', record.id, 'day', dayStart, 80)]);
   await waitUntil('an empty outbox', async () => (await outboxEvents(gateway)) === 0);
 });
+
+/**
+ * Issue 48 (item 7): what a receiver's name resolves to can change after the config was checked
+ * (DNS): each connection is checked where it landed, before the request is sent. A real listener
+ * on loopback stands for the admin listener and counts what reaches it.
+ */
+test('a delivery never reaches this gateway\'s admin listener, whatever form or name its URL gives at the moment it is sent', async () => {
+  let hits = 0;
+  const adminListener = http.createServer((_req, res) => {
+    hits++;
+    res.end('{}');
+  });
+  await new Promise<void>((resolve) => adminListener.listen(0, '127.0.0.1', resolve));
+  const port = (adminListener.address() as AddressInfo).port;
+  const guarded = new WebhookSender(() => 5000, () => ({ host: '127.0.0.1', port }));
+  const unguarded = new WebhookSender(() => 5000);
+  const running = new AbortController().signal;
+  try {
+    const urls = [
+      `http://[::ffff:127.0.0.1]:${port}/admin/reload`,
+      `http://[::ffff:7f00:1]:${port}/admin/reload`,
+      // Linux does not route IPv4-compatible addresses: refused by the check or by the kernel, never delivered.
+      `http://[::127.0.0.1]:${port}/admin/reload`,
+      `http://${loopbackNameFromHosts()}:${port}/admin/reload`,
+      `http://localhost:${port}/admin/reload`,
+      `http://127.0.0.1:${port}/admin/reload`,
+    ];
+    for (const url of urls) {
+      const outcome = await guarded.post(url, { 'content-type': 'application/json' }, '{}', running);
+      expect({ url, delivered: outcome.delivered }).toEqual({ url, delivered: false });
+    }
+    expect(hits).toBe(0);
+    const refused = await guarded.post(`http://127.0.0.1:${port}/admin/reload`, {}, '{}', running);
+    expect(refused).toEqual({ delivered: false, reason: `refused: 127.0.0.1:${port} is this gateway's admin listener` });
+    // The same listener, when it is not this gateway's admin listener, is a receiver like any other.
+    expect(await unguarded.post(`http://127.0.0.1:${port}/hooks`, {}, '{}', running)).toEqual({ delivered: true, status: 200 });
+    expect(hits).toBe(1);
+  } finally {
+    await guarded.close();
+    await unguarded.close();
+    await new Promise((resolve) => adminListener.close(resolve));
+  }
+});
+

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, redactedConfig, REDACTED } from '../../../src/shared/config';
+import { ConfigError, configHash, loadConfig, redactedConfig, REDACTED } from '../../../src/shared/config';
 
 /** What a bad `notifications.webhooks` says: one line per problem, naming the setting, never the secret. */
 
@@ -28,6 +28,13 @@ test.each([
   ['a non-HTTP scheme', { url: 'ftp://hooks.example/x', secret: SECRET }, 'invalid setting notifications.webhooks.0.url: must be an http:// or https:// URL'],
   ['the admin listener', { url: 'http://127.0.0.1:8081/admin/keys', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
   ['the admin listener by name', { url: 'http://localhost:8081/', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
+  // Issue 48 (item 7): loopback however it is written, and names under localhost.
+  ['the admin listener as IPv4-mapped IPv6', { url: 'http://[::ffff:127.0.0.1]:8081/admin/reload', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
+  ['the admin listener as IPv4-mapped IPv6 in hex', { url: 'http://[::ffff:7f00:1]:8081/admin/reload', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
+  ['the admin listener as IPv4-compatible IPv6', { url: 'http://[::127.0.0.1]:8081/admin/reload', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
+  ['the admin listener as a non-canonical ::1', { url: 'http://[0:0:0:0:0:0:0:1]:8081/admin/reload', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
+  ['the admin listener as another loopback address in decimal', { url: 'http://2130706434:8081/admin/reload', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
+  ['the admin listener by a name under localhost', { url: 'http://hooks.localhost:8081/admin/reload', secret: SECRET }, "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:8081); a receiver must be another service"],
   ['no secret', { url: 'https://hooks.example/x' }, 'invalid setting notifications.webhooks.0.secret: is required (or secretFile): must be whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'],
   ['a secret without whsec_', { url: 'https://hooks.example/x', secret: 'hunter2hunter2hunter2hunter2' }, 'invalid setting notifications.webhooks.0.secret: must be whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'],
   ['a secret too short', { url: 'https://hooks.example/x', secret: `whsec_${Buffer.alloc(8).toString('base64')}` }, 'invalid setting notifications.webhooks.0.secret: must be whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'],
@@ -81,4 +88,18 @@ test('accepted: a secret, or a file holding one (trailing newline dropped); even
   expect(shown[1]!.url).not.toContain('pw');
   expect(shown[1]!.secretFile).toBe(config.notifications.webhooks[1]!.secretFile);
   expect(JSON.stringify(redactedConfig(config))).not.toContain(SECRET);
+});
+
+/** Issue 48 (item 12): a token in a receiver's URL path or query is a secret as its password is. */
+test('GET /admin/config and the hash never take a token in the URL path or query: only the token changed, the hash stays', () => {
+  const withUrl = (url: string) => loadConfig({ env: {}, overrides: { notifications: { webhooks: [{ url, secret: SECRET }] } } as never });
+  const config = withUrl('https://hooks.example/T0KEN/x?token=abc');
+  const shown = JSON.stringify(redactedConfig(config));
+  expect(shown).not.toContain('T0KEN');
+  expect(shown).not.toContain('abc');
+  expect(redactedConfig(config).notifications.webhooks[0]!.url).toBe('https://hooks.example/[redacted]?token=[redacted]');
+  expect(configHash(withUrl('https://hooks.example/OTHER/y?token=xyz'))).toBe(configHash(config));
+  // What is not secret still enters it: another receiver host, or another parameter name.
+  expect(configHash(withUrl('https://other.example/T0KEN/x?token=abc'))).not.toBe(configHash(config));
+  expect(configHash(withUrl('https://hooks.example/T0KEN/x?key=abc'))).not.toBe(configHash(config));
 });

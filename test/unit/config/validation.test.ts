@@ -79,6 +79,26 @@ describe('messages', () => {
   });
 });
 
+/** Issue 48 (item 8): server.trustedProxies takes what allowedAddresses takes, and names what it cannot match. */
+describe('server.trustedProxies', () => {
+  test('addresses and CIDR ranges of both families, in any written form, are accepted as written', () => {
+    const proxies = ['10.0.0.0/8', '192.0.2.7', '::1/128', '0:0:0:0:0:0:0:1', '2001:DB8::/32', '::ffff:10.0.0.0/104'];
+    expect(loadConfig({ env: {}, overrides: { server: { trustedProxies: proxies } } }).server.trustedProxies).toEqual(proxies);
+  });
+
+  test.each([
+    ['a host name', 'proxy.internal'],
+    ['a prefix too long', '10.0.0.0/33'],
+    ['an IPv6 prefix too long', '::1/129'],
+    ['an address out of range', '300.1.1.1'],
+    ['a zone id', 'fe80::1%eth0'],
+    ['an empty entry', ''],
+  ])('%s is refused, naming the entry', (_label, entry) => {
+    const line = refusal(fromOverrides({ server: { trustedProxies: ['127.0.0.1', entry] } }));
+    expect(line).toBe(`invalid setting server.trustedProxies.1: ${JSON.stringify(entry)} is not an IPv4/IPv6 address or CIDR range (such as 10.0.0.0/8, 192.0.2.7, ::1, 2001:db8::/32)`);
+  });
+});
+
 describe('deprecations', () => {
   const valid = {
     method: 'GET',
