@@ -185,3 +185,66 @@ describe('client address behind a proxy', () => {
     expect(header(responses[2]!, 'ratelimit-policy')).toBe('"anonymous";q=2;w=60');
   });
 });
+
+/**
+ * Issue 48 (items 8, 13): trustedProxies are read as allowedAddresses are (CIDR ranges, any
+ * written IPv6 form), matched against a real IPv6 loopback socket; the anonymous window is an IPv6
+ * client's /64, zone ids and IPv4 mappings making none of their own.
+ */
+describe('trusted proxies as ranges and in any written form, and the anonymous window of an IPv6 client', () => {
+  let ranged: ProductHarness;
+  let nonCanonical: ProductHarness;
+  let trusting: ProductHarness;
+
+  beforeAll(async () => {
+    const anonymous = { perMinute: 2 };
+    // On every address of both families, so that a client can come over ::1.
+    ranged = await startTestProduct({ redis: false, overrides: { anonymous, server: { host: '::', trustedProxies: ['10.0.0.0/8', '::1/128'] } } });
+    nonCanonical = await startTestProduct({ redis: false, overrides: { anonymous, server: { host: '::', trustedProxies: ['0:0:0:0:0:0:0:1'] } } });
+    trusting = await startTestProduct({ redis: false, overrides: { anonymous, server: { host: '127.0.0.1', trustedProxies: ['127.0.0.1'] } } });
+  });
+
+  afterAll(async () => {
+    await ranged?.close();
+    await nonCanonical?.close();
+    await trusting?.close();
+  });
+
+  /** An anonymous GET over IPv6 loopback (or the product's own URL), claiming X-Forwarded-For; its status and anonymous window. */
+  async function anonymousOver(product: ProductHarness, forwardedFor: string, overIpv6 = true): Promise<[number, string | null]> {
+    const url = overIpv6 ? `http://[::1]:${new URL(product.gatewayUrl).port}/v1/pets` : `${product.gatewayUrl}/v1/pets`;
+    const res = await fetch(url, { headers: { 'x-forwarded-for': forwardedFor } });
+    await res.arrayBuffer();
+    return [res.status, res.headers.get('x-ratelimit-remaining')];
+  }
+
+  it.each([
+    ['a CIDR range (::1/128)', () => ranged],
+    ['a non-canonical IPv6 address (0:0:0:0:0:0:0:1)', () => nonCanonical],
+  ])('a socket inside %s is a trusted proxy: each forwarded client has its own window', async (_name, product) => {
+    expect(await anonymousOver(product(), '203.0.113.40')).toEqual([401, '1']);
+    expect(await anonymousOver(product(), '203.0.113.40')).toEqual([401, '0']);
+    expect((await anonymousOver(product(), '203.0.113.40'))[0]).toBe(429);
+    // Another client behind the same proxy starts afresh.
+    expect(await anonymousOver(product(), '203.0.113.41')).toEqual([401, '1']);
+  });
+
+  it('hops inside a trusted range (10.0.0.0/8) are skipped: the client is the nearest hop outside it', async () => {
+    expect(await anonymousOver(ranged, '203.0.113.50, 10.1.2.3')).toEqual([401, '1']);
+    expect(await anonymousOver(ranged, '198.51.100.9, 203.0.113.50, 10.200.0.1, 10.1.2.3')).toEqual([401, '0']);
+  });
+
+  it('two addresses of one IPv6 /64 share one anonymous window; the next /64 has its own', async () => {
+    expect(await anonymousOver(trusting, '2001:db8:1:2::a', false)).toEqual([401, '1']);
+    expect(await anonymousOver(trusting, '2001:db8:1:2:ffff:eeee:dddd:cccc', false)).toEqual([401, '0']);
+    expect((await anonymousOver(trusting, '2001:db8:1:2::b', false))[0]).toBe(429);
+    expect(await anonymousOver(trusting, '2001:db8:1:3::a', false)).toEqual([401, '1']);
+  });
+
+  it('a zone id makes no window of its own: fe80::1%eth0 and fe80::1 share one', async () => {
+    expect(await anonymousOver(trusting, 'fe80::1%eth0', false)).toEqual([401, '1']);
+    expect(await anonymousOver(trusting, 'fe80::1', false)).toEqual([401, '0']);
+    expect((await anonymousOver(trusting, 'fe80::1%eth1', false))[0]).toBe(429);
+  });
+});
+

@@ -141,6 +141,31 @@ describe('anonymous limit step', () => {
     expect(await counted(metrics.rejections, { plan: 'anonymous', window: 'anonymous' })).toBe(1);
   });
 
+  /** Issue 48 (item 13): the window is the address's group, as the admin lockout counts it. */
+  it('an IPv6 client is counted by its /64, a zone id or an IPv4 mapping makes no window of its own', async () => {
+    const clock = new ManualClock(NOW);
+    const limiter = createMemoryAddressLimiter({ perMinute: 3, clock });
+    const { limitAnonymous } = setUp(limiter);
+    const remainingFor = async (clientAddress: string) => {
+      const request = gatewayRequest(undefined, { keyless: unknownCaller, clientAddress });
+      await limitAnonymous(request);
+      return request.res.getHeader('x-ratelimit-remaining');
+    };
+
+    // Two addresses of one /64 (one host rotating its interface identifier) share one window.
+    expect(await remainingFor('2001:db8:0:1::1')).toBe('2');
+    expect(await remainingFor('2001:db8:0:1:aaaa:bbbb:cccc:dddd')).toBe('1');
+    // The next /64 is another subscriber.
+    expect(await remainingFor('2001:db8:0:2::1')).toBe('2');
+    // A link-local address with its zone id and without are one client.
+    expect(await remainingFor('fe80::1%eth0')).toBe('2');
+    expect(await remainingFor('fe80::1')).toBe('1');
+    // An IPv4-mapped IPv6 client is its IPv4 address; IPv4 addresses stay one each.
+    expect(await remainingFor('::ffff:198.51.100.4')).toBe('2');
+    expect(await remainingFor('198.51.100.4')).toBe('1');
+    expect(await remainingFor('198.51.100.5')).toBe('2');
+  });
+
   it.each([
     ['an unknown key', unknownCaller, 'consume'],
     ['a known key', revokedCaller, 'peek'],
