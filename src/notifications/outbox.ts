@@ -55,9 +55,11 @@ export interface Outbox {
    * `liveUntil` unless said again; then drops every delivery to a receiver that no instance still
    * believed names (its event too once none of its deliveries is left): a receiver removed from
    * the config everywhere. An instance naming none is not kept at all (a gateway without webhooks
-   * writes nothing). The types of the deliveries dropped, one per delivery.
+   * writes nothing). At most `maxDrops` deliveries per call, so that one call never holds the store
+   * for long (call again while it returns that many). The types of the deliveries dropped, one per
+   * delivery.
    */
-  keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number): Promise<WebhookEventType[]>;
+  keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number, maxDrops: number): Promise<WebhookEventType[]>;
   /** `instance` stops (its receivers are no longer named by it); nothing is dropped here. */
   forgetInstance(instance: string): Promise<void>;
   /** Events waiting for at least one receiver. */

@@ -13,6 +13,11 @@ export const ROSTER_REFRESH_MS = 10_000;
  * busy event loop never makes a running instance look gone.
  */
 export const ROSTER_LIVENESS_MS = 60_000;
+/**
+ * Deliveries dropped per call at most: a receiver removed with 100,000 events waiting never holds
+ * Redis (or the SQLite file) for long; the next batch goes on the next check, half a second later.
+ */
+export const MAX_DROPS_PER_CALL = 1000;
 /** How often the config in force is compared with the one last named: a reload is seen within this. */
 const CONFIG_CHECK_MS = 500;
 /** After a refused call, the next try; meanwhile nothing is dropped (the safe side). */
@@ -75,8 +80,10 @@ export class ReceiverRoster {
         receivers.map((r) => r.key),
         now,
         now + ROSTER_LIVENESS_MS,
+        MAX_DROPS_PER_CALL,
       );
-      this.nextAt = performance.now() + ROSTER_REFRESH_MS;
+      // A full batch: more may wait, so the next check asks again.
+      this.nextAt = dropped.length >= MAX_DROPS_PER_CALL ? 0 : performance.now() + ROSTER_REFRESH_MS;
       if (dropped.length > 0) this.options.onDropped(dropped);
     } catch (err) {
       this.nextAt = performance.now() + RETRY_MS;

@@ -83,10 +83,10 @@ return claimed`;
 
 /**
  * KEYS 1 instances, 2 receivers, 3 events, 4 order, 5 left, 6 attempts. ARGV 1 now, 2 instance, 3 its
- * liveUntil, 4 its endpoints (comma-separated), 5 due-set prefix. Names the instance's receivers,
- * forgets instances not heard of since their liveUntil, and drops every delivery to an endpoint no
- * instance names (a delivery under a claim too: its late finish then matches nothing). Reply: the
- * type of each delivery dropped.
+ * liveUntil, 4 its endpoints (comma-separated), 5 due-set prefix, 6 most deliveries to drop. Names
+ * the instance's receivers, forgets instances not heard of since their liveUntil, and drops the
+ * deliveries to endpoints no instance names (one under a claim too: its late finish then matches
+ * nothing). Reply: the type of each delivery dropped.
  */
 const KEEP_RECEIVERS_LUA = `
 local now = tonumber(ARGV[1])
@@ -106,11 +106,14 @@ for i = 1, #instances, 2 do
     for endpoint in string.gmatch(endpoints, '[^,]+') do named[endpoint] = true end
   end
 end
+local budget = tonumber(ARGV[6])
 local dropped = {}
 for _, endpoint in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if budget <= 0 then break end
   local due = duePrefix .. endpoint
   if not named[endpoint] then
-    for _, id in ipairs(redis.call('ZRANGE', due, 0, -1)) do
+    for _, id in ipairs(redis.call('ZRANGE', due, 0, budget - 1)) do
+      redis.call('ZREM', due, id)
       redis.call('HDEL', KEYS[6], endpoint .. ' ' .. id)
       local record = redis.call('HGET', KEYS[3], id)
       if record then table.insert(dropped, cjson.decode(record).type) end
@@ -119,12 +122,10 @@ for _, endpoint in ipairs(redis.call('HKEYS', KEYS[2])) do
         redis.call('ZREM', KEYS[4], id)
         redis.call('HDEL', KEYS[5], id)
       end
+      budget = budget - 1
     end
-    redis.call('DEL', due)
-    redis.call('HDEL', KEYS[2], endpoint)
-  elseif redis.call('EXISTS', due) == 0 then
-    redis.call('HDEL', KEYS[2], endpoint)
   end
+  if redis.call('EXISTS', due) == 0 then redis.call('HDEL', KEYS[2], endpoint) end
 end
 return dropped`;
 
@@ -201,14 +202,14 @@ export class RedisOutbox implements Outbox {
     return dropped as WebhookEventType[];
   }
 
-  async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number): Promise<WebhookEventType[]> {
+  async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number, maxDrops: number): Promise<WebhookEventType[]> {
     this.indexed ??= this.indexReceivers().catch((err: unknown) => {
       this.indexed = null;
       throw err;
     });
     await this.indexed;
     const keys = [this.key('instances'), this.key('receivers'), this.key('events'), this.key('order'), this.key('left'), this.key('attempts')];
-    const dropped = await this.scripts.keepReceivers(keys, [String(now), instance, String(liveUntil), endpoints.join(','), `${this.prefix}due:`]);
+    const dropped = await this.scripts.keepReceivers(keys, [String(now), instance, String(liveUntil), endpoints.join(','), `${this.prefix}due:`, String(maxDrops)]);
     return dropped as WebhookEventType[];
   }
 

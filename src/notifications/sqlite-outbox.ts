@@ -105,8 +105,8 @@ export class SqliteOutbox implements Outbox {
       named: db.prepare<[]>('SELECT endpoints FROM webhook_instances'),
       // One index step per endpoint that has deliveries (not a scan of them all).
       nextEndpoint: db.prepare<[string]>('SELECT endpoint FROM webhook_deliveries WHERE endpoint > ? ORDER BY endpoint LIMIT 1'),
-      deliveriesTo: db.prepare<[string]>('SELECT d.event_id, e.type FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint = ?'),
-      dropDeliveriesTo: db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE endpoint = ?'),
+      deliveriesTo: db.prepare<[string, number]>('SELECT d.event_id, e.type FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint = ? LIMIT ?'),
+      dropDelivery: db.prepare<[string, string]>('DELETE FROM webhook_deliveries WHERE endpoint = ? AND event_id = ?'),
     };
   }
 
@@ -169,7 +169,7 @@ export class SqliteOutbox implements Outbox {
     this.run(() => this.statements.reschedule.run(now, 0, d.endpoint, d.eventId, d.leaseUntil));
   }
 
-  async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number): Promise<WebhookEventType[]> {
+  async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number, maxDrops: number): Promise<WebhookEventType[]> {
     const s = this.statements;
     return this.run(
       this.db.transaction(() => {
@@ -178,11 +178,13 @@ export class SqliteOutbox implements Outbox {
         s.forgetLapsed.run(now);
         const named = new Set((s.named.all() as Array<{ endpoints: string }>).flatMap((row) => JSON.parse(row.endpoints) as string[]));
         const dropped: WebhookEventType[] = [];
-        for (let row = s.nextEndpoint.get('') as { endpoint: string } | undefined; row !== undefined; row = s.nextEndpoint.get(row.endpoint) as { endpoint: string } | undefined) {
+        let budget = maxDrops;
+        for (let row = s.nextEndpoint.get('') as { endpoint: string } | undefined; row !== undefined && budget > 0; row = s.nextEndpoint.get(row.endpoint) as { endpoint: string } | undefined) {
           if (named.has(row.endpoint)) continue;
-          const deliveries = s.deliveriesTo.all(row.endpoint) as Array<{ event_id: string; type: WebhookEventType | null }>;
-          s.dropDeliveriesTo.run(row.endpoint);
+          const deliveries = s.deliveriesTo.all(row.endpoint, budget) as Array<{ event_id: string; type: WebhookEventType | null }>;
+          budget -= deliveries.length;
           for (const { event_id: eventId, type } of deliveries) {
+            s.dropDelivery.run(row.endpoint, eventId);
             if (type !== null) dropped.push(type);
             const left = s.countDown.get(eventId) as { deliveries_left: number } | undefined;
             if (left !== undefined && left.deliveries_left <= 0) s.dropEvent.run(eventId);

@@ -82,7 +82,7 @@ export function describeOutbox(name: string, open: () => Promise<Outbox>, close:
     // Issue 48: a receiver removed from the config leaves nothing waiting for ever.
     test('a receiver no instance names loses its deliveries (one type each); an event stays for the receivers still named', async () => {
       await outbox.add([event('msg_1', ['ep1', 'ep2']), event('msg_2', ['ep2'], T0 + 1, 'key.banned')], T0, 100);
-      expect((await outbox.keepReceivers('a', ['ep1'], T0, T0 + LEASE)).sort()).toEqual(['key.banned', 'quota.threshold']);
+      expect((await outbox.keepReceivers('a', ['ep1'], T0, T0 + LEASE, 100)).sort()).toEqual(['key.banned', 'quota.threshold']);
       expect(await outbox.size()).toBe(1);
       expect(await outbox.claim('ep2', 10, T0, T0 + LEASE)).toEqual([]);
       const [kept] = await outbox.claim('ep1', 10, T0, T0 + LEASE);
@@ -90,30 +90,40 @@ export function describeOutbox(name: string, open: () => Promise<Outbox>, close:
       await outbox.finish(kept!);
       expect(await outbox.size()).toBe(0);
       // Said again, nothing more is dropped; a receiver added later is delivered to as before.
-      expect(await outbox.keepReceivers('a', ['ep1'], T0 + 1, T0 + LEASE)).toEqual([]);
+      expect(await outbox.keepReceivers('a', ['ep1'], T0 + 1, T0 + LEASE, 100)).toEqual([]);
       await outbox.add([event('msg_3', ['ep2'])], T0 + 2, 100);
-      expect(await outbox.keepReceivers('a', ['ep1', 'ep2'], T0 + 2, T0 + LEASE)).toEqual([]);
+      expect(await outbox.keepReceivers('a', ['ep1', 'ep2'], T0 + 2, T0 + LEASE, 100)).toEqual([]);
       expect((await outbox.claim('ep2', 10, T0 + 2, T0 + LEASE)).map((d) => d.eventId)).toEqual(['msg_3']);
     });
 
     test('a receiver another instance still names is kept until that instance is forgotten, or its word lapses', async () => {
       await outbox.add([event('msg_1', ['ep1', 'ep2'])], T0, 100);
-      await outbox.keepReceivers('old', ['ep1', 'ep2'], T0, T0 + LEASE);
-      expect(await outbox.keepReceivers('new', ['ep1'], T0, T0 + LEASE)).toEqual([]);
+      await outbox.keepReceivers('old', ['ep1', 'ep2'], T0, T0 + LEASE, 100);
+      expect(await outbox.keepReceivers('new', ['ep1'], T0, T0 + LEASE, 100)).toEqual([]);
       await outbox.forgetInstance('old');
-      expect(await outbox.keepReceivers('new', ['ep1'], T0 + 1, T0 + LEASE)).toEqual(['quota.threshold']);
+      expect(await outbox.keepReceivers('new', ['ep1'], T0 + 1, T0 + LEASE, 100)).toEqual(['quota.threshold']);
 
       await outbox.add([event('msg_2', ['ep1', 'ep3'])], T0 + 2, 100);
-      await outbox.keepReceivers('died', ['ep3'], T0 + 2, T0 + 1000);
-      expect(await outbox.keepReceivers('new', ['ep1'], T0 + 999, T0 + LEASE)).toEqual([]);
-      expect(await outbox.keepReceivers('new', ['ep1'], T0 + 1000, T0 + LEASE)).toEqual(['quota.threshold']);
+      await outbox.keepReceivers('died', ['ep3'], T0 + 2, T0 + 1000, 100);
+      expect(await outbox.keepReceivers('new', ['ep1'], T0 + 999, T0 + LEASE, 100)).toEqual([]);
+      expect(await outbox.keepReceivers('new', ['ep1'], T0 + 1000, T0 + LEASE, 100)).toEqual(['quota.threshold']);
       expect(await outbox.size()).toBe(2);
+    });
+
+    test('at most maxDrops deliveries go per call; the next call takes the rest', async () => {
+      await outbox.add([event('msg_1', ['ep1', 'ep2']), event('msg_2', ['ep1'], T0 + 1), event('msg_3', ['ep1'], T0 + 2)], T0, 100);
+      expect(await outbox.keepReceivers('a', ['ep2'], T0, T0 + LEASE, 2)).toHaveLength(2);
+      expect(await outbox.size()).toBe(2);
+      expect(await outbox.keepReceivers('a', ['ep2'], T0, T0 + LEASE, 2)).toHaveLength(1);
+      expect(await outbox.keepReceivers('a', ['ep2'], T0, T0 + LEASE, 2)).toEqual([]);
+      expect(await outbox.size()).toBe(1);
+      expect((await outbox.claim('ep2', 10, T0, T0 + LEASE)).map((d) => d.eventId)).toEqual(['msg_1']);
     });
 
     test('an instance naming no receiver keeps none: every delivery is dropped, one under a claim too (its late finish then changes nothing)', async () => {
       await outbox.add([event('msg_1', ['ep1']), event('msg_2', ['ep1'], T0 + 1)], T0, 100);
       const [claimed] = await outbox.claim('ep1', 1, T0, T0 + LEASE);
-      expect(await outbox.keepReceivers('a', [], T0, T0 + LEASE)).toEqual(['quota.threshold', 'quota.threshold']);
+      expect(await outbox.keepReceivers('a', [], T0, T0 + LEASE, 100)).toEqual(['quota.threshold', 'quota.threshold']);
       expect(await outbox.size()).toBe(0);
       await outbox.finish(claimed!);
       await outbox.retry(claimed!, T0 + 5000);

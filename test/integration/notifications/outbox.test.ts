@@ -27,7 +27,7 @@ test('Redis: an outbox written before receivers were named (no receivers hash) i
   // What the code before this index wrote: the events and their due sets, no receivers hash.
   await redis.del(`${namespace}:webhooks:{outbox}:receivers`);
   const after = new RedisOutbox(redis, namespace);
-  expect(await after.keepReceivers('a', ['kept'], now, now + 60_000)).toEqual(['key.banned']);
+  expect(await after.keepReceivers('a', ['kept'], now, now + 60_000, 100)).toEqual(['key.banned']);
   expect(await redis.get(`${namespace}:webhooks:{outbox}:receivers-indexed`)).toBe('1');
   expect(await after.claim('gone', 10, now, now + 60_000)).toEqual([]);
   expect((await after.claim('kept', 10, now, now + 60_000)).map((d) => d.eventId)).toEqual(['msg_1']);
