@@ -49,10 +49,7 @@ export function createDecisionHandler(deps: DecisionDependencies): RequestListen
     // A refused X-Original-* pair came from a proxy that reads the refusal NGINX-style.
     const nginxStyle = original instanceof Refusal || original.fromHeaders;
     const decided = original instanceof Refusal ? Promise.resolve<StepOutcome>(original) : decide(request);
-    decided.then(
-      (outcome) => answer(request, outcome, nginxStyle),
-      (err: unknown) => failInternally(request, err),
-    );
+    decided.then((outcome) => answer(request, outcome, nginxStyle)).catch((err: unknown) => failInternally(request, err));
   };
 
   /** The public listener's sequence (handler.ts) from the operation on, ending in the answer instead of the forward. */
@@ -78,7 +75,7 @@ export function createDecisionHandler(deps: DecisionDependencies): RequestListen
       requestId,
       method: original instanceof Refusal ? req.method! : original.method,
       clientAddress: addresses.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']),
-      path: original instanceof Refusal ? '/' : (target?.path ?? null),
+      path: target?.path ?? null,
       originForm: target?.originForm ?? '/',
       span: null,
     });

@@ -1,8 +1,11 @@
+import fs from 'node:fs';
 import request from 'supertest';
 import { createKey } from '../../support/keys';
 import { expectError } from '../../support/errors';
 import { eventually } from '../../support/eventually';
 import { uniqueNamespace } from '../../support/test-redis';
+import { startTestProduct } from '../../support/product-harness';
+import { tempFile } from '../startup/startup-kit';
 import { RATE_LIMIT_HEADERS, usageOf } from '../gateway/gateway-kit';
 import { logEntries, scrape, total } from '../gateway/listener-kit';
 import { ask, awayFromDayEnd, expectRefusal, startAuthzProduct, type Decision, type ProductHarness } from './authz-kit';
@@ -195,5 +198,32 @@ describe('counting', () => {
     const after = total(await scrape(a, 'gateway_authz_decisions_total'), { route: '/v1/pets/{petId}', status_code: '200', method: 'GET' });
     expect(after - before).toBe(3);
     expect(total(await scrape(a, 'gateway_http_requests_total'), { route: '/v1/pets/{petId}' })).toBe(servedBefore);
+  });
+});
+
+describe('trusted proxies, and a reload', () => {
+  let product: ProductHarness;
+  let configFile: string;
+
+  beforeAll(async () => {
+    configFile = tempFile('authz-trust.yaml', 'server:\n  trustedProxies: []\n');
+    product = await startTestProduct({ redis: false, env: { CONFIG_FILE: configFile }, overrides: { server: { host: '127.0.0.1', authzPort: 0 } } });
+  });
+
+  afterAll(async () => {
+    await product?.close();
+  });
+
+  it("believes X-Original-* only from a trusted proxy, and follows a reload that trusts one", async () => {
+    const key = await createKey(product, { plan: 'pro' });
+    // Untrusted: the request line (/_authz) is the request, outside the API.
+    const untrusted = await ask(product, { target: '/v1/pets', auth: key.auth, nginx: true });
+    expect({ status: untrusted.status, code: (untrusted.body as { code: string }).code, decided: untrusted.headers.get('x-authz-status') }).toEqual({ status: 404, code: 'not_found', decided: null });
+
+    fs.writeFileSync(configFile, 'server:\n  trustedProxies: ["127.0.0.1"]\n');
+    expect(await product.reload('test')).toMatchObject({ result: 'success' });
+    const trusted = await ask(product, { target: '/v1/pets', auth: key.auth, nginx: true });
+    expect(trusted.status).toBe(200);
+    expect(trusted.headers.get('x-key-id')).toBe(key.id);
   });
 });
