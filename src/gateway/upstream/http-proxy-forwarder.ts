@@ -79,11 +79,17 @@ export function createHttpProxyForwarder(settings: ForwarderSettings): GuardedFo
 /** The forwarder proper, without the guard: its timeout starts once the agent has given it a socket. */
 function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
   const agent = new http.Agent({ keepAlive: true, maxSockets: settings.maxSockets, keepAliveMsecs: 1000 });
-  const proxy = createProxyMiddleware<IncomingMessage, ServerResponse>({
+  /**
+   * Retries on a new connection (AttemptOptions.freshConnection): one socket per request, closed
+   * once it has answered. Not the pool's agent: when the inventory closed every pooled connection
+   * at once, its other idle sockets are as dead as the one that failed, and not yet known to be.
+   */
+  const freshAgent = new http.Agent({ keepAlive: false });
+  const proxyThrough = (through: http.Agent) => createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: settings.target,
     changeOrigin: true,
     xfwd: false,
-    agent,
+    agent: through,
     on: {
       proxyReq(proxyReq, req) {
         const inFlight = (req as unknown as ProxiedRequest).inFlight;
@@ -116,9 +122,11 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
       },
     },
   });
+  const proxy = proxyThrough(agent);
+  const freshProxy = proxyThrough(freshAgent);
 
   return {
-    forward(upstream, res, handlers) {
+    forward(upstream, res, handlers, options) {
       const inFlight: InFlight = { handlers, abandoned: false };
       const proxied = new ProxiedRequest(upstream, inFlight);
       // A client gone before the answer ends frees the upstream request (http-proxy only notices an
@@ -128,7 +136,7 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
         inFlight.abandoned = true;
         inFlight.upstreamRequest?.destroy();
       });
-      void proxy(proxied as unknown as IncomingMessage, res, (err?: unknown) => {
+      void (options?.freshConnection ? freshProxy : proxy)(proxied as unknown as IncomingMessage, res, (err?: unknown) => {
         handlers.onFailure(classifyUpstreamError((err ?? new Error('proxy failed')) as NodeJS.ErrnoException));
       });
       return () => {
@@ -145,6 +153,7 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
     },
     close() {
       agent.destroy();
+      freshAgent.destroy();
     },
   };
 }

@@ -8,7 +8,7 @@ import { hasBody } from './request-body';
 import { circuitOpen, DEADLINE_PASSED, OVERLOADED } from './upstream-failure';
 
 /** The breaker's defaults, for a forwarder built without config (tests, the bench's bare children). */
-export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = { consecutiveFailures: 5, cooldownMs: 5000, halfOpenProbes: 3 };
+export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = { failureRatio: 0.5, minimumRequests: 20, windowMs: 10_000, cooldownMs: 5000, halfOpenProbes: 3 };
 
 const NOTHING_TO_ABANDON = () => {};
 
@@ -22,6 +22,9 @@ const SHARED_TENANT = '';
 export function newcomerReserve(maxSockets: number): number {
   return maxSockets >= 4 ? Math.ceil(maxSockets / 16) : 0;
 }
+
+/** The breaker's name for resets on pooled connections: the inventory closing them all at once is one event (circuit-breaker.ts). */
+const POOL_RESET = 'pool reset';
 
 /** Methods a stale pooled connection may be retried for (RFC 9110 §9.2.2: idempotent, and safe to send twice). */
 const RETRYABLE_METHODS = new Set(['GET', 'HEAD']);
@@ -74,8 +77,8 @@ export class UpstreamGuard implements GuardedForwarder {
   }
 
   /** A request's hold on the guard ends, with the breaker's word on how it went; the freed place goes to the next in turn. */
-  release(guarded: GuardedRequest, sent: boolean, outcome: Outcome): void {
-    this.breaker.settle(guarded.probe, outcome);
+  release(guarded: GuardedRequest, sent: boolean, outcome: Outcome, poolEvent?: string): void {
+    this.breaker.settle(guarded.probe, outcome, poolEvent);
     if (!sent) {
       this.queue.withdraw(guarded.tenant, guarded);
       return;
@@ -175,7 +178,8 @@ class GuardedRequest {
     if (this.state === 'over') return;
     // Refused first, so that the place this one frees is not handed to a request bound to be refused too.
     if (failure.reason === 'refused') this.guard.refuseWaiting(failure);
-    this.end('failure');
+    // A reset on a pooled connection (not the retry's own) may be one of many from one pool event.
+    this.end('failure', failure.reason === 'reset' && this.attempts === 1 ? POOL_RESET : undefined);
     this.handlers.onFailure(failure);
   }
 
@@ -226,12 +230,12 @@ class GuardedRequest {
   }
 
   /** Ends the request's hold once: its place, its timer and the breaker's word. False when it was over already. */
-  private end(outcome: Outcome): boolean {
+  private end(outcome: Outcome, poolEvent?: string): boolean {
     if (this.state === 'over') return false;
     const sent = this.state !== 'queued';
     this.state = 'over';
     this.guard.deadlines.delete(this);
-    this.guard.release(this, sent, outcome);
+    this.guard.release(this, sent, outcome, poolEvent);
     return true;
   }
 }

@@ -24,6 +24,9 @@ export const workerCount = z.union(
 );
 export const positiveInt = wholeNumber(1);
 export const durationMs = wholeNumber(1, 3_600_000);
+const ratioError = 'must be a number above 0 and at most 1, e.g. 0.5';
+/** A share of a whole, such as a failure ratio: above 0, at most 1. */
+export const ratio = numeric(z.number({ error: ratioError }).gt(0, { error: ratioError }).max(1, { error: ratioError }));
 export const instant = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 instant with a time zone, e.g. 2030-12-05T00:00:00Z' });
 /** A file read once at startup (a certificate, a key): it must exist and be readable now. */
 export const readableFile = z.string().min(1).refine(

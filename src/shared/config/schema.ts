@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { durationMs, httpUrl, instant, port, positiveInt, readableFile, wholeNumber, workerCount } from './fields';
+import { durationMs, httpUrl, instant, port, positiveInt, ratio, readableFile, wholeNumber, workerCount } from './fields';
 import { redisConfigured, redisSourceCount } from './redis-sources';
 import { costIssues, MAX_OPERATION_COST } from './costs';
 import { notificationIssues, notificationsSchema } from './notifications';
@@ -113,7 +113,15 @@ export const configSchema = z
       maxPending: wholeNumber(0, 100_000),
       /** Stops sending to a failing inventory for a cool-down (src/gateway/upstream/circuit-breaker.ts). */
       circuitBreaker: z.strictObject({
-        consecutiveFailures: positiveInt,
+        /** The share of the requests settled within windowMs that failed at which it opens. */
+        failureRatio: ratio,
+        /** Requests settled within windowMs before the ratio is judged: one burst of a few dozen is not an outage. */
+        minimumRequests: positiveInt,
+        windowMs: durationMs,
+        /** The rule before issue 48 (failures in a row): named, so that an older file is told what to write instead. */
+        consecutiveFailures: z
+          .never({ error: 'was replaced by failureRatio, minimumRequests and windowMs, a share of failures over a window (docs/configuration.md)' })
+          .optional(),
         cooldownMs: durationMs,
         halfOpenProbes: positiveInt,
       }),

@@ -24,7 +24,7 @@ async function readyz(product: ProductHarness): Promise<Readyz> {
 describe('/readyz', () => {
   it('stays 200 with the inventory down, showing it (and the circuit) in the body', async () => {
     const nobody = `http://127.0.0.1:${await freePort()}`;
-    const product = await startTestProduct({ overrides: { upstream: { url: nobody, circuitBreaker: { consecutiveFailures: 1, cooldownMs: 60_000, halfOpenProbes: 1 } } } });
+    const product = await startTestProduct({ overrides: { upstream: { url: nobody, circuitBreaker: { failureRatio: 0.5, minimumRequests: 1, windowMs: 60_000, cooldownMs: 60_000, halfOpenProbes: 1 } } } });
     try {
       const { key } = await product.keyService.create({ name: 'readyz', plan: 'free' });
       // Opens the circuit: the inventory refuses the connection.

@@ -96,7 +96,7 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     for (let i = 0; i < 3; i++) {
       const res = await request(deadUpstream.gatewayUrl).get('/v1/pets').set('Authorization', dead.auth);
       answered['test-dead-upstream']++;
-      // 502 while it is tried; 503 once the circuit breaker has seen 5 refusals in a row (a later round).
+      // 502 while it is tried; 503 once the circuit breaker has seen 5 refusals (a later round).
       expect({ status: [502, 503].includes(res.status), code: (res.body as { code: string }).code }).toEqual({ status: true, code: 'upstream_unavailable' });
     }
 
@@ -144,10 +144,11 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
 
   beforeAll(async () => {
     product = await startTestProduct({ overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 600 }, anonymous: { perMinute: 10_000 } } });
-    // A cool-down longer than the test: the 6th request to it is refused by the open circuit, whatever the scrapes take.
+    // A window and a cool-down longer than the test: the 6th request to it is refused by the open
+    // circuit (5 settled, all failed), whatever the scrapes take.
     deadUpstream = await startTestProduct({
       redis: false,
-      overrides: { upstream: { url: `http://127.0.0.1:${await freePort()}`, circuitBreaker: { consecutiveFailures: 5, cooldownMs: 600_000, halfOpenProbes: 3 } } },
+      overrides: { upstream: { url: `http://127.0.0.1:${await freePort()}`, circuitBreaker: { failureRatio: 0.5, minimumRequests: 5, windowMs: 600_000, cooldownMs: 600_000, halfOpenProbes: 3 } } },
     });
     await startGatewayThenKillItsRedis();
     prometheus = await startPrometheus({
@@ -250,7 +251,7 @@ describe('the rules and the dashboard on a live Prometheus scraping live gateway
     expect(Object.keys(statuses).sort()).toEqual(['200', '201', '401', '429']);
     expect(await valueOf('job:gateway_http_5xx:ratio_rate5m', 'environment')).toEqual({ test: 0, 'test-dead-upstream': 1, 'test-store-down': 0 });
     expect(await valueOf('job:gateway_upstream_errors:ratio_rate5m', 'environment')).toEqual({ test: 0, 'test-dead-upstream': 1, 'test-store-down': 0 });
-    // Refused until 5 in a row open the circuit breaker; then refused by the gateway without trying
+    // Refused until 5 refusals open the circuit breaker; then refused by the gateway without trying
     // (a series born in the last round may not have the two samples a rate needs yet).
     const reasons = Object.keys(await valueOf('job_reason:gateway_upstream_errors:rate5m', 'reason'));
     expect(reasons).toContain('refused');

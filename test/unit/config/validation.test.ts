@@ -33,9 +33,25 @@ describe('messages', () => {
     ['upstream.maxPending -1', fromOverrides({ upstream: { maxPending: -1 } }), 'invalid setting upstream.maxPending: must be a whole number from 0 to 100000'],
     ['accepted: upstream.maxPending 0 (no waiting beyond the sockets)', fromOverrides({ upstream: { maxPending: 0 } }), null],
     [
-      'upstream.circuitBreaker.consecutiveFailures 0',
-      fromOverrides({ upstream: { circuitBreaker: { consecutiveFailures: 0 } } }),
-      'invalid setting upstream.circuitBreaker.consecutiveFailures: must be a whole number of at least 1',
+      'upstream.circuitBreaker.minimumRequests 0',
+      fromOverrides({ upstream: { circuitBreaker: { minimumRequests: 0 } } }),
+      'invalid setting upstream.circuitBreaker.minimumRequests: must be a whole number of at least 1',
+    ],
+    [
+      'upstream.circuitBreaker.failureRatio 0',
+      fromOverrides({ upstream: { circuitBreaker: { failureRatio: 0 } } }),
+      'invalid setting upstream.circuitBreaker.failureRatio: must be a number above 0 and at most 1, e.g. 0.5',
+    ],
+    [
+      'upstream.circuitBreaker.failureRatio 1.5',
+      fromOverrides({ upstream: { circuitBreaker: { failureRatio: 1.5 } } }),
+      'invalid setting upstream.circuitBreaker.failureRatio: must be a number above 0 and at most 1, e.g. 0.5',
+    ],
+    ['accepted: upstream.circuitBreaker.failureRatio 1 (every request failing)', fromOverrides({ upstream: { circuitBreaker: { failureRatio: 1 } } }), null],
+    [
+      'upstream.circuitBreaker.consecutiveFailures (the rule before issue 48)',
+      fromOverrides({ upstream: { circuitBreaker: { consecutiveFailures: 5 } } }),
+      'invalid setting upstream.circuitBreaker.consecutiveFailures: was replaced by failureRatio, minimumRequests and windowMs, a share of failures over a window (docs/configuration.md)',
     ],
     ['LOG_LEVEL=loud', fromEnv({ LOG_LEVEL: 'loud' }), 'invalid setting LOG_LEVEL (logLevel): must be one of fatal, error, warn, info, debug, trace, silent'],
     ['APP_ENV=bogus', fromEnv({ APP_ENV: 'bogus' }), 'invalid setting APP_ENV: must be development, staging or production (got "bogus")'],

@@ -34,7 +34,8 @@ function exchange(bodyComplete = true) {
   return { upstream, res, handlers, failures, statuses };
 }
 
-function setUp(options: { maxSockets?: number; maxPending?: number; consecutiveFailures?: number } = {}) {
+/** `minimumRequests`: requests settled before the breaker judges, of which half failing opens it (`failureRatio`: 0.5 unless given). */
+function setUp(options: { maxSockets?: number; maxPending?: number; minimumRequests?: number; failureRatio?: number } = {}) {
   const { forwarder, calls } = innerForwarder();
   const clock = new ManualClock(Date.UTC(2026, 2, 10, 12));
   const transitions: string[] = [];
@@ -43,7 +44,7 @@ function setUp(options: { maxSockets?: number; maxPending?: number; consecutiveF
     timeoutMs: 1000,
     maxSockets: options.maxSockets ?? 2,
     maxPending: options.maxPending ?? 0,
-    circuitBreaker: { consecutiveFailures: options.consecutiveFailures ?? 2, cooldownMs: 5000, halfOpenProbes: 1 },
+    circuitBreaker: { failureRatio: options.failureRatio ?? 0.5, minimumRequests: options.minimumRequests ?? 2, windowMs: 10_000, cooldownMs: 5000, halfOpenProbes: 1 },
     clock,
     onCircuitChange: (to) => transitions.push(to),
   });
@@ -113,8 +114,8 @@ describe('UpstreamGuard', () => {
     expect(sent.failures).toEqual([RESET]);
   });
 
-  it('failures in a row open the circuit: then 503 circuit_open with Retry-After, nothing sent', () => {
-    const { calls, transitions, send } = setUp({ consecutiveFailures: 2 });
+  it('enough failures open the circuit: then 503 circuit_open with Retry-After, nothing sent', () => {
+    const { calls, transitions, send } = setUp({ minimumRequests: 2 });
     for (let i = 0; i < 2; i++) send().inner!.handlers.onFailure(INVALID);
     expect(transitions).toEqual(['open']);
     const refused = send();
@@ -123,7 +124,7 @@ describe('UpstreamGuard', () => {
   });
 
   it('a deadline passed while the client was still sending its body says nothing about the upstream', () => {
-    const { transitions, send } = setUp({ consecutiveFailures: 1 });
+    const { transitions, send } = setUp({ minimumRequests: 1 });
     const slowClient = send(false);
     jest.advanceTimersByTime(1000);
     expect(slowClient.failures).toEqual([expect.objectContaining({ reason: 'timeout' })]);
@@ -134,14 +135,14 @@ describe('UpstreamGuard', () => {
   });
 
   it('an answered request counts as a success; one abandoned by the gateway counts for nothing', async () => {
-    const { guard, transitions, send } = setUp({ consecutiveFailures: 2 });
+    const { guard, transitions, send } = setUp({ minimumRequests: 2, failureRatio: 1 });
     send().inner!.handlers.onFailure(INVALID);
     const answered = send();
     answered.inner!.handlers.onResponse!(200);
     await new Promise((resolve) => answered.res.end(resolve));
     expect(answered.res.writableFinished).toBe(true);
     answered.res.emit('close');
-    // The success reset the count: one more failure does not open the circuit.
+    // The success is in the window: with failureRatio 1, one more failure does not open the circuit.
     send().inner!.handlers.onFailure(INVALID);
     expect(transitions).toEqual([]);
     const abandoned = send();
@@ -179,7 +180,7 @@ describe('UpstreamGuard', () => {
   });
 
   it('a waiting request whose client hangs up leaves the queue; its deadline answers 504 without a word to the breaker', () => {
-    const { guard, calls, transitions, send } = setUp({ maxSockets: 1, maxPending: 2, consecutiveFailures: 1 });
+    const { guard, calls, transitions, send } = setUp({ maxSockets: 1, maxPending: 2, minimumRequests: 1 });
     const answering = send(true, 'a');
     answering.inner!.handlers.onResponse!(200);
     const gone = send(true, 'b');
@@ -195,7 +196,7 @@ describe('UpstreamGuard', () => {
   });
 
   it('a refused connection answers every waiting request 502 at once', () => {
-    const { guard, send } = setUp({ maxSockets: 1, maxPending: 3, consecutiveFailures: 10 });
+    const { guard, send } = setUp({ maxSockets: 1, maxPending: 3, minimumRequests: 10 });
     const first = send(true, 'a');
     const waiting = [send(true, 'a'), send(true, 'b'), send(true, 'c')];
     first.inner!.handlers.onFailure(REFUSED);
@@ -204,7 +205,7 @@ describe('UpstreamGuard', () => {
   });
 
   it('a GET or HEAD reset before its answer is sent once more on a fresh connection, and the reset is not counted', () => {
-    const { calls, transitions, send } = setUp({ consecutiveFailures: 1 });
+    const { calls, transitions, send } = setUp({ minimumRequests: 1 });
     for (const method of ['GET', 'HEAD']) {
       const sent = send(true, 'k', method);
       sent.inner!.handlers.onFailure(RESET);
@@ -220,8 +221,26 @@ describe('UpstreamGuard', () => {
     }
   });
 
+  it('resets of one pool event count once: 32 POSTs cut at once do not open it; the failed retry of a GET counts on its own', () => {
+    const { calls, transitions, send, clock } = setUp({ maxSockets: 64, minimumRequests: 2 });
+    const posts = Array.from({ length: 32 }, () => send(true, 'k', 'POST'));
+    posts.forEach((post, i) => {
+      // Within a few milliseconds, as the bench's 32 resets came within 5 ms.
+      if (i % 8 === 7) clock.advance(1);
+      post.inner!.handlers.onFailure(RESET);
+    });
+    for (const post of posts) expect(post.failures).toEqual([RESET]);
+    expect(transitions).toEqual([]);
+    // A GET reset on its pooled connection is sent again on a fresh one; that one's reset is no pool event.
+    const get = send(true, 'k', 'GET');
+    get.inner!.handlers.onFailure(RESET);
+    calls.at(-1)!.handlers.onFailure(RESET);
+    expect(get.failures).toEqual([RESET]);
+    expect(transitions).toEqual(['open']);
+  });
+
   it('the retry happens once; a POST is never retried', () => {
-    const { calls, send } = setUp({ consecutiveFailures: 5 });
+    const { calls, send } = setUp({ minimumRequests: 5 });
     const get = send(true, 'k', 'GET');
     get.inner!.handlers.onFailure(RESET);
     calls.at(-1)!.handlers.onFailure(RESET);
