@@ -230,6 +230,17 @@ describe('what the chart promises', () => {
     expect(text).not.toMatch(/redis:\/\/[^@\s]*:[^@\s]*@/);
   });
 
+  it('during a signing-secret rotation gives the inventory the previous secret(s) from the same Secret, as a file', () => {
+    const run = template({ name: 'rotation', valuesFiles: [PRODUCTION], set: ['secrets.signingPreviousSecretsKey=signing-previous'], apiVersions: [GATEWAY_API] });
+    expect(run.status).toBe(0);
+    const objects = parseObjects(run.stdout);
+    expect(envOf(container(objects, 'StatefulSet')).SIGNING_PREVIOUS_SECRETS_FILE).toBe('/run/secrets/asg/signing-previous-secrets');
+    expect(find(objects, 'StatefulSet').spec.template.spec.volumes.find((v: { name: string }) => v.name === 'secrets').projected.sources).toEqual([
+      { secret: { name: 'asg-production-secrets', items: [{ key: 'signing-secret', path: 'signing-secret' }, { key: 'signing-previous', path: 'signing-previous-secrets' }] } },
+    ]);
+    expect('SIGNING_PREVIOUS_SECRETS_FILE' in envOf(container(objects, 'Deployment'))).toBe(false);
+  });
+
   it('sets only variables the product reads (CONTRACT §2), and its config loads in the product for both instances', () => {
     const known = new Set([...envBindings.map((b) => b.variable), ...SECRET_VARIABLES.map((name) => `${name}_FILE`), 'CONFIG_FILE', 'AUTHZ_PORT']);
     for (const [caseName, environment] of [
