@@ -34,6 +34,13 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(certs.dir, { recursive: true, force: true }));
 
+/** Where this machine's npm is (after both Nodes on the machine's PATH: they run it). */
+function npmDir(): string {
+  const dir = (process.env.PATH ?? '').split(path.delimiter).find((d) => d && fs.existsSync(path.join(d, 'npm')));
+  if (!dir) throw new Error('npm is not on PATH');
+  return dir;
+}
+
 /** The machine: <system>/bin/node with <system>/etc/npmrc, and <other>/bin/node first on PATH. */
 function layOutMachine(): Machine {
   const root = tempDir();
@@ -55,7 +62,7 @@ function layOutMachine(): Machine {
   return {
     project,
     systemPrefix,
-    env: { PATH: [path.join(otherPrefix, 'bin'), path.join(systemPrefix, 'bin'), '/usr/bin', '/bin'].join(':'), HOME: home, NODE_EXTRA_CA_CERTS: certs.otherCaCert },
+    env: { PATH: [path.join(otherPrefix, 'bin'), path.join(systemPrefix, 'bin'), npmDir(), '/usr/bin', '/bin'].join(':'), HOME: home, NODE_EXTRA_CA_CERTS: certs.otherCaCert },
   };
 }
 
