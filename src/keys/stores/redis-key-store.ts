@@ -28,7 +28,7 @@ export interface RedisKeyStoreOptions {
  *                                 both its current and its previous hash, so either secret is one HGET)
  *   <ns>:keys:{k}:by-id     HASH  key id → sha256 hex
  *   <ns>:keys:{k}:issued    HASH  epoch, seq: how far the hashes have come (redis-issued-marks.ts)
- *   <ns>:keys:{k}:consumer-closed:<con_…>  SET of holders (PEXPIRE): a consumer being deleted, closed
+ *   <ns>:keys:{k}:consumer-closed:<con_…>  HASH holder → 1 (PEXPIRE): a consumer being deleted, closed
  *                                 to keys (closeConsumer); in the records' slot, so the scripts that
  *                                 write a record check it in the same step on a Cluster too
  *   <ns>:key-changes        channel of KeyChange JSON (with the mark), published by every mutation
@@ -109,11 +109,12 @@ for i = 10, #ARGV do redis.call('PUBLISH', ARGV[4], cjson.encode({id = ARGV[5], 
 return 1`;
 
 /**
- * Adds a holder to a consumer's closed set and sets how long the set lasts from now; returns 1 when
+ * Adds a holder to a consumer's closed set (a hash of holders: hash commands are what the gateway's
+ * ACL allows, config/redis/gateway-acl.txt) and sets how long the set lasts from now; returns 1 when
  * the holder was in it already. KEYS: 1 the closed set. ARGV: 1 holder token, 2 hold ms.
  */
 const CLOSE_CONSUMER_SCRIPT = `
-local held = redis.call('SADD', KEYS[1], ARGV[1]) == 0
+local held = redis.call('HSET', KEYS[1], ARGV[1], '1') == 0
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if held then return 1 end
 return 0`;
@@ -352,7 +353,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async reopenConsumer(consumerId: string, token: string): Promise<void> {
-    await this.redis.srem(this.layout.consumerClosed(consumerId), token);
+    await this.redis.hdel(this.layout.consumerClosed(consumerId), token);
   }
 
   /** Writes the records whose id and hashes are all absent (after data loss); returns the ids written. */

@@ -96,6 +96,14 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
     await admin(product).get('/admin/audit').expect(200);
     await admin(product).get(`/admin/keys/${id}/usage`).expect(200);
     await admin(product).get('/admin/deprecations').expect(200);
+    // A consumer's delete closes it to keys in the key store first (hash commands under the ACL too).
+    const post = (path: string, body: object) => request(product.adminUrl).post(path).set('Authorization', `Bearer ${product.adminToken}`).send(body);
+    const consumer = await post('/admin/consumers', { name: 'acl' }).expect(201);
+    const ofConsumer = await post('/admin/keys', { name: 'acl', plan: 'pro', consumerId: consumer.body.id }).expect(201);
+    await admin(product).delete(`/admin/consumers/${consumer.body.id}`).expect(409);
+    await admin(product).delete(`/admin/keys/${ofConsumer.body.id}`).expect(204);
+    await admin(product).delete(`/admin/consumers/${consumer.body.id}`).expect(204);
+    await post('/admin/keys', { name: 'late', plan: 'pro', consumerId: consumer.body.id }).expect(400);
     // Webhooks through the outbox (the ban above was one; a day limit of 1 passes 80, 90 and 100 % at once).
     const metered = await createKey(product, { plan: 'free', limits: { perMinute: 10, perDay: 1 } });
     expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', metered.auth)).status).toBe(200);
