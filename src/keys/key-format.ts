@@ -1,13 +1,30 @@
 import { hash, randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 
 /**
  * Key format: `<prefix><secret>`, e.g. `asg_live_4fZ0…`. The prefix names the environment and ends
  * with `_`; the secret is base62, so it never contains `_` and a key splits unambiguously.
+ *
+ * A key issued now has a secret of RANDOM_LENGTH random characters followed by CHECKSUM_LENGTH
+ * characters of checksum (CONTRACT §4, key checksum): CRC32 of everything before it (prefix
+ * included), in base62, zero-padded. A secret scanner (gitleaks, GitHub secret scanning) matching
+ * `asg_(live|test|dev)_[0-9A-Za-z]{38}` can check it offline and tell a real key from a random
+ * string; the gateway refuses a secret of that length whose checksum fails without asking any
+ * store. Keys issued before (32 random characters, no checksum) keep working.
  */
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /** 32 base62 characters carry 32 · log2(62) ≈ 190 bits, comfortably over the 128 the contract asks. */
-export const SECRET_LENGTH = 32;
+export const RANDOM_LENGTH = 32;
+
+/** 62^6 ≈ 5.7 · 10^10 > 2^32: six base62 characters hold any CRC32. */
+export const CHECKSUM_LENGTH = 6;
+
+/** The secret of a key issued now: random part, then checksum. */
+export const SECRET_LENGTH = RANDOM_LENGTH + CHECKSUM_LENGTH;
+
+/** The secret of a key issued before checksums (no checksum to check): still admitted. */
+export const LEGACY_SECRET_LENGTH = 32;
 
 /** Fewest secret characters a presented key may have: 22 base62 characters are the first ≥ 128 bits. */
 const MIN_SECRET_LENGTH = 22;
@@ -39,10 +56,51 @@ function randomBase62(length: number): string {
   return out;
 }
 
+/** CRC32 of `body` as CHECKSUM_LENGTH base62 characters, most significant first. */
+export function keyChecksum(body: string): string {
+  let value = crc32(body);
+  let out = '';
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = BASE62[value % 62] + out;
+    value = Math.floor(value / 62);
+  }
+  return out;
+}
+
 /** A new API key. The caller shows it once and stores only `hashApiKey(key)`. */
 export function generateApiKey(prefix: string): string {
   assertPrefix(prefix);
-  return prefix + randomBase62(SECRET_LENGTH);
+  const body = prefix + randomBase62(RANDOM_LENGTH);
+  return body + keyChecksum(body);
+}
+
+/**
+ * A key of the pre-checksum format (32 random characters): what keys issued before looked like.
+ * Only tests and tools that need such a key call it; nothing issues one any more.
+ */
+export function generateLegacyApiKey(prefix: string): string {
+  assertPrefix(prefix);
+  return prefix + randomBase62(LEGACY_SECRET_LENGTH);
+}
+
+/**
+ * True when a well-formed key (isWellFormedKey) is proven never issued by its own characters: its
+ * secret has the length of a checksummed secret and the checksum does not match. Keys issued
+ * before checksums are 32 characters long and never meet this test. A CRC32 over a string of at
+ * most 200 characters: no store, no allocation beyond the checksum string.
+ */
+export function failsChecksum(presented: string, prefix: string): boolean {
+  if (presented.length !== prefix.length + SECRET_LENGTH) return false;
+  const split = presented.length - CHECKSUM_LENGTH;
+  return keyChecksum(presented.slice(0, split)) !== presented.slice(split);
+}
+
+/** True for a key of the checksummed format whose checksum matches, whatever its prefix (a scanner's check). */
+export function hasValidChecksum(presented: string): boolean {
+  const match = /^[a-z]+_[a-z]+_([0-9A-Za-z]+)$/.exec(presented);
+  if (!match || match[1]!.length !== SECRET_LENGTH) return false;
+  const split = presented.length - CHECKSUM_LENGTH;
+  return keyChecksum(presented.slice(0, split)) === presented.slice(split);
 }
 
 /** SHA-256 of the whole key, hex. A key has ≥ 128 random bits, so a fast hash without salt is enough. */

@@ -1,5 +1,5 @@
 import type { Clock } from '../shared/clock';
-import { hashApiKey, isWellFormedKey } from './key-format';
+import { failsChecksum, hashApiKey, isWellFormedKey } from './key-format';
 import { keyStatusAt } from './key-status';
 import { IssuedKeys, isIssuedHashSource, type IssuedKeysOptions } from './issued/issued-keys';
 import type { ApiKeyRecord, KeyStore } from './types';
@@ -8,7 +8,10 @@ export type KeyResolution =
   | { status: 'valid'; record: ApiKeyRecord }
   | { status: 'revoked'; record: ApiKeyRecord }
   | { status: 'expired'; record: ApiKeyRecord }
-  /** neverIssued: proven by the issued-key filter, without the store (its anonymous unit may come from a batch). */
+  /**
+   * neverIssued: proven without the store, by the key's own checksum or by the issued-key filter
+   * (its anonymous unit may come from a batch).
+   */
   | { status: 'invalid'; neverIssued?: boolean };
 
 export interface KeyResolverOptions {
@@ -28,6 +31,9 @@ export interface KeyResolverOptions {
 }
 
 export const DEFAULT_MAX_CACHE_ENTRIES = 10_000;
+
+/** One answer for every key proven never issued by its checksum: a flood of them allocates nothing here. */
+const NEVER_ISSUED: KeyResolution = Object.freeze({ status: 'invalid', neverIssued: true });
 
 interface FoundEntry {
   record: ApiKeyRecord;
@@ -91,6 +97,8 @@ export class KeyResolver {
 
   async resolve(presentedKey: string): Promise<KeyResolution> {
     if (!isWellFormedKey(this.options.prefix, presentedKey)) return { status: 'invalid' };
+    // A checksum that fails proves the key made up (CONTRACT §4): no cache, filter or store is asked.
+    if (failsChecksum(presentedKey, this.options.prefix)) return NEVER_ISSUED;
     const hash = hashApiKey(presentedKey);
     const now = this.clock.now();
 

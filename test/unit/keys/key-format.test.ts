@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import {
+  CHECKSUM_LENGTH,
+  failsChecksum,
   generateApiKey,
+  generateLegacyApiKey,
+  hasValidChecksum,
+  keyChecksum,
+  LEGACY_SECRET_LENGTH,
+  RANDOM_LENGTH,
   generateKeyId,
   hashApiKey,
   hasPrefix,
@@ -40,6 +48,82 @@ describe('generateApiKey', () => {
 
   it.each(['asg_live', 'ASG_LIVE_', 'asg_', '', 'asg live_'])('refuses the malformed prefix %p', (prefix) => {
     expect(() => generateApiKey(prefix)).toThrow(/prefix/);
+  });
+});
+
+/** The other base62 character at `index` of `key`: a one-character typo, or a forgery's guess. */
+function changedAt(key: string, index: number): string {
+  const c = key[index]!;
+  return key.slice(0, index) + (c === 'a' ? 'b' : 'a') + key.slice(index + 1);
+}
+
+describe('key checksum (CONTRACT §4)', () => {
+  it('a new key is the prefix, 32 random characters, then 6 of CRC32 of all before them, in base62', () => {
+    const key = generateApiKey(PREFIX);
+    expect(SECRET_LENGTH).toBe(38);
+    expect(key).toMatch(/^asg_(live|test|dev)_[0-9A-Za-z]{38}$/);
+    const body = key.slice(0, PREFIX.length + RANDOM_LENGTH);
+    const checksum = key.slice(-CHECKSUM_LENGTH);
+    // Decoded by hand, independently of keyChecksum: base62 digits, most significant first.
+    const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+    const decoded = [...checksum].reduce((value, c) => value * 62 + alphabet.indexOf(c), 0);
+    expect(decoded).toBe(crc32(body));
+    expect(keyChecksum(body)).toBe(checksum);
+    expect(failsChecksum(key, PREFIX)).toBe(false);
+    expect(hasValidChecksum(key)).toBe(true);
+  });
+
+  it('round trips over many keys and every environment', () => {
+    for (const prefix of ['asg_live_', 'asg_test_', 'asg_dev_']) {
+      for (let i = 0; i < 300; i++) {
+        const key = generateApiKey(prefix);
+        expect(failsChecksum(key, prefix)).toBe(false);
+        expect(hasValidChecksum(key)).toBe(true);
+        expect(isWellFormedKey(prefix, key)).toBe(true);
+      }
+    }
+  });
+
+  it('pads a small CRC with zeros to 6 characters', () => {
+    // CRC32 of the empty string is 0.
+    expect(keyChecksum('')).toBe('000000');
+    expect(keyChecksum('abc')).toHaveLength(CHECKSUM_LENGTH);
+  });
+
+  it('a key with any one character changed fails its checksum', () => {
+    const key = generateApiKey(PREFIX);
+    for (let index = PREFIX.length; index < key.length; index++) {
+      const changed = changedAt(key, index);
+      expect({ index, fails: failsChecksum(changed, PREFIX) }).toEqual({ index, fails: true });
+      expect(hasValidChecksum(changed)).toBe(false);
+    }
+    // The prefix is inside the checksum too: a live key relabelled as a test key does not pass.
+    const relabelled = 'asg_test_' + key.slice(PREFIX.length);
+    expect(failsChecksum(relabelled, 'asg_test_')).toBe(true);
+  });
+
+  it('made-up secrets of the new length fail (all but about 1 in 62^6)', () => {
+    let passed = 0;
+    for (let i = 0; i < 2000; i++) if (!failsChecksum(generateLegacyApiKey(PREFIX) + 'abcdef', PREFIX)) passed++;
+    expect(passed).toBe(0);
+  });
+
+  it('keys issued before checksums (32 characters) and other lengths are never refused by it', () => {
+    const legacy = generateLegacyApiKey(PREFIX);
+    expect(legacy.length - PREFIX.length).toBe(LEGACY_SECRET_LENGTH);
+    expect(isWellFormedKey(PREFIX, legacy)).toBe(true);
+    expect(failsChecksum(legacy, PREFIX)).toBe(false);
+    // A scanner cannot vouch for one: it has no checksum.
+    expect(hasValidChecksum(legacy)).toBe(false);
+    expect(failsChecksum(PREFIX + 'a'.repeat(37), PREFIX)).toBe(false);
+    expect(failsChecksum(PREFIX + 'a'.repeat(39), PREFIX)).toBe(false);
+  });
+
+  it('hasValidChecksum refuses what is not a key', () => {
+    const key = generateApiKey(PREFIX);
+    expect(hasValidChecksum(key + ' ')).toBe(false);
+    expect(hasValidChecksum(key.slice(PREFIX.length))).toBe(false);
+    expect(hasValidChecksum('')).toBe(false);
   });
 });
 

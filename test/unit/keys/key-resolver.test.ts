@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
+import { generateApiKey, generateKeyId, generateLegacyApiKey, hashApiKey } from '../../../src/keys/key-format';
 import { KeyResolver, type KeyResolverOptions } from '../../../src/keys/key-resolver';
 import { SqliteKeyStore } from '../../../src/keys/stores/sqlite-key-store';
 import type { ApiKeyRecord } from '../../../src/keys/types';
@@ -67,6 +67,28 @@ describe('KeyResolver syntactic check', () => {
   ])('refuses %s without asking the store', async (_label, presented) => {
     expect(await resolver.resolve(presented)).toEqual({ status: 'invalid' });
     expect(store.findByHashCalls).toBe(0);
+  });
+});
+
+describe('KeyResolver key checksum (CONTRACT §4)', () => {
+  it('a key of the new length whose checksum fails is never issued, without the store', async () => {
+    const key = generateApiKey(PREFIX);
+    const forged = key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a');
+    for (let i = 0; i < 20; i++) expect(await resolver.resolve(forged)).toEqual({ status: 'invalid', neverIssued: true });
+    expect(await resolver.resolve(generateLegacyApiKey(PREFIX) + 'zzzzzz')).toEqual({ status: 'invalid', neverIssued: true });
+    expect(store.findByHashCalls).toBe(0);
+  });
+
+  it('a key issued before checksums (32 characters) is still looked up and admitted', async () => {
+    const key = generateLegacyApiKey(PREFIX);
+    const { record } = await addKey({ hash: hashApiKey(key) });
+    expect(await resolver.resolve(key)).toEqual({ status: 'valid', record });
+    expect(store.findByHashCalls).toBe(1);
+  });
+
+  it('a key with a good checksum that was never stored is looked up as before', async () => {
+    expect(await resolver.resolve(generateApiKey(PREFIX))).toEqual({ status: 'invalid' });
+    expect(store.findByHashCalls).toBe(1);
   });
 });
 
