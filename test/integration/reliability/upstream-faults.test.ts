@@ -73,7 +73,10 @@ describe.each(['undici', 'http-proxy'] as const)('upstream faults through the wh
 
     beforeAll(async () => {
       upstream = await startFaultyUpstream();
-      product = await startTestProduct({ overrides: { upstream: { url: upstream.url, timeoutMs: TIMEOUT_MS, forwarder } } });
+      // The breaker out of reach: these tests send a fault, then a healthy request, about 20 within
+      // 10 s, and half of 20 failing opens it (its own suites: brownout, pool-reset, circuit-breaker).
+      const breaker = { minimumRequests: 1000 };
+      product = await startTestProduct({ overrides: { upstream: { url: upstream.url, timeoutMs: TIMEOUT_MS, forwarder, circuitBreaker: breaker } } });
       auth = await businessKey(product, 'faults');
     });
     afterAll(async () => {
