@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as turnOfEventLoop, setTimeout as sleep } from 'node:timers/promises';
-import { keepRevocations, movesOf } from './import-rules';
+import { closedConsumerConflict, keepRevocations, movesOf } from './import-rules';
 import type { LuaCaller } from '../../shared/lua-script';
 import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyMove } from '../types';
 import { encodeRecord } from '../record';
@@ -13,6 +13,8 @@ export interface ImportLayout {
   issued: string;
   channel: string;
   importJournal: (token: string) => string;
+  /** A consumer's closed set (KeyStore.closeConsumer): a batch refuses a live key entering one that exists. */
+  consumerClosed: (consumerId: string) => string;
 }
 
 /**
@@ -43,7 +45,7 @@ const BATCH_ATTEMPTS = 5;
 
 /** A script's own refusal, as opposed to an answer that did not come. */
 function isRefusal(err: unknown): boolean {
-  return /hash-conflict|revoked-meanwhile/.test((err as Error).message ?? '');
+  return /hash-conflict|revoked-meanwhile|consumer-closed/.test((err as Error).message ?? '');
 }
 
 /** Runs `step`, again after a short pause when its answer did not come (not when Redis refused it). */
@@ -86,6 +88,8 @@ function refusalOf(err: unknown): unknown {
   if (conflict) return new KeyImportConflict(conflict[1]!, conflict[2]!);
   const revoked = /revoked-meanwhile (\S+)/.exec(message);
   if (revoked) return new KeyImportConflict(revoked[1]!, revoked[1]!, `key ${revoked[1]} was revoked while the import ran; import again`);
+  const closed = /consumer-closed (\S+) (\S+)/.exec(message);
+  if (closed) return closedConsumerConflict(closed[1]!, closed[2]!);
   return err;
 }
 
@@ -108,7 +112,8 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
       const current = await withRetries(() => deps.getMany(given.map((record) => record.id)), BATCH_ATTEMPTS);
       const batch = keepRevocations(given, (id) => current.get(id));
       const args = [channel, deps.newEpoch(), String(JOURNAL_TTL_MS), ...batch.flatMap(recordArgs)];
-      const [same, ...ids] = await withRetries(() => deps.importBatch([byHash, byId, writes, issued, journal], args), BATCH_ATTEMPTS);
+      const closedSets = batch.map((record) => deps.layout.consumerClosed(record.consumerId ?? ''));
+      const [same, ...ids] = await withRetries(() => deps.importBatch([byHash, byId, writes, issued, journal, ...closedSets], args), BATCH_ATTEMPTS);
       unchanged += same;
       const changed = new Set(ids);
       const writtenNow = batch.filter((record) => changed.has(record.id));

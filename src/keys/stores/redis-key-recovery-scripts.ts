@@ -36,9 +36,13 @@ end
  * dropping hashes it no longer has and publishing one change per hash touched. The script may be
  * sent again (its answer lost to a timeout): a record the journal already holds counts as written.
  *
- * KEYS: 1 by-hash, 2 by-id, 3 writes, 4 issued, 5 journal. ARGV: 1 channel, 2 epoch candidate,
- * 3 journal ttl ms, then four arguments a record. Returns {unchanged, ids written...} or an error
- * naming the conflict.
+ * A live key that enters a consumer (created in it, or moved to it from another or none) refuses
+ * the batch too while that consumer is being deleted (its closed set exists, KeyStore.closeConsumer).
+ *
+ * KEYS: 1 by-hash, 2 by-id, 3 writes, 4 issued, 5 journal, then each record's consumer's closed set
+ * (the one of no consumer '' for a record of none). ARGV: 1 channel, 2 epoch candidate, 3 journal
+ * ttl ms, then four arguments a record. Returns {unchanged, ids written...} or an error naming the
+ * conflict.
  */
 export const IMPORT_BATCH_SCRIPT = `
 local byHash, byId, issued, journal, channel, epochCandidate = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2]
@@ -60,6 +64,13 @@ for i = 0, n - 1 do
   local current = currentHash and redis.call('HGET', byHash, currentHash)
   if current and current ~= arg(i, 2) and type(cjson.decode(current).revokedAt) == 'string' and type(cjson.decode(arg(i, 2)).revokedAt) ~= 'string' then
     return redis.error_reply('ERR revoked-meanwhile ' .. arg(i, 1))
+  end
+  if current ~= arg(i, 2) then
+    local given = cjson.decode(arg(i, 2))
+    local entered = type(given.consumerId) == 'string' and type(given.revokedAt) ~= 'string' and (not current or cjson.decode(current).consumerId ~= given.consumerId)
+    if entered and redis.call('EXISTS', KEYS[6 + i]) == 1 then
+      return redis.error_reply('ERR consumer-closed ' .. arg(i, 1) .. ' ' .. given.consumerId)
+    end
   end
   currents[i] = current or false
 end

@@ -5,10 +5,11 @@ import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../sh
 import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
+import type { WindowName } from '../../limits/types';
 import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
-import { keepRevocations, movesOf } from './import-rules';
+import { closedConsumerConflict, consumerEntered, keepRevocations, movesOf } from './import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import { ConsumerClosed, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore } from '../types';
 
@@ -44,6 +45,8 @@ interface KeyRow {
   billing_day: number | null;
   /** NULL when the key follows its plan's maxInFlight (or has none). */
   max_in_flight: number | null;
+  /** The key's own hidden windows, comma-separated ('' for none); NULL when it follows its plan's. */
+  hidden_windows: string | null;
   /** NULL for a key of no consumer. */
   consumer_id: string | null;
   created_at: string;
@@ -125,14 +128,31 @@ const KEY_STORE_MIGRATIONS: readonly Migration[] = [
       addColumnIfMissing(db, 'api_keys', 'consumer_id', 'TEXT');
     },
   },
+  {
+    version: 8,
+    description: 'hidden windows: NULL (the plan decides) for every key before them',
+    up(db) {
+      addColumnIfMissing(db, 'api_keys', 'hidden_windows', 'TEXT');
+    },
+  },
 ];
+
+/** A key's own hidden windows as their column holds them: NULL (follow the plan), '' (none hidden) or names joined by commas. */
+function hiddenWindowsColumn(record: ApiKeyRecord): string | null {
+  return record.limits?.hiddenWindows === undefined ? null : record.limits.hiddenWindows.join(',');
+}
+
+function hiddenWindowsOfColumn(value: string | null): WindowName[] | null {
+  // limitsOf keeps only a list of known names; anything else in the column reads as no list.
+  return value === null ? null : value === '' ? [] : (value.split(',') as WindowName[]);
+}
 
 function fromRow(row: KeyRow): ApiKeyRecord {
   return {
     id: row.id,
     name: row.name,
     plan: row.plan,
-    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month, row.max_in_flight),
+    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month, row.max_in_flight, hiddenWindowsOfColumn(row.hidden_windows)),
     hash: row.hash,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -164,6 +184,7 @@ function toRow(record: ApiKeyRecord): KeyRow {
     per_month: record.limits?.perMonth ?? null,
     billing_day: record.billingDay ?? null,
     max_in_flight: record.limits?.maxInFlight ?? null,
+    hidden_windows: hiddenWindowsColumn(record),
     consumer_id: record.consumerId ?? null,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
@@ -203,20 +224,20 @@ export class SqliteKeyStore implements KeyStore {
     this.onSqliteError = options.onSqliteError;
     try {
       this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, hidden_windows, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @hidden_windows, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
       );
       this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, max_in_flight = @max_in_flight, consumer_id = @consumer_id,
+        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, max_in_flight = @max_in_flight, hidden_windows = @hidden_windows, consumer_id = @consumer_id,
            updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
            previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at, access_policy = @access_policy
          WHERE id = @id AND created_at = @created_at`,
       );
       this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
+        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, hidden_windows, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
+         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @hidden_windows, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
          ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
-           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, max_in_flight = excluded.max_in_flight, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
+           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, max_in_flight = excluded.max_in_flight, hidden_windows = excluded.hidden_windows, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
            revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
            previous_key_expires_at = excluded.previous_key_expires_at, access_policy = excluded.access_policy`,
       );
@@ -290,6 +311,7 @@ export class SqliteKeyStore implements KeyStore {
     this.importing = new Promise<void>((resolve) => (done = resolve));
     try {
       const plan = applyImport(this.byId, this.byHash, keepRevocations(records, (id) => this.byId.get(id)));
+      this.assertEnteredConsumersOpen(plan.changed);
       // Read before the maps change; the other writes wait for the import, so none moves a key meanwhile.
       const moved = movesOf(plan.changed, (id) => this.byId.get(id));
       await this.writeInSteps(plan.changed);
@@ -398,6 +420,20 @@ export class SqliteKeyStore implements KeyStore {
     const entry = this.closedConsumers.get(consumerId);
     entry?.holders.delete(token);
     if (entry && entry.holders.size === 0) this.closedConsumers.delete(consumerId);
+  }
+
+  /** An import bringing a live key into a consumer being deleted is refused whole, as the Redis store's script does. */
+  private assertEnteredConsumersOpen(changed: readonly ApiKeyRecord[]): void {
+    for (const record of changed) {
+      const entered = consumerEntered(record, this.byId.get(record.id));
+      if (entered === null) continue;
+      try {
+        this.assertConsumerOpen(entered);
+      } catch (err) {
+        if (err instanceof ConsumerClosed) throw closedConsumerConflict(record.id, entered);
+        throw err;
+      }
+    }
   }
 
   /** A write that puts a key into a consumer being deleted throws ConsumerClosed; a hold that ran out is forgotten. */

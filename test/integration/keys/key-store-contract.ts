@@ -237,6 +237,24 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       expect(await store.closeConsumer!(other, 'gone', 60_000)).toBe(false);
     });
 
+    it('an import bringing a live key into a consumer being deleted imports nothing; revoked keys and keys already there pass', async () => {
+      const closed = 'con_' + 'f'.repeat(24);
+      const already = newRecord({ consumerId: closed }).record;
+      const outside = newRecord().record;
+      for (const record of [already, outside]) await store.insert(record);
+      await store.closeConsumer!(closed, 'deleting', 60_000);
+      const fresh = newRecord({ consumerId: closed }).record;
+      for (const entering of [fresh, { ...outside, consumerId: closed }]) {
+        await expect(store.importRecords([{ ...already, name: 'renamed' }, entering])).rejects.toMatchObject({ name: 'KeyImportConflict', message: expect.stringContaining(`consumer ${closed}, which is being deleted`) });
+        expect(await store.get(already.id)).toEqual(already);
+      }
+      expect(await store.get(fresh.id)).toBeNull();
+      const revoked = { ...newRecord({ consumerId: closed }).record, revokedAt: '2026-01-02T00:00:00.000Z' };
+      expect((await store.importRecords([{ ...already, name: 'renamed' }, revoked])).imported).toBe(2);
+      await store.reopenConsumer!(closed, 'deleting');
+      expect((await store.importRecords([fresh])).imported).toBe(1);
+    });
+
     it('an import tells which keys it moved to another consumer', async () => {
       const a = 'con_' + 'a'.repeat(24);
       const b = 'con_' + 'b'.repeat(24);
