@@ -13,6 +13,7 @@ import { consoleRouter } from './console/console-router';
 import { plansRouter, type ConfiguredPlan } from './plans-route';
 import { keyBackupRoutes, type KeyBackup } from './key-backup-routes';
 import { creditRoutes } from './credit-routes';
+import { windowResetRoutes } from './window-reset-routes';
 import { consumerRoutes } from './consumer-routes';
 import type { ConsumerService } from '../consumers/consumer-service';
 import { requireAdminToken } from './admin-token';
@@ -117,6 +118,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   admin.use(keyRoutes({ keyService, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes }));
   if (deps.consumerService) admin.use(consumerRoutes({ consumers: deps.consumerService, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.use(creditRoutes({ keyService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
+  admin.use(windowResetRoutes({ keyService, consumers: deps.consumerService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.get('/audit', async (req, res) => {
     const limit = intParameter(req.query.limit, 'limit', 1, 1000, 100);
     res.json({ entries: await deps.auditLog.recent(limit) });

@@ -9,7 +9,7 @@ import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-
 /** Entries kept: the oldest go first beyond this (CONTRACT §5). */
 export const MAX_AUDIT_ENTRIES = 10_000;
 
-export type AuditAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban' | 'import' | 'credits' | 'delete';
+export type AuditAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban' | 'import' | 'credits' | 'delete' | 'reset';
 
 export interface AuditEntry {
   /** ISO instant of the write. */

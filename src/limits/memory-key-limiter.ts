@@ -13,7 +13,8 @@ import {
   unbanKeyState,
   type KeyState,
 } from './key-state';
-import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits, WindowName, WindowsHeld } from './types';
+import { resetStateWindows, windowsHeld, type ResetAt } from './window-reset';
 import { admitConsumer, consumerCountsOf, consumerHasRoom, rollConsumerState } from './consumer-state';
 import { consumerWindows, withConsumer } from './consumer-decision';
 import { moveKeyState } from './move-key-state';
@@ -247,6 +248,29 @@ export class MemoryKeyLimiter implements KeyLimiter {
       return keyUsage({ now, minuteCount: slidingMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, minuteResetAt: resetAt, month: monthCount });
     }
     return keyUsage({ now, minuteCount: currentMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, month: monthCount });
+  }
+
+  async resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+    const state = this.states.get(keyId);
+    const now = this.clock.now();
+    const at: ResetAt = { now, shape: this.shape, month: windows.includes('month') ? monthSpan(now, billingDay) : null };
+    const held = windowsHeld(state, windows, at);
+    if (state === undefined) return held;
+    // The month's zero on disk first, as a grant: a reset the ledger refused is not applied (503).
+    if (at.month !== null && state.monthStart === at.month.start && state.monthCount > 0) {
+      this.months?.saveNow({ keyId, monthStart: at.month.start, monthEnd: at.month.end, count: 0, credits: state.monthCredits });
+    }
+    resetStateWindows(state, windows, at);
+    return held;
+  }
+
+  async resetConsumerWindows(share: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
+    const state = this.consumerStates.get(share.id);
+    const now = this.clock.now();
+    const at: ResetAt = { now, shape: this.shape, month: windows.includes('month') ? monthSpan(now, share.billingDay) : null };
+    const held = windowsHeld(state, windows, at);
+    if (state !== undefined) resetStateWindows(state, windows, at);
+    return held;
   }
 
   async unban(keyId: string): Promise<void> {

@@ -47,7 +47,8 @@ export class RedisConsumerWindows {
     this.scripts = { consume: CONSUME.on(redis), slidingConsume: SLIDING_CONSUME.on(redis), usage: USAGE.on(redis), move: MOVE.on(redis) };
   }
 
-  private consumerKey(consumerId: string): string {
+  /** The hash of a consumer's minute and day; its log and month hash are named after it. */
+  consumerKey(consumerId: string): string {
     return this.settings.prefix + consumerId + '}:c';
   }
 

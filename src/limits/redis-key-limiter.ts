@@ -1,7 +1,7 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
 import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
-import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, InFlightLease, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits } from './types';
+import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, InFlightLease, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits, WindowName, WindowsHeld } from './types';
 import { RedisConsumerWindows } from './redis-consumer-windows';
 import { refusalLua } from './redis-refusal';
 import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, MAX_CARRIED_RELEASES, OUTCOME_CONCURRENCY_LIMITED, RELEASE_FLUSH_MS, inFlightArgv, inFlightCheckLua, inFlightReleaseLua, isNearLimit, sendReleases } from './redis-in-flight';
@@ -265,6 +265,45 @@ end
 return ok + tonumber(ARGV[2])
 `;
 
+/**
+ * A window reset (window-reset.ts; POST /admin/…/windows/reset), for a key's windows or a consumer's
+ * (the same layout). KEYS: 1 the hash, 2 the sliding log, 3 the month hash. ARGV: 1 now ('' as
+ * above), 2 the minute ('1' to reset), 3 its shape ('1' sliding), 4 the day ('1'), and to reset the
+ * month 5 a placeholder for perMonth (any number) and 6..9 its boundaries. One script, so Redis runs
+ * it between two consumes: a request counts before it (and is forgotten) or after it. The month's
+ * count goes to zero, its credits stay. Reply: the units the minute, day and month held (-1: not reset).
+ */
+const RESET_WINDOWS_LUA = `
+local key = KEYS[1]
+local mkey = KEYS[3]
+local now
+${nowFromArgOrTime(1)}
+local held = {-1, -1, -1}
+if ARGV[2] == '1' then
+  if ARGV[3] == '1' then
+    held[1] = redis.call('ZCOUNT', KEYS[2], '(' .. (now - 60000), '+inf')
+    redis.call('DEL', KEYS[2])
+  else
+    local f = redis.call('HMGET', key, 'mw', 'mc')
+    held[1] = 0
+    if tonumber(f[1]) == math.floor(now / 60000) then held[1] = tonumber(f[2]) or 0 end
+    redis.call('HDEL', key, 'mw', 'mc')
+  end
+end
+if ARGV[4] == '1' then
+  local f = redis.call('HMGET', key, 'dw', 'dc')
+  held[2] = 0
+  if tonumber(f[1]) == math.floor(now / 86400000) then held[2] = tonumber(f[2]) or 0 end
+  redis.call('HDEL', key, 'dw', 'dc')
+end
+${monthReadLua(5)}
+if monthLimit then
+  held[3] = oc
+  if oc > 0 then redis.call('HSET', mkey, 'c', 0) end
+end
+return held
+`;
+
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
 // `held` only on an admission (IN_FLIGHT_HOLD_LUA).
 type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number, held?: number];
@@ -276,6 +315,7 @@ const USAGE = defineLuaScript<UsageReply>('asgKeyLimitUsage', USAGE_LUA, 2);
 const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgKeyLimitSlidingConsume', SLIDING_CONSUME_LUA, 4);
 const SLIDING_USAGE = defineLuaScript<UsageReply>('asgKeyLimitSlidingUsage', SLIDING_USAGE_LUA, 3);
 const CREDITS = defineLuaScript<number>('asgKeyLimitCredits', CREDITS_LUA, 1);
+const RESET_WINDOWS = defineLuaScript<[number, number, number]>('asgKeyLimitResetWindows', RESET_WINDOWS_LUA, 3);
 
 interface KeyLimitScripts {
   consume: LuaCaller<ConsumeReply>;
@@ -283,6 +323,7 @@ interface KeyLimitScripts {
   slidingConsume: LuaCaller<ConsumeReply>;
   slidingUsage: LuaCaller<UsageReply>;
   credits: LuaCaller<number>;
+  resetWindows: LuaCaller<[number, number, number]>;
 }
 
 /** The hash holding a key's month count and credits; same hash tag, so same Cluster slot, as its hash. */
@@ -358,6 +399,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       slidingConsume: SLIDING_CONSUME.on(redis),
       slidingUsage: SLIDING_USAGE.on(redis),
       credits: CREDITS.on(redis),
+      resetWindows: RESET_WINDOWS.on(redis),
     };
     this.consumers = new RedisConsumerWindows(redis, { prefix: this.prefix, sliding: this.sliding, clock: this.clock, months: this.months });
     this.releases = new PendingReleases((batch) => sendReleases(redis, batch), options.releaseFlushMs ?? RELEASE_FLUSH_MS, MAX_CARRIED_RELEASES);
@@ -509,6 +551,27 @@ export class RedisKeyLimiter implements KeyLimiter {
       : await this.scripts.usage([key, key + ':mo'], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[5], reply[6], reply[8], reply[7]);
     return keyUsage({ now: reply[0], minuteCount: reply[1], dayCount: reply[2], bannedUntil: reply[3], limits, minuteResetAt: reply[4] || undefined, month });
+  }
+
+  resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+    return this.resetAt(this.prefix + keyId + '}', windows, billingDay);
+  }
+
+  resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
+    return this.resetAt(this.consumers.consumerKey(consumer.id), windows, consumer.billingDay);
+  }
+
+  /** One RESET_WINDOWS_LUA on the windows whose hash is `hash` (its log and month beside it). */
+  private async resetAt(hash: string, windows: readonly WindowName[], billingDay: number | undefined): Promise<WindowsHeld> {
+    const flag = (window: WindowName) => (windows.includes(window) ? '1' : '0');
+    const argv = [this.clock === undefined ? '' : String(this.clock.now()), flag('minute'), this.sliding ? '1' : '0', flag('day')];
+    if (windows.includes('month')) argv.push('0', ...this.monthArgv(billingDay));
+    const reply = await this.scripts.resetWindows([hash, hash + ':log', hash + ':mo'], argv);
+    const held: WindowsHeld = {};
+    (['minute', 'day', 'month'] as const).forEach((window, i) => {
+      if (reply[i]! >= 0) held[window] = reply[i];
+    });
+    return held;
   }
 
   async unban(keyId: string): Promise<void> {

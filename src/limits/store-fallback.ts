@@ -1,5 +1,5 @@
 import type { KeySnapshot } from './memory-key-limiter';
-import type { AddressConsumeOptions, AddressDecision, AddressLimiter, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowState } from './types';
+import type { AddressConsumeOptions, AddressDecision, AddressLimiter, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowName, WindowsHeld, WindowState } from './types';
 export type { FallbackKind } from './types';
 
 /**
@@ -168,6 +168,17 @@ export class FallbackKeyLimiter implements KeyLimiter {
 
   moveWindows(fromId: string, toId: string): Promise<void> {
     return this.primary.moveWindows!(fromId, toId);
+  }
+
+  /** An admin write, as addCredits. This process's fallback keeps its own counts: they are per instance anyway. */
+  resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+    // What this instance remembers of the key would seed an outage's fallback with the counts before the reset.
+    this.lastKnown.delete(keyId);
+    return this.primary.resetWindows!(keyId, windows, billingDay);
+  }
+
+  resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
+    return this.primary.resetConsumerWindows!(consumer, windows);
   }
 
   unban(keyId: string): Promise<void> {

@@ -160,6 +160,9 @@ export type KeyDecision = DecisionSource &
     }
   );
 
+/** Units each window held when it was reset (window-reset.ts); only the windows reset. */
+export type WindowsHeld = Partial<Record<WindowName, number>>;
+
 /** What the admin API shows for a key: its windows without consuming, and any ban. */
 export interface KeyUsage {
   minute: WindowState;
@@ -183,6 +186,14 @@ export interface KeyLimiter {
    */
   addCredits(keyId: string, units: number, billingDay?: number): Promise<void>;
   unban(keyId: string): Promise<void>;
+  /**
+   * Sets the named windows of a key back to zero (POST /admin/keys/{id}/windows/reset) in one step
+   * with respect to consumes, and answers what each held just before. A month keeps its credits.
+   * The caller checks that the key has the windows it names. Optional as consumerUsage below.
+   */
+  resetWindows?(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld>;
+  /** The same for a consumer's windows (its own billing day); the caller checks it has them. */
+  resetConsumerWindows?(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld>;
   /**
    * A consumer's windows as they stand, consuming nothing (the admin API, GET /v1/usage). This and
    * the next two are optional only so that a fake limiter of a test need not have them: every
