@@ -1,7 +1,8 @@
 /**
  * The operation ids of openapi.yaml an access policy may list (CONTRACT §4), and which id a request
- * names. `getUsage` is not among them: GET /v1/usage is always allowed, so listing it would mean
- * nothing. test/unit/access/operation-ids.test.ts checks these against openapi.yaml.
+ * names. `getUsage` and `revokeKey` are not among them: GET /v1/usage and POST /v1/keys/revoke are
+ * always allowed (a policy must never keep a leaked key from being revoked), so listing them would
+ * mean nothing. test/unit/access/operation-ids.test.ts checks these against openapi.yaml.
  */
 export const POLICY_OPERATION_IDS = ['listPets', 'createPet', 'getPet'] as const;
 export type PolicyOperationId = (typeof POLICY_OPERATION_IDS)[number];

@@ -24,6 +24,8 @@ import { intParameter } from './request-parsing';
 import { configRoutes, type ConfigAdministration } from './config-routes';
 import { usageExportRoutes, type UsageExport } from './usage-export-routes';
 import { topKeysRoute, type TopKeysDependencies } from './stats/top-keys-route';
+import { secretScanningRoute, type SecretScanningDependencies } from './secret-scanning-route';
+import type { ApiKeyRecord } from '../keys/types';
 
 export type { MetricsSource, ReadinessCheck, KeyUsageHistory };
 
@@ -70,6 +72,10 @@ export interface AdminDependencies {
   usageExport?: UsageExport;
   /** GET /admin/stats/top-keys: the busiest keys across every instance. */
   topKeys?: TopKeysDependencies;
+  /** POST /admin/secret-scanning, behind the partner's signature instead of the admin token. */
+  secretScanning?: SecretScanningDependencies;
+  /** After DELETE /admin/keys/{id}: the `key.revoked` webhook (`by: "admin"`). */
+  onKeyRevoked?: (record: ApiKeyRecord) => void;
 }
 
 /** A write the key store refused is answered 503 with nothing stored; the operator learns why here. */
@@ -111,11 +117,14 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   app.disable('etag');
   app.use(healthRoutes(deps.readiness, deps.metrics, { details: deps.readinessDetails, shuttingDown: deps.shuttingDown }));
 
+  // A secret-scanning partner holds no admin token: its report is signed instead (checked there).
+  if (deps.secretScanning) app.use(secretScanningRoute(deps.secretScanning));
+
   const admin = express.Router();
   admin.use(requireAdminToken({ ...deps, clock, logger }));
   // Before /keys/:id, which would otherwise take `export` for an id.
   admin.use(keyBackupRoutes(deps.keyBackup ?? keyService, audit));
-  admin.use(keyRoutes({ keyService, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes }));
+  admin.use(keyRoutes({ keyService, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes, onRevoked: deps.onKeyRevoked }));
   if (deps.consumerService) admin.use(consumerRoutes({ consumers: deps.consumerService, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.use(creditRoutes({ keyService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.use(windowResetRoutes({ keyService, consumers: deps.consumerService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));

@@ -35,6 +35,8 @@ export interface KeyRouteDependencies {
   audit: RecordAudit;
   /** The body limit in force (config server.maxBodyBytes, which a reload may change). */
   maxBodyBytes: () => number;
+  /** After a revocation: the `key.revoked` webhook (`by: "admin"`). */
+  onRevoked?: (record: ApiKeyRecord) => void;
 }
 
 const limitsSchema = z.strictObject({
@@ -193,7 +195,8 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
   router.delete('/keys/:id', async (req, res) => {
     const record = await keys.revoke(req.params.id as string);
     if (!record) throw notFound(req.params.id);
-    await audit(req, 'revoke', record.id, { revokedAt: record.revokedAt });
+    await audit(req, 'revoke', record.id, { revokedAt: record.revokedAt, by: 'admin' });
+    deps.onRevoked?.(record);
     res.status(204).end();
   });
   router.delete('/keys/:id/ban', async (req, res) => {

@@ -14,8 +14,8 @@ export type { GatewayDependencies, KeyDecisionListener, KeyLookup };
 /**
  * The public listener's request path on node:http. `serve` reads as the sequence: HTTP/2 framing,
  * CORS preflight, which operation, who is calling, the anonymous limit, the access policy, the usage
- * answer, the key's limit, the route, the sunset, then forward; the request is recorded when its
- * response closes. Each step is a module of its own under ./steps, built once here from what it needs: it takes the request as it
+ * answer, a key revoking itself, the key's limit, the route, the sunset, then forward; the request
+ * is recorded when its response closes. Each step is a module of its own under ./steps, built once here from what it needs: it takes the request as it
  * stands (a GatewayRequest) and answers one StepOutcome: CONTINUE, ANSWERED or a Refusal.
  */
 export function createGatewayHandler(deps: GatewayDependencies): RequestListener {
@@ -23,7 +23,7 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   const addresses = new ClientAddressResolver(deps.config.server.trustedProxies);
   // Chosen once: with tracing off every hook is one null check.
   const traces = tracing();
-  const { cors, checkFraming, answerPreflight, matchOperation, authenticate, limitAnonymous, checkAccess, answerUsage, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
+  const { cors, checkFraming, answerPreflight, matchOperation, authenticate, limitAnonymous, checkAccess, answerUsage, revokeOwnKey, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
 
   return function handleRequest(req, res) {
     const request = startRequest(req, res);
@@ -48,6 +48,8 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
     if (outcome === CONTINUE) outcome = checkAccess(request);
     // GET /v1/usage is the gateway's own answer and costs no unit of any window.
     if (outcome === CONTINUE) outcome = await answerUsage(request);
+    // POST /v1/keys/revoke: the caller's key revokes itself, before (and so whatever) its limits and ban.
+    if (outcome === CONTINUE) outcome = await revokeOwnKey(request);
     if (outcome === CONTINUE) outcome = await limitKey(request);
     if (outcome === CONTINUE) outcome = checkRoute(request);
     if (outcome === CONTINUE) outcome = applySunset(request);

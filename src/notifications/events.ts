@@ -95,3 +95,19 @@ export function keyExpiringEvent(keyId: string, consumerId: string | null, expir
     expiresAt: new Date(expiresAt).toISOString(),
   });
 }
+
+/** Who revoked a key: an admin, its holder (POST /v1/keys/revoke), or a secret-scanning partner's report. */
+export type RevokedBy = 'admin' | 'holder' | 'secret-scanning';
+
+/**
+ * `key.revoked`: once per key, since a revocation keeps its first `revokedAt` (revoking again
+ * names the same event, which the outbox recognises for a day).
+ */
+export function keyRevokedEvent(keyId: string, consumerId: string | null, revokedAt: number, by: RevokedBy, at: number): WebhookEvent {
+  return event('key.revoked', eventId('key.revoked', keyId, revokedAt), at, revokedAt + DAY_MS, {
+    keyId,
+    consumerId,
+    revokedAt: new Date(revokedAt).toISOString(),
+    by,
+  });
+}

@@ -6,7 +6,7 @@ import type { Logger } from '../shared/logger';
 import { createDecisionWatch, type DecisionWatch } from './decision-watch';
 import { WebhookDispatcher } from './dispatcher';
 import { endpointsOf, receiversOf, type Endpoint, type Receiver } from './endpoints';
-import type { WebhookEvent } from './events';
+import { keyRevokedEvent, type RevokedBy, type WebhookEvent } from './events';
 import { ExpiringKeysWatch, type ExpiringKeySource } from './expiring-keys';
 import { createNotificationMetrics, type NotificationMetrics } from './notification-metrics';
 import type { Outbox } from './outbox';
@@ -127,6 +127,18 @@ export class Notifier {
       byEvent[event] = (byEvent[event] ?? 0) + 1;
     }
     this.options.logger.warn({ deliveries: types.length, byEvent }, 'webhook deliveries to receivers no longer in the config dropped from the outbox');
+  }
+
+  /**
+   * A key was revoked (or asked to be again: its first `revokedAt` names the same event). A repeat
+   * more than a day later is not sent: the revocation was announced when it happened.
+   */
+  keyRevoked(key: { id: string; consumerId?: string; revokedAt: string | null }, by: RevokedBy): void {
+    if (key.revokedAt === null || !this.wanted('key.revoked')) return;
+    const revokedAt = Date.parse(key.revokedAt);
+    const event = keyRevokedEvent(key.id, key.consumerId ?? null, revokedAt, by, this.options.clock.now());
+    if (event.seenUntil <= event.createdAt) return;
+    this.emit(event);
   }
 
   /** Stops finding and delivering; what was found is written to the outbox first. */

@@ -23,6 +23,8 @@ import type { ConfigAdministration } from '../admin/config-routes';
 import { listen, localUrl } from './listen';
 import type { UsageExport } from '../admin/usage-export-routes';
 import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
+import { verifyingKeysOf } from '../shared/config/secret-scanning';
+import type { KeyRevocations } from './key-revocations';
 
 export interface AdminListenerDependencies {
   adminToken: string;
@@ -52,6 +54,8 @@ export interface AdminListenerDependencies {
   usageExport: UsageExport;
   /** GET /admin/stats/top-keys. */
   topKeys: TopKeysDependencies;
+  /** Revocations besides the admin API's own: POST /admin/secret-scanning's, and the webhook of DELETE /admin/keys/{id}. */
+  keyRevocations?: KeyRevocations;
 }
 
 /** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
@@ -105,10 +109,19 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     ...(stores.writeReplication ? { confirmWrite: writeReplicationReport(() => stores.writeReplication!.confirm()) } : {}),
     usageExport: deps.usageExport,
     topKeys: deps.topKeys,
+    ...(deps.keyRevocations ? secretScanningOf(deps.keyRevocations, deps.configInForce, logger) : {}),
   });
   const server = createBoundedServer(config.server, app);
   server.on('clientError', answerUnparsableRequest({ logger }));
   const port = await listen(server, deps.port ?? config.server.adminPort, config.server.adminHost);
   deps.closers.add(() => closeServer(server, config.server.shutdownTimeoutMs));
   return localUrl(config.server.adminHost, port);
+}
+
+/** POST /admin/secret-scanning with the public keys of the config in force, and the admin revocation's webhook. */
+function secretScanningOf(revocations: KeyRevocations, configInForce: () => Config, logger: Logger) {
+  return {
+    secretScanning: { revocation: revocations, verifyingKeys: () => verifyingKeysOf(configInForce().secretScanning), logger },
+    onKeyRevoked: (record: Parameters<KeyRevocations['revokedByAdmin']>[0]) => revocations.revokedByAdmin(record),
+  };
 }

@@ -38,6 +38,8 @@ export interface DecidingListenerDependencies {
   consumers?: GatewayDependencies['consumers'];
   /** Each key's consumer's access policy, from the same directory. */
   consumerAccessPolicy?: GatewayDependencies['consumerAccessPolicy'];
+  /** POST /v1/keys/revoke: the caller's key revoked, audited and announced. */
+  keyRevocation?: GatewayDependencies['keyRevocation'];
   port?: number;
   closers: Closers;
   /** The config in force, asked as each request starts (a reload puts a new one there). */
@@ -94,6 +96,7 @@ export function decisionDependencies(config: Config, deps: DecidingListenerDepen
     keyDecisions: deps.keyDecisions,
     consumers: deps.consumers,
     consumerAccessPolicy: deps.consumerAccessPolicy,
+    keyRevocation: deps.keyRevocation,
   };
 }
 

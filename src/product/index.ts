@@ -22,6 +22,7 @@ import type { ConsumerService } from '../consumers/consumer-service';
 import { startForwarder, startGatewayListener } from './gateway-listener';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
+import { KeyRevocations } from './key-revocations';
 import { startAuthzListener } from './authz-listener';
 import { resolveAdminToken } from './admin-token';
 import { ConfigState } from './reload/config-state';
@@ -136,7 +137,16 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
-    const deciding = { ...recorders, keyDecisions, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, metrics, logger, clock, random: options.random, closers, configInForce: inForce };
+    const keyRevocations = new KeyRevocations({
+      prefix: config.keys.prefix,
+      revoke: (id) => keyService.revoke(id),
+      findByHash: (hash) => stores!.keyStore.findByHash(hash),
+      auditLog: stores.auditLog,
+      announce: (record, by) => notifier.keyRevoked(record, by),
+      clock,
+      logger: logger.child({ component: 'admin' }),
+    });
+    const deciding = { ...recorders, keyDecisions, keyRevocation: keyRevocations, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, metrics, logger, clock, random: options.random, closers, configInForce: inForce };
     const gateway = await startGatewayListener(config, { ...deciding, forwarder, port: options.gatewayPort }, tlsPair);
     const authzUrl = await startAuthzListener(config, { ...deciding, port: options.authzPort });
     const applyConfig = (next: Config, pair: TlsPair | null) => {
@@ -165,6 +175,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       configAdministration: { view: () => configState.view(), reload },
       configInForce: inForce,
       ...usageReports({ stores, recorders, keyService, clock }),
+      keyRevocations,
     });
     adminPort = Number(/:(\d+)$/.exec(adminUrl)![1]);
     // The metrics registered since (the reload's) take the same closed sets.

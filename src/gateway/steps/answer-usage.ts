@@ -49,7 +49,7 @@ export function createUsageStep(deps: UsageDependencies) {
 
   return function answerUsage(request: GatewayRequest): StepOutcome | Promise<StepOutcome> {
     const route = request.route;
-    return route?.answeredByGateway ? answer(request, route) : CONTINUE;
+    return route?.answeredByGateway === 'usage' ? answer(request, route) : CONTINUE;
   };
 
   async function answer(request: GatewayRequest, route: RouteMatch): Promise<StepOutcome> {

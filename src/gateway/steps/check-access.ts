@@ -39,7 +39,8 @@ export function createAccessStep(deps: AccessStepDependencies) {
 
   return function checkAccess(request: GatewayRequest): StepOutcome {
     const record = request.key;
-    // Keyless callers were answered by the anonymous limit; the usage answer is always allowed.
+    // Keyless callers were answered by the anonymous limit; the gateway's own answers (usage, a key
+    // revoking itself) are always allowed: a policy must never keep a leaked key from being killed.
     if (record === null || request.route?.answeredByGateway) return CONTINUE;
     const keyPolicy = accessPolicyOf(record);
     const consumer = consumerPolicy(record);

@@ -18,6 +18,7 @@ import { createOperationStep } from './match-operation';
 import { createAuthenticateStep, type KeyLookup } from './authenticate';
 import { createAnonymousLimitStep } from './limit-anonymous';
 import { createUsageStep } from './answer-usage';
+import { createRevokeOwnKeyStep, type OwnKeyRevocation } from './revoke-own-key';
 import { createAccessStep, type ConsumerAccessPolicy } from './check-access';
 import { createKeyLimitStep, type KeyDecisionListener } from './limit-key';
 import { checkRoute } from './check-route';
@@ -25,7 +26,7 @@ import { createSunsetStep } from './sunset';
 import { createForwardStep } from './forward';
 import { createRecordStep } from './record';
 
-export type { KeyLookup, KeyDecisionListener, ConsumerAccessPolicy };
+export type { KeyLookup, KeyDecisionListener, ConsumerAccessPolicy, OwnKeyRevocation };
 
 /** What the steps that decide a request need: everything but the way to the inventory. */
 export interface DecisionDependencies {
@@ -49,6 +50,8 @@ export interface DecisionDependencies {
   consumerAccessPolicy?: ConsumerAccessPolicy;
   /** Each key's consumer, held in process (src/consumers): its shared windows and its name. */
   consumers?: ConsumerLookup;
+  /** POST /v1/keys/revoke: the caller's key revoked, audited and announced (src/product/key-revocations.ts). */
+  keyRevocation?: OwnKeyRevocation;
 }
 
 /** The public listener's dependencies: the deciding steps', and the forwarder to the inventory. */
@@ -105,6 +108,7 @@ export function createDecidingSteps(deps: DecisionDependencies, plans: PlanBook 
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
     checkAccess: createAccessStep({ metrics, logger, consumerPolicy: deps.consumerAccessPolicy }),
     answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall, consumerOf: deps.consumers?.consumerOf }),
+    revokeOwnKey: createRevokeOwnKeyStep({ revocation: deps.keyRevocation, storeCall }),
     limitKey: createKeyLimitStep({
       keyLimiter: deps.keyLimiter,
       keyLimits,

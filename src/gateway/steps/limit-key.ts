@@ -13,6 +13,7 @@ import { keyOf, type GatewayRequest } from '../request-context';
 import { CONCURRENCY_LIMITED, keyRateLimited, Refusal, temporarilyBanned, unconfiguredPlan } from '../refusals';
 import { CONTINUE, setHeaders, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
+import { afterRequestIsOver } from '../upstream/upstream-hold';
 
 /** Share of a window after which an admitted request counts in gateway_ratelimit_near_limit_total. */
 const NEAR_LIMIT_SHARE = 0.8;
@@ -84,8 +85,10 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
       if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });
     }
     if (decision.outcome === 'allowed') {
-      // The slot is the request's until its response closes: answered, cut off, or its client gone.
-      if (lease) res.once('close', () => keyLimiter.release?.(windowsId, lease.id));
+      // The slot is the request's until its response closes (answered, cut off, or its client gone,
+      // during the decision included) and its upstream request, if any, is gone: a cancelled stream's
+      // slot comes back only once the inventory no longer has its request (issue 48).
+      if (lease) afterRequestIsOver(res, () => keyLimiter.release?.(windowsId, lease.id));
       request.rateLimitOutcome = 'allowed';
       countAdmitted(metrics, record.plan, route, options?.cost ?? 1, decision);
       setHeaders(res, keyRateLimitHeaders(decision));

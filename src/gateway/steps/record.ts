@@ -1,5 +1,5 @@
 import { flatLineLogger, type Logger } from '../../shared/logger';
-import { cutOffReason } from '../cut-off';
+import { answeredInFull, clientLeftReason, cutOffReason } from '../cut-off';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { GatewayRequest, RateLimitOutcome } from '../request-context';
 import { protocolOf, requestLogLine } from '../request-log-line';
@@ -41,9 +41,11 @@ export function createRecordStep(deps: RecordDependencies) {
     const { req, res } = request;
     const route = request.route?.template ?? UNMATCHED_ROUTE;
     const method = request.method;
-    const answered = res.writableFinished;
-    // Cut off before an answer started: no status reached the client (0, as for unparsed requests).
-    const status = answered || res.headersSent ? res.statusCode : 0;
+    const answered = answeredInFull(res);
+    // Cut off, before its answer or in the middle of it: counted under 0 (as unparsed requests are)
+    // and logged with status null, never under the status its head carried (issue 48: cancelled
+    // HTTP/2 streams were counted as 200).
+    const status = answered ? res.statusCode : 0;
     const statusCode = String(status);
     const seconds = Number(process.hrtime.bigint() - request.startedAt) / 1e9;
     // Plain counts here, handed to prom-client at scrape time (src/shared/metric-tally.ts).
@@ -59,7 +61,7 @@ export function createRecordStep(deps: RecordDependencies) {
         method,
         route,
         status: status === 0 ? null : status,
-        cutOff: answered ? undefined : (cutOffReason(res) ?? 'client closed the connection'),
+        cutOff: answered ? undefined : (cutOffReason(res) ?? clientLeftReason(res)),
         durationMs: Math.round(seconds * 1e6) / 1e3,
         protocol: protocolOf(req.httpVersion),
       }),

@@ -56,6 +56,12 @@ export interface ForwardHandlers {
   onFailure(failure: UpstreamFailure): void;
   /** Called when the upstream's response head has been taken for the client (for upstream duration). */
   onResponse?(statusCode: number): void;
+  /**
+   * Called once the upstream request is gone: its answer read to the end, or the request failed or
+   * was abandoned and its connection let go. What the request holds (its place in the guard, its
+   * maxInFlight slot) comes back only then (CONTRACT §3). A failure reported says as much.
+   */
+  onGone?(): void;
 }
 
 /** What the forwarder holds right now: requests not yet finished, and connections to the upstream. */

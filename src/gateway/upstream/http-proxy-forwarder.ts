@@ -7,6 +7,7 @@ import { hasBody } from './request-body';
 import { classifyUpstreamError, TIMEOUT_CODE } from './upstream-failure';
 import { isHopByHopResponseHeader } from './upstream-headers';
 import { guardForwarder } from './upstream-guard';
+import { markCutOff } from '../cut-off';
 
 function pendingInAgent(agent: http.Agent): number {
   let queued = 0;
@@ -14,10 +15,74 @@ function pendingInAgent(agent: http.Agent): number {
   return queued;
 }
 
-interface InFlight {
-  handlers: ForwardHandlers;
+/**
+ * One request through http-proxy: its upstream request once http-proxy has made it, whether it is
+ * over on our side, and whether it is gone from the inventory (the guard's place waits for that).
+ */
+class InFlight {
   upstreamRequest?: http.ClientRequest;
-  abandoned: boolean;
+  upstreamResponse?: IncomingMessage;
+  /** Over on our side: a failure reported, or abandoned (client gone, deadline, body too large). */
+  abandoned = false;
+  private gone = false;
+
+  constructor(readonly handlers: ForwardHandlers) {}
+
+  /**
+   * http-proxy has made the upstream request and the agent gave it a socket: watched until it
+   * closes (answer read to its end, or destroyed); destroyed at once if abandoned meanwhile.
+   */
+  attach(upstreamRequest: http.ClientRequest): void {
+    this.upstreamRequest = upstreamRequest;
+    upstreamRequest.once('close', () => this.markGone());
+    if (this.abandoned) upstreamRequest.destroy();
+  }
+
+  /** Stops the upstream request without reporting a failure; a late answer is dropped with it. */
+  abandon(): void {
+    this.abandoned = true;
+    this.upstreamRequest?.destroy();
+  }
+
+  /**
+   * The client's response closed: unless the upstream's answer was read to its end, the upstream
+   * request is abandoned. Not `res.writableFinished`, which an HTTP/2 stream reset sets too (issue
+   * 48: the cancelled stream's request went on, and its late answer, piped into a closed stream,
+   * held the pool connection for good).
+   */
+  clientClosed(): void {
+    if (this.gone || this.upstreamResponse?.complete) return;
+    this.abandon();
+  }
+
+  /**
+   * The answer's body waited for the client longer than the upstream timeout (it stopped reading,
+   * or its stream was reset under a paused pipe): cut off, not an upstream failure.
+   */
+  clientStoppedReading(res: ServerResponse): void {
+    markCutOff(res, 'client stopped reading');
+    this.abandon();
+    res.destroy();
+  }
+
+  /**
+   * One failure per request: a response cut mid-body reaches httpxy's error event and the upstream
+   * response's close alike.
+   */
+  fail(err: NodeJS.ErrnoException): void {
+    if (!this.abandoned) {
+      this.abandoned = true;
+      this.handlers.onFailure(classifyUpstreamError(err));
+    }
+    // Failed before http-proxy handed its request over: no close of it will say it is gone.
+    if (!this.upstreamRequest) this.markGone();
+  }
+
+  private markGone(): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.handlers.onGone?.();
+  }
 }
 
 /**
@@ -59,16 +124,6 @@ class ProxiedRequest extends PassThrough {
 }
 
 /**
- * One failure per request: a response cut mid-body reaches httpxy's error event and the upstream
- * response's close alike.
- */
-function reportOnce(inFlight: InFlight, err: NodeJS.ErrnoException): void {
-  if (inFlight.abandoned) return;
-  inFlight.abandoned = true;
-  inFlight.handlers.onFailure(classifyUpstreamError(err));
-}
-
-/**
  * http-proxy-middleware, created once, with a keep-alive agent. The UpstreamRequest says what to
  * send; this only moves bytes and maps failures.
  */
@@ -91,10 +146,12 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
     xfwd: false,
     agent: through,
     on: {
-      proxyReq(proxyReq, req) {
+      proxyReq(proxyReq, req, res) {
         const inFlight = (req as unknown as ProxiedRequest).inFlight;
-        inFlight.upstreamRequest = proxyReq;
+        inFlight.attach(proxyReq);
         proxyReq.setTimeout(settings.timeoutMs, () => {
+          // The answer paused for a client that does not read it: the client's doing, not the upstream's.
+          if (inFlight.upstreamResponse?.isPaused()) return inFlight.clientStoppedReading(res);
           const err: NodeJS.ErrnoException = new Error('upstream timeout');
           err.code = TIMEOUT_CODE;
           proxyReq.destroy(err);
@@ -102,13 +159,14 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
         // Ahead of httpxy's own listener, which destroys the client's response when the upstream's
         // is cut: seen after that, the cut would look like a client that went away.
         proxyReq.prependOnceListener('response', (upstreamRes) => {
+          inFlight.upstreamResponse = upstreamRes;
           inFlight.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
           // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
           upstreamRes.once('close', () => {
             if (upstreamRes.complete) return;
             const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
             err.code = 'ECONNRESET';
-            reportOnce(inFlight, err);
+            inFlight.fail(err);
           });
         });
       },
@@ -118,7 +176,7 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
         }
       },
       error(err, req) {
-        reportOnce((req as unknown as ProxiedRequest).inFlight, err as NodeJS.ErrnoException);
+        (req as unknown as ProxiedRequest).inFlight.fail(err as NodeJS.ErrnoException);
       },
     },
   });
@@ -127,22 +185,15 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
 
   return {
     forward(upstream, res, handlers, options) {
-      const inFlight: InFlight = { handlers, abandoned: false };
+      const inFlight = new InFlight(handlers);
       const proxied = new ProxiedRequest(upstream, inFlight);
       // A client gone before the answer ends frees the upstream request (http-proxy only notices an
-      // unfinished request body, not a closed response).
-      res.once('close', () => {
-        if (res.writableFinished || inFlight.abandoned) return;
-        inFlight.abandoned = true;
-        inFlight.upstreamRequest?.destroy();
-      });
+      // unfinished request body, and an HTTP/2 stream reset looks finished to it).
+      res.once('close', () => inFlight.clientClosed());
       void (options?.freshConnection ? freshProxy : proxy)(proxied as unknown as IncomingMessage, res, (err?: unknown) => {
-        handlers.onFailure(classifyUpstreamError((err ?? new Error('proxy failed')) as NodeJS.ErrnoException));
+        inFlight.fail((err ?? new Error('proxy failed')) as NodeJS.ErrnoException);
       });
-      return () => {
-        inFlight.abandoned = true;
-        inFlight.upstreamRequest?.destroy();
-      };
+      return () => inFlight.abandon();
     },
     stats() {
       let activeRequests = 0;

@@ -6,6 +6,7 @@ import { classifyUpstreamError } from './upstream-failure';
 import { isHopByHopResponseHeader } from './upstream-headers';
 import type { ForwarderSettings, ForwardHandlers, Forwarder, GuardedForwarder } from './forward-contract';
 import { guardForwarder } from './upstream-guard';
+import { markCutOff } from '../cut-off';
 
 /**
  * Request headers undici sets itself or refuses (it frames the body and names the host from the
@@ -28,21 +29,28 @@ class ForwardAbandoned extends Error {
  */
 class ForwardExchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
-  /** Set once the exchange is over: answered, failed, or abandoned. */
+  /** Set once undici is done with the request: answered, failed, or abandoned and aborted. */
   private settled = false;
   private abandonedBecause: ForwardAbandoned | null = null;
-  private readonly resume = () => this.controller?.resume();
+  /** Runs while the answer waits for the client to drain it; past it the client is cut off. */
+  private pauseDeadline: NodeJS.Timeout | null = null;
+  private readonly resume = () => {
+    this.clearPauseDeadline();
+    this.controller?.resume();
+  };
 
   constructor(
     private readonly res: ServerResponse,
     private readonly handlers: ForwardHandlers,
     /** The client's body on its way up, when it has one. */
     private readonly body: PassThrough | null,
+    /** How long the answer may wait for the client to read it: the upstream timeout. */
+    private readonly pauseLimitMs: number,
   ) {}
 
   /** Stops the upstream request without reporting a failure (body too large, client gone). */
   abandon(why: string): void {
-    if (this.settled) return;
+    if (this.settled || this.abandonedBecause) return;
     this.abandonedBecause = new ForwardAbandoned(why);
     this.controller?.abort(this.abandonedBecause);
     this.releaseBody();
@@ -80,28 +88,58 @@ class ForwardExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.res.write(chunk)) controller.pause();
+    if (this.res.write(chunk)) return;
+    controller.pause();
+    // undici's bodyTimeout does not run while paused: without a deadline of our own, a client that
+    // stops reading (or a write into a reset HTTP/2 stream, which never drains) holds the
+    // connection for good (issue 48).
+    this.pauseDeadline ??= setTimeout(this.clientStoppedReading, this.pauseLimitMs).unref();
+  }
+
+  /** The answer waited longer than the upstream timeout for the client to read it: cut off, not an upstream failure. */
+  private readonly clientStoppedReading = () => {
+    this.pauseDeadline = null;
+    if (this.settled) return;
+    markCutOff(this.res, 'client stopped reading');
+    this.abandon('client stopped reading the answer');
+    this.res.destroy();
+  };
+
+  private clearPauseDeadline(): void {
+    if (this.pauseDeadline === null) return;
+    clearTimeout(this.pauseDeadline);
+    this.pauseDeadline = null;
   }
 
   onResponseEnd(): void {
-    this.settled = true;
-    this.res.off('drain', this.resume);
-    this.releaseBody();
+    this.settle();
     this.res.end();
+    this.handlers.onGone?.();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (this.settled) return;
-    this.settled = true;
-    this.res.off('drain', this.resume);
-    this.releaseBody();
+    this.settle();
+    // Aborted or failed, undici has let go of the request and its connection.
+    this.handlers.onGone?.();
     if (this.abandonedBecause) return;
     this.handlers.onFailure(classifyUpstreamError(err as NodeJS.ErrnoException));
   }
 
-  /** The client went away before the answer was complete: free the upstream connection. */
+  private settle(): void {
+    this.settled = true;
+    this.clearPauseDeadline();
+    this.res.off('drain', this.resume);
+    this.releaseBody();
+  }
+
+  /**
+   * The client's response closed before undici was done: the client went away (its connection
+   * closed, its HTTP/2 stream reset or its session closed), or the gateway cut it off. Not
+   * `res.writableFinished`, which an HTTP/2 reset sets too (issue 48).
+   */
   onClientClosed(): void {
-    if (!this.settled && !this.res.writableFinished) this.abandon('client closed the connection');
+    if (!this.settled) this.abandon('client closed the connection');
   }
 }
 
@@ -169,7 +207,7 @@ function createUndiciPool(settings: ForwarderSettings): Forwarder {
   return {
     forward(upstream, res, handlers, options) {
       const body = hasBody(upstream.client) ? new PassThrough() : null;
-      const exchange = new ForwardExchange(res, handlers, body);
+      const exchange = new ForwardExchange(res, handlers, body, settings.timeoutMs);
       res.once('close', () => exchange.onClientClosed());
       if (body) upstream.client.pipe(body);
       const dispatcher = options?.freshConnection ? freshDispatcher() : pool;

@@ -6,6 +6,8 @@ import { DeadlineTimer } from './deadline-timer';
 import { FairShareQueue } from './fair-share-queue';
 import { hasBody } from './request-body';
 import { circuitOpen, DEADLINE_PASSED, OVERLOADED } from './upstream-failure';
+import { answeredInFull, clientGone } from '../cut-off';
+import { holdUntilUpstreamGone } from './upstream-hold';
 
 /** The breaker's defaults, for a forwarder built without config (tests, the bench's bare children). */
 export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = { failureRatio: 0.5, minimumRequests: 20, windowMs: 10_000, cooldownMs: 5000, halfOpenProbes: 3 };
@@ -57,6 +59,9 @@ export class UpstreamGuard implements GuardedForwarder {
   }
 
   forward(request: UpstreamRequest, res: ServerResponse, handlers: ForwardHandlers): () => void {
+    // Its client left while the request waited (for the limiter, say): never sent, nothing held
+    // (CONTRACT §3), and nobody to answer: the handlers are not called, its record was made on its close.
+    if (clientGone(res)) return NOTHING_TO_ABANDON;
     const admission = this.breaker.admit();
     if (!admission.admitted) {
       handlers.onFailure(circuitOpen(admission.retryAfterMs));
@@ -111,8 +116,9 @@ export class UpstreamGuard implements GuardedForwarder {
 /**
  * Where one guarded request stands. `queued`: waiting for its turn, its deadline running.
  * `waiting`: sent, its deadline running. `answering`: the upstream's head arrived, its body streams
- * (a stall is the forwarders' idle timeouts' to end). `over`: answered, failed, timed out, refused,
- * abandoned or its client gone; the forwarder's late word is dropped.
+ * (a stall, or a client that stops reading, is the forwarders' idle and pause deadlines' to end).
+ * `over`: answered, failed, timed out, refused, abandoned or its client gone; the forwarder's late
+ * word is dropped. An `over` request keeps its place until its upstream request is gone.
  */
 type GuardedState = 'queued' | 'waiting' | 'answering' | 'over';
 
@@ -126,6 +132,17 @@ class GuardedRequest {
   private res: ServerResponse | null = null;
   /** Attempts sent: a second is the one retry of a stale pooled connection. */
   private attempts = 0;
+  /** Attempts whose upstream request is not gone yet: the place comes back when none is left. */
+  private attemptsOut = 0;
+  /** Marks the latest attempt's upstream request gone. */
+  private latestGone: () => void = NOTHING_TO_ABANDON;
+  /** How it ended, for the breaker: kept from the moment the request is over until its place comes back. */
+  private ending: { outcome: Outcome; poolEvent?: string } | null = null;
+  private placeReturned = false;
+  /** Given its turn (counted at the inventory by the queue), sent or not. */
+  private started = false;
+  /** The hold on the response that keeps its maxInFlight slot (upstream-hold.ts). */
+  private letGoOfResponse: () => void = NOTHING_TO_ABANDON;
 
   constructor(
     private readonly request: UpstreamRequest,
@@ -144,18 +161,41 @@ class GuardedRequest {
     // either: that one cannot be cancelled, so every answered request would keep it alive for the whole timeout.
     this.deadlineAt = this.request.receivedAt + timeoutNs;
     this.guard.deadlines.add(this);
-    res.once('close', () => this.end(this.state === 'answering' && res.writableFinished ? 'success' : 'none'));
+    this.letGoOfResponse = holdUntilUpstreamGone(res);
+    res.once('close', () => this.clientClosed(res));
   }
 
-  /** Its turn: hands the request to the forwarder. */
+  /**
+   * The response closed. Answered in full, the upstream's answer was read to its end (a forwarder
+   * ends the client's answer only then): a success, its upstream request gone. Otherwise the
+   * client left (a closed connection, an HTTP/2 stream reset: issue 48) or the gateway cut it off:
+   * the upstream request is abandoned now, and the place waits for it to be gone.
+   */
+  private clientClosed(res: ServerResponse): void {
+    if (this.state === 'answering' && answeredInFull(res)) {
+      this.latestGone();
+      this.end('success');
+      return;
+    }
+    this.end('none');
+    this.abandonInner();
+  }
+
+  /** Its turn: hands the request to the forwarder, unless its client left while it waited. */
   send(): void {
     if (this.state !== 'queued') return;
     this.state = 'waiting';
-    this.attempt({});
+    this.started = true;
+    // Its close not yet read (a closed HTTP/2 session closes all its streams at once, and the first
+    // to free its place hands it to the next): never sent, its place goes on to the next in turn.
+    if (clientGone(this.res!)) this.end('none');
+    else this.attempt({});
   }
 
   private attempt(options: AttemptOptions): void {
     const attempt = ++this.attempts;
+    const gone = this.goneOnce();
+    this.latestGone = gone;
     this.abandonInner = this.inner.forward(
       this.request,
       this.res!,
@@ -164,11 +204,26 @@ class GuardedRequest {
           if (attempt === this.attempts) this.headReceived(statusCode);
         },
         onFailure: (failure) => {
+          // A failed attempt has left the inventory; gone first, so that a retry is counted on its own.
+          gone();
           if (attempt === this.attempts) this.failed(failure);
         },
+        onGone: gone,
       },
       options,
     );
+  }
+
+  /** One attempt out until the returned mark is called (once; later calls do nothing). */
+  private goneOnce(): () => void {
+    this.attemptsOut++;
+    let gone = false;
+    return () => {
+      if (gone) return;
+      gone = true;
+      this.attemptsOut--;
+      this.returnPlaceWhenGone();
+    };
   }
 
   private failed(failure: UpstreamFailure): void {
@@ -199,9 +254,7 @@ class GuardedRequest {
   /** Answered by the guard itself without sending (its place given to a lighter key, the inventory refusing connections). */
   refuse(failure: UpstreamFailure): void {
     if (this.state !== 'queued') return;
-    this.state = 'over';
-    this.guard.deadlines.delete(this);
-    this.guard.release(this, false, 'none');
+    this.end('none');
     this.handlers.onFailure(failure);
   }
 
@@ -229,14 +282,29 @@ class GuardedRequest {
     this.handlers.onFailure(DEADLINE_PASSED);
   }
 
-  /** Ends the request's hold once: its place, its timer and the breaker's word. False when it was over already. */
+  /**
+   * Ends the request once: its timer now, its place and the breaker's word once its upstream
+   * request is gone. False when it was over already.
+   */
   private end(outcome: Outcome, poolEvent?: string): boolean {
     if (this.state === 'over') return false;
-    const sent = this.state !== 'queued';
     this.state = 'over';
+    this.ending = { outcome, poolEvent };
     this.guard.deadlines.delete(this);
-    this.guard.release(this, sent, outcome, poolEvent);
+    this.returnPlaceWhenGone();
     return true;
+  }
+
+  /**
+   * The place (and the maxInFlight slot the response holds) comes back once the request is over and
+   * none of its attempts is still at the inventory: a cancelled request's pool connection is free by
+   * then, so the guard never has more than maxSockets at the inventory (issue 48).
+   */
+  private returnPlaceWhenGone(): void {
+    if (this.ending === null || this.attemptsOut > 0 || this.placeReturned) return;
+    this.placeReturned = true;
+    this.guard.release(this, this.started, this.ending.outcome, this.ending.poolEvent);
+    this.letGoOfResponse();
   }
 }
 /** Puts a forwarder behind the guard. */

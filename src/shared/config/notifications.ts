@@ -10,7 +10,7 @@ import { isLocalhostName, reachesAdminListener } from '../admin-listener-address
  */
 
 /** The events a receiver may subscribe to (the `type` of each body). */
-export const WEBHOOK_EVENT_TYPES = ['quota.threshold', 'key.banned', 'key.expiring'] as const;
+export const WEBHOOK_EVENT_TYPES = ['quota.threshold', 'key.banned', 'key.expiring', 'key.revoked'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Standard Webhooks: a secret is `whsec_` and the base64 of 24 to 64 random bytes. */

@@ -3,6 +3,7 @@ import { durationMs, httpUrl, instant, port, positiveInt, ratio, readableFile, w
 import { redisConfigured, redisSourceCount } from './redis-sources';
 import { costIssues, MAX_OPERATION_COST } from './costs';
 import { notificationIssues, notificationsSchema } from './notifications';
+import { secretScanningIssues, secretScanningSchema } from './secret-scanning';
 import { parseAddressEntry } from '../../access/address-entry';
 
 /**
@@ -194,6 +195,8 @@ export const configSchema = z
     }),
     /** Webhooks signed as Standard Webhooks (quota thresholds, bans, expiring keys) and their outbox. */
     notifications: notificationsSchema,
+    /** POST /admin/secret-scanning: the public keys a secret-scanning partner signs with (config/secret-scanning.ts). */
+    secretScanning: secretScanningSchema,
     /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
     workers: workerCount,
     dataDir: z.string().min(1),
@@ -236,6 +239,7 @@ export const configSchema = z
     }
     for (const issue of costIssues(c.plans, c.costs)) ctx.addIssue({ code: 'custom', ...issue });
     for (const issue of notificationIssues(c.notifications, c.server)) ctx.addIssue({ code: 'custom', ...issue });
+    for (const issue of secretScanningIssues(c.secretScanning)) ctx.addIssue({ code: 'custom', ...issue });
     for (const [i, d] of c.deprecations.entries()) {
       if (Date.parse(d.sunset) <= Date.parse(d.deprecatedAt)) {
         ctx.addIssue({ code: 'custom', path: ['deprecations', i, 'sunset'], message: 'must be after deprecatedAt' });

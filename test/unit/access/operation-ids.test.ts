@@ -22,8 +22,8 @@ describe('operation ids', () => {
       const concrete = `/v1${where!.path}`.replace('{petId}', '7');
       expect(operationIdOf(where!.method, matchRoute(concrete)?.template)).toBe(id);
     }
-    // Every operation of the document but the usage answer can be listed.
-    expect([...found.keys()].filter((id) => !(POLICY_OPERATION_IDS as readonly string[]).includes(id))).toEqual(['getUsage']);
+    // Every operation of the document but the gateway's own answers (usage, a key revoking itself) can be listed.
+    expect([...found.keys()].filter((id) => !(POLICY_OPERATION_IDS as readonly string[]).includes(id)).sort()).toEqual(['getUsage', 'revokeKey']);
   });
 
   it('HEAD names the GET operation; unknown methods, routes and the usage answer name none', () => {
@@ -31,6 +31,7 @@ describe('operation ids', () => {
     expect(operationIdOf('HEAD', '/v1/pets/{petId}')).toBe('getPet');
     expect(operationIdOf('DELETE', '/v1/pets/{petId}')).toBeNull();
     expect(operationIdOf('GET', '/v1/usage')).toBeNull();
+    expect(operationIdOf('POST', '/v1/keys/revoke')).toBeNull();
     expect(operationIdOf('GET', undefined)).toBeNull();
   });
 });

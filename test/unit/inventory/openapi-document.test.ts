@@ -55,9 +55,9 @@ describe('openapi.yaml', () => {
     expect(broken).toEqual([]);
   });
 
-  it('defines exactly the four operations, getPet deprecated', () => {
+  it('defines exactly the five operations, getPet deprecated', () => {
     const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as Node).filter((v): v is Node => typeof v === 'object' && v !== null && 'operationId' in v));
-    expect(ids.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'getUsage', 'listPets']);
+    expect(ids.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'getUsage', 'listPets', 'revokeKey']);
     expect(operation('/pets/{petId}', 'get').deprecated).toBe(true);
     expect(operation('/pets', 'get').deprecated).toBeUndefined();
   });
@@ -77,6 +77,16 @@ describe('openapi.yaml', () => {
       expect(Object.keys(response.content as Node)).toEqual(['application/json']);
       if (status === '429') expect(deref(headers['Retry-After']).required).toBe(true);
     }
+  });
+
+  it('revokeKey answers 204 without a body, or the errors every operation documents', () => {
+    expect(operation('/keys/revoke', 'post').operationId).toBe('revokeKey');
+    const responses = responsesOf('/keys/revoke', 'post');
+    expect(responses.map(([status]) => status).sort()).toEqual(['204', '401', '429', '500', '503']);
+    const [, noContent] = responses.find(([status]) => status === '204')!;
+    expect(noContent.content).toBeUndefined();
+    expect(deref((noContent.headers as Node)['X-Request-Id']).required).toBe(true);
+    for (const [status, response] of responses) if (status !== '204') expect(Object.keys(response.content as Node)).toEqual(['application/json']);
   });
 
   it('getPet: every response carries Deprecation, Sunset and the deprecation Link', () => {

@@ -119,14 +119,15 @@ describe('record step', () => {
     expect(lines()[0]).toMatchObject({ status: null, cutOff: 'ERR_HTTP_REQUEST_TIMEOUT' });
   });
 
-  it('a response cut off mid-body keeps the status its headers carried, and says it was cut off', async () => {
+  it('a response cut off mid-body is counted under status 0, never under the status its head carried, and says it was cut off', async () => {
     const { recordRequest, metrics, lines } = setUp();
     const request = keyedRequest();
     request.res.writeHead(200, { 'Content-Length': '100' });
     request.res.write('partial');
     recordRequest(request);
-    expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(1);
-    expect(lines()[0]).toMatchObject({ status: 200, cutOff: 'client closed the connection' });
+    expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '0', plan: 'pro' })).toBe(1);
+    expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(0);
+    expect(lines()[0]).toMatchObject({ status: null, cutOff: 'client closed the connection' });
   });
 
   it('a traced request ends its span with the outcome, and its log line carries the trace ids', async () => {

@@ -5,12 +5,15 @@ import { ManualClock } from '../../../../src/shared/clock';
 import type { ForwardHandlers, Forwarder, UpstreamFailure, UpstreamRequest } from '../../../../src/gateway/upstream/forward-contract';
 import { UpstreamGuard } from '../../../../src/gateway/upstream/upstream-guard';
 
-/** The inner forwarder: keeps what it was handed; the test answers through the handlers. */
+/**
+ * The inner forwarder: keeps what it was handed; the test answers through the handlers. Abandoned,
+ * its request is gone at once, as undici's abort is.
+ */
 function innerForwarder() {
   const calls: Array<{ handlers: ForwardHandlers; abandon: jest.Mock }> = [];
   const forwarder: Forwarder = {
     forward(_request, _res, handlers) {
-      const abandon = jest.fn();
+      const abandon = jest.fn(() => handlers.onGone?.());
       calls.push({ handlers, abandon });
       return abandon;
     },
