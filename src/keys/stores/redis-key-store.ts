@@ -288,7 +288,10 @@ export class RedisKeyStore implements KeyStore {
   /**
    * HSCAN over by-hash, RECORDS_PER_READ entries a step, the event loop turning between steps. A
    * rotated key sits under its previous hash too and HSCAN may return an entry twice (while Redis
-   * resizes the hash): each record is given once. A record rotated during the scan may be missed.
+   * resizes the hash): each record is given once. Every entry holds its record's current state, so
+   * one under the previous hash counts too: a record rotated once during the scan is still given
+   * (its former hash, now the previous, was there throughout), which a consumer's delete relies on
+   * (every key of the consumer read). Only one rotated twice during the scan may be missed.
    */
   async scanRecords(onBatch: (records: ApiKeyRecord[]) => void | Promise<void>): Promise<void> {
     const seen = new Set<string>();
@@ -300,7 +303,7 @@ export class RedisKeyStore implements KeyStore {
       const records: ApiKeyRecord[] = [];
       for (let i = 0; i < entries.length; i += 2) {
         const record = decodeRecord(entries[i + 1]!);
-        if (record.hash !== entries[i] || seen.has(record.id)) continue;
+        if ((record.hash !== entries[i] && record.previousHash !== entries[i]) || seen.has(record.id)) continue;
         seen.add(record.id);
         records.push(record);
       }

@@ -146,6 +146,32 @@ describe('RedisKeyStore layout', () => {
   });
 });
 
+describe('RedisKeyStore scan', () => {
+  it('gives every record once although each is rotated while the scan runs (a consumer delete reads every key of it)', async () => {
+    const store = await RedisKeyStore.open(redis, { namespace: uniqueNamespace('scan') });
+    try {
+      // Several HSCAN steps (RECORDS_PER_READ is 500), all records written in one import.
+      const records = Array.from({ length: 1200 }, () => newRecord().record);
+      await store.importRecords(records);
+      const given: string[] = [];
+      let rotated = false;
+      await store.scanRecords(async (batch) => {
+        given.push(...batch.map((record) => record.id));
+        if (rotated) return;
+        rotated = true;
+        // Every record the scan has not given yet gets a new secret: its former hash becomes its previous one.
+        const seen = new Set(given);
+        const rest = records.filter((record) => !seen.has(record.id));
+        for (const record of rest) await store.rotate(record.id, { hash: newRecord().record.hash, previousKeyExpiresAt: '2026-06-02T00:00:00.000Z' }, '2026-06-01T00:00:00.000Z');
+      });
+      expect(given.length).toBe(records.length);
+      expect(new Set(given)).toEqual(new Set(records.map((record) => record.id)));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('RedisKeyStore subscription', () => {
   it('quits the subscriber it created on close and leaves the caller’s client open', async () => {
     const namespace = uniqueNamespace('close');
