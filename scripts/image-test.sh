@@ -206,10 +206,17 @@ data_survived() { # label gateway-port
   expect_status "$1: after the restart, the same key reads the pet written before" 200 "$status"
   [ "$(jq -r .name "$work/body")" = Rex ] || fail "$1: the pet read after the restart is not the one written"
 }
+# As the Helm chart runs them (deploy/helm, docs/kubernetes.md): a read-only root file system, with
+# /data (the volume) and /tmp (a tmpfs) the only places written.
 run_service() { # name volume env... -- command...
   local name=$1 volume=$2; shift 2
-  docker run -d --name "$name" --network host -v "$volume:/data" \
+  docker run -d --name "$name" --network host -v "$volume:/data" --read-only --tmpfs /tmp:rw,size=64m \
     -v "$work/secrets:/run/secrets:ro" "$@" >/dev/null
+}
+read_only_root() { # container
+  [ "$(docker inspect -f '{{.HostConfig.ReadonlyRootfs}}' "$1")" = true ] || fail "$1 does not run on a read-only root"
+  docker exec "$1" sh -c 'touch /home/node/.write-probe 2>/dev/null' && fail "$1 could write to its root file system"
+  pass "$1 runs on a read-only root file system (writes only /data and /tmp), as the Helm chart runs it"
 }
 
 # --- production with the in-process store ---
@@ -232,6 +239,8 @@ wait_healthy "$PREFIX-inventory"
 wait_healthy "$PREFIX-gateway"
 non_root "$PREFIX-inventory"
 non_root "$PREFIX-gateway"
+read_only_root "$PREFIX-inventory"
+read_only_root "$PREFIX-gateway"
 key_through_gateway in-process "$admin_port" "$gateway_port" "$work/secrets/admin_token"
 stop_within_grace "$PREFIX-gateway"
 stop_within_grace "$PREFIX-inventory"
