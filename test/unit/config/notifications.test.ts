@@ -40,7 +40,7 @@ test.each([
   ['a secret too short', { url: 'https://hooks.example/x', secret: `whsec_${Buffer.alloc(8).toString('base64')}` }, 'invalid setting notifications.webhooks.0.secret: must be whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'],
   ['both secret and secretFile', { url: 'https://hooks.example/x', secret: SECRET, secretFile: '/nope' }, 'invalid setting notifications.webhooks.0.secretFile: secret is set too; set one of them, not both'],
   ['an unreadable secretFile', { url: 'https://hooks.example/x', secretFile: '/does/not/exist' }, 'invalid setting notifications.webhooks.0.secretFile: /does/not/exist cannot be read (ENOENT)'],
-  ['an unknown event', { url: 'https://hooks.example/x', secret: SECRET, events: ['key.created'] }, 'invalid setting notifications.webhooks.0.events.0: must be one of quota.threshold, key.banned, key.expiring'],
+  ['an unknown event', { url: 'https://hooks.example/x', secret: SECRET, events: ['key.created'] }, 'invalid setting notifications.webhooks.0.events.0: must be one of quota.threshold, key.banned, key.expiring, key.revoked'],
   ['no event', { url: 'https://hooks.example/x', secret: SECRET, events: [] }, 'invalid setting notifications.webhooks.0.events: must list at least one event'],
   ['an unknown field', { url: 'https://hooks.example/x', secret: SECRET, retries: 3 }, 'unknown setting notifications.webhooks.0.retries: config/default.yaml lists every setting'],
 ])('%s: one line naming it', (_name, webhook, line) => {
