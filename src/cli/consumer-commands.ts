@@ -1,4 +1,5 @@
 import type { ParseArgsConfig } from 'node:util';
+import { formatHeld, windowsFrom } from './window-flags';
 
 /**
  * `npm run keys -- consumers <list|show|create|update|delete|credits>` (CONTRACT §5's
@@ -138,6 +139,14 @@ export const consumerCommands: Record<string, ConsumerCommand> = {
       return client.call('POST', path(id!, '/credits'), { units: Number(values.units) });
     },
     render: (result) => formatConsumer(result as Record<string, unknown>),
+  },
+  'consumers reset-windows': {
+    summary: "start a consumer's minute, day or month window again from zero (its keys' own windows stay; audited)",
+    usage: 'consumers reset-windows ID --windows minute,day,month [--json]',
+    options: { windows: { type: 'string' }, ...json },
+    positionals: ['ID'],
+    run: (client, values, [id]) => client.call('POST', path(id!, '/windows/reset'), { windows: windowsFrom(values.windows) }),
+    render: (result) => `${formatConsumer(result as Record<string, unknown>)}\n${formatHeld((result as { reset?: unknown }).reset)}`,
   },
 };
 

@@ -8,6 +8,7 @@ import { parseDurationSeconds } from './duration';
 import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text';
 import { CliUsageError, consumerCommandName, consumerCommands } from './consumer-commands';
 import { ACCESS_USAGE, CLEAR_ACCESS_USAGE, accessListsFrom, accessOptions, clearAccessOptions } from './access-flags';
+import { formatHeld, windowsFrom } from './window-flags';
 
 interface Command {
   summary: string;
@@ -189,6 +190,14 @@ const keyCommands: Record<string, Command> = {
       return client.addCredits(id!, Number(values.units));
     },
     render: (result) => formatKey(result as Record<string, unknown>),
+  },
+  'reset-windows': {
+    summary: 'start a key\'s minute, day or month window again from zero (a month keeps its credits; audited)',
+    usage: 'reset-windows ID --windows minute,day,month [--json]',
+    options: { windows: { type: 'string' }, ...jsonOption },
+    positionals: ['ID'],
+    run: (client, values, [id]) => client.call('POST', `/admin/keys/${encodeURIComponent(id!)}/windows/reset`, { windows: windowsFrom(values.windows) }),
+    render: (result) => `${formatKey(result as Record<string, unknown>)}\n${formatHeld((result as { reset?: unknown }).reset)}`,
   },
   rotate: {
     summary: 'give a key a new secret; the old one works for the grace period (default 1d)',

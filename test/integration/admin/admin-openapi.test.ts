@@ -150,3 +150,26 @@ test('the usage export and the busiest keys, good and bad, match openapi-admin.y
   expect(lines.length).toBeGreaterThan(0);
   for (const line of lines) expect({ line, valid: validate(line), errors: validate.errors ?? null }).toEqual({ line, valid: true, errors: null });
 });
+
+test('window resets of a key and a consumer, good and bad, match openapi-admin.yaml', async () => {
+  const key = await send('post', '/admin/keys').send({ name: 'reset', plan: 'enterprise', limits: { perMinute: 10, perDay: 100, perMonth: 1000 } });
+  const free = await send('post', '/admin/keys').send({ name: 'no month', plan: 'free' });
+  const consumer = await send('post', '/admin/consumers').send({ name: 'reset', limits: { perMinute: 5, perMonth: 50 } });
+  const keyPath = `/admin/keys/${(key.body as { id: string }).id}/windows/reset`;
+  const consumerPath = `/admin/consumers/${(consumer.body as { id: string }).id}/windows/reset`;
+  const checked: Array<[string, string, request.Response]> = [];
+  checked.push(['post', '/admin/keys/{id}/windows/reset', await send('post', keyPath).send({ windows: ['minute', 'day', 'month'] })]);
+  checked.push(['post', '/admin/keys/{id}/windows/reset', await send('post', keyPath).send({ windows: [] })]);
+  checked.push(['post', '/admin/keys/{id}/windows/reset', await request(product.adminUrl).post(keyPath).send({ windows: ['day'] })]);
+  checked.push(['post', '/admin/keys/{id}/windows/reset', await send('post', '/admin/keys/key_000000000000000000000000/windows/reset').send({ windows: ['day'] })]);
+  checked.push(['post', '/admin/keys/{id}/windows/reset', await send('post', `/admin/keys/${(free.body as { id: string }).id}/windows/reset`).send({ windows: ['month'] })]);
+  checked.push(['post', '/admin/keys/{id}/windows/reset', await send('post', keyPath).set('Content-Type', 'text/plain').send('day')]);
+  checked.push(['post', '/admin/consumers/{id}/windows/reset', await send('post', consumerPath).send({ windows: ['minute', 'month'] })]);
+  checked.push(['post', '/admin/consumers/{id}/windows/reset', await send('post', consumerPath).send({ windows: ['day'] })]);
+  checked.push(['post', '/admin/consumers/{id}/windows/reset', await send('post', consumerPath).send({ windows: ['year'] })]);
+  checked.push(['post', '/admin/consumers/{id}/windows/reset', await send('post', '/admin/consumers/con_000000000000000000000000/windows/reset').send({ windows: ['minute'] })]);
+  checked.push(['get', '/admin/audit', await send('get', '/admin/audit?limit=5')]);
+  expect(checked.map(([, , res]) => res.status)).toEqual([200, 400, 401, 404, 409, 415, 200, 409, 400, 404, 200]);
+  const problems = checked.flatMap(([method, template, res]) => mismatches(method, template, res).map((p) => `${method} ${template}: ${p}`));
+  expect(problems).toEqual([]);
+});
