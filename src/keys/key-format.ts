@@ -95,14 +95,6 @@ export function failsChecksum(presented: string, prefix: string): boolean {
   return keyChecksum(presented.slice(0, split)) !== presented.slice(split);
 }
 
-/** True for a key of the checksummed format whose checksum matches, whatever its prefix (a scanner's check). */
-export function hasValidChecksum(presented: string): boolean {
-  const match = /^[a-z]+_[a-z]+_([0-9A-Za-z]+)$/.exec(presented);
-  if (!match || match[1]!.length !== SECRET_LENGTH) return false;
-  const split = presented.length - CHECKSUM_LENGTH;
-  return keyChecksum(presented.slice(0, split)) === presented.slice(split);
-}
-
 /** SHA-256 of the whole key, hex. A key has ≥ 128 random bits, so a fast hash without salt is enough. */
 export function hashApiKey(key: string): string {
   // crypto.hash is the one-shot form: no Hash object per call on the request path.

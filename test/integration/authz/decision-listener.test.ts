@@ -80,7 +80,7 @@ describe.each([
     const key = await createKey(a, { plan: 'enterprise', limits: { perMinute: 1000, perDay: 2 } });
     for (let i = 0; i < 2; i++) expect((await ask(a, { target: '/v1/pets', auth: key.auth, nginx })).status).toBe(200);
     const limited = await ask(a, { target: '/v1/pets', auth: key.auth, nginx });
-    expectRefusal(limited, 429, 'rate_limited');
+    expectRefusal(limited, 429, 'rate_limited', 'day');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
     expectRateLimitHeaders(limited);
@@ -116,6 +116,14 @@ describe.each([
     expectRefusal(refused, 404, 'not_found');
     expect((refused.body as { message: string }).message).toMatch(/public listener/);
     expect((await usageOf(a, key.id)).day.remaining).toBe(10000);
+  });
+
+  it('sends POST /v1/keys/revoke back to the public listener too: the key is not revoked by a decision', async () => {
+    const key = await createKey(a, { plan: 'pro' });
+    const refused = await ask(a, { method: 'POST', target: '/v1/keys/revoke', auth: key.auth, nginx });
+    expectRefusal(refused, 404, 'not_found');
+    expect((refused.body as { message: string }).message).toMatch(/public listener/);
+    expect((await a.keyService.get(key.id))!.revokedAt).toBeNull();
   });
 });
 
