@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from '../../keys/types';
 import { keyOf, type GatewayRequest } from '../request-context';
-import { methodNotAllowed, NO_SUCH_RESOURCE, Refusal } from '../refusals';
+import { NO_SUCH_RESOURCE, Refusal } from '../refusals';
 import { ANSWERED, CONTINUE, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
@@ -29,16 +29,15 @@ export function createRevokeOwnKeyStep(deps: RevokeOwnKeyDependencies) {
   const { storeCall } = deps;
   const describe = () => ({ 'asg.key.status': 'revoked' });
 
+  // Another method goes on, and is counted and answered 405 (with Allow) by the route check, as on any route.
   return function revokeOwnKey(request: GatewayRequest): StepOutcome | Promise<StepOutcome> {
-    return request.route?.answeredByGateway === 'revoke' ? answer(request) : CONTINUE;
+    return request.route?.answeredByGateway === 'revoke' && request.method === 'POST' ? answer(request) : CONTINUE;
   };
 
   async function answer(request: GatewayRequest): Promise<StepOutcome> {
-    const { method, res, req } = request;
-    const route = request.route!;
+    const { res, req } = request;
     const revocation = deps.revocation;
     if (!revocation) return NO_SUCH_RESOURCE;
-    if (method !== 'POST') return methodNotAllowed(method, route);
     const record = keyOf(request);
     const done = await storeCall(request, 'key lookup', () => revocation.revokeOwn(record, { requestId: request.requestId, clientAddress: request.clientAddress }), describe);
     if (done instanceof Refusal) return done;

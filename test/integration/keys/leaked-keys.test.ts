@@ -5,6 +5,7 @@ import { startTestProduct, type ProductHarness } from '../../support/product-har
 import { createKey } from '../../support/keys';
 import { eventually } from '../../support/eventually';
 import { WebhookReceiver } from '../../support/webhook-receiver';
+import { expectMatchesOpenApi } from '../../support/openapi';
 
 /**
  * A leaked key killed by whoever finds it (CONTRACT §4, §5): POST /v1/keys/revoke with the key
@@ -98,6 +99,7 @@ describe.each([
       const res = await gateway('POST', '/v1/keys/revoke', key);
       expect(res.status).toBe(204);
       expect(await res.text()).toBe('');
+      expectMatchesOpenApi('POST', '/keys/revoke', { status: res.status, headers: res.headers, text: '' });
       expect(res.headers.get('x-request-id')).toBeTruthy();
       await expectRevoked(key);
       // Revoking it again: its 401 like on any path, nothing more revoked.
@@ -130,13 +132,22 @@ describe.each([
       await expectRevoked(limited.key);
     });
 
-    test('other methods get 405 with Allow: POST; without a key, or with a made-up one, 401', async () => {
+    test('other methods get 405 with Allow: POST; without a key, or with a made-up one, 401; each as openapi.yaml says', async () => {
       const { key } = await createKey(product, { plan: 'pro' });
       const get = await gateway('GET', '/v1/keys/revoke', key);
+      const getText = await get.clone().text();
       expect(await statusAndCode(get)).toEqual({ status: 405, code: 'method_not_allowed' });
       expect(get.headers.get('allow')).toBe('POST');
-      expect(await statusAndCode(await gateway('POST', '/v1/keys/revoke'))).toEqual({ status: 401, code: 'missing_api_key' });
-      expect(await statusAndCode(await gateway('POST', '/v1/keys/revoke', generateApiKey(product.config.keys.prefix)))).toEqual({ status: 401, code: 'invalid_api_key' });
+      expectMatchesOpenApi('GET', '/keys/revoke', { status: get.status, headers: get.headers, text: getText });
+      for (const [presented, code] of [
+        [undefined, 'missing_api_key'],
+        [generateApiKey(product.config.keys.prefix), 'invalid_api_key'],
+      ] as const) {
+        const res = await gateway('POST', '/v1/keys/revoke', presented);
+        const text = await res.text();
+        expect({ status: res.status, code: (JSON.parse(text) as { code: string }).code }).toEqual({ status: 401, code });
+        expectMatchesOpenApi('POST', '/keys/revoke', { status: res.status, headers: res.headers, text });
+      }
       // The key that asked for 405 still works.
       expect((await gateway('GET', '/v1/pets', key)).status).toBe(200);
     });
