@@ -77,3 +77,53 @@ test('create a consumer on the consumers page, see its windows and keys, reach i
   await page.locator('#consumers-body a', { hasText: 'Acme' }).waitFor();
   expect(pageProblems).toEqual([]);
 });
+
+type Doc = { document: { getElementById(id: string): { textContent: string | null } | null } };
+/** Waits until the element's text contains `part` (the page refreshes by itself). */
+async function textContains(id: string, part: string): Promise<void> {
+  await page.waitForFunction(([i, p]) => (globalThis as unknown as Doc).document.getElementById(i!)?.textContent?.includes(p!) ?? false, [id, part]);
+}
+
+test('reset windows from a key\'s page and a consumer\'s: a dialog asks which, cancel sends nothing, confirm resets and says what each held', async () => {
+  const consumer = await admin('POST', '/admin/consumers', { name: 'Reset Co', limits: { perMinute: 2, perDay: 100 } });
+  const key = await admin('POST', '/admin/keys', { name: 'reset key', plan: 'enterprise', limits: { perMinute: 3, perDay: 50, perMonth: 1000 }, consumerId: consumer.id });
+  const send = () => fetch(new URL('/v1/pets?limit=1', product.gatewayUrl), { headers: { Authorization: `Bearer ${String(key.key)}` } }).then(async (r) => (await r.arrayBuffer(), r.status));
+  expect([await send(), await send(), await send()]).toEqual([200, 200, 429]);
+
+  await page.goto(`${product.adminUrl}/console/#/keys/${String(key.id)}`);
+  await textContains('window-minute-text', '2 of 3 used');
+  // Cancel: nothing is sent, the windows keep their counts.
+  await page.locator('#reset-windows').click();
+  await page.locator('#reset-dialog').waitFor({ state: 'visible' });
+  expect(await page.locator('#reset-text').textContent()).toContain(`“reset key” (${String(key.id)})`);
+  expect(await page.locator('#reset-month-row').isVisible()).toBe(true);
+  expect(await page.locator('#reset-confirm').isDisabled()).toBe(true);
+  await page.locator('#reset-minute').check();
+  await page.locator('#reset-dialog button[value="cancel"]').click();
+  await page.locator('#reset-dialog').waitFor({ state: 'hidden' });
+  expect(((await admin('GET', `/admin/keys/${String(key.id)}`)).usage as { minute: { remaining: number } }).minute.remaining).toBe(1);
+  // Confirm: the key's minute and month, as ticked.
+  await page.locator('#reset-windows').click();
+  await page.locator('#reset-minute').check();
+  await page.locator('#reset-month').check();
+  await page.locator('#reset-confirm').click();
+  await textContains('status', 'minute held 2 of 3, month held 2 of 1,000');
+  await textContains('window-minute-text', '0 of 3 used');
+  const usage = (await admin('GET', `/admin/keys/${String(key.id)}`)).usage as Record<string, { remaining: number }>;
+  expect([usage.minute!.remaining, usage.day!.remaining, usage.month!.remaining]).toEqual([3, 48, 1000]);
+
+  // The consumer's page offers its own windows (no month: it has no perMonth).
+  await page.goto(`${product.adminUrl}/console/#/consumers/${String(consumer.id)}`);
+  await textContains('consumer-windows', '2 of 2 used');
+  await page.locator('#consumer-reset-windows').click();
+  await page.locator('#reset-dialog').waitFor({ state: 'visible' });
+  expect(await page.locator('#reset-month-row').isVisible()).toBe(false);
+  await page.locator('#reset-minute').check();
+  await page.locator('#reset-confirm').click();
+  await textContains('status', 'minute held 2 of 2');
+  await textContains('consumer-windows', '0 of 2 used');
+  expect(await send()).toBe(200);
+  const audit = (await admin('GET', '/admin/audit?limit=5')).entries as Array<{ action: string; keyId: string }>;
+  expect(audit.filter((e) => e.action === 'reset').map((e) => e.keyId)).toEqual([consumer.id, key.id]);
+  expect(pageProblems).toEqual([]);
+});

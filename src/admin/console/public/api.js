@@ -19,6 +19,7 @@
 /** @typedef {import('./types.js').RotatedKey} RotatedKey */
 /** @typedef {import('./types.js').StatsReport} StatsReport */
 /** @typedef {import('./types.js').TopKeys} TopKeys */
+/** @typedef {import('./types.js').WindowsReset} WindowsReset */
 
 const TOKEN_KEY = 'asg-admin-token';
 
@@ -135,7 +136,11 @@ export const addCredits = (/** @type {string} */ id, /** @type {number} */ units
 export const revokeKey = (/** @type {string} */ id) => call('DELETE', keyPath(id));
 /** @returns {Promise<null>} */
 export const liftBan = (/** @type {string} */ id) => call('DELETE', `${keyPath(id)}/ban`);
+/** @returns {Promise<WindowsReset>} */
+export const resetKeyWindows = (/** @type {string} */ id, /** @type {string[]} */ windows) => call('POST', `${keyPath(id)}/windows/reset`, { windows });
 const consumerPath = (/** @type {string} */ id) => `/admin/consumers/${encodeURIComponent(id)}`;
+/** @returns {Promise<WindowsReset>} */
+export const resetConsumerWindows = (/** @type {string} */ id, /** @type {string[]} */ windows) => call('POST', `${consumerPath(id)}/windows/reset`, { windows });
 /** @returns {Promise<Consumer[]>} */
 export const listConsumers = () => call('GET', '/admin/consumers');
 /** @returns {Promise<ConsumerDetail>} */

@@ -2,10 +2,11 @@
 // Consumers: the list with a form to create one, and one consumer's page (its limits, the live
 // state of its shared windows, its keys), refreshed every few seconds like a key's page.
 
-import { createConsumer, deleteConsumer, getConsumer, listConsumers, listKeys } from './api.js';
+import { createConsumer, deleteConsumer, getConsumer, listConsumers, listKeys, resetConsumerWindows } from './api.js';
 import { byId, el, say } from './dom.js';
 import { fmtNumber, fmtTime, keyState, messageOf } from './format.js';
 import { consumerHref, keyHref } from './routes.js';
+import { askReset } from './window-reset.js';
 
 /** @typedef {import('./types.js').Consumer} Consumer */
 /** @typedef {import('./types.js').ConsumerDetail} ConsumerDetail */
@@ -23,12 +24,15 @@ const ui = {
   facts: byId('consumer-facts', HTMLElement),
   windows: byId('consumer-windows', HTMLElement),
   keys: byId('consumer-keys-body', HTMLElement),
+  resetWindows: byId('consumer-reset-windows', HTMLButtonElement),
   remove: byId('consumer-delete', HTMLButtonElement),
   error: byId('consumer-error', HTMLElement),
 };
 
 /** The consumer on the page; the delete button acts on it. */
 let shownId = '';
+/** Its name and the windows it has limits for: what the reset dialog offers. */
+let shown = { name: '', windows: /** @type {import('./types.js').WindowName[]} */ ([]) };
 
 function limitsText(/** @type {ConsumerLimits} */ limits) {
   const parts = [];
@@ -70,6 +74,8 @@ export async function loadConsumer(/** @type {string} */ id) {
     return [el('div', { class: 'window' }, el('span', { text: name }), el('meter', { min: 0, max: w.limit, value: used, high: w.limit * 0.8 }), el('span', { class: 'muted', text: `${fmtNumber(used)} of ${fmtNumber(w.limit)} used` }))];
   });
   ui.windows.replaceChildren(...(windows.length ? windows : [el('p', { class: 'muted', text: 'No limits: nothing is shared.' })]));
+  shown = { name: consumer.name, windows: /** @type {const} */ (['minute', 'day', 'month']).filter((name) => consumer.usage[name] !== undefined) };
+  ui.resetWindows.hidden = shown.windows.length === 0;
   const mine = keys.filter((k) => consumer.keyIds.includes(k.id));
   ui.keys.replaceChildren(
     ...(mine.length
@@ -102,6 +108,16 @@ export function setUpConsumers() {
     } catch (err) {
       ui.createError.textContent = messageOf(err);
     }
+  });
+  ui.resetWindows.addEventListener('click', () => {
+    const id = shownId;
+    askReset({
+      what: `“${shown.name}” (${id})`,
+      windows: shown.windows,
+      errorLine: ui.error,
+      send: (windows) => resetConsumerWindows(id, windows),
+      after: () => loadConsumer(id),
+    });
   });
   ui.remove.addEventListener('click', async () => {
     ui.error.textContent = '';

@@ -2,7 +2,7 @@
 // One key's page: its facts, live windows and 30-day usage, and the forms that change, rotate,
 // unban and revoke it. Refreshed every few seconds without touching a form being typed in.
 
-import { addCredits, getKey, getKeyUsage, liftBan, revokeKey, rotateKey, updateKey } from './api.js';
+import { addCredits, getKey, getKeyUsage, liftBan, resetKeyWindows, revokeKey, rotateKey, updateKey } from './api.js';
 import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el, say } from './dom.js';
 import { fmtNumber, fmtTime, isoToLocal, keyState, limitsFrom, localToIso, messageOf } from './format.js';
@@ -10,6 +10,7 @@ import { fillPlanSelects } from './plan-select.js';
 import { consumerHref } from './routes.js';
 import { showSecret } from './secret.js';
 import { accessFacts, fillAccessFields, withAccessChanges } from './access-fields.js';
+import { askReset } from './window-reset.js';
 
 /** @typedef {import('./types.js').KeyDetail} KeyDetail */
 /** @typedef {import('./types.js').KeyUsage} KeyUsage */
@@ -40,6 +41,7 @@ const ui = {
   editError: byId('edit-error', HTMLElement),
   rotateForm: byId('rotate-form', HTMLFormElement),
   rotateGrace: byId('rotate-grace', HTMLInputElement),
+  resetWindows: byId('reset-windows', HTMLButtonElement),
   unban: byId('unban', HTMLButtonElement),
   revoke: byId('revoke', HTMLButtonElement),
   actionError: byId('action-error', HTMLElement),
@@ -237,6 +239,17 @@ export function setUpKeyPage() {
       ui.creditsUnits.value = '';
       say(`Added ${fmtNumber(units)} credits to “${key.name}” for this billing month.`);
       await refreshKey(key.id);
+    });
+  });
+  ui.resetWindows.addEventListener('click', () => {
+    const key = shownKey;
+    if (!key) return;
+    askReset({
+      what: `“${key.name}” (${key.id})`,
+      windows: key.usage.month ? ['minute', 'day', 'month'] : ['minute', 'day'],
+      errorLine: ui.actionError,
+      send: (windows) => resetKeyWindows(key.id, windows),
+      after: () => refreshKey(key.id),
     });
   });
   ui.unban.addEventListener('click', () =>

@@ -9,6 +9,7 @@ import { setUpKeysList } from './keys-list.js';
 import { route, signOut, startRouting } from './router.js';
 import { setUpSecretPanel } from './secret.js';
 import { setUpSignIn } from './sign-in.js';
+import { setUpWindowReset } from './window-reset.js';
 
 onTokenRefused(signOut);
 setUpSignIn(() => {
@@ -19,4 +20,5 @@ setUpSecretPanel();
 setUpKeysList();
 setUpKeyPage();
 setUpConsumers();
+setUpWindowReset();
 startRouting();

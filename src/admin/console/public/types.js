@@ -42,6 +42,8 @@
  * @typedef {{ id: string, name: string, limits: ConsumerLimits, billingDay: number, createdAt: string, updatedAt: string }} Consumer
  * @typedef {Consumer & { keyIds: string[], usage: { minute?: Window, day?: Window, month?: MonthWindow } }} ConsumerDetail
  * @typedef {{ name: string, limits?: ConsumerLimits }} NewConsumer
+ * @typedef {'minute' | 'day' | 'month'} WindowName
+ * @typedef {{ reset: Partial<Record<WindowName, { used: number, limit: number }>> }} WindowsReset
  * @typedef {{
  *   name: string, plan: string, expiresAt: string | null, limits?: Limits | null,
  *   allowedOperations?: string[] | null, allowedAddresses?: string[] | null
