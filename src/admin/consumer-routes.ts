@@ -1,27 +1,19 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
-import { MAX_BILLING_DAY, MAX_CREDIT_UNITS, MIN_BILLING_DAY } from '../shared/constants';
+import { MAX_CREDIT_UNITS } from '../shared/constants';
 import type { ConsumerWindows } from '../limits/types';
 import type { ConsumerService } from '../consumers/consumer-service';
+import { consumerCreateSchema, consumerUpdateSchema } from '../consumers/consumer-input';
 import type { ConsumerRecord } from '../consumers/types';
 import type { RecordAudit } from './audit-trail';
 import { windowView } from './key-routes';
 import { parseBody, requireJson } from './request-parsing';
 import { bodyParserForLimit } from '../shared/body-limit';
 
-const positive = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-const limitsSchema = z.strictObject({ perMinute: positive.optional(), perDay: positive.optional(), perMonth: positive.optional() });
-/** Stored for the access-policy step (CONTRACT §4), which checks the entries themselves. */
-const policyList = z.array(z.string().min(1).max(100)).max(1000).nullable().optional();
-const fields = {
-  limits: limitsSchema.nullable().optional(),
-  billingDay: z.number().int().min(MIN_BILLING_DAY).max(MAX_BILLING_DAY).nullable().optional(),
-  allowedOperations: policyList,
-  allowedAddresses: policyList,
-};
-const createSchema = z.strictObject({ name: z.string(), ...fields });
-const updateSchema = z.strictObject({ name: z.string().optional(), ...fields });
+/** The bodies' shapes are shared with a backup's consumer lines (src/consumers/consumer-input.ts). */
+const createSchema = consumerCreateSchema;
+const updateSchema = consumerUpdateSchema;
 const creditsSchema = z.strictObject({ units: z.number().int().min(1).max(MAX_CREDIT_UNITS) });
 
 export interface ConsumerRouteDependencies {

@@ -73,6 +73,10 @@ export function keyBackupRoutes(keys: KeyBackup, audit: (req: Request, action: A
     try {
       result = await keys.importBackup(linesOf(bodyOf(req)));
     } catch (err) {
+      // Refused before the whole body arrived (a bad line, a line or a body too long): the rest is
+      // never read, so the connection cannot carry another request; closed once the answer is out,
+      // rather than held open (its reading stopped) until the client or a shutdown ends it.
+      if (!req.complete) res.setHeader('Connection', 'close');
       if (err instanceof ImportLineError) throw new ApiError('validation_failed', `Nothing imported: ${err.message}.`);
       if (err instanceof KeyImportConflict) throw new ApiError('conflict', `Nothing imported: ${err.message}.`);
       throw err;

@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { Clock } from '../shared/clock';
 import { ApiError } from '../shared/errors';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
@@ -8,9 +9,13 @@ import { consumerLimitsOf, generateConsumerId } from './consumer-record';
 import { consumerShareOf } from './consumer-lookup';
 import { deleteUnusedConsumer, type ConsumerKeys } from './consumer-deletion';
 import { accessListsPatch } from '../access/access-lists';
+import { instantOf, MAX_NAME_LENGTH, validName } from '../keys/key-validation';
+import { IMPORT_CLOCK_SKEW_MS } from '../shared/constants';
+import { consumerLineSchema } from './consumer-input';
 import type { ConsumerLimits, ConsumerRecord, ConsumerStore } from './types';
 
-export const MAX_CONSUMER_NAME_LENGTH = 200;
+/** A consumer's name follows a key's rules (src/keys/key-validation.ts): 1..200 characters after trimming, no lone surrogate. */
+export const MAX_CONSUMER_NAME_LENGTH = MAX_NAME_LENGTH;
 
 export interface NewConsumerInput {
   name: string;
@@ -39,10 +44,20 @@ function invalid(message: string): ApiError {
   return new ApiError('validation_failed', message);
 }
 
-function validName(name: unknown): string {
-  const trimmed = typeof name === 'string' ? name.trim() : '';
-  if (trimmed.length < 1 || trimmed.length > MAX_CONSUMER_NAME_LENGTH) throw invalid(`name must be 1 to ${MAX_CONSUMER_NAME_LENGTH} characters.`);
-  return trimmed;
+/** The value in a schema's shape, or a 400 naming the field and what is wrong (as the routes' parseBody says it). */
+function shaped<T>(schema: z.ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw invalid(issue.path.length > 0 ? `${issue.path.map(String).join('.')}: ${issue.message}` : issue.message);
+}
+
+/** An instant that happened by `now` (give or take another clock's skew), normalised to ISO UTC. */
+function pastInstant(value: string, field: string, now: number): string {
+  const at = instantOf(value);
+  if (at === null) throw invalid(`${field} must be an RFC 3339 instant such as 2030-01-31T00:00:00Z.`);
+  if (at > now + IMPORT_CLOCK_SKEW_MS) throw invalid(`${field} ${value} is in the future: no gateway wrote it yet.`);
+  return new Date(at).toISOString();
 }
 
 /**
@@ -80,6 +95,27 @@ export class ConsumerService {
     };
     await this.options.store.put(record);
     return record;
+  }
+
+  /**
+   * A backup's consumer line (its fields without `v` and `kind`) checked as POST /admin/consumers
+   * checks a consumer (CONTRACT §4): the same shapes, name, limits against the costs in force and
+   * access lists, and instants that exist and are not in the future. Throws ApiError (400).
+   */
+  fromBackup(fields: unknown): ConsumerRecord {
+    const line = shaped(consumerLineSchema, fields);
+    const lists = accessListsPatch(line);
+    const now = this.options.clock.now();
+    return {
+      id: line.id,
+      name: validName(line.name),
+      limits: this.validLimits(line.limits),
+      billingDay: line.billingDay,
+      allowedOperations: lists.allowedOperations ?? null,
+      allowedAddresses: lists.allowedAddresses ?? null,
+      createdAt: pastInstant(line.createdAt, 'createdAt', now),
+      updatedAt: pastInstant(line.updatedAt, 'updatedAt', now),
+    };
   }
 
   get(id: string): Promise<ConsumerRecord | null> {

@@ -2,6 +2,8 @@ import { billingDayOf, consumerIdOf } from './record';
 import { instantOf, validLimits, validName } from './key-validation';
 import { accessListsOf, accessListsPatch } from '../access/access-lists';
 import type { ApiKeyRecord } from './types';
+import { IMPORT_CLOCK_SKEW_MS, MAX_GRACE_SECONDS } from '../shared/constants';
+import { LineSplitter, LineTooLongError } from '../shared/line-splitter';
 
 /**
  * The backup format of key records (GET /admin/keys/export, POST /admin/keys/import): NDJSON, one
@@ -72,6 +74,15 @@ function optionalInstant(v: Fields, field: string): string | null {
   return v[field] === null || v[field] === undefined ? null : instant(v, field);
 }
 
+/** The field's instant (or null) when it is no later than `latest` (ms); `why` says what the bound is. */
+function notAfter<T extends string | null>(value: T, field: string, latest: number, why: string): T {
+  if (value !== null && instantOf(value)! > latest) throw new Error(`${field} ${value} is ${why}`);
+  return value;
+}
+
+/** Every field an export line has (exportLine's): any other is not one a gateway wrote. */
+const KEY_LINE_FIELDS = new Set(['v', 'prefix', 'id', 'name', 'plan', 'limits', 'hash', 'previousHash', 'previousKeyExpiresAt', 'createdAt', 'updatedAt', 'revokedAt', 'expiresAt', 'billingDay', 'consumerId', 'allowedOperations', 'allowedAddresses']);
+
 /** The admin API's own checks, their message without its closing full stop (the line's reason). */
 function asAdminApi<T>(check: () => T): T {
   try {
@@ -99,6 +110,8 @@ export interface ImportRules {
   prefix: string;
   /** The largest operation cost in force: a key's own limits may not be below it. */
   largestCost: number;
+  /** The import's instant (ms; default: now): what a record says happened may not be after it. */
+  now?: number;
   /** Null when the record may be imported, else why not (an unknown plan). */
   check: (record: ApiKeyRecord) => string | null;
 }
@@ -115,18 +128,24 @@ function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
   if (v.v !== EXPORT_FORMAT_VERSION) throw new Error(`unknown format version ${JSON.stringify(v.v)} (this gateway reads ${EXPORT_FORMAT_VERSION})`);
   const from = text(v, 'prefix');
   if (from !== rules.prefix) throw new Error(`key of prefix ${from} refused: this gateway issues and accepts ${rules.prefix} keys only`);
+  const unknown = Object.keys(v).find((field) => !KEY_LINE_FIELDS.has(field));
+  if (unknown !== undefined) throw new Error(`unknown field ${JSON.stringify(unknown.slice(0, 60))}: not one an export writes`);
+  // What happened (created, changed, revoked) happened by now, give or take another clock's skew;
+  // a rotation's old secret ends at most the longest grace after it.
+  const now = rules.now ?? Date.now();
+  const happened = <T extends string | null>(value: T, field: string) => notAfter(value, field, now + IMPORT_CLOCK_SKEW_MS, 'in the future: no gateway wrote it yet');
   const record: ApiKeyRecord = {
     id: text(v, 'id', KEY_ID),
     name: asAdminApi(() => validName(v.name)),
     plan: text(v, 'plan'),
     limits: limitsField(v.limits, rules.largestCost),
     hash: text(v, 'hash', HASH),
-    createdAt: instant(v, 'createdAt'),
-    updatedAt: instant(v, 'updatedAt'),
-    revokedAt: optionalInstant(v, 'revokedAt'),
+    createdAt: happened(instant(v, 'createdAt'), 'createdAt'),
+    updatedAt: happened(instant(v, 'updatedAt'), 'updatedAt'),
+    revokedAt: happened(optionalInstant(v, 'revokedAt'), 'revokedAt'),
     expiresAt: optionalInstant(v, 'expiresAt'),
     previousHash: optional(v, 'previousHash', HASH),
-    previousKeyExpiresAt: optionalInstant(v, 'previousKeyExpiresAt'),
+    previousKeyExpiresAt: notAfter(optionalInstant(v, 'previousKeyExpiresAt'), 'previousKeyExpiresAt', now + MAX_GRACE_SECONDS * 1000 + IMPORT_CLOCK_SKEW_MS, `more than the longest rotation grace (${MAX_GRACE_SECONDS} s) ahead`),
     ...billingDayField(v.billingDay),
     ...(v.consumerId === undefined || v.consumerId === null ? {} : { consumerId: text(v, 'consumerId', CONSUMER_ID) }),
     // Checked as the admin API checks them: the 400's message becomes the line's reason.
@@ -182,18 +201,24 @@ export function parseExport(body: string, rules: ImportRules): ApiKeyRecord[] {
 }
 
 /**
- * The lines of a streamed body (bytes, UTF-8), one at a time: the body is never held whole, and
- * the event loop turns between chunks. A line split across chunks is joined first.
+ * The longest line an import reads. The longest valid line is some 7 KB (a 200-character name of
+ * escaped control characters, 100 of the longest IPv6 ranges, both hashes); a line far beyond it is
+ * not an export's, and is refused before the rest of it is read.
  */
-export async function* linesOf(chunks: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8');
-  let rest = '';
-  for await (const chunk of chunks) {
-    const text = rest + (typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
-    const lines = text.split('\n');
-    rest = lines.pop()!;
-    yield* lines;
+export const MAX_IMPORT_LINE_BYTES = 64 * 1024;
+
+/**
+ * The lines of a streamed body (bytes, UTF-8), one at a time, split in one pass
+ * (src/shared/line-splitter.ts): the body is never held whole, and the event loop turns between
+ * chunks. A line over `maxLineBytes` is an ImportLineError at once, naming it.
+ */
+export async function* linesOf(chunks: AsyncIterable<Buffer | string>, maxLineBytes = MAX_IMPORT_LINE_BYTES): AsyncGenerator<string> {
+  const splitter = new LineSplitter(maxLineBytes);
+  try {
+    for await (const chunk of chunks) yield* splitter.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    yield* splitter.end();
+  } catch (err) {
+    if (err instanceof LineTooLongError) throw new ImportLineError(err.line, `longer than ${err.maxBytes} bytes (an export's lines are a few KB at most)`);
+    throw err;
   }
-  rest += decoder.decode();
-  if (rest !== '') yield rest;
 }

@@ -9,9 +9,10 @@ import { billingDayOf } from './record';
 import { largestCost } from '../shared/config/costs';
 import { MAX_NAME_LENGTH, validBillingDay, validExpiry, validLimits, validName } from './key-validation';
 import { accessListsOf, accessListsPatch } from '../access/access-lists';
+import { MAX_GRACE_SECONDS } from '../shared/constants';
 
-/** Bounds of a rotation's grace period (CONTRACT §5). */
-export const MAX_GRACE_SECONDS = 604_800;
+/** Bounds of a rotation's grace period (CONTRACT §5); the longest is shared with the import's check. */
+export { MAX_GRACE_SECONDS };
 export const DEFAULT_GRACE_SECONDS = 86_400;
 
 
@@ -189,7 +190,7 @@ export class KeyService {
    * records whole or not at all (KeyImportConflict: a secret held by another id here).
    */
   async importBackup(lines: AsyncIterable<string> | string): Promise<ImportResult> {
-    const reader = new ExportReader({ prefix: this.prefix, largestCost: this.largestCost, check: (record) => this.importRefusal(record) });
+    const reader = new ExportReader({ prefix: this.prefix, largestCost: this.largestCost, now: this.clock.now(), check: (record) => this.importRefusal(record) });
     if (typeof lines === 'string') {
       for (const line of lines.split('\n')) reader.add(line);
     } else {

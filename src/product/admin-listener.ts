@@ -29,8 +29,8 @@ import type { KeyRevocations } from './key-revocations';
 export interface AdminListenerDependencies {
   adminToken: string;
   keyService: KeyService;
-  /** /admin/consumers. */
-  consumerService?: ConsumerService;
+  /** /admin/consumers, and the check of a backup's consumer lines. */
+  consumerService: ConsumerService;
   stores: Stores;
   keyActivity: KeyActivityRecorder;
   deprecationUsage: DeprecationUsageRecorder;
@@ -86,7 +86,8 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     clock: deps.clock,
     keyService,
     consumerService: deps.consumerService,
-    keyBackup: withConsumersInBackup(keyService, stores.consumerStore),
+    // Consumer lines checked as POST /admin/consumers checks a consumer (CONTRACT §4).
+    keyBackup: withConsumersInBackup(keyService, stores.consumerStore, (fields) => deps.consumerService.fromBackup(fields)),
     keyLimiter: stores.limiters.keyLimiter,
     keyActivity: deps.keyActivity,
     auditLog: stores.auditLog,

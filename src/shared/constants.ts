@@ -11,3 +11,12 @@ export const MAX_CREDIT_UNITS = 1_000_000_000;
 
 /** At most this many entries in an access policy list (`allowedOperations`, `allowedAddresses`; CONTRACT §4). */
 export const MAX_ACCESS_LIST_ENTRIES = 100;
+
+/**
+ * How far ahead of this instance's clock an imported record's past instants (`createdAt`,
+ * `updatedAt`, `revokedAt`) may be: another instance's clock, or the exporting machine's, may run
+ * a little ahead. A record made "in the future" beyond this is not a record any gateway wrote.
+ */
+export const IMPORT_CLOCK_SKEW_MS = 5 * 60_000;
+/** The longest grace period a rotation gives the old secret (CONTRACT §5: graceSeconds 0..604800). */
+export const MAX_GRACE_SECONDS = 604_800;

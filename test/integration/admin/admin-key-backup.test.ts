@@ -1,3 +1,4 @@
+import http from 'node:http';
 import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
@@ -148,4 +149,90 @@ test('the in-process store (SQLite under DATA_DIR) takes the same file, keeps it
   const reexport = await adminRequest(restarted, 'get', '/admin/keys/export').expect(200);
   expect(sortedLines(reexport.text)).toEqual(sortedLines(backup));
   await gatewayGet(restarted, rotatedNewKey).expect(200);
+}, 30_000);
+
+/**
+ * Every admin write of CONTRACT §5 (but POST /admin/secret-scanning, which revokes as a holder's
+ * own revocation below does) and a holder's revocation, ending in the documented consumer lifecycle: a consumer's keys revoked, then the consumer deleted (204, as its 409 says).
+ */
+async function everyAdminAction(p: ProductHarness): Promise<void> {
+  const post = (path: string, body: object) => adminRequest(p, 'post', path).send(body);
+  const patch = (path: string, body: object) => adminRequest(p, 'patch', path).send(body);
+  const acme = (await post('/admin/consumers', { name: 'Acme', limits: { perMinute: 50, perMonth: 1000 }, billingDay: 5, allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['127.0.0.1', '10.0.0.0/8'] }).expect(201)).body as { id: string };
+  await patch(`/admin/consumers/${acme.id}`, { name: 'Acme Ltd', allowedAddresses: null }).expect(200);
+  await post(`/admin/consumers/${acme.id}/credits`, { units: 10 }).expect(200);
+  await post(`/admin/consumers/${acme.id}/windows/reset`, { windows: ['minute'] }).expect(200);
+  const other = (await post('/admin/consumers', { name: 'Other' }).expect(201)).body as { id: string };
+  const gone = (await post('/admin/consumers', { name: 'Gone', limits: { perDay: 100 } }).expect(201)).body as { id: string };
+
+  const plain = await createKey(p, { name: 'plain', plan: 'free' }, { overApi: true });
+  const member = await createKey(p, { name: 'member', plan: 'pro', consumerId: acme.id }, { overApi: true });
+  const custom = await createKey(p, { name: 'custom', plan: 'enterprise', limits: { perMinute: 5, perDay: 50, perMonth: 500, maxInFlight: 2 }, billingDay: 9, expiresAt: '2031-06-01T00:00:00Z', allowedOperations: ['listPets'], allowedAddresses: ['127.0.0.1'] }, { overApi: true });
+  const moved = await createKey(p, { name: 'moved', plan: 'free', consumerId: acme.id }, { overApi: true });
+  const holder = await createKey(p, { name: 'holder', plan: 'free' }, { overApi: true });
+  const goneKeys = [await createKey(p, { name: 'gone 1', plan: 'free', consumerId: gone.id }, { overApi: true }), await createKey(p, { name: 'gone 2', plan: 'pro', consumerId: gone.id }, { overApi: true })];
+
+  await patch(`/admin/keys/${custom.id}`, { name: 'custom renamed', expiresAt: null, limits: { perMinute: 6, perDay: 60, perMonth: 600, maxInFlight: 3 } }).expect(200);
+  await patch(`/admin/keys/${moved.id}`, { consumerId: other.id }).expect(200);
+  await patch(`/admin/keys/${plain.id}`, { consumerId: acme.id, allowedOperations: ['getPet'] }).expect(200);
+  await patch(`/admin/keys/${plain.id}`, { consumerId: null, allowedOperations: null }).expect(200);
+  await post(`/admin/keys/${member.id}/rotate`, { graceSeconds: 600 }).expect(201);
+  await post(`/admin/keys/${custom.id}/credits`, { units: 25 }).expect(200);
+  await post(`/admin/keys/${plain.id}/windows/reset`, { windows: ['minute', 'day'] }).expect(200);
+  await adminRequest(p, 'delete', `/admin/keys/${plain.id}/ban`).expect(204);
+  // A leaked key revoked by whoever holds it (POST /v1/keys/revoke).
+  await request(p.gatewayUrl).post('/v1/keys/revoke').set('Authorization', `Bearer ${holder.key}`).expect(204);
+  // The documented lifecycle: the consumer's keys revoked, then the consumer deleted.
+  expectError(await adminRequest(p, 'delete', `/admin/consumers/${gone.id}`), 409, 'conflict');
+  for (const key of goneKeys) await adminRequest(p, 'delete', `/admin/keys/${key.id}`).expect(204);
+  await adminRequest(p, 'delete', `/admin/consumers/${gone.id}`).expect(204);
+}
+
+describe.each([
+  ['in process (SQLite)', { redis: false }],
+  ['on Redis', {}],
+] as const)('an export always imports, whatever admin actions came before it: %s', (_store, options) => {
+  test('after every admin write (a consumer deleted once its keys were revoked): into a fresh instance and back into its own, 200 and the same export', async () => {
+    const own = await product(options);
+    await everyAdminAction(own);
+    const exported = (await adminRequest(own, 'get', '/admin/keys/export').expect(200)).text;
+    const lineCount = sortedLines(exported).length;
+    expect(lineCount).toBe(2 + 7); // Acme and Other; seven keys, the deleted consumer's two among them
+
+    const fresh = await product(options);
+    const intoFresh = await importBody(fresh, exported);
+    expect({ status: intoFresh.status, body: intoFresh.body as unknown }).toEqual({ status: 200, body: { imported: lineCount, unchanged: 0 } });
+    expect(sortedLines((await adminRequest(fresh, 'get', '/admin/keys/export').expect(200)).text)).toEqual(sortedLines(exported));
+
+    const backIntoOwn = await importBody(own, exported);
+    expect({ status: backIntoOwn.status, body: backIntoOwn.body as unknown }).toEqual({ status: 200, body: { imported: 0, unchanged: lineCount } });
+    expect(sortedLines((await adminRequest(own, 'get', '/admin/keys/export').expect(200)).text)).toEqual(sortedLines(exported));
+  }, 60_000);
+});
+
+test('a line over the cap (64 KiB) is refused as soon as it passes it, before the rest arrives: 400 naming the line, nothing imported', async () => {
+  const target = await product();
+  const req = http.request(new URL('/admin/keys/import', target.adminUrl), { method: 'POST', headers: { Authorization: `Bearer ${target.adminToken}`, 'Content-Type': 'application/x-ndjson' } });
+  const answer = new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body, connection: res.headers.connection }));
+    });
+    req.on('error', reject);
+  });
+  req.write(backup.split('\n')[0] + '\n');
+  // 4 MB of one line, and the body left open: a reader that waits for the line's end never answers.
+  for (let i = 0; i < 4; i++) req.write(Buffer.alloc(1024 * 1024, 'x'));
+  const { status, body, connection } = await answer;
+  req.destroy();
+  expect({ status, body: JSON.parse(body) as unknown }).toEqual({ status: 400, body: { code: 'validation_failed', message: "Nothing imported: line 2: longer than 65536 bytes (an export's lines are a few KB at most).", status: 400 } });
+  // The rest of the body is never read: the gateway closes the connection rather than hold it.
+  expect(connection).toBe('close');
+  // The whole body sent at once (curl --data-binary): the same answer.
+  const whole = await importBody(target, `${backup.split('\n')[0]}\n${'x'.repeat(8 * 1024 * 1024)}\n`);
+  expectError(whole, 400, 'validation_failed');
+  expect((whole.body as { message: string }).message).toMatch(/^Nothing imported: line 2: longer than 65536 bytes/);
+  await adminRequest(target, 'get', '/admin/keys').expect(200, []);
 }, 30_000);

@@ -80,3 +80,76 @@ it('an import naming an unknown consumer, or whose keys are refused, imports not
   expectError(await adminRequest(b, 'post', '/admin/keys/import').set('Content-Type', 'application/x-ndjson').send(consumerLine + '\n' + stolen + '\n'), 409, 'conflict');
   expect((await adminRequest(b, 'get', '/admin/consumers')).body.length).toBe(before);
 });
+
+/**
+ * Each line of an import is checked as the admin API checks what it holds (CONTRACT §4): a consumer
+ * line as POST /admin/consumers checks a consumer, a key line as the key routes check a key. Every
+ * refusal names its line, and nothing of the file is imported. On Redis and in process alike.
+ */
+describe.each([
+  ['on Redis', { redis: true }],
+  ['in process (SQLite)', { redis: false }],
+] as const)('bad lines of an import, %s', (_store, { redis: onRedis }) => {
+  let target: ProductHarness;
+  const at = '2026-01-01T00:00:00.000Z';
+  const goodConsumer = { v: 1, kind: 'consumer', id: 'con_' + '1'.repeat(24), name: 'Good', limits: { perMinute: 10 }, billingDay: 1, allowedOperations: null, allowedAddresses: null, createdAt: at, updatedAt: at };
+  const goodKey = { v: 1, prefix: 'asg_dev_', id: 'key_' + '2'.repeat(24), name: 'good key', plan: 'free', limits: null, hash: '3'.repeat(64), previousHash: null, previousKeyExpiresAt: null, createdAt: at, updatedAt: at, revokedAt: null, expiresAt: null, consumerId: goodConsumer.id };
+  const consumer = (fields: object) => ({ ...goodConsumer, id: 'con_' + '4'.repeat(24), ...fields });
+  const key = (fields: object) => ({ ...goodKey, id: 'key_' + '5'.repeat(24), hash: '6'.repeat(64), ...fields });
+  const importLines = (lines: object[]) => adminRequest(target, 'post', '/admin/keys/import').set('Content-Type', 'application/x-ndjson').send(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  const exported = async () => (await adminRequest(target, 'get', '/admin/keys/export').expect(200)).text.trimEnd().split('\n').sort();
+
+  beforeAll(async () => {
+    // A cost of 4: a limit of 3 could never serve that request.
+    const overrides = { costs: [{ method: 'POST', path: '/pets', cost: 4 }], ...(onRedis ? { redis: { url: redis.url } } : {}) };
+    target = await startTestProduct({ redis: onRedis, overrides });
+    await adminRequest(target, 'post', '/admin/consumers').send({ name: 'Already here' }).expect(201);
+  }, 30_000);
+  afterAll(() => target?.close());
+
+  it.each([
+    ['a consumer name of 300 characters', consumer({ name: 'x'.repeat(300) }), /line 3: consumer: name must be 1 to 200 characters/],
+    ['a consumer name of control characters that trims to nothing', consumer({ name: '\t\r\n\u000b' }), /line 3: consumer: name must be 1 to 200 characters/],
+    ['a consumer name with a lone surrogate', consumer({ name: 'half \ud800 a pair' }), /line 3: consumer: name must be text \(it holds a lone surrogate\)/],
+    ['an address that is not one', consumer({ allowedAddresses: ['not-an-ip'] }), /line 3: consumer: allowedAddresses: "not-an-ip" is not an IPv4\/IPv6 address or CIDR range/],
+    ['an unknown operation id', consumer({ allowedOperations: ['dropTables'] }), /line 3: consumer: allowedOperations: unknown operation id "dropTables"/],
+    ['an operation id with a control character', consumer({ allowedOperations: ['listPets\u0000'] }), /line 3: consumer: allowedOperations: unknown operation id "listPets\\u0000"/],
+    ['consumer limits below the largest cost', consumer({ limits: { perMinute: 3 } }), /line 3: consumer: limits below the largest operation cost 4 \(config costs\) could never serve it: perMinute/],
+    ['a consumer limit of zero', consumer({ limits: { perDay: 0 } }), /line 3: consumer: limits\.perDay: Too small/],
+    ['consumer limits with an unknown window', consumer({ limits: { perHour: 10 } }), /line 3: consumer: limits: Unrecognized key: "perHour"/],
+    ['a consumer instant that does not exist', consumer({ createdAt: '2026-02-31T00:00:00Z' }), /line 3: consumer: createdAt must be an RFC 3339 instant/],
+    ['a consumer instant in the future', consumer({ updatedAt: '2099-01-01T00:00:00.000Z' }), /line 3: consumer: updatedAt 2099-01-01T00:00:00.000Z is in the future/],
+    ['an unknown consumer field', consumer({ plan: 'pro' }), /line 3: consumer: Unrecognized key: "plan"/],
+    ['a consumer billing day of 31', consumer({ billingDay: 31 }), /line 3: consumer: billingDay: Too big/],
+    ['a key whose previous secret ends years ahead', key({ previousHash: '7'.repeat(64), previousKeyExpiresAt: '2036-01-01T00:00:00Z' }), /line 3: previousKeyExpiresAt 2036-01-01T00:00:00Z is more than the longest rotation grace \(604800 s\) ahead/],
+    ['an unknown key field', key({ role: 'admin' }), /line 3: unknown field "role": not one an export writes/],
+    ['a key created in the future', key({ createdAt: '2099-01-01T00:00:00.000Z' }), /line 3: createdAt 2099-01-01T00:00:00.000Z is in the future/],
+    ['a key revoked in the future', key({ revokedAt: '2099-01-01T00:00:00.000Z' }), /line 3: revokedAt 2099-01-01T00:00:00.000Z is in the future/],
+    ['an active key naming a consumer neither here nor in the file', key({ consumerId: 'con_' + '8'.repeat(24) }), /line 3: consumerId con_8{24} is neither a consumer here nor one in the file/],
+  ])('%s: 400 naming line 3, nothing imported', async (_what, bad, message) => {
+    const before = await exported();
+    const res = await importLines([goodConsumer, goodKey, bad]);
+    expectError(res, 400, 'validation_failed');
+    expect(res.body.message).toMatch(message);
+    expect(await exported()).toEqual(before);
+  });
+
+  it("a key line before its consumer's line imports (consumer lines are taken anywhere in the file), and so does a revoked key whose consumer was deleted", async () => {
+    const revoked = key({ name: 'revoked, consumer deleted', revokedAt: at, consumerId: 'con_' + '9'.repeat(24) });
+    const res = await importLines([goodKey, revoked, goodConsumer]);
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { imported: 3, unchanged: 0 } });
+    expect((await adminRequest(target, 'get', `/admin/consumers/${goodConsumer.id}`).expect(200)).body).toMatchObject({ name: 'Good', keyIds: [goodKey.id] });
+    // The revoked key is kept as exported: revoked, naming the consumer it had.
+    expect((await adminRequest(target, 'get', `/admin/keys/${revoked.id}`).expect(200)).body).toMatchObject({ revokedAt: at, consumerId: revoked.consumerId });
+    expect(await importLines([goodKey, revoked, goodConsumer])).toMatchObject({ status: 200, body: { imported: 0, unchanged: 3 } });
+  });
+});
+
+it('the admin API refuses a consumer name with a lone surrogate, as it does for a key', async () => {
+  expectError(await adminRequest(a, 'post', '/admin/consumers').send({ name: 'half \ud800 a pair' }), 400, 'validation_failed');
+  const made = await adminRequest(a, 'post', '/admin/consumers').send({ name: 'whole \ud83d\ude00 pair' }).expect(201);
+  const res = await adminRequest(a, 'patch', `/admin/consumers/${made.body.id}`).send({ name: '\udc00' });
+  expectError(res, 400, 'validation_failed');
+  expect(res.body.message).toBe('name must be text (it holds a lone surrogate).');
+  expect((await adminRequest(a, 'get', `/admin/consumers/${made.body.id}`)).body.name).toBe('whole \ud83d\ude00 pair');
+});
