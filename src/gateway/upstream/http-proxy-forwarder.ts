@@ -41,7 +41,10 @@ class InFlight {
   /** Stops the upstream request without reporting a failure; a late answer is dropped with it. */
   abandon(): void {
     this.abandoned = true;
-    this.upstreamRequest?.destroy();
+    if (this.upstreamRequest) this.upstreamRequest.destroy();
+    // Not given a socket yet, it holds no connection (and attach destroys it if it ever gets one);
+    // destroyed meanwhile by http-proxy itself, no close of it would ever reach us.
+    else this.markGone();
   }
 
   /**

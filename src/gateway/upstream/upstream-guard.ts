@@ -81,9 +81,13 @@ export class UpstreamGuard implements GuardedForwarder {
     return () => guarded.abandon();
   }
 
-  /** A request's hold on the guard ends, with the breaker's word on how it went; the freed place goes to the next in turn. */
-  release(guarded: GuardedRequest, sent: boolean, outcome: Outcome, poolEvent?: string): void {
+  /** The breaker's word on how a request went, once it is over (its place may come back later: `release`). */
+  settle(guarded: GuardedRequest, outcome: Outcome, poolEvent?: string): void {
     this.breaker.settle(guarded.probe, outcome, poolEvent);
+  }
+
+  /** A request's hold on the guard ends; the freed place goes to the next in turn. */
+  release(guarded: GuardedRequest, sent: boolean): void {
     if (!sent) {
       this.queue.withdraw(guarded.tenant, guarded);
       return;
@@ -136,8 +140,6 @@ class GuardedRequest {
   private attemptsOut = 0;
   /** Marks the latest attempt's upstream request gone. */
   private latestGone: () => void = NOTHING_TO_ABANDON;
-  /** How it ended, for the breaker: kept from the moment the request is over until its place comes back. */
-  private ending: { outcome: Outcome; poolEvent?: string } | null = null;
   private placeReturned = false;
   /** Given its turn (counted at the inventory by the queue), sent or not. */
   private started = false;
@@ -283,14 +285,14 @@ class GuardedRequest {
   }
 
   /**
-   * Ends the request once: its timer now, its place and the breaker's word once its upstream
-   * request is gone. False when it was over already.
+   * Ends the request once: its timer and the breaker's word now (a probe's word belongs to its own
+   * half-open spell), its place once its upstream request is gone. False when it was over already.
    */
   private end(outcome: Outcome, poolEvent?: string): boolean {
     if (this.state === 'over') return false;
     this.state = 'over';
-    this.ending = { outcome, poolEvent };
     this.guard.deadlines.delete(this);
+    this.guard.settle(this, outcome, poolEvent);
     this.returnPlaceWhenGone();
     return true;
   }
@@ -301,9 +303,9 @@ class GuardedRequest {
    * then, so the guard never has more than maxSockets at the inventory (issue 48).
    */
   private returnPlaceWhenGone(): void {
-    if (this.ending === null || this.attemptsOut > 0 || this.placeReturned) return;
+    if (this.state !== 'over' || this.attemptsOut > 0 || this.placeReturned) return;
     this.placeReturned = true;
-    this.guard.release(this, this.started, this.ending.outcome, this.ending.poolEvent);
+    this.guard.release(this, this.started);
     this.letGoOfResponse();
   }
 }
