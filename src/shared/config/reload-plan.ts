@@ -20,6 +20,8 @@ export const RELOADABLE_SETTINGS = [
   'server.maxBodyBytes',
   // Read by the webhook dispatcher on every poll (src/notifications): receivers, their secrets and events.
   'notifications',
+  // Read by POST /admin/secret-scanning at each report: the partner's public keys.
+  'secretScanning',
   'tls.certFile',
   'tls.keyFile',
 ] as const;
