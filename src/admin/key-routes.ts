@@ -48,6 +48,8 @@ const limitsSchema = z.strictObject({
   shadow: z.boolean().optional(),
   /** Requests of this key forwarded at once, across instances (CONTRACT §3); absent, the plan's. */
   maxInFlight: z.number().int().min(1).max(10_000).optional(),
+  /** Windows enforced but shown in no header (CONTRACT §4); absent, the plan's. */
+  hiddenWindows: z.array(z.enum(['minute', 'day', 'month'])).max(3).optional(),
 });
 /** Access policy lists (CONTRACT §4): checked by src/access/access-lists.ts, whose 400 names each bad entry. */
 const accessListFields = {

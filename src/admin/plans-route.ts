@@ -5,6 +5,7 @@ export interface ConfiguredPlan {
   perMinute?: number;
   perDay?: number;
   shadow?: boolean;
+  hiddenWindows?: readonly string[];
 }
 
 /** One plan as GET /admin/plans shows it; null limits mean each key carries its own (enterprise). */
@@ -13,6 +14,8 @@ export interface PlanView {
   perMinute: number | null;
   perDay: number | null;
   shadow: boolean;
+  /** Only for a plan that hides windows (CONTRACT §4): enforced, named in no header. */
+  hiddenWindows?: string[];
 }
 
 /** The configured plans in the config's order, for the console's plan choices and any operator tool. */
@@ -22,6 +25,7 @@ export function planViews(plans: Readonly<Record<string, ConfiguredPlan>>): Plan
     perMinute: plan.perMinute ?? null,
     perDay: plan.perDay ?? null,
     shadow: plan.shadow ?? false,
+    ...(plan.hiddenWindows && plan.hiddenWindows.length > 0 ? { hiddenWindows: [...plan.hiddenWindows] } : {}),
   }));
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isBillingDay } from '../limits/month-window';
+import { normalisedHiddenWindows } from '../limits/hidden-windows';
 import type { ConsumerLimits, ConsumerRecord } from './types';
 
 export const CONSUMER_ID_PATTERN = /^con_[0-9a-f]{24}$/;
@@ -18,6 +19,9 @@ export function consumerLimitsOf(limits: ConsumerLimits | null | undefined): Con
   if (typeof limits?.perMinute === 'number') out.perMinute = limits.perMinute;
   if (typeof limits?.perDay === 'number') out.perDay = limits.perDay;
   if (typeof limits?.perMonth === 'number') out.perMonth = limits.perMonth;
+  // Only a list that hides something is kept: a consumer's hidden windows have no plan's to override.
+  const hidden = limits?.hiddenWindows === undefined ? null : normalisedHiddenWindows(limits.hiddenWindows);
+  if (hidden !== null && hidden.length > 0) out.hiddenWindows = hidden;
   return out;
 }
 
@@ -54,7 +58,8 @@ export function decodeConsumer(value: string | Record<string, unknown>): Consume
     return s;
   };
   const limits = (v.limits ?? {}) as Record<string, unknown>;
-  if (typeof limits !== 'object' || !positiveOrAbsent(limits.perMinute) || !positiveOrAbsent(limits.perDay) || !positiveOrAbsent(limits.perMonth)) {
+  const hiddenOk = limits.hiddenWindows === undefined || normalisedHiddenWindows(limits.hiddenWindows) !== null;
+  if (typeof limits !== 'object' || !positiveOrAbsent(limits.perMinute) || !positiveOrAbsent(limits.perDay) || !positiveOrAbsent(limits.perMonth) || !hiddenOk) {
     throw new Error('corrupt consumer record: limits');
   }
   if (!isBillingDay(v.billingDay)) throw new Error('corrupt consumer record: billingDay');

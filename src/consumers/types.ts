@@ -1,3 +1,5 @@
+import type { WindowName } from '../limits/types';
+
 /**
  * A consumer: the customer behind one or more keys (CONTRACT §4, §5). Its own limits are windows
  * shared by all its keys; any of the three may be absent. `allowedOperations` and
@@ -8,6 +10,8 @@ export interface ConsumerLimits {
   perMinute?: number;
   perDay?: number;
   perMonth?: number;
+  /** Windows enforced but shown in no header (CONTRACT §4): `minute` hides `consumer-minute`, and so on. */
+  hiddenWindows?: WindowName[];
 }
 
 export interface ConsumerRecord {

@@ -1,5 +1,6 @@
 import { retryAfterSeconds } from '../shared/retry-after';
 import type { ConsumerWindows, MonthWindowState, RefusingWindow, WindowLimits, WindowName, WindowState } from '../limits/types';
+import { isHidden, NONE_HIDDEN, type HiddenWindows } from '../limits/hidden-windows';
 
 const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
 
@@ -61,9 +62,15 @@ export interface KeyWindows {
 /**
  * Header values for a key's windows (CONTRACT §4). A KeyDecision that is not a ban is its own
  * argument. The consumer's windows appear as `"consumer-minute"`, `"consumer-day"`,
- * `"consumer-month"` and count for X-RateLimit-* like the key's own.
+ * `"consumer-month"` and count for X-RateLimit-* like the key's own. Hidden windows
+ * (src/limits/hidden-windows.ts) are named and counted in none of them.
  */
-export function keyRateLimitHeaders({ minute, day, now, refusedBy, month, consumer }: KeyWindows): Record<string, string> {
+export function keyRateLimitHeaders(windows: KeyWindows, hidden: HiddenWindows = NONE_HIDDEN): Record<string, string> {
+  return hidden === NONE_HIDDEN ? allWindowsHeaders(windows) : visibleWindowsHeaders(windows, hidden);
+}
+
+/** Every window shown: the common case, its RateLimit-Policy cached per pair of limits. */
+function allWindowsHeaders({ minute, day, now, refusedBy, month, consumer }: KeyWindows): Record<string, string> {
   const own = refusedBy === undefined || !refusedBy.startsWith('consumer-') ? (refusedBy as WindowName | undefined) : undefined;
   const binding = bindingWindow(minute, day, own, month);
   let shown = binding === 'minute' ? minute : binding === 'day' ? day : month!;
@@ -109,6 +116,51 @@ function addConsumerHeaders(headers: { 'RateLimit-Policy': string; RateLimit: st
   }
 }
 
+/** One window a header may show, under the name headers give it. */
+type NamedWindow = readonly [RefusingWindow, WindowState];
+
+/** The windows of a key and its consumer that no hidden list names, in the headers' order. */
+function visibleWindows({ minute, day, month, consumer }: KeyWindows, hidden: HiddenWindows): NamedWindow[] {
+  const all: Array<[RefusingWindow, WindowState | undefined]> = [
+    ['minute', minute],
+    ['day', day],
+    ['month', month],
+    ['consumer-minute', consumer?.minute],
+    ['consumer-day', consumer?.day],
+    ['consumer-month', consumer?.month],
+  ];
+  return all.filter((w): w is [RefusingWindow, WindowState] => w[1] !== undefined && !isHidden(hidden, w[0]));
+}
+
+/** A window's RateLimit-Policy item; a month's length is its billing month's. */
+function policyItem(name: RefusingWindow, state: WindowState): string {
+  if (name === 'month' || name === 'consumer-month') {
+    const month = state as MonthWindowState;
+    return `"${name}"` + monthPolicy(month.limit, month.startAt, month.resetAt).slice('"month"'.length);
+  }
+  return `"${name}";q=${state.limit};w=${name.endsWith('minute') ? WINDOW_SECONDS.minute : WINDOW_SECONDS.day}`;
+}
+
+/**
+ * Some windows hidden: the headers name and count only the others, X-RateLimit-* shows the one that
+ * refused when it is visible, else the visible one closest to exhaustion (first listed on a tie, as
+ * allWindowsHeaders picks). With every window hidden there is nothing to show: no header at all.
+ */
+function visibleWindowsHeaders(windows: KeyWindows, hidden: HiddenWindows): Record<string, string> {
+  const shown = visibleWindows(windows, hidden);
+  if (shown.length === 0) return {};
+  let binding = shown.find(([name]) => name === windows.refusedBy);
+  if (binding === undefined) for (const w of shown) if (binding === undefined || w[1].remaining < binding[1].remaining) binding = w;
+  const state = binding![1];
+  return {
+    'X-RateLimit-Limit': String(state.limit),
+    'X-RateLimit-Remaining': String(state.remaining),
+    'X-RateLimit-Reset': String(Math.ceil(state.resetAt / 1000)),
+    'RateLimit-Policy': shown.map(([name, w]) => policyItem(name, w)).join(', '),
+    RateLimit: shown.map(([name, w]) => `"${name}";r=${w.remaining};t=${secondsUntil(w.resetAt, windows.now)}`).join(', '),
+  };
+}
+
 /** The month window of a banned key, for its headers: the quota and span only, nothing available. */
 export interface BannedMonth {
   limit: number;
@@ -116,8 +168,9 @@ export interface BannedMonth {
   resetAt: number;
 }
 
-/** A banned key: nothing was counted, and nothing is available until the ban ends. */
-export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number, now: number, month?: BannedMonth): Record<string, string> {
+/** A banned key: nothing was counted, and nothing is available until the ban ends. Hidden windows are left out. */
+export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number, now: number, month?: BannedMonth, hidden: HiddenWindows = NONE_HIDDEN): Record<string, string> {
+  if (hidden !== NONE_HIDDEN) return partlyHiddenBanHeaders(limits, bannedUntil, now, month, hidden);
   const wait = secondsUntil(bannedUntil, now);
   const headers = {
     'X-RateLimit-Limit': String(limits.perMinute),
@@ -131,6 +184,25 @@ export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number
     headers.RateLimit += `, "month";r=0;t=${wait}`;
   }
   return headers;
+}
+
+/** A banned key's visible windows, each with nothing available until the ban ends; none visible: no header. */
+function partlyHiddenBanHeaders(limits: WindowLimits, bannedUntil: number, now: number, month: BannedMonth | undefined, hidden: HiddenWindows): Record<string, string> {
+  const wait = secondsUntil(bannedUntil, now);
+  const all: Array<[RefusingWindow, number, string]> = [
+    ['minute', limits.perMinute, `"minute";q=${limits.perMinute};w=${WINDOW_SECONDS.minute}`],
+    ['day', limits.perDay, `"day";q=${limits.perDay};w=${WINDOW_SECONDS.day}`],
+  ];
+  if (month !== undefined) all.push(['month', month.limit, monthPolicy(month.limit, month.startAt, month.resetAt)]);
+  const shown = all.filter(([name]) => !isHidden(hidden, name));
+  if (shown.length === 0) return {};
+  return {
+    'X-RateLimit-Limit': String(shown[0]![1]),
+    'X-RateLimit-Remaining': '0',
+    'X-RateLimit-Reset': String(Math.ceil(bannedUntil / 1000)),
+    'RateLimit-Policy': shown.map(([, , policy]) => policy).join(', '),
+    RateLimit: shown.map(([name]) => `"${name}";r=0;t=${wait}`).join(', '),
+  };
 }
 
 /** Requests without a valid key are limited per client address, under one per-minute window. */

@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../shared/errors';
+import type { ErrorBodyFields, ErrorCode } from '../shared/errors';
 import type { ApiKeyRecord } from '../keys/types';
 import type { RefusingWindow } from '../limits/types';
 import { allowHeader, type RouteMatch } from './operations/routes';
@@ -15,6 +15,8 @@ export class Refusal {
     readonly message: string,
     readonly headers?: Readonly<Record<string, string>>,
     readonly status?: number,
+    /** Fields the Error body adds after `{code, message, status}` (429 rate_limited's `window`). */
+    readonly fields?: ErrorBodyFields,
   ) {}
 }
 
@@ -61,13 +63,36 @@ export function methodNotAllowed(method: string, route: RouteMatch): Refusal {
 // The limits (steps/limit-anonymous.ts, steps/limit-key.ts, steps/store-failure.ts).
 export const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
 
+/**
+ * What a 429 rate_limited body says refused it (CONTRACT §3): the window as the rate-limit headers
+ * name it, `anonymous` for the per-address limit, `hidden` for a window no header names.
+ */
+export type RefusalWindowName = RefusingWindow | 'anonymous' | 'hidden';
+
+const ANONYMOUS_WINDOW: ErrorBodyFields = { window: 'anonymous' };
+const HIDDEN_WINDOW: ErrorBodyFields = { window: 'hidden' };
+const WINDOW_FIELDS: Readonly<Record<RefusingWindow, ErrorBodyFields>> = {
+  minute: { window: 'minute' },
+  day: { window: 'day' },
+  month: { window: 'month' },
+  'consumer-minute': { window: 'consumer-minute' },
+  'consumer-day': { window: 'consumer-day' },
+  'consumer-month': { window: 'consumer-month' },
+};
+
 export function anonymousRateLimited(retryAfter: string): Refusal {
-  return new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': retryAfter });
+  return new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': retryAfter }, undefined, ANONYMOUS_WINDOW);
 }
 
-export function keyRateLimited(refusedBy: RefusingWindow, retryAfter: string): Refusal {
+/**
+ * A key's window refused (steps/limit-key.ts). A hidden one (src/limits/hidden-windows.ts) is named
+ * neither in the body nor in the message: the client learns only that it must wait Retry-After.
+ */
+export function keyRateLimited(refusedBy: RefusingWindow, retryAfter: string, hidden = false): Refusal {
+  const headers = { 'Retry-After': retryAfter };
+  if (hidden) return new Refusal('rate_limited', 'A limit of this API key is used up.', headers, undefined, HIDDEN_WINDOW);
   const what = refusedBy.startsWith('consumer-') ? `The ${refusedBy.slice('consumer-'.length)} limit this API key shares with the other keys of its consumer` : `The ${refusedBy} limit of this API key`;
-  return new Refusal('rate_limited', `${what} is used up.`, { 'Retry-After': retryAfter });
+  return new Refusal('rate_limited', `${what} is used up.`, headers, undefined, WINDOW_FIELDS[refusedBy]);
 }
 
 /** Seconds a key whose plan is not configured is told to wait: the operator's fix takes a reload, not a client's retry loop. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApiKeyRecord } from '../keys/types';
-import type { FallbackKind } from '../limits/types';
+import type { FallbackKind, RefusingWindow } from '../limits/types';
 import type { GatewayRequestSpan } from '../shared/telemetry';
 import type { ErrorCode } from '../shared/errors';
 import type { DeprecationNotice } from './operations/deprecation';
@@ -29,6 +29,8 @@ export interface RequestContext {
   plan: string;
   keyId: string | null;
   rateLimitOutcome: RateLimitOutcome | null;
+  /** The window that refused a key's request with 429 rate_limited, hidden or not (the log line is the operator's). */
+  refusedByWindow?: RefusingWindow | null;
   /** Set when the limit was decided without the shared store (store.failMode `local` or `open`). */
   storeFallback: FallbackKind | null;
   upstreamStartedAt: bigint | null;
@@ -97,6 +99,7 @@ export function newGatewayRequest(req: IncomingMessage, res: ServerResponse, sta
     plan: 'anonymous',
     keyId: null,
     rateLimitOutcome: null,
+    refusedByWindow: null,
     storeFallback: null,
     upstreamStartedAt: null,
     upstreamMs: null,

@@ -33,6 +33,7 @@ export function requestLogLine(request: RequestContext, finished: FinishedReques
     keyId: request.keyId,
     clientAddress: request.clientAddress,
     rateLimit: request.rateLimitOutcome,
+    ...(request.refusedByWindow ? { window: request.refusedByWindow } : undefined),
     storeFallback: request.storeFallback ?? undefined,
     ...request.span?.logFields(),
   };

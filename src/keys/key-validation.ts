@@ -4,6 +4,7 @@ import { isBillingDay } from '../limits/month-window';
 import { MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import { limitsBelowCost } from '../shared/config/costs';
 import { limitsOf } from './record';
+import { normalisedHiddenWindows } from '../limits/hidden-windows';
 
 /**
  * What a key record's fields must be, for the admin API's writes and for a backup's import alike
@@ -35,7 +36,7 @@ export function validName(name: unknown): string {
   return trimmed;
 }
 
-const LIMIT_FIELDS = new Set(['perMinute', 'perDay', 'perMonth', 'shadow', 'maxInFlight']);
+const LIMIT_FIELDS = new Set(['perMinute', 'perDay', 'perMonth', 'shadow', 'maxInFlight', 'hiddenWindows']);
 /** CONTRACT §3: a key's or plan's maxInFlight is 1..10,000. */
 const MAX_IN_FLIGHT_LIMIT = 10_000;
 
@@ -56,12 +57,20 @@ export function validLimits(limits: unknown, largestCost: number): WindowLimits 
   if (maxInFlight !== undefined && (typeof maxInFlight !== 'number' || !Number.isSafeInteger(maxInFlight) || maxInFlight < 1 || maxInFlight > MAX_IN_FLIGHT_LIMIT)) {
     throw invalid(`limits.maxInFlight must be a whole number from 1 to ${MAX_IN_FLIGHT_LIMIT}.`);
   }
+  const hiddenWindows = l.hiddenWindows === undefined ? undefined : validHiddenWindows(l.hiddenWindows, 'limits.hiddenWindows');
   const extra = Object.keys(l).filter((k) => !LIMIT_FIELDS.has(k));
   if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
   // A request takes its cost of every window or nothing: a window below the largest cost could never serve it.
   const short = limitsBelowCost(l, largestCost);
   if (short.length > 0) throw invalid(`limits below the largest operation cost ${largestCost} (config costs) could never serve it: ${short.join(', ')}.`);
-  return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth, maxInFlight);
+  return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth, maxInFlight, hiddenWindows);
+}
+
+/** A list of window names (CONTRACT §4: `minute`, `day`, `month`), kept in canonical order without repeats. */
+export function validHiddenWindows(value: unknown, field: string) {
+  const hidden = normalisedHiddenWindows(value);
+  if (hidden === null) throw invalid(`${field} must be a list of window names: minute, day, month.`);
+  return hidden;
 }
 
 export function validBillingDay(value: unknown): number | undefined {

@@ -1,4 +1,5 @@
-import type { WindowLimits } from '../limits/types';
+import type { WindowLimits, WindowName } from '../limits/types';
+import { normalisedHiddenWindows } from '../limits/hidden-windows';
 import { isBillingDay } from '../limits/month-window';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import type { ApiKeyRecord, KeyPatch, KeyRotation } from './types';
@@ -22,19 +23,34 @@ export function withoutHash(record: ApiKeyRecord): PublicKeyRecord {
 }
 
 export function copyRecord(record: ApiKeyRecord): ApiKeyRecord {
-  return { ...record, limits: record.limits ? { ...record.limits } : null };
+  return { ...record, limits: record.limits ? limitsCopy(record.limits) : null };
 }
 
 /**
- * `{perMinute, perDay}`, plus `perMonth` only when the key has a month window, `shadow` and
- * `maxInFlight` only when the key sets them (absent: the plan decides). Field order fixed, so equal limits encode alike.
+ * `{perMinute, perDay}`, plus `perMonth` only when the key has a month window, `shadow`,
+ * `maxInFlight` and `hiddenWindows` only when the key sets them (absent: the plan decides). Field
+ * order fixed, and hidden windows in their canonical order, so equal limits encode alike.
  */
-export function limitsOf(perMinute: number, perDay: number, shadow: boolean | null | undefined, perMonth?: number | null, maxInFlight?: number | null): WindowLimits {
+export function limitsOf(
+  perMinute: number,
+  perDay: number,
+  shadow: boolean | null | undefined,
+  perMonth?: number | null,
+  maxInFlight?: number | null,
+  hiddenWindows?: readonly WindowName[] | null,
+): WindowLimits {
   const limits: WindowLimits = { perMinute, perDay };
   if (typeof perMonth === 'number') limits.perMonth = perMonth;
   if (typeof shadow === 'boolean') limits.shadow = shadow;
   if (typeof maxInFlight === 'number') limits.maxInFlight = maxInFlight;
+  const hidden = hiddenWindows === null || hiddenWindows === undefined ? null : normalisedHiddenWindows(hiddenWindows);
+  if (hidden !== null) limits.hiddenWindows = hidden;
   return limits;
+}
+
+/** A copy of a key's limits, its hidden windows' list included (a record is never shared with a caller). */
+function limitsCopy(limits: WindowLimits): WindowLimits {
+  return limits.hiddenWindows === undefined ? { ...limits } : { ...limits, hiddenWindows: [...limits.hiddenWindows] };
 }
 
 /** The billing day a record carries, or nothing for the default (the 1st), so that old and new records encode alike. */
@@ -52,7 +68,7 @@ export function applyPatch(record: ApiKeyRecord, patch: KeyPatch, updatedAt: str
     ...kept,
     name: patch.name ?? record.name,
     plan: patch.plan ?? record.plan,
-    limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : { ...patch.limits },
+    limits: patch.limits === undefined ? record.limits : patch.limits === null ? null : limitsCopy(patch.limits),
     expiresAt: patch.expiresAt === undefined ? record.expiresAt : patch.expiresAt,
     updatedAt,
     ...consumerIdOf(patch.consumerId === undefined ? record.consumerId : patch.consumerId),
@@ -101,7 +117,7 @@ export function encodeRecord(record: ApiKeyRecord): string {
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth, record.limits.maxInFlight) : null,
+    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth, record.limits.maxInFlight, record.limits.hiddenWindows) : null,
     hash: record.hash,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
@@ -124,7 +140,8 @@ function isLimits(value: unknown): value is WindowLimits {
     Number.isSafeInteger(v.perDay) &&
     (v.shadow === undefined || typeof v.shadow === 'boolean') &&
     (v.perMonth === undefined || Number.isSafeInteger(v.perMonth)) &&
-    (v.maxInFlight === undefined || Number.isSafeInteger(v.maxInFlight))
+    (v.maxInFlight === undefined || Number.isSafeInteger(v.maxInFlight)) &&
+    (v.hiddenWindows === undefined || normalisedHiddenWindows(v.hiddenWindows) !== null)
   );
 }
 
@@ -148,7 +165,7 @@ export function decodeRecord(text: string): ApiKeyRecord {
     id: str('id'),
     name: str('name'),
     plan: str('plan'),
-    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth, v.limits.maxInFlight),
+    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth, v.limits.maxInFlight, v.limits.hiddenWindows),
     hash: str('hash'),
     createdAt: str('createdAt'),
     updatedAt: str('updatedAt'),

@@ -1,5 +1,6 @@
 import type { PlanConfig } from '../shared/config';
-import type { WindowLimits } from './types';
+import type { ConsumerShare, WindowLimits } from './types';
+import { hiddenWindowsOf, NONE_HIDDEN, ownHiddenWindows, type HiddenWindows } from './hidden-windows';
 
 export type Plans = Readonly<Record<string, PlanConfig>>;
 
@@ -27,6 +28,7 @@ export class PlanBook {
   private readonly limitsByPlan = new Map<string, WindowLimits>();
   private readonly shadowedPlans = new Set<string>();
   private readonly maxInFlightByPlan = new Map<string, number>();
+  private readonly hiddenByPlan = new Map<string, HiddenWindows>();
 
   constructor(plans: Plans) {
     for (const name of Object.keys(plans)) {
@@ -35,12 +37,19 @@ export class PlanBook {
       if (plans[name]!.shadow === true) this.shadowedPlans.add(name);
       const maxInFlight = plans[name]!.maxInFlight;
       if (maxInFlight !== undefined) this.maxInFlightByPlan.set(name, maxInFlight);
+      const hidden = ownHiddenWindows(plans[name]!.hiddenWindows);
+      if (hidden !== NONE_HIDDEN) this.hiddenByPlan.set(name, hidden);
     }
   }
 
   /** A key's own `maxInFlight`, else its plan's; undefined: no concurrency limit. */
   maxInFlightOf(record: { plan: string; limits: WindowLimits | null }): number | undefined {
     return record.limits?.maxInFlight ?? this.maxInFlightByPlan.get(record.plan);
+  }
+
+  /** The windows a request of this key shows in no header: the key's own list, else its plan's, and its consumer's (CONTRACT §4). */
+  hiddenWindowsOf(record: { plan: string; limits: WindowLimits | null }, consumer: ConsumerShare | undefined): HiddenWindows {
+    return hiddenWindowsOf(record.limits, this.hiddenByPlan.get(record.plan) ?? NONE_HIDDEN, consumer);
   }
 
   /** The key's own limits, else its plan's; null when neither exists. */

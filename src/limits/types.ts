@@ -14,6 +14,11 @@ export interface WindowLimits {
    * one Redis (1..10,000; CONTRACT §3). Absent, the plan's `maxInFlight`, if any.
    */
   maxInFlight?: number;
+  /**
+   * A key's own limits only: windows enforced but shown in no header (CONTRACT §4, hidden-windows.ts).
+   * Absent, the plan's list, if any; an empty list shows them all.
+   */
+  hiddenWindows?: WindowName[];
 }
 
 export type WindowName = 'minute' | 'day' | 'month';
@@ -29,6 +34,8 @@ export interface ConsumerWindowLimits {
   perMinute?: number;
   perDay?: number;
   perMonth?: number;
+  /** Which of the consumer's windows are hidden: `minute` hides `consumer-minute`, and so on (hidden-windows.ts). */
+  hiddenWindows?: WindowName[];
 }
 
 /** The consumer whose windows a request of its key also takes units of. */

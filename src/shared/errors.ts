@@ -79,10 +79,21 @@ export function rawErrorResponse(code: ErrorCode, message: string, headers: Reco
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
-/** Headers to send with an error, and a status other than its code's (a refusal may carry both). */
+/** Fields the contract adds to one code's Error body, after `{code, message, status}` (429 rate_limited's `window`). */
+export type ErrorBodyFields = Readonly<Record<string, string>>;
+
+/** The Error body with the fields a code adds; those never replace `code`, `message` or `status`. */
+export function errorBodyWith(code: ErrorCode, message: string, status: number, fields: ErrorBodyFields | undefined): ErrorBody {
+  const body = errorBody(code, message, status);
+  // Spread after the three so they come first in the JSON, then set again so a field never replaces one.
+  return fields === undefined ? body : { ...body, ...fields, code, message, status };
+}
+
+/** Headers to send with an error, a status other than its code's, and fields its body adds (a refusal may carry all three). */
 export interface ErrorResponseOptions {
   headers?: Readonly<Record<string, string>>;
   status?: number;
+  fields?: ErrorBodyFields;
 }
 
 /**
@@ -91,12 +102,12 @@ export interface ErrorResponseOptions {
  * ServerResponse) share it. For HEAD, node:http sends the headers without the body.
  */
 export function sendError(res: ServerResponse, code: ErrorCode, message: string, options: ErrorResponseOptions = {}): void {
-  const { headers = {}, status = codeToStatus[code] } = options;
+  const { headers = {}, status = codeToStatus[code], fields } = options;
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify(errorBody(code, message, status));
+  const body = JSON.stringify(errorBodyWith(code, message, status, fields));
   for (const name in headers) res.setHeader(name, headers[name]!);
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');

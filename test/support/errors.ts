@@ -5,9 +5,23 @@ export interface AnswerWithBody {
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** The contract's Error body: JSON `{code, message, status}` with `status` equal to the HTTP status. */
+/** What a 429 rate_limited body may name as the window that refused it (CONTRACT §3). */
+export const REFUSING_WINDOWS = ['minute', 'day', 'month', 'consumer-minute', 'consumer-day', 'consumer-month', 'anonymous', 'hidden'] as const;
+
+/**
+ * The contract's Error body: JSON `{code, message, status}` with `status` equal to the HTTP status;
+ * a 429 rate_limited one also names its `window` (one of REFUSING_WINDOWS; a test that knows which
+ * checks it with expectRefusedBy).
+ */
 export function expectError(res: AnswerWithBody, status: number, code: string): void {
-  expect({ status: res.status, body: res.body }).toEqual({ status, body: { code, message: expect.any(String), status } });
+  const window = code === 'rate_limited' ? { window: expect.stringMatching(new RegExp(`^(${REFUSING_WINDOWS.join('|')})$`)) } : {};
+  expect({ status: res.status, body: res.body }).toEqual({ status, body: { code, message: expect.any(String), status, ...window } });
   const type = res.headers['content-type'];
   expect(Array.isArray(type) ? type.join(', ') : type).toMatch(/^application\/json/);
+}
+
+/** A 429 rate_limited answer whose body names `window` as the window that refused it. */
+export function expectRefusedBy(res: AnswerWithBody, window: (typeof REFUSING_WINDOWS)[number]): void {
+  expectError(res, 429, 'rate_limited');
+  expect((res.body as { window?: unknown }).window).toBe(window);
 }

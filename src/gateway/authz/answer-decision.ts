@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { codeToStatus, errorBody, sendError } from '../../shared/errors';
+import { codeToStatus, errorBodyWith, sendError } from '../../shared/errors';
 import type { UpstreamTokenSigner } from '../../shared/upstream-token';
 import { keyOf, type GatewayRequest } from '../request-context';
 import { Refusal } from '../refusals';
@@ -40,7 +40,7 @@ export function answerRefusal(res: ServerResponse, refusal: Refusal, nginxStyle:
     return;
   }
   const status = refusal.status ?? codeToStatus[refusal.code];
-  const body = JSON.stringify(errorBody(refusal.code, refusal.message, status));
+  const body = JSON.stringify(errorBodyWith(refusal.code, refusal.message, status, refusal.fields));
   if (refusal.headers) setHeaders(res, refusal.headers);
   res.setHeader(DECISION_HEADERS.errorStatus, String(status));
   res.setHeader(DECISION_HEADERS.errorBody, asciiOnly(body));

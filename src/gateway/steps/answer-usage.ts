@@ -2,6 +2,7 @@ import type { Clock } from '../../shared/clock';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { ConsumerShare, ConsumerWindows, KeyLimiter, KeyUsage, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
 import { windowsIdOfKey } from '../../limits/windows-id';
+import { isHidden, NONE_HIDDEN, type HiddenWindows } from '../../limits/hidden-windows';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
 import type { RouteMatch } from '../operations/routes';
 import { keyOf, type GatewayRequest } from '../request-context';
@@ -17,17 +18,28 @@ export interface UsageDependencies {
   storeCall: StoreCall;
   /** The key's consumer (held in process), to list its windows and name it. */
   consumerOf?(record: ApiKeyRecord): { id: string; name: string; share?: ConsumerShare } | undefined;
+  /** The windows this key shows in no header (src/limits/hidden-windows.ts); absent: none hidden. */
+  hiddenWindowsOf?(record: ApiKeyRecord, consumer: ConsumerShare | undefined): HiddenWindows;
 }
 
 const windowOf = (name: RefusingWindow, w: WindowState) => ({ name, limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
 
-/** The windows as GET /v1/usage lists them: minute, day, and month when the key has one. */
-function windowsOf(usage: KeyUsage, consumer: ConsumerWindows | undefined) {
-  const windows = [windowOf('minute', usage.minute), windowOf('day', usage.day)];
-  if (usage.month) windows.push(windowOf('month', usage.month));
-  if (consumer?.minute) windows.push(windowOf('consumer-minute', consumer.minute));
-  if (consumer?.day) windows.push(windowOf('consumer-day', consumer.day));
-  if (consumer?.month) windows.push(windowOf('consumer-month', consumer.month));
+/**
+ * The windows as GET /v1/usage lists them: minute, day, and month when the key has one, then its
+ * consumer's. Hidden windows are left out, as from every header: a hidden limit is one the operator
+ * keeps from clients, and this answer is read by the same clients.
+ */
+function windowsOf(usage: KeyUsage, consumer: ConsumerWindows | undefined, hidden: HiddenWindows) {
+  const all: Array<[RefusingWindow, WindowState | undefined]> = [
+    ['minute', usage.minute],
+    ['day', usage.day],
+    ['month', usage.month],
+    ['consumer-minute', consumer?.minute],
+    ['consumer-day', consumer?.day],
+    ['consumer-month', consumer?.month],
+  ];
+  const windows = [];
+  for (const [name, w] of all) if (w !== undefined && !isHidden(hidden, name)) windows.push(windowOf(name, w));
   return windows;
 }
 
@@ -63,13 +75,15 @@ export function createUsageStep(deps: UsageDependencies) {
     if (read instanceof Refusal) return read;
     const [usage, consumerWindows] = read;
     const now = clock.now();
+    const hidden = deps.hiddenWindowsOf?.(record, consumer?.share) ?? NONE_HIDDEN;
     request.rateLimitOutcome = 'allowed';
-    if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now, usage.month && { limit: usage.month.limit, startAt: usage.month.startAt, resetAt: usage.month.resetAt }));
-    else setHeaders(res, keyRateLimitHeaders({ minute: usage.minute, day: usage.day, now, month: usage.month, consumer: consumerWindows }));
+    const month = usage.month && { limit: usage.month.limit, startAt: usage.month.startAt, resetAt: usage.month.resetAt };
+    if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now, month, hidden));
+    else setHeaders(res, keyRateLimitHeaders({ minute: usage.minute, day: usage.day, now, month: usage.month, consumer: consumerWindows }, hidden));
     const body = JSON.stringify({
       plan: record.plan,
       ...(consumer ? { consumer: { id: consumer.id, name: consumer.name } } : {}),
-      windows: windowsOf(usage, consumerWindows),
+      windows: windowsOf(usage, consumerWindows, hidden),
       bannedUntil: usage.bannedUntil === null ? null : new Date(usage.bannedUntil).toISOString(),
       expiresAt: record.expiresAt,
     });

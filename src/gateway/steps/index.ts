@@ -107,7 +107,14 @@ export function createDecidingSteps(deps: DecisionDependencies, plans: PlanBook 
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
     limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
     checkAccess: createAccessStep({ metrics, logger, consumerPolicy: deps.consumerAccessPolicy }),
-    answerUsage: createUsageStep({ keyLimiter: deps.keyLimiter, keyLimits, clock, storeCall, consumerOf: deps.consumers?.consumerOf }),
+    answerUsage: createUsageStep({
+      keyLimiter: deps.keyLimiter,
+      keyLimits,
+      clock,
+      storeCall,
+      consumerOf: deps.consumers?.consumerOf,
+      hiddenWindowsOf: (record, consumer) => plans.hiddenWindowsOf(record, consumer),
+    }),
     revokeOwnKey: createRevokeOwnKeyStep({ revocation: deps.keyRevocation, storeCall }),
     limitKey: createKeyLimitStep({
       keyLimiter: deps.keyLimiter,

@@ -5,6 +5,7 @@ import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
 import { monthSpan } from '../../limits/month-window';
 import { windowsIdOfKey } from '../../limits/windows-id';
+import { isHidden, type HiddenWindows } from '../../limits/hidden-windows';
 import type { ConsumeOptions, ConsumerShare, InFlightLease, KeyDecision, KeyLimiter, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
@@ -69,7 +70,9 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     const shadow = plans.isShadowed(record);
     const route = request.route?.template;
     const lease = leaseFor(plans.maxInFlightOf(record), leaseTtlMs);
-    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease, deps.consumerOf?.(record));
+    const consumer = deps.consumerOf?.(record);
+    const hidden = plans.hiddenWindowsOf(record, consumer);
+    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease, consumer);
     // A consumer's key keeps its windows, and its leases, under the consumer's hash tag (windows-id.ts).
     const windowsId = windowsIdOfKey(record);
     const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(windowsId, limits, options), (d: KeyDecision) => ({
@@ -78,7 +81,7 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
       'asg.plan': record.plan,
     }));
     if (decision instanceof Refusal) return decision;
-    if (decision.outcome === 'concurrency_limited') return refuseConcurrency(metrics, request, shadow, decision);
+    if (decision.outcome === 'concurrency_limited') return refuseConcurrency(metrics, request, shadow, decision, hidden);
     deps.onDecision?.(record, decision, options?.cost ?? 1);
     if (decision.fallback) {
       request.storeFallback = decision.fallback;
@@ -91,21 +94,23 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
       if (lease) afterRequestIsOver(res, () => keyLimiter.release?.(windowsId, lease.id));
       request.rateLimitOutcome = 'allowed';
       countAdmitted(metrics, record.plan, route, options?.cost ?? 1, decision);
-      setHeaders(res, keyRateLimitHeaders(decision));
+      setHeaders(res, keyRateLimitHeaders(decision, hidden));
       return CONTINUE;
     }
-    if (shadow) return admitShadowed(res, request, { limits, decision, billingDay: record.billingDay });
+    if (shadow) return admitShadowed(res, request, { limits, decision, billingDay: record.billingDay, hidden });
     if (decision.outcome === 'banned') {
       request.rateLimitOutcome = 'banned';
-      setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, record.billingDay)));
+      setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, record.billingDay), hidden));
       metrics.rejections.inc({ plan: record.plan, window: 'ban' });
       return temporarilyBanned(deps.retryAfter(decision.bannedUntil - decision.now));
     }
     request.rateLimitOutcome = 'limited';
-    setHeaders(res, keyRateLimitHeaders(decision));
+    request.refusedByWindow = decision.refusedBy;
+    setHeaders(res, keyRateLimitHeaders(decision, hidden));
+    // The metric keeps the true window (it is the operator's); the body says `hidden` for a hidden one.
     metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
     if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
-    return keyRateLimited(decision.refusedBy, deps.retryAfter(decision.retryAfterMs));
+    return keyRateLimited(decision.refusedBy, deps.retryAfter(decision.retryAfterMs), isHidden(hidden, decision.refusedBy));
   };
 
   /**
@@ -114,13 +119,13 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
    * see what the limit would do before enforcing it.
    */
   function admitShadowed(res: ServerResponse, request: GatewayRequest, refused: ShadowRefusal): StepOutcome {
-    const { limits, decision, billingDay } = refused;
+    const { limits, decision, billingDay, hidden } = refused;
     const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
     request.rateLimitOutcome = 'shadow_limited';
     metrics.shadowDenied.inc({ plan: request.plan, window });
     deps.logger.info({ requestId: request.requestId, plan: request.plan, keyId: request.keyId, window }, 'shadow limit would have refused; forwarded');
-    if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, billingDay)));
-    else setHeaders(res, keyRateLimitHeaders(decision));
+    if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, billingDay), hidden));
+    else setHeaders(res, keyRateLimitHeaders(decision, hidden));
     return CONTINUE;
   }
 }
@@ -148,15 +153,17 @@ interface ShadowRefusal {
   limits: WindowLimits;
   decision: Exclude<KeyDecision, { outcome: 'allowed' | 'concurrency_limited' }>;
   billingDay?: number;
+  /** The windows its headers leave out. */
+  hidden: HiddenWindows;
 }
 
 /**
  * 429 concurrency_limited, Retry-After 1: nothing was consumed and no ban counted (the limiter
  * refused before any window). A shadowed key or plan is forwarded instead, without a slot.
  */
-function refuseConcurrency(metrics: GatewayMetrics, request: GatewayRequest, shadow: boolean, windows: KeyWindows): StepOutcome {
-  // The windows as they stand: every /v1 answer carries them.
-  setHeaders(request.res, keyRateLimitHeaders(windows));
+function refuseConcurrency(metrics: GatewayMetrics, request: GatewayRequest, shadow: boolean, windows: KeyWindows, hidden: HiddenWindows): StepOutcome {
+  // The windows as they stand: every /v1 answer carries them (the visible ones).
+  setHeaders(request.res, keyRateLimitHeaders(windows, hidden));
   if (shadow) {
     request.rateLimitOutcome = 'shadow_limited';
     metrics.shadowDenied.inc({ plan: request.plan, window: 'concurrency' });

@@ -19,6 +19,8 @@ const planSchema = z
     shadow: z.boolean({ error: 'must be true or false' }).optional(),
     /** Requests of one key being forwarded at once, across the instances on one Redis (CONTRACT §3). */
     maxInFlight: wholeNumber(1, 10_000).optional(),
+    /** Windows enforced but named and counted in no header (CONTRACT §4, src/limits/hidden-windows.ts). */
+    hiddenWindows: z.array(z.enum(['minute', 'day', 'month'], { error: 'must be minute, day or month' })).optional(),
   })
   .refine(
   (p) => (p.perMinute === undefined) === (p.perDay === undefined),

@@ -83,8 +83,10 @@ export async function ask(product: ProductHarness, options: AskOptions): Promise
  * NGINX-style, the answer's own status is the one `auth_request` passes on quietly (401, else 403),
  * the refusal's is in X-Authz-Status, and the Error body in X-Authz-Error too.
  */
-export function expectRefusal(decision: Decision, status: number, code: string): void {
-  const body = { code, message: expect.any(String), status };
+export function expectRefusal(decision: Decision, status: number, code: string, window?: string): void {
+  // A 429 rate_limited names the window that refused it (CONTRACT §3), as the public listener's does.
+  const refusedBy = code === 'rate_limited' ? { window: window ?? expect.any(String) } : {};
+  const body = { code, message: expect.any(String), status, ...refusedBy };
   if (decision.nginx) {
     const sent = status === 401 ? 401 : 403;
     expect({ status: decision.status, decided: decision.headers.get('x-authz-status'), body: decision.body }).toEqual({ status: sent, decided: String(status), body });

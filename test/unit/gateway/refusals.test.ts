@@ -8,7 +8,7 @@ describe('refusals', () => {
   });
 
   it('a key over a window names the window that refused, with the Retry-After given', () => {
-    expect(keyRateLimited('day', '61')).toEqual(new Refusal('rate_limited', 'The day limit of this API key is used up.', { 'Retry-After': '61' }));
+    expect(keyRateLimited('day', '61')).toEqual(new Refusal('rate_limited', 'The day limit of this API key is used up.', { 'Retry-After': '61' }, undefined, { window: 'day' }));
     expect(temporarilyBanned('300')).toEqual(
       new Refusal('temporarily_banned', 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.', { 'Retry-After': '300' }),
     );

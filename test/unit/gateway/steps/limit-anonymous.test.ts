@@ -91,7 +91,7 @@ describe('anonymous limit step', () => {
     const request = keylessRequest(unknownCaller);
     const res = request.res;
     const outcome = await limitAnonymous(request);
-    expect(outcome).toEqual(new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': '13+jitter' }));
+    expect(outcome).toEqual(new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': '13+jitter' }, undefined, { window: 'anonymous' }));
     expect(retryAfter).toHaveBeenCalledWith(12_300);
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
     expect(res.getHeader('retry-after')).toBeUndefined();

@@ -107,7 +107,7 @@ describe('key limit step', () => {
   it('a request over the minute limit gets 429 rate_limited with the minute window and a jittered Retry-After', async () => {
     const { limitKey, res, request, record, metrics, retryAfter } = setUp(fixedKeyLimiter(limited('minute')));
     const outcome = await limitKey(request);
-    expect(outcome).toEqual(new Refusal('rate_limited', 'The minute limit of this API key is used up.', { 'Retry-After': '25+jitter' }));
+    expect(outcome).toEqual(new Refusal('rate_limited', 'The minute limit of this API key is used up.', { 'Retry-After': '25+jitter' }, undefined, { window: 'minute' }));
     expect(retryAfter).toHaveBeenCalledWith(25_000);
     expect(res.getHeader('x-ratelimit-limit')).toBe('10');
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
@@ -120,7 +120,7 @@ describe('key limit step', () => {
   it('a request over the day limit shows the day window, whose reset is when the key is served again', async () => {
     const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter(limited('day')));
     const outcome = await limitKey(request);
-    expect(outcome).toEqual(new Refusal('rate_limited', 'The day limit of this API key is used up.', { 'Retry-After': '3600+jitter' }));
+    expect(outcome).toEqual(new Refusal('rate_limited', 'The day limit of this API key is used up.', { 'Retry-After': '3600+jitter' }, undefined, { window: 'day' }));
     expect(res.getHeader('x-ratelimit-limit')).toBe('1000');
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
     expect(res.getHeader('x-ratelimit-reset')).toBe(String(DAY_RESET / 1000));
