@@ -17,6 +17,7 @@ import { startEmbeddedInventory } from './inventory';
 import { startRecorders } from './recorders';
 import { keyDecisionListener, startNotifications } from './notifications';
 import { usageReports } from './usage-reports';
+import { startUsageEvents, usagePeriodMsInForce } from './usage-events';
 import { startConsumers } from './consumers';
 import type { ConsumerService } from '../consumers/consumer-service';
 import { startForwarder, startGatewayListener } from './gateway-listener';
@@ -131,8 +132,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     closers.add(() => resolver.close());
     // Until the filter of issued keys is built every unknown key is looked up in Redis, as before; wait for it.
     await resolver.ready();
-    const recorders = startRecorders({ stores, metrics, logger, clock, closers });
+    const recorders = startRecorders({ stores, metrics, logger, clock, closers, usagePeriodMs: usagePeriodMsInForce(inForce) });
     const notifier = startNotifications(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener });
+    startUsageEvents(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener });
     const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });

@@ -22,7 +22,7 @@ export interface Recorders {
 }
 
 /** What is counted off the request path and written in batches; each flushes what it holds on close. */
-export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; logger: Logger; clock: Clock; closers: Closers }): Recorders {
+export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; logger: Logger; clock: Clock; closers: Closers; usagePeriodMs?: () => number }): Recorders {
   const { stores, logger, clock, closers } = deps;
   const deprecationUsage = new DeprecationUsageRecorder(stores.deprecationUsage, clock, undefined, (err) =>
     logger.warn({ err: (err as Error).message }, 'could not record callers of deprecated operations'),
@@ -34,6 +34,8 @@ export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; 
     undefined,
     (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'),
     (requests) => deps.metrics.keyUsageDropped.inc(requests),
+    // Usage events (src/metering): the ledger keeps per-period counts too while they are on.
+    deps.usagePeriodMs,
   );
   closers.add(() => keyActivity.close());
   const traffic = new TrafficRecorder(deps.metrics, clock);

@@ -115,7 +115,7 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
     writeReplication,
     limiters,
     deprecationUsage: new RedisDeprecationUsageStore(redis, namespace),
-    keyActivity: new RedisKeyActivityStore(redis, namespace),
+    keyActivity: new RedisKeyActivityStore(redis, namespace, options.clock),
     topKeys: new RedisTopKeysStore(redis, namespace),
     webhookOutbox: new RedisOutbox(redis, namespace),
     auditLog: new RedisAuditLog(redis, namespace),
@@ -143,7 +143,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   closers.add(() => months.close());
   const limiters = limitersFor(config, null, options, months);
   closers.add(() => limiters.close());
-  const keyActivity = new SqliteKeyActivityStore(config.dataDir, sqlite);
+  const keyActivity = new SqliteKeyActivityStore(config.dataDir, { ...sqlite, clock: options.clock });
   closers.add(() => keyActivity.close());
   const auditLog = new SqliteAuditLog(config.dataDir, { ...sqlite, onDropped: (entries) => metrics.auditDropped.inc(entries) });
   closers.add(() => auditLog.close());

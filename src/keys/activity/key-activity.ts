@@ -23,6 +23,27 @@ export interface KeyTally {
    * saw it: a flush lost with a killed process is made good by any later one.
    */
   dayCount: number;
+  /**
+   * The same counts per usage-event period (src/metering), written in the same store write as the
+   * day's: absent while `usageEvents` is off. Periods divide the UTC day, so each lies in one day.
+   */
+  periods?: PeriodTallies;
+}
+
+/** A key's counts in one usage-event period (CONTRACT §5, Usage events). */
+export interface PeriodTally {
+  units: number;
+  /** The highest count the day window reported for a request decided in this period (0: none). */
+  dayCount: number;
+  admitted: number;
+  /** Rate-limited and banned requests. */
+  refused: number;
+}
+
+/** A key's period counts within one day: the period length, and each period's start (epoch ms) → counts. */
+export interface PeriodTallies {
+  periodMs: number;
+  buckets: Map<number, PeriodTally>;
 }
 
 /** One key's UTC day in the usage export (CONTRACT §5): kept USAGE_EXPORT_DAYS. */
@@ -79,6 +100,29 @@ function emptyTally(): KeyTally {
   return { admitted: 0, rateLimited: 0, banned: 0, lastUsedAt: 0, units: 0, dayCount: 0 };
 }
 
+/** The period bucket of `at` in a key's tally; null while usage events are off (periodMs 0). */
+function bucketOf(tally: KeyTally, periodMs: number, at: number): PeriodTally | null {
+  if (periodMs <= 0) return null;
+  // A period length changed by a reload starts afresh: one length per tally.
+  if (!tally.periods || tally.periods.periodMs !== periodMs) tally.periods = { periodMs, buckets: new Map() };
+  const start = at - (at % periodMs);
+  let bucket = tally.periods.buckets.get(start);
+  if (!bucket) tally.periods.buckets.set(start, (bucket = { units: 0, dayCount: 0, admitted: 0, refused: 0 }));
+  return bucket;
+}
+
+/** Adds `from`'s period counts into `into` (a refused batch kept for the next flush). */
+function mergePeriods(into: KeyTally, from: PeriodTallies | undefined): void {
+  if (!from) return;
+  for (const [start, counts] of from.buckets) {
+    const bucket = bucketOf(into, from.periodMs, start)!;
+    bucket.units += counts.units;
+    bucket.admitted += counts.admitted;
+    bucket.refused += counts.refused;
+    bucket.dayCount = Math.max(bucket.dayCount, counts.dayCount);
+  }
+}
+
 export function dayOf(epochMs: number): number {
   return Math.floor(epochMs / DAY_MS);
 }
@@ -105,6 +149,8 @@ export class KeyActivityRecorder {
     private readonly onFlushError: (err: unknown) => void = () => {},
     /** Requests whose counts were given up on (a batch the store refused, beyond what is kept): gateway_key_usage_dropped_total. */
     private readonly onDropped: (requests: number) => void = () => {},
+    /** The usage-event period in ms (config `usageEvents`, read per request; 0: off): the ledger then keeps period counts too. */
+    private readonly usagePeriodMs: () => number = () => 0,
   ) {
     this.timer = setInterval(() => void this.flush(), flushIntervalMs);
     this.timer.unref();
@@ -115,6 +161,9 @@ export class KeyActivityRecorder {
     const tally = this.tallyOf(keyId, dayOf(now));
     tally[outcome] += 1;
     if (outcome === 'admitted') tally.lastUsedAt = now;
+    const bucket = bucketOf(tally, this.usagePeriodMs(), now);
+    if (bucket && outcome === 'admitted') bucket.admitted += 1;
+    else if (bucket) bucket.refused += 1;
   }
 
   /**
@@ -126,6 +175,11 @@ export class KeyActivityRecorder {
     const tally = this.tallyOf(keyId, dayOf(decidedAt));
     tally.units += units;
     if (dayCount > tally.dayCount) tally.dayCount = dayCount;
+    const bucket = bucketOf(tally, this.usagePeriodMs(), decidedAt);
+    if (bucket) {
+      bucket.units += units;
+      if (dayCount > bucket.dayCount) bucket.dayCount = dayCount;
+    }
   }
 
   private tallyOf(keyId: string, day: number): KeyTally {
@@ -192,14 +246,17 @@ export class KeyActivityRecorder {
     if (!pendingDay) this.pending.set(day, (pendingDay = new Map()));
     for (const [keyId, tally] of tallies) {
       const current = pendingDay.get(keyId) ?? emptyTally();
-      pendingDay.set(keyId, {
+      const merged: KeyTally = {
         admitted: current.admitted + tally.admitted,
         rateLimited: current.rateLimited + tally.rateLimited,
         banned: current.banned + tally.banned,
         lastUsedAt: Math.max(current.lastUsedAt, tally.lastUsedAt),
         units: current.units + tally.units,
         dayCount: Math.max(current.dayCount, tally.dayCount),
-      });
+      };
+      mergePeriods(merged, tally.periods);
+      mergePeriods(merged, current.periods);
+      pendingDay.set(keyId, merged);
     }
   }
 

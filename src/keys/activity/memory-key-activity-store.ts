@@ -1,10 +1,18 @@
-import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type UsageDay } from './key-activity';
+import { systemClock, type Clock } from '../../shared/clock';
+import { parseTouchedMember, touchedMember, type TouchedKeyDay, type UsagePeriodLedger } from '../../metering/period-ledger';
+import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type PeriodTally, type UsageDay } from './key-activity';
 
 type DayCounts = Omit<KeyTally, 'lastUsedAt'>;
 
 /** Held in process only: for tests of the recorder, and for a process with nowhere to write. */
-export class MemoryKeyActivityStore implements KeyActivityStore {
+export class MemoryKeyActivityStore implements KeyActivityStore, UsagePeriodLedger {
   readonly retriesAreSafe: boolean = true;
+  /** `touchedMember` → its period counts (start → counts). */
+  private readonly periods = new Map<string, Map<number, PeriodTally>>();
+  /** `touchedMember` → mark. */
+  private readonly marks = new Map<string, number>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
   /** key id → day → counts. */
   private readonly counts = new Map<string, Map<number, DayCounts>>();
   private readonly lastUses = new Map<string, number>();
@@ -22,7 +30,34 @@ export class MemoryKeyActivityStore implements KeyActivityStore {
       days.set(day, counts);
       for (const old of days.keys()) if (old <= day - USAGE_EXPORT_DAYS) days.delete(old);
       if (tally.lastUsedAt > (this.lastUses.get(keyId) ?? 0)) this.lastUses.set(keyId, tally.lastUsedAt);
+      this.addPeriods(keyId, day, tally);
     }
+  }
+
+  private addPeriods(keyId: string, day: number, tally: KeyTally): void {
+    if (!tally.periods || tally.periods.buckets.size === 0) return;
+    const member = touchedMember(tally.periods.periodMs, day, keyId);
+    let held = this.periods.get(member);
+    if (!held) this.periods.set(member, (held = new Map()));
+    for (const [start, p] of tally.periods.buckets) {
+      const c = held.get(start) ?? { units: 0, dayCount: 0, admitted: 0, refused: 0 };
+      held.set(start, { units: c.units + p.units, dayCount: Math.max(c.dayCount, p.dayCount), admitted: c.admitted + p.admitted, refused: c.refused + p.refused });
+    }
+    this.marks.set(member, Math.max(this.marks.get(member) ?? 0, this.clock.now()));
+  }
+
+  async touched(max: number): Promise<TouchedKeyDay[]> {
+    const entries = [...this.marks].sort((a, b) => a[1] - b[1]).slice(0, max);
+    return entries.map(([member, mark]) => parseTouchedMember(member, mark)!);
+  }
+
+  async untouch(entry: TouchedKeyDay): Promise<void> {
+    const member = touchedMember(entry.periodMs, entry.day, entry.keyId);
+    if ((this.marks.get(member) ?? Infinity) <= entry.mark) this.marks.delete(member);
+  }
+
+  async periodsOf(keyId: string, periodMs: number, day: number): Promise<Map<number, PeriodTally>> {
+    return new Map([...(this.periods.get(touchedMember(periodMs, day, keyId)) ?? [])].map(([start, c]) => [start, { ...c }]));
   }
 
   async days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>> {

@@ -3,8 +3,9 @@ import type Database from 'better-sqlite3';
 import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../shared/sqlite-database';
 import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
-import { systemClock } from '../../shared/clock';
-import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type UsageDay } from './key-activity';
+import { systemClock, type Clock } from '../../shared/clock';
+import { PERIOD_DAYS_KEPT, type TouchedKeyDay, type UsagePeriodLedger } from '../../metering/period-ledger';
+import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type PeriodTally, type UsageDay } from './key-activity';
 
 export const KEY_USAGE_DATABASE_FILE = 'key-usage.sqlite';
 /** This store's name in errors, metrics and /readyz. */
@@ -16,7 +17,7 @@ const KEY_USAGE_DATABASE = 'key-usage';
  * transaction), never on the request path. Days are kept USAGE_EXPORT_DAYS (the usage export);
  * GET /admin/keys/{id}/usage shows the last 90 of them.
  */
-export class SqliteKeyActivityStore implements KeyActivityStore {
+export class SqliteKeyActivityStore implements KeyActivityStore, UsagePeriodLedger {
   /** add() is one transaction: a refused batch stored nothing and can be sent again. */
   readonly retriesAreSafe = true;
   private readonly db: Database.Database;
@@ -25,12 +26,13 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
   private readonly addLastUse: Database.Statement<[string, number]>;
   private readonly dropOld: Database.Statement<[number]>;
   private readonly selectDays: Database.Statement<[string, number, number]>;
+  private readonly periodStatements: ReturnType<typeof preparePeriodStatements>;
   /** The day the history was last cleared through by this process: once a day is enough (a whole-table scan). */
   private prunedThrough = Number.NEGATIVE_INFINITY;
 
   constructor(
     dataDir: string,
-    private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
+    private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener; clock?: Clock } = {},
   ) {
     // NORMAL (as before): counts are flushed in batches every few seconds, so the last of them are
     // in memory, not on disk, whatever the fsync setting.
@@ -47,6 +49,7 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
       );
       this.dropOld = this.db.prepare('DELETE FROM key_usage WHERE day <= ?');
       this.selectDays = this.db.prepare('SELECT day, admitted, rate_limited, banned FROM key_usage WHERE key_id = ? AND day BETWEEN ? AND ?');
+      this.periodStatements = preparePeriodStatements(this.db);
       this.writeProbe = new SqliteWriteProbe(this.db, KEY_USAGE_DATABASE, systemClock, options.onSqliteError);
     } catch (err) {
       this.db.close();
@@ -59,11 +62,37 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
       for (const [keyId, tally] of tallies) {
         this.addCounts.run(keyId, day, tally.admitted, tally.rateLimited, tally.banned, tally.units, tally.dayCount);
         if (tally.lastUsedAt > 0) this.addLastUse.run(keyId, tally.lastUsedAt);
+        this.addPeriods(keyId, day, tally);
       }
-      if (day - USAGE_EXPORT_DAYS > this.prunedThrough) this.dropOld.run(day - USAGE_EXPORT_DAYS);
+      if (day - USAGE_EXPORT_DAYS > this.prunedThrough) {
+        this.dropOld.run(day - USAGE_EXPORT_DAYS);
+        this.periodStatements.dropOld.run(day - PERIOD_DAYS_KEPT);
+      }
     });
     sqliteStatement(KEY_USAGE_DATABASE, () => addAll(), this.options.onSqliteError);
     this.prunedThrough = Math.max(this.prunedThrough, day - USAGE_EXPORT_DAYS);
+  }
+
+  /** The key's usage-event periods and the mark the closer looks for, in add()'s transaction. */
+  private addPeriods(keyId: string, day: number, tally: KeyTally): void {
+    if (!tally.periods || tally.periods.buckets.size === 0) return;
+    const { periodMs, buckets } = tally.periods;
+    for (const [start, p] of buckets) this.periodStatements.add.run(keyId, periodMs, start, day, p.units, p.dayCount, p.admitted, p.refused);
+    this.periodStatements.touch.run(periodMs, day, keyId, (this.options.clock ?? systemClock).now());
+  }
+
+  async touched(max: number): Promise<TouchedKeyDay[]> {
+    const rows = this.periodStatements.touched.all(max) as Array<{ period_ms: number; day: number; key_id: string; mark: number }>;
+    return rows.map((r) => ({ periodMs: r.period_ms, day: r.day, keyId: r.key_id, mark: r.mark }));
+  }
+
+  async untouch(entry: TouchedKeyDay): Promise<void> {
+    sqliteStatement(KEY_USAGE_DATABASE, () => this.periodStatements.untouch.run(entry.periodMs, entry.day, entry.keyId, entry.mark), this.options.onSqliteError);
+  }
+
+  async periodsOf(keyId: string, periodMs: number, day: number): Promise<Map<number, PeriodTally>> {
+    const rows = this.periodStatements.periods.all(keyId, periodMs, day) as Array<PeriodTally & { start: number }>;
+    return new Map(rows.map(({ start, ...counts }) => [start, counts]));
   }
 
   /** Throws when key-usage.sqlite cannot take a write now (the gateway's /readyz). */
@@ -116,6 +145,26 @@ export class SqliteKeyActivityStore implements KeyActivityStore {
   }
 }
 
+function preparePeriodStatements(db: Database.Database) {
+  return {
+    add: db.prepare<[string, number, number, number, number, number, number, number]>(
+      `INSERT INTO key_usage_periods (key_id, period_ms, start, day, units, day_count, admitted, refused) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (key_id, period_ms, start) DO UPDATE SET units = units + excluded.units, day_count = max(day_count, excluded.day_count),
+         admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
+    ),
+    touch: db.prepare<[number, number, string, number]>(
+      `INSERT INTO usage_periods_touched (period_ms, day, key_id, mark) VALUES (?, ?, ?, ?)
+       ON CONFLICT (period_ms, day, key_id) DO UPDATE SET mark = max(mark, excluded.mark)`,
+    ),
+    touched: db.prepare<[number]>('SELECT period_ms, day, key_id, mark FROM usage_periods_touched ORDER BY mark LIMIT ?'),
+    untouch: db.prepare<[number, number, string, number]>('DELETE FROM usage_periods_touched WHERE period_ms = ? AND day = ? AND key_id = ? AND mark <= ?'),
+    periods: db.prepare<[string, number, number]>(
+      'SELECT start, units, day_count AS dayCount, admitted, refused FROM key_usage_periods WHERE key_id = ? AND period_ms = ? AND day = ?',
+    ),
+    dropOld: db.prepare<[number]>('DELETE FROM key_usage_periods WHERE day <= ?'),
+  };
+}
+
 /** The schema of the activity file; files made before it was numbered (user_version 0) may have any prefix of it. */
 const KEY_ACTIVITY_MIGRATIONS: readonly Migration[] = [
   {
@@ -138,6 +187,24 @@ const KEY_ACTIVITY_MIGRATIONS: readonly Migration[] = [
     up(db) {
       addColumnIfMissing(db, 'key_usage', 'units', 'INTEGER NOT NULL DEFAULT 0');
       addColumnIfMissing(db, 'key_usage', 'day_count', 'INTEGER NOT NULL DEFAULT 0');
+    },
+  },
+  {
+    version: 3,
+    description: 'usage-event periods per key (issue 53), written with the day counts, and the key-days the closer has yet to look at',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS key_usage_periods (
+          key_id TEXT NOT NULL, period_ms INTEGER NOT NULL, start INTEGER NOT NULL, day INTEGER NOT NULL,
+          units INTEGER NOT NULL, day_count INTEGER NOT NULL, admitted INTEGER NOT NULL, refused INTEGER NOT NULL,
+          PRIMARY KEY (key_id, period_ms, start)
+        ) STRICT;
+        CREATE INDEX IF NOT EXISTS key_usage_periods_by_day ON key_usage_periods (key_id, period_ms, day);
+        CREATE TABLE IF NOT EXISTS usage_periods_touched (
+          period_ms INTEGER NOT NULL, day INTEGER NOT NULL, key_id TEXT NOT NULL, mark INTEGER NOT NULL,
+          PRIMARY KEY (period_ms, day, key_id)
+        ) STRICT;
+        CREATE INDEX IF NOT EXISTS usage_periods_touched_by_mark ON usage_periods_touched (mark);`);
     },
   },
 ];

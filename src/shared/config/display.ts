@@ -37,6 +37,8 @@ export function redactedConfig(config: Config): Config {
   }
   const redacted = copy as unknown as Config;
   redacted.notifications.webhooks = redacted.notifications.webhooks.map(redactedWebhook);
+  // The sink's headers may carry its credentials: names shown, values never.
+  redacted.usageEvents = { ...redacted.usageEvents, headers: Object.fromEntries(Object.keys(redacted.usageEvents.headers).map((name) => [name, REDACTED])) };
   return redacted;
 }
 

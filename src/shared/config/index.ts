@@ -16,3 +16,4 @@ export { configHash, redactedConfig, canonicalJson, SECRET_SETTINGS, REDACTED } 
 export { failedReload, problemEntry, type ConfigView, type LastReload, type ReloadOutcome } from './reload-outcome';
 export { WEBHOOK_EVENT_TYPES, readWebhookSecret, webhookSecretBytes, type NotificationsConfig, type WebhookConfig, type WebhookEventType } from './notifications';
 export { webhookTargetProblems, lookupHost, WEBHOOK_LOOKUP_TIMEOUT_MS, type HostLookup } from './webhook-targets';
+export { USAGE_METERS, usagePeriodMs, readUsageSinkToken, type UsageEventsConfig, type UsageMeter } from './usage-events';

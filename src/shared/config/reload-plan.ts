@@ -22,6 +22,8 @@ export const RELOADABLE_SETTINGS = [
   'notifications',
   // Read by POST /admin/secret-scanning at each report: the partner's public keys.
   'secretScanning',
+  // Read by the usage-event closer and sender at each tick (src/metering): sink, period, meters.
+  'usageEvents',
   'tls.certFile',
   'tls.keyFile',
 ] as const;

@@ -4,6 +4,7 @@ import { redisConfigured, redisSourceCount } from './redis-sources';
 import { costIssues, MAX_OPERATION_COST } from './costs';
 import { notificationIssues, notificationsSchema } from './notifications';
 import { secretScanningIssues, secretScanningSchema } from './secret-scanning';
+import { usageEventsIssues, usageEventsSchema } from './usage-events';
 import { parseAddressEntry } from '../../access/address-entry';
 
 /**
@@ -70,6 +71,10 @@ export const configSchema = z
       adminHost: z.string().min(1),
       port,
       adminPort: port,
+      /** AUTHZ_PORT: the decision listener for an edge proxy (CONTRACT §11, docs/external-auth.md); null: off. */
+      authzPort: port.nullable(),
+      /** AUTHZ_HOST: its address; null: the public listener's (`host`). */
+      authzHost: z.string().min(1).nullable(),
       /** Origin clients use to reach the gateway; absolute URLs in `Link` headers are built on it. */
       publicBaseUrl: httpUrl.nullable(),
       /** Socket addresses and CIDR ranges whose `X-Forwarded-For` is believed, read as `allowedAddresses` is. */
@@ -82,10 +87,6 @@ export const configSchema = z
       /** A client's whole request, body included, must arrive within this. */
       requestTimeoutMs: durationMs,
       /** An idle keep-alive connection is closed after this. */
-      /** AUTHZ_PORT: the decision listener for an edge proxy (CONTRACT §11, docs/external-auth.md); null: off. */
-      authzPort: port.nullable(),
-      /** AUTHZ_HOST: its address; null: the public listener's (`host`). */
-      authzHost: z.string().min(1).nullable(),
       keepAliveTimeoutMs: durationMs,
       /** Open connections on the public listener (per worker); further ones are closed at once. */
       maxConnections: positiveInt,
@@ -199,6 +200,8 @@ export const configSchema = z
     notifications: notificationsSchema,
     /** POST /admin/secret-scanning: the public keys a secret-scanning partner signs with (config/secret-scanning.ts). */
     secretScanning: secretScanningSchema,
+    /** Usage events: a CloudEvent per key, meter and closed period to a metering sink (src/metering). Off by default. */
+    usageEvents: usageEventsSchema,
     /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
     workers: workerCount,
     dataDir: z.string().min(1),
@@ -242,6 +245,7 @@ export const configSchema = z
     for (const issue of costIssues(c.plans, c.costs)) ctx.addIssue({ code: 'custom', ...issue });
     for (const issue of notificationIssues(c.notifications, c.server)) ctx.addIssue({ code: 'custom', ...issue });
     for (const issue of secretScanningIssues(c.secretScanning)) ctx.addIssue({ code: 'custom', ...issue });
+    for (const issue of usageEventsIssues(c.usageEvents)) ctx.addIssue({ code: 'custom', ...issue });
     for (const [i, d] of c.deprecations.entries()) {
       if (Date.parse(d.sunset) <= Date.parse(d.deprecatedAt)) {
         ctx.addIssue({ code: 'custom', path: ['deprecations', i, 'sunset'], message: 'must be after deprecatedAt' });

@@ -1,0 +1,53 @@
+import path from 'node:path';
+import type { Registry } from 'prom-client';
+import type { Config } from '../shared/config';
+import type { AdminListenerAddress } from '../shared/admin-listener-address';
+import type { Clock } from '../shared/clock';
+import type { Logger } from '../shared/logger';
+import { RedisOutbox } from '../notifications/redis-outbox';
+import { SqliteOutbox } from '../notifications/sqlite-outbox';
+import { PeriodCloser } from '../metering/period-closer';
+import type { UsagePeriodLedger } from '../metering/period-ledger';
+import { RedisSentStateStore } from '../metering/redis-sent-state';
+import { SqliteSentStateStore } from '../metering/sqlite-sent-state';
+import { UsageEvents } from '../metering/usage-events-service';
+import type { Stores } from './stores';
+import type { Closers } from './closers';
+
+/** Where usage events wait in process: beside the webhooks' files, in a folder of their own. */
+export const USAGE_EVENTS_DIR = 'usage-events';
+
+/**
+ * Usage events (CONTRACT §5) over the stores: a second outbox of the webhooks' kind, of its own
+ * (Redis keys under `<ns>:usage:`, or SQLite under dataDir/usage-events/), so neither bound nor
+ * receivers mix with the webhooks'; the sent state beside it. `usageEvents` is reloadable.
+ */
+export function startUsageEvents(
+  config: Config,
+  deps: { stores: Stores; configInForce: () => Config; registry: Registry; clock: Clock; logger: Logger; closers: Closers; adminListener: () => AdminListenerAddress },
+): UsageEvents {
+  const { stores } = deps;
+  const redis = stores.redis;
+  const open = () =>
+    redis
+      ? { outbox: new RedisOutbox(redis, `${config.redis.namespace}:usage`), state: new RedisSentStateStore(redis, config.redis.namespace) }
+      : { outbox: new SqliteOutbox(path.join(config.dataDir, USAGE_EVENTS_DIR)), state: new SqliteSentStateStore(path.join(config.dataDir, USAGE_EVENTS_DIR)) };
+  const usageEvents = new UsageEvents({
+    ledger: stores.keyActivity as unknown as UsagePeriodLedger,
+    open,
+    keys: stores.keyStore,
+    config: () => deps.configInForce().usageEvents,
+    clock: deps.clock,
+    logger: deps.logger.child({ component: 'usage-events' }),
+    registry: deps.registry,
+    adminListener: deps.adminListener,
+  });
+  usageEvents.start();
+  deps.closers.add(() => usageEvents.close());
+  return usageEvents;
+}
+
+/** The period length the usage history counts in (0: off), asked at each request: a reload changes it. */
+export function usagePeriodMsInForce(configInForce: () => Config): () => number {
+  return () => PeriodCloser.periodMsOf(configInForce().usageEvents);
+}
