@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import { formatHeld, windowsFrom } from './window-flags';
+import { hiddenWindowsFrom } from './hidden-window-flags';
 
 /**
  * `npm run keys -- consumers <list|show|create|update|delete|credits>` (CONTRACT §5's
@@ -26,7 +27,13 @@ export interface ConsumerCommand {
 }
 
 const json = { json: { type: 'boolean' as const } };
-const limitOptions = { 'per-minute': { type: 'string' as const }, 'per-day': { type: 'string' as const }, 'per-month': { type: 'string' as const }, 'billing-day': { type: 'string' as const } };
+const limitOptions = {
+  'per-minute': { type: 'string' as const },
+  'per-day': { type: 'string' as const },
+  'per-month': { type: 'string' as const },
+  'billing-day': { type: 'string' as const },
+  'hidden-windows': { type: 'string' as const },
+};
 
 function whole(flag: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -34,13 +41,17 @@ function whole(flag: string, value: string | boolean | undefined): number | unde
   return Number(value);
 }
 
-/** Any of --per-minute, --per-day, --per-month; undefined when none is given. */
-function limitsFrom(values: Values): Record<string, number> | undefined {
-  const limits: Record<string, number> = {};
+/** Any of --per-minute, --per-day, --per-month, with --hidden-windows; undefined when none is given. */
+function limitsFrom(values: Values): Record<string, number | string[]> | undefined {
+  const limits: Record<string, number | string[]> = {};
   for (const [flag, field] of [['per-minute', 'perMinute'], ['per-day', 'perDay'], ['per-month', 'perMonth']] as const) {
     const n = whole(flag, values[flag]);
     if (n !== undefined) limits[field] = n;
   }
+  const hidden = hiddenWindowsFrom(values['hidden-windows']);
+  // The limits replace the consumer's whole: hidden windows alone would leave it none to hide.
+  if (hidden !== undefined && Object.keys(limits).length === 0) throw new CliUsageError('--hidden-windows needs --per-minute, --per-day or --per-month');
+  if (hidden !== undefined && hidden.length > 0) limits.hiddenWindows = hidden;
   return Object.keys(limits).length > 0 ? limits : undefined;
 }
 
@@ -88,7 +99,7 @@ export const consumerCommands: Record<string, ConsumerCommand> = {
   },
   'consumers create': {
     summary: 'create a consumer; its limits are shared by all its keys',
-    usage: 'consumers create --name NAME [--per-minute N] [--per-day N] [--per-month N] [--billing-day 1..28] [--json]',
+    usage: 'consumers create --name NAME [--per-minute N] [--per-day N] [--per-month N] [--hidden-windows minute,day,month] [--billing-day 1..28] [--json]',
     options: { name: { type: 'string' }, ...limitOptions, ...json },
     positionals: [],
     run: (client, values) => {
@@ -101,7 +112,7 @@ export const consumerCommands: Record<string, ConsumerCommand> = {
   },
   'consumers update': {
     summary: "change a consumer's name, limits (given ones replace all) or billing day",
-    usage: 'consumers update ID [--name NAME] [--per-minute N] [--per-day N] [--per-month N | --clear-limits] [--billing-day 1..28] [--json]',
+    usage: 'consumers update ID [--name NAME] [--per-minute N] [--per-day N] [--per-month N] [--hidden-windows minute,day,month | --clear-limits] [--billing-day 1..28] [--json]',
     options: { name: { type: 'string' }, ...limitOptions, 'clear-limits': { type: 'boolean' }, ...json },
     positionals: ['ID'],
     run: (client, values, [id]) => {

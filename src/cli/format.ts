@@ -1,9 +1,10 @@
 type KeyView = Record<string, unknown>;
 
 function limitsText(limits: unknown): string {
-  const l = limits as { perMinute?: number; perDay?: number; perMonth?: number; maxInFlight?: number } | null;
+  const l = limits as { perMinute?: number; perDay?: number; perMonth?: number; maxInFlight?: number; hiddenWindows?: string[] } | null;
   if (!l) return '-';
-  return `${l.perMinute}/min, ${l.perDay}/day${l.perMonth === undefined ? '' : `, ${l.perMonth}/month`}${l.maxInFlight === undefined ? '' : `, ${l.maxInFlight} at once`}`;
+  const hidden = l.hiddenWindows === undefined ? '' : `, hidden: ${l.hiddenWindows.length > 0 ? l.hiddenWindows.join(',') : 'none'}`;
+  return `${l.perMinute}/min, ${l.perDay}/day${l.perMonth === undefined ? '' : `, ${l.perMonth}/month`}${l.maxInFlight === undefined ? '' : `, ${l.maxInFlight} at once`}${hidden}`;
 }
 
 /** A fixed-width table: one row a key, never the key itself. */

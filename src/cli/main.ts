@@ -9,6 +9,7 @@ import { escapeControls, escapeStrings, terminalSafeJson } from './terminal-text
 import { CliUsageError, consumerCommandName, consumerCommands } from './consumer-commands';
 import { ACCESS_USAGE, CLEAR_ACCESS_USAGE, accessListsFrom, accessOptions, clearAccessOptions } from './access-flags';
 import { formatHeld, windowsFrom } from './window-flags';
+import { hiddenWindowsFrom, hiddenWindowsOption } from './hidden-window-flags';
 
 interface Command {
   summary: string;
@@ -30,23 +31,27 @@ const jsonOption = { json: { type: 'boolean' as const } };
 /** What a command that wrote its own output returns: nothing is left to print. */
 const STREAMED = Symbol('streamed');
 
-function limitsFrom(values: Record<string, string | boolean | undefined>): { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number } | undefined {
+type LimitsFlags = { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number; hiddenWindows?: string[] };
+
+function limitsFrom(values: Record<string, string | boolean | undefined>): LimitsFlags | undefined {
   const perMinute = values['per-minute'];
   const perDay = values['per-day'];
   const perMonth = values['per-month'];
   const maxInFlight = values['max-in-flight'];
-  if (perMinute === undefined && perDay === undefined && perMonth === undefined && maxInFlight === undefined) return undefined;
+  const hiddenWindows = hiddenWindowsFrom(values['hidden-windows']);
+  if (perMinute === undefined && perDay === undefined && perMonth === undefined && maxInFlight === undefined && hiddenWindows === undefined) return undefined;
   if (perMinute === undefined || perDay === undefined) {
-    throw new UsageError(perMonth === undefined && maxInFlight === undefined ? '--per-minute and --per-day go together' : '--per-month and --max-in-flight need --per-minute and --per-day');
+    throw new UsageError(perMonth === undefined && maxInFlight === undefined && hiddenWindows === undefined ? '--per-minute and --per-day go together' : '--per-month, --max-in-flight and --hidden-windows need --per-minute and --per-day');
   }
   const parse = (flag: string, v: string | boolean) => {
     if (typeof v !== 'string' || !/^[1-9]\d*$/.test(v)) throw new UsageError(`--${flag} needs a positive whole number`);
     return Number(v);
   };
-  const limits: { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number } = { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
+  const limits: LimitsFlags = { perMinute: parse('per-minute', perMinute), perDay: parse('per-day', perDay) };
   if (perMonth !== undefined) limits.perMonth = parse('per-month', perMonth);
   // The admin API checks the range (1..10,000) and says so.
   if (maxInFlight !== undefined) limits.maxInFlight = parse('max-in-flight', maxInFlight);
+  if (hiddenWindows !== undefined) limits.hiddenWindows = hiddenWindows;
   return limits;
 }
 
@@ -55,6 +60,7 @@ const limitOptions = {
   'per-day': { type: 'string' as const },
   'per-month': { type: 'string' as const },
   'max-in-flight': { type: 'string' as const },
+  ...hiddenWindowsOption,
 };
 
 class UsageError extends CliUsageError {}
@@ -86,7 +92,7 @@ const expiryOptions = { 'expires-in': { type: 'string' as const }, 'expires-at':
 const keyCommands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
-    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--consumer ID] [--json]`,
+    usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N] [--hidden-windows minute,day,month|none]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--consumer ID] [--json]`,
     options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, consumer: { type: 'string' }, ...jsonOption },
     positionals: [],
     run: (client, values) => {
@@ -122,7 +128,7 @@ const keyCommands: Record<string, Command> = {
   },
   update: {
     summary: 'change a key\'s name, plan, limits, expiry, access policy or consumer',
-    usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--consumer ID | --no-consumer] [--json]`,
+    usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] [--max-in-flight N] [--hidden-windows minute,day,month|none] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--consumer ID | --no-consumer] [--json]`,
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
