@@ -39,6 +39,7 @@ function limitsText(/** @type {ConsumerLimits} */ limits) {
   if (limits.perMinute !== undefined) parts.push(`${fmtNumber(limits.perMinute)}/min`);
   if (limits.perDay !== undefined) parts.push(`${fmtNumber(limits.perDay)}/day`);
   if (limits.perMonth !== undefined) parts.push(`${fmtNumber(limits.perMonth)}/month`);
+  if (limits.hiddenWindows !== undefined && limits.hiddenWindows.length > 0) parts.push(`hidden: ${limits.hiddenWindows.join(', ')}`);
   return parts.join(' · ') || 'none';
 }
 

@@ -62,6 +62,37 @@ export function limitsFrom(perMinute, perDay) {
 }
 
 /**
+ * New minute and day limits from the key page's form, keeping what that form does not edit: the
+ * key's month quota, its concurrency limit and its hidden windows (a limits write replaces them all).
+ * @param {Limits | null | undefined} current
+ * @param {Limits | null} next
+ * @returns {Limits | null}
+ */
+export function withKeptLimits(current, next) {
+  if (!next || !current) return next;
+  const { perMonth, maxInFlight, hiddenWindows } = current;
+  return {
+    ...next,
+    ...(perMonth === undefined ? {} : { perMonth }),
+    ...(maxInFlight === undefined ? {} : { maxInFlight }),
+    ...(hiddenWindows === undefined ? {} : { hiddenWindows: [...hiddenWindows] }),
+  };
+}
+
+/**
+ * A key's own limits in a line: `60/min · 1,000/day · 5 at once · hidden: minute`.
+ * @param {Limits | null} limits
+ */
+export function keyLimitsText(limits) {
+  if (!limits) return '–';
+  const parts = [`${fmtNumber(limits.perMinute)}/min`, `${fmtNumber(limits.perDay)}/day`];
+  if (limits.perMonth !== undefined) parts.push(`${fmtNumber(limits.perMonth)}/month`);
+  if (limits.maxInFlight !== undefined) parts.push(`${fmtNumber(limits.maxInFlight)} at once`);
+  if (limits.hiddenWindows !== undefined) parts.push(`hidden: ${limits.hiddenWindows.length > 0 ? limits.hiddenWindows.join(', ') : 'none'}`);
+  return parts.join(' · ');
+}
+
+/**
  * A top of scale and a tick step of 1, 2 or 5 × 10^n, about four ticks; whole steps for counts.
  * @param {number} value
  * @param {boolean} [integers]

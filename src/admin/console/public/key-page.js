@@ -5,7 +5,7 @@
 import { addCredits, getKey, getKeyUsage, liftBan, resetKeyWindows, revokeKey, rotateKey, updateKey } from './api.js';
 import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el, say } from './dom.js';
-import { fmtNumber, fmtTime, isoToLocal, keyState, limitsFrom, localToIso, messageOf } from './format.js';
+import { fmtNumber, fmtTime, isoToLocal, keyLimitsText, keyState, limitsFrom, localToIso, messageOf, withKeptLimits } from './format.js';
 import { fillPlanSelects } from './plan-select.js';
 import { consumerHref } from './routes.js';
 import { showSecret } from './secret.js';
@@ -84,7 +84,7 @@ function renderKey(/** @type {KeyDetail} */ key) {
     ['Id', key.id],
     ['Plan', key.plan],
     ['Consumer', key.consumerId ?? 'none'],
-    ['Limits', key.limits ? `${fmtNumber(key.limits.perMinute)}/min · ${fmtNumber(key.limits.perDay)}/day${key.limits.maxInFlight === undefined ? '' : ` · ${fmtNumber(key.limits.maxInFlight)} at once`}` : '–'],
+    ['Limits', keyLimitsText(key.limits)],
     ['Created', fmtTime(key.createdAt)],
     ['Expires', key.expiresAt ? fmtTime(key.expiresAt) : 'never'],
     ['Last used', key.lastUsedAt ? fmtTime(key.lastUsedAt) : 'never'],
@@ -181,16 +181,8 @@ function keyChange() {
   }
   /** @type {KeyChange} */
   const body = { name: ui.editName.value.trim(), plan: ui.editPlan.value, expiresAt: localToIso(ui.editExpires.value) };
-  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = withMonth(limitsFrom(fields.perMinute, fields.perDay) ?? null);
+  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = withKeptLimits(shownKey?.limits, limitsFrom(fields.perMinute, fields.perDay) ?? null);
   return withAccessChanges(body);
-}
-
-/** New minute and day limits keep the key's month quota and concurrency limit, which this form does not edit. */
-function withMonth(/** @type {import('./types.js').Limits | null} */ limits) {
-  const perMonth = shownKey?.limits?.perMonth;
-  const maxInFlight = shownKey?.limits?.maxInFlight;
-  if (!limits) return limits;
-  return { ...limits, ...(perMonth === undefined ? {} : { perMonth }), ...(maxInFlight === undefined ? {} : { maxInFlight }) };
 }
 
 /**

@@ -3,7 +3,7 @@
 // Types only: the other modules import them in JSDoc (`import('./types.js').Key`), nothing at run time.
 
 /**
- * @typedef {{ perMinute: number, perDay: number, perMonth?: number, maxInFlight?: number }} Limits
+ * @typedef {{ perMinute: number, perDay: number, perMonth?: number, maxInFlight?: number, hiddenWindows?: Array<'minute' | 'day' | 'month'> }} Limits
  * @typedef {{ name: string, perMinute: number | null, perDay: number | null, shadow: boolean }} Plan
  * @typedef {{ plans: Plan[] }} PlanList
  * @typedef {{
@@ -38,7 +38,7 @@
  * @typedef {{ keyId: string, name: string | null, consumerId: string | null, requests: number, rateLimited: number }} BusyKey
  * @typedef {{ keys: BusyKey[] }} TopKeys
  * @typedef {{ name: string, plan: string, limits?: Limits, expiresAt?: string }} NewKey
- * @typedef {{ perMinute?: number, perDay?: number, perMonth?: number }} ConsumerLimits
+ * @typedef {{ perMinute?: number, perDay?: number, perMonth?: number, hiddenWindows?: Array<'minute' | 'day' | 'month'> }} ConsumerLimits
  * @typedef {{ id: string, name: string, limits: ConsumerLimits, billingDay: number, createdAt: string, updatedAt: string }} Consumer
  * @typedef {Consumer & { keyIds: string[], usage: { minute?: Window, day?: Window, month?: MonthWindow } }} ConsumerDetail
  * @typedef {{ name: string, limits?: ConsumerLimits }} NewConsumer
