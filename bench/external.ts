@@ -149,13 +149,27 @@ export const ADMIN_TOKEN = 'bench-admin-token-that-is-long-enough-0123456789';
  */
 export async function startGatewayProcess(
   name: string,
-  options: { repoRoot: string; workers: number; redisUrl: string; upstreamUrl: string; workDir: string; appEnv?: string; tls?: BenchTls },
+  options: {
+    repoRoot: string;
+    workers: number;
+    redisUrl: string;
+    upstreamUrl: string;
+    workDir: string;
+    appEnv?: string;
+    tls?: BenchTls;
+    /** A command the gateway runs under (valgrind for --instructions), its node flags, and a CONFIG_FILE. */
+    launcher?: string[];
+    nodeFlags?: string[];
+    configFile?: string;
+    readyTimeoutMs?: number;
+  },
 ): Promise<BenchChild> {
   const dataDir = path.join(options.workDir, name);
   fs.mkdirSync(dataDir, { recursive: true });
   const [port, adminPort] = [await freePort(), await freePort()];
   const log = fs.openSync(path.join(options.workDir, `${name}.log`), 'a');
-  const child = spawn(process.execPath, [path.join(options.repoRoot, 'dist', 'main.js')], {
+  const command = [...(options.launcher ?? []), process.execPath, ...(options.nodeFlags ?? []), path.join(options.repoRoot, 'dist', 'main.js')];
+  const child = spawn(command[0]!, command.slice(1), {
     env: {
       PATH: process.env.PATH ?? '',
       APP_ENV: options.appEnv ?? 'staging',
@@ -168,13 +182,16 @@ export async function startGatewayProcess(
       SIGNING_SECRET: 'bench-signing-secret-that-is-long-enough-0123456789',
       DATA_DIR: dataDir,
       LOG_LEVEL: 'info',
+      ...(options.configFile ? { CONFIG_FILE: options.configFile } : {}),
+      // --instructions: where children/gc-on-signal.ts (preloaded by nodeFlags) tells each full GC.
+      ...(process.env.BENCH_GC_DIR ? { BENCH_GC_DIR: process.env.BENCH_GC_DIR } : {}),
       ...(options.tls ? { TLS_CERT_FILE: options.tls.certFile, TLS_KEY_FILE: options.tls.keyFile } : {}),
     },
     stdio: ['ignore', log, 'inherit'],
   });
   fs.closeSync(log);
   const url = `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
-  await waitUntilServing(`http://127.0.0.1:${adminPort}/readyz`, child, name);
+  await waitUntilServing(`http://127.0.0.1:${adminPort}/readyz`, child, name, options.readyTimeoutMs);
   const createKey = async (body: object) => {
     const res = await fetch(`http://127.0.0.1:${adminPort}/admin/keys`, {
       method: 'POST',

@@ -18,6 +18,7 @@ import { measureLogLine } from './log-line';
 import { writeReport, printTable, type BenchReport, type VariantSummary, type RssFigures } from './report';
 import { median, spreadPercent } from './verdict';
 import { measureFairQueueIdle } from './fair-queue-idle';
+import { DEFAULT_INSTRUCTION_SETTINGS, measureInstructions, type InstructionSettings } from './instructions';
 
 /**
  * `npm run bench`: what the gateway costs on top of a plain proxy, measured side by side in one run.
@@ -54,6 +55,8 @@ interface Settings {
   logLine: boolean;
   /** `--key-backup [--keys N]`: import, export and listing of N keys on Redis instead of comparing variants (0: off). */
   keyBackup: number;
+  /** `--instructions`: instructions per request under callgrind, and the per-step table (issue 51), instead of comparing variants. */
+  instructions?: InstructionSettings;
 }
 
 function parseArgs(argv: string[]): Settings {
@@ -124,12 +127,22 @@ function parseArgs(argv: string[]): Settings {
       case '--keys':
         settings.keyBackup = value;
         break;
+      case '--instructions':
+        settings.instructions = { ...DEFAULT_INSTRUCTION_SETTINGS };
+        break;
+      case '--requests':
+      case '--warmup-requests':
+      case '--cpu-requests':
+        if (!settings.instructions) throw new Error(`${argv[i]} goes after --instructions`);
+        if (!(Number.isInteger(value) && value >= 1)) throw new Error(`${argv[i]} takes a whole number of requests`);
+        settings.instructions[argv[i] === '--requests' ? 'requests' : argv[i] === '--warmup-requests' ? 'warmupRequests' : 'cpuRequests'] = value;
+        break;
       case '--compare-with':
         settings.compareWith = path.resolve(argv[i + 1]!);
         if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --instructions [--requests N] [--warmup-requests N] [--cpu-requests N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
     }
   }
   return settings;
@@ -401,16 +414,16 @@ async function noisyNeighbourGateway(settings: NoisyNeighbourSettings, fixture: 
 }
 
 /** What every mode needs: a private Redis, the fixed upstream, and a way to start gateways. */
-interface Fixture {
+export interface Fixture {
   redis: RedisProcess;
   redisStats: RedisCommandStats;
   upstream: BenchChild;
-  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string): Promise<BenchChild>;
+  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string, launcher?: string[]): Promise<BenchChild>;
   gateway(
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean; consumerKeys?: number; admittedInConsumer?: boolean; maxInFlight?: number },
+    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean; consumerKeys?: number; admittedInConsumer?: boolean; maxInFlight?: number; launcher?: string[]; underValgrind?: boolean },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -432,8 +445,8 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
   const children: BenchChild[] = [];
   let redis: RedisProcess | null = null;
   let redisStats: RedisCommandStats | null = null;
-  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string) => {
-    const child = await startChild(name, script, options, logFile, nodeFlags, benchDir);
+  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string, launcher?: string[]) => {
+    const child = await startChild(name, script, options, logFile, nodeFlags, benchDir, launcher);
     children.push(child);
     return child;
   };
@@ -461,8 +474,9 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         consumerKeys: options.consumerKeys,
         admittedInConsumer: options.admittedInConsumer,
         maxInFlight: options.maxInFlight,
+        underValgrind: options.underValgrind,
       };
-      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir);
+      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir, options.launcher);
     };
     await use({ redis, redisStats, upstream, spawn, gateway, children, workDir });
   } finally {
@@ -715,6 +729,12 @@ async function profileGateway(settings: Settings, fixture: Fixture, forwarder: '
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
   if (settings.logLine) return measureLogLine();
+  if (settings.instructions) {
+    // --repeat, --connections and --only, wherever they stood on the command line.
+    const connections = process.argv.includes('--connections') ? settings.connections : settings.instructions.connections;
+    const instructions = { ...settings.instructions, repeats: settings.rounds, connections, only: settings.only };
+    return withFixture((fixture) => measureInstructions(instructions, fixture, repoRoot));
+  }
   await withFixture((fixture) => {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);
     if (settings.soakRequests > 0) return soakGateway(settings, fixture);

@@ -115,12 +115,14 @@ export function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
  * Starts `children/<script>` with `options` as its one argument (JSON). Its stdout goes to
  * `stdoutFile` (the gateway's log lines) or nowhere.
  */
-export async function startChild(name: string, script: string, options: object, stdoutFile?: string, nodeFlags: string[] = [], benchDir: string = __dirname): Promise<BenchChild> {
+export async function startChild(name: string, script: string, options: object, stdoutFile?: string, nodeFlags: string[] = [], benchDir: string = __dirname, launcher: string[] = []): Promise<BenchChild> {
   // benchDir: another checkout's compiled bench (`--compare-with`), for an A/B row in the same run.
   const entry = path.join(benchDir, 'children', script + (isTypeScript ? '.ts' : '.js'));
   const execArgv = isTypeScript ? ['-r', path.resolve(__dirname, '..', 'test', 'support', 'ts-register.js')] : [];
   const stdout = stdoutFile ? fs.openSync(stdoutFile, 'a') : 'ignore';
-  const child: ChildProcess = spawn(process.execPath, [...execArgv, ...nodeFlags, entry, JSON.stringify(options)], {
+  // launcher: a command the child runs under (valgrind for --instructions); its pid is then the child's.
+  const command = [...launcher, process.execPath, ...execArgv, ...nodeFlags, entry, JSON.stringify(options)];
+  const child: ChildProcess = spawn(command[0]!, command.slice(1), {
     stdio: ['ignore', stdout, 'inherit', 'ipc'],
   });
   if (typeof stdout === 'number') fs.closeSync(stdout);
