@@ -375,7 +375,9 @@ export function contractProblems(exchange: RawExchange, options: ContractCheckOp
   }
   const error = body as { code?: unknown; message?: unknown; status?: unknown } | null;
   const keys = error && typeof error === 'object' ? Object.keys(error).sort().join(',') : typeof error;
-  if (keys !== 'code,message,status') problems.push(`Error body has fields ${keys}, not code,message,status`);
+  // A 429 rate_limited names the window that refused it (CONTRACT §3): the one field an Error body adds.
+  const expected = (error as { code?: unknown } | null)?.code === 'rate_limited' ? 'code,message,status,window' : 'code,message,status';
+  if (keys !== expected) problems.push(`Error body has fields ${keys}, not ${expected}`);
   if (error?.status !== res.status) problems.push(`Error body status ${String(error?.status)} differs from HTTP ${res.status}`);
   if (typeof error?.message !== 'string' || error.message.length === 0) problems.push('Error body without a message');
   const codes = CONTRACT_CODES[res.status];
