@@ -25,6 +25,8 @@ class InFlight {
   /** Over on our side: a failure reported, or abandoned (client gone, deadline, body too large). */
   abandoned = false;
   private gone = false;
+  /** Called once the request is gone: a retry's first attempt then stops listening to the client's response. */
+  onceGone?: () => void;
 
   constructor(readonly handlers: ForwardHandlers) {}
 
@@ -84,6 +86,7 @@ class InFlight {
   private markGone(): void {
     if (this.gone) return;
     this.gone = true;
+    this.onceGone?.();
     this.handlers.onGone?.();
   }
 }
@@ -192,7 +195,10 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
       const proxied = new ProxiedRequest(upstream, inFlight);
       // A client gone before the answer ends frees the upstream request (http-proxy only notices an
       // unfinished request body, and an HTTP/2 stream reset looks finished to it).
-      res.once('close', () => inFlight.clientClosed());
+      const onClientClose = () => inFlight.clientClosed();
+      res.once('close', onClientClose);
+      // Gone, it has nothing left to abandon: a retried GET's response then carries one such listener, not two.
+      inFlight.onceGone = () => res.off('close', onClientClose);
       void (options?.freshConnection ? freshProxy : proxy)(proxied as unknown as IncomingMessage, res, (err?: unknown) => {
         inFlight.fail((err ?? new Error('proxy failed')) as NodeJS.ErrnoException);
       });
