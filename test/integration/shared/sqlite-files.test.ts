@@ -69,7 +69,7 @@ test('keys.sqlite of the code before: its key kept, every column added, version 
   expect(file.columns('api_keys')).toEqual(expect.arrayContaining(['expires_at', 'shadow', 'per_month', 'billing_day', 'access_policy', 'max_in_flight', 'consumer_id']));
 });
 
-test('key-usage.sqlite from before the usage export: its counts kept, units and day_count added as 0, version 2', async () => {
+test('key-usage.sqlite from before the usage export: its counts kept, units and day_count added as 0, usage-event periods added, version 3', async () => {
   const dataDir = tempDir();
   const day = 20_000;
   oldFile(
@@ -86,7 +86,10 @@ test('key-usage.sqlite from before the usage export: its counts kept, units and 
   } finally {
     store.close();
   }
-  expect(settingsOf(path.join(dataDir, KEY_USAGE_DATABASE_FILE)).version).toBe(2);
+  const settings = settingsOf(path.join(dataDir, KEY_USAGE_DATABASE_FILE));
+  expect(settings.version).toBe(3);
+  expect(settings.columns('key_usage_periods')).toEqual(['key_id', 'period_ms', 'start', 'day', 'units', 'day_count', 'admitted', 'refused']);
+  expect(settings.columns('usage_periods_touched')).toEqual(['period_ms', 'day', 'key_id', 'mark']);
 });
 
 test('months.sqlite, audit.sqlite, webhook-outbox.sqlite and the key replica of the code before: rows kept, at their latest version', async () => {
