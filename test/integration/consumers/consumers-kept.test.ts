@@ -108,27 +108,28 @@ describe.each([
   afterAll(() => target?.close());
 
   it.each([
-    ['a consumer name of 300 characters', consumer({ name: 'x'.repeat(300) }), /line 3: consumer: name must be 1 to 200 characters/],
-    ['a consumer name of control characters that trims to nothing', consumer({ name: '\t\r\n\u000b' }), /line 3: consumer: name must be 1 to 200 characters/],
-    ['a consumer name with a lone surrogate', consumer({ name: 'half \ud800 a pair' }), /line 3: consumer: name must be text \(it holds a lone surrogate\)/],
-    ['an address that is not one', consumer({ allowedAddresses: ['not-an-ip'] }), /line 3: consumer: allowedAddresses: "not-an-ip" is not an IPv4\/IPv6 address or CIDR range/],
-    ['an unknown operation id', consumer({ allowedOperations: ['dropTables'] }), /line 3: consumer: allowedOperations: unknown operation id "dropTables"/],
-    ['an operation id with a control character', consumer({ allowedOperations: ['listPets\u0000'] }), /line 3: consumer: allowedOperations: unknown operation id "listPets\\u0000"/],
-    ['consumer limits below the largest cost', consumer({ limits: { perMinute: 3 } }), /line 3: consumer: limits below the largest operation cost 4 \(config costs\) could never serve it: perMinute/],
-    ['a consumer limit of zero', consumer({ limits: { perDay: 0 } }), /line 3: consumer: limits\.perDay: Too small/],
-    ['consumer limits with an unknown window', consumer({ limits: { perHour: 10 } }), /line 3: consumer: limits: Unrecognized key: "perHour"/],
-    ['a consumer instant that does not exist', consumer({ createdAt: '2026-02-31T00:00:00Z' }), /line 3: consumer: createdAt must be an RFC 3339 instant/],
-    ['a consumer instant in the future', consumer({ updatedAt: '2099-01-01T00:00:00.000Z' }), /line 3: consumer: updatedAt 2099-01-01T00:00:00.000Z is in the future/],
-    ['an unknown consumer field', consumer({ plan: 'pro' }), /line 3: consumer: Unrecognized key: "plan"/],
-    ['a consumer billing day of 31', consumer({ billingDay: 31 }), /line 3: consumer: billingDay: Too big/],
+    ['a consumer name of 300 characters', consumer({ name: 'x'.repeat(300) }), /line 2: consumer: name must be 1 to 200 characters/],
+    ['a consumer name of control characters that trims to nothing', consumer({ name: '\t\r\n\u000b' }), /line 2: consumer: name must be 1 to 200 characters/],
+    ['a consumer name with a lone surrogate', consumer({ name: 'half \ud800 a pair' }), /line 2: consumer: name must be text \(it holds a lone surrogate\)/],
+    ['an address that is not one', consumer({ allowedAddresses: ['not-an-ip'] }), /line 2: consumer: allowedAddresses: "not-an-ip" is not an IPv4\/IPv6 address or CIDR range/],
+    ['an unknown operation id', consumer({ allowedOperations: ['dropTables'] }), /line 2: consumer: allowedOperations: unknown operation id "dropTables"/],
+    ['an operation id with a control character', consumer({ allowedOperations: ['listPets\u0000'] }), /line 2: consumer: allowedOperations: unknown operation id "listPets\\u0000"/],
+    ['consumer limits below the largest cost', consumer({ limits: { perMinute: 3 } }), /line 2: consumer: limits below the largest operation cost 4 \(config costs\) could never serve it: perMinute/],
+    ['a consumer limit of zero', consumer({ limits: { perDay: 0 } }), /line 2: consumer: limits\.perDay: Too small/],
+    ['consumer limits with an unknown window', consumer({ limits: { perHour: 10 } }), /line 2: consumer: limits: Unrecognized key: "perHour"/],
+    ['a consumer instant that does not exist', consumer({ createdAt: '2026-02-31T00:00:00Z' }), /line 2: consumer: createdAt must be an RFC 3339 instant/],
+    ['a consumer instant in the future', consumer({ updatedAt: '2099-01-01T00:00:00.000Z' }), /line 2: consumer: updatedAt 2099-01-01T00:00:00.000Z is in the future/],
+    ['an unknown consumer field', consumer({ plan: 'pro' }), /line 2: consumer: Unrecognized key: "plan"/],
+    ['a consumer billing day of 31', consumer({ billingDay: 31 }), /line 2: consumer: billingDay: Too big/],
     ['a key whose previous secret ends years ahead', key({ previousHash: '7'.repeat(64), previousKeyExpiresAt: '2036-01-01T00:00:00Z' }), /line 3: previousKeyExpiresAt 2036-01-01T00:00:00Z is more than the longest rotation grace \(604800 s\) ahead/],
     ['an unknown key field', key({ role: 'admin' }), /line 3: unknown field "role": not one an export writes/],
     ['a key created in the future', key({ createdAt: '2099-01-01T00:00:00.000Z' }), /line 3: createdAt 2099-01-01T00:00:00.000Z is in the future/],
     ['a key revoked in the future', key({ revokedAt: '2099-01-01T00:00:00.000Z' }), /line 3: revokedAt 2099-01-01T00:00:00.000Z is in the future/],
     ['an active key naming a consumer neither here nor in the file', key({ consumerId: 'con_' + '8'.repeat(24) }), /line 3: consumerId con_8{24} is neither a consumer here nor one in the file/],
-  ])('%s: 400 naming line 3, nothing imported', async (_what, bad, message) => {
+  ])('%s: 400 naming its line, nothing imported', async (_what, bad, message) => {
     const before = await exported();
-    const res = await importLines([goodConsumer, goodKey, bad]);
+    // As the export writes them: a consumer line among the consumers (line 2), a key line among the keys (line 3).
+    const res = await importLines('kind' in bad ? [goodConsumer, bad, goodKey] : [goodConsumer, goodKey, bad]);
     expectError(res, 400, 'validation_failed');
     expect(res.body.message).toMatch(message);
     expect(await exported()).toEqual(before);
