@@ -19,14 +19,48 @@ import type { ClaimedDelivery, Outbox, OutboxEvent } from './outbox';
  *   <ns>:webhooks:{outbox}:instances  HASH  instance → "<liveUntil> <endpoint>,<endpoint>…" (the receivers each names)
  *   <ns>:webhooks:{outbox}:receivers-indexed  STRING  set once `receivers` names the endpoints of events written before it existed
  *
- * The scripts name the due sets of endpoints they learn from an event record by prefix rather than
- * in KEYS; they share the hash tag, so they live in the same slot.
+ * Every script is given in KEYS each key it touches (docs/redis.md): the due sets too. ADD and
+ * KEEP_RECEIVERS may reach due sets the caller cannot know for sure beforehand (those of the events
+ * the bound drops, those of every receiver), so they look first, before writing anything: a due set
+ * they would touch and were not given is answered as missing, and the caller sends the call again
+ * with it (RedisOutbox.withDueSets).
  */
 
-/** KEYS 1 events, 2 order, 3 seen, 4 left, 5 attempts, 6 receivers. ARGV 1 now, 2 max events, 3 due-set prefix, then per event: id, seenUntil, createdAt, record, endpoints (comma-separated). Reply: the types of the events dropped. */
+/** First element of ADD's and KEEP_RECEIVERS's reply: done (the rest as described), or due sets missing (the endpoints follow). */
+const DONE = 1;
+const MISSING = 0;
+
+/** Lua: `due`, the due sets the call was given (KEYS from \`first\` on), as a set. */
+function declaredDueSetsLua(first: number): string {
+  return `local due = {}
+for i = ${first}, #KEYS do due[KEYS[i]] = true end`;
+}
+
+/**
+ * KEYS 1 events, 2 order, 3 seen, 4 left, 5 attempts, 6 receivers, then the due sets it may touch:
+ * those of the events added and of the receivers the caller knows. ARGV 1 now, 2 max events, 3
+ * due-set prefix, then per event: id, seenUntil, createdAt, record, endpoints (comma-separated).
+ * Reply: {DONE, the types of the events dropped…}, or {MISSING, endpoints…} with nothing written when
+ * the bound would drop an event for an endpoint whose due set was not given. The events the bound
+ * may drop are among the `excess` oldest before the batch (or in the batch, whose due sets are given).
+ */
 const ADD_LUA = `
 local now = tonumber(ARGV[1])
 local duePrefix = ARGV[3]
+${declaredDueSetsLua(7)}
+local excess = redis.call('ZCARD', KEYS[2]) + (#ARGV - 3) / 5 - tonumber(ARGV[2])
+if excess > 0 then
+  local missing = {}
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess - 1)) do
+    local record = redis.call('HGET', KEYS[1], id)
+    if record then
+      for _, endpoint in ipairs(cjson.decode(record).endpoints) do
+        if not due[duePrefix .. endpoint] then table.insert(missing, endpoint) end
+      end
+    end
+  end
+  if #missing > 0 then return {${MISSING}, unpack(missing)} end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 for i = 4, #ARGV, 5 do
   local id = ARGV[i]
@@ -43,8 +77,8 @@ for i = 4, #ARGV, 5 do
     redis.call('HSET', KEYS[4], id, n)
   end
 end
-local dropped = {}
-local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[2])
+local dropped = {${DONE}}
+excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[2])
 if excess > 0 then
   local oldest = redis.call('ZPOPMIN', KEYS[2], excess)
   for j = 1, #oldest, 2 do
@@ -82,15 +116,24 @@ end
 return claimed`;
 
 /**
- * KEYS 1 instances, 2 receivers, 3 events, 4 order, 5 left, 6 attempts. ARGV 1 now, 2 instance, 3 its
- * liveUntil, 4 its endpoints (comma-separated), 5 due-set prefix, 6 most deliveries to drop. Names
- * the instance's receivers, forgets instances not heard of since their liveUntil, and drops the
- * deliveries to endpoints no instance names (one under a claim too: its late finish then matches
- * nothing). Reply: the type of each delivery dropped.
+ * KEYS 1 instances, 2 receivers, 3 events, 4 order, 5 left, 6 attempts, then the due set of each
+ * receiver the caller knows. ARGV 1 now, 2 instance, 3 its liveUntil, 4 its endpoints
+ * (comma-separated), 5 due-set prefix, 6 most deliveries to drop. Names the instance's receivers,
+ * forgets instances not heard of since their liveUntil, and drops the deliveries to endpoints no
+ * instance names (one under a claim too: its late finish then matches nothing). Reply: {DONE, the
+ * type of each delivery dropped…}, or {MISSING, endpoints…} with nothing written when `receivers`
+ * names an endpoint whose due set was not given.
  */
 const KEEP_RECEIVERS_LUA = `
 local now = tonumber(ARGV[1])
 local duePrefix = ARGV[5]
+${declaredDueSetsLua(7)}
+local receivers = redis.call('HKEYS', KEYS[2])
+local missing = {}
+for _, endpoint in ipairs(receivers) do
+  if not due[duePrefix .. endpoint] then table.insert(missing, endpoint) end
+end
+if #missing > 0 then return {${MISSING}, unpack(missing)} end
 if ARGV[4] == '' then
   redis.call('HDEL', KEYS[1], ARGV[2])
 else
@@ -107,8 +150,8 @@ for i = 1, #instances, 2 do
   end
 end
 local budget = tonumber(ARGV[6])
-local dropped = {}
-for _, endpoint in ipairs(redis.call('HKEYS', KEYS[2])) do
+local dropped = {${DONE}}
+for _, endpoint in ipairs(receivers) do
   if budget <= 0 then break end
   local due = duePrefix .. endpoint
   if not named[endpoint] then
@@ -152,8 +195,13 @@ redis.call('ZADD', KEYS[1], ARGV[4], ARGV[1])
 if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[2], ARGV[3] .. ' ' .. ARGV[1], ARGV[5]) end
 return 1`;
 
-const ADD = defineLuaScript<string[]>('asgWebhookOutboxAdd', ADD_LUA, 6);
-const KEEP_RECEIVERS = defineLuaScript<string[]>('asgWebhookOutboxKeepReceivers', KEEP_RECEIVERS_LUA, 6);
+type DueSetsReply = [typeof DONE | typeof MISSING, ...string[]];
+// Six keys, then the due sets: the count varies with the call.
+const ADD = defineLuaScript<DueSetsReply>('asgWebhookOutboxAdd', ADD_LUA);
+const KEEP_RECEIVERS = defineLuaScript<DueSetsReply>('asgWebhookOutboxKeepReceivers', KEEP_RECEIVERS_LUA);
+
+/** Calls of ADD or KEEP_RECEIVERS in a row that each found a due set missing: then something is wrong. */
+const DUE_SET_ATTEMPTS = 5;
 const CLAIM = defineLuaScript<string[]>('asgWebhookOutboxClaim', CLAIM_LUA, 3);
 const FINISH = defineLuaScript<number>('asgWebhookOutboxFinish', FINISH_LUA, 5);
 const RESCHEDULE = defineLuaScript<number>('asgWebhookOutboxReschedule', RESCHEDULE_LUA, 2);
@@ -170,8 +218,10 @@ interface StoredEvent {
 }
 
 export class RedisOutbox implements Outbox {
-  private readonly scripts: { add: LuaCaller<string[]>; keepReceivers: LuaCaller<string[]>; claim: LuaCaller<string[]>; finish: LuaCaller<number>; reschedule: LuaCaller<number> };
+  private readonly scripts: { add: LuaCaller<DueSetsReply>; keepReceivers: LuaCaller<DueSetsReply>; claim: LuaCaller<string[]>; finish: LuaCaller<number>; reschedule: LuaCaller<number> };
   private readonly prefix: string;
+  /** Endpoints whose due sets ADD and KEEP_RECEIVERS are given besides their own: every one this process has heard of. */
+  private readonly knownReceivers = new Set<string>();
   /** The one-time index of endpoints named by events written before `receivers` existed, once this instance has it. */
   private indexed: Promise<void> | null = null;
 
@@ -198,8 +248,23 @@ export class RedisOutbox implements Outbox {
       const stored: StoredEvent = { type: e.type, body: e.body, createdAt: e.createdAt, endpoints: [...e.endpoints] };
       argv.push(e.id, String(e.seenUntil), String(e.createdAt), JSON.stringify(stored), e.endpoints.join(','));
     }
-    const dropped = await this.scripts.add([this.key('events'), this.key('order'), this.key('seen'), this.key('left'), this.key('attempts'), this.key('receivers')], argv);
+    const keys = [this.key('events'), this.key('order'), this.key('seen'), this.key('left'), this.key('attempts'), this.key('receivers')];
+    const dropped = await this.withDueSets(events.flatMap((e) => e.endpoints), (dueSets) => this.scripts.add([...keys, ...dueSets], argv));
     return dropped as WebhookEventType[];
+  }
+
+  /**
+   * Runs ADD or KEEP_RECEIVERS with the due sets of `endpoints` and of every receiver known here;
+   * when the script answers that it needs others, learns them and sends it again.
+   */
+  private async withDueSets(endpoints: readonly string[], call: (dueSets: string[]) => Promise<DueSetsReply>): Promise<string[]> {
+    for (const endpoint of endpoints) this.knownReceivers.add(endpoint);
+    for (let attempt = 0; attempt < DUE_SET_ATTEMPTS; attempt++) {
+      const [status, ...rest] = await call([...this.knownReceivers].map((endpoint) => this.due(endpoint)));
+      if (status === DONE) return rest;
+      for (const endpoint of rest) this.knownReceivers.add(endpoint);
+    }
+    throw new Error(`the webhook outbox still named due sets it was not given after ${DUE_SET_ATTEMPTS} attempts`);
   }
 
   async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number, maxDrops: number): Promise<WebhookEventType[]> {
@@ -209,7 +274,8 @@ export class RedisOutbox implements Outbox {
     });
     await this.indexed;
     const keys = [this.key('instances'), this.key('receivers'), this.key('events'), this.key('order'), this.key('left'), this.key('attempts')];
-    const dropped = await this.scripts.keepReceivers(keys, [String(now), instance, String(liveUntil), endpoints.join(','), `${this.prefix}due:`, String(maxDrops)]);
+    const argv = [String(now), instance, String(liveUntil), endpoints.join(','), `${this.prefix}due:`, String(maxDrops)];
+    const dropped = await this.withDueSets(endpoints, (dueSets) => this.scripts.keepReceivers([...keys, ...dueSets], argv));
     return dropped as WebhookEventType[];
   }
 

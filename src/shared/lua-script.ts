@@ -14,6 +14,24 @@ export interface LuaScript<Reply> {
   on(redis: RedisClient): LuaCaller<Reply>;
 }
 
+/** What a script was defined with; see definedLuaScripts. */
+export interface DefinedLuaScript {
+  name: string;
+  source: string;
+  numberOfKeys: number | undefined;
+}
+
+/** Every script defined in this process, by name (each module defines its own when it is loaded). */
+const defined = new Map<string, DefinedLuaScript>();
+
+/**
+ * The scripts defined so far. For the test that runs them all and checks that each names in KEYS
+ * every key it touches (test/integration/redis-production/script-keys.test.ts, docs/redis.md).
+ */
+export function definedLuaScripts(): DefinedLuaScript[] {
+  return [...defined.values()];
+}
+
 /** The ioredis command a script becomes: numkeys first when the script does not fix it. */
 type DefinedCommand = (...keysAndArgs: LuaArg[]) => Promise<unknown>;
 
@@ -25,8 +43,13 @@ type DefinedCommand = (...keysAndArgs: LuaArg[]) => Promise<unknown>;
  *
  * `name` must be unique across the product: it names the command on the shared client. A script
  * with a fixed `numberOfKeys` refuses a call with another count (a mistake, never a runtime state).
+ *
+ * A script touches only the keys it is given in KEYS: it builds no key name of its own. Redis
+ * documents this rule, a Cluster needs it to route the call, and servers such as Dragonfly refuse
+ * an undeclared key by default (docs/redis.md).
  */
 export function defineLuaScript<Reply>(name: string, source: string, numberOfKeys?: number): LuaScript<Reply> {
+  defined.set(name, { name, source, numberOfKeys });
   return {
     name,
     numberOfKeys,
