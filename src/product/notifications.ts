@@ -41,6 +41,10 @@ export function keyDecisionListener(keyActivity: KeyActivityRecorder, notifier: 
     // Decisions taken without the shared store counted nothing in its day window.
     if (decision.outcome === 'allowed' && !decision.fallback) {
       keyActivity.recordUnits(record.id, cost, decision.day.limit - decision.day.remaining, decision.now);
+    } else if (decision.outcome === 'limited' && !decision.fallback) {
+      // A refusal takes nothing, but reports the day window's count as it stands: units of a killed
+      // instance never flushed reach the history (and usage events) with the key's next refusal too.
+      keyActivity.recordUnits(record.id, 0, decision.day.limit - decision.day.remaining, decision.now);
     }
     notifier.watchDecision(record, decision, cost);
   };

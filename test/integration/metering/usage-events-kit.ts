@@ -56,7 +56,7 @@ export interface ScenarioKey {
   consumerId: string;
 }
 
-/** 5 consumers with a month window, 4 keys each; the first key of each has a small minute limit, so some requests are refused. */
+/** 5 consumers with a month window, 4 keys each with one too; the first key of each has a small minute limit, so some requests are refused. */
 export async function createKeys(admin: Admin): Promise<{ consumers: string[]; keys: ScenarioKey[] }> {
   const consumers: string[] = [];
   const keys: ScenarioKey[] = [];
@@ -65,7 +65,7 @@ export async function createKeys(admin: Admin): Promise<{ consumers: string[]; k
     expect(consumer.status).toBe(201);
     consumers.push(consumer.body.id);
     for (let k = 0; k < 4; k++) {
-      const limits = k === 0 ? { perMinute: 9, perDay: 100_000 } : { perMinute: 10_000, perDay: 100_000 };
+      const limits = { perMinute: k === 0 ? 9 : 10_000, perDay: 100_000, perMonth: 1_000_000 };
       const created = await adminCall<{ id: string; key: string }>(admin, 'POST', '/admin/keys', { name: `key ${c}.${k}`, plan: 'free', limits, consumerId: consumer.body.id });
       expect(created.status).toBe(201);
       keys.push({ id: created.body.id, key: created.body.key, consumerId: consumer.body.id });
@@ -116,6 +116,13 @@ export async function usageExport(admin: Admin): Promise<ExportLine[]> {
   return res.text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as ExportLine);
 }
 
+/** What a key's month window has counted (GET /admin/keys/{id}). */
+export async function keyMonthUsed(admin: Admin, keyId: string): Promise<number> {
+  const res = await adminCall<{ usage: { month: { limit: number; remaining: number } } }>(admin, 'GET', `/admin/keys/${keyId}`);
+  expect(res.status).toBe(200);
+  return res.body.usage.month.limit - res.body.usage.month.remaining;
+}
+
 /** What each consumer's month window has counted (GET /admin/consumers/{id}). */
 export async function monthUsed(admin: Admin, consumerId: string): Promise<number> {
   const res = await adminCall<{ usage: { month: { limit: number; remaining: number } } }>(admin, 'GET', `/admin/consumers/${consumerId}`);
@@ -124,7 +131,7 @@ export async function monthUsed(admin: Admin, consumerId: string): Promise<numbe
 }
 
 /** Where the sink's sums (after de-duplication) differ from the export per key and day, and from each consumer's month window. */
-async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly string[]): Promise<{ lines: ExportLine[]; differences: string[] }> {
+async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly string[], consumerMonths: boolean): Promise<{ lines: ExportLine[]; differences: string[] }> {
   const lines = await usageExport(admin);
   const differences: string[] = [];
   const exported = new Map(lines.map((l) => [`${l.keyId} ${l.date}`, l]));
@@ -136,11 +143,14 @@ async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly str
     const want = { units: line?.units, admitted: line?.admitted, refused: line ? line.rateLimited + line.banned : undefined };
     const got = { units: units.get(name), admitted: admitted.get(name), refused: refused.get(name) ?? 0 };
     if (JSON.stringify(want) !== JSON.stringify(got)) differences.push(`${name}: export ${JSON.stringify(want)}, sink ${JSON.stringify(got)}`);
+    // One day of traffic: the key's month window counted what the day did.
+    const month = line ? await keyMonthUsed(admin, line.keyId) : undefined;
+    if (month !== got.units) differences.push(`${name}: sink ${got.units}, key month window ${month}`);
   }
   const bySubject = sink.sumsBySubject(UNITS);
   for (const consumerId of consumers) {
     const exportedUnits = lines.filter((l) => l.consumerId === consumerId).reduce((sum, l) => sum + l.units, 0);
-    const month = await monthUsed(admin, consumerId);
+    const month = consumerMonths ? await monthUsed(admin, consumerId) : exportedUnits;
     const sunk = bySubject.get(consumerId) ?? 0;
     if (sunk !== exportedUnits || month !== exportedUnits) differences.push(`${consumerId}: sink ${sunk}, export ${exportedUnits}, month window ${month}`);
   }
@@ -148,14 +158,15 @@ async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly str
 }
 
 /**
- * The sink's sums after de-duplication equal the export per key and day (units, admitted, refused)
- * and each consumer's month window: waited for, as periods close GRACE_SECONDS after they end.
+ * The sink's sums after de-duplication equal the export per key and day (units, admitted, refused),
+ * each key's month window and (`consumerMonths`) each consumer's: waited for, as periods close
+ * GRACE_SECONDS after they end.
  */
-export async function expectSinkMatchesExport(sink: UsageSink, admin: Admin, consumers: readonly string[]): Promise<ExportLine[]> {
+export async function expectSinkMatchesExport(sink: UsageSink, admin: Admin, consumers: readonly string[], consumerMonths = true): Promise<ExportLine[]> {
   let last: { lines: ExportLine[]; differences: string[] } = { lines: [], differences: ['not compared yet'] };
   await eventually(
     async () => {
-      last = await mismatches(sink, admin, consumers);
+      last = await mismatches(sink, admin, consumers, consumerMonths);
       return last.differences.length === 0;
     },
     { timeoutMs: 90_000, pollMs: 500, what: () => `sink and export agree; still differing:\n${last.differences.join('\n')}` },
