@@ -141,6 +141,8 @@ export class KeyActivityRecorder {
   private pending = new Map<number, Map<string, KeyTally>>();
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
+  /** The usage-event period length counts of `day` are kept in (periodMsOn). */
+  private periodOfDay: { day: number; periodMs: number } | null = null;
 
   constructor(
     private readonly store: KeyActivityStore,
@@ -161,7 +163,7 @@ export class KeyActivityRecorder {
     const tally = this.tallyOf(keyId, dayOf(now));
     tally[outcome] += 1;
     if (outcome === 'admitted') tally.lastUsedAt = now;
-    const bucket = bucketOf(tally, this.usagePeriodMs(), now);
+    const bucket = bucketOf(tally, this.periodMsOn(dayOf(now)), now);
     if (bucket && outcome === 'admitted') bucket.admitted += 1;
     else if (bucket) bucket.refused += 1;
   }
@@ -175,11 +177,25 @@ export class KeyActivityRecorder {
     const tally = this.tallyOf(keyId, dayOf(decidedAt));
     tally.units += units;
     if (dayCount > tally.dayCount) tally.dayCount = dayCount;
-    const bucket = bucketOf(tally, this.usagePeriodMs(), decidedAt);
+    const bucket = bucketOf(tally, this.periodMsOn(dayOf(decidedAt)), decidedAt);
     if (bucket) {
       bucket.units += units;
       if (dayCount > bucket.dayCount) bucket.dayCount = dayCount;
     }
+  }
+
+  /**
+   * The period length for counts of `day`: a length changed by a reload takes effect on the next
+   * UTC day, so a day is counted in one length and its events add up to its units (one length's
+   * first period would carry the day count the other's periods were already sent). Off and on
+   * take effect at once.
+   */
+  private periodMsOn(day: number): number {
+    const wanted = this.usagePeriodMs();
+    const held = this.periodOfDay;
+    if (held !== null && held.day === day && held.periodMs !== 0 && wanted !== 0 && wanted !== held.periodMs) return held.periodMs;
+    this.periodOfDay = { day, periodMs: wanted };
+    return wanted;
   }
 
   private tallyOf(keyId: string, day: number): KeyTally {

@@ -162,3 +162,20 @@ test('usage events off: the ledger keeps no periods and the closer sends nothing
   await closer({ config: () => ({ ...config, enabled: false }) }).tick();
   expect(await waiting()).toEqual([]);
 });
+
+test("a period length changed by a reload takes effect the next UTC day: a day's counts are in one length", async () => {
+  let periodMs = PERIOD_MS;
+  const reloaded = new KeyActivityRecorder(ledger, clock, 3_600_000, undefined, undefined, () => periodMs);
+  admit(reloaded, 'key_d', 1, 1);
+  periodMs = 3_600_000;
+  clock.advance(5 * PERIOD_MS);
+  admit(reloaded, 'key_d', 1, 2);
+  clock.set(START + 86_400_000);
+  admit(reloaded, 'key_d', 1, 1);
+  await reloaded.close();
+  const day = Math.floor(START / 86_400_000);
+  expect((await ledger.touched(10)).map((e) => [e.periodMs, e.day]).sort()).toEqual([
+    [3_600_000, day + 1],
+    [PERIOD_MS, day],
+  ]);
+});
