@@ -50,7 +50,7 @@ local duePrefix = ARGV[3]
 ${declaredDueSetsLua(7)}
 local excess = redis.call('ZCARD', KEYS[2]) + (#ARGV - 3) / 5 - tonumber(ARGV[2])
 if excess > 0 then
-  local missing = {}
+  local missing = {${MISSING}}
   for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess - 1)) do
     local record = redis.call('HGET', KEYS[1], id)
     if record then
@@ -59,7 +59,7 @@ if excess > 0 then
       end
     end
   end
-  if #missing > 0 then return {${MISSING}, unpack(missing)} end
+  if #missing > 1 then return missing end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 for i = 4, #ARGV, 5 do
@@ -129,11 +129,11 @@ local now = tonumber(ARGV[1])
 local duePrefix = ARGV[5]
 ${declaredDueSetsLua(7)}
 local receivers = redis.call('HKEYS', KEYS[2])
-local missing = {}
+local missing = {${MISSING}}
 for _, endpoint in ipairs(receivers) do
   if not due[duePrefix .. endpoint] then table.insert(missing, endpoint) end
 end
-if #missing > 0 then return {${MISSING}, unpack(missing)} end
+if #missing > 1 then return missing end
 if ARGV[4] == '' then
   redis.call('HDEL', KEYS[1], ARGV[2])
 else

@@ -104,10 +104,11 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
     await admin(product).delete(`/admin/keys/${ofConsumer.body.id}`).expect(204);
     await admin(product).delete(`/admin/consumers/${consumer.body.id}`).expect(204);
     await post('/admin/keys', { name: 'late', plan: 'pro', consumerId: consumer.body.id }).expect(400);
-    // Webhooks through the outbox (the ban above was one; a day limit of 1 passes 80, 90 and 100 % at once).
+    // Webhooks through the outbox (the ban above was one, the two revocations two (key.revoked); a
+    // day limit of 1 passes 80, 90 and 100 % at once).
     const metered = await createKey(product, { plan: 'free', limits: { perMinute: 10, perDay: 1 } });
     expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', metered.auth)).status).toBe(200);
-    await waitUntil('four webhooks delivered', () => receiver.deliveredIds().length === 4);
+    await waitUntil('six webhooks delivered', () => receiver.deliveredIds().length === 6);
     // The busiest keys and the usage export.
     await admin(product).get('/admin/stats/top-keys?minutes=60').expect(200);
     const today = new Date().toISOString().slice(0, 10);
