@@ -37,8 +37,9 @@ export function redactedConfig(config: Config): Config {
   }
   const redacted = copy as unknown as Config;
   redacted.notifications.webhooks = redacted.notifications.webhooks.map(redactedWebhook);
-  // The sink's headers may carry its credentials: names shown, values never.
-  redacted.usageEvents = { ...redacted.usageEvents, headers: Object.fromEntries(Object.keys(redacted.usageEvents.headers).map((name) => [name, REDACTED])) };
+  // The sink's URL as a receiver's is shown (a token is often its path or a query value), and its headers' values never.
+  const usage = redacted.usageEvents;
+  redacted.usageEvents = { ...usage, url: usage.url === null ? null : redactedUrl(usage.url), headers: Object.fromEntries(Object.keys(usage.headers).map((name) => [name, REDACTED])) };
   return redacted;
 }
 
