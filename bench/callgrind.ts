@@ -132,39 +132,45 @@ export interface PerfMapEntry {
   start: number;
   size: number;
   name: string;
+  /** Its line in the map: of two entries holding one address (code freed, its space reused), the later is the live one. */
+  order: number;
 }
 
-/** V8's perf map (`--perf-basic-prof`): `<start hex> <size hex> <name>` a line, sorted by start. */
+/** V8's perf map (`--perf-basic-prof`): `<start hex> <size hex> <name>` a line; returned sorted by start. */
 export function parsePerfMap(text: string): PerfMapEntry[] {
   const entries: PerfMapEntry[] = [];
   for (const line of text.split('\n')) {
     const match = /^([0-9a-fA-F]+) ([0-9a-fA-F]+) (.*)$/.exec(line);
-    if (match) entries.push({ start: Number.parseInt(match[1]!, 16), size: Number.parseInt(match[2]!, 16), name: match[3]! });
+    if (match) entries.push({ start: Number.parseInt(match[1]!, 16), size: Number.parseInt(match[2]!, 16), name: match[3]!, order: entries.length });
   }
-  // Stable: of two entries at one address (code freed and its space reused), the later one wins.
-  return entries.map((entry, order) => ({ entry, order })).sort((a, b) => a.entry.start - b.entry.start || a.order - b.order).map((e) => e.entry);
+  return entries.sort((a, b) => a.start - b.start || a.order - b.order);
 }
 
-/** The perf map entry holding an address, or null. */
-export function lookupPerfMap(entries: PerfMapEntry[], address: number): PerfMapEntry | null {
+/** The entry holding an address (the latest written, when several do), or null. */
+export function lookupPerfMap(entries: PerfMapEntry[], address: number, longest = longestEntry(entries)): PerfMapEntry | null {
   let low = 0;
   let high = entries.length - 1;
-  let found = -1;
+  let last = -1;
   while (low <= high) {
     const mid = (low + high) >> 1;
     if (entries[mid]!.start <= address) {
-      found = mid;
+      last = mid;
       low = mid + 1;
     } else {
       high = mid - 1;
     }
   }
-  // Entries at the same start: the last of them (latest) is `found`; an earlier, longer one may still hold it.
-  for (let i = found; i >= 0 && i > found - 8; i--) {
+  let found: PerfMapEntry | null = null;
+  // Every entry that starts within the longest entry's size below the address may hold it.
+  for (let i = last; i >= 0 && entries[i]!.start > address - longest; i--) {
     const entry = entries[i]!;
-    if (address < entry.start + entry.size) return entry;
+    if (address < entry.start + entry.size && (!found || entry.order > found.order)) found = entry;
   }
-  return null;
+  return found;
+}
+
+function longestEntry(entries: PerfMapEntry[]): number {
+  return entries.reduce((max, e) => Math.max(max, e.size), 0);
 }
 
 /**
@@ -220,8 +226,9 @@ export function attribute(profile: CallgrindProfile, classify: Classifier, resol
 
 /** JIT code's name from the perf map when callgrind knows it by address only. */
 export function perfMapResolver(entries: PerfMapEntry[]): (fn: CallgrindFunction) => string {
+  const longest = longestEntry(entries);
   return (fn) => {
     if (fn.object !== '???' || !/^0x[0-9a-f]+$/.test(fn.name)) return fn.name;
-    return lookupPerfMap(entries, Number.parseInt(fn.name, 16))?.name ?? fn.name;
+    return lookupPerfMap(entries, Number.parseInt(fn.name, 16), longest)?.name ?? fn.name;
   };
 }

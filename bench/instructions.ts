@@ -48,7 +48,7 @@ interface InstructionRow {
   start(name: string, launcher: string[], nodeFlags: string[]): Promise<BenchChild>;
   /** The server is a process tree (a supervisor and its workers): every process counted and summed. */
   tree: boolean;
-  /** A per-step column for this row. */
+  /** A per-step column for this row (every row has one; a tree's processes summed). */
   steps: boolean;
 }
 
@@ -78,8 +78,8 @@ function rows(fixture: Fixture, repoRoot: string): InstructionRow[] {
       start: (name, launcher, flags) => spawn(name, PEER, { target: upstream.url, redisUrl: fixture.redis.url, namespace: `bench:${name}`, logFile: path.join(fixture.workDir, `${name}.log`) }, undefined, flags, undefined, launcher),
     },
     { id: GATEWAY, label: 'gateway, Redis, undici (bench child, one process)', tree: false, steps: true, start: (name, launcher, flags) => fixture.gateway(name, 'undici', true, { nodeFlags: flags, launcher, underValgrind: true }) },
-    { id: ONE_WORKER, label: 'gateway as npm start runs it, WORKERS=1', tree: true, steps: false, start: npmStart(1) },
-    { id: TWO_WORKERS, label: 'gateway as npm start runs it, WORKERS=2 (supervisor + 2 workers)', tree: true, steps: false, start: npmStart(2) },
+    { id: ONE_WORKER, label: 'gateway as npm start runs it, WORKERS=1', tree: true, steps: true, start: npmStart(1) },
+    { id: TWO_WORKERS, label: 'gateway as npm start runs it, WORKERS=2 (supervisor + 2 workers)', tree: true, steps: true, start: npmStart(2) },
   ];
 }
 
@@ -157,8 +157,11 @@ function stepTable(dump: string, pid: number, requests: number): Record<string, 
   return Object.fromEntries([...byRow].map(([row, instructions]) => [row, instructions / requests]));
 }
 
-/** A row under callgrind: warm-up uncounted, then each repeat counted and dumped. */
-async function countRow(row: InstructionRow, fixture: Fixture, settings: InstructionSettings, dir: string): Promise<CountedRow> {
+/**
+ * A row's server under callgrind. Started one at a time, and once more if it fails: `npm start`
+ * gives Redis 5 s to answer at startup, which a process under valgrind misses while others start.
+ */
+async function startCounted(row: InstructionRow, dir: string): Promise<BenchChild> {
   const launcher = [
     'valgrind',
     '--tool=callgrind',
@@ -169,24 +172,36 @@ async function countRow(row: InstructionRow, fixture: Fixture, settings: Instruc
     `--callgrind-out-file=${dir}/${row.id}.%p.out`,
     `--log-file=${dir}/${row.id}.%p.log`,
   ];
-  const child = await row.start(`${row.id}-callgrind`, launcher, NODE_FLAGS);
+  try {
+    return await row.start(`${row.id}-callgrind`, launcher, NODE_FLAGS);
+  } catch (err) {
+    process.stdout.write(`  ${row.id}: did not start under valgrind (${(err as Error).message.split('\n')[0]}); once more\n`);
+    return row.start(`${row.id}-callgrind-again`, launcher, NODE_FLAGS);
+  }
+}
+
+/** A row under callgrind: warm-up uncounted, then each repeat counted and dumped. */
+async function countRow(row: InstructionRow, child: BenchChild, settings: InstructionSettings, dir: string): Promise<CountedRow> {
   const url = `${child.url}/v1/pets`;
   const headers: Record<string, string> = child.details.admitted ? { authorization: `Bearer ${child.details.admitted}` } : {};
   const probe = await fetch(url, { headers });
   await probe.arrayBuffer();
   if (probe.status !== 200) throw new Error(`${row.label}: answered ${probe.status}, not 200`);
   const started = Date.now();
-  await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: settings.warmupRequests, headers });
+  await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: settings.warmupRequests, headers, timeoutSeconds: 300 });
   await settle(500);
   const pids = countedPids(child, row.tree);
   process.stdout.write(`  ${row.id}: warmed up (${settings.warmupRequests} requests, ${((Date.now() - started) / 1000).toFixed(0)} s), counting ${pids.length} process(es)\n`);
   for (const pid of pids) await callgrindControl(['-i', 'on'], pid);
+  // Instrumentation on throws away valgrind's translations: the first requests after it crawl while
+  // the code is translated again. Uncounted, so that no counted request waits that long.
+  await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: Math.max(200, Math.round(settings.requests / 5)), headers, timeoutSeconds: 300 });
   const repeats: CountedRepeat[] = [];
   const steps: Array<Record<string, number>> = [];
   for (let r = 0; r < settings.repeats; r++) {
     await collectGarbage(pids, dir);
     for (const pid of pids) await callgrindControl(['-z'], pid);
-    const load = await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: settings.requests, headers });
+    const load = await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: settings.requests, headers, timeoutSeconds: 300 });
     // The last answers' log lines and writes finish on the server after the client has them.
     await settle(500);
     const byProcess: Record<string, number> = {};
@@ -199,7 +214,12 @@ async function countRow(row: InstructionRow, fixture: Fixture, settings: Instruc
     const instructions = Object.values(byProcess).reduce((a, b) => a + b, 0);
     const repeat = { requests: load.requests, errors: load.errors + load.requests - (load.statuses['200'] ?? 0), byProcess, instructions, dumps };
     repeats.push(repeat);
-    if (row.steps) steps.push(stepTable(dumps[pids[0]!]!, pids[0]!, load.requests));
+    if (row.steps) {
+      // A tree's processes, each named by its own perf map, summed step by step.
+      const summed: Record<string, number> = {};
+      for (const pid of pids) for (const [step, value] of Object.entries(stepTable(dumps[pid]!, pid, load.requests))) summed[step] = (summed[step] ?? 0) + value;
+      steps.push(summed);
+    }
     process.stdout.write(`  ${row.id}: repeat ${r + 1}/${settings.repeats}: ${(instructions / load.requests / 1000).toFixed(1)} k instructions/request${repeat.errors ? ` (${repeat.errors} not 200)` : ''}\n`);
   }
   await child.stop();
@@ -256,6 +276,13 @@ export interface InstructionReport {
     spreadPercent: number;
     /** Each process's instructions per request (a tree: supervisor first), median over the repeats. */
     perProcess: number[];
+    /**
+     * Without V8's compilers (the per-step table's row): JIT compilation still under way after the
+     * warm-up lands in one repeat or another; what is left is the request path's own work and GC.
+     */
+    withoutCompilers: number[];
+    withoutCompilersMedian: number;
+    withoutCompilersSpreadPercent: number;
     errors: number;
     cpuMicrosPerRound: number[];
     cpuMicros: number;
@@ -271,7 +298,11 @@ function summarize(counted: CountedRow[], cpu: Map<string, number[]>): Pick<Inst
     const processCount = Math.min(...row.repeats.map((r) => Object.keys(r.byProcess).length));
     const perProcess = Array.from({ length: processCount }, (_, i) => median(row.repeats.map((r) => Object.values(r.byProcess)[i]! / r.requests)));
     const cpuMicrosPerRound = cpu.get(row.id) ?? [];
+    const withoutCompilers = row.steps.length === perRepeat.length ? perRepeat.map((total, i) => total - (row.steps[i]![COMPILERS] ?? 0)) : [];
     return {
+      withoutCompilers,
+      withoutCompilersMedian: withoutCompilers.length ? median(withoutCompilers) : NaN,
+      withoutCompilersSpreadPercent: spreadPercent(withoutCompilers),
       id: row.id,
       label: row.label,
       perRepeat,
@@ -295,6 +326,8 @@ function summarize(counted: CountedRow[], cpu: Map<string, number[]>): Pick<Inst
   return { rows: reportRows, steps };
 }
 
+const COMPILERS = STEP_ROWS[19];
+
 const k = (n: number) => (Number.isFinite(n) ? `${(n / 1000).toFixed(1)} k` : '–');
 const pct = (n: number) => (Number.isFinite(n) ? `${n.toFixed(1)} %` : '–');
 
@@ -307,12 +340,12 @@ export function instructionMarkdown(report: InstructionReport): string {
       `${settings.connections} connections, ${settings.repeats} repeats; CPU time outside valgrind, ${settings.cpuRequests} requests a round. ` +
       `Node ${report.node}, load average ${report.loadAverage.before.map((l) => l.toFixed(1)).join(' ')} before, ${report.loadAverage.after.map((l) => l.toFixed(1)).join(' ')} after.`,
     '',
-    '| row | instructions/req (median) | repeats | spread | per process | CPU µs/req (median) | CPU spread |',
-    '|---|---:|---|---:|---|---:|---:|',
+    '| row | instructions/req (median) | repeats | spread | without V8 compilers | spread | per process | CPU µs/req (median) | CPU spread |',
+    '|---|---:|---|---:|---:|---:|---|---:|---:|',
   );
   for (const row of report.rows) {
     lines.push(
-      `| ${row.label}${row.errors ? ` (${row.errors} not 200)` : ''} | ${k(row.median)} | ${row.perRepeat.map(k).join(', ')} | ${pct(row.spreadPercent)} | ${row.perProcess.length > 1 ? row.perProcess.map(k).join(' + ') : ''} | ${row.cpuMicros.toFixed(1)} | ${pct(row.cpuSpreadPercent)} |`,
+      `| ${row.label}${row.errors ? ` (${row.errors} not 200)` : ''} | ${k(row.median)} | ${row.perRepeat.map(k).join(', ')} | ${pct(row.spreadPercent)} | ${k(row.withoutCompilersMedian)} | ${pct(row.withoutCompilersSpreadPercent)} | ${row.perProcess.length > 1 ? row.perProcess.map(k).join(' + ') : ''} | ${row.cpuMicros.toFixed(1)} | ${pct(row.cpuSpreadPercent)} |`,
     );
   }
   const byId = new Map(report.rows.map((r) => [r.id, r]));
@@ -321,7 +354,7 @@ export function instructionMarkdown(report: InstructionReport): string {
     const y = byId.get(b);
     if (!x || !y) return null;
     const paired = x.perRepeat.map((v, i) => v / y.perRepeat[i]!);
-    return { instructions: x.median / y.median, paired, cpu: x.cpuMicros / y.cpuMicros };
+    return { instructions: x.median / y.median, paired, cpu: x.cpuMicros / y.cpuMicros, withoutCompilers: x.withoutCompilersMedian / y.withoutCompilersMedian };
   };
   lines.push('');
   for (const [a, b, what, limit] of [
@@ -331,7 +364,7 @@ export function instructionMarkdown(report: InstructionReport): string {
     const r = ratio(a, b);
     if (!r) continue;
     lines.push(
-      `- ${what}: ${r.instructions.toFixed(3)}× in instructions (paired by repeat ${r.paired.map((p) => p.toFixed(3)).join(' ')}), ${r.cpu.toFixed(2)}× in CPU time; target ≤ ${limit}×: ${r.instructions <= limit ? 'holds' : 'missed'} in instructions`,
+      `- ${what}: ${r.instructions.toFixed(3)}× in instructions (paired by repeat ${r.paired.map((p) => p.toFixed(3)).join(' ')}), ${Number.isFinite(r.withoutCompilers) ? `${r.withoutCompilers.toFixed(3)}× without V8's compilers, ` : ''}${r.cpu.toFixed(2)}× in CPU time; target ≤ ${limit}×: ${r.instructions <= limit ? 'holds' : 'missed'} in instructions`,
     );
   }
   const stepIds = Object.keys(report.steps);
@@ -364,7 +397,12 @@ export async function measureInstructions(settings: InstructionSettings, fixture
     `instructions: ${chosen.length} rows under callgrind at once, ${settings.warmupRequests} warm-up then ${settings.repeats} x ${settings.requests} counted requests, ${settings.connections} connections; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}\n`,
   );
   // The rows run side by side: instruction counts do not depend on what else runs, and valgrind is slow.
-  const counted = await Promise.all(chosen.map((row) => countRow(row, fixture, settings, dir)));
+  const started: BenchChild[] = [];
+  for (const row of chosen) {
+    started.push(await startCounted(row, dir));
+    process.stdout.write(`  ${row.id}: started under valgrind\n`);
+  }
+  const counted = await Promise.all(chosen.map((row, i) => countRow(row, started[i]!, settings, dir)));
   process.stdout.write('CPU time outside valgrind\n');
   const cpu = await cpuRows(chosen, settings);
   const report: InstructionReport = {

@@ -11,6 +11,8 @@ export interface LoadSettings {
   headersPerRequest?: () => Record<string, string>;
   /** Bearer keys used one after another, request by request (the round-robin rows). */
   roundRobinKeys?: string[];
+  /** A request unanswered this long is an error (10 s unless said; --instructions waits longer on servers under valgrind). */
+  timeoutSeconds?: number;
 }
 
 export interface LoadResult {
@@ -46,7 +48,7 @@ export async function runLoad(settings: LoadSettings): Promise<LoadResult> {
     connections: settings.connections,
     ...(settings.amount ? { amount: settings.amount } : { duration: settings.durationSeconds }),
     pipelining: 1,
-    timeout: 10,
+    timeout: settings.timeoutSeconds ?? 10,
     headers: settings.headers ?? {},
     ...(settings.headersPerRequest
       ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, ...settings.headersPerRequest!() } }) }] }

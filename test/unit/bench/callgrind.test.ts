@@ -77,13 +77,15 @@ describe('parseCallgrind: each function\'s own instructions and the calls betwee
 });
 
 describe('parsePerfMap and lookupPerfMap: V8\'s names for JIT code addresses', () => {
-  const map = parsePerfMap(['28100000 80 JS:*handle /app/dist-bench/src/gateway/handler.js:10:3', '28100100 40 JS:^emit node:events:450:43', 'not a line', '28100000 20 JS:*later /app/x.js:1:1'].join('\n'));
+  const map = parsePerfMap(['280fff00 400 JS:*freed /app/old.js:1:1', '28100000 80 JS:*handle /app/dist-bench/src/gateway/handler.js:10:3', '28100100 40 JS:^emit node:events:450:43', 'not a line', '28100000 20 JS:*later /app/x.js:1:1'].join('\n'));
 
-  it('finds the entry holding an address, the later of two at one start, and nothing between entries', () => {
+  it('finds the entry holding an address, the latest written of those holding it, and nothing past them', () => {
     expect(lookupPerfMap(map, 0x28100010)!.name).toBe('JS:*later /app/x.js:1:1');
     expect(lookupPerfMap(map, 0x28100050)!.name).toBe('JS:*handle /app/dist-bench/src/gateway/handler.js:10:3');
     expect(lookupPerfMap(map, 0x2810013f)!.name).toBe('JS:^emit node:events:450:43');
-    expect(lookupPerfMap(map, 0x28100090)).toBeNull();
+    // Only the freed code's older, longer entry holds this address.
+    expect(lookupPerfMap(map, 0x28100090)!.name).toBe('JS:*freed /app/old.js:1:1');
+    expect(lookupPerfMap(map, 0x28100400)).toBeNull();
     expect(lookupPerfMap(map, 0x10)).toBeNull();
   });
 
