@@ -295,6 +295,15 @@ if ARGV[4] == '1' then
   held[2] = 0
   if tonumber(f[1]) == math.floor(now / 86400000) then held[2] = tonumber(f[2]) or 0 end
   redis.call('HDEL', key, 'dw', 'dc')
+  if ARGV[3] == '1' and ARGV[2] ~= '1' then
+    -- The sliding log names an admission <time>-<day count>: with the day counting from zero again, one
+    -- admitted in this same instant would take the name of one before the reset (and count once for two).
+    local same = redis.call('ZRANGEBYSCORE', KEYS[2], now, '+inf', 'WITHSCORES')
+    for i = 1, #same, 2 do
+      redis.call('ZREM', KEYS[2], same[i])
+      redis.call('ZADD', KEYS[2], same[i + 1], 'r' .. same[i])
+    end
+  end
 end
 ${monthReadLua(5)}
 if monthLimit then

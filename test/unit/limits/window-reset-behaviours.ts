@@ -55,7 +55,9 @@ export function describeWindowResetBehaviours(name: string, harness: ShapedLimit
         const usage = await limiter.usage(keyId, limits);
         expect(usage.day.remaining).toBe(4);
         expect(usage.minute.remaining).toBe(46);
-        expect((await limiter.consume(keyId, limits)).outcome).toBe('allowed');
+        // Counted in the minute too, in the same instant as those before the reset.
+        expect(await limiter.consume(keyId, limits)).toMatchObject({ outcome: 'allowed', minute: { remaining: 45 }, day: { remaining: 3 } });
+        expect((await limiter.usage(keyId, limits)).minute.remaining).toBe(45);
       });
 
       it('a month reset sets its count to zero and keeps the month\'s credits', async () => {
