@@ -4,12 +4,20 @@ import type { Logger } from '../shared/logger';
 import { USAGE_METERS, usagePeriodMs, type UsageEventsConfig, type UsageMeter } from '../shared/config';
 import type { Outbox, OutboxEvent } from '../notifications/outbox';
 import { afterSending, duePeriods, type DuePeriod } from './period-closing';
-import type { TouchedKeyDay, UsagePeriodLedger } from './period-ledger';
+import { touchedMember, type TouchedKeyDay, type UsagePeriodLedger } from './period-ledger';
 import type { SentStateStore } from './sent-state';
 import { meterValue, usageCloudEvent, USAGE_EVENT_TYPES } from './usage-event';
 
-/** Key-days looked at per tick at most: a tick never holds the store for long; the rest wait for the next. */
-const KEY_DAYS_PER_TICK = 1000;
+/**
+ * Key-days listed per tick at most (oldest mark first). Each is read again only when a write marked
+ * it since or another period closed (LookedAt), so a tick between period boundaries costs the listing.
+ */
+const KEY_DAYS_PER_TICK = 100_000;
+
+interface LookedAt {
+  mark: number;
+  closedEnd: number;
+}
 /** The closer's lease outlives a tick by far; a closer that dies leaves it to another within this. */
 const LEASE_MS = 30_000;
 /** How long the outbox recognises an event handed to it again (a closer that died between its two writes). */
@@ -39,6 +47,8 @@ export interface PeriodCloserOptions {
 export class PeriodCloser {
   private readonly owner = randomUUID();
   private running: Promise<void> | null = null;
+  /** Each touched key-day as this closer last closed it: looked at again only when its data or the closed periods moved. */
+  private lookedAt = new Map<string, LookedAt>();
 
   constructor(private readonly options: PeriodCloserOptions) {}
 
@@ -56,11 +66,21 @@ export class PeriodCloser {
     const now = this.options.clock.now();
     if (!(await this.options.state.lease(this.owner, now, LEASE_MS))) return;
     const graceMs = config.graceSeconds * 1000;
+    const looked = new Map<string, LookedAt>();
     for (const entry of await this.options.ledger.touched(KEY_DAYS_PER_TICK)) {
-      await this.closeKeyDay(entry, config, now, graceMs);
-      // Every period a write up to `mark` touched has closed (with its grace) and was just looked at.
-      if (now >= entry.mark + entry.periodMs + graceMs) await this.options.ledger.untouch(entry);
+      const member = touchedMember(entry.periodMs, entry.day, entry.keyId);
+      // The end of the latest period closed by now: nothing new is due while neither it nor the data moved.
+      const closedEnd = Math.floor((now - graceMs) / entry.periodMs) * entry.periodMs;
+      const before = this.lookedAt.get(member);
+      if (before === undefined || before.mark !== entry.mark || before.closedEnd !== closedEnd) await this.closeKeyDay(entry, config, now, graceMs);
+      looked.set(member, { mark: entry.mark, closedEnd });
+      // Every period a write up to `mark` touched has closed (with its grace) and was looked at.
+      if (now >= entry.mark + entry.periodMs + graceMs) {
+        await this.options.ledger.untouch(entry);
+        looked.delete(member);
+      }
     }
+    this.lookedAt = looked;
   }
 
   private async closeKeyDay(entry: TouchedKeyDay, config: UsageEventsConfig, now: number, graceMs: number): Promise<void> {
