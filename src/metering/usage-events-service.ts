@@ -62,8 +62,9 @@ export class UsageEvents {
     if (!config.enabled || config.url === null) return;
     try {
       const parts = this.partsOpen();
+      // Sending runs beside closing: a sink that hangs never holds the closing of periods.
+      void parts.dispatcher.wake();
       await parts.closer.tick();
-      await parts.dispatcher.wake();
     } catch (err) {
       const now = performance.now();
       if (now - this.lastErrorAt < 60_000) return;
