@@ -43,7 +43,7 @@ function settingsOf(file: string): { version: number; journal: string; columns: 
   }
 }
 
-test('keys.sqlite of the code before: its key kept, every column added, version 7', async () => {
+test('keys.sqlite of the code before: its key kept, every column added, version 8', async () => {
   const dataDir = tempDir();
   const record = keyRecordFixture({ id: 'key_old1', plan: 'pro', limits: { perMinute: 3, perDay: 30 } });
   oldFile(
@@ -65,8 +65,8 @@ test('keys.sqlite of the code before: its key kept, every column added, version 
     await store.close();
   }
   const file = settingsOf(path.join(dataDir, KEYS_DATABASE_FILE));
-  expect(file.version).toBe(7);
-  expect(file.columns('api_keys')).toEqual(expect.arrayContaining(['expires_at', 'shadow', 'per_month', 'billing_day', 'access_policy', 'max_in_flight', 'consumer_id']));
+  expect(file.version).toBe(8);
+  expect(file.columns('api_keys')).toEqual(expect.arrayContaining(['expires_at', 'shadow', 'per_month', 'billing_day', 'access_policy', 'max_in_flight', 'consumer_id', 'hidden_windows']));
 });
 
 test('key-usage.sqlite from before the usage export: its counts kept, units and day_count added as 0, usage-event periods added, version 3', async () => {
