@@ -10,9 +10,11 @@ import type { UsageFigures } from './usage-event';
  * unflushed units are lost from the first but reach the second through the key's next request
  * anywhere that day. So the day's count by the end of period p is C(p) = max(units flushed up to p,
  * highest count reported up to p), and the last closed period's C is the usage export's figure for
- * the day (key-activity.ts, usage-export.ts). Each period is owed what C rose by, and only ever more:
- * a late flush adds a correction to its own period, and nothing sent is taken back (sinks such as
- * Stripe take no negative values), so the sum sent through period p is max over q ≤ p of C(q) = C(p).
+ * the day (key-activity.ts, usage-export.ts). What the closed periods are owed in all is C of the
+ * last of them less what was sent of them; it goes to the earliest periods sent less than C had
+ * reached by their end (a late flush: a correction of its own period, as a new revision). Nothing
+ * sent is taken back (sinks such as Stripe take no negative values): units a late flush brings that
+ * a later period's count already carried are not owed twice, and stay where they were sent.
  */
 
 /** What was sent of one period so far: the sums of its events, and how many revisions it had. */
@@ -33,24 +35,42 @@ export interface DuePeriod extends UsageFigures {
  */
 export function duePeriods(ledger: ReadonlyMap<number, PeriodTally>, sent: ReadonlyMap<number, SentPeriod>, periodMs: number, closedBefore: number): DuePeriod[] {
   const starts = [...new Set([...ledger.keys(), ...sent.keys()])].filter((start) => start + periodMs <= closedBefore).sort((a, b) => a - b);
+  const { counted, sentThrough } = runningSums(starts, ledger, sent);
+  // What the day is still owed: the count by the last closed period, less all sent of the closed periods.
+  let owed = starts.length === 0 ? 0 : Math.max(0, counted.at(-1)! - sentThrough.at(-1)!);
+  let added = 0;
   const due: DuePeriod[] = [];
-  let flushedUnits = 0;
-  let highestCount = 0;
-  let sentUnits = 0;
-  for (const start of starts) {
+  starts.forEach((start, i) => {
     const counts = ledger.get(start) ?? { units: 0, dayCount: 0, admitted: 0, refused: 0 };
     const before = sent.get(start);
-    flushedUnits += counts.units;
-    highestCount = Math.max(highestCount, counts.dayCount);
-    sentUnits += before?.units ?? 0;
-    const units = Math.max(0, Math.max(flushedUnits, highestCount) - sentUnits);
-    sentUnits += units;
+    // Placed in the earliest periods that were sent less than the count had reached by their end.
+    const units = Math.max(0, Math.min(counted[i]! - sentThrough[i]! - added, owed));
+    owed -= units;
+    added += units;
     const admitted = Math.max(0, counts.admitted - (before?.admitted ?? 0));
     const refused = Math.max(0, counts.refused - (before?.refused ?? 0));
     const first = before === undefined && ledger.has(start);
     if (first || units > 0 || admitted > 0 || refused > 0) due.push({ start, revision: before?.revisions ?? 0, units, admitted, refused });
-  }
+  });
   return due;
+}
+
+/** Per period (in `starts`' order): the day count C by its end, and the units sent up to and including it. */
+function runningSums(starts: readonly number[], ledger: ReadonlyMap<number, PeriodTally>, sent: ReadonlyMap<number, SentPeriod>) {
+  const counted: number[] = [];
+  const sentThrough: number[] = [];
+  let flushedUnits = 0;
+  let highestCount = 0;
+  let sentUnits = 0;
+  for (const start of starts) {
+    const counts = ledger.get(start);
+    flushedUnits += counts?.units ?? 0;
+    highestCount = Math.max(highestCount, counts?.dayCount ?? 0);
+    sentUnits += sent.get(start)?.units ?? 0;
+    counted.push(Math.max(flushedUnits, highestCount));
+    sentThrough.push(sentUnits);
+  }
+  return { counted, sentThrough };
 }
 
 /** `sent` with the due revisions added. */
