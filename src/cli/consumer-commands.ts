@@ -1,14 +1,12 @@
 import type { ParseArgsConfig } from 'node:util';
 import { formatHeld, windowsFrom } from './window-flags';
 import { hiddenWindowsFrom } from './hidden-window-flags';
+import { CliUsageError } from './cli-usage-error';
 
 /**
  * `npm run keys -- consumers <list|show|create|update|delete|credits>` (CONTRACT §5's
  * /admin/consumers), each a command of the CLI's own table under the name `consumers <verb>`.
  */
-
-/** A mistake in the command line (exit 2, with the command's usage). */
-export class CliUsageError extends Error {}
 
 type Values = Record<string, string | boolean | undefined>;
 

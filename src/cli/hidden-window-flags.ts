@@ -1,4 +1,4 @@
-import { CliUsageError } from './consumer-commands';
+import { CliUsageError } from './cli-usage-error';
 
 /** The windows `--hidden-windows` may name, as the admin API names them. */
 const HIDEABLE = ['minute', 'day', 'month'] as const;

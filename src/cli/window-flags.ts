@@ -1,4 +1,4 @@
-import { CliUsageError } from './consumer-commands';
+import { CliUsageError } from './cli-usage-error';
 
 /** The window names `--windows` takes, as the admin API names them. */
 const WINDOW_NAMES = ['minute', 'day', 'month'] as const;

@@ -123,15 +123,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     const consumers = await startConsumers({ consumerStore: stores.consumerStore, keyStore: stores.keyStore, keyLimiter: stores.limiters.keyLimiter, clock, logger, closers, costs: () => inForce().costs });
     const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: () => inForce().plans, clock, costs: () => inForce().costs, ...consumers.keyServiceHooks });
-    const resolver = new KeyResolver(stores.keyStore, clock, {
-      prefix: config.keys.prefix,
-      cacheTtlSeconds: config.keys.cacheTtlSeconds,
-      negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
-      issued: { onRebuilt: (hashes, bytes, ms) => logger.info({ hashes, bytes, ms: Math.round(ms) }, 'issued-key filter built') },
-    });
-    closers.add(() => resolver.close());
-    // Until the filter of issued keys is built every unknown key is looked up in Redis, as before; wait for it.
-    await resolver.ready();
+    const resolver = await startKeyResolver(config, stores.keyStore, { clock, logger, closers });
     const recorders = startRecorders({ stores, metrics, logger, clock, closers, usagePeriodMs: usagePeriodMsInForce(inForce) });
     const notifier = startNotifications(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener });
     startUsageEvents(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener });
@@ -139,15 +131,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
-    const keyRevocations = new KeyRevocations({
-      prefix: config.keys.prefix,
-      revoke: (id) => keyService.revoke(id),
-      findByHash: (hash) => stores!.keyStore.findByHash(hash),
-      auditLog: stores.auditLog,
-      announce: (record, by) => notifier.keyRevoked(record, by),
-      clock,
-      logger: logger.child({ component: 'admin' }),
-    });
+    const keyRevocations = keyRevocationsOf(config, { keyService, stores, notifier, clock, logger });
     const deciding = { ...recorders, keyDecisions, keyRevocation: keyRevocations, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, metrics, logger, clock, random: options.random, closers, configInForce: inForce };
     const gateway = await startGatewayListener(config, { ...deciding, forwarder, port: options.gatewayPort }, tlsPair);
     const authzUrl = await startAuthzListener(config, { ...deciding, port: options.authzPort });
@@ -187,6 +171,36 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     await closers.closeAll();
     throw err;
   }
+}
+
+/** The key resolver of the request path, once its filter of issued keys is built (until then every unknown key would be looked up in Redis). */
+async function startKeyResolver(config: Config, keyStore: Stores['keyStore'], deps: { clock: Clock; logger: Logger; closers: Closers }): Promise<KeyResolver> {
+  const resolver = new KeyResolver(keyStore, deps.clock, {
+    prefix: config.keys.prefix,
+    cacheTtlSeconds: config.keys.cacheTtlSeconds,
+    negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
+    issued: { onRebuilt: (hashes, bytes, ms) => deps.logger.info({ hashes, bytes, ms: Math.round(ms) }, 'issued-key filter built') },
+  });
+  deps.closers.add(() => resolver.close());
+  await resolver.ready();
+  return resolver;
+}
+
+/** Revocations by a key's holder and by secret scanning: the key service's revoke, audited and announced. */
+function keyRevocationsOf(
+  config: Config,
+  deps: { keyService: KeyService; stores: Stores; notifier: ReturnType<typeof startNotifications>; clock: Clock; logger: Logger },
+): KeyRevocations {
+  const { keyService, stores, notifier } = deps;
+  return new KeyRevocations({
+    prefix: config.keys.prefix,
+    revoke: (id) => keyService.revoke(id),
+    findByHash: (hash) => stores.keyStore.findByHash(hash),
+    auditLog: stores.auditLog,
+    announce: (record, by) => notifier.keyRevoked(record, by),
+    clock: deps.clock,
+    logger: deps.logger.child({ component: 'admin' }),
+  });
 }
 
 /** The label values the config in force adds to the fixed sets: its plans, and the routes its deprecations name. */
