@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { eventually } from './eventually';
 
 /** A fresh Standard Webhooks secret: `whsec_` and the base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
@@ -89,11 +90,7 @@ export class WebhookReceiver {
   }
 }
 
-/** Waits until `check` holds, polling every 25 ms; fails naming `what` after `timeoutMs`. */
+/** The webhook suites' spelling of the kit's one wait (`eventually`): `what` first, polled every 25 ms. */
 export async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await eventually(check, { what, timeoutMs, pollMs: 25 });
 }
