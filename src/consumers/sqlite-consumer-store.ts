@@ -1,5 +1,5 @@
 import { Listeners } from '../keys/stores/listeners';
-import { SqliteConsumerTable } from './sqlite-consumer-table';
+import { SqliteConsumerTable, type SqliteTableOptions } from './sqlite-consumer-table';
 import type { ConsumerRecord, ConsumerStore } from './types';
 
 export const CONSUMERS_DATABASE_FILE = 'consumers.sqlite';
@@ -9,8 +9,13 @@ export class SqliteConsumerStore implements ConsumerStore {
   private readonly table: SqliteConsumerTable;
   private readonly changes = new Listeners<[string]>();
 
-  constructor(dataDir: string | null) {
-    this.table = new SqliteConsumerTable(dataDir, CONSUMERS_DATABASE_FILE);
+  constructor(dataDir: string | null, options: SqliteTableOptions = {}) {
+    this.table = new SqliteConsumerTable(dataDir, CONSUMERS_DATABASE_FILE, options);
+  }
+
+  /** Throws when `consumers.sqlite` cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.table.checkWrites();
   }
 
   async list(): Promise<ConsumerRecord[]> {

@@ -136,7 +136,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   };
   const keys = new SqliteKeyStore({ dataDir: config.dataDir, ...sqlite });
   closers.add(() => keys.close());
-  const consumerStore = new SqliteConsumerStore(config.dataDir);
+  const consumerStore = new SqliteConsumerStore(config.dataDir, sqlite);
   closers.add(() => consumerStore.close());
   // Month windows and credits survive a restart (CONTRACT §4); closed after the limiters, which write to it as they close.
   const months = new SqliteMonthLedger(config.dataDir, sqlite);
@@ -167,6 +167,7 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
       { name: 'key-usage database', checkWrites: () => keyActivity.checkWrites() },
       { name: 'months database', checkWrites: () => months.checkWrites() },
       { name: 'webhook-outbox database', checkWrites: () => webhookOutbox.checkWrites() },
+      { name: 'consumers database', checkWrites: () => consumerStore.checkWrites() },
     ],
   };
 }

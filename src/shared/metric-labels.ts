@@ -93,7 +93,7 @@ const FIXED_RULES: Record<string, readonly string[] | ((value: string) => boolea
   event: WEBHOOK_EVENT_TYPES,
   upstream: ['inventory'],
   to: ['closed', 'half_open', 'open'],
-  database: ['keys', 'audit', 'key-usage', 'months', 'webhook-outbox', 'inventory'],
+  database: ['keys', 'audit', 'key-usage', 'months', 'webhook-outbox', 'consumers', 'inventory'],
   statement: ['insert_pet', 'get_pet', 'list_pets', 'list_pets_by_status', 'ping', 'write_probe'],
   code: SQLITE_CODE_LABELS,
   hash: (value) => /^[0-9a-f]{64}$/.test(value),

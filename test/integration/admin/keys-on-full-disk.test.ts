@@ -142,4 +142,39 @@ describe('in-process key store on a full disk', () => {
     running.push(revived);
     expect(await keyIds(revived)).toEqual([...acknowledged].sort());
   });
+
+  it('POST /admin/consumers: 201 and stored, or 503 with the Error body (never 500) and no consumer anywhere; /readyz names the consumers database', async () => {
+    const consumersDisk = mountTmpfs('consumers-full', 2 * 1024 * 1024);
+    try {
+      const proc = await spawnProduct(consumersDisk.dir);
+      running.push(proc);
+      const postConsumer = (name: string) =>
+        rawRequest(proc.adminUrl, { method: 'POST', path: '/admin/consumers', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
+      const consumerIds = async () => ((await rawRequest(proc.adminUrl, { method: 'GET', path: '/admin/consumers', headers: auth })).body as Array<{ id: string }>).map((c) => c.id).sort();
+      const acknowledged = [((await postConsumer('before')).body as { id: string }).id];
+
+      const filler = consumersDisk.fill();
+      let refused = 0;
+      for (let i = 0; i < 20; i += 1) {
+        const res = await postConsumer(`full ${i} ${'n'.repeat(150)}`);
+        if (res.status === 201) {
+          acknowledged.push((res.body as { id: string }).id);
+          continue;
+        }
+        expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { code: 'service_unavailable', message: expect.any(String), status: 503 } });
+        refused += 1;
+      }
+      expect(refused).toBeGreaterThan(0);
+      expect(await consumerIds()).toEqual([...acknowledged].sort());
+      const notReady = await readyzBecomes(proc, 503);
+      expect(notReady.body).toMatchObject({ failing: expect.arrayContaining(['consumers database']) });
+
+      fs.rmSync(filler);
+      expect((await postConsumer('after')).status).toBe(201);
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+    } finally {
+      consumersDisk.unmount();
+    }
+  });
 });
