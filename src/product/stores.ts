@@ -4,6 +4,7 @@ import type { Logger } from '../shared/logger';
 import { connectRedis, type RedisClient } from '../shared/redis';
 import { SqliteKeyStore, type KeyDurabilityMetrics, type KeyStore } from '../keys';
 import type { KeyActivityStore } from '../keys/activity/key-activity';
+import type { UsagePeriodLedger } from '../metering/period-ledger';
 import { RedisKeyActivityStore } from '../keys/activity/redis-key-activity-store';
 import { SqliteKeyActivityStore } from '../keys/activity/sqlite-key-activity-store';
 import { createLimiters, SqliteMonthLedger, type LimiterEvents, type Limiters, type MonthLedger } from '../limits';
@@ -33,7 +34,8 @@ export interface Stores {
   consumerStore: ConsumerStore;
   limiters: Limiters;
   deprecationUsage: DeprecationUsageStore;
-  keyActivity: KeyActivityStore;
+  /** Each key's usage history, and the per-period counts written in the same write (usage events read them). */
+  keyActivity: KeyActivityStore & UsagePeriodLedger;
   /** Each key's requests per minute, for the busiest keys (GET /admin/stats/top-keys). */
   topKeys: TopKeysStore;
   /** Webhook events waiting for their receivers: Redis, so any instance delivers; SQLite in process. */

@@ -7,7 +7,6 @@ import type { Logger } from '../shared/logger';
 import { RedisOutbox } from '../notifications/redis-outbox';
 import { SqliteOutbox } from '../notifications/sqlite-outbox';
 import { PeriodCloser } from '../metering/period-closer';
-import type { UsagePeriodLedger } from '../metering/period-ledger';
 import { RedisSentStateStore } from '../metering/redis-sent-state';
 import { SqliteSentStateStore } from '../metering/sqlite-sent-state';
 import { UsageEvents } from '../metering/usage-events-service';
@@ -33,7 +32,7 @@ export function startUsageEvents(
       ? { outbox: new RedisOutbox(redis, `${config.redis.namespace}:usage`), state: new RedisSentStateStore(redis, config.redis.namespace) }
       : { outbox: new SqliteOutbox(path.join(config.dataDir, USAGE_EVENTS_DIR)), state: new SqliteSentStateStore(path.join(config.dataDir, USAGE_EVENTS_DIR)) };
   const usageEvents = new UsageEvents({
-    ledger: stores.keyActivity as unknown as UsagePeriodLedger,
+    ledger: stores.keyActivity,
     open,
     keys: stores.keyStore,
     config: () => deps.configInForce().usageEvents,
