@@ -158,6 +158,9 @@ describe('classifyStep: the per-step table\'s rows', () => {
     expect(classifyStep('JS:*_writeRaw node:_http_outgoing:400:19', '???')).toMatch(/HTTP writer/);
     expect(classifyStep('JS:*authenticate /w/dist-bench/src/gateway/steps/authenticate.js:9:1', '???')).toMatch(/^steps/);
     expect(classifyStep('JS:*preHandler /w/node_modules/@fastify/rate-limit/index.js:1:1', '???')).toMatch(/^fastify plugins/);
+    // npm start's build: dist/ holds src/'s tree without the src/ level.
+    expect(classifyStep('JS:*limitKey /w/dist/gateway/steps/limit-key.js:9:1', '???')).toMatch(/^steps/);
+    expect(classifyStep('JS:*write /w/dist/gateway/request-log-line.js:9:1', '???')).toMatch(/^log line/);
     expect(classifyStep('JS:*countedSendCommand /w/dist-bench/bench/children/gateway.js:80:1', '???')).toMatch(/^bench harness/);
   });
 
