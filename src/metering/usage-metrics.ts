@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
+import { outboxSizeGauge } from '../notifications/notification-metrics';
 
 /**
  * `success` an event in a batch the sink took (2xx), `failure` one in a batch it refused or never
@@ -15,19 +16,7 @@ export function createUsageEventMetrics(registry: Registry, outboxSize: () => Pr
   });
   // Every series from the start, at 0: an alert's increase() needs the series before the first failure.
   for (const result of USAGE_EVENT_RESULTS) events.inc({ result }, 0);
-  const outboxEvents = new Gauge({
-    name: 'gateway_usage_events_outbox_events',
-    help: 'Usage events waiting for the sink, across every instance sharing the store.',
-    registers: [registry],
-    aggregator: 'max',
-    async collect() {
-      try {
-        this.set(await outboxSize());
-      } catch {
-        /* kept: a scrape during a store outage keeps the last value */
-      }
-    },
-  });
+  const outboxEvents = outboxSizeGauge(registry, 'gateway_usage_events_outbox_events', 'Usage events waiting for the sink, across every instance sharing the store.', outboxSize);
   return { events, outboxEvents };
 }
 

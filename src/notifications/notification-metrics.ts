@@ -20,9 +20,17 @@ export function createNotificationMetrics(registry: Registry, outboxSize: () => 
   });
   // Every series from the start, at 0: an alert's increase() needs the series before the first failure.
   for (const event of WEBHOOK_EVENT_TYPES) for (const result of DELIVERY_RESULTS) deliveries.inc({ event, result }, 0);
-  const outboxEvents = new Gauge({
-    name: 'gateway_webhook_outbox_events',
-    help: 'Webhook events waiting for at least one receiver, across every instance sharing the store.',
+  const outboxEvents = outboxSizeGauge(registry, 'gateway_webhook_outbox_events', 'Webhook events waiting for at least one receiver, across every instance sharing the store.', outboxSize);
+  return { deliveries, outboxEvents };
+}
+
+export type NotificationMetrics = ReturnType<typeof createNotificationMetrics>;
+
+/** An outbox's size, read at scrape time: the webhooks' and the usage events' alike. */
+export function outboxSizeGauge(registry: Registry, name: string, help: string, outboxSize: () => Promise<number>): Gauge {
+  return new Gauge({
+    name,
+    help,
     registers: [registry],
     // Every worker reads the same shared outbox: summing would multiply it.
     aggregator: 'max',
@@ -35,7 +43,4 @@ export function createNotificationMetrics(registry: Registry, outboxSize: () => 
       }
     },
   });
-  return { deliveries, outboxEvents };
 }
-
-export type NotificationMetrics = ReturnType<typeof createNotificationMetrics>;
