@@ -17,14 +17,14 @@ const holdsOf = new WeakMap<ServerResponse, Holds>();
  * the pool gets the connection: cancelled streams cannot put more of a key's requests at the
  * inventory than its maxInFlight (issue 48: 40 at once under `maxInFlight: 2`).
  *
- * Returns the letting go; calling it again does nothing.
+ * Returns the letting go; calling it again does nothing. Only a response something waits on
+ * (`afterRequestIsOver`, taken before the guard) is held.
  */
 export function holdUntilUpstreamGone(res: ServerResponse): () => void {
-  let holds = holdsOf.get(res);
-  if (!holds) {
-    holds = { count: 0, waiting: [] };
-    holdsOf.set(res, holds);
-  }
+  const holds = holdsOf.get(res);
+  // Nothing waits on this response (a key without maxInFlight: most requests): no hold to keep, and
+  // nothing allocated per request on the path.
+  if (!holds) return LET_GO_OF_NOTHING;
   holds.count++;
   let released = false;
   return () => {
@@ -37,14 +37,23 @@ export function holdUntilUpstreamGone(res: ServerResponse): () => void {
   };
 }
 
+const LET_GO_OF_NOTHING = (): void => {};
+
 /**
  * Runs `then` once the request is over for what it holds: its response closed (answered, cut off,
- * or its client gone, before this was called included) and every hold on it let go.
+ * or its client gone, before this was called included) and every hold on it let go. Called before
+ * the request reaches the guard (limit-key.ts decides before forward.ts), so that the guard knows
+ * this response has something waiting and keeps a hold on it.
  */
 export function afterRequestIsOver(res: ServerResponse, then: () => void): void {
+  let holds = holdsOf.get(res);
+  if (!holds) {
+    holds = { count: 0, waiting: [] };
+    holdsOf.set(res, holds);
+  }
+  const waitedOn = holds;
   onceClosed(res, () => {
-    const holds = holdsOf.get(res);
-    if (!holds || holds.count === 0) then();
-    else holds.waiting.push(then);
+    if (waitedOn.count === 0) then();
+    else waitedOn.waiting.push(then);
   });
 }
