@@ -13,7 +13,10 @@ module.exports = {
   transform: {
     // Transpile only: `npm run typecheck` (tsc --noEmit) does the type checking once for the whole tree.
     '^.+\\.ts$': ['ts-jest', { diagnostics: false }],
-    '^.+\\.m?js$': ['ts-jest', { diagnostics: false, tsconfig: { allowJs: true, module: 'commonjs', target: 'es2022' } }],
+    '^.+\\.m?js$': [
+      'ts-jest',
+      { diagnostics: false, tsconfig: { allowJs: true, module: 'commonjs', target: 'es2022' } },
+    ],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnlyPackages.join('|')})/)`],
   globalSetup: '<rootDir>/test/support/global-setup.ts',

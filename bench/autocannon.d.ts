@@ -12,7 +12,9 @@ declare module 'autocannon' {
     headers?: Record<string, string>;
     method?: string;
     /** Per-request setup: autocannon calls setupRequest before each request it sends. */
-    requests?: Array<{ setupRequest?: (request: { headers?: Record<string, string> }) => { headers?: Record<string, string> } }>;
+    requests?: Array<{
+      setupRequest?: (request: { headers?: Record<string, string> }) => { headers?: Record<string, string> };
+    }>;
   }
 
   interface Histogram {
@@ -35,7 +37,10 @@ declare module 'autocannon' {
 
   interface Instance extends EventEmitter, PromiseLike<Result> {
     stop(): void;
-    on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void,
+    ): this;
     on(event: string, listener: (...args: unknown[]) => void): this;
   }
 

@@ -65,7 +65,8 @@ interface Answer {
 function timedRequest(url: string, headers: Record<string, string>, giveUpMs: number): Promise<Answer> {
   const started = performance.now();
   return new Promise((resolve) => {
-    const done = (status: number, code: string | null) => resolve({ status, code, elapsedMs: performance.now() - started });
+    const done = (status: number, code: string | null) =>
+      resolve({ status, code, elapsedMs: performance.now() - started });
     const req = http.request(url, { agent: false, headers, timeout: giveUpMs });
     req.on('timeout', () => req.destroy(new Error('gave up')));
     req.on('error', () => done(0, null));
@@ -94,11 +95,20 @@ function summarize(answers: readonly Answer[]) {
     byStatus[label] = (byStatus[label] ?? 0) + 1;
   }
   const sorted = answers.map((a) => a.elapsedMs).sort((x, y) => x - y);
-  return { requests: answers.length, byStatus, p50Ms: sorted[Math.floor(sorted.length / 2)] ?? 0, slowestMs: sorted[sorted.length - 1] ?? 0 };
+  return {
+    requests: answers.length,
+    byStatus,
+    p50Ms: sorted[Math.floor(sorted.length / 2)] ?? 0,
+    slowestMs: sorted[sorted.length - 1] ?? 0,
+  };
 }
 
 /** The slowest of a few requests to an endpoint that must stay fast while the inventory hangs. */
-async function slowestOf(url: string, headers: Record<string, string>, times = 5): Promise<{ status: number; slowestMs: number }> {
+async function slowestOf(
+  url: string,
+  headers: Record<string, string>,
+  times = 5,
+): Promise<{ status: number; slowestMs: number }> {
   let slowestMs = 0;
   let status = 0;
   for (let i = 0; i < times; i++) {
@@ -190,7 +200,9 @@ export async function runBrownout(settings: BrownoutSettings, inventory: Switcha
  * arrival to its answer): on a busy machine the client's figures also hold the time a connection
  * waits to be accepted and the client's own event loop.
  */
-export function gatewayTimings(logFile: string): Record<string, { requests: number; p50Ms: number; slowestMs: number }> {
+export function gatewayTimings(
+  logFile: string,
+): Record<string, { requests: number; p50Ms: number; slowestMs: number }> {
   const byStatus: Record<string, number[]> = {};
   for (const line of fs.readFileSync(logFile, 'utf8').split('\n')) {
     if (!line.includes('"msg":"request"')) continue;
@@ -201,7 +213,11 @@ export function gatewayTimings(logFile: string): Record<string, { requests: numb
   const result: Record<string, { requests: number; p50Ms: number; slowestMs: number }> = {};
   for (const [status, durations] of Object.entries(byStatus)) {
     durations.sort((a, b) => a - b);
-    result[status] = { requests: durations.length, p50Ms: durations[Math.floor(durations.length / 2)]!, slowestMs: durations[durations.length - 1]! };
+    result[status] = {
+      requests: durations.length,
+      p50Ms: durations[Math.floor(durations.length / 2)]!,
+      slowestMs: durations[durations.length - 1]!,
+    };
   }
   return result;
 }

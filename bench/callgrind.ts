@@ -141,13 +141,23 @@ export function parsePerfMap(text: string): PerfMapEntry[] {
   const entries: PerfMapEntry[] = [];
   for (const line of text.split('\n')) {
     const match = /^([0-9a-fA-F]+) ([0-9a-fA-F]+) (.*)$/.exec(line);
-    if (match) entries.push({ start: Number.parseInt(match[1]!, 16), size: Number.parseInt(match[2]!, 16), name: match[3]!, order: entries.length });
+    if (match)
+      entries.push({
+        start: Number.parseInt(match[1]!, 16),
+        size: Number.parseInt(match[2]!, 16),
+        name: match[3]!,
+        order: entries.length,
+      });
   }
   return entries.sort((a, b) => a.start - b.start || a.order - b.order);
 }
 
 /** The entry holding an address (the latest written, when several do), or null. */
-export function lookupPerfMap(entries: PerfMapEntry[], address: number, longest = longestEntry(entries)): PerfMapEntry | null {
+export function lookupPerfMap(
+  entries: PerfMapEntry[],
+  address: number,
+  longest = longestEntry(entries),
+): PerfMapEntry | null {
   let low = 0;
   let high = entries.length - 1;
   let last = -1;
@@ -186,7 +196,11 @@ export const UNATTRIBUTED = 'unattributed (no named caller)';
  * Instructions by row: each function with a row keeps its own, the others' go to their callers,
  * split by the inclusive cost of each call, until a caller with a row is reached.
  */
-export function attribute(profile: CallgrindProfile, classify: Classifier, resolveName: (fn: CallgrindFunction) => string = (fn) => fn.name): Map<string, number> {
+export function attribute(
+  profile: CallgrindProfile,
+  classify: Classifier,
+  resolveName: (fn: CallgrindFunction) => string = (fn) => fn.name,
+): Map<string, number> {
   const rowOf = new Map<number, string | null>();
   for (const [id, fn] of profile.functions) rowOf.set(id, classify(resolveName(fn), fn.object));
   const callers = new Map<number, Array<{ caller: number; weight: number }>>();

@@ -18,7 +18,13 @@ export function nginxAvailable(): boolean {
   return !spawnSync('nginx', ['-v']).error;
 }
 
-function treeChild(name: string, child: ChildProcess, url: string, details: Record<string, string>, stopSignal: NodeJS.Signals): BenchChild {
+function treeChild(
+  name: string,
+  child: ChildProcess,
+  url: string,
+  details: Record<string, string>,
+  stopSignal: NodeJS.Signals,
+): BenchChild {
   const pid = child.pid!;
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
@@ -61,7 +67,13 @@ async function waitUntilServing(url: string, child: ChildProcess, what: string, 
  * nginx with `proxy_pass` to the upstream over a keep-alive pool: the plainest fast reverse proxy.
  * It writes an access log line per request, as the gateway writes its log line per request.
  */
-export async function startNginx(name: string, workers: number, upstreamUrl: string, workDir: string, tls?: BenchTls): Promise<BenchChild> {
+export async function startNginx(
+  name: string,
+  workers: number,
+  upstreamUrl: string,
+  workDir: string,
+  tls?: BenchTls,
+): Promise<BenchChild> {
   const dir = path.join(workDir, name);
   fs.mkdirSync(dir, { recursive: true });
   // nginx's workers drop root privileges; they must be able to write their temp folders and logs.
@@ -99,7 +111,9 @@ http {
 }
 `,
   );
-  const child = spawn('nginx', ['-c', conf, '-p', dir, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn('nginx', ['-c', conf, '-p', dir, '-g', 'daemon off;'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   if (tls) await waitUntilListening(port, child, name);
   else await waitUntilServing(`${url}/v1/pets`, child, name);
@@ -118,7 +132,9 @@ function nginxTls(tls: BenchTls): string {
     ssl_certificate ${tls.certFile};
     ssl_certificate_key ${tls.keyFile};
     ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_ciphers ${MODERN_CIPHERS.split(':').filter((c) => !c.startsWith('TLS_')).join(':')};
+    ssl_ciphers ${MODERN_CIPHERS.split(':')
+      .filter((c) => !c.startsWith('TLS_'))
+      .join(':')};
     ssl_prefer_server_ciphers on;
     ssl_session_cache shared:SSL:10m;`;
 }
@@ -168,7 +184,12 @@ export async function startGatewayProcess(
   fs.mkdirSync(dataDir, { recursive: true });
   const [port, adminPort] = [await freePort(), await freePort()];
   const log = fs.openSync(path.join(options.workDir, `${name}.log`), 'a');
-  const command = [...(options.launcher ?? []), process.execPath, ...(options.nodeFlags ?? []), path.join(options.repoRoot, 'dist', 'main.js')];
+  const command = [
+    ...(options.launcher ?? []),
+    process.execPath,
+    ...(options.nodeFlags ?? []),
+    path.join(options.repoRoot, 'dist', 'main.js'),
+  ];
   const child = spawn(command[0]!, command.slice(1), {
     env: {
       PATH: process.env.PATH ?? '',
@@ -201,6 +222,10 @@ export async function startGatewayProcess(
     if (res.status !== 201) throw new Error(`${name}: creating a key answered ${res.status}`);
     return ((await res.json()) as { key: string }).key;
   };
-  const admitted = await createKey({ name: 'bench admitted', plan: 'enterprise', limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 } });
+  const admitted = await createKey({
+    name: 'bench admitted',
+    plan: 'enterprise',
+    limits: { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 },
+  });
   return treeChild(name, child, url, { admitted, adminUrl: `http://127.0.0.1:${adminPort}` }, 'SIGTERM');
 }

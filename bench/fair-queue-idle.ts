@@ -29,7 +29,8 @@ function microsPerRequest(inFlight: number, keys: string[]): number {
   let next = 0;
   const arrive = (): string => {
     const key = keys[next++ % keys.length]!;
-    if (queue.offer(key, next).outcome !== 'start') throw new Error('fair queue idle: a request waited below the bound');
+    if (queue.offer(key, next).outcome !== 'start')
+      throw new Error('fair queue idle: a request waited below the bound');
     return key;
   };
   for (let i = 0; i < inFlight; i++) held.push(arrive());
@@ -50,5 +51,8 @@ function microsPerRequest(inFlight: number, keys: string[]): number {
 /** One measure of each shape, with `inFlight` requests held (the bench's connections). */
 export function measureFairQueueIdle(inFlight: number, manyKeys: number): FairQueueIdleFigures {
   const tenants = Array.from({ length: manyKeys }, (_, i) => `bench-key-${i}`);
-  return { oneKeyMicros: microsPerRequest(inFlight, tenants.slice(0, 1)), manyKeysMicros: microsPerRequest(inFlight, tenants) };
+  return {
+    oneKeyMicros: microsPerRequest(inFlight, tenants.slice(0, 1)),
+    manyKeysMicros: microsPerRequest(inFlight, tenants),
+  };
 }

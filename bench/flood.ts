@@ -27,7 +27,11 @@ interface Phase {
 
 const LEGITIMATE_CONNECTIONS = 8;
 
-async function phase(gateway: BenchChild, stats: RedisCommandStats, loads: () => Promise<LoadResult[]>): Promise<Phase[]> {
+async function phase(
+  gateway: BenchChild,
+  stats: RedisCommandStats,
+  loads: () => Promise<LoadResult[]>,
+): Promise<Phase[]> {
   const before = await stats.snapshot();
   const cpuBefore = gateway.cpuMs();
   const results = await loads();
@@ -38,15 +42,34 @@ async function phase(gateway: BenchChild, stats: RedisCommandStats, loads: () =>
   return results.map((load) => ({ load, redisCommands: commands, byCommand, gatewayCpuMs: cpuMs }));
 }
 
-export async function floodGateway(settings: FloodSettings, gateway: BenchChild, stats: RedisCommandStats, resultFile: string): Promise<void> {
+export async function floodGateway(
+  settings: FloodSettings,
+  gateway: BenchChild,
+  stats: RedisCommandStats,
+  resultFile: string,
+): Promise<void> {
   const url = `${gateway.url}/v1/pets`;
-  const legitimate = { url, connections: LEGITIMATE_CONNECTIONS, durationSeconds: settings.durationSeconds, headers: { authorization: `Bearer ${gateway.details.admitted}` } };
-  const flood = { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headersPerRequest: () => ({ authorization: `Bearer ${generateApiKey('asg_dev_')}` }) };
-  process.stdout.write(`flood: ${settings.connections} connections of made-up keys, ${LEGITIMATE_CONNECTIONS} of a legitimate key, ${settings.durationSeconds} s a phase\n`);
+  const legitimate = {
+    url,
+    connections: LEGITIMATE_CONNECTIONS,
+    durationSeconds: settings.durationSeconds,
+    headers: { authorization: `Bearer ${gateway.details.admitted}` },
+  };
+  const flood = {
+    url,
+    connections: settings.connections,
+    durationSeconds: settings.durationSeconds,
+    headersPerRequest: () => ({ authorization: `Bearer ${generateApiKey('asg_dev_')}` }),
+  };
+  process.stdout.write(
+    `flood: ${settings.connections} connections of made-up keys, ${LEGITIMATE_CONNECTIONS} of a legitimate key, ${settings.durationSeconds} s a phase\n`,
+  );
 
   const [alone] = await phase(gateway, stats, async () => [await runLoad(legitimate)]);
   const [floodAlone] = await phase(gateway, stats, async () => [await runLoad(flood)]);
-  const [floodBoth, legitimateBoth] = await phase(gateway, stats, () => Promise.all([runLoad(flood), runLoad(legitimate)]));
+  const [floodBoth, legitimateBoth] = await phase(gateway, stats, () =>
+    Promise.all([runLoad(flood), runLoad(legitimate)]),
+  );
 
   const perRequest = (value: number, requests: number) => (requests > 0 ? value / requests : 0);
   const result = {

@@ -22,7 +22,10 @@ function quantileMs(sortedMicros: number[], q: number): number {
  * the response, tab-separated), from which p50 and p99 come (its summary has mean and max only).
  */
 export function parseH2loadOutput(output: string, logText: string, durationSeconds: number): LoadResult {
-  const done = /^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/m.exec(output);
+  const done =
+    /^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/m.exec(
+      output,
+    );
   if (!done) throw new Error(`h2load printed no request counts:\n${output}`);
   const codes = /^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/m.exec(output);
   const rps = Number(/^finished in [\d.]+m?s, ([\d.]+) req\/s/m.exec(output)?.[1]);
@@ -43,7 +46,10 @@ export function parseH2loadOutput(output: string, logText: string, durationSecon
     requestsPerSecond: rps,
     p50Ms: quantileMs(micros, 0.5),
     p99Ms: quantileMs(micros, 0.99),
-    statuses: Object.keys(statuses).length > 0 ? statuses : { '2xx': Number(codes?.[1] ?? 0), other: requests - Number(codes?.[1] ?? 0) },
+    statuses:
+      Object.keys(statuses).length > 0
+        ? statuses
+        : { '2xx': Number(codes?.[1] ?? 0), other: requests - Number(codes?.[1] ?? 0) },
     errors: Number(done[6]) + Number(done[7]),
   };
 }
@@ -56,7 +62,14 @@ export function parseH2loadOutput(output: string, logText: string, durationSecon
 export function runH2load(settings: LoadSettings, protocol: TlsProtocol): Promise<LoadResult> {
   const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-h2load-')), 'requests.tsv');
   const seconds = Math.max(1, Math.round(settings.durationSeconds));
-  const args = ['-t1', `-c${settings.connections}`, '-m1', `-D${seconds}`, `--log-file=${log}`, ...(protocol === 'http/1.1' ? ['--h1'] : [])];
+  const args = [
+    '-t1',
+    `-c${settings.connections}`,
+    '-m1',
+    `-D${seconds}`,
+    `--log-file=${log}`,
+    ...(protocol === 'http/1.1' ? ['--h1'] : []),
+  ];
   for (const [name, value] of Object.entries(settings.headers ?? {})) args.push('-H', `${name}: ${value}`);
   args.push(settings.url);
   return new Promise((resolve, reject) => {

@@ -38,10 +38,16 @@ const JS_ROWS: Array<[RegExp, StepRow]> = [
   [/\/bench\//, row(16)],
   [/node_modules\/undici\//, row(6)],
   [/node_modules\/(ioredis|@ioredis|redis-parser|denque|cluster-key-slot|standard-as-callback|redis-errors)\//, row(5)],
-  [/node_modules\/(pino|pino-std-serializers|sonic-boom|fast-redact|quick-format-unescaped|atomic-sleep|on-exit-leak-free|thread-stream|safe-stable-stringify|fast-safe-stringify)\//, row(3)],
+  [
+    /node_modules\/(pino|pino-std-serializers|sonic-boom|fast-redact|quick-format-unescaped|atomic-sleep|on-exit-leak-free|thread-stream|safe-stable-stringify|fast-safe-stringify)\//,
+    row(3),
+  ],
   [/node_modules\/(prom-client|tdigest|bintrees)\//, row(4)],
   [/node_modules\/@fastify\/(rate-limit|reply-from)\//, row(8)],
-  [/node_modules\/(fastify|@fastify|find-my-way|avvio|light-my-request|fast-json-stringify|fast-querystring|fast-decode-uri-component|toad-cache|abstract-logging|process-warning|rfdc|secure-json-parse|fast-content-type-parse|json-schema-ref-resolver|fast-uri|ret|safe-regex2|tiny-lru|end-of-stream|pump)\//, row(7)],
+  [
+    /node_modules\/(fastify|@fastify|find-my-way|avvio|light-my-request|fast-json-stringify|fast-querystring|fast-decode-uri-component|toad-cache|abstract-logging|process-warning|rfdc|secure-json-parse|fast-content-type-parse|json-schema-ref-resolver|fast-uri|ret|safe-regex2|tiny-lru|end-of-stream|pump)\//,
+    row(7),
+  ],
   // dist-bench/src/… (the bench's children) and dist/… (npm start: tsconfig.build's rootDir is src).
   [/\/(src|dist)\/shared\/(logger|redaction)\.js|\/(src|dist)\/gateway\/request-log-line\.js/, row(3)],
   [/\/(src|dist)\/shared\/(metrics|metric-tally|metric-labels)\.js/, row(4)],

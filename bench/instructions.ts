@@ -7,7 +7,14 @@ import type { Fixture } from './main';
 import { runLoad } from './load';
 import { descendantPids, type BenchChild } from './processes';
 import { startGatewayProcess } from './external';
-import { attribute, callgrindTotals, parseCallgrind, parsePerfMap, perfMapResolver, type CallgrindProfile } from './callgrind';
+import {
+  attribute,
+  callgrindTotals,
+  parseCallgrind,
+  parsePerfMap,
+  perfMapResolver,
+  type CallgrindProfile,
+} from './callgrind';
 import { classifyStep, STEP_ROWS } from './instruction-steps';
 import { judgeRatio, median, spreadPercent, verdictText } from './verdict';
 
@@ -33,13 +40,26 @@ export interface InstructionSettings {
   only: string[] | null;
 }
 
-export const DEFAULT_INSTRUCTION_SETTINGS: InstructionSettings = { requests: 1000, warmupRequests: 3000, repeats: 3, connections: 8, cpuRequests: 5000, only: null };
+export const DEFAULT_INSTRUCTION_SETTINGS: InstructionSettings = {
+  requests: 1000,
+  warmupRequests: 3000,
+  repeats: 3,
+  connections: 8,
+  cpuRequests: 5000,
+  only: null,
+};
 
 /**
  * Lets V8's perf map name JIT code (and each interpreted function its own trampoline copy) for the
  * per-step table; and a full GC on SIGUSR2 before each repeat (children/gc-on-signal.ts).
  */
-const NODE_FLAGS = ['--perf-basic-prof', '--interpreted-frames-native-stack', '--expose-gc', '-r', path.join(__dirname, 'children', `gc-on-signal${path.extname(__filename)}`)];
+const NODE_FLAGS = [
+  '--perf-basic-prof',
+  '--interpreted-frames-native-stack',
+  '--expose-gc',
+  '-r',
+  path.join(__dirname, 'children', `gc-on-signal${path.extname(__filename)}`),
+];
 
 interface InstructionRow {
   id: string;
@@ -64,22 +84,74 @@ function rows(fixture: Fixture, repoRoot: string): InstructionRow[] {
   const configFile = path.join(fixture.workDir, 'instructions-config.yaml');
   fs.writeFileSync(configFile, 'redis:\n  commandTimeoutMs: 20000\nupstream:\n  timeoutMs: 120000\n');
   const npmStart = (workers: number) => (name: string, launcher: string[], nodeFlags: string[]) =>
-    startGatewayProcess(name, { repoRoot, workers, redisUrl: fixture.redis.url, upstreamUrl: upstream.url, workDir: fixture.workDir, launcher, nodeFlags, configFile, readyTimeoutMs: 600_000 }).then((child) => {
+    startGatewayProcess(name, {
+      repoRoot,
+      workers,
+      redisUrl: fixture.redis.url,
+      upstreamUrl: upstream.url,
+      workDir: fixture.workDir,
+      launcher,
+      nodeFlags,
+      configFile,
+      readyTimeoutMs: 600_000,
+    }).then((child) => {
       fixture.children.push(child);
       return child;
     });
   return [
-    { id: FLOOR, label: 'Node floor: node:http + undici forwarder', tree: false, steps: true, start: (name, launcher, flags) => spawn(name, 'bare-undici', { target: upstream.url, maxSockets: 256, timeoutMs: 120_000 }, undefined, flags, undefined, launcher) },
+    {
+      id: FLOOR,
+      label: 'Node floor: node:http + undici forwarder',
+      tree: false,
+      steps: true,
+      start: (name, launcher, flags) =>
+        spawn(
+          name,
+          'bare-undici',
+          { target: upstream.url, maxSockets: 256, timeoutMs: 120_000 },
+          undefined,
+          flags,
+          undefined,
+          launcher,
+        ),
+    },
     {
       id: PEER,
       label: 'fastify peer (rate-limit on Redis, reply-from, log)',
       tree: false,
       steps: true,
-      start: (name, launcher, flags) => spawn(name, PEER, { target: upstream.url, redisUrl: fixture.redis.url, namespace: `bench:${name}`, logFile: path.join(fixture.workDir, `${name}.log`) }, undefined, flags, undefined, launcher),
+      start: (name, launcher, flags) =>
+        spawn(
+          name,
+          PEER,
+          {
+            target: upstream.url,
+            redisUrl: fixture.redis.url,
+            namespace: `bench:${name}`,
+            logFile: path.join(fixture.workDir, `${name}.log`),
+          },
+          undefined,
+          flags,
+          undefined,
+          launcher,
+        ),
     },
-    { id: GATEWAY, label: 'gateway, Redis, undici (bench child, one process)', tree: false, steps: true, start: (name, launcher, flags) => fixture.gateway(name, 'undici', true, { nodeFlags: flags, launcher, underValgrind: true }) },
+    {
+      id: GATEWAY,
+      label: 'gateway, Redis, undici (bench child, one process)',
+      tree: false,
+      steps: true,
+      start: (name, launcher, flags) =>
+        fixture.gateway(name, 'undici', true, { nodeFlags: flags, launcher, underValgrind: true }),
+    },
     { id: ONE_WORKER, label: 'gateway as npm start runs it, WORKERS=1', tree: true, steps: true, start: npmStart(1) },
-    { id: TWO_WORKERS, label: 'gateway as npm start runs it, WORKERS=2 (supervisor + 2 workers)', tree: true, steps: true, start: npmStart(2) },
+    {
+      id: TWO_WORKERS,
+      label: 'gateway as npm start runs it, WORKERS=2 (supervisor + 2 workers)',
+      tree: true,
+      steps: true,
+      start: npmStart(2),
+    },
   ];
 }
 
@@ -96,7 +168,10 @@ function countedPids(child: BenchChild, tree: boolean): number[] {
   const pids = tree ? [child.pid, ...descendantPids(child.pid)] : [child.pid];
   return pids.filter((pid) => {
     try {
-      return /valgrind|callgrind/.test(fs.readlinkSync(`/proc/${pid}/exe`)) || fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('callgrind');
+      return (
+        /valgrind|callgrind/.test(fs.readlinkSync(`/proc/${pid}/exe`)) ||
+        fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('callgrind')
+      );
     } catch {
       return false;
     }
@@ -136,7 +211,8 @@ async function collectGarbage(pids: number[], gcDir: string): Promise<void> {
   for (const pid of pids) process.kill(pid, 'SIGUSR2');
   const deadline = Date.now() + 300_000;
   while (pids.some((pid, i) => count(pid) <= before[i]!)) {
-    if (Date.now() > deadline) throw new Error(`no full GC within 300 s in ${pids.join(', ')} (is gc-on-signal preloaded?)`);
+    if (Date.now() > deadline)
+      throw new Error(`no full GC within 300 s in ${pids.join(', ')} (is gc-on-signal preloaded?)`);
     await settle(200);
   }
 }
@@ -144,7 +220,10 @@ async function collectGarbage(pids: number[], gcDir: string): Promise<void> {
 /** The newest dump callgrind wrote for a pid: `<id>.<pid>.out.<n>`, n counting the dumps. */
 function newestDump(dir: string, id: string, pid: number): string {
   const prefix = `${id}.${pid}.out.`;
-  const dumps = fs.readdirSync(dir).filter((f) => f.startsWith(prefix)).sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
+  const dumps = fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith(prefix))
+    .sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
   if (dumps.length === 0) throw new Error(`no callgrind dump for ${id} (pid ${pid}) in ${dir}`);
   return path.join(dir, dumps[dumps.length - 1]!);
 }
@@ -152,7 +231,9 @@ function newestDump(dir: string, id: string, pid: number): string {
 /** Per-step instructions per request of one dump, JIT code named by the process's perf map. */
 function stepTable(dump: string, pid: number, requests: number): Record<string, number> {
   const profile: CallgrindProfile = parseCallgrind(fs.readFileSync(dump, 'utf8'));
-  const perfMap = parsePerfMap(fs.existsSync(`/tmp/perf-${pid}.map`) ? fs.readFileSync(`/tmp/perf-${pid}.map`, 'utf8') : '');
+  const perfMap = parsePerfMap(
+    fs.existsSync(`/tmp/perf-${pid}.map`) ? fs.readFileSync(`/tmp/perf-${pid}.map`, 'utf8') : '',
+  );
   const byRow = attribute(profile, classifyStep, perfMapResolver(perfMap));
   return Object.fromEntries([...byRow].map(([row, instructions]) => [row, instructions / requests]));
 }
@@ -175,36 +256,68 @@ async function startCounted(row: InstructionRow, dir: string): Promise<BenchChil
   try {
     return await row.start(`${row.id}-callgrind`, launcher, NODE_FLAGS);
   } catch (err) {
-    process.stdout.write(`  ${row.id}: did not start under valgrind (${(err as Error).message.split('\n')[0]}); once more\n`);
+    process.stdout.write(
+      `  ${row.id}: did not start under valgrind (${(err as Error).message.split('\n')[0]}); once more\n`,
+    );
     return row.start(`${row.id}-callgrind-again`, launcher, NODE_FLAGS);
   }
 }
 
 /** A row under callgrind: warm-up uncounted, then each repeat counted and dumped. */
-async function countRow(row: InstructionRow, child: BenchChild, settings: InstructionSettings, dir: string): Promise<CountedRow> {
+async function countRow(
+  row: InstructionRow,
+  child: BenchChild,
+  settings: InstructionSettings,
+  dir: string,
+): Promise<CountedRow> {
   const url = `${child.url}/v1/pets`;
-  const headers: Record<string, string> = child.details.admitted ? { authorization: `Bearer ${child.details.admitted}` } : {};
+  const headers: Record<string, string> = child.details.admitted
+    ? { authorization: `Bearer ${child.details.admitted}` }
+    : {};
   const probe = await fetch(url, { headers });
   await probe.arrayBuffer();
   if (probe.status !== 200) throw new Error(`${row.label}: answered ${probe.status}, not 200`);
   const started = Date.now();
-  await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: settings.warmupRequests, headers, timeoutSeconds: 300 });
+  await runLoad({
+    url,
+    connections: settings.connections,
+    durationSeconds: 0,
+    amount: settings.warmupRequests,
+    headers,
+    timeoutSeconds: 300,
+  });
   await settle(500);
   const pids = countedPids(child, row.tree);
-  process.stdout.write(`  ${row.id}: warmed up (${settings.warmupRequests} requests, ${((Date.now() - started) / 1000).toFixed(0)} s), counting ${pids.length} process(es)\n`);
+  process.stdout.write(
+    `  ${row.id}: warmed up (${settings.warmupRequests} requests, ${((Date.now() - started) / 1000).toFixed(0)} s), counting ${pids.length} process(es)\n`,
+  );
   for (const pid of pids) await callgrindControl(['-i', 'on'], pid);
   // Instrumentation on throws away valgrind's translations: the first requests after it crawl while
   // the code is translated again. Uncounted, so that no counted request waits that long. A full GC
   // first: the first one after the warm-up has the warm-up's garbage to sweep and the major cycle
   // it restarts lands in the next requests; these take it, not the first counted repeat.
   await collectGarbage(pids, dir);
-  await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: Math.max(200, Math.round(settings.requests / 5)), headers, timeoutSeconds: 300 });
+  await runLoad({
+    url,
+    connections: settings.connections,
+    durationSeconds: 0,
+    amount: Math.max(200, Math.round(settings.requests / 5)),
+    headers,
+    timeoutSeconds: 300,
+  });
   const repeats: CountedRepeat[] = [];
   const steps: Array<Record<string, number>> = [];
   for (let r = 0; r < settings.repeats; r++) {
     await collectGarbage(pids, dir);
     for (const pid of pids) await callgrindControl(['-z'], pid);
-    const load = await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: settings.requests, headers, timeoutSeconds: 300 });
+    const load = await runLoad({
+      url,
+      connections: settings.connections,
+      durationSeconds: 0,
+      amount: settings.requests,
+      headers,
+      timeoutSeconds: 300,
+    });
     // The last answers' log lines and writes finish on the server after the client has them.
     await settle(500);
     const byProcess: Record<string, number> = {};
@@ -215,23 +328,37 @@ async function countRow(row: InstructionRow, child: BenchChild, settings: Instru
       byProcess[pid] = callgrindTotals(fs.readFileSync(dumps[pid]!, 'utf8'));
     }
     const instructions = Object.values(byProcess).reduce((a, b) => a + b, 0);
-    const repeat = { requests: load.requests, errors: load.errors + load.requests - (load.statuses['200'] ?? 0), byProcess, instructions, dumps };
+    const repeat = {
+      requests: load.requests,
+      errors: load.errors + load.requests - (load.statuses['200'] ?? 0),
+      byProcess,
+      instructions,
+      dumps,
+    };
     repeats.push(repeat);
     if (row.steps) {
       // A tree's processes, each named by its own perf map, summed step by step.
       const summed: Record<string, number> = {};
-      for (const pid of pids) for (const [step, value] of Object.entries(stepTable(dumps[pid]!, pid, load.requests))) summed[step] = (summed[step] ?? 0) + value;
+      for (const pid of pids)
+        for (const [step, value] of Object.entries(stepTable(dumps[pid]!, pid, load.requests)))
+          summed[step] = (summed[step] ?? 0) + value;
       steps.push(summed);
     }
-    process.stdout.write(`  ${row.id}: repeat ${r + 1}/${settings.repeats}: ${(instructions / load.requests / 1000).toFixed(1)} k instructions/request${repeat.errors ? ` (${repeat.errors} not 200)` : ''}\n`);
+    process.stdout.write(
+      `  ${row.id}: repeat ${r + 1}/${settings.repeats}: ${(instructions / load.requests / 1000).toFixed(1)} k instructions/request${repeat.errors ? ` (${repeat.errors} not 200)` : ''}\n`,
+    );
   }
   await child.stop();
   for (const pid of pids) {
     // BENCH_KEEP_CALLGRIND=DIR: the last dumps and perf maps kept, for callgrind_annotate by hand.
     if (process.env.BENCH_KEEP_CALLGRIND) {
       fs.mkdirSync(process.env.BENCH_KEEP_CALLGRIND, { recursive: true });
-      fs.copyFileSync(repeats[repeats.length - 1]!.dumps[pid]!, path.join(process.env.BENCH_KEEP_CALLGRIND, path.basename(repeats[repeats.length - 1]!.dumps[pid]!)));
-      if (fs.existsSync(`/tmp/perf-${pid}.map`)) fs.copyFileSync(`/tmp/perf-${pid}.map`, path.join(process.env.BENCH_KEEP_CALLGRIND, `perf-${pid}.map`));
+      fs.copyFileSync(
+        repeats[repeats.length - 1]!.dumps[pid]!,
+        path.join(process.env.BENCH_KEEP_CALLGRIND, path.basename(repeats[repeats.length - 1]!.dumps[pid]!)),
+      );
+      if (fs.existsSync(`/tmp/perf-${pid}.map`))
+        fs.copyFileSync(`/tmp/perf-${pid}.map`, path.join(process.env.BENCH_KEEP_CALLGRIND, `perf-${pid}.map`));
     }
     fs.rmSync(`/tmp/perf-${pid}.map`, { force: true });
   }
@@ -245,17 +372,33 @@ async function cpuRows(chosen: InstructionRow[], settings: InstructionSettings):
   const perRequest = new Map<string, number[]>(chosen.map((r) => [r.id, []]));
   for (const row of chosen) {
     const child = children.get(row.id)!;
-    const headers: Record<string, string> = child.details.admitted ? { authorization: `Bearer ${child.details.admitted}` } : {};
-    await runLoad({ url: `${child.url}/v1/pets`, connections: settings.connections, durationSeconds: 0, amount: settings.warmupRequests, headers });
+    const headers: Record<string, string> = child.details.admitted
+      ? { authorization: `Bearer ${child.details.admitted}` }
+      : {};
+    await runLoad({
+      url: `${child.url}/v1/pets`,
+      connections: settings.connections,
+      durationSeconds: 0,
+      amount: settings.warmupRequests,
+      headers,
+    });
   }
   for (let round = 0; round < settings.repeats; round++) {
     for (let i = 0; i < chosen.length; i++) {
       const row = chosen[(i + round) % chosen.length]!;
       const child = children.get(row.id)!;
-      const headers: Record<string, string> = child.details.admitted ? { authorization: `Bearer ${child.details.admitted}` } : {};
+      const headers: Record<string, string> = child.details.admitted
+        ? { authorization: `Bearer ${child.details.admitted}` }
+        : {};
       await settle(200);
       const before = child.cpuMs();
-      const load = await runLoad({ url: `${child.url}/v1/pets`, connections: settings.connections, durationSeconds: 0, amount: settings.cpuRequests, headers });
+      const load = await runLoad({
+        url: `${child.url}/v1/pets`,
+        connections: settings.connections,
+        durationSeconds: 0,
+        amount: settings.cpuRequests,
+        headers,
+      });
       await settle(200);
       perRequest.get(row.id)!.push(((child.cpuMs() - before) * 1000) / load.requests);
     }
@@ -299,9 +442,12 @@ function summarize(counted: CountedRow[], cpu: Map<string, number[]>): Pick<Inst
   const reportRows = counted.map((row) => {
     const perRepeat = row.repeats.map((r) => r.instructions / r.requests);
     const processCount = Math.min(...row.repeats.map((r) => Object.keys(r.byProcess).length));
-    const perProcess = Array.from({ length: processCount }, (_, i) => median(row.repeats.map((r) => Object.values(r.byProcess)[i]! / r.requests)));
+    const perProcess = Array.from({ length: processCount }, (_, i) =>
+      median(row.repeats.map((r) => Object.values(r.byProcess)[i]! / r.requests)),
+    );
     const cpuMicrosPerRound = cpu.get(row.id) ?? [];
-    const withoutCompilers = row.steps.length === perRepeat.length ? perRepeat.map((total, i) => total - (row.steps[i]![COMPILERS] ?? 0)) : [];
+    const withoutCompilers =
+      row.steps.length === perRepeat.length ? perRepeat.map((total, i) => total - (row.steps[i]![COMPILERS] ?? 0)) : [];
     return {
       withoutCompilers,
       withoutCompilersMedian: withoutCompilers.length ? median(withoutCompilers) : NaN,
@@ -358,7 +504,8 @@ export function instructionMarkdown(report: InstructionReport): string {
     if (!x || !y) return null;
     const paired = x.perRepeat.map((v, i) => v / y.perRepeat[i]!);
     // Decided only when both rows' repeats agree within the target's margin (verdict.ts, as the CPU rows are).
-    const judge = (ratio: number, spreads: number[]) => verdictText(judgeRatio({ ratio, limit, spreadsPercent: spreads }));
+    const judge = (ratio: number, spreads: number[]) =>
+      verdictText(judgeRatio({ ratio, limit, spreadsPercent: spreads }));
     const withoutCompilers = x.withoutCompilersMedian / y.withoutCompilersMedian;
     return {
       instructions: x.median / y.median,
@@ -366,7 +513,10 @@ export function instructionMarkdown(report: InstructionReport): string {
       cpu: x.cpuMicros / y.cpuMicros,
       withoutCompilers,
       verdict: judge(x.median / y.median, [x.spreadPercent, y.spreadPercent]),
-      withoutCompilersVerdict: judge(withoutCompilers, [x.withoutCompilersSpreadPercent, y.withoutCompilersSpreadPercent]),
+      withoutCompilersVerdict: judge(withoutCompilers, [
+        x.withoutCompilersSpreadPercent,
+        y.withoutCompilersSpreadPercent,
+      ]),
     };
   };
   lines.push('');
@@ -383,12 +533,27 @@ export function instructionMarkdown(report: InstructionReport): string {
   }
   const stepIds = Object.keys(report.steps);
   if (stepIds.length > 0) {
-    lines.push('', 'Per step, instructions per request (median of the repeats; spread in brackets):', '', `| step | ${stepIds.join(' | ')} |`, `|---|${stepIds.map(() => '---:').join('|')}|`);
-    const named = [...STEP_ROWS, ...new Set(stepIds.flatMap((id) => Object.keys(report.steps[id]!)).filter((s) => !(STEP_ROWS as readonly string[]).includes(s)))];
+    lines.push(
+      '',
+      'Per step, instructions per request (median of the repeats; spread in brackets):',
+      '',
+      `| step | ${stepIds.join(' | ')} |`,
+      `|---|${stepIds.map(() => '---:').join('|')}|`,
+    );
+    const named = [
+      ...STEP_ROWS,
+      ...new Set(
+        stepIds
+          .flatMap((id) => Object.keys(report.steps[id]!))
+          .filter((s) => !(STEP_ROWS as readonly string[]).includes(s)),
+      ),
+    ];
     for (const step of named) {
       const cells = stepIds.map((id) => report.steps[id]![step]);
       if (cells.every((c) => !c || c.median < 50)) continue;
-      lines.push(`| ${step} | ${cells.map((c) => (c ? `${k(c.median)} (${pct(c.spreadPercent)})` : '–')).join(' | ')} |`);
+      lines.push(
+        `| ${step} | ${cells.map((c) => (c ? `${k(c.median)} (${pct(c.spreadPercent)})` : '–')).join(' | ')} |`,
+      );
     }
     const totals = stepIds.map((id) => byId.get(id)!.median);
     lines.push(`| total | ${totals.map(k).join(' | ')} |`);
@@ -397,12 +562,19 @@ export function instructionMarkdown(report: InstructionReport): string {
 }
 
 /** The whole --instructions run: every chosen row counted under callgrind at once, then CPU time, then the report. */
-export async function measureInstructions(settings: InstructionSettings, fixture: Fixture, repoRoot: string): Promise<void> {
+export async function measureInstructions(
+  settings: InstructionSettings,
+  fixture: Fixture,
+  repoRoot: string,
+): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg();
   const all = rows(fixture, repoRoot);
   const chosen = settings.only ? all.filter((r) => settings.only!.includes(r.id)) : all;
-  if (chosen.length === 0) throw new Error(`--only: no instruction row among ${settings.only!.join(', ')} (rows: ${all.map((r) => r.id).join(', ')})`);
+  if (chosen.length === 0)
+    throw new Error(
+      `--only: no instruction row among ${settings.only!.join(', ')} (rows: ${all.map((r) => r.id).join(', ')})`,
+    );
   const dir = path.join(fixture.workDir, 'callgrind');
   fs.mkdirSync(dir);
   // Read by children/gc-on-signal.ts in every counted process (the npm start rows pass their env on).
@@ -422,7 +594,13 @@ export async function measureInstructions(settings: InstructionSettings, fixture
   const report: InstructionReport = {
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
-    settings: { requests: settings.requests, warmupRequests: settings.warmupRequests, repeats: settings.repeats, connections: settings.connections, cpuRequests: settings.cpuRequests },
+    settings: {
+      requests: settings.requests,
+      warmupRequests: settings.warmupRequests,
+      repeats: settings.repeats,
+      connections: settings.connections,
+      cpuRequests: settings.cpuRequests,
+    },
     node: process.version,
     loadAverage: { before: loadBefore, after: os.loadavg() },
     ...summarize(counted, cpu),
@@ -430,7 +608,14 @@ export async function measureInstructions(settings: InstructionSettings, fixture
   const markdown = instructionMarkdown(report);
   process.stdout.write(`\n${markdown}`);
   const results = path.join(repoRoot, 'bench', 'results');
-  fs.writeFileSync(path.join(results, 'instructions.json'), JSON.stringify(report, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? null : value), 2) + '\n');
+  fs.writeFileSync(
+    path.join(results, 'instructions.json'),
+    JSON.stringify(
+      report,
+      (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? null : value),
+      2,
+    ) + '\n',
+  );
   fs.writeFileSync(path.join(results, 'instructions.md'), markdown);
   process.stdout.write(`wrote bench/results/instructions.{json,md}\n`);
 }

@@ -50,7 +50,19 @@ function backup(count: number): string {
   const at = new Date().toISOString();
   const lines: string[] = [];
   for (let i = 0; i < count; i++) {
-    const record = { id: generateKeyId(), name: `bench backup ${i}`, plan: 'free', limits: null, hash: hashApiKey(generateApiKey(PREFIX)), createdAt: at, updatedAt: at, revokedAt: null, expiresAt: null, previousHash: null, previousKeyExpiresAt: null };
+    const record = {
+      id: generateKeyId(),
+      name: `bench backup ${i}`,
+      plan: 'free',
+      limits: null,
+      hash: hashApiKey(generateApiKey(PREFIX)),
+      createdAt: at,
+      updatedAt: at,
+      revokedAt: null,
+      expiresAt: null,
+      previousHash: null,
+      previousKeyExpiresAt: null,
+    };
     lines.push(exportLine(record, PREFIX));
   }
   return lines.join('\n') + '\n';
@@ -65,7 +77,9 @@ async function probe(gateway: BenchChild, redis: Redis, done: Promise<unknown>):
     while (!finished) {
       const began = performance.now();
       try {
-        const res = await fetch(`${gateway.url}/v1/usage`, { headers: { authorization: `Bearer ${gateway.details.admitted}` } });
+        const res = await fetch(`${gateway.url}/v1/usage`, {
+          headers: { authorization: `Bearer ${gateway.details.admitted}` },
+        });
         await res.arrayBuffer();
         if (res.status !== 200) result.failures.push(String(res.status));
       } catch (err) {
@@ -86,7 +100,12 @@ async function probe(gateway: BenchChild, redis: Redis, done: Promise<unknown>):
   return result;
 }
 
-async function phase(name: string, gateway: BenchChild, redis: Redis, run: () => Promise<{ status: number; detail: string }>): Promise<PhaseFigures> {
+async function phase(
+  name: string,
+  gateway: BenchChild,
+  redis: Redis,
+  run: () => Promise<{ status: number; detail: string }>,
+): Promise<PhaseFigures> {
   const began = performance.now();
   const running = run();
   const [outcome, seen] = await Promise.all([running, probe(gateway, redis, running)]);
@@ -108,26 +127,44 @@ async function phase(name: string, gateway: BenchChild, redis: Redis, run: () =>
   return figures;
 }
 
-export async function benchKeyBackup(settings: KeyBackupSettings, gateway: BenchChild, redisUrl: string, resultFile: string): Promise<void> {
+export async function benchKeyBackup(
+  settings: KeyBackupSettings,
+  gateway: BenchChild,
+  redisUrl: string,
+  resultFile: string,
+): Promise<void> {
   const adminUrl = gateway.details.adminUrl!;
   const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
   const redis = new Redis(redisUrl);
   const body = backup(settings.keys);
-  process.stdout.write(`key backup: ${settings.keys} records (${(body.length / 1e6).toFixed(1)} MB) into a gateway on Redis, default command timeout\n`);
+  process.stdout.write(
+    `key backup: ${settings.keys} records (${(body.length / 1e6).toFixed(1)} MB) into a gateway on Redis, default command timeout\n`,
+  );
   try {
     const phases = [
       await phase('import', gateway, redis, async () => {
-        const res = await fetch(`${adminUrl}/admin/keys/import`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body });
+        const res = await fetch(`${adminUrl}/admin/keys/import`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/x-ndjson' },
+          body,
+        });
         return { status: res.status, detail: await res.text() };
       }),
       await phase('import again (all unchanged)', gateway, redis, async () => {
-        const res = await fetch(`${adminUrl}/admin/keys/import`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body });
+        const res = await fetch(`${adminUrl}/admin/keys/import`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/x-ndjson' },
+          body,
+        });
         return { status: res.status, detail: await res.text() };
       }),
       await phase('export', gateway, redis, async () => {
         const res = await fetch(`${adminUrl}/admin/keys/export`, { headers: auth });
         const text = await res.text();
-        return { status: res.status, detail: `${text.split('\n').length - 1} lines, ${(text.length / 1e6).toFixed(1)} MB` };
+        return {
+          status: res.status,
+          detail: `${text.split('\n').length - 1} lines, ${(text.length / 1e6).toFixed(1)} MB`,
+        };
       }),
       await phase('GET /admin/keys', gateway, redis, async () => {
         const res = await fetch(`${adminUrl}/admin/keys`, { headers: auth });
@@ -135,7 +172,12 @@ export async function benchKeyBackup(settings: KeyBackupSettings, gateway: Bench
         return { status: res.status, detail: `${list.length} keys` };
       }),
     ];
-    const result = { keys: settings.keys, bodyBytes: body.length, gatewayPeakRssMb: Math.round(treeBytes(gateway.pid, 'VmHWM') / 1e6), phases };
+    const result = {
+      keys: settings.keys,
+      bodyBytes: body.length,
+      gatewayPeakRssMb: Math.round(treeBytes(gateway.pid, 'VmHWM') / 1e6),
+      phases,
+    };
     fs.writeFileSync(resultFile, JSON.stringify(result, null, 2) + '\n');
     process.stdout.write(`wrote ${resultFile}\n`);
   } finally {

@@ -51,7 +51,16 @@ export async function runLoad(settings: LoadSettings): Promise<LoadResult> {
     timeout: settings.timeoutSeconds ?? 10,
     headers: settings.headers ?? {},
     ...(settings.headersPerRequest
-      ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, ...settings.headersPerRequest!() } }) }] }
+      ? {
+          requests: [
+            {
+              setupRequest: (request) => ({
+                ...request,
+                headers: { ...request.headers, ...settings.headersPerRequest!() },
+              }),
+            },
+          ],
+        }
       : {}),
   });
   instance.on('response', (_client, _status, _bytes, responseTime) => {

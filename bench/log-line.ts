@@ -48,7 +48,9 @@ export function measureLogLine(): void {
     const flat = flatLineLogger(logger);
     const full = microsPerLine((i) => logger.info(requestLine(i), 'request'));
     const flatMicros = microsPerLine((i) => flat.info(requestLine(i), 'request'));
-    process.stdout.write(`request line, the logger every line takes: ${full.toFixed(2)} µs\nrequest line, the flat-line logger:        ${flatMicros.toFixed(2)} µs\n`);
+    process.stdout.write(
+      `request line, the logger every line takes: ${full.toFixed(2)} µs\nrequest line, the flat-line logger:        ${flatMicros.toFixed(2)} µs\n`,
+    );
     destination.destroy();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -62,8 +62,42 @@ interface Settings {
 function parseArgs(argv: string[]): Settings {
   const quick = argv.includes('--quick');
   const settings: Settings = quick
-    ? { rounds: 1, durationSeconds: 2, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false, keyBackup: 0 }
-    : { rounds: 3, durationSeconds: 8, warmupSeconds: 1, connections: 32, soakRequests: 0, quick, profile: null, inProcess: false, tracedRatio: null, client: 'autocannon', only: null, brownout: null, flood: false, compareWith: null, logLine: false, keyBackup: 0 };
+    ? {
+        rounds: 1,
+        durationSeconds: 2,
+        warmupSeconds: 1,
+        connections: 32,
+        soakRequests: 0,
+        quick,
+        profile: null,
+        inProcess: false,
+        tracedRatio: null,
+        client: 'autocannon',
+        only: null,
+        brownout: null,
+        flood: false,
+        compareWith: null,
+        logLine: false,
+        keyBackup: 0,
+      }
+    : {
+        rounds: 3,
+        durationSeconds: 8,
+        warmupSeconds: 1,
+        connections: 32,
+        soakRequests: 0,
+        quick,
+        profile: null,
+        inProcess: false,
+        tracedRatio: null,
+        client: 'autocannon',
+        only: null,
+        brownout: null,
+        flood: false,
+        compareWith: null,
+        logLine: false,
+        keyBackup: 0,
+      };
   settings.client = wrkAvailable() ? 'wrk' : 'autocannon';
   for (let i = 0; i < argv.length; i++) {
     const value = Number(argv[i + 1]);
@@ -71,7 +105,8 @@ function parseArgs(argv: string[]): Settings {
       // --repeat N: every row once a round, N rounds, each row's rounds spread over the whole run (--rounds: its older name).
       case '--repeat':
       case '--rounds':
-        if (!(Number.isInteger(value) && value >= 1)) throw new Error(`${argv[i]} takes a whole number of rounds (1 or more)`);
+        if (!(Number.isInteger(value) && value >= 1))
+          throw new Error(`${argv[i]} takes a whole number of rounds (1 or more)`);
         settings.rounds = value;
         break;
       case '--duration':
@@ -98,7 +133,8 @@ function parseArgs(argv: string[]): Settings {
         break;
       case '--client':
         if (argv[i + 1] !== 'wrk' && argv[i + 1] !== 'autocannon') throw new Error('--client takes wrk or autocannon');
-        if (argv[i + 1] === 'wrk' && !wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install wrk)');
+        if (argv[i + 1] === 'wrk' && !wrkAvailable())
+          throw new Error('--client wrk: wrk is not installed (Debian: apt-get install wrk)');
         settings.client = argv[i + 1] as 'wrk' | 'autocannon';
         break;
       case '--noisy-neighbour':
@@ -111,7 +147,9 @@ function parseArgs(argv: string[]): Settings {
       case '--sustain':
       case '--arrivals':
         if (!settings.brownout) throw new Error(`${argv[i]} goes after --brownout`);
-        settings.brownout[argv[i] === '--burst' ? 'burst' : argv[i] === '--sustain' ? 'sustainSeconds' : 'arrivalsPerSecond'] = value;
+        settings.brownout[
+          argv[i] === '--burst' ? 'burst' : argv[i] === '--sustain' ? 'sustainSeconds' : 'arrivalsPerSecond'
+        ] = value;
         break;
       case '--quick':
         break;
@@ -135,14 +173,22 @@ function parseArgs(argv: string[]): Settings {
       case '--cpu-requests':
         if (!settings.instructions) throw new Error(`${argv[i]} goes after --instructions`);
         if (!(Number.isInteger(value) && value >= 1)) throw new Error(`${argv[i]} takes a whole number of requests`);
-        settings.instructions[argv[i] === '--requests' ? 'requests' : argv[i] === '--warmup-requests' ? 'warmupRequests' : 'cpuRequests'] = value;
+        settings.instructions[
+          argv[i] === '--requests' ? 'requests' : argv[i] === '--warmup-requests' ? 'warmupRequests' : 'cpuRequests'
+        ] = value;
         break;
       case '--compare-with':
         settings.compareWith = path.resolve(argv[i + 1]!);
-        if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js'))) throw new Error(`--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`);
+        if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js')))
+          throw new Error(
+            `--compare-with: no children/gateway.js under ${settings.compareWith} (give another checkout's dist-bench/bench after npm run bench there)`,
+          );
         break;
       default:
-        if (argv[i]!.startsWith('--')) throw new Error(`unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --instructions [--requests N] [--warmup-requests N] [--cpu-requests N], --profile undici|http-proxy [--in-process] [--traced RATIO])`);
+        if (argv[i]!.startsWith('--'))
+          throw new Error(
+            `unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --instructions [--requests N] [--warmup-requests N] [--cpu-requests N], --profile undici|http-proxy [--in-process] [--traced RATIO])`,
+          );
     }
   }
   return settings;
@@ -207,7 +253,8 @@ function load(settings: Settings, run: LoadSettings, tls?: TlsProtocol): Promise
 
 /** Responses other than the variant's expected status: wrk counts 2xx/3xx against the rest only. */
 function unexpectedResponses(result: LoadResult, expectedStatus: number): number {
-  if ('2xx' in result.statuses) return (expectedStatus < 300 ? result.statuses.other! : result.statuses['2xx']!) + result.errors;
+  if ('2xx' in result.statuses)
+    return (expectedStatus < 300 ? result.statuses.other! : result.statuses['2xx']!) + result.errors;
   return result.requests - (result.statuses[String(expectedStatus)] ?? 0) + result.errors;
 }
 
@@ -224,7 +271,9 @@ async function probeStatus(variant: Variant): Promise<void> {
     const body = await res.text();
     if (res.status === variant.expectedStatus) return;
     if (res.status === 503 && body.includes('upstream_unavailable') && attempt < 4) {
-      process.stdout.write(`  ${variant.label}: circuit to the upstream open before the run (attempt ${attempt}); waiting for its cool-down\n`);
+      process.stdout.write(
+        `  ${variant.label}: circuit to the upstream open before the run (attempt ${attempt}); waiting for its cool-down\n`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 6000));
       continue;
     }
@@ -232,19 +281,32 @@ async function probeStatus(variant: Variant): Promise<void> {
   }
 }
 
-async function measure(variant: Variant, settings: Settings, redisStats: RedisCommandStats | null, redisPid: number): Promise<RunFigures> {
+async function measure(
+  variant: Variant,
+  settings: Settings,
+  redisStats: RedisCommandStats | null,
+  redisPid: number,
+): Promise<RunFigures> {
   const url = `${variant.child.url}/v1/pets`;
   const headers = headersFor(variant);
   const roundRobinKeys = variant.key === 'roundRobin' ? variant.child.details.keys!.split(',') : undefined;
   await probeStatus(variant);
-  await load(settings, { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers, roundRobinKeys }, variant.tls);
+  await load(
+    settings,
+    { url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers, roundRobinKeys },
+    variant.tls,
+  );
   // Requests cut off by the end of a run still finish on the server; let them, before counting.
   await settle();
   const commandsBefore = variant.usesRedis && redisStats ? await redisStats.snapshot() : {};
   const before = await variant.child.stats();
   const cpuBefore = variant.child.cpuMs();
   const redisCpuBefore = processCpuMs(redisPid);
-  const result = await load(settings, { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers, roundRobinKeys }, variant.tls);
+  const result = await load(
+    settings,
+    { url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers, roundRobinKeys },
+    variant.tls,
+  );
   await settle();
   const serverCpuMs = variant.child.cpuMs() - cpuBefore;
   const redisCpuMs = variant.usesRedis ? processCpuMs(redisPid) - redisCpuBefore : 0;
@@ -255,10 +317,19 @@ async function measure(variant: Variant, settings: Settings, redisStats: RedisCo
     serverCpuMs,
     redisCpuMs,
     redisCommands: difference(commandsAfter, commandsBefore),
-    redisCommandsSent: before.redisCommandsSent === null || after.redisCommandsSent === null ? null : after.redisCommandsSent - before.redisCommandsSent,
+    redisCommandsSent:
+      before.redisCommandsSent === null || after.redisCommandsSent === null
+        ? null
+        : after.redisCommandsSent - before.redisCommandsSent,
     // A --compare-with build's older child may not send the field at all.
-    requestsReceived: before.requestsReceived == null || after.requestsReceived == null ? null : after.requestsReceived - before.requestsReceived,
-    keyLookupsSent: before.keyLookupsSent == null || after.keyLookupsSent == null ? null : after.keyLookupsSent - before.keyLookupsSent,
+    requestsReceived:
+      before.requestsReceived == null || after.requestsReceived == null
+        ? null
+        : after.requestsReceived - before.requestsReceived,
+    keyLookupsSent:
+      before.keyLookupsSent == null || after.keyLookupsSent == null
+        ? null
+        : after.keyLookupsSent - before.keyLookupsSent,
   };
 }
 
@@ -272,9 +343,13 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
   }
   const perRequest = (n: number) => (sent > 0 ? n / sent : 0);
   const unexpected = runs.reduce((sum, r) => sum + unexpectedResponses(r.load, variant.expectedStatus), 0);
-  const roundTrips = runs.every((r) => r.redisCommandsSent !== null) ? runs.reduce((sum, r) => sum + r.redisCommandsSent!, 0) : null;
+  const roundTrips = runs.every((r) => r.redisCommandsSent !== null)
+    ? runs.reduce((sum, r) => sum + r.redisCommandsSent!, 0)
+    : null;
   // Round trips over the requests the server counted itself, when it does: wrk's count misses those cut off at the end of each round.
-  const received = runs.every((r) => r.requestsReceived !== null) ? runs.reduce((sum, r) => sum + r.requestsReceived!, 0) : null;
+  const received = runs.every((r) => r.requestsReceived !== null)
+    ? runs.reduce((sum, r) => sum + r.requestsReceived!, 0)
+    : null;
   const rps = median(runs.map((r) => r.load.requestsPerSecond));
   // Requests the server saw (sent), so that those cut off at the end of a round count too.
   const cpuPerRound = runs.map((r) => (r.serverCpuMs * 1000) / r.load.sent);
@@ -286,7 +361,13 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
     p99Ms: median(runs.map((r) => r.load.p99Ms)),
     ratioToBaseline: rps / baselineRps,
     ratioToNginx: nginxRps ? rps / nginxRps : null,
-    rounds: runs.map((r, i) => ({ requestsPerSecond: r.load.requestsPerSecond, p50Ms: r.load.p50Ms, p99Ms: r.load.p99Ms, requests: r.load.requests, serverCpuMicrosPerRequest: cpuPerRound[i]! })),
+    rounds: runs.map((r, i) => ({
+      requestsPerSecond: r.load.requestsPerSecond,
+      p50Ms: r.load.p50Ms,
+      p99Ms: r.load.p99Ms,
+      requests: r.load.requests,
+      serverCpuMicrosPerRequest: cpuPerRound[i]!,
+    })),
     requests,
     serverCpuMicrosPerRequest: median(cpuPerRound),
     cpuSpreadPercent: spreadPercent(cpuPerRound),
@@ -299,7 +380,11 @@ function summarize(variant: Variant, runs: RunFigures[], baselineRps: number, ng
           roundTripsPerRequest: roundTrips === null ? null : received ? roundTrips / received : perRequest(roundTrips),
           roundTripsOverReceived: roundTrips !== null && received !== null,
           // The child's own count of key-store HGETs; INFO commandstats' HGET (scripts' included) for a build that does not count them.
-          keyLookupsPerRequest: perRequest(runs.every((r) => r.keyLookupsSent !== null) ? runs.reduce((sum, r) => sum + r.keyLookupsSent!, 0) : (commands.hget ?? 0)),
+          keyLookupsPerRequest: perRequest(
+            runs.every((r) => r.keyLookupsSent !== null)
+              ? runs.reduce((sum, r) => sum + r.keyLookupsSent!, 0)
+              : (commands.hget ?? 0),
+          ),
           byCommand: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, perRequest(calls)])),
         }
       : null,
@@ -337,8 +422,16 @@ async function soakGateway(settings: Settings, fixture: Fixture): Promise<void> 
   const url = `${child.url}/v1/pets`;
   const headers = { authorization: `Bearer ${child.details.admitted}` };
   const requests = settings.soakRequests;
-  process.stdout.write(`soak: ${requests} requests against the Redis gateway (undici), ${settings.connections} connections\n`);
-  await runLoad({ url, connections: settings.connections, durationSeconds: 0, amount: Math.round(requests / 10), headers });
+  process.stdout.write(
+    `soak: ${requests} requests against the Redis gateway (undici), ${settings.connections} connections\n`,
+  );
+  await runLoad({
+    url,
+    connections: settings.connections,
+    durationSeconds: 0,
+    amount: Math.round(requests / 10),
+    headers,
+  });
   const startBytes = child.rssBytes();
   let peakBytes = startBytes;
   const sampler = setInterval(() => (peakBytes = Math.max(peakBytes, child.rssBytes())), 1000);
@@ -382,8 +475,15 @@ async function brownoutGateway(brownout: BrownoutSettings, fixture: Fixture): Pr
       `brownout: ${brownout.burst} requests at once, then ${brownout.arrivalsPerSecond}/s for ${brownout.sustainSeconds} s, with the inventory hanging
 `,
     );
-    const run = await runBrownout(brownout, inventory, { gateway, adminUrl: gateway.details.adminUrl!, adminToken: ADMIN_TOKEN });
-    const result = { ...run, asTheGatewayTimedThem: gatewayTimings(path.join(fixture.workDir, 'gateway-brownout.log')) };
+    const run = await runBrownout(brownout, inventory, {
+      gateway,
+      adminUrl: gateway.details.adminUrl!,
+      adminToken: ADMIN_TOKEN,
+    });
+    const result = {
+      ...run,
+      asTheGatewayTimedThem: gatewayTimings(path.join(fixture.workDir, 'gateway-brownout.log')),
+    };
     const file = path.join(repoRoot, 'bench', 'results', 'brownout.json');
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, JSON.stringify({ ...result, finishedAt: new Date().toISOString() }, null, 2) + '\n');
@@ -401,10 +501,23 @@ async function brownoutGateway(brownout: BrownoutSettings, fixture: Fixture): Pr
 async function noisyNeighbourGateway(settings: NoisyNeighbourSettings, fixture: Fixture): Promise<void> {
   const inventory = await startSlowInventory();
   try {
-    const gateway = await startGatewayProcess('gateway-noisy-neighbour', { repoRoot, workers: 1, redisUrl: fixture.redis.url, upstreamUrl: inventory.url, workDir: fixture.workDir, appEnv: 'development' });
+    const gateway = await startGatewayProcess('gateway-noisy-neighbour', {
+      repoRoot,
+      workers: 1,
+      redisUrl: fixture.redis.url,
+      upstreamUrl: inventory.url,
+      workDir: fixture.workDir,
+      appEnv: 'development',
+    });
     fixture.children.push(gateway);
-    process.stdout.write(`noisy neighbour: ${settings.loudConnections} loud connections, ${settings.quietRequests} quiet requests one at a time, inventory answering in 1 s\n`);
-    const result = await runNoisyNeighbour(settings, { gateway, adminUrl: gateway.details.adminUrl!, adminToken: ADMIN_TOKEN });
+    process.stdout.write(
+      `noisy neighbour: ${settings.loudConnections} loud connections, ${settings.quietRequests} quiet requests one at a time, inventory answering in 1 s\n`,
+    );
+    const result = await runNoisyNeighbour(settings, {
+      gateway,
+      adminUrl: gateway.details.adminUrl!,
+      adminToken: ADMIN_TOKEN,
+    });
     const file = path.join(repoRoot, 'bench', 'results', 'noisy-neighbour.json');
     fs.writeFileSync(file, JSON.stringify({ ...result, finishedAt: new Date().toISOString() }, null, 2) + '\n');
     process.stdout.write(`${JSON.stringify(result, null, 2)}\nWrote ${path.relative(repoRoot, file)}\n`);
@@ -418,12 +531,34 @@ export interface Fixture {
   redis: RedisProcess;
   redisStats: RedisCommandStats;
   upstream: BenchChild;
-  spawn(name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string, launcher?: string[]): Promise<BenchChild>;
+  spawn(
+    name: string,
+    script: string,
+    options: object,
+    logFile?: string,
+    nodeFlags?: string[],
+    benchDir?: string,
+    launcher?: string[],
+  ): Promise<BenchChild>;
   gateway(
     name: string,
     forwarder: 'undici' | 'http-proxy',
     withRedis: boolean,
-    options?: { banThreshold?: number; minuteWindow?: 'fixed' | 'sliding'; nodeFlags?: string[]; tracing?: { sinkUrl: string; ratio: number }; extraKeys?: number; benchDir?: string; monthAndCost?: boolean; allowlist100?: boolean; consumerKeys?: number; admittedInConsumer?: boolean; maxInFlight?: number; launcher?: string[]; underValgrind?: boolean },
+    options?: {
+      banThreshold?: number;
+      minuteWindow?: 'fixed' | 'sliding';
+      nodeFlags?: string[];
+      tracing?: { sinkUrl: string; ratio: number };
+      extraKeys?: number;
+      benchDir?: string;
+      monthAndCost?: boolean;
+      allowlist100?: boolean;
+      consumerKeys?: number;
+      admittedInConsumer?: boolean;
+      maxInFlight?: number;
+      launcher?: string[];
+      underValgrind?: boolean;
+    },
   ): Promise<BenchChild>;
   children: BenchChild[];
   workDir: string;
@@ -433,10 +568,13 @@ export interface Fixture {
 function reportUpstreamFailures(workDir: string): void {
   for (const file of fs.readdirSync(workDir).filter((f) => f.endsWith('.log'))) {
     const reasons = new Map<string, number>();
-    for (const match of fs.readFileSync(path.join(workDir, file), 'utf8').matchAll(/"reason":"([^"]+)"[^\n]*"msg":"upstream failure"/g)) {
+    for (const match of fs
+      .readFileSync(path.join(workDir, file), 'utf8')
+      .matchAll(/"reason":"([^"]+)"[^\n]*"msg":"upstream failure"/g)) {
       reasons.set(match[1]!, (reasons.get(match[1]!) ?? 0) + 1);
     }
-    if (reasons.size > 0) process.stdout.write(`${file}: upstream failures ${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')}\n`);
+    if (reasons.size > 0)
+      process.stdout.write(`${file}: upstream failures ${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')}\n`);
   }
 }
 
@@ -445,7 +583,15 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
   const children: BenchChild[] = [];
   let redis: RedisProcess | null = null;
   let redisStats: RedisCommandStats | null = null;
-  const spawn = async (name: string, script: string, options: object, logFile?: string, nodeFlags?: string[], benchDir?: string, launcher?: string[]) => {
+  const spawn = async (
+    name: string,
+    script: string,
+    options: object,
+    logFile?: string,
+    nodeFlags?: string[],
+    benchDir?: string,
+    launcher?: string[],
+  ) => {
     const child = await startChild(name, script, options, logFile, nodeFlags, benchDir, launcher);
     children.push(child);
     return child;
@@ -476,7 +622,15 @@ async function withFixture(use: (fixture: Fixture) => Promise<void>): Promise<vo
         maxInFlight: options.maxInFlight,
         underValgrind: options.underValgrind,
       };
-      return spawn(name, 'gateway', childOptions, path.join(workDir, `${name}.log`), options.nodeFlags, options.benchDir, options.launcher);
+      return spawn(
+        name,
+        'gateway',
+        childOptions,
+        path.join(workDir, `${name}.log`),
+        options.nodeFlags,
+        options.benchDir,
+        options.launcher,
+      );
     };
     await use({ redis, redisStats, upstream, spawn, gateway, children, workDir });
   } finally {
@@ -515,36 +669,61 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
     upstream: async () => upstream,
     'bare-http-proxy': () => spawn('bare-http-proxy', 'bare-http-proxy', { target: upstream.url, maxSockets }),
     'bare-undici': () => spawn('bare-undici', 'bare-undici', { target: upstream.url, maxSockets }),
-    [FASTIFY_PEER]: () => spawn(FASTIFY_PEER, FASTIFY_PEER, { target: upstream.url, redisUrl: fixture.redis.url, namespace: `bench:${FASTIFY_PEER}`, logFile: path.join(fixture.workDir, `${FASTIFY_PEER}.log`) }),
+    [FASTIFY_PEER]: () =>
+      spawn(FASTIFY_PEER, FASTIFY_PEER, {
+        target: upstream.url,
+        redisUrl: fixture.redis.url,
+        namespace: `bench:${FASTIFY_PEER}`,
+        logFile: path.join(fixture.workDir, `${FASTIFY_PEER}.log`),
+      }),
     'gateway-memory-http-proxy': () => gateway('gateway-memory-http-proxy', 'http-proxy', false),
     'gateway-memory-undici': () => gateway('gateway-memory-undici', 'undici', false),
     'gateway-redis-http-proxy': () => gateway('gateway-redis-http-proxy', 'http-proxy', true),
     'gateway-redis-undici': () => gateway('gateway-redis-undici', 'undici', true),
     // Issue 28: a month window and a cost rule on; compare with gateway-redis-undici (two windows).
-    'gateway-redis-undici-month-cost': () => gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
+    'gateway-redis-undici-month-cost': () =>
+      gateway('gateway-redis-undici-month-cost', 'undici', true, { monthAndCost: true }),
     // Issue 39: the admitted key with a 100-range address list (the client in the last) and an operation list.
-    'gateway-redis-undici-allowlist-100': () => gateway('gateway-redis-undici-allowlist-100', 'undici', true, { allowlist100: true }),
-    'gateway-redis-undici-1000-keys': () => gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
-    'gateway-redis-undici-consumer-100': () => gateway('gateway-redis-undici-consumer-100', 'undici', true, { consumerKeys: CONSUMER_KEYS }),
+    'gateway-redis-undici-allowlist-100': () =>
+      gateway('gateway-redis-undici-allowlist-100', 'undici', true, { allowlist100: true }),
+    'gateway-redis-undici-1000-keys': () =>
+      gateway('gateway-redis-undici-1000-keys', 'undici', true, { extraKeys: ROUND_ROBIN_KEYS }),
+    'gateway-redis-undici-consumer-100': () =>
+      gateway('gateway-redis-undici-consumer-100', 'undici', true, { consumerKeys: CONSUMER_KEYS }),
     // Issue 41: the plain key, one key of a consumer: the consumer's windows without the round-robin's 100 keys.
-    'gateway-redis-undici-consumer-1': () => gateway('gateway-redis-undici-consumer-1', 'undici', true, { admittedInConsumer: true }),
+    'gateway-redis-undici-consumer-1': () =>
+      gateway('gateway-redis-undici-consumer-1', 'undici', true, { admittedInConsumer: true }),
     // Issue 41: the plain key with a maxInFlight out of the run's reach (32 connections): a lease taken and released per request.
-    'gateway-redis-undici-max-in-flight': () => gateway('gateway-redis-undici-max-in-flight', 'undici', true, { maxInFlight: MAX_IN_FLIGHT }),
-    'gateway-redis-never-bans': () => gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
-    'gateway-redis-undici-sliding': () => gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
-    'gateway-memory-undici-sliding': () => gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
+    'gateway-redis-undici-max-in-flight': () =>
+      gateway('gateway-redis-undici-max-in-flight', 'undici', true, { maxInFlight: MAX_IN_FLIGHT }),
+    'gateway-redis-never-bans': () =>
+      gateway('gateway-redis-never-bans', 'undici', true, { banThreshold: 1_000_000_000 }),
+    'gateway-redis-undici-sliding': () =>
+      gateway('gateway-redis-undici-sliding', 'undici', true, { minuteWindow: 'sliding' }),
+    'gateway-memory-undici-sliding': () =>
+      gateway('gateway-memory-undici-sliding', 'undici', false, { minuteWindow: 'sliding' }),
     // Tracing on (docs/observability.md, Tracing): every request a root span sampled at the ratio, exported to a sink that discards.
-    [TRACED_ALL]: async () => gateway(TRACED_ALL, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 1 } }),
-    [TRACED_SOME]: async () => gateway(TRACED_SOME, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 0.01 } }),
+    [TRACED_ALL]: async () =>
+      gateway(TRACED_ALL, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 1 } }),
+    [TRACED_SOME]: async () =>
+      gateway(TRACED_SOME, 'undici', true, { tracing: { sinkUrl: (await sink()).url, ratio: 0.01 } }),
     // Two workers against nginx with two: the gateway as npm start runs it, a supervisor and its workers.
     'gateway-redis-undici-2-workers': async () => {
-      const child = await startGatewayProcess('gateway-redis-undici-2-workers', { repoRoot, workers: 2, redisUrl: fixture.redis.url, upstreamUrl: upstream.url, workDir: fixture.workDir });
+      const child = await startGatewayProcess('gateway-redis-undici-2-workers', {
+        repoRoot,
+        workers: 2,
+        redisUrl: fixture.redis.url,
+        upstreamUrl: upstream.url,
+        workDir: fixture.workDir,
+      });
       fixture.children.push(child);
       return child;
     },
-    [NGINX]: async () => startNginx(NGINX, 1, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
+    [NGINX]: async () =>
+      startNginx(NGINX, 1, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
     [OTHER_BUILD]: () => gateway(OTHER_BUILD, 'undici', true, { benchDir: settings.compareWith ?? undefined }),
-    [NGINX_2]: async () => startNginx(NGINX_2, 2, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
+    [NGINX_2]: async () =>
+      startNginx(NGINX_2, 2, upstream.url, fixture.workDir).then((child) => (fixture.children.push(child), child)),
   };
   const plans = variantPlans().filter((p) => p.id !== OTHER_BUILD || settings.compareWith);
   if (!nginxAvailable()) {
@@ -562,7 +741,14 @@ async function startVariants(settings: Settings, fixture: Fixture): Promise<Vari
 
 /** The rows, in the order of the table. */
 function variantPlans(): VariantPlan[] {
-  const row = (id: string, label: string, more: Partial<VariantPlan> = {}): VariantPlan => ({ id, label, server: id, expectedStatus: 200, usesRedis: false, ...more });
+  const row = (id: string, label: string, more: Partial<VariantPlan> = {}): VariantPlan => ({
+    id,
+    label,
+    server: id,
+    expectedStatus: 200,
+    usesRedis: false,
+    ...more,
+  });
   const admitted = { key: 'admitted' as const, usesRedis: true };
   return [
     row('upstream', 'upstream directly'),
@@ -581,8 +767,15 @@ function variantPlans(): VariantPlan[] {
     row('gateway-redis-undici-month-cost', 'gateway, Redis, undici, month window + cost rule', admitted),
     // Access policy at its largest: its CPU per request beside gateway-redis-undici (target: within 3 %).
     row('gateway-redis-undici-allowlist-100', 'gateway, Redis, undici, 100-range allowlist', admitted),
-    row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
-    row('gateway-redis-undici-consumer-100', `gateway, Redis, undici, a consumer of ${CONSUMER_KEYS} keys round-robin`, { key: 'roundRobin', usesRedis: true }),
+    row('gateway-redis-undici-1000-keys', `gateway, Redis, undici, ${ROUND_ROBIN_KEYS} keys round-robin`, {
+      key: 'roundRobin',
+      usesRedis: true,
+    }),
+    row(
+      'gateway-redis-undici-consumer-100',
+      `gateway, Redis, undici, a consumer of ${CONSUMER_KEYS} keys round-robin`,
+      { key: 'roundRobin', usesRedis: true },
+    ),
     // Issue 41: the new rows beside gateway-redis-undici (consumer: within 10 % and one round trip; the others within 5 %).
     row('gateway-redis-undici-consumer-1', 'gateway, Redis, undici, a consumer of 1 key', admitted),
     row('gateway-redis-undici-max-in-flight', `gateway, Redis, undici, maxInFlight ${MAX_IN_FLIGHT}`, admitted),
@@ -590,8 +783,18 @@ function variantPlans(): VariantPlan[] {
     // every request of the last minute: the sliding window's worst case in memory and CPU.
     row('gateway-redis-undici-sliding', 'gateway, Redis, undici, sliding minute', admitted),
     row('gateway-memory-undici-sliding', 'gateway, in-process store, undici, sliding minute', { key: 'admitted' }),
-    row('refused-429-limited', '429 rate_limited (Redis, undici)', { server: 'gateway-redis-never-bans', key: 'limited', expectedStatus: 429, usesRedis: true }),
-    row('refused-429-banned', '429 temporarily_banned (Redis, undici)', { server: 'gateway-redis-undici', key: 'banned', expectedStatus: 429, usesRedis: true }),
+    row('refused-429-limited', '429 rate_limited (Redis, undici)', {
+      server: 'gateway-redis-never-bans',
+      key: 'limited',
+      expectedStatus: 429,
+      usesRedis: true,
+    }),
+    row('refused-429-banned', '429 temporarily_banned (Redis, undici)', {
+      server: 'gateway-redis-undici',
+      key: 'banned',
+      expectedStatus: 429,
+      usesRedis: true,
+    }),
     row(TRACED_ALL, 'gateway, Redis, undici, traced, ratio 1.0', admitted),
     row(TRACED_SOME, 'gateway, Redis, undici, traced, ratio 0.01', admitted),
     row('gateway-redis-undici-2-workers', 'gateway, Redis, undici, WORKERS=2', admitted),
@@ -604,10 +807,19 @@ function variantPlans(): VariantPlan[] {
  * row alike. The fair queue idle is measured in this process at the end of each round when the
  * plain row runs (fair-queue-idle.ts).
  */
-async function runRounds(settings: Settings, variants: Variant[], fixture: Fixture): Promise<{ runs: Map<string, RunFigures[]>; fairQueueIdle: BenchReport['fairQueueIdle'] }> {
+async function runRounds(
+  settings: Settings,
+  variants: Variant[],
+  fixture: Fixture,
+): Promise<{ runs: Map<string, RunFigures[]>; fairQueueIdle: BenchReport['fairQueueIdle'] }> {
   const runs = new Map<string, RunFigures[]>(variants.map((v) => [v.id, []]));
   const fairQueueIdle = variants.some((v) => v.id === TRACING_OFF)
-    ? { inFlight: settings.connections, manyKeys: CONSUMER_KEYS, oneKeyMicros: [] as number[], manyKeysMicros: [] as number[] }
+    ? {
+        inFlight: settings.connections,
+        manyKeys: CONSUMER_KEYS,
+        oneKeyMicros: [] as number[],
+        manyKeysMicros: [] as number[],
+      }
     : null;
   for (let round = 0; round < settings.rounds; round++) {
     // Each round starts one variant later, so no variant always runs first or right after another.
@@ -625,7 +837,9 @@ async function runRounds(settings: Settings, variants: Variant[], fixture: Fixtu
       const idle = measureFairQueueIdle(fairQueueIdle.inFlight, fairQueueIdle.manyKeys);
       fairQueueIdle.oneKeyMicros.push(idle.oneKeyMicros);
       fairQueueIdle.manyKeysMicros.push(idle.manyKeysMicros);
-      process.stdout.write(`  round ${round + 1}/${settings.rounds}  fair queue idle: ${idle.oneKeyMicros.toFixed(3)} µs/req one key, ${idle.manyKeysMicros.toFixed(3)} µs/req ${fairQueueIdle.manyKeys} keys in turn\n`);
+      process.stdout.write(
+        `  round ${round + 1}/${settings.rounds}  fair queue idle: ${idle.oneKeyMicros.toFixed(3)} µs/req one key, ${idle.manyKeysMicros.toFixed(3)} µs/req ${fairQueueIdle.manyKeys} keys in turn\n`,
+      );
     }
   }
   return { runs, fairQueueIdle };
@@ -639,10 +853,15 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const variants = await startVariants(settings, fixture);
   await addTlsRows(settings, variants, fixture.children, fixture.workDir, fixture.upstream.url, fixture.redis.url);
   const rssAtStart = new Map(children.map((c) => [c.name, c.rssBytes()]));
-  const estimate = Math.round(settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3));
+  const estimate = Math.round(
+    settings.rounds * variants.length * (settings.durationSeconds + settings.warmupSeconds + 0.3),
+  );
   process.stdout.write(
     `bench: ${variants.length} variants x ${settings.rounds} round(s), ${settings.client}, ${settings.connections} connections, ` +
-      `${settings.durationSeconds} s each after ${settings.warmupSeconds} s warm-up (about ${estimate} s); load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`,
+      `${settings.durationSeconds} s each after ${settings.warmupSeconds} s warm-up (about ${estimate} s); load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}\n`,
   );
   const { runs, fairQueueIdle } = await runRounds(settings, variants, fixture);
 
@@ -652,7 +871,11 @@ async function compare(settings: Settings, fixture: Fixture): Promise<void> {
   const summaries = variants.map((v) => summarize(v, runs.get(v.id)!, baselineRps, nginxRps));
   const rss: Record<string, RssFigures> = {};
   for (const child of children) {
-    rss[child.name] = { startMiB: rssAtStart.get(child.name)! / 2 ** 20, endMiB: child.rssBytes() / 2 ** 20, peakMiB: child.peakRssBytes() / 2 ** 20 };
+    rss[child.name] = {
+      startMiB: rssAtStart.get(child.name)! / 2 ** 20,
+      endMiB: child.rssBytes() / 2 ** 20,
+      peakMiB: child.peakRssBytes() / 2 ** 20,
+    };
   }
 
   const report: BenchReport = {
@@ -700,13 +923,31 @@ function printTracingCost(summaries: VariantSummary[]): void {
 async function profileGateway(settings: Settings, fixture: Fixture, forwarder: 'undici' | 'http-proxy'): Promise<void> {
   const profileDir = path.join(fixture.workDir, 'profile');
   const store = settings.inProcess ? 'memory' : 'redis';
-  const tracing = settings.tracedRatio === null ? undefined : { sinkUrl: (await fixture.spawn('otlp-sink', 'otlp-sink', {})).url, ratio: settings.tracedRatio };
-  const child = await fixture.gateway(`gateway-${store}-${forwarder}-profiled`, forwarder, !settings.inProcess, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], tracing });
+  const tracing =
+    settings.tracedRatio === null
+      ? undefined
+      : { sinkUrl: (await fixture.spawn('otlp-sink', 'otlp-sink', {})).url, ratio: settings.tracedRatio };
+  const child = await fixture.gateway(`gateway-${store}-${forwarder}-profiled`, forwarder, !settings.inProcess, {
+    nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+    tracing,
+  });
   const url = `${child.url}/v1/pets`;
   const headers = { authorization: `Bearer ${child.details.admitted}` };
-  process.stdout.write(`profiling the gateway (${store} store, ${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`);
-  const warmup = await runLoad({ url, connections: settings.connections, durationSeconds: settings.warmupSeconds, headers });
-  const load = await runLoad({ url, connections: settings.connections, durationSeconds: settings.durationSeconds, headers });
+  process.stdout.write(
+    `profiling the gateway (${store} store, ${forwarder}) for ${settings.durationSeconds} s under ${settings.connections} connections\n`,
+  );
+  const warmup = await runLoad({
+    url,
+    connections: settings.connections,
+    durationSeconds: settings.warmupSeconds,
+    headers,
+  });
+  const load = await runLoad({
+    url,
+    connections: settings.connections,
+    durationSeconds: settings.durationSeconds,
+    headers,
+  });
   await child.stop();
   const served = warmup.sent + load.sent;
   const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
@@ -714,14 +955,21 @@ async function profileGateway(settings: Settings, fixture: Fixture, forwarder: '
   const kept = path.join(repoRoot, 'bench', 'results', `gateway-${store}-${forwarder}.cpuprofile`);
   fs.mkdirSync(path.dirname(kept), { recursive: true });
   fs.copyFileSync(path.join(profileDir, file), kept);
-  process.stdout.write(`${load.requestsPerSecond.toFixed(0)} req/s, p50 ${load.p50Ms.toFixed(2)} ms, p99 ${load.p99Ms.toFixed(2)} ms (the profiler slows it)\n\nself time by module:\n`);
+  process.stdout.write(
+    `${load.requestsPerSecond.toFixed(0)} req/s, p50 ${load.p50Ms.toFixed(2)} ms, p99 ${load.p99Ms.toFixed(2)} ms (the profiler slows it)\n\nself time by module:\n`,
+  );
   const costs = stepCosts(kept, served);
   for (const m of timeByModule(kept, repoRoot).slice(0, 15)) {
-    process.stdout.write(`  ${m.selfPercent.toFixed(1).padStart(5)} %  ${((m.selfPercent / 100) * costs.sampledMicros).toFixed(1).padStart(6)} µs/req  ${m.module}\n`);
+    process.stdout.write(
+      `  ${m.selfPercent.toFixed(1).padStart(5)} %  ${((m.selfPercent / 100) * costs.sampledMicros).toFixed(1).padStart(6)} µs/req  ${m.module}\n`,
+    );
   }
   process.stdout.write('\nhottest functions (self time):\n');
-  for (const h of hottestFunctions(kept, repoRoot)) process.stdout.write(`  ${h.selfPercent.toFixed(1).padStart(5)} %  ${h.function}  ${h.where}\n`);
-  process.stdout.write(`\nCPU per request by step (inclusive, µs; ${served} requests, ${costs.totalMicros.toFixed(1)} µs busy per request in all):\n`);
+  for (const h of hottestFunctions(kept, repoRoot))
+    process.stdout.write(`  ${h.selfPercent.toFixed(1).padStart(5)} %  ${h.function}  ${h.where}\n`);
+  process.stdout.write(
+    `\nCPU per request by step (inclusive, µs; ${served} requests, ${costs.totalMicros.toFixed(1)} µs busy per request in all):\n`,
+  );
   for (const c of costs.steps) process.stdout.write(`  ${c.micros.toFixed(1).padStart(6)} µs  ${c.step}\n`);
   process.stdout.write(`\nprofile kept in ${path.relative(repoRoot, kept)} (open it in Chrome DevTools)\n`);
 }
@@ -731,7 +979,9 @@ async function main(): Promise<void> {
   if (settings.logLine) return measureLogLine();
   if (settings.instructions) {
     // --repeat, --connections and --only, wherever they stood on the command line.
-    const connections = process.argv.includes('--connections') ? settings.connections : settings.instructions.connections;
+    const connections = process.argv.includes('--connections')
+      ? settings.connections
+      : settings.instructions.connections;
     const instructions = { ...settings.instructions, repeats: settings.rounds, connections, only: settings.only };
     return withFixture((fixture) => measureInstructions(instructions, fixture, repoRoot));
   }
@@ -741,15 +991,28 @@ async function main(): Promise<void> {
     if (settings.brownout) return brownoutGateway(settings.brownout, fixture);
     if (settings.noisyNeighbour) return noisyNeighbourGateway(settings.noisyNeighbour, fixture);
     if (settings.keyBackup > 0) {
-      return startGatewayProcess('gateway-key-backup', { repoRoot, workers: 1, redisUrl: fixture.redis.url, upstreamUrl: fixture.upstream.url, workDir: fixture.workDir }).then(async (child) => {
+      return startGatewayProcess('gateway-key-backup', {
+        repoRoot,
+        workers: 1,
+        redisUrl: fixture.redis.url,
+        upstreamUrl: fixture.upstream.url,
+        workDir: fixture.workDir,
+      }).then(async (child) => {
         fixture.children.push(child);
-        await benchKeyBackup({ keys: settings.keyBackup }, child, fixture.redis.url, path.join(repoRoot, 'bench', 'results', 'key-backup.json'));
+        await benchKeyBackup(
+          { keys: settings.keyBackup },
+          child,
+          fixture.redis.url,
+          path.join(repoRoot, 'bench', 'results', 'key-backup.json'),
+        );
       });
     }
     if (settings.flood) {
       return fixture
         .gateway('gateway-redis-undici-flood', 'undici', true)
-        .then((child) => floodGateway(settings, child, fixture.redisStats, path.join(repoRoot, 'bench', 'results', 'flood.json')));
+        .then((child) =>
+          floodGateway(settings, child, fixture.redisStats, path.join(repoRoot, 'bench', 'results', 'flood.json')),
+        );
     }
     return compare(settings, fixture);
   });
@@ -766,26 +1029,72 @@ main().catch((err: unknown) => {
  * loaded by h2load over HTTP/2 and over HTTPS/1.1 (`--h1`): the same client for all four, so that
  * CPU per request compares side by side. Left out, with a line saying so, without h2load or nginx.
  */
-async function addTlsRows(settings: Settings, variants: Variant[], children: BenchChild[], workDir: string, upstreamUrl: string, redisUrl: string): Promise<void> {
+async function addTlsRows(
+  settings: Settings,
+  variants: Variant[],
+  children: BenchChild[],
+  workDir: string,
+  upstreamUrl: string,
+  redisUrl: string,
+): Promise<void> {
   const tlsRows = ['gateway-tls-h2', 'gateway-tls-h1', 'nginx-tls-h2', 'nginx-tls-h1'];
   if (settings.only && !tlsRows.some((id) => settings.only!.includes(id))) return;
   if (!h2loadAvailable()) {
-    process.stdout.write('h2load is not installed (Debian: apt-get install nghttp2-client): the HTTPS rows are left out\n');
+    process.stdout.write(
+      'h2load is not installed (Debian: apt-get install nghttp2-client): the HTTPS rows are left out\n',
+    );
     return;
   }
   const certs = makeTestCertificates({ validDays: 30 });
   const tls = { certFile: certs.serverCert, keyFile: certs.serverKey };
-  const gateway = await startGatewayProcess('gateway-redis-undici-tls', { repoRoot, workers: 1, redisUrl, upstreamUrl, workDir, tls });
+  const gateway = await startGatewayProcess('gateway-redis-undici-tls', {
+    repoRoot,
+    workers: 1,
+    redisUrl,
+    upstreamUrl,
+    workDir,
+    tls,
+  });
   children.push(gateway);
   variants.push(
-    { id: 'gateway-tls-h2', label: 'gateway, Redis, undici, HTTPS HTTP/2', child: gateway, key: 'admitted', expectedStatus: 200, usesRedis: true, tls: 'h2' },
-    { id: 'gateway-tls-h1', label: 'gateway, Redis, undici, HTTPS/1.1', child: gateway, key: 'admitted', expectedStatus: 200, usesRedis: true, tls: 'http/1.1' },
+    {
+      id: 'gateway-tls-h2',
+      label: 'gateway, Redis, undici, HTTPS HTTP/2',
+      child: gateway,
+      key: 'admitted',
+      expectedStatus: 200,
+      usesRedis: true,
+      tls: 'h2',
+    },
+    {
+      id: 'gateway-tls-h1',
+      label: 'gateway, Redis, undici, HTTPS/1.1',
+      child: gateway,
+      key: 'admitted',
+      expectedStatus: 200,
+      usesRedis: true,
+      tls: 'http/1.1',
+    },
   );
   if (!nginxAvailable()) return;
   const nginx = await startNginx('nginx-1-worker-tls', 1, upstreamUrl, workDir, tls);
   children.push(nginx);
   variants.push(
-    { id: 'nginx-tls-h2', label: 'nginx ssl http2, 1 worker, HTTP/2', child: nginx, expectedStatus: 200, usesRedis: false, tls: 'h2' },
-    { id: 'nginx-tls-h1', label: 'nginx ssl http2, 1 worker, HTTPS/1.1', child: nginx, expectedStatus: 200, usesRedis: false, tls: 'http/1.1' },
+    {
+      id: 'nginx-tls-h2',
+      label: 'nginx ssl http2, 1 worker, HTTP/2',
+      child: nginx,
+      expectedStatus: 200,
+      usesRedis: false,
+      tls: 'h2',
+    },
+    {
+      id: 'nginx-tls-h1',
+      label: 'nginx ssl http2, 1 worker, HTTPS/1.1',
+      child: nginx,
+      expectedStatus: 200,
+      usesRedis: false,
+      tls: 'http/1.1',
+    },
   );
 }

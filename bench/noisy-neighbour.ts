@@ -31,8 +31,12 @@ export async function startSlowInventory(): Promise<SlowInventory> {
   const server = http.createServer((req, res) => {
     req.resume();
     // Its own health is quick (the gateway's /readyz asks it within 1 s); its answers are slow.
-    if (req.url === '/healthz') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-    const timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(PETS.length) }).end(PETS), INVENTORY_DELAY_MS);
+    if (req.url === '/healthz')
+      return res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    const timer = setTimeout(
+      () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(PETS.length) }).end(PETS),
+      INVENTORY_DELAY_MS,
+    );
     res.on('close', () => clearTimeout(timer));
   });
   server.on('connection', (socket) => {
@@ -71,15 +75,26 @@ function percentile(sorted: readonly number[], p: number): number {
 }
 
 async function createKey(adminUrl: string, adminToken: string, body: object): Promise<string> {
-  const res = await fetch(`${adminUrl}/admin/keys`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${adminUrl}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (res.status !== 201) throw new Error(`creating a key answered ${res.status}`);
   return ((await res.json()) as { key: string }).key;
 }
 
-export async function runNoisyNeighbour(settings: NoisyNeighbourSettings, target: { gateway: BenchChild; adminUrl: string; adminToken: string }) {
+export async function runNoisyNeighbour(
+  settings: NoisyNeighbourSettings,
+  target: { gateway: BenchChild; adminUrl: string; adminToken: string },
+) {
   const url = `${target.gateway.url}/v1/pets`;
   const loudAuth = `Bearer ${target.gateway.details.admitted}`;
-  const quietAuths = await Promise.all([0, 1].map(async (i) => `Bearer ${await createKey(target.adminUrl, target.adminToken, { name: `quiet ${i}`, plan: 'pro' })}`));
+  const quietAuths = await Promise.all(
+    [0, 1].map(
+      async (i) => `Bearer ${await createKey(target.adminUrl, target.adminToken, { name: `quiet ${i}`, plan: 'pro' })}`,
+    ),
+  );
   const agent = new http.Agent({ keepAlive: true, maxSockets: settings.loudConnections });
   const loudStatuses = new Map<number, number>();
   let running = true;
@@ -115,7 +130,13 @@ export async function runNoisyNeighbour(settings: NoisyNeighbourSettings, target
     settings,
     inventoryDelayMs: INVENTORY_DELAY_MS,
     seconds: Math.round(seconds),
-    quiet: { requests: quiet.length, byStatus: quietByStatus, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), slowestMs: Math.round(sorted.at(-1) ?? 0) },
+    quiet: {
+      requests: quiet.length,
+      byStatus: quietByStatus,
+      p50Ms: percentile(sorted, 0.5),
+      p99Ms: percentile(sorted, 0.99),
+      slowestMs: Math.round(sorted.at(-1) ?? 0),
+    },
     loud: { byStatus: loudByStatus, admittedPerSecond: Math.round(((loudByStatus['200'] ?? 0) / seconds) * 10) / 10 },
   };
 }

@@ -115,7 +115,15 @@ export function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
  * Starts `children/<script>` with `options` as its one argument (JSON). Its stdout goes to
  * `stdoutFile` (the gateway's log lines) or nowhere.
  */
-export async function startChild(name: string, script: string, options: object, stdoutFile?: string, nodeFlags: string[] = [], benchDir: string = __dirname, launcher: string[] = []): Promise<BenchChild> {
+export async function startChild(
+  name: string,
+  script: string,
+  options: object,
+  stdoutFile?: string,
+  nodeFlags: string[] = [],
+  benchDir: string = __dirname,
+  launcher: string[] = [],
+): Promise<BenchChild> {
   // benchDir: another checkout's compiled bench (`--compare-with`), for an A/B row in the same run.
   const entry = path.join(benchDir, 'children', script + (isTypeScript ? '.ts' : '.js'));
   const execArgv = isTypeScript ? ['-r', path.resolve(__dirname, '..', 'test', 'support', 'ts-register.js')] : [];
@@ -129,7 +137,8 @@ export async function startChild(name: string, script: string, options: object, 
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const ready = await new Promise<ReadyMessage>((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`bench child ${name} exited (${code}) before it was ready`));
+    const onExit = (code: number | null) =>
+      reject(new Error(`bench child ${name} exited (${code}) before it was ready`));
     child.once('exit', onExit);
     child.on('message', (message: ReadyMessage | StatsReply) => {
       if (message.type === 'ready') {
@@ -199,7 +208,12 @@ export function announceReady(
 ): void {
   process.on('message', (message: StatsRequest) => {
     if (message.type !== 'stats') return;
-    const stats: ChildStats = { redisCommandsSent: redisCommandsSent(), requestsReceived: requestsReceived?.() ?? null, keyLookupsSent: keyLookupsSent?.() ?? null, rssBytes: process.memoryUsage.rss() };
+    const stats: ChildStats = {
+      redisCommandsSent: redisCommandsSent(),
+      requestsReceived: requestsReceived?.() ?? null,
+      keyLookupsSent: keyLookupsSent?.() ?? null,
+      rssBytes: process.memoryUsage.rss(),
+    };
     process.send!({ type: 'stats', id: message.id, stats } satisfies StatsReply);
   });
   process.once('SIGTERM', () => {

@@ -51,7 +51,9 @@ export function timeByModule(file: string, repoRoot: string): Array<{ module: st
     else if (url.startsWith('node:')) module = 'node internals';
     byModule.set(module, (byModule.get(module) ?? 0) + hits);
   }
-  return [...byModule.entries()].sort((a, b) => b[1] - a[1]).map(([module, hits]) => ({ module, selfPercent: (hits / total) * 100 }));
+  return [...byModule.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([module, hits]) => ({ module, selfPercent: (hits / total) * 100 }));
 }
 
 interface ProfileNode {
@@ -93,8 +95,16 @@ export interface StepCost {
  * summed over every stack it appears on, once per sample) divided by the requests served. What
  * runs outside any step (the socket's writes once a step has returned, GC, the parser) is the rest.
  */
-export function stepCosts(file: string, requests: number): { steps: StepCost[]; totalMicros: number; sampledMicros: number } {
-  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; startTime: number; endTime: number };
+export function stepCosts(
+  file: string,
+  requests: number,
+): { steps: StepCost[]; totalMicros: number; sampledMicros: number } {
+  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    startTime: number;
+    endTime: number;
+  };
   const microsPerSample = (profile.endTime - profile.startTime) / profile.samples.length;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const hits = new Map<string, number>();
@@ -108,9 +118,14 @@ export function stepCosts(file: string, requests: number): { steps: StepCost[]; 
     for (const child of node.children ?? []) walk(child, stack);
   };
   walk(profile.nodes[0]!.id, new Set());
-  const busy = profile.nodes.filter((n) => n.callFrame.functionName !== '(idle)').reduce((sum, n) => sum + (n.hitCount ?? 0), 0);
+  const busy = profile.nodes
+    .filter((n) => n.callFrame.functionName !== '(idle)')
+    .reduce((sum, n) => sum + (n.hitCount ?? 0), 0);
   return {
-    steps: STEP_FUNCTIONS.filter((s) => hits.has(s)).map((step) => ({ step, micros: (hits.get(step)! * microsPerSample) / requests })),
+    steps: STEP_FUNCTIONS.filter((s) => hits.has(s)).map((step) => ({
+      step,
+      micros: (hits.get(step)! * microsPerSample) / requests,
+    })),
     totalMicros: (busy * microsPerSample) / requests,
     // Every sample, idle ones included: what a module's share of samples is a share of.
     sampledMicros: (profile.samples.length * microsPerSample) / requests,

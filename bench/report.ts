@@ -1,6 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { judgeRatio, median, pairedRatios, pairedRatioTarget, verdictText, type Judgement, type Verdict } from './verdict';
+import {
+  judgeRatio,
+  median,
+  pairedRatios,
+  pairedRatioTarget,
+  verdictText,
+  type Judgement,
+  type Verdict,
+} from './verdict';
 
 export interface RedisFigures {
   /** Every command Redis ran (INFO commandstats), those inside the limiter's Lua script included. */
@@ -23,7 +31,13 @@ export interface VariantSummary {
   ratioToBaseline: number;
   /** Requests/s against nginx with one worker, when nginx ran. */
   ratioToNginx: number | null;
-  rounds: Array<{ requestsPerSecond: number; p50Ms: number; p99Ms: number; requests: number; serverCpuMicrosPerRequest: number }>;
+  rounds: Array<{
+    requestsPerSecond: number;
+    p50Ms: number;
+    p99Ms: number;
+    requests: number;
+    serverCpuMicrosPerRequest: number;
+  }>;
   requests: number;
   /** CPU time of the server under test per request (user + system), in µs: the median of its rounds (10 ms ticks over each round). */
   serverCpuMicrosPerRequest: number;
@@ -44,14 +58,22 @@ export interface RssFigures {
 export interface BenchReport {
   startedAt: string;
   finishedAt: string;
-  settings: { rounds: number; durationSeconds: number; warmupSeconds: number; connections: number; quick: boolean; client: 'wrk' | 'autocannon' };
+  settings: {
+    rounds: number;
+    durationSeconds: number;
+    warmupSeconds: number;
+    connections: number;
+    quick: boolean;
+    client: 'wrk' | 'autocannon';
+  };
   machine: { nproc: number; cpuModel: string; memoryGiB: number; node: string; platform: string };
   loadAverage: { before: number[]; after: number[] };
   baseline: string;
   variants: VariantSummary[];
   rss: Record<string, RssFigures>;
   /** The last `--soak` run (bench/results/soak.json), if there was one. */
-  soak: (RssFigures & { requests: number; growthPercent: number; requestsPerSecond: number; finishedAt: string }) | null;
+  soak:
+    (RssFigures & { requests: number; growthPercent: number; requestsPerSecond: number; finishedAt: string }) | null;
   /**
    * The fair queue idle, measured in the bench's process once per round (fair-queue-idle.ts): µs of
    * CPU per request for one key, and for `manyKeys` keys in turn. Null when the plain row did not run.
@@ -74,7 +96,12 @@ function counted(target: string, holds: boolean, figures: string): TargetCheck {
 }
 
 function judged(target: string, judgement: Judgement, figures: string): TargetCheck {
-  return { target, verdict: judgement.verdict, says: verdictText(judgement), figures: Number.isFinite(judgement.spreadPercent) ? `${figures}; spread ${f1(judgement.spreadPercent)} %` : figures };
+  return {
+    target,
+    verdict: judgement.verdict,
+    says: verdictText(judgement),
+    figures: Number.isFinite(judgement.spreadPercent) ? `${figures}; spread ${f1(judgement.spreadPercent)} %` : figures,
+  };
 }
 
 const f0 = (n: number) => n.toFixed(0);
@@ -84,20 +111,37 @@ const f2 = (n: number) => n.toFixed(2);
 /** One row's CPU per request against another's, as a target: `ratio` at most `limit`. */
 function cpuRatio(target: string, row: VariantSummary, reference: VariantSummary, limit: number): TargetCheck {
   const ratio = row.serverCpuMicrosPerRequest / reference.serverCpuMicrosPerRequest;
-  const paired = pairedRatioTarget(cpuRounds(row), cpuRounds(reference), { ratio, limit, spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent] });
+  const paired = pairedRatioTarget(cpuRounds(row), cpuRounds(reference), {
+    ratio,
+    limit,
+    spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent],
+  });
   const judgement = judgeRatio(paired);
-  return judged(target, judgement, `${f2(paired.ratio)}× paired by round (${pairedText(row, reference)}); medians ${f1(row.serverCpuMicrosPerRequest)} vs ${f1(reference.serverCpuMicrosPerRequest)} µs CPU per request`);
+  return judged(
+    target,
+    judgement,
+    `${f2(paired.ratio)}× paired by round (${pairedText(row, reference)}); medians ${f1(row.serverCpuMicrosPerRequest)} vs ${f1(reference.serverCpuMicrosPerRequest)} µs CPU per request`,
+  );
 }
 
 const cpuRounds = (row: VariantSummary) => row.rounds.map((round) => round.serverCpuMicrosPerRequest);
-const pairedText = (row: VariantSummary, reference: VariantSummary) => pairedRatios(cpuRounds(row), cpuRounds(reference)).map(f2).join(' ');
+const pairedText = (row: VariantSummary, reference: VariantSummary) =>
+  pairedRatios(cpuRounds(row), cpuRounds(reference)).map(f2).join(' ');
 
 /** A target "cheaper than" with no margin of its own: the rows must differ by more than they scatter. */
 function cpuCheaper(target: string, row: VariantSummary, reference: VariantSummary): TargetCheck {
   const medians = row.serverCpuMicrosPerRequest / reference.serverCpuMicrosPerRequest;
-  const paired = pairedRatioTarget(cpuRounds(row), cpuRounds(reference), { ratio: medians, limit: 1, spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent] });
+  const paired = pairedRatioTarget(cpuRounds(row), cpuRounds(reference), {
+    ratio: medians,
+    limit: 1,
+    spreadsPercent: [row.cpuSpreadPercent, reference.cpuSpreadPercent],
+  });
   const judgement = judgeRatio({ ...paired, marginPercent: Math.abs(paired.ratio - 1) * 100 });
-  return judged(target, judgement, `${f0(row.serverCpuMicrosPerRequest)} vs ${f0(reference.serverCpuMicrosPerRequest)} µs CPU per request`);
+  return judged(
+    target,
+    judgement,
+    `${f0(row.serverCpuMicrosPerRequest)} vs ${f0(reference.serverCpuMicrosPerRequest)} µs CPU per request`,
+  );
 }
 
 /**
@@ -117,11 +161,26 @@ function newRowTargets(report: BenchReport, byId: Map<string, VariantSummary>, p
   for (const { id, limit, oneRoundTrip } of NEW_ROWS) {
     const row = byId.get(id);
     if (!row) continue;
-    checks.push(cpuRatio(`${row.label} within ${f0((limit - 1) * 100)} % of the plain key, CPU per request`, row, plain, limit));
+    checks.push(
+      cpuRatio(`${row.label} within ${f0((limit - 1) * 100)} % of the plain key, CPU per request`, row, plain, limit),
+    );
     const trips = row.redis?.roundTripsPerRequest;
     if (trips == null) continue;
-    if (oneRoundTrip) checks.push(counted(`${row.label}: ≤ 1 Redis round trip per request`, trips <= roundTripAllowance(report, row), roundTripFigures(report, row, trips)));
-    else checks.push({ target: `${row.label}: Redis round trips per request (information)`, verdict: 'holds', says: 'information', figures: f2(trips) });
+    if (oneRoundTrip)
+      checks.push(
+        counted(
+          `${row.label}: ≤ 1 Redis round trip per request`,
+          trips <= roundTripAllowance(report, row),
+          roundTripFigures(report, row, trips),
+        ),
+      );
+    else
+      checks.push({
+        target: `${row.label}: Redis round trips per request (information)`,
+        verdict: 'holds',
+        says: 'information',
+        figures: f2(trips),
+      });
   }
   return checks;
 }
@@ -144,9 +203,15 @@ function fairQueueTargets(report: BenchReport, plain: VariantSummary): TargetChe
     [`${idle.manyKeys} keys in turn`, idle.manyKeysMicros],
   ];
   return shapes.map(([shape, micros]) => {
-    const shares = micros.map((m, round) => (m / (plain.rounds[round]?.serverCpuMicrosPerRequest ?? plain.serverCpuMicrosPerRequest)) * 100);
+    const shares = micros.map(
+      (m, round) => (m / (plain.rounds[round]?.serverCpuMicrosPerRequest ?? plain.serverCpuMicrosPerRequest)) * 100,
+    );
     const share = median(shares);
-    const judgement = judgeRatio({ ratio: 1 + share / 100, limit: 1.05, spreadsPercent: [shares.length < 2 ? NaN : Math.max(...shares) - Math.min(...shares)] });
+    const judgement = judgeRatio({
+      ratio: 1 + share / 100,
+      limit: 1.05,
+      spreadsPercent: [shares.length < 2 ? NaN : Math.max(...shares) - Math.min(...shares)],
+    });
     return judged(
       `fair queue idle (${shape}, ${idle.inFlight} held of 512) within 5 % of the plain key, CPU per request`,
       judgement,
@@ -166,9 +231,21 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
   const gateway2 = byId.get('gateway-redis-undici-2-workers');
   const peer = byId.get('fastify-peer');
   const manyKeys = byId.get('gateway-redis-undici-1000-keys');
-  if (gateway && peer) checks.push(cpuRatio('gateway (Redis, undici, every feature on) ≤ 0.90× the fastify peer, CPU per request', gateway, peer, 0.9));
-  if (gateway && manyKeys) checks.push(cpuRatio(`${manyKeys.label} within 10 % of one key, CPU per request`, manyKeys, gateway, 1.1));
-  if (gateway && gateway2) checks.push(cpuRatio('WORKERS=2 (supervisor included) within 10 % of one worker, CPU per request', gateway2, gateway, 1.1));
+  if (gateway && peer)
+    checks.push(
+      cpuRatio(
+        'gateway (Redis, undici, every feature on) ≤ 0.90× the fastify peer, CPU per request',
+        gateway,
+        peer,
+        0.9,
+      ),
+    );
+  if (gateway && manyKeys)
+    checks.push(cpuRatio(`${manyKeys.label} within 10 % of one key, CPU per request`, manyKeys, gateway, 1.1));
+  if (gateway && gateway2)
+    checks.push(
+      cpuRatio('WORKERS=2 (supervisor included) within 10 % of one worker, CPU per request', gateway2, gateway, 1.1),
+    );
   if (gateway?.redisCpuMicrosPerRequest != null && peer?.redisCpuMicrosPerRequest != null) {
     checks.push({
       target: 'Redis CPU per admitted request: the gateway against the fastify peer (information)',
@@ -182,7 +259,13 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
     if (!v?.redis) continue;
     if (v.redis.roundTripsPerRequest !== null) {
       const trips = v.redis.roundTripsPerRequest;
-      checks.push(counted(`${v.label}: ≤ 1 Redis round trip per admitted request`, trips <= roundTripAllowance(report, v), roundTripFigures(report, v, trips)));
+      checks.push(
+        counted(
+          `${v.label}: ≤ 1 Redis round trip per admitted request`,
+          trips <= roundTripAllowance(report, v),
+          roundTripFigures(report, v, trips),
+        ),
+      );
     }
     if (v === peer) continue;
     checks.push(
@@ -237,11 +320,26 @@ function resultRows(report: BenchReport): string[][] {
  * round), while the server sent their commands: 4 s at 1,500 req/s cuts off 32 of 6,000, 0.5 %.
  */
 function roundTripAllowance(report: BenchReport, row: VariantSummary): number {
-  const cutOff = row.redis?.roundTripsOverReceived ? 0 : (report.settings.connections * row.rounds.length) / Math.max(1, row.requests);
+  const cutOff = row.redis?.roundTripsOverReceived
+    ? 0
+    : (report.settings.connections * row.rounds.length) / Math.max(1, row.requests);
   return 1 + cutOff + 0.002;
 }
 
-const HEADER = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'vs nginx', 'server CPU µs/req', 'CPU spread %', 'Redis CPU µs/req', 'Redis cmds/req', 'round trips/req', 'responses'];
+const HEADER = [
+  'variant',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'vs baseline',
+  'vs nginx',
+  'server CPU µs/req',
+  'CPU spread %',
+  'Redis CPU µs/req',
+  'Redis cmds/req',
+  'round trips/req',
+  'responses',
+];
 
 export function markdownTable(header: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
@@ -251,7 +349,14 @@ export function markdownTable(header: string[], rows: string[][]): string {
 function commandBreakdown(report: BenchReport): string {
   return report.variants
     .filter((v) => v.redis)
-    .map((v) => `- ${v.label}: ${Object.entries(v.redis!.byCommand).map(([name, n]) => `${name} ${n.toFixed(3)}`).join(', ') || 'none'}`)
+    .map(
+      (v) =>
+        `- ${v.label}: ${
+          Object.entries(v.redis!.byCommand)
+            .map(([name, n]) => `${name} ${n.toFixed(3)}`)
+            .join(', ') || 'none'
+        }`,
+    )
     .join('\n');
 }
 
@@ -281,13 +386,18 @@ export function markdown(report: BenchReport): string {
 export function printTable(report: BenchReport): void {
   const rows = [HEADER, ...resultRows(report)];
   const widths = HEADER.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const text = rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')).join('\n');
+  const text = rows
+    .map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '))
+    .join('\n');
   process.stdout.write(`\n${text}\n\n`);
   for (const [name, r] of Object.entries(report.rss)) {
-    process.stdout.write(`  RSS ${name.padEnd(28)} start ${f0(r.startMiB)} MiB, end ${f0(r.endMiB)} MiB, peak ${f0(r.peakMiB)} MiB\n`);
+    process.stdout.write(
+      `  RSS ${name.padEnd(28)} start ${f0(r.startMiB)} MiB, end ${f0(r.endMiB)} MiB, peak ${f0(r.peakMiB)} MiB\n`,
+    );
   }
   process.stdout.write('\n');
-  for (const t of checkTargets(report)) process.stdout.write(`  ${t.verdict === 'missed' ? 'MISSED' : t.says}  ${t.target}: ${t.figures}\n`);
+  for (const t of checkTargets(report))
+    process.stdout.write(`  ${t.verdict === 'missed' ? 'MISSED' : t.says}  ${t.target}: ${t.figures}\n`);
 }
 
 /** bench/results/latest.json and latest.md; returns the files written. */

@@ -57,7 +57,8 @@ export function judgeRatio(target: RatioTarget): Judgement {
   const spread = target.spreadsPercent.length === 0 ? 0 : Math.max(...target.spreadsPercent);
   if (!Number.isFinite(target.ratio)) return { verdict: 'undecided', spreadPercent: Infinity, marginPercent };
   // Math.max is NaN when any spread is: a single round says nothing of the machine's drift.
-  if (Number.isNaN(spread) || spread > marginPercent) return { verdict: 'undecided', spreadPercent: spread, marginPercent };
+  if (Number.isNaN(spread) || spread > marginPercent)
+    return { verdict: 'undecided', spreadPercent: spread, marginPercent };
   return { verdict: target.ratio <= target.limit ? 'holds' : 'missed', spreadPercent: spread, marginPercent };
 }
 
@@ -88,9 +89,12 @@ export function pairedRatios(rowRounds: readonly number[], referenceRounds: read
  * A ratio target judged on the rounds paired: the ratio is the median of the per-round ratios, and
  * its spread theirs. With fewer than two paired rounds, the rows' medians and spreads as before.
  */
-export function pairedRatioTarget(rowRounds: readonly number[], referenceRounds: readonly number[], fallback: RatioTarget): RatioTarget {
+export function pairedRatioTarget(
+  rowRounds: readonly number[],
+  referenceRounds: readonly number[],
+  fallback: RatioTarget,
+): RatioTarget {
   const ratios = pairedRatios(rowRounds, referenceRounds);
   if (ratios.length < 2) return fallback;
   return { ...fallback, ratio: median(ratios), spreadsPercent: [spreadPercent(ratios)] };
 }
-

@@ -46,7 +46,14 @@ export function parseWrkOutput(output: string, durationSeconds: number): LoadRes
  * connections, no pipelining, latency percentiles from wrk's own histogram.
  */
 export function runWrk(settings: LoadSettings): Promise<LoadResult> {
-  const args = ['-t1', `-c${settings.connections}`, `-d${Math.max(1, Math.round(settings.durationSeconds))}s`, '--latency', '--timeout', '10s'];
+  const args = [
+    '-t1',
+    `-c${settings.connections}`,
+    `-d${Math.max(1, Math.round(settings.durationSeconds))}s`,
+    '--latency',
+    '--timeout',
+    '10s',
+  ];
   for (const [name, value] of Object.entries(settings.headers ?? {})) {
     if (!(settings.roundRobinKeys && name === 'authorization')) args.push('-H', `${name}: ${value}`);
   }

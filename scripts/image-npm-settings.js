@@ -20,7 +20,7 @@
 // writes OUT_DIR/ca.pem and OUT_DIR/npmrc (cafile pointing at CA_PATH_IN_IMAGE), and prints one
 // line per source read, then `fingerprint <sha256>` of what it wrote.
 'use strict';
-const crypto = require('node:crypto');
+const nodeCrypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -95,11 +95,13 @@ function npmrcFiles(projectDir) {
   if (env('prefix')) add(path.join(env('prefix'), 'etc', 'npmrc'), 'global npmrc (npm_config_prefix)');
   // Global: <prefix>/etc/npmrc, the prefix of each node on PATH (the binary's own and through links).
   for (const node of onPath('node')) {
-    for (const binary of [node, realpathOr(node)]) add(path.join(path.dirname(path.dirname(binary)), 'etc', 'npmrc'), `global npmrc of ${node}`);
+    for (const binary of [node, realpathOr(node)])
+      add(path.join(path.dirname(path.dirname(binary)), 'etc', 'npmrc'), `global npmrc of ${node}`);
   }
   for (const file of ['/usr/local/etc/npmrc', '/usr/etc/npmrc', '/etc/npmrc']) add(file, 'global npmrc');
   // Built-in: the npmrc inside each npm package on PATH (Debian's npm sets its globalconfig there).
-  for (const npm of onPath('npm')) add(path.join(path.dirname(path.dirname(realpathOr(npm))), 'npmrc'), `built-in npmrc of ${npm}`);
+  for (const npm of onPath('npm'))
+    add(path.join(path.dirname(path.dirname(realpathOr(npm))), 'npmrc'), `built-in npmrc of ${npm}`);
   return files;
 }
 
@@ -153,7 +155,8 @@ function collect(projectDir) {
       if (key === 'registry' && registry === null) registry = value;
       if (key === 'strict-ssl' && strictSsl === null) strictSsl = value;
       if (key === 'cafile' && value) addFile(path.resolve(value), `cafile in ${what}:`);
-      if ((key === 'ca' || key === 'ca[]') && value && value !== 'null') addPem(value.replace(/\\n/g, '\n'), `ca in ${what}`);
+      if ((key === 'ca' || key === 'ca[]') && value && value !== 'null')
+        addPem(value.replace(/\\n/g, '\n'), `ca in ${what}`);
     }
   }
   if (process.env.NODE_EXTRA_CA_CERTS) addFile(process.env.NODE_EXTRA_CA_CERTS, 'NODE_EXTRA_CA_CERTS');
@@ -162,7 +165,12 @@ function collect(projectDir) {
     addFile(process.env.SSL_CERT_FILE || '/etc/ssl/certs/ca-certificates.crt', 'the system store Node is told to use:');
   }
   addPem(tls.rootCertificates.join('\n'), `Node ${process.version}'s own root certificates`);
-  return { sources, certificates: [...bundle.keys()], registry: registry || DEFAULT_REGISTRY, strictSsl: strictSsl === 'false' ? false : true };
+  return {
+    sources,
+    certificates: [...bundle.keys()],
+    registry: registry || DEFAULT_REGISTRY,
+    strictSsl: strictSsl === 'false' ? false : true,
+  };
 }
 
 function main() {
@@ -173,7 +181,9 @@ function main() {
   }
   const { sources, certificates, registry, strictSsl } = collect(projectDir);
   // Registry, CA file and strict-ssl only: no credential (_auth, _authToken, _password) goes into an image.
-  const npmrc = [`registry=${registry}`, `cafile=${CA_PATH_IN_IMAGE}`, ...(strictSsl ? [] : ['strict-ssl=false'])].join('\n') + '\n';
+  const npmrc =
+    [`registry=${registry}`, `cafile=${CA_PATH_IN_IMAGE}`, ...(strictSsl ? [] : ['strict-ssl=false'])].join('\n') +
+    '\n';
   const pem = certificates.join('');
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'ca.pem'), pem);
@@ -181,7 +191,7 @@ function main() {
   for (const line of sources) console.log(`source ${line}`);
   console.log(`certificates ${certificates.length}`);
   console.log(`registry ${registry}`);
-  console.log(`fingerprint ${crypto.createHash('sha256').update(npmrc).update('\0').update(pem).digest('hex')}`);
+  console.log(`fingerprint ${nodeCrypto.createHash('sha256').update(npmrc).update('\0').update(pem).digest('hex')}`);
 }
 
 module.exports = { collect, certificatesIn, CA_PATH_IN_IMAGE };

@@ -17,16 +17,26 @@ if (!file || (writeAt !== -1 && !durationsFile)) {
 }
 const report = JSON.parse(fs.readFileSync(file, 'utf8'));
 const suites = report.testResults
-  .map((suite) => ({ name: suite.name.replace(/^.*?\/test\//, 'test/'), seconds: (suite.endTime - suite.startTime) / 1000, status: suite.status }))
+  .map((suite) => ({
+    name: suite.name.replace(/^.*?\/test\//, 'test/'),
+    seconds: (suite.endTime - suite.startTime) / 1000,
+    status: suite.status,
+  }))
   .sort((a, b) => b.seconds - a.seconds);
 const total = suites.reduce((sum, suite) => sum + suite.seconds, 0);
-console.log(`${suites.length} suites, ${report.numTotalTests} tests; suite times add up to ${total.toFixed(0)} s (over the workers); the slowest:`);
+console.log(
+  `${suites.length} suites, ${report.numTotalTests} tests; suite times add up to ${total.toFixed(0)} s (over the workers); the slowest:`,
+);
 for (const suite of suites.slice(0, Number(count))) {
-  console.log(`  ${suite.seconds.toFixed(1).padStart(6)} s  ${suite.name}${suite.status === 'passed' ? '' : ` (${suite.status})`}`);
+  console.log(
+    `  ${suite.seconds.toFixed(1).padStart(6)} s  ${suite.name}${suite.status === 'passed' ? '' : ` (${suite.status})`}`,
+  );
 }
 if (durationsFile) {
   const seconds = Object.fromEntries(
-    [...suites].sort((a, b) => a.name.localeCompare(b.name)).map((suite) => [suite.name, Math.round(suite.seconds * 10) / 10]),
+    [...suites]
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((suite) => [suite.name, Math.round(suite.seconds * 10) / 10]),
   );
   fs.writeFileSync(durationsFile, `${JSON.stringify(seconds, null, 2)}\n`);
   console.log(`wrote ${suites.length} suites' seconds to ${durationsFile}`);

@@ -21,7 +21,13 @@ async function runSingleProcess(config: Config, logger: Logger): Promise<void> {
   }
   const running = product;
   logger.info(
-    { gateway: running.gatewayUrl, admin: running.adminUrl, ...(running.authzUrl ? { authz: running.authzUrl } : {}), inventory: running.inventory?.url ?? config.upstream.url, node: nodeVersion },
+    {
+      gateway: running.gatewayUrl,
+      admin: running.adminUrl,
+      ...(running.authzUrl ? { authz: running.authzUrl } : {}),
+      inventory: running.inventory?.url ?? config.upstream.url,
+      node: nodeVersion,
+    },
     `listening on Node ${nodeVersion}`,
   );
   stopOnSignals(createStopper(() => running.close(), logger, config.server.shutdownTimeoutMs));
@@ -36,7 +42,8 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (err) {
-    const problems = err instanceof ConfigError ? err.problems : [`cannot load the configuration: ${(err as Error).message}`];
+    const problems =
+      err instanceof ConfigError ? err.problems : [`cannot load the configuration: ${(err as Error).message}`];
     process.stderr.write(problems.map((problem) => `animal-store-gateway: ${problem}\n`).join(''));
     process.exit(1);
   }

@@ -66,7 +66,8 @@ async function main(): Promise<void> {
   app.addHook('onRequest', async (request, reply) => {
     const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
     const caller = presented ? keys.get(sha256(presented)) : undefined;
-    if (!caller) return reply.code(401).send({ code: 'invalid_api_key', message: 'Send a valid API key.', status: 401 });
+    if (!caller)
+      return reply.code(401).send({ code: 'invalid_api_key', message: 'Send a valid API key.', status: 401 });
     request.caller = caller;
   });
   await app.register(rateLimit, {
@@ -83,10 +84,16 @@ async function main(): Promise<void> {
 
   const details: Record<string, string> = { admitted };
   if (extra.length > 0) details.keys = extra.join(',');
-  announceReady(address, details, () => redisCommandsSent, async () => {
-    await app.close();
-    redis.disconnect();
-  }, requestsReceived);
+  announceReady(
+    address,
+    details,
+    () => redisCommandsSent,
+    async () => {
+      await app.close();
+      redis.disconnect();
+    },
+    requestsReceived,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -101,7 +101,11 @@ async function main(): Promise<void> {
     overrides: {
       dataDir: options.dataDir,
       server: { host: '127.0.0.1' },
-      upstream: { url: options.target, forwarder: options.forwarder, ...(options.underValgrind ? { timeoutMs: 120_000 } : {}) },
+      upstream: {
+        url: options.target,
+        forwarder: options.forwarder,
+        ...(options.underValgrind ? { timeoutMs: 120_000 } : {}),
+      },
       // 200 ms by default: on 2 cores shared with other work, a command can wait longer than that
       // while every server of the bench starts, and a request would be a 503. It changes no
       // per-request cost, only how long a slow command may take.
@@ -115,9 +119,17 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, undefined, { keyPrefix: config.keys.prefix, traceFields: tracing() });
   const product = await startProduct(config, { logger, gatewayPort: 0, adminPort: 0 });
 
-  const unreachable = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000, ...(options.monthAndCost ? { perMonth: 1_000_000_000_000 } : {}) };
-  const policy = options.allowlist100 ? { allowedOperations: ['listPets', 'getPet'], allowedAddresses: hundredRanges() } : {};
-  const admittedConsumer = options.admittedInConsumer ? await product.consumerService.create({ name: 'bench one-key consumer', limits: CONSUMER_UNREACHABLE }) : null;
+  const unreachable = {
+    perMinute: 1_000_000_000,
+    perDay: 1_000_000_000_000,
+    ...(options.monthAndCost ? { perMonth: 1_000_000_000_000 } : {}),
+  };
+  const policy = options.allowlist100
+    ? { allowedOperations: ['listPets', 'getPet'], allowedAddresses: hundredRanges() }
+    : {};
+  const admittedConsumer = options.admittedInConsumer
+    ? await product.consumerService.create({ name: 'bench one-key consumer', limits: CONSUMER_UNREACHABLE })
+    : null;
   const admitted = await product.keyService.create({
     name: 'bench admitted',
     plan: 'enterprise',
@@ -127,10 +139,15 @@ async function main(): Promise<void> {
     ...policy,
   });
   // One request's worth: used up by the first request, whatever it costs.
-  const oneRequest = options.monthAndCost ? { perMinute: MEASURED_COST, perDay: MEASURED_COST } : { perMinute: 1, perDay: 1 };
+  const oneRequest = options.monthAndCost
+    ? { perMinute: MEASURED_COST, perDay: MEASURED_COST }
+    : { perMinute: 1, perDay: 1 };
   const limited = await product.keyService.create({ name: 'bench limited', plan: 'enterprise', limits: oneRequest });
   const banned = await product.keyService.create({ name: 'bench banned', plan: 'enterprise', limits: oneRequest });
-  const get = (key: string) => fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } }).then((res) => res.arrayBuffer().then(() => res.status));
+  const get = (key: string) =>
+    fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } }).then((res) =>
+      res.arrayBuffer().then(() => res.status),
+    );
   await get(limited.key);
   // A child told never to ban has no banned key to offer.
   if (config.ban.threshold <= 100) {
@@ -138,18 +155,33 @@ async function main(): Promise<void> {
   }
 
   const extra: string[] = [];
-  const createExtra = (i: number) => product.keyService.create({ name: `bench round-robin ${i}`, plan: 'enterprise', limits: unreachable }).then((created) => extra.push(created.key));
-  for (let i = 0; i < (options.extraKeys ?? 0); i += 10) await Promise.all(Array.from({ length: Math.min(10, options.extraKeys! - i) }, (_, j) => createExtra(i + j)));
+  const createExtra = (i: number) =>
+    product.keyService
+      .create({ name: `bench round-robin ${i}`, plan: 'enterprise', limits: unreachable })
+      .then((created) => extra.push(created.key));
+  for (let i = 0; i < (options.extraKeys ?? 0); i += 10)
+    await Promise.all(Array.from({ length: Math.min(10, options.extraKeys! - i) }, (_, j) => createExtra(i + j)));
   if (options.consumerKeys) {
     // The consumer's windows are decided in the same script call as each key's: one round trip.
     const consumer = await product.consumerService.create({ name: 'bench consumer', limits: CONSUMER_UNREACHABLE });
-    const createMember = (i: number) => product.keyService.create({ name: `bench consumer key ${i}`, plan: 'enterprise', limits: unreachable, consumerId: consumer.id }).then((created) => extra.push(created.key));
-    for (let i = 0; i < options.consumerKeys; i += 10) await Promise.all(Array.from({ length: Math.min(10, options.consumerKeys - i) }, (_, j) => createMember(i + j)));
+    const createMember = (i: number) =>
+      product.keyService
+        .create({ name: `bench consumer key ${i}`, plan: 'enterprise', limits: unreachable, consumerId: consumer.id })
+        .then((created) => extra.push(created.key));
+    for (let i = 0; i < options.consumerKeys; i += 10)
+      await Promise.all(Array.from({ length: Math.min(10, options.consumerKeys - i) }, (_, j) => createMember(i + j)));
   }
   const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
   if (extra.length > 0) details.keys = extra.join(',');
 
-  announceReady(product.gatewayUrl, details, () => redisCommandsSent, () => product.close(), requestsReceived, () => keyLookupsSent);
+  announceReady(
+    product.gatewayUrl,
+    details,
+    () => redisCommandsSent,
+    () => product.close(),
+    requestsReceived,
+    () => keyLookupsSent,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -23,7 +23,9 @@ function invalid(message: string): ApiError {
 
 function named(entries: readonly unknown[]): string {
   const shown = entries.slice(0, NAMED_AT_MOST).map((entry) => JSON.stringify(entry) ?? String(entry));
-  return entries.length > NAMED_AT_MOST ? `${shown.join(', ')} and ${entries.length - NAMED_AT_MOST} more` : shown.join(', ');
+  return entries.length > NAMED_AT_MOST
+    ? `${shown.join(', ')} and ${entries.length - NAMED_AT_MOST} more`
+    : shown.join(', ');
 }
 
 /** The list as sent, or a 400 saying what a list must be; the entries themselves are checked by the caller. */
@@ -31,7 +33,8 @@ function listOf(field: AccessListField, value: unknown, what: string): unknown[]
   if (!Array.isArray(value)) throw invalid(`${field} must be an array of ${what}, or null for no list.`);
   // An empty list would let nothing through: almost surely a mistake, and null says "no list" plainly.
   if (value.length === 0) throw invalid(`${field} is empty, which would allow nothing: send null to remove the list.`);
-  if (value.length > MAX_ACCESS_LIST_ENTRIES) throw invalid(`${field} has ${value.length} entries; at most ${MAX_ACCESS_LIST_ENTRIES} are allowed.`);
+  if (value.length > MAX_ACCESS_LIST_ENTRIES)
+    throw invalid(`${field} has ${value.length} entries; at most ${MAX_ACCESS_LIST_ENTRIES} are allowed.`);
   return value;
 }
 
@@ -43,7 +46,10 @@ function distinct(values: string[]): string[] {
 function validOperations(value: unknown): string[] {
   const entries = listOf('allowedOperations', value, 'operation ids');
   const bad = entries.filter((entry) => typeof entry !== 'string' || !isPolicyOperationId(entry));
-  if (bad.length > 0) throw invalid(`allowedOperations: unknown operation id ${named(bad)}; the operations are ${POLICY_OPERATION_IDS.join(', ')} (GET /v1/usage is always allowed).`);
+  if (bad.length > 0)
+    throw invalid(
+      `allowedOperations: unknown operation id ${named(bad)}; the operations are ${POLICY_OPERATION_IDS.join(', ')} (GET /v1/usage is always allowed).`,
+    );
   return distinct(entries as string[]);
 }
 
@@ -56,7 +62,10 @@ function validAddresses(value: unknown): string[] {
     if (parsed === null) bad.push(entry);
     else good.push(formatAddressEntry(parsed));
   }
-  if (bad.length > 0) throw invalid(`allowedAddresses: ${named(bad)} ${bad.length === 1 ? 'is not an' : 'are not'} IPv4/IPv6 address or CIDR range (such as 192.0.2.7, 10.0.0.0/8, 2001:db8::/32).`);
+  if (bad.length > 0)
+    throw invalid(
+      `allowedAddresses: ${named(bad)} ${bad.length === 1 ? 'is not an' : 'are not'} IPv4/IPv6 address or CIDR range (such as 192.0.2.7, 10.0.0.0/8, 2001:db8::/32).`,
+    );
   return distinct(good);
 }
 
@@ -75,10 +84,15 @@ export function validAccessList(field: AccessListField, value: unknown): string[
  * The fields of an admin write that set access lists: each one sent (null included) checked and
  * kept, each absent one left out, so a PATCH changes only what it names.
  */
-export function accessListsPatch(input: { allowedOperations?: unknown; allowedAddresses?: unknown }): { allowedOperations?: string[] | null; allowedAddresses?: string[] | null } {
+export function accessListsPatch(input: { allowedOperations?: unknown; allowedAddresses?: unknown }): {
+  allowedOperations?: string[] | null;
+  allowedAddresses?: string[] | null;
+} {
   const patch: { allowedOperations?: string[] | null; allowedAddresses?: string[] | null } = {};
-  if (input.allowedOperations !== undefined) patch.allowedOperations = validAccessList('allowedOperations', input.allowedOperations);
-  if (input.allowedAddresses !== undefined) patch.allowedAddresses = validAccessList('allowedAddresses', input.allowedAddresses);
+  if (input.allowedOperations !== undefined)
+    patch.allowedOperations = validAccessList('allowedOperations', input.allowedOperations);
+  if (input.allowedAddresses !== undefined)
+    patch.allowedAddresses = validAccessList('allowedAddresses', input.allowedAddresses);
   return patch;
 }
 
@@ -87,19 +101,26 @@ export function accessListsPatch(input: { allowedOperations?: unknown; allowedAd
  * when set, so records without a policy encode exactly as before policies existed. Throws a plain
  * Error for a value that is not a list of strings (a corrupt record).
  */
-export function accessListsOf(value: { allowedOperations?: unknown; allowedAddresses?: unknown }): { allowedOperations?: string[]; allowedAddresses?: string[] } {
+export function accessListsOf(value: { allowedOperations?: unknown; allowedAddresses?: unknown }): {
+  allowedOperations?: string[];
+  allowedAddresses?: string[];
+} {
   const lists: { allowedOperations?: string[]; allowedAddresses?: string[] } = {};
   for (const field of ['allowedOperations', 'allowedAddresses'] as const) {
     const list = value[field];
     if (list === undefined || list === null) continue;
-    if (!Array.isArray(list) || !list.every((entry) => typeof entry === 'string')) throw new Error(`${field} must be a list of strings`);
+    if (!Array.isArray(list) || !list.every((entry) => typeof entry === 'string'))
+      throw new Error(`${field} must be a list of strings`);
     lists[field] = [...(list as string[])];
   }
   return lists;
 }
 
 /** The lists as the admin API shows them: null where there is none. */
-export function accessListsView(record: AccessLists): { allowedOperations: string[] | null; allowedAddresses: string[] | null } {
+export function accessListsView(record: AccessLists): {
+  allowedOperations: string[] | null;
+  allowedAddresses: string[] | null;
+} {
   return {
     allowedOperations: record.allowedOperations ? [...record.allowedOperations] : null,
     allowedAddresses: record.allowedAddresses ? [...record.allowedAddresses] : null,

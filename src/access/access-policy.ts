@@ -82,7 +82,11 @@ function addressRefused(policy: AccessPolicy | null, clientAddress: string): boo
  * operation (an unknown path or method) passes the operation lists: it is answered 404/405 like any
  * other, which tells nothing about the policy. The address lists apply to it all the same.
  */
-export function accessDenial(attempt: AccessAttempt, key: AccessPolicy, consumer: AccessPolicy | null = null): AccessDenial | null {
+export function accessDenial(
+  attempt: AccessAttempt,
+  key: AccessPolicy,
+  consumer: AccessPolicy | null = null,
+): AccessDenial | null {
   if (operationRefused(key, attempt.operationId) || operationRefused(consumer, attempt.operationId)) return 'operation';
   if (addressRefused(key, attempt.clientAddress) || addressRefused(consumer, attempt.clientAddress)) return 'address';
   return null;

@@ -35,7 +35,8 @@ export function parseAddressEntry(text: string): AddressEntry | null {
   if (prefix !== null && prefix > 128) return null;
   if (address.startsWith(MAPPED) && net.isIPv4(address.slice(MAPPED.length))) {
     if (prefix === null) return { address: address.slice(MAPPED.length), family: 'ipv4', prefix: null };
-    if (prefix >= MAPPED_PREFIX_BITS) return { address: address.slice(MAPPED.length), family: 'ipv4', prefix: prefix - MAPPED_PREFIX_BITS };
+    if (prefix >= MAPPED_PREFIX_BITS)
+      return { address: address.slice(MAPPED.length), family: 'ipv4', prefix: prefix - MAPPED_PREFIX_BITS };
   }
   return { address, family: 'ipv6', prefix };
 }

@@ -8,7 +8,9 @@ import { accessPolicyOf } from './access-policy';
  * key's consumer policy. The consumer's compiled policy is cached with its record object, as a
  * key's is, so a changed consumer (a new record) is compiled once, and an unchanged one never again.
  */
-export function consumerAccessPolicy(findConsumer: (id: string) => (AccessLists & object) | null | undefined): ConsumerAccessPolicy {
+export function consumerAccessPolicy(
+  findConsumer: (id: string) => (AccessLists & object) | null | undefined,
+): ConsumerAccessPolicy {
   return (record) => {
     const id = (record as { consumerId?: string }).consumerId;
     if (id === undefined) return null;

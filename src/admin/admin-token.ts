@@ -34,7 +34,11 @@ export interface AdminTokenOptions {
  * (failed-tokens.ts) a wrong token is refused with 429 at once, counted but not logged one by one.
  */
 export function requireAdminToken(options: AdminTokenOptions) {
-  const failedTokens = new FailedTokenLimiter(options.failedTokensPerMinute, options.failedTokensPerMinuteTotal, options.clock);
+  const failedTokens = new FailedTokenLimiter(
+    options.failedTokensPerMinute,
+    options.failedTokensPerMinuteTotal,
+    options.clock,
+  );
   return async function checkAdminToken(req: Request, _res: Response, next: NextFunction): Promise<void> {
     const header = req.headers.authorization;
     const presented = header ? /^Bearer +(\S+) *$/i.exec(header)?.[1] : undefined;
@@ -44,17 +48,29 @@ export function requireAdminToken(options: AdminTokenOptions) {
     const lockedOutForMs = failedTokens.lockedOutForMs(address);
     if (lockedOutForMs > 0) {
       options.onFailedToken?.('locked_out', address);
-      throw new ApiError('rate_limited', 'Too many wrong admin tokens from this address. Wait before trying again.', { 'Retry-After': String(Math.ceil(lockedOutForMs / 1000)) });
+      throw new ApiError('rate_limited', 'Too many wrong admin tokens from this address. Wait before trying again.', {
+        'Retry-After': String(Math.ceil(lockedOutForMs / 1000)),
+      });
     }
     const reason = header ? 'invalid' : 'missing';
     const outcome = failedTokens.recordFailure(address);
     options.onFailedToken?.(reason, address);
     options.logger.warn({ reason, clientAddress: address, method: req.method, path: req.path }, 'admin token refused');
-    if (outcome.allLockedNow) options.logger.error({ perMinute: options.failedTokensPerMinuteTotal }, 'wrong admin tokens from all addresses reached their bound: wrong tokens get 429 until the minute ends (the right one is still served)');
-    else if (outcome.addressLockedNow) options.logger.warn({ clientAddress: address, perMinute: options.failedTokensPerMinute }, 'wrong admin tokens from one address reached its bound: its wrong tokens get 429 until its minute ends');
+    if (outcome.allLockedNow)
+      options.logger.error(
+        { perMinute: options.failedTokensPerMinuteTotal },
+        'wrong admin tokens from all addresses reached their bound: wrong tokens get 429 until the minute ends (the right one is still served)',
+      );
+    else if (outcome.addressLockedNow)
+      options.logger.warn(
+        { clientAddress: address, perMinute: options.failedTokensPerMinute },
+        'wrong admin tokens from one address reached its bound: its wrong tokens get 429 until its minute ends',
+      );
     await new Promise((resolve) => setTimeout(resolve, FAILED_TOKEN_DELAY_MS));
     if (reason === 'missing') {
-      throw new ApiError('missing_api_key', 'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>".', { 'WWW-Authenticate': ADMIN_REALM });
+      throw new ApiError('missing_api_key', 'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>".', {
+        'WWW-Authenticate': ADMIN_REALM,
+      });
     }
     throw new ApiError('invalid_api_key', 'The admin token is not valid.', {
       'WWW-Authenticate': `${ADMIN_REALM}, error="invalid_token", error_description="The admin token is not valid."`,

@@ -82,7 +82,10 @@ export interface AdminDependencies {
 function logRefusedWrites(logger: Logger) {
   return (err: unknown, _req: Request, _res: Response, next: NextFunction): void => {
     if (err instanceof StorageUnavailableError) {
-      logger.error({ database: err.database, sqliteCode: err.sqliteCode, detail: err.detail }, 'admin write refused: the database cannot take it');
+      logger.error(
+        { database: err.database, sqliteCode: err.sqliteCode, detail: err.detail },
+        'admin write refused: the database cannot take it',
+      );
     }
     next(err);
   };
@@ -98,7 +101,10 @@ function answerStoreOutages(logger: Logger) {
     const unavailable = isRedisUnavailable(err) ? err : isRedisUnavailable(cause) ? cause : null;
     if (unavailable === null) return next(err);
     const detail = (unavailable as Error).message;
-    logger.warn({ method: req.method, route: req.route?.path, err: detail }, 'admin request refused: the store is unreachable');
+    logger.warn(
+      { method: req.method, route: req.route?.path, err: detail },
+      'admin request refused: the store is unreachable',
+    );
     next(new StoreUnreachableError(detail));
   };
 }
@@ -115,7 +121,9 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(healthRoutes(deps.readiness, deps.metrics, { details: deps.readinessDetails, shuttingDown: deps.shuttingDown }));
+  app.use(
+    healthRoutes(deps.readiness, deps.metrics, { details: deps.readinessDetails, shuttingDown: deps.shuttingDown }),
+  );
 
   // A secret-scanning partner holds no admin token: its report is signed instead (checked there).
   if (deps.secretScanning) app.use(secretScanningRoute(deps.secretScanning));
@@ -124,10 +132,28 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   admin.use(requireAdminToken({ ...deps, clock, logger }));
   // Before /keys/:id, which would otherwise take `export` for an id.
   admin.use(keyBackupRoutes(deps.keyBackup ?? keyService, audit));
-  admin.use(keyRoutes({ keyService, keyLimiter: deps.keyLimiter, keyActivity: deps.keyActivity, audit, maxBodyBytes: deps.maxBodyBytes, onRevoked: deps.onKeyRevoked }));
-  if (deps.consumerService) admin.use(consumerRoutes({ consumers: deps.consumerService, audit, maxBodyBytes: deps.maxBodyBytes }));
+  admin.use(
+    keyRoutes({
+      keyService,
+      keyLimiter: deps.keyLimiter,
+      keyActivity: deps.keyActivity,
+      audit,
+      maxBodyBytes: deps.maxBodyBytes,
+      onRevoked: deps.onKeyRevoked,
+    }),
+  );
+  if (deps.consumerService)
+    admin.use(consumerRoutes({ consumers: deps.consumerService, audit, maxBodyBytes: deps.maxBodyBytes }));
   admin.use(creditRoutes({ keyService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
-  admin.use(windowResetRoutes({ keyService, consumers: deps.consumerService, keyLimiter: deps.keyLimiter, audit, maxBodyBytes: deps.maxBodyBytes }));
+  admin.use(
+    windowResetRoutes({
+      keyService,
+      consumers: deps.consumerService,
+      keyLimiter: deps.keyLimiter,
+      audit,
+      maxBodyBytes: deps.maxBodyBytes,
+    }),
+  );
   admin.get('/audit', async (req, res) => {
     const limit = intParameter(req.query.limit, 'limit', 1, 1000, 100);
     res.json({ entries: await deps.auditLog.recent(limit) });
@@ -144,7 +170,9 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
       // A store outage shows as a failing check; the ban count is then unknown, not an error.
       deps.keyLimiter.activeBans().catch(() => null),
     ]);
-    const health = Object.fromEntries(checks.map(({ name, ok }) => [name, ok ? ('ok' as const) : ('failing' as const)]));
+    const health = Object.fromEntries(
+      checks.map(({ name, ok }) => [name, ok ? ('ok' as const) : ('failing' as const)]),
+    );
     res.json(buildStatsReport({ seconds, nowMs: clock.now(), activeBans, health }));
   });
   if (deps.topKeys) admin.use(topKeysRoute(deps.topKeys));

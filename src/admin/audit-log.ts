@@ -9,7 +9,8 @@ import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-
 /** Entries kept: the oldest go first beyond this (CONTRACT §5). */
 export const MAX_AUDIT_ENTRIES = 10_000;
 
-export type AuditAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban' | 'import' | 'credits' | 'delete' | 'reset';
+export type AuditAction =
+  'create' | 'update' | 'rotate' | 'revoke' | 'unban' | 'import' | 'credits' | 'delete' | 'reset';
 
 export interface AuditEntry {
   /** ISO instant of the write. */
@@ -79,7 +80,12 @@ export class SqliteAuditLog implements AuditLog {
   ) {
     // NORMAL (as before): a crash of the process loses nothing committed; entries not yet in the
     // file wait in memory and are retried (MAX_PENDING_AUDIT_ENTRIES).
-    this.db = openSqliteDatabase({ file: path.join(dataDir, AUDIT_DATABASE_FILE), migrations: AUDIT_MIGRATIONS, synchronous: 'NORMAL', busyTimeoutMs: options.busyTimeoutMs });
+    this.db = openSqliteDatabase({
+      file: path.join(dataDir, AUDIT_DATABASE_FILE),
+      migrations: AUDIT_MIGRATIONS,
+      synchronous: 'NORMAL',
+      busyTimeoutMs: options.busyTimeoutMs,
+    });
     try {
       this.insert = this.db.prepare('INSERT INTO audit (entry) VALUES (?)');
       this.trim = this.db.prepare('DELETE FROM audit WHERE seq <= ?');
@@ -110,7 +116,9 @@ export class SqliteAuditLog implements AuditLog {
     if (this.pending.length > 0) this.tryWritePending();
     // Entries still waiting are newer than any in the file.
     const waiting = this.pending.slice().reverse();
-    const stored = (this.select.all(limit) as Array<{ entry: string }>).map((row) => JSON.parse(row.entry) as AuditEntry);
+    const stored = (this.select.all(limit) as Array<{ entry: string }>).map(
+      (row) => JSON.parse(row.entry) as AuditEntry,
+    );
     return [...waiting, ...stored].slice(0, limit);
   }
 

@@ -4,7 +4,12 @@ import type { Clock } from '../shared/clock';
 import type { AuditAction, AuditLog } from './audit-log';
 
 /** Records one admin write: its log line and its entry in the shared trail. */
-export type RecordAudit = (req: Request, action: AuditAction, keyId: string, details?: Record<string, unknown>) => Promise<void>;
+export type RecordAudit = (
+  req: Request,
+  action: AuditAction,
+  keyId: string,
+  details?: Record<string, unknown>,
+) => Promise<void>;
 
 /** Waits for a replica to hold the write; says on the answer and in the details whether one did. */
 export type ConfirmWrite = (res: Response, details: Record<string, unknown>) => Promise<Record<string, unknown>>;
@@ -13,7 +18,12 @@ export type ConfirmWrite = (res: Response, details: Record<string, unknown>) => 
  * The log line as before, and an entry in the shared trail. The write itself already happened, so a
  * trail that cannot be reached is logged as an error rather than failing the answer.
  */
-export function createAuditTrail(auditLog: AuditLog, logger: Logger, clock: Clock, confirmWrite?: ConfirmWrite): RecordAudit {
+export function createAuditTrail(
+  auditLog: AuditLog,
+  logger: Logger,
+  clock: Clock,
+  confirmWrite?: ConfirmWrite,
+): RecordAudit {
   return async (req, action, keyId, details = {}) => {
     if (confirmWrite && req.res) details = await confirmWrite(req.res, details);
     logger.info({ audit: true, action, keyId, admin: req.socket.remoteAddress }, `admin ${action}`);

@@ -17,7 +17,10 @@ export function configRoutes(config: ConfigAdministration): express.Router {
   router.post('/reload', async (_req, res) => {
     const outcome = await config.reload('POST /admin/reload');
     if (outcome.result === 'success') res.json(outcome);
-    else res.status(outcome.status).json({ code: outcome.code, message: outcome.message, status: outcome.status, errors: outcome.errors });
+    else
+      res
+        .status(outcome.status)
+        .json({ code: outcome.code, message: outcome.message, status: outcome.status, errors: outcome.errors });
   });
   return router;
 }

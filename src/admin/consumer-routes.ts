@@ -41,7 +41,12 @@ export function consumerUsageView(windows: ConsumerWindows) {
   const view: Record<string, unknown> = {};
   if (windows.minute) view.minute = windowView(windows.minute);
   if (windows.day) view.day = windowView(windows.day);
-  if (windows.month) view.month = { ...windowView(windows.month), credits: windows.month.credits, startsAt: new Date(windows.month.startAt).toISOString() };
+  if (windows.month)
+    view.month = {
+      ...windowView(windows.month),
+      credits: windows.month.credits,
+      startsAt: new Date(windows.month.startAt).toISOString(),
+    };
   return view;
 }
 
@@ -85,7 +90,10 @@ export function consumerRoutes(deps: ConsumerRouteDependencies): express.Router 
     const { units } = parseBody(creditsSchema, req.body);
     const record = await load(req.params.id as string);
     const usage = await consumers.addCredits(record, units);
-    await audit(req, 'credits', record.id, { units, month: usage.month ? new Date(usage.month.startAt).toISOString() : null });
+    await audit(req, 'credits', record.id, {
+      units,
+      month: usage.month ? new Date(usage.month.startAt).toISOString() : null,
+    });
     res.json({ ...consumerView(record), usage: consumerUsageView(usage) });
   });
   return router;

@@ -37,16 +37,29 @@ export function creditRoutes(deps: CreditRouteDependencies): express.Router {
     if (record.revokedAt !== null) throw new ApiError('conflict', `Key ${id} is revoked; it cannot be given credits.`);
     const limits = deps.keyService.effectiveLimits(record);
     if (!limits || limits.perMonth === undefined) {
-      throw new ApiError('conflict', `Key ${id} has no month window (neither its plan ${record.plan} nor its own limits set perMonth); credits add to a month.`);
+      throw new ApiError(
+        'conflict',
+        `Key ${id} has no month window (neither its plan ${record.plan} nor its own limits set perMonth); credits add to a month.`,
+      );
     }
     await deps.keyLimiter.addCredits(windowsIdOfKey(record), units, record.billingDay);
     const usage = await deps.keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay);
     await audit(req, record.id, units, usage.month?.startAt);
-    res.json({ id: record.id, name: record.name, plan: record.plan, limits, billingDay: record.billingDay ?? DEFAULT_BILLING_DAY, usage: usageView(usage) });
+    res.json({
+      id: record.id,
+      name: record.name,
+      plan: record.plan,
+      limits,
+      billingDay: record.billingDay ?? DEFAULT_BILLING_DAY,
+      usage: usageView(usage),
+    });
   });
   return router;
 
   function audit(req: express.Request, keyId: string, units: number, monthStart: number | undefined): Promise<void> {
-    return deps.audit(req, 'credits', keyId, { units, month: monthStart === undefined ? null : new Date(monthStart).toISOString() });
+    return deps.audit(req, 'credits', keyId, {
+      units,
+      month: monthStart === undefined ? null : new Date(monthStart).toISOString(),
+    });
   }
 }

@@ -31,7 +31,12 @@ export function runReadinessChecks(checks: readonly ReadinessCheck[]): Promise<R
         await check();
         return { name, ok: true, shared };
       } catch (err) {
-        return { name, ok: false, shared, reason: err instanceof StorageUnavailableError ? describeWriteFailure(err) : undefined };
+        return {
+          name,
+          ok: false,
+          shared,
+          reason: err instanceof StorageUnavailableError ? describeWriteFailure(err) : undefined,
+        };
       }
     }),
   );
@@ -55,7 +60,11 @@ function describeFailure(r: ReadinessResult): string {
  * file it writes refusing writes, or shutting down. Shared dependencies (Redis, the inventory) and
  * the circuit are in the body with 200: `checks` says `ok` or why not, `degraded` names them.
  */
-export function healthRoutes(readiness: readonly ReadinessCheck[], metrics: MetricsSource, options: ReadinessOptions = {}): express.Router {
+export function healthRoutes(
+  readiness: readonly ReadinessCheck[],
+  metrics: MetricsSource,
+  options: ReadinessOptions = {},
+): express.Router {
   const router = express.Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -66,16 +75,35 @@ export function healthRoutes(readiness: readonly ReadinessCheck[], metrics: Metr
     const checks = Object.fromEntries(results.map((r) => [r.name, r.ok ? 'ok' : describeFailure(r)]));
     const ownFaults = results.filter((r) => !r.ok && !r.shared);
     if (options.shuttingDown?.()) {
-      res.status(503).json({ code: 'service_unavailable', message: 'Not ready: shutting down.', status: 503, failing: ['shutting down'], checks, ...details });
+      res.status(503).json({
+        code: 'service_unavailable',
+        message: 'Not ready: shutting down.',
+        status: 503,
+        failing: ['shutting down'],
+        checks,
+        ...details,
+      });
       return;
     }
     if (ownFaults.length === 0) {
       const degraded = results.filter((r) => !r.ok).map((r) => r.name);
-      res.json({ status: degraded.length === 0 ? 'ready' : 'degraded', checks, ...(degraded.length > 0 ? { degraded } : {}), ...details });
+      res.json({
+        status: degraded.length === 0 ? 'ready' : 'degraded',
+        checks,
+        ...(degraded.length > 0 ? { degraded } : {}),
+        ...details,
+      });
       return;
     }
     const failing = ownFaults.map((r) => r.name);
-    res.status(503).json({ code: 'service_unavailable', message: `Not ready: ${ownFaults.map(describeFailure).join('; ')}.`, status: 503, failing, checks, ...details });
+    res.status(503).json({
+      code: 'service_unavailable',
+      message: `Not ready: ${ownFaults.map(describeFailure).join('; ')}.`,
+      status: 503,
+      failing,
+      checks,
+      ...details,
+    });
   });
   router.get('/metrics', async (_req, res) => {
     const text = await metrics.text();

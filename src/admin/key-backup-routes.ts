@@ -27,7 +27,8 @@ async function* bodyOf(req: Request): AsyncGenerator<Buffer> {
   let bytes = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     bytes += chunk.length;
-    if (bytes > MAX_IMPORT_BYTES) throw new ApiError('payload_too_large', `An import is at most ${MAX_IMPORT_BYTES} bytes.`);
+    if (bytes > MAX_IMPORT_BYTES)
+      throw new ApiError('payload_too_large', `An import is at most ${MAX_IMPORT_BYTES} bytes.`);
     yield chunk;
   }
 }
@@ -62,13 +63,17 @@ async function exportKeys(keys: KeyBackup, res: Response): Promise<void> {
  * GET /admin/keys/export and POST /admin/keys/import (CONTRACT §5). Mounted on the authenticated
  * admin router before `/keys/:id`, which would otherwise take `export` for an id.
  */
-export function keyBackupRoutes(keys: KeyBackup, audit: (req: Request, action: AuditAction, keyId: string, details: Record<string, unknown>) => Promise<void>): express.Router {
+export function keyBackupRoutes(
+  keys: KeyBackup,
+  audit: (req: Request, action: AuditAction, keyId: string, details: Record<string, unknown>) => Promise<void>,
+): express.Router {
   const router = express.Router();
 
   router.get('/keys/export', (_req: Request, res: Response) => exportKeys(keys, res));
 
   router.post('/keys/import', async (req: Request, res: Response) => {
-    if (!req.is(IMPORT_TYPES)) throw new ApiError('unsupported_media_type', `Send the export's lines as ${NDJSON_CONTENT_TYPE}.`);
+    if (!req.is(IMPORT_TYPES))
+      throw new ApiError('unsupported_media_type', `Send the export's lines as ${NDJSON_CONTENT_TYPE}.`);
     let result: ImportResult;
     try {
       result = await keys.importBackup(linesOf(bodyOf(req)));

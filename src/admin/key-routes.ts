@@ -24,7 +24,10 @@ export interface KeyAdministration {
 
 /** Each key's use, as counted off the request path (src/keys/activity/key-activity.ts). */
 export interface KeyUsageHistory {
-  usage(keyId: string, days: number): Promise<{ keyId: string; days: Array<{ date: string; admitted: number; rateLimited: number; banned: number }> }>;
+  usage(
+    keyId: string,
+    days: number,
+  ): Promise<{ keyId: string; days: Array<{ date: string; admitted: number; rateLimited: number; banned: number }> }>;
   lastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;
 }
 
@@ -49,7 +52,10 @@ const limitsSchema = z.strictObject({
   /** Requests of this key forwarded at once, across instances (CONTRACT §3); absent, the plan's. */
   maxInFlight: z.number().int().min(1).max(10_000).optional(),
   /** Windows enforced but shown in no header (CONTRACT §4); absent, the plan's. */
-  hiddenWindows: z.array(z.enum(['minute', 'day', 'month'])).max(3).optional(),
+  hiddenWindows: z
+    .array(z.enum(['minute', 'day', 'month']))
+    .max(3)
+    .optional(),
 });
 /** Access policy lists (CONTRACT §4): checked by src/access/access-lists.ts, whose 400 names each bad entry. */
 const accessListFields = {
@@ -80,12 +86,21 @@ const rotateKeySchema = z.strictObject({
   graceSeconds: z.number().int().min(0).max(604_800).optional(),
 });
 
-export const windowView = (w: WindowState) => ({ limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+export const windowView = (w: WindowState) => ({
+  limit: w.limit,
+  remaining: w.remaining,
+  reset: Math.ceil(w.resetAt / 1000),
+});
 
 /** A key's windows as the admin API shows them: the month (with its credits) only when the key has one. */
 export function usageView(usage: KeyUsage) {
   const view: Record<string, unknown> = { minute: windowView(usage.minute), day: windowView(usage.day) };
-  if (usage.month) view.month = { ...windowView(usage.month), credits: usage.month.credits, startsAt: new Date(usage.month.startAt).toISOString() };
+  if (usage.month)
+    view.month = {
+      ...windowView(usage.month),
+      credits: usage.month.credits,
+      startsAt: new Date(usage.month.startAt).toISOString(),
+    };
   return view;
 }
 const notFound = (id: unknown) => new ApiError('not_found', `No key with id ${String(id)}.`);
@@ -169,18 +184,41 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
     const billingDay = billingDayView(record, limits);
     const consumerId = record.consumerId ?? null;
     const accessLists = accessListsView(record);
-    await audit(req, 'create', record.id, { name: record.name, plan: record.plan, limits, expiresAt: record.expiresAt, ...billingDay, consumerId, ...accessLists });
-    res.status(201).json({ id: record.id, key, name: record.name, plan: record.plan, limits, createdAt: record.createdAt, expiresAt: record.expiresAt, ...billingDay, consumerId, ...accessLists });
+    await audit(req, 'create', record.id, {
+      name: record.name,
+      plan: record.plan,
+      limits,
+      expiresAt: record.expiresAt,
+      ...billingDay,
+      consumerId,
+      ...accessLists,
+    });
+    res.status(201).json({
+      id: record.id,
+      key,
+      name: record.name,
+      plan: record.plan,
+      limits,
+      createdAt: record.createdAt,
+      expiresAt: record.expiresAt,
+      ...billingDay,
+      consumerId,
+      ...accessLists,
+    });
   });
   router.post('/keys/:id/rotate', json, async (req, res) => {
     // The body is optional ({graceSeconds} has a default); one that is sent must be JSON.
     const withBody = hasBody(req);
-    if (withBody && !req.is('application/json')) throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
+    if (withBody && !req.is('application/json'))
+      throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
     const { graceSeconds } = parseBody(rotateKeySchema, withBody ? req.body : {});
     const rotated = await keys.rotate(req.params.id as string, graceSeconds);
     if (!rotated) throw notFound(req.params.id);
     const { key, record } = rotated;
-    await audit(req, 'rotate', record.id, { graceSeconds: graceSeconds ?? null, previousKeyExpiresAt: record.previousKeyExpiresAt });
+    await audit(req, 'rotate', record.id, {
+      graceSeconds: graceSeconds ?? null,
+      previousKeyExpiresAt: record.previousKeyExpiresAt,
+    });
     res.status(201).json({ ...(await viewOf(record)), key, previousKeyExpiresAt: record.previousKeyExpiresAt });
   });
   router.patch('/keys/:id', requireJson, json, async (req, res) => {

@@ -24,7 +24,10 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 
 /** A JSON body is required: none is 400, another content type 415. */
 export function requireJson(req: Request, _res: Response, next: NextFunction): void {
-  if (req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && !req.headers['transfer-encoding'])) {
+  if (
+    req.headers['content-length'] === '0' ||
+    (req.headers['content-length'] === undefined && !req.headers['transfer-encoding'])
+  ) {
     throw new ApiError('validation_failed', 'A JSON request body is required.');
   }
   if (!req.is('application/json')) throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
@@ -33,5 +36,7 @@ export function requireJson(req: Request, _res: Response, next: NextFunction): v
 
 /** Whether a request carries a body at all (an optional one, as rotate's). */
 export function hasBody(req: Request): boolean {
-  return req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+  return req.headers['content-length'] !== undefined
+    ? req.headers['content-length'] !== '0'
+    : req.headers['transfer-encoding'] !== undefined;
 }

@@ -55,7 +55,10 @@ const badSignature = (message: string) => new ApiError('invalid_api_key', messag
 function checkSignature(req: express.Request, body: Buffer, keys: readonly VerifyingKey[]): void {
   const id = req.get(IDENTIFIER_HEADER);
   const signature = req.get(SIGNATURE_HEADER);
-  if (!id || !signature) throw badSignature('A secret-scanning report needs the Github-Public-Key-Identifier and Github-Public-Key-Signature headers.');
+  if (!id || !signature)
+    throw badSignature(
+      'A secret-scanning report needs the Github-Public-Key-Identifier and Github-Public-Key-Signature headers.',
+    );
   const key = keys.find((candidate) => candidate.id === id);
   if (!key) throw badSignature('Github-Public-Key-Identifier names no configured secret-scanning public key.');
   let valid = false;
@@ -75,7 +78,11 @@ function parseReport(body: Buffer): z.infer<typeof reportSchema> {
     throw new ApiError('invalid_json', 'The request body is not valid JSON.');
   }
   const parsed = reportSchema.safeParse(json);
-  if (!parsed.success) throw new ApiError('validation_failed', `The body must be a list of at most ${MAX_REPORTED_TOKENS} {token, type, url?, source?}.`);
+  if (!parsed.success)
+    throw new ApiError(
+      'validation_failed',
+      `The body must be a list of at most ${MAX_REPORTED_TOKENS} {token, type, url?, source?}.`,
+    );
   return parsed.data;
 }
 
@@ -95,8 +102,13 @@ export function secretScanningRoute(deps: SecretScanningDependencies): express.R
     try {
       keys = deps.verifyingKeys();
     } catch (err) {
-      deps.logger.error({ err: (err as Error).message }, 'secret-scanning public keys cannot be read: reports are refused until they can');
-      throw new ApiError('service_unavailable', 'The secret-scanning public keys cannot be read right now.', { 'Retry-After': '60' });
+      deps.logger.error(
+        { err: (err as Error).message },
+        'secret-scanning public keys cannot be read: reports are refused until they can',
+      );
+      throw new ApiError('service_unavailable', 'The secret-scanning public keys cannot be read right now.', {
+        'Retry-After': '60',
+      });
     }
     checkSignature(req, body, keys);
     const report = parseReport(body);
@@ -105,11 +117,22 @@ export function secretScanningRoute(deps: SecretScanningDependencies): express.R
     // One at a time: the same token twice in a report is revoked once, and a report of 1,000 never
     // holds the store with 1,000 revocations at once.
     for (const found of report) {
-      const ours = await deps.revocation.revokeReported(found.token, { type: found.type, url: found.url, source: found.source });
+      const ours = await deps.revocation.revokeReported(found.token, {
+        type: found.type,
+        url: found.url,
+        source: found.source,
+      });
       if (ours) real++;
-      answers.push({ token_hash: createHash('sha256').update(found.token).digest('hex'), token_type: found.type, label: ours ? 'true_positive' : 'false_positive' });
+      answers.push({
+        token_hash: createHash('sha256').update(found.token).digest('hex'),
+        token_type: found.type,
+        label: ours ? 'true_positive' : 'false_positive',
+      });
     }
-    deps.logger.info({ tokens: report.length, ours: real, keyIdentifier: req.get(IDENTIFIER_HEADER) }, 'secret-scanning report answered');
+    deps.logger.info(
+      { tokens: report.length, ours: real, keyIdentifier: req.get(IDENTIFIER_HEADER) },
+      'secret-scanning report answered',
+    );
     res.status(200).json(answers);
   });
   return router;

@@ -16,7 +16,10 @@ const WINDOW_NAMES = ['minute', 'day', 'month'] as const satisfies readonly Wind
 
 /** `{windows: [...]}`: one to three known names; a name given twice is reset once. */
 const resetSchema = z.strictObject({
-  windows: z.array(z.enum(WINDOW_NAMES)).min(1, 'name at least one window: minute, day or month').max(WINDOW_NAMES.length * 2),
+  windows: z
+    .array(z.enum(WINDOW_NAMES))
+    .min(1, 'name at least one window: minute, day or month')
+    .max(WINDOW_NAMES.length * 2),
 });
 
 export interface WindowResetRouteDependencies {
@@ -28,9 +31,13 @@ export interface WindowResetRouteDependencies {
 }
 
 /** Each window reset, what it held and its limit then: the audit entry's details and the answer's `reset`. */
-function heldView(held: WindowsHeld, limitOf: (window: WindowName) => number): Record<string, { used: number; limit: number }> {
+function heldView(
+  held: WindowsHeld,
+  limitOf: (window: WindowName) => number,
+): Record<string, { used: number; limit: number }> {
   const view: Record<string, { used: number; limit: number }> = {};
-  for (const window of WINDOW_NAMES) if (held[window] !== undefined) view[window] = { used: held[window], limit: limitOf(window) };
+  for (const window of WINDOW_NAMES)
+    if (held[window] !== undefined) view[window] = { used: held[window], limit: limitOf(window) };
   return view;
 }
 
@@ -65,7 +72,11 @@ export function windowResetRoutes(deps: WindowResetRouteDependencies): express.R
     const limits = deps.keyService.effectiveLimits(record);
     if (!limits) throw new ApiError('conflict', `Key ${id} has no windows: its plan ${record.plan} is not configured.`);
     const missing = missingWindows(windows, limits);
-    if (missing.length > 0) throw new ApiError('conflict', `Key ${id} has no ${missing.join(' or ')} window (neither its plan ${record.plan} nor its own limits set perMonth).`);
+    if (missing.length > 0)
+      throw new ApiError(
+        'conflict',
+        `Key ${id} has no ${missing.join(' or ')} window (neither its plan ${record.plan} nor its own limits set perMonth).`,
+      );
     if (!limiter.resetWindows) throw new ApiError('conflict', 'This store cannot reset windows.');
     const windowsId = windowsIdOfKey(record);
     // The limits before the reset: the month's counts its credits, which the reset keeps.
@@ -74,7 +85,15 @@ export function windowResetRoutes(deps: WindowResetRouteDependencies): express.R
     const view = heldView(held, (window) => (window === 'month' ? before.month!.limit : before[window].limit));
     await deps.audit(req, 'reset', record.id, { windows: view });
     const usage = await limiter.usage(windowsId, limits, record.billingDay);
-    res.json({ id: record.id, name: record.name, plan: record.plan, limits, billingDay: record.billingDay ?? DEFAULT_BILLING_DAY, usage: usageView(usage), reset: view });
+    res.json({
+      id: record.id,
+      name: record.name,
+      plan: record.plan,
+      limits,
+      billingDay: record.billingDay ?? DEFAULT_BILLING_DAY,
+      usage: usageView(usage),
+      reset: view,
+    });
   });
 
   const consumers = deps.consumers;
@@ -87,9 +106,13 @@ export function windowResetRoutes(deps: WindowResetRouteDependencies): express.R
     const missing = missingWindows(windows, record.limits);
     const share = consumerShareOf(record);
     if (missing.length > 0 || share === undefined) {
-      throw new ApiError('conflict', `Consumer ${id} has no ${missing.join(' or ')} window (its limits set no ${missing.map((w) => ({ minute: 'perMinute', day: 'perDay', month: 'perMonth' })[w]).join(' or ')}).`);
+      throw new ApiError(
+        'conflict',
+        `Consumer ${id} has no ${missing.join(' or ')} window (its limits set no ${missing.map((w) => ({ minute: 'perMinute', day: 'perDay', month: 'perMonth' })[w]).join(' or ')}).`,
+      );
     }
-    if (!limiter.resetConsumerWindows || !limiter.consumerUsage) throw new ApiError('conflict', 'This store cannot reset windows.');
+    if (!limiter.resetConsumerWindows || !limiter.consumerUsage)
+      throw new ApiError('conflict', 'This store cannot reset windows.');
     const before = await limiter.consumerUsage(share);
     const held = await limiter.resetConsumerWindows(share, windows);
     const view = heldView(held, (window) => before[window]!.limit);

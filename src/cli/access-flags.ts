@@ -5,10 +5,14 @@
  * names each bad one in its 400, which the CLI prints.
  */
 export const accessOptions = { operations: { type: 'string' as const }, addresses: { type: 'string' as const } };
-export const clearAccessOptions = { 'clear-operations': { type: 'boolean' as const }, 'clear-addresses': { type: 'boolean' as const } };
+export const clearAccessOptions = {
+  'clear-operations': { type: 'boolean' as const },
+  'clear-addresses': { type: 'boolean' as const },
+};
 
 export const ACCESS_USAGE = '[--operations ID,ID] [--addresses CIDR,CIDR]';
-export const CLEAR_ACCESS_USAGE = '[--operations ID,ID | --clear-operations] [--addresses CIDR,CIDR | --clear-addresses]';
+export const CLEAR_ACCESS_USAGE =
+  '[--operations ID,ID | --clear-operations] [--addresses CIDR,CIDR | --clear-addresses]';
 
 type Values = Record<string, string | boolean | undefined>;
 
@@ -18,7 +22,10 @@ function entriesOf(value: string): string[] {
 }
 
 /** The access lists a create or update sends; `conflict` reports a set-and-clear of one list. */
-export function accessListsFrom(values: Values, conflict: (message: string) => Error): { allowedOperations?: string[] | null; allowedAddresses?: string[] | null } {
+export function accessListsFrom(
+  values: Values,
+  conflict: (message: string) => Error,
+): { allowedOperations?: string[] | null; allowedAddresses?: string[] | null } {
   const lists: { allowedOperations?: string[] | null; allowedAddresses?: string[] | null } = {};
   const fields = [
     ['operations', 'clear-operations', 'allowedOperations'],

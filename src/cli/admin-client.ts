@@ -44,7 +44,14 @@ export class AdminClient {
     return this.request('GET', '/v1/usage');
   }
 
-  createKey(body: { name: string; plan: string; limits?: { perMinute: number; perDay: number }; expiresAt?: string; allowedOperations?: string[] | null; allowedAddresses?: string[] | null }) {
+  createKey(body: {
+    name: string;
+    plan: string;
+    limits?: { perMinute: number; perDay: number };
+    expiresAt?: string;
+    allowedOperations?: string[] | null;
+    allowedAddresses?: string[] | null;
+  }) {
     return this.request('POST', '/admin/keys', body);
   }
   listKeys() {
@@ -66,7 +73,10 @@ export class AdminClient {
     return this.request('POST', `/admin/keys/${encodeURIComponent(id)}/rotate`, body);
   }
   keyUsage(id: string, days?: number) {
-    return this.request('GET', `/admin/keys/${encodeURIComponent(id)}/usage${days === undefined ? '' : `?days=${days}`}`);
+    return this.request(
+      'GET',
+      `/admin/keys/${encodeURIComponent(id)}/usage${days === undefined ? '' : `?days=${days}`}`,
+    );
   }
   /** The backup of every key record, NDJSON handed to `write` chunk by chunk as it arrives (100,000 keys are some 45 MB). */
   exportKeys(write: (chunk: string) => Promise<void>): Promise<void> {
@@ -74,7 +84,13 @@ export class AdminClient {
   }
   /** Loads a backup (the export's lines, text or a file's stream, sent as it is read); {imported, unchanged}. */
   async importKeys(ndjson: string | AsyncIterable<Uint8Array>) {
-    const response = await this.fetch('POST', '/admin/keys/import', ndjson, { contentType: 'application/x-ndjson' }, EXPORT_TIMEOUT_MS);
+    const response = await this.fetch(
+      'POST',
+      '/admin/keys/import',
+      ndjson,
+      { contentType: 'application/x-ndjson' },
+      EXPORT_TIMEOUT_MS,
+    );
     if (!response.ok) throw await this.refusal(response);
     return response.json();
   }
@@ -111,7 +127,13 @@ export class AdminClient {
   }
 
   /** `raw`: a success is returned as text, not parsed; `contentType`: `body` is sent as that text as is. */
-  private async request(method: string, path: string, body?: unknown, as: { raw?: boolean; contentType?: string } = {}): Promise<any> {
+  private async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    as: { raw?: boolean; contentType?: string } = {},
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each command reads the fields of its own route's answer
+  ): Promise<any> {
     // A backup of many keys takes longer than one admin call.
     const response = await this.fetch(method, path, body, as, as.raw || as.contentType ? 120_000 : 10_000);
     if (response.status === 204) return null;
@@ -125,7 +147,13 @@ export class AdminClient {
     }
   }
 
-  private async fetch(method: string, path: string, body: unknown, as: { contentType?: string }, timeoutMs: number): Promise<Response> {
+  private async fetch(
+    method: string,
+    path: string,
+    body: unknown,
+    as: { contentType?: string },
+    timeoutMs: number,
+  ): Promise<Response> {
     try {
       return await fetch(new URL(path, this.baseUrl), {
         method,
@@ -148,7 +176,7 @@ export class AdminClient {
   /** An answer other than 2xx as the error the CLI prints: the Error body's message, status and code. */
   private async refusal(response: Response): Promise<AdminRequestError> {
     const text = await response.text();
-    let parsed: any = null;
+    let parsed: { message?: unknown; code?: unknown } | null = null;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {
@@ -156,7 +184,13 @@ export class AdminClient {
     }
     const code = typeof parsed?.code === 'string' ? parsed.code : null;
     // One line: the API's message is the server's text, and the CLI prints it on a line of its own.
-    const message = typeof parsed?.message === 'string' ? parsed.message.replace(/[\r\n]+/g, ' ') : `HTTP ${response.status}`;
-    return new AdminRequestError(`${message} (${response.status}${code ? ` ${code}` : ''})`, response.status, code, parsed);
+    const message =
+      typeof parsed?.message === 'string' ? parsed.message.replace(/[\r\n]+/g, ' ') : `HTTP ${response.status}`;
+    return new AdminRequestError(
+      `${message} (${response.status}${code ? ` ${code}` : ''})`,
+      response.status,
+      code,
+      parsed,
+    );
   }
 }

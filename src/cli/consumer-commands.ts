@@ -35,20 +35,26 @@ const limitOptions = {
 
 function whole(flag: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^[1-9]\d{0,14}$/.test(value)) throw new CliUsageError(`--${flag} needs a positive whole number`);
+  if (typeof value !== 'string' || !/^[1-9]\d{0,14}$/.test(value))
+    throw new CliUsageError(`--${flag} needs a positive whole number`);
   return Number(value);
 }
 
 /** Any of --per-minute, --per-day, --per-month, with --hidden-windows; undefined when none is given. */
 function limitsFrom(values: Values): Record<string, number | string[]> | undefined {
   const limits: Record<string, number | string[]> = {};
-  for (const [flag, field] of [['per-minute', 'perMinute'], ['per-day', 'perDay'], ['per-month', 'perMonth']] as const) {
+  for (const [flag, field] of [
+    ['per-minute', 'perMinute'],
+    ['per-day', 'perDay'],
+    ['per-month', 'perMonth'],
+  ] as const) {
     const n = whole(flag, values[flag]);
     if (n !== undefined) limits[field] = n;
   }
   const hidden = hiddenWindowsFrom(values['hidden-windows']);
   // The limits replace the consumer's whole: hidden windows alone would leave it none to hide.
-  if (hidden !== undefined && Object.keys(limits).length === 0) throw new CliUsageError('--hidden-windows needs --per-minute, --per-day or --per-month');
+  if (hidden !== undefined && Object.keys(limits).length === 0)
+    throw new CliUsageError('--hidden-windows needs --per-minute, --per-day or --per-month');
   if (hidden !== undefined && hidden.length > 0) limits.hiddenWindows = hidden;
   return Object.keys(limits).length > 0 ? limits : undefined;
 }
@@ -60,14 +66,26 @@ type Window = { limit: number; remaining: number; reset: number; credits?: numbe
 /** A consumer for a person: its fields, its keys and its windows when the answer has them. */
 export function formatConsumer(c: Record<string, unknown>): string {
   const limits = c.limits as Record<string, number>;
-  const shown = Object.entries(limits).map(([k, v]) => `${k} ${v}`).join(', ') || 'none (nothing shared)';
-  const lines = [`id:         ${String(c.id)}`, `name:       ${String(c.name)}`, `limits:     ${shown}`, `billing:    day ${String(c.billingDay)} of each month, 00:00 UTC`, `created:    ${String(c.createdAt)}`];
+  const shown =
+    Object.entries(limits)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ') || 'none (nothing shared)';
+  const lines = [
+    `id:         ${String(c.id)}`,
+    `name:       ${String(c.name)}`,
+    `limits:     ${shown}`,
+    `billing:    day ${String(c.billingDay)} of each month, 00:00 UTC`,
+    `created:    ${String(c.createdAt)}`,
+  ];
   if (Array.isArray(c.keyIds)) lines.push(`keys:       ${(c.keyIds as string[]).join(', ') || '-'}`);
   const usage = c.usage as Record<string, Window> | undefined;
   for (const window of ['minute', 'day', 'month']) {
     const w = usage?.[window];
     const credits = w?.credits ? ` (${w.credits} credited)` : '';
-    if (w) lines.push(`${(window + ':').padEnd(11)} ${w.remaining} of ${w.limit}${credits} left, resets ${new Date(w.reset * 1000).toISOString()}`);
+    if (w)
+      lines.push(
+        `${(window + ':').padEnd(11)} ${w.remaining} of ${w.limit}${credits} left, resets ${new Date(w.reset * 1000).toISOString()}`,
+      );
   }
   return lines.join('\n');
 }
@@ -97,32 +115,40 @@ export const consumerCommands: Record<string, ConsumerCommand> = {
   },
   'consumers create': {
     summary: 'create a consumer; its limits are shared by all its keys',
-    usage: 'consumers create --name NAME [--per-minute N] [--per-day N] [--per-month N] [--hidden-windows minute,day,month] [--billing-day 1..28] [--json]',
+    usage:
+      'consumers create --name NAME [--per-minute N] [--per-day N] [--per-month N] [--hidden-windows minute,day,month] [--billing-day 1..28] [--json]',
     options: { name: { type: 'string' }, ...limitOptions, ...json },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new CliUsageError('--name is required');
       const limits = limitsFrom(values);
       const billingDay = whole('billing-day', values['billing-day']);
-      return client.call('POST', '/admin/consumers', { name: values.name, ...(limits ? { limits } : {}), ...(billingDay ? { billingDay } : {}) });
+      return client.call('POST', '/admin/consumers', {
+        name: values.name,
+        ...(limits ? { limits } : {}),
+        ...(billingDay ? { billingDay } : {}),
+      });
     },
     render: (result) => formatConsumer(result as Record<string, unknown>),
   },
   'consumers update': {
     summary: "change a consumer's name, limits (given ones replace all) or billing day",
-    usage: 'consumers update ID [--name NAME] [--per-minute N] [--per-day N] [--per-month N] [--hidden-windows minute,day,month | --clear-limits] [--billing-day 1..28] [--json]',
+    usage:
+      'consumers update ID [--name NAME] [--per-minute N] [--per-day N] [--per-month N] [--hidden-windows minute,day,month | --clear-limits] [--billing-day 1..28] [--json]',
     options: { name: { type: 'string' }, ...limitOptions, 'clear-limits': { type: 'boolean' }, ...json },
     positionals: ['ID'],
     run: (client, values, [id]) => {
       const patch: Record<string, unknown> = {};
       if (typeof values.name === 'string') patch.name = values.name;
       const limits = limitsFrom(values);
-      if (limits && values['clear-limits']) throw new CliUsageError('--clear-limits cannot go with --per-minute/--per-day/--per-month');
+      if (limits && values['clear-limits'])
+        throw new CliUsageError('--clear-limits cannot go with --per-minute/--per-day/--per-month');
       if (limits) patch.limits = limits;
       if (values['clear-limits']) patch.limits = null;
       const billingDay = whole('billing-day', values['billing-day']);
       if (billingDay !== undefined) patch.billingDay = billingDay;
-      if (Object.keys(patch).length === 0) throw new CliUsageError('nothing to update: give --name, limits, --clear-limits or --billing-day');
+      if (Object.keys(patch).length === 0)
+        throw new CliUsageError('nothing to update: give --name, limits, --clear-limits or --billing-day');
       return client.call('PATCH', path(id!), patch);
     },
     render: (result) => formatConsumer(result as Record<string, unknown>),
@@ -144,7 +170,8 @@ export const consumerCommands: Record<string, ConsumerCommand> = {
     options: { units: { type: 'string' }, ...json },
     positionals: ['ID'],
     run: (client, values, [id]) => {
-      if (typeof values.units !== 'string' || !/^[1-9]\d{0,9}$/.test(values.units)) throw new CliUsageError('--units needs a whole number from 1 to 1000000000');
+      if (typeof values.units !== 'string' || !/^[1-9]\d{0,9}$/.test(values.units))
+        throw new CliUsageError('--units needs a whole number from 1 to 1000000000');
       return client.call('POST', path(id!, '/credits'), { units: Number(values.units) });
     },
     render: (result) => formatConsumer(result as Record<string, unknown>),
@@ -154,8 +181,10 @@ export const consumerCommands: Record<string, ConsumerCommand> = {
     usage: 'consumers reset-windows ID --windows minute,day,month [--json]',
     options: { windows: { type: 'string' }, ...json },
     positionals: ['ID'],
-    run: (client, values, [id]) => client.call('POST', path(id!, '/windows/reset'), { windows: windowsFrom(values.windows) }),
-    render: (result) => `${formatConsumer(result as Record<string, unknown>)}\n${formatHeld((result as { reset?: unknown }).reset)}`,
+    run: (client, values, [id]) =>
+      client.call('POST', path(id!, '/windows/reset'), { windows: windowsFrom(values.windows) }),
+    render: (result) =>
+      `${formatConsumer(result as Record<string, unknown>)}\n${formatHeld((result as { reset?: unknown }).reset)}`,
   },
 };
 

@@ -20,7 +20,12 @@ interface Command {
   /** `gateway`: the command speaks to the gateway with the client's API key, not to the admin API. */
   target?: 'gateway';
   /** The command writes its output itself, as it arrives (`write`); it returns STREAMED. */
-  run(client: AdminClient, values: Record<string, string | boolean | undefined>, positionals: string[], write: (chunk: string) => Promise<void>): Promise<unknown>;
+  run(
+    client: AdminClient,
+    values: Record<string, string | boolean | undefined>,
+    positionals: string[],
+    write: (chunk: string) => Promise<void>,
+  ): Promise<unknown>;
   /** How to print the result for a person. */
   render(result: unknown): string;
   /** The result is JSON text for a file (the export's NDJSON): printed as it is, made safe for a terminal. */
@@ -32,7 +37,13 @@ const jsonOption = { json: { type: 'boolean' as const } };
 /** What a command that wrote its own output returns: nothing is left to print. */
 const STREAMED = Symbol('streamed');
 
-type LimitsFlags = { perMinute: number; perDay: number; perMonth?: number; maxInFlight?: number; hiddenWindows?: string[] };
+type LimitsFlags = {
+  perMinute: number;
+  perDay: number;
+  perMonth?: number;
+  maxInFlight?: number;
+  hiddenWindows?: string[];
+};
 
 function limitsFrom(values: Record<string, string | boolean | undefined>): LimitsFlags | undefined {
   const perMinute = values['per-minute'];
@@ -40,9 +51,20 @@ function limitsFrom(values: Record<string, string | boolean | undefined>): Limit
   const perMonth = values['per-month'];
   const maxInFlight = values['max-in-flight'];
   const hiddenWindows = hiddenWindowsFrom(values['hidden-windows']);
-  if (perMinute === undefined && perDay === undefined && perMonth === undefined && maxInFlight === undefined && hiddenWindows === undefined) return undefined;
+  if (
+    perMinute === undefined &&
+    perDay === undefined &&
+    perMonth === undefined &&
+    maxInFlight === undefined &&
+    hiddenWindows === undefined
+  )
+    return undefined;
   if (perMinute === undefined || perDay === undefined) {
-    throw new UsageError(perMonth === undefined && maxInFlight === undefined && hiddenWindows === undefined ? '--per-minute and --per-day go together' : '--per-month, --max-in-flight and --hidden-windows need --per-minute and --per-day');
+    throw new UsageError(
+      perMonth === undefined && maxInFlight === undefined && hiddenWindows === undefined
+        ? '--per-minute and --per-day go together'
+        : '--per-month, --max-in-flight and --hidden-windows need --per-minute and --per-day',
+    );
   }
   const parse = (flag: string, v: string | boolean) => {
     if (typeof v !== 'string' || !/^[1-9]\d*$/.test(v)) throw new UsageError(`--${flag} needs a positive whole number`);
@@ -84,7 +106,8 @@ function expiryFrom(values: Record<string, string | boolean | undefined>): strin
 
 function positiveInt(flag: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^[1-9]\d{0,5}$/.test(value)) throw new UsageError(`--${flag} needs a positive whole number`);
+  if (typeof value !== 'string' || !/^[1-9]\d{0,5}$/.test(value))
+    throw new UsageError(`--${flag} needs a positive whole number`);
   return Number(value);
 }
 
@@ -94,7 +117,16 @@ const keyCommands: Record<string, Command> = {
   create: {
     summary: 'create a key (the full key is shown once)',
     usage: `create --name NAME --plan PLAN [--per-minute N --per-day N [--per-month N] [--max-in-flight N] [--hidden-windows minute,day,month|none]] [--billing-day 1..28] [--expires-in 30d | --expires-at INSTANT] ${ACCESS_USAGE} [--consumer ID] [--json]`,
-    options: { name: { type: 'string' }, plan: { type: 'string' }, ...limitOptions, 'billing-day': { type: 'string' }, ...expiryOptions, ...accessOptions, consumer: { type: 'string' }, ...jsonOption },
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      ...limitOptions,
+      'billing-day': { type: 'string' },
+      ...expiryOptions,
+      ...accessOptions,
+      consumer: { type: 'string' },
+      ...jsonOption,
+    },
     positionals: [],
     run: (client, values) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required');
@@ -104,7 +136,15 @@ const keyCommands: Record<string, Command> = {
       const billingDay = positiveInt('billing-day', values['billing-day']);
       const access = accessListsFrom(values, (message) => new UsageError(message));
       const consumer = typeof values.consumer === 'string' ? { consumerId: values.consumer } : {};
-      return client.createKey({ name: values.name, plan: values.plan, ...(limits ? { limits } : {}), ...(expiresAt ? { expiresAt } : {}), ...(billingDay ? { billingDay } : {}), ...access, ...consumer });
+      return client.createKey({
+        name: values.name,
+        plan: values.plan,
+        ...(limits ? { limits } : {}),
+        ...(expiresAt ? { expiresAt } : {}),
+        ...(billingDay ? { billingDay } : {}),
+        ...access,
+        ...consumer,
+      });
     },
     render: (result) => {
       const created = result as { key: string } & Record<string, unknown>;
@@ -128,7 +168,7 @@ const keyCommands: Record<string, Command> = {
     render: (result) => formatKey(result as Record<string, unknown>),
   },
   update: {
-    summary: 'change a key\'s name, plan, limits, expiry, access policy or consumer',
+    summary: "change a key's name, plan, limits, expiry, access policy or consumer",
     usage: `update ID [--name NAME] [--plan PLAN] [--per-minute N --per-day N [--per-month N] [--max-in-flight N] [--hidden-windows minute,day,month|none] | --clear-limits] [--expires-in 30d | --expires-at INSTANT | --no-expiry] ${CLEAR_ACCESS_USAGE} [--consumer ID | --no-consumer] [--json]`,
     options: {
       name: { type: 'string' },
@@ -149,18 +189,27 @@ const keyCommands: Record<string, Command> = {
       if (typeof values.name === 'string') patch.name = values.name;
       if (typeof values.plan === 'string') patch.plan = values.plan;
       const limits = limitsFrom(values);
-      if (limits && values['clear-limits']) throw new UsageError('--clear-limits cannot go with --per-minute/--per-day');
+      if (limits && values['clear-limits'])
+        throw new UsageError('--clear-limits cannot go with --per-minute/--per-day');
       if (limits) patch.limits = limits;
       if (values['clear-limits']) patch.limits = null;
       const expiresAt = expiryFrom(values);
-      if (expiresAt !== undefined && values['no-expiry']) throw new UsageError('--no-expiry cannot go with --expires-in/--expires-at');
+      if (expiresAt !== undefined && values['no-expiry'])
+        throw new UsageError('--no-expiry cannot go with --expires-in/--expires-at');
       if (expiresAt !== undefined) patch.expiresAt = expiresAt;
       if (values['no-expiry']) patch.expiresAt = null;
-      Object.assign(patch, accessListsFrom(values, (message) => new UsageError(message)));
-      if (typeof values.consumer === 'string' && values['no-consumer']) throw new UsageError('--no-consumer cannot go with --consumer');
+      Object.assign(
+        patch,
+        accessListsFrom(values, (message) => new UsageError(message)),
+      );
+      if (typeof values.consumer === 'string' && values['no-consumer'])
+        throw new UsageError('--no-consumer cannot go with --consumer');
       if (typeof values.consumer === 'string') patch.consumerId = values.consumer;
       if (values['no-consumer']) patch.consumerId = null;
-      if (Object.keys(patch).length === 0) throw new UsageError('nothing to update: give --name, --plan, limits, --clear-limits, an expiry, an access list or a consumer');
+      if (Object.keys(patch).length === 0)
+        throw new UsageError(
+          'nothing to update: give --name, --plan, limits, --clear-limits, an expiry, an access list or a consumer',
+        );
       return client.updateKey(id!, patch);
     },
     render: (result) => formatKey(result as Record<string, unknown>),
@@ -188,23 +237,28 @@ const keyCommands: Record<string, Command> = {
     render: (result) => `ban lifted for ${(result as { id: string }).id}`,
   },
   credits: {
-    summary: 'add one-off units to a key\'s current billing month (gone when it ends; the key needs a month quota)',
+    summary: "add one-off units to a key's current billing month (gone when it ends; the key needs a month quota)",
     usage: 'credits ID --units N [--json]',
     options: { units: { type: 'string' }, ...jsonOption },
     positionals: ['ID'],
     run: (client, values, [id]) => {
-      if (typeof values.units !== 'string' || !/^[1-9]\d{0,9}$/.test(values.units)) throw new UsageError('--units needs a whole number from 1 to 1000000000');
+      if (typeof values.units !== 'string' || !/^[1-9]\d{0,9}$/.test(values.units))
+        throw new UsageError('--units needs a whole number from 1 to 1000000000');
       return client.addCredits(id!, Number(values.units));
     },
     render: (result) => formatKey(result as Record<string, unknown>),
   },
   'reset-windows': {
-    summary: 'start a key\'s minute, day or month window again from zero (a month keeps its credits; audited)',
+    summary: "start a key's minute, day or month window again from zero (a month keeps its credits; audited)",
     usage: 'reset-windows ID --windows minute,day,month [--json]',
     options: { windows: { type: 'string' }, ...jsonOption },
     positionals: ['ID'],
-    run: (client, values, [id]) => client.call('POST', `/admin/keys/${encodeURIComponent(id!)}/windows/reset`, { windows: windowsFrom(values.windows) }),
-    render: (result) => `${formatKey(result as Record<string, unknown>)}\n${formatHeld((result as { reset?: unknown }).reset)}`,
+    run: (client, values, [id]) =>
+      client.call('POST', `/admin/keys/${encodeURIComponent(id!)}/windows/reset`, {
+        windows: windowsFrom(values.windows),
+      }),
+    render: (result) =>
+      `${formatKey(result as Record<string, unknown>)}\n${formatHeld((result as { reset?: unknown }).reset)}`,
   },
   rotate: {
     summary: 'give a key a new secret; the old one works for the grace period (default 1d)',
@@ -229,7 +283,7 @@ const keyCommands: Record<string, Command> = {
     render: (result) => formatUsage(result as Parameters<typeof formatUsage>[0]),
   },
   'my-usage': {
-    summary: 'a client\'s own key: plan, windows, ban, expiry (GET /v1/usage; API_KEY, no admin token)',
+    summary: "a client's own key: plan, windows, ban, expiry (GET /v1/usage; API_KEY, no admin token)",
     usage: 'my-usage [--json]   (environment: API_KEY, GATEWAY_URL)',
     options: { ...jsonOption },
     positionals: [],
@@ -282,7 +336,8 @@ const keyCommands: Record<string, Command> = {
     },
   },
   reload: {
-    summary: 're-read the config and TLS certificate files (as SIGHUP): applied whole, or refused naming each bad setting',
+    summary:
+      're-read the config and TLS certificate files (as SIGHUP): applied whole, or refused naming each bad setting',
     usage: 'reload [--json]',
     options: { ...jsonOption },
     positionals: [],
@@ -290,10 +345,14 @@ const keyCommands: Record<string, Command> = {
       try {
         return await client.reload();
       } catch (err) {
-        const errors = (err as AdminRequestError).body as { errors?: Array<{ setting: string; message: string }> } | null;
+        const errors = (err as AdminRequestError).body as {
+          errors?: Array<{ setting: string; message: string }>;
+        } | null;
         if (!(err instanceof AdminRequestError) || !errors?.errors) throw err;
         // The CLI's own layout, one line per setting: what the API sent is escaped here, the line breaks are ours.
-        const lines = errors.errors.map((e) => `\n  ${escapeControls(String(e.setting))}: ${escapeControls(String(e.message))}`).join('');
+        const lines = errors.errors
+          .map((e) => `\n  ${escapeControls(String(e.setting))}: ${escapeControls(String(e.message))}`)
+          .join('');
         throw new AdminRequestError(`${err.message}${lines}`, err.status, err.code, err.body);
       }
     },
@@ -330,11 +389,11 @@ function generalHelp(): string {
     '  ADMIN_TOKEN  admin bearer token (default in development: DATA_DIR/admin-token)',
     '',
     '  GATEWAY_URL  public gateway, for my-usage (default http://127.0.0.1:8080)',
-    '  API_KEY      the client\'s own API key, for my-usage (never an argument: it would stay in shell history)',
+    "  API_KEY      the client's own API key, for my-usage (never an argument: it would stay in shell history)",
     '',
     'Every command takes --help, and --json for output meant for scripts.',
-    '`my-usage` is a client\'s own view of its key (GET /v1/usage: nothing is counted); `show` is the',
-    'operator\'s view of any key.',
+    "`my-usage` is a client's own view of its key (GET /v1/usage: nothing is counted); `show` is the",
+    "operator's view of any key.",
   ].join('\n');
 }
 
@@ -371,7 +430,11 @@ function printable(command: Command, result: unknown, json: boolean): string {
 }
 
 /** Exit code: 0 done, 1 the admin API refused or could not be reached, 2 a usage error. */
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err: errOut, write }: CliOutput): Promise<number> {
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  { out, err: errOut, write }: CliOutput,
+): Promise<number> {
   const [name, ...rest] = consumerCommandName(argv);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     if (name) out(generalHelp());
@@ -388,17 +451,30 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, { out, err:
       out(`usage: npm run keys -- ${command.usage}\n\n${command.summary}`);
       return 0;
     }
-    const { values, positionals } = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: command.options,
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length !== command.positionals.length) {
       throw new UsageError(`expected ${command.positionals.join(' ') || 'no arguments'}`);
     }
     const client =
       command.target === 'gateway'
-        ? new AdminClient(env.GATEWAY_URL ?? 'http://127.0.0.1:8080', apiKey(env), { variable: 'GATEWAY_URL', name: 'the gateway' })
+        ? new AdminClient(env.GATEWAY_URL ?? 'http://127.0.0.1:8080', apiKey(env), {
+            variable: 'GATEWAY_URL',
+            name: 'the gateway',
+          })
         : new AdminClient(env.ADMIN_URL ?? 'http://127.0.0.1:8081', adminToken(env));
     // A streamed result (the usage export's NDJSON) is machine text too: made safe for a terminal chunk by chunk.
     const streamed = write ?? (async (chunk: string) => out(chunk.replace(/\n$/, '')));
-    const result = await command.run(client, values as Record<string, string | boolean | undefined>, positionals, (chunk) => streamed(terminalSafeJson(chunk)));
+    const result = await command.run(
+      client,
+      values as Record<string, string | boolean | undefined>,
+      positionals,
+      (chunk) => streamed(terminalSafeJson(chunk)),
+    );
     if (result !== STREAMED) out(printable(command, result, values.json === true));
     return 0;
   } catch (err) {
@@ -420,7 +496,8 @@ if (require.main === module) {
     out: (text) => process.stdout.write(text + '\n'),
     err: (text) => process.stderr.write(text + '\n'),
     // Waits while stdout (a pipe, a slow file) is behind, so a long export is never held in memory.
-    write: (chunk) => new Promise((resolve) => (process.stdout.write(chunk) ? resolve() : process.stdout.once('drain', resolve))),
+    write: (chunk) =>
+      new Promise((resolve) => (process.stdout.write(chunk) ? resolve() : process.stdout.once('drain', resolve))),
   }).then(
     (code) => {
       process.exitCode = code;

@@ -24,7 +24,9 @@ export function escapeStrings<T>(value: T): T {
   if (typeof value === 'string') return escapeControls(value) as T;
   if (Array.isArray(value)) return value.map(escapeStrings) as T;
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [escapeControls(key), escapeStrings(inner)])) as T;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => [escapeControls(key), escapeStrings(inner)]),
+  ) as T;
 }
 
 /**

@@ -5,10 +5,14 @@ const WINDOW_NAMES = ['minute', 'day', 'month'] as const;
 
 /** `--windows minute,day` as the list POST …/windows/reset takes; a usage error (exit 2) otherwise. */
 export function windowsFrom(value: string | boolean | undefined): string[] {
-  if (typeof value !== 'string' || value.trim() === '') throw new CliUsageError('--windows needs one or more of minute,day,month (comma-separated)');
+  if (typeof value !== 'string' || value.trim() === '')
+    throw new CliUsageError('--windows needs one or more of minute,day,month (comma-separated)');
   const names = value.split(',').map((name) => name.trim());
   const unknown = names.filter((name) => !(WINDOW_NAMES as readonly string[]).includes(name));
-  if (unknown.length > 0) throw new CliUsageError(`--windows: unknown window ${unknown.map((n) => JSON.stringify(n)).join(', ')} (minute, day, month)`);
+  if (unknown.length > 0)
+    throw new CliUsageError(
+      `--windows: unknown window ${unknown.map((n) => JSON.stringify(n)).join(', ')} (minute, day, month)`,
+    );
   return [...new Set(names)];
 }
 

@@ -17,7 +17,11 @@ export type ConsumerLineCheck = (fields: Record<string, unknown>) => ConsumerRec
 
 /** A consumer's line in the backup: the record's fields, marked `kind: "consumer"`. */
 export function consumerLine(record: ConsumerRecord): string {
-  return JSON.stringify({ v: EXPORT_FORMAT_VERSION, kind: 'consumer', ...(JSON.parse(encodeConsumer(record)) as object) });
+  return JSON.stringify({
+    v: EXPORT_FORMAT_VERSION,
+    kind: 'consumer',
+    ...(JSON.parse(encodeConsumer(record)) as object),
+  });
 }
 
 /** A line's fields when it is a JSON object; null otherwise (the key reader names a bad line). */
@@ -66,7 +70,13 @@ class ConsumersOfImport {
    */
   noteKeyLine(fields: Record<string, unknown>, number: number): void {
     const consumerId = fields.consumerId;
-    if (!isConsumerId(consumerId) || this.here.has(consumerId) || this.inFile.has(consumerId) || this.awaited.has(consumerId)) return;
+    if (
+      !isConsumerId(consumerId) ||
+      this.here.has(consumerId) ||
+      this.inFile.has(consumerId) ||
+      this.awaited.has(consumerId)
+    )
+      return;
     if (fields.revokedAt !== null && fields.revokedAt !== undefined) return;
     this.awaited.set(consumerId, number);
   }
@@ -74,13 +84,16 @@ class ConsumersOfImport {
   /** Once every line is read: the first key naming a consumer neither here nor in the file is refused. */
   checkKeysConsumers(): void {
     for (const [consumerId, number] of this.awaited) {
-      if (!this.inFile.has(consumerId)) throw new ImportLineError(number, `consumerId ${consumerId} is neither a consumer here nor one in the file`);
+      if (!this.inFile.has(consumerId))
+        throw new ImportLineError(number, `consumerId ${consumerId} is neither a consumer here nor one in the file`);
     }
   }
 
   /** The file's consumers that are new here or here in another state. */
   changed(): ConsumerRecord[] {
-    return [...this.inFile.values()].filter((r) => encodeConsumer(r) !== (this.here.has(r.id) ? encodeConsumer(this.here.get(r.id)!) : ''));
+    return [...this.inFile.values()].filter(
+      (r) => encodeConsumer(r) !== (this.here.has(r.id) ? encodeConsumer(this.here.get(r.id)!) : ''),
+    );
   }
 }
 
@@ -89,7 +102,11 @@ class ConsumersOfImport {
  * place, so that every key line keeps its number); once the file is read and every key's consumer
  * checked, `whenRead` runs, before the key service writes anything.
  */
-async function* keyLinesOf(lines: AsyncIterable<string>, consumers: ConsumersOfImport, whenRead: () => Promise<void>): AsyncGenerator<string> {
+async function* keyLinesOf(
+  lines: AsyncIterable<string>,
+  consumers: ConsumersOfImport,
+  whenRead: () => Promise<void>,
+): AsyncGenerator<string> {
   let number = 0;
   for await (const raw of lines) {
     number += 1;
@@ -132,7 +149,11 @@ export function withConsumersInBackup(keys: Backup, consumers: ConsumerStore, ch
       };
       try {
         const result = await keys.importBackup(keyLinesOf(lines, ofImport, writeConsumers));
-        return { imported: result.imported + written.length, unchanged: result.unchanged + ofImport.inFile.size - written.length, ids: [...written.map((r) => r.id), ...result.ids] };
+        return {
+          imported: result.imported + written.length,
+          unchanged: result.unchanged + ofImport.inFile.size - written.length,
+          ids: [...written.map((r) => r.id), ...result.ids],
+        };
       } catch (err) {
         await restore(consumers, written, here);
         throw err;
@@ -141,7 +162,11 @@ export function withConsumersInBackup(keys: Backup, consumers: ConsumerStore, ch
   };
 }
 
-async function restore(consumers: ConsumerStore, changed: readonly ConsumerRecord[], before: ReadonlyMap<string, ConsumerRecord>): Promise<void> {
+async function restore(
+  consumers: ConsumerStore,
+  changed: readonly ConsumerRecord[],
+  before: ReadonlyMap<string, ConsumerRecord>,
+): Promise<void> {
   const previous = changed.flatMap((r) => (before.has(r.id) ? [before.get(r.id)!] : []));
   await consumers.putAll(previous);
   for (const record of changed) if (!before.has(record.id)) await consumers.delete(record.id);

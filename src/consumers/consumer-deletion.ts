@@ -22,7 +22,13 @@ export type ConsumerKeys = Pick<KeyStore, 'list' | 'closeConsumer' | 'reopenCons
 async function assertNoActiveKeys(id: string, keys: ConsumerKeys): Promise<void> {
   const active = (await keys.list()).filter((key: ApiKeyRecord) => key.consumerId === id && key.revokedAt === null);
   if (active.length > 0) {
-    throw new ApiError('conflict', `Consumer ${id} still has ${active.length} active key(s) (${active.slice(0, 5).map((k) => k.id).join(', ')}): revoke them or move them to another consumer first.`);
+    throw new ApiError(
+      'conflict',
+      `Consumer ${id} still has ${active.length} active key(s) (${active
+        .slice(0, 5)
+        .map((k) => k.id)
+        .join(', ')}): revoke them or move them to another consumer first.`,
+    );
   }
 }
 
@@ -37,7 +43,11 @@ async function assertNoActiveKeys(id: string, keys: ConsumerKeys): Promise<void>
  * answers the usual 409 without closing anything, so keys are refused only while a deletion that
  * may succeed is under way.
  */
-export async function deleteUnusedConsumer(id: string, keys: ConsumerKeys, remove: () => Promise<boolean>): Promise<boolean> {
+export async function deleteUnusedConsumer(
+  id: string,
+  keys: ConsumerKeys,
+  remove: () => Promise<boolean>,
+): Promise<boolean> {
   await assertNoActiveKeys(id, keys);
   if (!keys.closeConsumer || !keys.reopenConsumer) return remove();
   const token = randomBytes(12).toString('hex');
@@ -46,7 +56,10 @@ export async function deleteUnusedConsumer(id: string, keys: ConsumerKeys, remov
     await assertNoActiveKeys(id, keys);
     // The close must have held through the read: a key written after it ran out could be missed.
     if (!(await keys.closeConsumer(id, token, DELETION_HOLD_MS))) {
-      throw new ApiError('conflict', `Checking consumer ${id}'s keys took longer than its hold (${DELETION_HOLD_MS / 1000} s); nothing deleted, try again.`);
+      throw new ApiError(
+        'conflict',
+        `Checking consumer ${id}'s keys took longer than its hold (${DELETION_HOLD_MS / 1000} s); nothing deleted, try again.`,
+      );
     }
   } catch (err) {
     await keys.reopenConsumer(id, token).catch(() => {});

@@ -12,7 +12,12 @@ import { CONSUMER_ID_PATTERN } from './consumer-record';
 const positive = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 /** `hiddenWindows`: which of the consumer's windows no header names (CONTRACT §4; `minute` hides `consumer-minute`). */
 const hiddenWindows = z.array(z.enum(['minute', 'day', 'month'])).max(3);
-const limitsSchema = z.strictObject({ perMinute: positive.optional(), perDay: positive.optional(), perMonth: positive.optional(), hiddenWindows: hiddenWindows.optional() });
+const limitsSchema = z.strictObject({
+  perMinute: positive.optional(),
+  perDay: positive.optional(),
+  perMonth: positive.optional(),
+  hiddenWindows: hiddenWindows.optional(),
+});
 /** Stored for the access-policy step (CONTRACT §4), which checks the entries themselves. */
 const policyList = z.array(z.string().min(1).max(100)).max(1000).nullable().optional();
 const billingDay = z.number().int().min(MIN_BILLING_DAY).max(MAX_BILLING_DAY);

@@ -41,7 +41,8 @@ export function encodeConsumer(record: ConsumerRecord): string {
 
 function stringList(value: unknown, field: string): string[] | null {
   if (value === null || value === undefined) return null;
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new Error(`corrupt consumer record: ${field}`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw new Error(`corrupt consumer record: ${field}`);
   return [...(value as string[])];
 }
 
@@ -54,12 +55,19 @@ export function decodeConsumer(value: string | Record<string, unknown>): Consume
   const v = (typeof value === 'string' ? JSON.parse(value) : value) as Record<string, unknown>;
   const str = (field: string, pattern?: RegExp): string => {
     const s = v[field];
-    if (typeof s !== 'string' || s.length === 0 || (pattern && !pattern.test(s))) throw new Error(`corrupt consumer record: ${field}`);
+    if (typeof s !== 'string' || s.length === 0 || (pattern && !pattern.test(s)))
+      throw new Error(`corrupt consumer record: ${field}`);
     return s;
   };
   const limits = (v.limits ?? {}) as Record<string, unknown>;
   const hiddenOk = limits.hiddenWindows === undefined || normalisedHiddenWindows(limits.hiddenWindows) !== null;
-  if (typeof limits !== 'object' || !positiveOrAbsent(limits.perMinute) || !positiveOrAbsent(limits.perDay) || !positiveOrAbsent(limits.perMonth) || !hiddenOk) {
+  if (
+    typeof limits !== 'object' ||
+    !positiveOrAbsent(limits.perMinute) ||
+    !positiveOrAbsent(limits.perDay) ||
+    !positiveOrAbsent(limits.perMonth) ||
+    !hiddenOk
+  ) {
     throw new Error('corrupt consumer record: limits');
   }
   if (!isBillingDay(v.billingDay)) throw new Error('corrupt consumer record: billingDay');

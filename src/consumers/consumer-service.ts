@@ -71,7 +71,10 @@ export class ConsumerService {
     const clean = consumerLimitsOf(limits);
     const largest = largestCost(this.options.costs?.() ?? [])?.cost ?? 1;
     const short = limitsBelowCost(clean, largest);
-    if (short.length > 0) throw invalid(`limits below the largest operation cost ${largest} (config costs) could never serve it: ${short.join(', ')}.`);
+    if (short.length > 0)
+      throw invalid(
+        `limits below the largest operation cost ${largest} (config costs) could never serve it: ${short.join(', ')}.`,
+      );
     return clean;
   }
 
@@ -171,7 +174,10 @@ export class ConsumerService {
   async addCredits(record: ConsumerRecord, units: number): Promise<ConsumerWindows> {
     const share = consumerShareOf(record);
     if (!share || share.limits.perMonth === undefined || !this.options.keyLimiter.addConsumerCredits) {
-      throw new ApiError('conflict', `Consumer ${record.id} has no month window (its limits set no perMonth); credits add to a month.`);
+      throw new ApiError(
+        'conflict',
+        `Consumer ${record.id} has no month window (its limits set no perMonth); credits add to a month.`,
+      );
     }
     await this.options.keyLimiter.addConsumerCredits(share, units);
     return this.usage(record);

@@ -13,7 +13,11 @@ export const SECOND_MOVE_DELAY_MS = 2_000;
  * consumer's (windows-id.ts), so they are moved with it, now and once more after the change has
  * reached every instance. What the old place counted is added to the new one, never lost.
  */
-export function keyWindowMover(limiter: KeyLimiter, onLateMoveFailed: (err: unknown) => void, delayMs = SECOND_MOVE_DELAY_MS) {
+export function keyWindowMover(
+  limiter: KeyLimiter,
+  onLateMoveFailed: (err: unknown) => void,
+  delayMs = SECOND_MOVE_DELAY_MS,
+) {
   return async (keyId: string, from: string | undefined, to: string | undefined): Promise<void> => {
     if (!limiter.moveWindows) return;
     const fromId = windowsIdOf(keyId, from);

@@ -73,7 +73,9 @@ export class RedisConsumerStore implements ConsumerStore {
 
   async list(): Promise<ConsumerRecord[]> {
     const all = await this.redis.hgetall(this.layout.byId);
-    return Object.values(all).map((json) => decodeConsumer(json)).sort(byCreation);
+    return Object.values(all)
+      .map((json) => decodeConsumer(json))
+      .sort(byCreation);
   }
 
   async get(id: string): Promise<ConsumerRecord | null> {
@@ -104,7 +106,8 @@ export class RedisConsumerStore implements ConsumerStore {
   async restore(records: readonly ConsumerRecord[]): Promise<string[]> {
     const restored: string[] = [];
     for (const record of records) {
-      if ((await this.redis.hsetnx(this.layout.byId, record.id, encodeConsumer(record))) === 1) restored.push(record.id);
+      if ((await this.redis.hsetnx(this.layout.byId, record.id, encodeConsumer(record))) === 1)
+        restored.push(record.id);
     }
     await this.redis.set(this.layout.epoch, '1');
     for (const id of restored) await this.redis.publish(this.layout.channel, id);

@@ -52,10 +52,17 @@ export class SqliteConsumerTable {
     const file = dataDir === null ? ':memory:' : path.join(dataDir, fileName);
     this.database = fileName.replace(/\.sqlite$/, '');
     // FULL: a consumer the admin API reported as written survives a power loss too.
-    this.db = openSqliteDatabase({ file, migrations: CONSUMER_MIGRATIONS, synchronous: 'FULL', busyTimeoutMs: options.busyTimeoutMs });
+    this.db = openSqliteDatabase({
+      file,
+      migrations: CONSUMER_MIGRATIONS,
+      synchronous: 'FULL',
+      busyTimeoutMs: options.busyTimeoutMs,
+    });
     try {
       this.writeProbe = new SqliteWriteProbe(this.db, this.database, systemClock, options.onSqliteError);
-      this.upsert = this.db.prepare('INSERT INTO consumers (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
+      this.upsert = this.db.prepare(
+        'INSERT INTO consumers (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json',
+      );
       this.remove = this.db.prepare('DELETE FROM consumers WHERE id = ?');
       for (const row of this.db.prepare('SELECT json FROM consumers').all() as Array<{ json: string }>) {
         const record = decodeConsumer(row.json);
@@ -69,7 +76,9 @@ export class SqliteConsumerTable {
 
   /** Keeps these records in one transaction; those already held as they are cost no write. */
   putAll(records: readonly ConsumerRecord[]): void {
-    const changed = records.map((record) => ({ record, json: encodeConsumer(record) })).filter(({ record, json }) => this.byId.get(record.id)?.json !== json);
+    const changed = records
+      .map((record) => ({ record, json: encodeConsumer(record) }))
+      .filter(({ record, json }) => this.byId.get(record.id)?.json !== json);
     if (changed.length === 0) return;
     this.write(() =>
       this.db.transaction(() => {

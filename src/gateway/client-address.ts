@@ -14,7 +14,9 @@ export class ClientAddressResolver {
 
   constructor(trustedProxies: readonly string[]) {
     // The config refuses an entry that is not an address or range (schema.ts): none is dropped here.
-    this.trusted = addressMatcher(trustedProxies.map(parseAddressEntry).filter((entry): entry is AddressEntry => entry !== null));
+    this.trusted = addressMatcher(
+      trustedProxies.map(parseAddressEntry).filter((entry): entry is AddressEntry => entry !== null),
+    );
   }
 
   /** Whether the socket belongs to a configured trusted proxy, whose own headers are believed. */

@@ -23,7 +23,22 @@ export function createGatewayHandler(deps: GatewayDependencies): RequestListener
   const addresses = new ClientAddressResolver(deps.config.server.trustedProxies);
   // Chosen once: with tracing off every hook is one null check.
   const traces = tracing();
-  const { cors, checkFraming, answerPreflight, matchOperation, authenticate, limitAnonymous, checkAccess, answerUsage, revokeOwnKey, limitKey, checkRoute, applySunset, forward, recordRequest } = createSteps(deps);
+  const {
+    cors,
+    checkFraming,
+    answerPreflight,
+    matchOperation,
+    authenticate,
+    limitAnonymous,
+    checkAccess,
+    answerUsage,
+    revokeOwnKey,
+    limitKey,
+    checkRoute,
+    applySunset,
+    forward,
+    recordRequest,
+  } = createSteps(deps);
 
   return function handleRequest(req, res) {
     const request = startRequest(req, res);

@@ -1,5 +1,12 @@
 import { retryAfterSeconds } from '../shared/retry-after';
-import type { ConsumerWindows, MonthWindowState, RefusingWindow, WindowLimits, WindowName, WindowState } from '../limits/types';
+import type {
+  ConsumerWindows,
+  MonthWindowState,
+  RefusingWindow,
+  WindowLimits,
+  WindowName,
+  WindowState,
+} from '../limits/types';
 import { isHidden, NONE_HIDDEN, type HiddenWindows } from '../limits/hidden-windows';
 
 const WINDOW_SECONDS = { minute: 60, day: 86_400 } as const;
@@ -13,7 +20,12 @@ function secondsUntil(resetAt: number, now: number): number {
  * a tie); or, on a refusal, the window that refused, so that X-RateLimit-Reset is when the key is
  * served again.
  */
-export function bindingWindow(minute: WindowState, day: WindowState, refusedBy?: WindowName, month?: WindowState): WindowName {
+export function bindingWindow(
+  minute: WindowState,
+  day: WindowState,
+  refusedBy?: WindowName,
+  month?: WindowState,
+): WindowName {
   if (refusedBy) return refusedBy;
   let binding: WindowName = day.remaining < minute.remaining ? 'day' : 'minute';
   if (month !== undefined && month.remaining < Math.min(minute.remaining, day.remaining)) binding = 'month';
@@ -71,7 +83,8 @@ export function keyRateLimitHeaders(windows: KeyWindows, hidden: HiddenWindows =
 
 /** Every window shown: the common case, its RateLimit-Policy cached per pair of limits. */
 function allWindowsHeaders({ minute, day, now, refusedBy, month, consumer }: KeyWindows): Record<string, string> {
-  const own = refusedBy === undefined || !refusedBy.startsWith('consumer-') ? (refusedBy as WindowName | undefined) : undefined;
+  const own =
+    refusedBy === undefined || !refusedBy.startsWith('consumer-') ? (refusedBy as WindowName | undefined) : undefined;
   const binding = bindingWindow(minute, day, own, month);
   let shown = binding === 'minute' ? minute : binding === 'day' ? day : month!;
   if (consumer !== undefined) shown = consumerBinding(shown, consumer, refusedBy);
@@ -91,17 +104,26 @@ function allWindowsHeaders({ minute, day, now, refusedBy, month, consumer }: Key
 }
 
 /** The window X-RateLimit-* shows once the consumer's count: the refusing one, else the fewest remaining (the key's on a tie). */
-function consumerBinding(keyShown: WindowState, consumer: ConsumerWindows, refusedBy: RefusingWindow | undefined): WindowState {
+function consumerBinding(
+  keyShown: WindowState,
+  consumer: ConsumerWindows,
+  refusedBy: RefusingWindow | undefined,
+): WindowState {
   if (refusedBy === 'consumer-minute' && consumer.minute) return consumer.minute;
   if (refusedBy === 'consumer-day' && consumer.day) return consumer.day;
   if (refusedBy === 'consumer-month' && consumer.month) return consumer.month;
   if (refusedBy !== undefined) return keyShown;
   let shown = keyShown;
-  for (const w of [consumer.minute, consumer.day, consumer.month]) if (w !== undefined && w.remaining < shown.remaining) shown = w;
+  for (const w of [consumer.minute, consumer.day, consumer.month])
+    if (w !== undefined && w.remaining < shown.remaining) shown = w;
   return shown;
 }
 
-function addConsumerHeaders(headers: { 'RateLimit-Policy': string; RateLimit: string }, consumer: ConsumerWindows, now: number): void {
+function addConsumerHeaders(
+  headers: { 'RateLimit-Policy': string; RateLimit: string },
+  consumer: ConsumerWindows,
+  now: number,
+): void {
   if (consumer.minute) {
     headers['RateLimit-Policy'] += `, "consumer-minute";q=${consumer.minute.limit};w=${WINDOW_SECONDS.minute}`;
     headers.RateLimit += `, "consumer-minute";r=${consumer.minute.remaining};t=${secondsUntil(consumer.minute.resetAt, now)}`;
@@ -111,7 +133,9 @@ function addConsumerHeaders(headers: { 'RateLimit-Policy': string; RateLimit: st
     headers.RateLimit += `, "consumer-day";r=${consumer.day.remaining};t=${secondsUntil(consumer.day.resetAt, now)}`;
   }
   if (consumer.month) {
-    headers['RateLimit-Policy'] += ', "consumer-month"' + monthPolicy(consumer.month.limit, consumer.month.startAt, consumer.month.resetAt).slice('"month"'.length);
+    headers['RateLimit-Policy'] +=
+      ', "consumer-month"' +
+      monthPolicy(consumer.month.limit, consumer.month.startAt, consumer.month.resetAt).slice('"month"'.length);
     headers.RateLimit += `, "consumer-month";r=${consumer.month.remaining};t=${secondsUntil(consumer.month.resetAt, now)}`;
   }
 }
@@ -150,14 +174,17 @@ function visibleWindowsHeaders(windows: KeyWindows, hidden: HiddenWindows): Reco
   const shown = visibleWindows(windows, hidden);
   if (shown.length === 0) return {};
   let binding = shown.find(([name]) => name === windows.refusedBy);
-  if (binding === undefined) for (const w of shown) if (binding === undefined || w[1].remaining < binding[1].remaining) binding = w;
+  if (binding === undefined)
+    for (const w of shown) if (binding === undefined || w[1].remaining < binding[1].remaining) binding = w;
   const state = binding![1];
   return {
     'X-RateLimit-Limit': String(state.limit),
     'X-RateLimit-Remaining': String(state.remaining),
     'X-RateLimit-Reset': String(Math.ceil(state.resetAt / 1000)),
     'RateLimit-Policy': shown.map(([name, w]) => policyItem(name, w)).join(', '),
-    RateLimit: shown.map(([name, w]) => `"${name}";r=${w.remaining};t=${secondsUntil(w.resetAt, windows.now)}`).join(', '),
+    RateLimit: shown
+      .map(([name, w]) => `"${name}";r=${w.remaining};t=${secondsUntil(w.resetAt, windows.now)}`)
+      .join(', '),
   };
 }
 
@@ -169,7 +196,13 @@ export interface BannedMonth {
 }
 
 /** A banned key: nothing was counted, and nothing is available until the ban ends. Hidden windows are left out. */
-export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number, now: number, month?: BannedMonth, hidden: HiddenWindows = NONE_HIDDEN): Record<string, string> {
+export function bannedRateLimitHeaders(
+  limits: WindowLimits,
+  bannedUntil: number,
+  now: number,
+  month?: BannedMonth,
+  hidden: HiddenWindows = NONE_HIDDEN,
+): Record<string, string> {
   if (hidden !== NONE_HIDDEN) return partlyHiddenBanHeaders(limits, bannedUntil, now, month, hidden);
   const wait = secondsUntil(bannedUntil, now);
   const headers = {
@@ -187,7 +220,13 @@ export function bannedRateLimitHeaders(limits: WindowLimits, bannedUntil: number
 }
 
 /** A banned key's visible windows, each with nothing available until the ban ends; none visible: no header. */
-function partlyHiddenBanHeaders(limits: WindowLimits, bannedUntil: number, now: number, month: BannedMonth | undefined, hidden: HiddenWindows): Record<string, string> {
+function partlyHiddenBanHeaders(
+  limits: WindowLimits,
+  bannedUntil: number,
+  now: number,
+  month: BannedMonth | undefined,
+  hidden: HiddenWindows,
+): Record<string, string> {
   const wait = secondsUntil(bannedUntil, now);
   const all: Array<[RefusingWindow, number, string]> = [
     ['minute', limits.perMinute, `"minute";q=${limits.perMinute};w=${WINDOW_SECONDS.minute}`],

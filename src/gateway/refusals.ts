@@ -22,8 +22,13 @@ export class Refusal {
 
 // What HTTP/2 hands over that HTTP/1.1's parser never would (steps/check-framing.ts). CONNECT asks
 // for a tunnel to its authority; the gateway offers none, so no method is allowed there (an empty Allow).
-export const NO_TUNNEL = new Refusal('method_not_allowed', 'CONNECT is not allowed: the gateway opens no tunnels.', { Allow: '' });
-export const HOST_NOT_AUTHORITY = new Refusal('malformed_request', 'The Host header names another authority than :authority.');
+export const NO_TUNNEL = new Refusal('method_not_allowed', 'CONNECT is not allowed: the gateway opens no tunnels.', {
+  Allow: '',
+});
+export const HOST_NOT_AUTHORITY = new Refusal(
+  'malformed_request',
+  'The Host header names another authority than :authority.',
+);
 
 // Who is calling (steps/authenticate.ts). RFC 9110 §11.6.1: every 401 names the scheme and realm;
 // RFC 6750 §3 says why a token was refused.
@@ -31,23 +36,50 @@ const REALM = 'Bearer realm="animal-store"';
 function bearerChallenge(error: 'invalid_token' | 'invalid_request', description: string): string {
   return `${REALM}, error="${error}", error_description="${description}"`;
 }
-function unauthorized(code: 'missing_api_key' | 'invalid_api_key' | 'revoked_api_key' | 'expired_api_key', message: string, challenge: string): Refusal {
+function unauthorized(
+  code: 'missing_api_key' | 'invalid_api_key' | 'revoked_api_key' | 'expired_api_key',
+  message: string,
+  challenge: string,
+): Refusal {
   return new Refusal(code, message, { 'WWW-Authenticate': challenge });
 }
 const REPEATED_MESSAGE = 'Send exactly one Authorization header.';
 const INVALID_MESSAGE = 'The API key is not valid for this environment.';
 
-export const MISSING_KEY = unauthorized('missing_api_key', 'Send your API key as "Authorization: Bearer <key>".', REALM);
-export const REPEATED_AUTHORIZATION = unauthorized('invalid_api_key', REPEATED_MESSAGE, bearerChallenge('invalid_request', REPEATED_MESSAGE));
-export const INVALID_KEY = unauthorized('invalid_api_key', INVALID_MESSAGE, bearerChallenge('invalid_token', INVALID_MESSAGE));
+export const MISSING_KEY = unauthorized(
+  'missing_api_key',
+  'Send your API key as "Authorization: Bearer <key>".',
+  REALM,
+);
+export const REPEATED_AUTHORIZATION = unauthorized(
+  'invalid_api_key',
+  REPEATED_MESSAGE,
+  bearerChallenge('invalid_request', REPEATED_MESSAGE),
+);
+export const INVALID_KEY = unauthorized(
+  'invalid_api_key',
+  INVALID_MESSAGE,
+  bearerChallenge('invalid_token', INVALID_MESSAGE),
+);
 /** Another scheme (Basic, a bare key) sent no bearer token: the challenge alone says what to send (RFC 6750 §3). */
 export const NOT_BEARER = unauthorized('invalid_api_key', INVALID_MESSAGE, REALM);
-export const REVOKED_KEY = unauthorized('revoked_api_key', 'This API key has been revoked.', bearerChallenge('invalid_token', 'This API key has been revoked.'));
-export const EXPIRED_KEY = unauthorized('expired_api_key', 'This API key has expired.', bearerChallenge('invalid_token', 'This API key has expired.'));
+export const REVOKED_KEY = unauthorized(
+  'revoked_api_key',
+  'This API key has been revoked.',
+  bearerChallenge('invalid_token', 'This API key has been revoked.'),
+);
+export const EXPIRED_KEY = unauthorized(
+  'expired_api_key',
+  'This API key has expired.',
+  bearerChallenge('invalid_token', 'This API key has expired.'),
+);
 
 // A key's or its consumer's access policy (steps/check-access.ts, CONTRACT §4).
 export const OPERATION_NOT_ALLOWED = new Refusal('operation_not_allowed', 'This API key may not call this operation.');
-export const ADDRESS_NOT_ALLOWED = new Refusal('address_not_allowed', 'This API key may not be used from this address.');
+export const ADDRESS_NOT_ALLOWED = new Refusal(
+  'address_not_allowed',
+  'This API key may not be used from this address.',
+);
 
 // Which operation, and whether it is served (steps/match-operation.ts, steps/check-route.ts, steps/sunset.ts).
 export const NOT_A_URL = new Refusal('invalid_parameter', 'The request target is not a valid URL.');
@@ -61,7 +93,11 @@ export function methodNotAllowed(method: string, route: RouteMatch): Refusal {
 }
 
 // The limits (steps/limit-anonymous.ts, steps/limit-key.ts, steps/store-failure.ts).
-export const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
+export const STORE_UNAVAILABLE = new Refusal(
+  'service_unavailable',
+  'The gateway cannot reach its store right now. Retry shortly.',
+  { 'Retry-After': '1' },
+);
 
 /**
  * What a 429 rate_limited body says refused it (CONTRACT §3): the window as the rate-limit headers
@@ -81,7 +117,13 @@ const WINDOW_FIELDS: Readonly<Record<RefusingWindow, ErrorBodyFields>> = {
 };
 
 export function anonymousRateLimited(retryAfter: string): Refusal {
-  return new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': retryAfter }, undefined, ANONYMOUS_WINDOW);
+  return new Refusal(
+    'rate_limited',
+    'Too many requests without a valid API key from this address.',
+    { 'Retry-After': retryAfter },
+    undefined,
+    ANONYMOUS_WINDOW,
+  );
 }
 
 /**
@@ -90,8 +132,11 @@ export function anonymousRateLimited(retryAfter: string): Refusal {
  */
 export function keyRateLimited(refusedBy: RefusingWindow, retryAfter: string, hidden = false): Refusal {
   const headers = { 'Retry-After': retryAfter };
-  if (hidden) return new Refusal('rate_limited', 'A limit of this API key is used up.', headers, undefined, HIDDEN_WINDOW);
-  const what = refusedBy.startsWith('consumer-') ? `The ${refusedBy.slice('consumer-'.length)} limit this API key shares with the other keys of its consumer` : `The ${refusedBy} limit of this API key`;
+  if (hidden)
+    return new Refusal('rate_limited', 'A limit of this API key is used up.', headers, undefined, HIDDEN_WINDOW);
+  const what = refusedBy.startsWith('consumer-')
+    ? `The ${refusedBy.slice('consumer-'.length)} limit this API key shares with the other keys of its consumer`
+    : `The ${refusedBy} limit of this API key`;
   return new Refusal('rate_limited', `${what} is used up.`, headers, undefined, WINDOW_FIELDS[refusedBy]);
 }
 
@@ -106,9 +151,13 @@ const UNCONFIGURED_PLAN_RETRY_AFTER_SECONDS = '60';
  * and no unit consumed.
  */
 export function unconfiguredPlan(record: Pick<ApiKeyRecord, 'plan'>): Refusal {
-  return new Refusal('service_unavailable', `The plan ${JSON.stringify(record.plan)} of this API key is not configured on this gateway.`, {
-    'Retry-After': UNCONFIGURED_PLAN_RETRY_AFTER_SECONDS,
-  });
+  return new Refusal(
+    'service_unavailable',
+    `The plan ${JSON.stringify(record.plan)} of this API key is not configured on this gateway.`,
+    {
+      'Retry-After': UNCONFIGURED_PLAN_RETRY_AFTER_SECONDS,
+    },
+  );
 }
 
 /** A key's maxInFlight requests are being forwarded already (CONTRACT §3): no unit taken, no ban counted. */
@@ -119,7 +168,11 @@ export const CONCURRENCY_LIMITED = new Refusal(
 );
 
 export function temporarilyBanned(retryAfter: string): Refusal {
-  return new Refusal('temporarily_banned', 'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.', { 'Retry-After': retryAfter });
+  return new Refusal(
+    'temporarily_banned',
+    'This API key is temporarily banned for retrying after 429 responses. Use exponential backoff.',
+    { 'Retry-After': retryAfter },
+  );
 }
 
 // Forwarding (steps/forward.ts).

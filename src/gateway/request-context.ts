@@ -8,7 +8,15 @@ import type { RouteMatch } from './operations/routes';
 import type { Refusal } from './refusals';
 
 /** How the limiter treated the request, for the log line, the span and the key's usage history. */
-export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'concurrency_limited' | 'shadow_limited' | 'anonymous' | 'anonymous_limited' | 'store_error';
+export type RateLimitOutcome =
+  | 'allowed'
+  | 'limited'
+  | 'banned'
+  | 'concurrency_limited'
+  | 'shadow_limited'
+  | 'anonymous'
+  | 'anonymous_limited'
+  | 'store_error';
 
 /**
  * What one request has learned on its way through the steps that its record (metrics, log line,

@@ -52,7 +52,11 @@ export function createInventoryApp({
   // First, so that everything after it (the log line included) runs inside the request's span; on
   // the API only, so that probes and scrapes make no traces.
   const traces = tracing();
-  if (traces) app.use(BASE_PATH, traces.inventoryMiddleware((res) => (res as Response).locals.inventory?.route ?? UNMATCHED_ROUTE));
+  if (traces)
+    app.use(
+      BASE_PATH,
+      traces.inventoryMiddleware((res) => (res as Response).locals.inventory?.route ?? UNMATCHED_ROUTE),
+    );
   app.use(requestId);
   app.use(observeRequests({ metrics, logger }));
   const labelledPaths = [...PROBE_PATHS, ...PETS_ROUTE_PATHS.map((path) => BASE_PATH + path)];
@@ -81,7 +85,11 @@ export function createInventoryApp({
       } catch (err) {
         // The reason (SQLITE_FULL: disk full, …) is for the operator; this listener is not public.
         logger.warn({ err }, 'readiness check failed: the database cannot take writes');
-        sendError(res, 'service_unavailable', `The inventory database cannot take writes (${describeWriteFailure(err)}).`);
+        sendError(
+          res,
+          'service_unavailable',
+          `The inventory database cannot take writes (${describeWriteFailure(err)}).`,
+        );
         return;
       }
       res.json({ status: 'ok' });

@@ -9,5 +9,12 @@ import { migrations } from './migrations';
  * synchronous=FULL: a row acknowledged with 201 survives a crash of the process and of the machine.
  */
 export function openInventoryDatabase(file: string, busyTimeoutMs = DEFAULT_SQLITE_BUSY_TIMEOUT_MS): Database.Database {
-  return openSqliteDatabase({ file, migrations, synchronous: 'FULL', busyTimeoutMs, foreignKeys: true, requireWritableDir: true });
+  return openSqliteDatabase({
+    file,
+    migrations,
+    synchronous: 'FULL',
+    busyTimeoutMs,
+    foreignKeys: true,
+    requireWritableDir: true,
+  });
 }

@@ -18,7 +18,11 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const logger = createLogger(config.logLevel, undefined, { service: INVENTORY_SERVICE, keyPrefix: config.keys.prefix, traceFields: tracing() });
+  const logger = createLogger(config.logLevel, undefined, {
+    service: INVENTORY_SERVICE,
+    keyPrefix: config.keys.prefix,
+    traceFields: tracing(),
+  });
 
   let inventory;
   try {
@@ -33,7 +37,10 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  logger.info({ url: inventory.url, port: inventory.port, node: nodeVersion }, `inventory listening on ${inventory.url} (Node ${nodeVersion})`);
+  logger.info(
+    { url: inventory.url, port: inventory.port, node: nodeVersion },
+    `inventory listening on ${inventory.url} (Node ${nodeVersion})`,
+  );
 
   let stopping = false;
   const shutdown = (signal: NodeJS.Signals): void => {

@@ -6,7 +6,9 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
  * a few milliseconds; a statement waiting on another connection's lock can take up to the 5 s
  * busy_timeout.
  */
-export const INVENTORY_HTTP_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+export const INVENTORY_HTTP_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+];
 
 /**
  * One prepared statement, from 10 µs to 1 s. SQLite answers in-process: a primary-key lookup from

@@ -29,7 +29,10 @@ export function requireGatewayToken(verifier: Pick<UpstreamTokenVerifier, 'verif
     }
     const claims = await verifier.verify(Array.isArray(token) ? undefined : token);
     if (!claims) {
-      throw new ApiError('invalid_api_key', `${GATEWAY_ONLY}; the ${UPSTREAM_TOKEN_HEADER} token is invalid or expired.`);
+      throw new ApiError(
+        'invalid_api_key',
+        `${GATEWAY_ONLY}; the ${UPSTREAM_TOKEN_HEADER} token is invalid or expired.`,
+      );
     }
     res.locals.caller = claims;
     next();
@@ -40,7 +43,9 @@ export function requireGatewayToken(verifier: Pick<UpstreamTokenVerifier, 'verif
 export function methodNotAllowed(allowed: readonly string[]): RequestHandler {
   const allow = allowed.join(', ');
   return (req, res) => {
-    sendError(res, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}.`, { headers: { Allow: allow } });
+    sendError(res, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}.`, {
+      headers: { Allow: allow },
+    });
   };
 }
 
@@ -56,7 +61,8 @@ const BODY_REQUIRED = 'The request body is required: send a NewPet as applicatio
  */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
   const contentLength = req.headers['content-length'];
-  const bodyAnnounced = req.headers['transfer-encoding'] !== undefined || (contentLength !== undefined && contentLength !== '0');
+  const bodyAnnounced =
+    req.headers['transfer-encoding'] !== undefined || (contentLength !== undefined && contentLength !== '0');
   if (!bodyAnnounced) throw new ApiError('validation_failed', BODY_REQUIRED);
   if (!isJsonContentType(req.headers['content-type'])) {
     throw new ApiError('unsupported_media_type', 'The request body must be application/json (charset utf-8).');
@@ -97,7 +103,10 @@ export function logInternalErrors(logger: Logger): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (err instanceof StorageUnavailableError) {
       // Answered 503 with nothing stored; the reason (SQLITE_FULL: disk full, …) is the operator's.
-      logger.error({ database: err.database, sqliteCode: err.sqliteCode, detail: err.detail, requestId: res.locals.requestId }, 'write refused: the database cannot take it');
+      logger.error(
+        { database: err.database, sqliteCode: err.sqliteCode, detail: err.detail, requestId: res.locals.requestId },
+        'write refused: the database cannot take it',
+      );
     } else if (toApiError(err).code === 'internal_error') {
       logger.error({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
     }

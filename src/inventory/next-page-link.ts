@@ -18,7 +18,8 @@ export function publicOrigin(headers: IncomingHttpHeaders): string {
   const forwardedProto = firstValue(headers['x-forwarded-proto'])?.toLowerCase();
   const proto = forwardedProto === 'https' || forwardedProto === 'http' ? forwardedProto : 'http';
   const forwardedHost = firstValue(headers['x-forwarded-host']);
-  const host = [forwardedHost, headers.host].find((h): h is string => h !== undefined && HOST_PATTERN.test(h)) ?? 'localhost';
+  const host =
+    [forwardedHost, headers.host].find((h): h is string => h !== undefined && HOST_PATTERN.test(h)) ?? 'localhost';
   return `${proto}://${host}`;
 }
 

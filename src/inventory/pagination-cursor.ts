@@ -9,7 +9,8 @@ const PREFIX = 'v1:';
 const MAX_CURSOR_LENGTH = 64;
 
 export function encodeCursor(afterId: number): string {
-  if (!Number.isSafeInteger(afterId) || afterId < 1) throw new RangeError(`cursor position must be a positive safe integer, got ${afterId}`);
+  if (!Number.isSafeInteger(afterId) || afterId < 1)
+    throw new RangeError(`cursor position must be a positive safe integer, got ${afterId}`);
   return Buffer.from(PREFIX + String(afterId), 'utf8').toString('base64url');
 }
 

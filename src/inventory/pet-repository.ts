@@ -36,7 +36,8 @@ const petColumns = 'id, name, category_id AS categoryId, status';
  * Where the time of each statement goes (`inventory_sqlite_query_duration_seconds`), and each
  * failed one (`inventory_sqlite_errors_total`), in production.
  */
-export type QueryTimings = Pick<InventoryMetrics, 'sqliteQueryDuration'> & Partial<Pick<InventoryMetrics, 'sqliteErrors'>>;
+export type QueryTimings = Pick<InventoryMetrics, 'sqliteQueryDuration'> &
+  Partial<Pick<InventoryMetrics, 'sqliteErrors'>>;
 
 /** The inventory database's name in errors and /readyz. */
 const DATABASE = 'inventory';
@@ -71,7 +72,9 @@ export class SqlitePetRepository implements PetRepository {
       `SELECT ${petColumns} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
     );
     this.selectOne = db.prepare('SELECT 1 AS ok');
-    this.writeProbe = new SqliteWriteProbe(db, DATABASE, clock, (_database, code) => this.metrics?.sqliteErrors?.inc({ statement: 'write_probe', code }));
+    this.writeProbe = new SqliteWriteProbe(db, DATABASE, clock, (_database, code) =>
+      this.metrics?.sqliteErrors?.inc({ statement: 'write_probe', code }),
+    );
   }
 
   create(pet: NewPet): Pet {
@@ -79,7 +82,9 @@ export class SqlitePetRepository implements PetRepository {
     // Outside an explicit transaction the INSERT autocommits: by the time run() returns, the row
     // and its fsync'd WAL frame are on disk, and a commit that failed has thrown. The pet is what was
     // bound plus the rowid; AUTOINCREMENT never hands out a committed id again.
-    const { lastInsertRowid } = this.timed('insert_pet', () => this.insertPet.run(pet.name, pet.categoryId, pet.status, createdAt));
+    const { lastInsertRowid } = this.timed('insert_pet', () =>
+      this.insertPet.run(pet.name, pet.categoryId, pet.status, createdAt),
+    );
     return { id: Number(lastInsertRowid), name: pet.name, categoryId: pet.categoryId, status: pet.status };
   }
 
@@ -111,8 +116,11 @@ export class SqlitePetRepository implements PetRepository {
    * around the call measure exactly the statement.
    */
   private timed<T>(statement: SqliteStatement, run: () => T): T {
-    const counted = () => sqliteStatement(DATABASE, run, (_database, code) => this.metrics?.sqliteErrors?.inc({ statement, code }));
-    return this.traces ? this.traces.sqliteStatement(statement, () => this.measured(statement, counted)) : this.measured(statement, counted);
+    const counted = () =>
+      sqliteStatement(DATABASE, run, (_database, code) => this.metrics?.sqliteErrors?.inc({ statement, code }));
+    return this.traces
+      ? this.traces.sqliteStatement(statement, () => this.measured(statement, counted))
+      : this.measured(statement, counted);
   }
 
   private measured<T>(statement: SqliteStatement, run: () => T): T {

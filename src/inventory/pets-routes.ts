@@ -18,7 +18,8 @@ export function createPetsRouter(repository: PetRepository, maxBodyBytes: () => 
     const rows = repository.list({ afterId: params.afterId, limit: params.limit + 1, status: params.status });
     const page = rows.slice(0, params.limit);
     const last = page.at(-1);
-    if (rows.length > params.limit && last) res.setHeader('Link', nextPageLink(publicOrigin(req.headers), params, last.id));
+    if (rows.length > params.limit && last)
+      res.setHeader('Link', nextPageLink(publicOrigin(req.headers), params, last.id));
     res.json(page);
   };
 
@@ -43,6 +44,9 @@ export function createPetsRouter(repository: PetRepository, maxBodyBytes: () => 
     .get(listPets)
     .post(requireJsonBody, ...readJsonBody(maxBodyBytes), createPet)
     .all(methodNotAllowed(['GET', 'HEAD', 'POST']));
-  router.route(itemPath).get(getPet).all(methodNotAllowed(['GET', 'HEAD']));
+  router
+    .route(itemPath)
+    .get(getPet)
+    .all(methodNotAllowed(['GET', 'HEAD']));
   return router;
 }

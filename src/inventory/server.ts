@@ -62,17 +62,36 @@ export function inventoryDatabasePath(config: Config): string {
 const GATEWAY_HEADER_ALLOWANCE_BYTES = 4096;
 
 export async function startInventory(config: Config, options: StartInventoryOptions = {}): Promise<RunningInventory> {
-  const logger = options.logger ?? createLogger(config.logLevel, undefined, { service: INVENTORY_SERVICE, keyPrefix: config.keys.prefix, traceFields: tracing() });
+  const logger =
+    options.logger ??
+    createLogger(config.logLevel, undefined, {
+      service: INVENTORY_SERVICE,
+      keyPrefix: config.keys.prefix,
+      traceFields: tracing(),
+    });
   const clock = options.clock ?? systemClock;
   const host = options.host ?? config.server.host;
   const secret = resolveSigningSecret(config.signing.secret, config.dataDir);
   const verifier = new VerifiedTokenCache(new UpstreamTokenVerifier({ ...config.signing, secret }, clock), clock);
   const metrics = createInventoryMetrics(new Registry(), { collectDefaults: options.collectDefaultMetrics ?? false });
-  const repository = new SqlitePetRepository(openInventoryDatabase(inventoryDatabasePath(config), config.storage.busyTimeoutMs), clock, metrics);
+  const repository = new SqlitePetRepository(
+    openInventoryDatabase(inventoryDatabasePath(config), config.storage.busyTimeoutMs),
+    clock,
+    metrics,
+  );
   const inForce = options.configInForce ?? (() => config);
-  const app = createInventoryApp({ repository, verifier, logger, maxBodyBytes: () => inForce().server.maxBodyBytes, metrics });
+  const app = createInventoryApp({
+    repository,
+    verifier,
+    logger,
+    maxBodyBytes: () => inForce().server.maxBodyBytes,
+    metrics,
+  });
 
-  const server = http.createServer({ maxHeaderSize: config.server.maxHeaderBytes + GATEWAY_HEADER_ALLOWANCE_BYTES }, app);
+  const server = http.createServer(
+    { maxHeaderSize: config.server.maxHeaderBytes + GATEWAY_HEADER_ALLOWANCE_BYTES },
+    app,
+  );
   // The size bounds the headers; node's count limit (1,000 when headers arrive in several reads)
   // would drop the gateway's token and Host, which come after the client's own headers.
   server.maxHeadersCount = 0;

@@ -56,7 +56,9 @@ export function parseListQuery(queryString: string): ListPetsParams {
   if (rawCursor !== undefined) {
     const decoded = decodeCursor(rawCursor);
     if (decoded === null) {
-      throw invalidParameter('Query parameter `cursor` is not valid: use the URL of a `Link: rel="next"` header unchanged.');
+      throw invalidParameter(
+        'Query parameter `cursor` is not valid: use the URL of a `Link: rel="next"` header unchanged.',
+      );
     }
     afterId = decoded;
   }
@@ -68,7 +70,9 @@ export function parseListQuery(queryString: string): ListPetsParams {
 export function parsePetId(raw: string): number {
   const id = /^[0-9]{1,20}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(id) || id < 1) {
-    throw invalidParameter(`Path parameter \`petId\` must be a positive integer no greater than ${Number.MAX_SAFE_INTEGER}.`);
+    throw invalidParameter(
+      `Path parameter \`petId\` must be a positive integer no greater than ${Number.MAX_SAFE_INTEGER}.`,
+    );
   }
   return id;
 }
@@ -85,12 +89,14 @@ export const newPetSchema = z.strictObject({
     .string({ error: required('a string') })
     .trim()
     .refine((s) => s.length > 0, { error: 'must not be empty or only whitespace' })
-    .refine((s) => codePointLength(s) <= MAX_NAME_LENGTH, { error: `must be at most ${MAX_NAME_LENGTH} characters after trimming` })
+    .refine((s) => codePointLength(s) <= MAX_NAME_LENGTH, {
+      error: `must be at most ${MAX_NAME_LENGTH} characters after trimming`,
+    })
     // A lone surrogate cannot be stored as UTF-8 and would come back altered.
     .refine((s) => !/\p{Cs}/u.test(s), { error: 'must be well-formed Unicode text' }),
-  categoryId: z
-    .number({ error: required('an integer') })
-    .refine((n) => Number.isSafeInteger(n) && n >= 1, { error: `must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}` }),
+  categoryId: z.number({ error: required('an integer') }).refine((n) => Number.isSafeInteger(n) && n >= 1, {
+    error: `must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}`,
+  }),
   status: z.enum(petStatuses, { error: `must be one of ${petStatuses.join(', ')}` }).default('available'),
 });
 
@@ -104,7 +110,9 @@ export function parseNewPet(body: unknown): NewPet {
   const problems = result.error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys') {
       return issue.keys
-        .map((key) => (key === 'id' ? 'id: is assigned by the service and must not be sent' : `${key}: is not a field of NewPet`))
+        .map((key) =>
+          key === 'id' ? 'id: is assigned by the service and must not be sent' : `${key}: is not a field of NewPet`,
+        )
         .join('; ');
     }
     const field = issue.path.map(String).join('.') || 'body';
@@ -123,7 +131,11 @@ export function isJsonContentType(header: string | undefined): boolean {
     const eq = parameter.indexOf('=');
     if (eq === -1) return false;
     const name = parameter.slice(0, eq).trim().toLowerCase();
-    const value = parameter.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    const value = parameter
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
     if (name === 'charset' && value !== 'utf-8' && value !== 'utf8') return false;
   }
   return true;

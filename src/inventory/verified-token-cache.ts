@@ -6,7 +6,9 @@ type Verifier = Pick<UpstreamTokenVerifier, 'verify'>;
 /** `exp` of a JWT whose signature was already checked, in ms; null if it has none. */
 function expiryMs(token: string): number | null {
   try {
-    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown };
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+      exp?: unknown;
+    };
     return typeof payload.exp === 'number' ? payload.exp * 1000 : null;
   } catch {
     return null;

@@ -6,7 +6,14 @@ export { withoutHash, type PublicKeyRecord } from './record';
 export { SqliteKeyStore, KEYS_DATABASE_FILE, type SqliteKeyStoreOptions } from './stores/sqlite-key-store';
 export { RedisKeyStore, redisKeyLayout, type RedisKeyStoreOptions } from './stores/redis-key-store';
 export { keyStatusAt } from './key-status';
-export { KeyService, DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_NAME_LENGTH, type CreatedKey, type KeyServiceOptions } from './key-service';
+export {
+  KeyService,
+  DEFAULT_GRACE_SECONDS,
+  MAX_GRACE_SECONDS,
+  MAX_NAME_LENGTH,
+  type CreatedKey,
+  type KeyServiceOptions,
+} from './key-service';
 export { createKeyDurabilityMetrics, type KeyDurabilityMetrics } from './durability/key-durability-metrics';
 export { KeyResolver, DEFAULT_MAX_CACHE_ENTRIES, type KeyResolution, type KeyResolverOptions } from './key-resolver';
 export { keysAsPlanUsers, countPlanUse, type PlanUse, type PlanUsers } from './plan-users';

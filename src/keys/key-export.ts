@@ -55,7 +55,8 @@ type Fields = Record<string, unknown>;
 
 function text(v: Fields, field: string, shape?: RegExp): string {
   const value = v[field];
-  if (typeof value !== 'string' || value.length === 0 || (shape && !shape.test(value))) throw new Error(`${field} is missing or malformed`);
+  if (typeof value !== 'string' || value.length === 0 || (shape && !shape.test(value)))
+    throw new Error(`${field} is missing or malformed`);
   return value;
 }
 
@@ -81,14 +82,32 @@ function notAfter<T extends string | null>(value: T, field: string, latest: numb
 }
 
 /** Every field an export line has (exportLine's): any other is not one a gateway wrote. */
-const KEY_LINE_FIELDS = new Set(['v', 'prefix', 'id', 'name', 'plan', 'limits', 'hash', 'previousHash', 'previousKeyExpiresAt', 'createdAt', 'updatedAt', 'revokedAt', 'expiresAt', 'billingDay', 'consumerId', 'allowedOperations', 'allowedAddresses']);
+const KEY_LINE_FIELDS = new Set([
+  'v',
+  'prefix',
+  'id',
+  'name',
+  'plan',
+  'limits',
+  'hash',
+  'previousHash',
+  'previousKeyExpiresAt',
+  'createdAt',
+  'updatedAt',
+  'revokedAt',
+  'expiresAt',
+  'billingDay',
+  'consumerId',
+  'allowedOperations',
+  'allowedAddresses',
+]);
 
 /** The admin API's own checks, their message without its closing full stop (the line's reason). */
 function asAdminApi<T>(check: () => T): T {
   try {
     return check();
   } catch (err) {
-    throw new Error((err as Error).message.replace(/\.$/, ''));
+    throw new Error((err as Error).message.replace(/\.$/, ''), { cause: err });
   }
 }
 
@@ -125,15 +144,19 @@ function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
     throw new Error('not JSON');
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not a JSON object');
-  if (v.v !== EXPORT_FORMAT_VERSION) throw new Error(`unknown format version ${JSON.stringify(v.v)} (this gateway reads ${EXPORT_FORMAT_VERSION})`);
+  if (v.v !== EXPORT_FORMAT_VERSION)
+    throw new Error(`unknown format version ${JSON.stringify(v.v)} (this gateway reads ${EXPORT_FORMAT_VERSION})`);
   const from = text(v, 'prefix');
-  if (from !== rules.prefix) throw new Error(`key of prefix ${from} refused: this gateway issues and accepts ${rules.prefix} keys only`);
+  if (from !== rules.prefix)
+    throw new Error(`key of prefix ${from} refused: this gateway issues and accepts ${rules.prefix} keys only`);
   const unknown = Object.keys(v).find((field) => !KEY_LINE_FIELDS.has(field));
-  if (unknown !== undefined) throw new Error(`unknown field ${JSON.stringify(unknown.slice(0, 60))}: not one an export writes`);
+  if (unknown !== undefined)
+    throw new Error(`unknown field ${JSON.stringify(unknown.slice(0, 60))}: not one an export writes`);
   // What happened (created, changed, revoked) happened by now, give or take another clock's skew;
   // a rotation's old secret ends at most the longest grace after it.
   const now = rules.now ?? Date.now();
-  const happened = <T extends string | null>(value: T, field: string) => notAfter(value, field, now + IMPORT_CLOCK_SKEW_MS, 'in the future: no gateway wrote it yet');
+  const happened = <T extends string | null>(value: T, field: string) =>
+    notAfter(value, field, now + IMPORT_CLOCK_SKEW_MS, 'in the future: no gateway wrote it yet');
   const record: ApiKeyRecord = {
     id: text(v, 'id', KEY_ID),
     name: asAdminApi(() => validName(v.name)),
@@ -145,13 +168,19 @@ function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
     revokedAt: happened(optionalInstant(v, 'revokedAt'), 'revokedAt'),
     expiresAt: optionalInstant(v, 'expiresAt'),
     previousHash: optional(v, 'previousHash', HASH),
-    previousKeyExpiresAt: notAfter(optionalInstant(v, 'previousKeyExpiresAt'), 'previousKeyExpiresAt', now + MAX_GRACE_SECONDS * 1000 + IMPORT_CLOCK_SKEW_MS, `more than the longest rotation grace (${MAX_GRACE_SECONDS} s) ahead`),
+    previousKeyExpiresAt: notAfter(
+      optionalInstant(v, 'previousKeyExpiresAt'),
+      'previousKeyExpiresAt',
+      now + MAX_GRACE_SECONDS * 1000 + IMPORT_CLOCK_SKEW_MS,
+      `more than the longest rotation grace (${MAX_GRACE_SECONDS} s) ahead`,
+    ),
     ...billingDayField(v.billingDay),
     ...(v.consumerId === undefined || v.consumerId === null ? {} : { consumerId: text(v, 'consumerId', CONSUMER_ID) }),
     // Checked as the admin API checks them: the 400's message becomes the line's reason.
     ...asAdminApi(() => accessListsOf(accessListsPatch(v))),
   };
-  if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null)) throw new Error('previousHash and previousKeyExpiresAt go together');
+  if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null))
+    throw new Error('previousHash and previousKeyExpiresAt go together');
   if (record.previousHash === record.hash) throw new Error('previousHash equals hash');
   return record;
 }
@@ -212,13 +241,18 @@ export const MAX_IMPORT_LINE_BYTES = 64 * 1024;
  * (src/shared/line-splitter.ts): the body is never held whole, and the event loop turns between
  * chunks. A line over `maxLineBytes` is an ImportLineError at once, naming it.
  */
-export async function* linesOf(chunks: AsyncIterable<Buffer | string>, maxLineBytes = MAX_IMPORT_LINE_BYTES): AsyncGenerator<string> {
+export async function* linesOf(
+  chunks: AsyncIterable<Buffer | string>,
+  maxLineBytes = MAX_IMPORT_LINE_BYTES,
+): AsyncGenerator<string> {
   const splitter = new LineSplitter(maxLineBytes);
   try {
-    for await (const chunk of chunks) yield* splitter.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    for await (const chunk of chunks)
+      yield* splitter.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
     yield* splitter.end();
   } catch (err) {
-    if (err instanceof LineTooLongError) throw new ImportLineError(err.line, `longer than ${err.maxBytes} bytes (an export's lines are a few KB at most)`);
+    if (err instanceof LineTooLongError)
+      throw new ImportLineError(err.line, `longer than ${err.maxBytes} bytes (an export's lines are a few KB at most)`);
     throw err;
   }
 }

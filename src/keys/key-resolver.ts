@@ -82,7 +82,8 @@ export class KeyResolver {
     private readonly options: KeyResolverOptions,
   ) {
     this.maxEntries = options.maxEntries ?? DEFAULT_MAX_CACHE_ENTRIES;
-    if (!Number.isInteger(this.maxEntries) || this.maxEntries < 1) throw new Error('maxEntries must be a positive integer');
+    if (!Number.isInteger(this.maxEntries) || this.maxEntries < 1)
+      throw new Error('maxEntries must be a positive integer');
     this.cacheTtlMs = options.cacheTtlSeconds * 1000;
     this.negativeCacheTtlMs = options.negativeCacheTtlSeconds * 1000;
     this.unsubscribe = [store.onChange((change) => this.evict(change.hash))];

@@ -3,7 +3,16 @@ import { ApiError } from '../shared/errors';
 import type { WindowLimits } from '../limits/types';
 import { effectiveLimits, planLimitsOf, type Plans } from '../limits/plan-limits';
 import { generateApiKey, generateKeyId, hashApiKey } from './key-format';
-import { ConsumerClosed, type ApiKeyRecord, type ImportResult, type KeyMove, type KeyPatch, type KeyPatchRequest, type KeyStore, type NewKeyInput } from './types';
+import {
+  ConsumerClosed,
+  type ApiKeyRecord,
+  type ImportResult,
+  type KeyMove,
+  type KeyPatch,
+  type KeyPatchRequest,
+  type KeyStore,
+  type NewKeyInput,
+} from './types';
 import { ExportReader, exportLine } from './key-export';
 import { billingDayOf } from './record';
 import { largestCost } from '../shared/config/costs';
@@ -14,7 +23,6 @@ import { MAX_GRACE_SECONDS } from '../shared/constants';
 /** Bounds of a rotation's grace period (CONTRACT §5); the longest is shared with the import's check. */
 export { MAX_GRACE_SECONDS };
 export const DEFAULT_GRACE_SECONDS = 86_400;
-
 
 export { MAX_NAME_LENGTH };
 
@@ -57,7 +65,8 @@ function invalid(message: string): ApiError {
  * the caller the consumer is gone, as when the check before found none.
  */
 function refuseClosedConsumer(err: unknown): never {
-  if (err instanceof ConsumerClosed) throw invalid(`consumerId: no consumer with id ${err.consumerId} (it is being deleted).`);
+  if (err instanceof ConsumerClosed)
+    throw invalid(`consumerId: no consumer with id ${err.consumerId} (it is being deleted).`);
   throw err;
 }
 
@@ -91,10 +100,12 @@ export class KeyService {
   async create(input: NewKeyInput): Promise<CreatedKey> {
     const name = validName(input.name);
     const plan = this.validPlan(input.plan);
-    const limits = input.limits === undefined || input.limits === null ? null : validLimits(input.limits, this.largestCost);
+    const limits =
+      input.limits === undefined || input.limits === null ? null : validLimits(input.limits, this.largestCost);
     this.assertHasLimits(plan, limits);
     const billingDay = validBillingDay(input.billingDay);
-    const expiresAt = input.expiresAt === undefined || input.expiresAt === null ? null : validExpiry(input.expiresAt, this.clock.now());
+    const expiresAt =
+      input.expiresAt === undefined || input.expiresAt === null ? null : validExpiry(input.expiresAt, this.clock.now());
     const consumerId = await this.validConsumer(input.consumerId);
     const accessLists = accessListsOf(accessListsPatch(input));
 
@@ -125,8 +136,10 @@ export class KeyService {
     const clean: KeyPatch = {};
     if (patch.name !== undefined) clean.name = validName(patch.name);
     if (patch.plan !== undefined) clean.plan = this.validPlan(patch.plan);
-    if (patch.limits !== undefined) clean.limits = patch.limits === null ? null : validLimits(patch.limits, this.largestCost);
-    if (patch.expiresAt !== undefined) clean.expiresAt = patch.expiresAt === null ? null : validExpiry(patch.expiresAt, this.clock.now());
+    if (patch.limits !== undefined)
+      clean.limits = patch.limits === null ? null : validLimits(patch.limits, this.largestCost);
+    if (patch.expiresAt !== undefined)
+      clean.expiresAt = patch.expiresAt === null ? null : validExpiry(patch.expiresAt, this.clock.now());
     if (patch.consumerId !== undefined) clean.consumerId = (await this.validConsumer(patch.consumerId)) ?? null;
     Object.assign(clean, accessListsPatch(patch));
 
@@ -134,14 +147,16 @@ export class KeyService {
     if (!current) return null;
     this.assertHasLimits(clean.plan ?? current.plan, clean.limits === undefined ? current.limits : clean.limits);
     const updated = await this.store.update(id, clean, this.now()).catch(refuseClosedConsumer);
-    if (updated && updated.consumerId !== current.consumerId) await this.options.onConsumerMoved?.(id, current.consumerId, updated.consumerId);
+    if (updated && updated.consumerId !== current.consumerId)
+      await this.options.onConsumerMoved?.(id, current.consumerId, updated.consumerId);
     return updated;
   }
 
   /** A consumer id that exists, or undefined for none; an unknown one is 400. */
   private async validConsumer(value: unknown): Promise<string | undefined> {
     if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string' || !(await this.options.consumerExists?.(value))) throw invalid(`consumerId: no consumer with id ${String(value)}.`);
+    if (typeof value !== 'string' || !(await this.options.consumerExists?.(value)))
+      throw invalid(`consumerId: no consumer with id ${String(value)}.`);
     return value;
   }
 
@@ -161,9 +176,14 @@ export class KeyService {
     const key = generateApiKey(this.prefix);
     const now = this.clock.now();
     const previousKeyExpiresAt = new Date(now + graceSeconds * 1000).toISOString();
-    const record = await this.store.rotate(id, { hash: hashApiKey(key), previousKeyExpiresAt }, new Date(now).toISOString());
+    const record = await this.store.rotate(
+      id,
+      { hash: hashApiKey(key), previousKeyExpiresAt },
+      new Date(now).toISOString(),
+    );
     if (!record) return null;
-    if (record.revokedAt !== null) throw new ApiError('conflict', `Key ${id} is revoked; a revoked key cannot be rotated.`);
+    if (record.revokedAt !== null)
+      throw new ApiError('conflict', `Key ${id} is revoked; a revoked key cannot be rotated.`);
     return { key, record };
   }
 
@@ -177,7 +197,8 @@ export class KeyService {
    * whole, and never read in one command.
    */
   async exportBackup(write: (text: string) => Promise<void>): Promise<void> {
-    const toText = (records: ApiKeyRecord[]) => write(records.map((record) => exportLine(record, this.prefix) + '\n').join(''));
+    const toText = (records: ApiKeyRecord[]) =>
+      write(records.map((record) => exportLine(record, this.prefix) + '\n').join(''));
     if (this.store.scanRecords) return this.store.scanRecords(toText);
     const records = await this.store.list();
     for (let at = 0; at < records.length; at += EXPORT_CHUNK) await toText(records.slice(at, at + EXPORT_CHUNK));
@@ -190,7 +211,12 @@ export class KeyService {
    * records whole or not at all (KeyImportConflict: a secret held by another id here).
    */
   async importBackup(lines: AsyncIterable<string> | string): Promise<ImportResult> {
-    const reader = new ExportReader({ prefix: this.prefix, largestCost: this.largestCost, now: this.clock.now(), check: (record) => this.importRefusal(record) });
+    const reader = new ExportReader({
+      prefix: this.prefix,
+      largestCost: this.largestCost,
+      now: this.clock.now(),
+      check: (record) => this.importRefusal(record),
+    });
     if (typeof lines === 'string') {
       for (const line of lines.split('\n')) reader.add(line);
     } else {
@@ -209,8 +235,10 @@ export class KeyService {
   }
 
   private importRefusal(record: ApiKeyRecord): string | null {
-    if (!Object.hasOwn(this.plansInForce(), record.plan)) return `plan ${record.plan} is not configured here (plans: ${Object.keys(this.plansInForce()).join(', ')})`;
-    if (record.limits === null && planLimitsOf(this.plansInForce(), record.plan) === null) return `plan ${record.plan} is not configured here with limits of its own, and the key carries none`;
+    if (!Object.hasOwn(this.plansInForce(), record.plan))
+      return `plan ${record.plan} is not configured here (plans: ${Object.keys(this.plansInForce()).join(', ')})`;
+    if (record.limits === null && planLimitsOf(this.plansInForce(), record.plan) === null)
+      return `plan ${record.plan} is not configured here with limits of its own, and the key carries none`;
     return null;
   }
 
@@ -224,7 +252,10 @@ export class KeyService {
     return this.store.list();
   }
 
-  effectiveLimits(record: Pick<ApiKeyRecord, 'plan' | 'limits'>, plans: Plans = this.plansInForce()): WindowLimits | null {
+  effectiveLimits(
+    record: Pick<ApiKeyRecord, 'plan' | 'limits'>,
+    plans: Plans = this.plansInForce(),
+  ): WindowLimits | null {
     return effectiveLimits(record, plans);
   }
 

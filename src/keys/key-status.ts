@@ -5,7 +5,11 @@ import type { ApiKeyRecord } from './types';
  * gateway checks it on every request against the cached record: a key expires on the instant,
  * whatever the cache holds.
  */
-export function keyStatusAt(record: ApiKeyRecord, hash: string, now: number): 'valid' | 'revoked' | 'expired' | 'unknown' {
+export function keyStatusAt(
+  record: ApiKeyRecord,
+  hash: string,
+  now: number,
+): 'valid' | 'revoked' | 'expired' | 'unknown' {
   if (record.revokedAt !== null) return 'revoked';
   if (hash !== record.hash) {
     if (hash !== record.previousHash) return 'unknown';

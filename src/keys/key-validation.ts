@@ -54,15 +54,25 @@ export function validLimits(limits: unknown, largestCost: number): WindowLimits 
   }
   if (l.shadow !== undefined && typeof l.shadow !== 'boolean') throw invalid('limits.shadow must be true or false.');
   const maxInFlight = l.maxInFlight;
-  if (maxInFlight !== undefined && (typeof maxInFlight !== 'number' || !Number.isSafeInteger(maxInFlight) || maxInFlight < 1 || maxInFlight > MAX_IN_FLIGHT_LIMIT)) {
+  if (
+    maxInFlight !== undefined &&
+    (typeof maxInFlight !== 'number' ||
+      !Number.isSafeInteger(maxInFlight) ||
+      maxInFlight < 1 ||
+      maxInFlight > MAX_IN_FLIGHT_LIMIT)
+  ) {
     throw invalid(`limits.maxInFlight must be a whole number from 1 to ${MAX_IN_FLIGHT_LIMIT}.`);
   }
-  const hiddenWindows = l.hiddenWindows === undefined ? undefined : validHiddenWindows(l.hiddenWindows, 'limits.hiddenWindows');
+  const hiddenWindows =
+    l.hiddenWindows === undefined ? undefined : validHiddenWindows(l.hiddenWindows, 'limits.hiddenWindows');
   const extra = Object.keys(l).filter((k) => !LIMIT_FIELDS.has(k));
   if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
   // A request takes its cost of every window or nothing: a window below the largest cost could never serve it.
   const short = limitsBelowCost(l, largestCost);
-  if (short.length > 0) throw invalid(`limits below the largest operation cost ${largestCost} (config costs) could never serve it: ${short.join(', ')}.`);
+  if (short.length > 0)
+    throw invalid(
+      `limits below the largest operation cost ${largestCost} (config costs) could never serve it: ${short.join(', ')}.`,
+    );
   return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth, maxInFlight, hiddenWindows);
 }
 
@@ -75,7 +85,8 @@ export function validHiddenWindows(value: unknown, field: string) {
 
 export function validBillingDay(value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isBillingDay(value)) throw invalid(`billingDay must be a whole number from ${MIN_BILLING_DAY} to ${MAX_BILLING_DAY}.`);
+  if (!isBillingDay(value))
+    throw invalid(`billingDay must be a whole number from ${MIN_BILLING_DAY} to ${MAX_BILLING_DAY}.`);
   return value;
 }
 

@@ -24,7 +24,10 @@ export interface PlanUsers {
 const SOME_IDS = 3;
 
 /** Counts the use of `plans` among `records`; a revoked key uses no plan (its requests get 401 before any limit). */
-export function countPlanUse(records: Iterable<Pick<ApiKeyRecord, 'id' | 'plan' | 'limits' | 'revokedAt'>>, plans: readonly string[]): Map<string, PlanUse> {
+export function countPlanUse(
+  records: Iterable<Pick<ApiKeyRecord, 'id' | 'plan' | 'limits' | 'revokedAt'>>,
+  plans: readonly string[],
+): Map<string, PlanUse> {
   const wanted = new Set(plans);
   const uses = new Map<string, PlanUse>();
   for (const record of records) {

@@ -84,7 +84,10 @@ export function consumerIdOf(value: unknown): { consumerId?: string } {
 }
 
 /** The record's access lists after `patch`: a list sent replaces, null removes, absent keeps. */
-function patchedAccessLists(record: ApiKeyRecord, patch: KeyPatch): Pick<ApiKeyRecord, 'allowedOperations' | 'allowedAddresses'> {
+function patchedAccessLists(
+  record: ApiKeyRecord,
+  patch: KeyPatch,
+): Pick<ApiKeyRecord, 'allowedOperations' | 'allowedAddresses'> {
   return accessListsOf({
     allowedOperations: patch.allowedOperations === undefined ? record.allowedOperations : patch.allowedOperations,
     allowedAddresses: patch.allowedAddresses === undefined ? record.allowedAddresses : patch.allowedAddresses,
@@ -97,7 +100,13 @@ function patchedAccessLists(record: ApiKeyRecord, patch: KeyPatch): Pick<ApiKeyR
  */
 export function applyRotate(record: ApiKeyRecord, rotation: KeyRotation, rotatedAt: string): ApiKeyRecord {
   if (record.revokedAt !== null) return record;
-  return { ...record, hash: rotation.hash, previousHash: record.hash, previousKeyExpiresAt: rotation.previousKeyExpiresAt, updatedAt: rotatedAt };
+  return {
+    ...record,
+    hash: rotation.hash,
+    previousHash: record.hash,
+    previousKeyExpiresAt: rotation.previousKeyExpiresAt,
+    updatedAt: rotatedAt,
+  };
 }
 
 /** Every hash that resolves to this record: the current secret's, and the previous one's if any. */
@@ -117,7 +126,16 @@ export function encodeRecord(record: ApiKeyRecord): string {
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: record.limits ? limitsOf(record.limits.perMinute, record.limits.perDay, record.limits.shadow, record.limits.perMonth, record.limits.maxInFlight, record.limits.hiddenWindows) : null,
+    limits: record.limits
+      ? limitsOf(
+          record.limits.perMinute,
+          record.limits.perDay,
+          record.limits.shadow,
+          record.limits.perMonth,
+          record.limits.maxInFlight,
+          record.limits.hiddenWindows,
+        )
+      : null,
     hash: record.hash,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
@@ -165,7 +183,17 @@ export function decodeRecord(text: string): ApiKeyRecord {
     id: str('id'),
     name: str('name'),
     plan: str('plan'),
-    limits: v.limits === null ? null : limitsOf(v.limits.perMinute, v.limits.perDay, v.limits.shadow, v.limits.perMonth, v.limits.maxInFlight, v.limits.hiddenWindows),
+    limits:
+      v.limits === null
+        ? null
+        : limitsOf(
+            v.limits.perMinute,
+            v.limits.perDay,
+            v.limits.shadow,
+            v.limits.perMonth,
+            v.limits.maxInFlight,
+            v.limits.hiddenWindows,
+          ),
     hash: str('hash'),
     createdAt: str('createdAt'),
     updatedAt: str('updatedAt'),

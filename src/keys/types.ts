@@ -56,7 +56,10 @@ export interface KeyPatch {
 }
 
 /** A patch as the admin API hands it over: the access lists not checked yet (the key service checks them). */
-export type KeyPatchRequest = Omit<KeyPatch, 'allowedOperations' | 'allowedAddresses'> & { allowedOperations?: unknown; allowedAddresses?: unknown };
+export type KeyPatchRequest = Omit<KeyPatch, 'allowedOperations' | 'allowedAddresses'> & {
+  allowedOperations?: unknown;
+  allowedAddresses?: unknown;
+};
 
 /** A rotation: the new secret's hash, and how long the current secret stays admitted. */
 export interface KeyRotation {

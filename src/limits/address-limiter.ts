@@ -1,7 +1,12 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { systemClock, type Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
-import { AddressReservations, DEFAULT_RESERVATION_UNITS, type Reservation, type ReservationSource } from './address-reservations';
+import {
+  AddressReservations,
+  DEFAULT_RESERVATION_UNITS,
+  type Reservation,
+  type ReservationSource,
+} from './address-reservations';
 import type { AddressConsumeOptions, AddressDecision, AddressLimiter, WindowState } from './types';
 
 const WINDOW_SECONDS = 60;
@@ -63,14 +68,16 @@ export class FlexibleAddressLimiter implements AddressLimiter, ReservationSource
       res = reason;
     }
     // A refusal from rate-limiter-flexible's in-memory block reports nothing consumed: nothing granted.
-    const granted = res.consumedPoints === 0 ? 0 : Math.min(units, Math.max(0, this.perMinute - res.consumedPoints + units));
+    const granted =
+      res.consumedPoints === 0 ? 0 : Math.min(units, Math.max(0, this.perMinute - res.consumedPoints + units));
     const msBeforeNext = res.msBeforeNext > 0 ? res.msBeforeNext : WINDOW_SECONDS * 1000;
     return { granted, remaining: res.remainingPoints, resetAt: this.clock.now() + msBeforeNext };
   }
 
   async peek(address: string): Promise<WindowState> {
     const res = await this.limiter.get(address);
-    if (!res) return { limit: this.perMinute, remaining: this.perMinute, resetAt: this.clock.now() + WINDOW_SECONDS * 1000 };
+    if (!res)
+      return { limit: this.perMinute, remaining: this.perMinute, resetAt: this.clock.now() + WINDOW_SECONDS * 1000 };
     const window = this.decision(true, res).window;
     return { ...window, remaining: window.remaining + (this.reservations?.held(address) ?? 0) };
   }
@@ -88,7 +95,10 @@ export class FlexibleAddressLimiter implements AddressLimiter, ReservationSource
 }
 
 /** Addresses counted in Redis, shared by every instance: keys `${namespace}:rl:addr:${address}`. */
-export function createRedisAddressLimiter(redis: RedisClient, options: RedisAddressLimiterOptions): FlexibleAddressLimiter {
+export function createRedisAddressLimiter(
+  redis: RedisClient,
+  options: RedisAddressLimiterOptions,
+): FlexibleAddressLimiter {
   const limiter = new RateLimiterRedis({
     storeClient: redis,
     keyPrefix: `${options.namespace}:rl:addr`,
@@ -100,7 +110,12 @@ export function createRedisAddressLimiter(redis: RedisClient, options: RedisAddr
     // ends: a flood from one address costs Redis one round trip per instance, not one per request.
     inMemoryBlockOnConsumed: options.perMinute + 1,
   });
-  return new FlexibleAddressLimiter(limiter, options.perMinute, options.clock, options.reservationUnits ?? DEFAULT_RESERVATION_UNITS);
+  return new FlexibleAddressLimiter(
+    limiter,
+    options.perMinute,
+    options.clock,
+    options.reservationUnits ?? DEFAULT_RESERVATION_UNITS,
+  );
 }
 
 /** Addresses counted in this process (one instance). Windows follow the system time. */

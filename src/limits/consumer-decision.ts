@@ -16,7 +16,8 @@ export interface ConsumerCounts {
 export function consumerWindows(share: ConsumerShare, counts: ConsumerCounts, now: number): ConsumerWindows {
   const { perMinute, perDay, perMonth } = share.limits;
   const windows: ConsumerWindows = {};
-  if (perMinute !== undefined) windows.minute = windowState(perMinute, counts.minuteCount, counts.minuteResetAt || windowEnd(now, MINUTE_MS));
+  if (perMinute !== undefined)
+    windows.minute = windowState(perMinute, counts.minuteCount, counts.minuteResetAt || windowEnd(now, MINUTE_MS));
   if (perDay !== undefined) windows.day = windowState(perDay, counts.dayCount, windowEnd(now, DAY_MS));
   if (perMonth !== undefined && counts.month !== null) windows.month = monthWindowState(perMonth, counts.month);
   return windows;

@@ -49,7 +49,11 @@ export function consumerHiddenWindows(share: ConsumerShare | undefined): HiddenW
  * The windows hidden for a request of this key: the key's own list when its `limits` carry one
  * (an empty list shows every window of a plan that hides some), else its plan's; and its consumer's.
  */
-export function hiddenWindowsOf(own: Pick<WindowLimits, 'hiddenWindows'> | null, planHidden: HiddenWindows, share: ConsumerShare | undefined): HiddenWindows {
+export function hiddenWindowsOf(
+  own: Pick<WindowLimits, 'hiddenWindows'> | null,
+  planHidden: HiddenWindows,
+  share: ConsumerShare | undefined,
+): HiddenWindows {
   const key = own?.hiddenWindows !== undefined ? ownHiddenWindows(own.hiddenWindows) : planHidden;
   return share === undefined ? key : key | consumerHiddenWindows(share);
 }

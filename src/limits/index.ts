@@ -12,7 +12,14 @@ export { FlexibleAddressLimiter, createMemoryAddressLimiter, createRedisAddressL
 export { MemoryKeyLimiter, type MemoryKeyLimiterOptions } from './memory-key-limiter';
 export { SqliteMonthLedger, MONTHS_DATABASE_FILE } from './sqlite-month-ledger';
 export type { MonthEntry, MonthLedger } from './month-ledger';
-export { RedisKeyLimiter, activeBansRedisKey, keyLimiterRedisKey, monthRedisKey, slidingLogRedisKey, type RedisKeyLimiterOptions } from './redis-key-limiter';
+export {
+  RedisKeyLimiter,
+  activeBansRedisKey,
+  keyLimiterRedisKey,
+  monthRedisKey,
+  slidingLogRedisKey,
+  type RedisKeyLimiterOptions,
+} from './redis-key-limiter';
 export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
 export interface LimitersOptions {
@@ -62,10 +69,17 @@ export const DEFAULT_PROBE_INTERVAL_MS = 250;
 
 export function createLimiters(options: LimitersOptions): Limiters {
   const clock = options.clock ?? systemClock;
-  const createMemoryKeyLimiter = (ban: BanSettings) => new MemoryKeyLimiter({ ban, clock, minuteWindow: options.minuteWindow });
+  const createMemoryKeyLimiter = (ban: BanSettings) =>
+    new MemoryKeyLimiter({ ban, clock, minuteWindow: options.minuteWindow });
   const createAddressFallback = () => createMemoryAddressLimiter({ perMinute: options.anonymousPerMinute, clock });
   if (options.redis === null) {
-    const keyLimiter = new MemoryKeyLimiter({ ban: options.ban, clock, minuteWindow: options.minuteWindow, monthLedger: options.monthLedger, onMonthLedgerError: options.onMonthLedgerError });
+    const keyLimiter = new MemoryKeyLimiter({
+      ban: options.ban,
+      clock,
+      minuteWindow: options.minuteWindow,
+      monthLedger: options.monthLedger,
+      onMonthLedgerError: options.onMonthLedgerError,
+    });
     return { keyLimiter, addressLimiter: createAddressFallback(), health: null, close: () => keyLimiter.close() };
   }
   const redis = options.redis;
@@ -81,7 +95,8 @@ export function createLimiters(options: LimitersOptions): Limiters {
     clock,
   });
   const mode = options.failMode ?? 'local';
-  if (mode === 'closed') return { keyLimiter: keys, addressLimiter: addresses, health: null, close: () => keys.close() };
+  if (mode === 'closed')
+    return { keyLimiter: keys, addressLimiter: addresses, health: null, close: () => keys.close() };
 
   const events = options.events ?? {};
   const health = new StoreHealth(() => redis.ping(), options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS, {
@@ -94,9 +109,20 @@ export function createLimiters(options: LimitersOptions): Limiters {
   });
   const onStoreError = (err: unknown) => events.storeError?.(err);
   // Open mode serves every request, so its fallback only counts: it must never ban.
-  const fallbackBan: BanSettings = mode === 'open' ? { ...options.ban, threshold: Number.MAX_SAFE_INTEGER } : options.ban;
-  const fallbackKeys = new FallbackKeyLimiter(keys, { mode, health, onStoreError, createFallback: () => createMemoryKeyLimiter(fallbackBan) });
-  const fallbackAddresses = new FallbackAddressLimiter(addresses, { mode, health, onStoreError, createFallback: createAddressFallback });
+  const fallbackBan: BanSettings =
+    mode === 'open' ? { ...options.ban, threshold: Number.MAX_SAFE_INTEGER } : options.ban;
+  const fallbackKeys = new FallbackKeyLimiter(keys, {
+    mode,
+    health,
+    onStoreError,
+    createFallback: () => createMemoryKeyLimiter(fallbackBan),
+  });
+  const fallbackAddresses = new FallbackAddressLimiter(addresses, {
+    mode,
+    health,
+    onStoreError,
+    createFallback: createAddressFallback,
+  });
   return {
     keyLimiter: fallbackKeys,
     addressLimiter: fallbackAddresses,

@@ -43,7 +43,20 @@ export interface KeyState {
 }
 
 export function emptyKeyState(): KeyState {
-  return { minuteIndex: -1, minuteCount: 0, dayIndex: -1, dayCount: 0, monthStart: -1, monthCount: 0, monthCredits: 0, bannedUntil: 0, refusalCount: 0, refusalsResetAt: 0, keepUntil: 0, minuteLog: null };
+  return {
+    minuteIndex: -1,
+    minuteCount: 0,
+    dayIndex: -1,
+    dayCount: 0,
+    monthStart: -1,
+    monthCount: 0,
+    monthCredits: 0,
+    bannedUntil: 0,
+    refusalCount: 0,
+    refusalsResetAt: 0,
+    keepUntil: 0,
+    minuteLog: null,
+  };
 }
 
 /** Count of the minute window holding `now` (0 when the stored one is an earlier minute). */
@@ -81,7 +94,12 @@ export function currentDayCount(state: KeyState, now: number): number {
 /** The month count and credits of `span`, the billing month holding now (zero when the state holds an earlier one). */
 export function currentMonthCount(state: KeyState, span: MonthSpan): MonthCount {
   const same = state.monthStart === span.start;
-  return { startAt: span.start, resetAt: span.end, count: same ? state.monthCount : 0, credits: same ? state.monthCredits : 0 };
+  return {
+    startAt: span.start,
+    resetAt: span.end,
+    count: same ? state.monthCount : 0,
+    credits: same ? state.monthCredits : 0,
+  };
 }
 
 /** Moves the state into `span`'s month (dropping an earlier month's count and credits) and keeps it until the month ends. */
@@ -115,7 +133,10 @@ export interface ConsumeRequest {
  * counted afresh, the billing month entered) and keeps the state until its day ends plus `retainMs`.
  * Shared by a key's windows and a consumer's (src/limits/consumer-state.ts).
  */
-export function rollWindows(state: KeyState, at: { now: number; shape: MinuteWindowShape; month: MonthSpan | null; retainMs: number }): void {
+export function rollWindows(
+  state: KeyState,
+  at: { now: number; shape: MinuteWindowShape; month: MonthSpan | null; retainMs: number },
+): void {
   const { now, shape, month, retainMs } = at;
   const minute = minuteIndex(now);
   if (shape === 'sliding') {

@@ -13,14 +13,38 @@ import {
   unbanKeyState,
   type KeyState,
 } from './key-state';
-import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits, WindowName, WindowsHeld } from './types';
+import type {
+  BanSettings,
+  ConsumeOptions,
+  ConsumerShare,
+  ConsumerWindows,
+  KeyDecision,
+  KeyLimiter,
+  KeyUsage,
+  MinuteWindowShape,
+  WindowLimits,
+  WindowName,
+  WindowsHeld,
+} from './types';
 import { resetStateWindows, windowsHeld, type ResetAt } from './window-reset';
 import { admitConsumer, consumerCountsOf, consumerHasRoom, rollConsumerState } from './consumer-state';
 import { consumerWindows, withConsumer } from './consumer-decision';
 import { moveKeyState } from './move-key-state';
 import { monthSpan, type MonthSpan } from './month-window';
 import { MonthLedgerWriter, type MonthEntry, type MonthLedger } from './month-ledger';
-import { DAY_MS, OUTCOME_ALLOWED, banPolicy, type OutcomeCode, dayIndex, keyDecision, keyUsage, minuteIndex, slidingMinuteResetAt, windowEnd, type BanPolicy } from './windows';
+import {
+  DAY_MS,
+  OUTCOME_ALLOWED,
+  banPolicy,
+  type OutcomeCode,
+  dayIndex,
+  keyDecision,
+  keyUsage,
+  minuteIndex,
+  slidingMinuteResetAt,
+  windowEnd,
+  type BanPolicy,
+} from './windows';
 import { InFlightLeases } from './in-flight-leases';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
@@ -83,9 +107,16 @@ export class MemoryKeyLimiter implements KeyLimiter {
       for (const entry of options.monthLedger.load(this.clock.now())) this.restoreMonth(entry);
       const current = (keyId: string) => {
         const state = this.states.get(keyId);
-        return state && state.monthStart >= 0 ? { monthStart: state.monthStart, count: state.monthCount, credits: state.monthCredits } : null;
+        return state && state.monthStart >= 0
+          ? { monthStart: state.monthStart, count: state.monthCount, credits: state.monthCredits }
+          : null;
       };
-      this.months = new MonthLedgerWriter(options.monthLedger, current, options.monthFlushIntervalMs ?? DEFAULT_MONTH_FLUSH_INTERVAL_MS, options.onMonthLedgerError ?? (() => undefined));
+      this.months = new MonthLedgerWriter(
+        options.monthLedger,
+        current,
+        options.monthFlushIntervalMs ?? DEFAULT_MONTH_FLUSH_INTERVAL_MS,
+        options.onMonthLedgerError ?? (() => undefined),
+      );
     }
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (interval > 0) {
@@ -99,7 +130,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const state = this.stateOf(keyId);
     const lease = options?.inFlight;
     // As in Redis: a ban first, then the slots (a refusal that consumes nothing), then the windows.
-    if (lease && state.bannedUntil <= now && !this.inFlight.hasRoom(keyId, lease, now)) return this.concurrencyLimited(keyId, state, now, limits, options);
+    if (lease && state.bannedUntil <= now && !this.inFlight.hasRoom(keyId, lease, now))
+      return this.concurrencyLimited(keyId, state, now, limits, options);
     const decision = this.consumeWindows(keyId, state, now, limits, options);
     if (lease && decision.outcome === 'allowed') this.inFlight.hold(keyId, lease, now);
     return decision;
@@ -110,16 +142,37 @@ export class MemoryKeyLimiter implements KeyLimiter {
   }
 
   /** The refusal with the windows as they stand: an admission of nothing (cost 0) reads them and counts nothing. */
-  private concurrencyLimited(keyId: string, state: KeyState, now: number, limits: WindowLimits, options?: ConsumeOptions): KeyDecision {
+  private concurrencyLimited(
+    keyId: string,
+    state: KeyState,
+    now: number,
+    limits: WindowLimits,
+    options?: ConsumeOptions,
+  ): KeyDecision {
     const windows = this.consumeWindows(keyId, state, now, limits, { ...options, cost: 0, shadow: true });
     return windows.outcome === 'allowed' ? { ...windows, outcome: 'concurrency_limited' } : windows;
   }
 
-  private consumeWindows(keyId: string, state: KeyState, now: number, limits: WindowLimits, options?: ConsumeOptions): KeyDecision {
+  private consumeWindows(
+    keyId: string,
+    state: KeyState,
+    now: number,
+    limits: WindowLimits,
+    options?: ConsumeOptions,
+  ): KeyDecision {
     const cost = options?.cost ?? 1;
     const month = limits.perMonth === undefined ? null : monthSpan(now, options?.billingDay);
-    if (options?.consumer !== undefined) return this.consumeWithConsumer(keyId, state, limits, options, options.consumer, now, cost, month);
-    const outcome = consumeKeyState(state, { limits, ban: this.ban, now, shape: this.shape, shadow: options?.shadow === true, cost, month });
+    if (options?.consumer !== undefined)
+      return this.consumeWithConsumer(keyId, state, limits, options, options.consumer, now, cost, month);
+    const outcome = consumeKeyState(state, {
+      limits,
+      ban: this.ban,
+      now,
+      shape: this.shape,
+      shadow: options?.shadow === true,
+      cost,
+      month,
+    });
     return this.decisionOf(keyId, state, outcome, limits, now, cost, month);
   }
 
@@ -128,25 +181,73 @@ export class MemoryKeyLimiter implements KeyLimiter {
    * room there, the key's state machine is run on limits that refuse, so the refusal counts toward
    * the key's ban exactly as one of its own windows' would.
    */
-  private consumeWithConsumer(keyId: string, state: KeyState, limits: WindowLimits, options: ConsumeOptions, share: ConsumerShare, now: number, cost: number, month: MonthSpan | null): KeyDecision {
+  private consumeWithConsumer(
+    keyId: string,
+    state: KeyState,
+    limits: WindowLimits,
+    options: ConsumeOptions,
+    share: ConsumerShare,
+    now: number,
+    cost: number,
+    month: MonthSpan | null,
+  ): KeyDecision {
     const consumer = this.consumerStateOf(share.id);
     const consumerMonth = share.limits.perMonth === undefined ? null : monthSpan(now, share.billingDay);
     rollConsumerState(consumer, now, this.shape, consumerMonth);
     const room = state.bannedUntil > now || consumerHasRoom(consumer, share.limits, cost, consumerMonth);
     const asked = room ? limits : { ...limits, perMinute: 0 };
-    const outcome = consumeKeyState(state, { limits: asked, ban: this.ban, now, shape: this.shape, shadow: options.shadow === true, cost, month });
+    const outcome = consumeKeyState(state, {
+      limits: asked,
+      ban: this.ban,
+      now,
+      shape: this.shape,
+      shadow: options.shadow === true,
+      cost,
+      month,
+    });
     if (outcome === OUTCOME_ALLOWED) admitConsumer(consumer, cost, now, this.shape, consumerMonth);
-    const counts = consumerCountsOf(consumer, now, this.shape, consumerMonth, share.limits, outcome === OUTCOME_ALLOWED ? 0 : cost);
-    return withConsumer(this.decisionOf(keyId, state, outcome, limits, now, cost, month), consumerWindows(share, counts, now), cost);
+    const counts = consumerCountsOf(
+      consumer,
+      now,
+      this.shape,
+      consumerMonth,
+      share.limits,
+      outcome === OUTCOME_ALLOWED ? 0 : cost,
+    );
+    return withConsumer(
+      this.decisionOf(keyId, state, outcome, limits, now, cost, month),
+      consumerWindows(share, counts, now),
+      cost,
+    );
   }
 
-  private decisionOf(keyId: string, state: KeyState, outcome: OutcomeCode, limits: WindowLimits, now: number, cost: number, month: MonthSpan | null): KeyDecision {
+  private decisionOf(
+    keyId: string,
+    state: KeyState,
+    outcome: OutcomeCode,
+    limits: WindowLimits,
+    now: number,
+    cost: number,
+    month: MonthSpan | null,
+  ): KeyDecision {
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (month !== null && outcome === OUTCOME_ALLOWED) this.months?.markChanged(keyId, month.end);
-    const answer = { outcome, now, minuteCount: state.minuteCount, dayCount: state.dayCount, bannedUntil: state.bannedUntil, limits, cost, month: monthCount };
+    const answer = {
+      outcome,
+      now,
+      minuteCount: state.minuteCount,
+      dayCount: state.dayCount,
+      bannedUntil: state.bannedUntil,
+      limits,
+      cost,
+      month: monthCount,
+    };
     if (this.shape === 'fixed') return keyDecision(answer);
     // A refused cost of several units waits for as many admissions to leave the minute.
-    const freeing = outcome === OUTCOME_ALLOWED ? oldestSlidingAdmission(state, now) : slidingAdmissionFreeing(state, now, cost, limits.perMinute);
+    const freeing =
+      outcome === OUTCOME_ALLOWED
+        ? oldestSlidingAdmission(state, now)
+        : slidingAdmissionFreeing(state, now, cost, limits.perMinute);
     return keyDecision({ ...answer, minuteResetAt: slidingMinuteResetAt(freeing, now) });
   }
 
@@ -186,7 +287,13 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const span = monthSpan(this.clock.now(), billingDay);
     enterMonth(state, span);
     // On disk first: a grant the ledger refused is not applied (the admin API answers 503).
-    this.months?.saveNow({ keyId, monthStart: span.start, monthEnd: span.end, count: state.monthCount, credits: state.monthCredits + units });
+    this.months?.saveNow({
+      keyId,
+      monthStart: span.start,
+      monthEnd: span.end,
+      count: state.monthCount,
+      credits: state.monthCredits + units,
+    });
     state.monthCredits += units;
   }
 
@@ -245,20 +352,45 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (this.shape === 'sliding') {
       const resetAt = slidingMinuteResetAt(oldestSlidingAdmission(state, now), now);
-      return keyUsage({ now, minuteCount: slidingMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, minuteResetAt: resetAt, month: monthCount });
+      return keyUsage({
+        now,
+        minuteCount: slidingMinuteCount(state, now),
+        dayCount: currentDayCount(state, now),
+        bannedUntil: state.bannedUntil,
+        limits,
+        minuteResetAt: resetAt,
+        month: monthCount,
+      });
     }
-    return keyUsage({ now, minuteCount: currentMinuteCount(state, now), dayCount: currentDayCount(state, now), bannedUntil: state.bannedUntil, limits, month: monthCount });
+    return keyUsage({
+      now,
+      minuteCount: currentMinuteCount(state, now),
+      dayCount: currentDayCount(state, now),
+      bannedUntil: state.bannedUntil,
+      limits,
+      month: monthCount,
+    });
   }
 
   async resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
     const state = this.states.get(keyId);
     const now = this.clock.now();
-    const at: ResetAt = { now, shape: this.shape, month: windows.includes('month') ? monthSpan(now, billingDay) : null };
+    const at: ResetAt = {
+      now,
+      shape: this.shape,
+      month: windows.includes('month') ? monthSpan(now, billingDay) : null,
+    };
     const held = windowsHeld(state, windows, at);
     if (state === undefined) return held;
     // The month's zero on disk first, as a grant: a reset the ledger refused is not applied (503).
     if (at.month !== null && state.monthStart === at.month.start && state.monthCount > 0) {
-      this.months?.saveNow({ keyId, monthStart: at.month.start, monthEnd: at.month.end, count: 0, credits: state.monthCredits });
+      this.months?.saveNow({
+        keyId,
+        monthStart: at.month.start,
+        monthEnd: at.month.end,
+        count: 0,
+        credits: state.monthCredits,
+      });
     }
     resetStateWindows(state, windows, at);
     return held;
@@ -267,7 +399,11 @@ export class MemoryKeyLimiter implements KeyLimiter {
   async resetConsumerWindows(share: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
     const state = this.consumerStates.get(share.id);
     const now = this.clock.now();
-    const at: ResetAt = { now, shape: this.shape, month: windows.includes('month') ? monthSpan(now, share.billingDay) : null };
+    const at: ResetAt = {
+      now,
+      shape: this.shape,
+      month: windows.includes('month') ? monthSpan(now, share.billingDay) : null,
+    };
     const held = windowsHeld(state, windows, at);
     if (state !== undefined) resetStateWindows(state, windows, at);
     return held;

@@ -20,7 +20,8 @@ export function isBillingDay(value: unknown): value is number {
 
 /** The billing month holding `now` for a key billed on `billingDay`. */
 export function monthSpan(now: number, billingDay: number = DEFAULT_BILLING_DAY): MonthSpan {
-  if (!isBillingDay(billingDay)) throw new RangeError(`billingDay must be an integer ${MIN_BILLING_DAY}..${MAX_BILLING_DAY} (got ${billingDay})`);
+  if (!isBillingDay(billingDay))
+    throw new RangeError(`billingDay must be an integer ${MIN_BILLING_DAY}..${MAX_BILLING_DAY} (got ${billingDay})`);
   const date = new Date(now);
   const year = date.getUTCFullYear();
   const month = date.getUTCMonth();
@@ -40,7 +41,13 @@ export interface MonthCount {
 
 export function monthWindowState(perMonth: number, month: MonthCount): MonthWindowState {
   const limit = perMonth + month.credits;
-  return { limit, remaining: month.count >= limit ? 0 : limit - month.count, resetAt: month.resetAt, startAt: month.startAt, credits: month.credits };
+  return {
+    limit,
+    remaining: month.count >= limit ? 0 : limit - month.count,
+    resetAt: month.resetAt,
+    startAt: month.startAt,
+    credits: month.credits,
+  };
 }
 
 /**

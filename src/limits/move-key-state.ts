@@ -9,7 +9,8 @@ import type { KeyState } from './key-state';
 export function moveKeyState(from: KeyState, to: KeyState): KeyState {
   const merged: KeyState = { ...from };
   if (to.minuteIndex === from.minuteIndex) merged.minuteCount = from.minuteCount + to.minuteCount;
-  else if (to.minuteIndex > from.minuteIndex) [merged.minuteIndex, merged.minuteCount] = [to.minuteIndex, to.minuteCount];
+  else if (to.minuteIndex > from.minuteIndex)
+    [merged.minuteIndex, merged.minuteCount] = [to.minuteIndex, to.minuteCount];
   if (to.dayIndex === from.dayIndex) merged.dayCount = from.dayCount + to.dayCount;
   else if (to.dayIndex > from.dayIndex) [merged.dayIndex, merged.dayCount] = [to.dayIndex, to.dayCount];
   if (to.monthStart === from.monthStart) {

@@ -8,7 +8,9 @@ export type Plans = Readonly<Record<string, PlanConfig>>;
 export function planLimitsOf(plans: Plans, plan: string): WindowLimits | null {
   const p = Object.hasOwn(plans, plan) ? plans[plan] : undefined;
   if (!p || p.perMinute === undefined || p.perDay === undefined) return null;
-  return p.perMonth === undefined ? { perMinute: p.perMinute, perDay: p.perDay } : { perMinute: p.perMinute, perDay: p.perDay, perMonth: p.perMonth };
+  return p.perMonth === undefined
+    ? { perMinute: p.perMinute, perDay: p.perDay }
+    : { perMinute: p.perMinute, perDay: p.perDay, perMonth: p.perMonth };
 }
 
 /**
@@ -16,7 +18,10 @@ export function planLimitsOf(plans: Plans, plan: string): WindowLimits | null {
  * which the key service never lets happen on write but a config change (plan removed, or turned
  * into a per-key plan) can cause later; the gateway then refuses the request rather than guess.
  */
-export function effectiveLimits(record: { plan: string; limits: WindowLimits | null }, plans: Plans): WindowLimits | null {
+export function effectiveLimits(
+  record: { plan: string; limits: WindowLimits | null },
+  plans: Plans,
+): WindowLimits | null {
   return record.limits ? { ...record.limits } : planLimitsOf(plans, record.plan);
 }
 
@@ -48,7 +53,10 @@ export class PlanBook {
   }
 
   /** The windows a request of this key shows in no header: the key's own list, else its plan's, and its consumer's (CONTRACT §4). */
-  hiddenWindowsOf(record: { plan: string; limits: WindowLimits | null }, consumer: ConsumerShare | undefined): HiddenWindows {
+  hiddenWindowsOf(
+    record: { plan: string; limits: WindowLimits | null },
+    consumer: ConsumerShare | undefined,
+  ): HiddenWindows {
     return hiddenWindowsOf(record.limits, this.hiddenByPlan.get(record.plan) ?? NONE_HIDDEN, consumer);
   }
 

@@ -4,16 +4,44 @@ import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
 import { consumerWindows, withConsumer, type ConsumerCounts } from './consumer-decision';
 import type { MonthBoundaries, MonthCount } from './month-window';
-import { CONSUMER_CONSUME_LUA, CONSUMER_USAGE_LUA, MOVE_WINDOWS_LUA, SLIDING_CONSUMER_CONSUME_LUA } from './redis-consumer-scripts';
+import {
+  CONSUMER_CONSUME_LUA,
+  CONSUMER_USAGE_LUA,
+  MOVE_WINDOWS_LUA,
+  SLIDING_CONSUMER_CONSUME_LUA,
+} from './redis-consumer-scripts';
 import type { ConsumerShare, ConsumerWindows, KeyDecision, WindowLimits } from './types';
 import { OUTCOME_ALLOWED, keyDecision, type OutcomeCode } from './windows';
 import { IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED } from './redis-in-flight';
 
-type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, held?: number];
+type ConsumeReply = [
+  OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  held?: number,
+];
 type UsageReply = [number, number, number, number, number, number, number, number];
 
 const CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitConsume', CONSUMER_CONSUME_LUA, 5);
-const SLIDING_CONSUME = defineLuaScript<ConsumeReply>('asgConsumerLimitSlidingConsume', SLIDING_CONSUMER_CONSUME_LUA, 7);
+const SLIDING_CONSUME = defineLuaScript<ConsumeReply>(
+  'asgConsumerLimitSlidingConsume',
+  SLIDING_CONSUMER_CONSUME_LUA,
+  7,
+);
 const USAGE = defineLuaScript<UsageReply>('asgConsumerLimitUsage', CONSUMER_USAGE_LUA, 3);
 const MOVE = defineLuaScript<number>('asgKeyWindowsMove', MOVE_WINDOWS_LUA, 3);
 
@@ -38,13 +66,23 @@ export interface ConsumerWindowsSettings {
 
 /** The consumer half of the Redis key limiter: decisions with a consumer's windows, its usage and credits, moves. */
 export class RedisConsumerWindows {
-  private readonly scripts: { consume: LuaCaller<ConsumeReply>; slidingConsume: LuaCaller<ConsumeReply>; usage: LuaCaller<UsageReply>; move: LuaCaller<number> };
+  private readonly scripts: {
+    consume: LuaCaller<ConsumeReply>;
+    slidingConsume: LuaCaller<ConsumeReply>;
+    usage: LuaCaller<UsageReply>;
+    move: LuaCaller<number>;
+  };
 
   constructor(
     redis: RedisClient,
     private readonly settings: ConsumerWindowsSettings,
   ) {
-    this.scripts = { consume: CONSUME.on(redis), slidingConsume: SLIDING_CONSUME.on(redis), usage: USAGE.on(redis), move: MOVE.on(redis) };
+    this.scripts = {
+      consume: CONSUME.on(redis),
+      slidingConsume: SLIDING_CONSUME.on(redis),
+      usage: USAGE.on(redis),
+      move: MOVE.on(redis),
+    };
   }
 
   /** The hash of a consumer's minute and day; its log and month hash are named after it. */
@@ -61,7 +99,15 @@ export class RedisConsumerWindows {
    * script) and the consumer's, the lease releases it carries removed first. Returns the decision, the ban's end (0 for none)
    * and, admitted, the leases the key's set holds with its own (0 without maxInFlight; undefined when refused).
    */
-  async consume(key: string, keyArgv: string[], limits: WindowLimits, share: ConsumerShare, billingDay: number | undefined, cost: number, releases?: readonly string[]): Promise<[KeyDecision, number, number | undefined]> {
+  async consume(
+    key: string,
+    keyArgv: string[],
+    limits: WindowLimits,
+    share: ConsumerShare,
+    billingDay: number | undefined,
+    cost: number,
+    releases?: readonly string[],
+  ): Promise<[KeyDecision, number, number | undefined]> {
     const ckey = this.consumerKey(share.id);
     const { perMinute, perDay, perMonth } = share.limits;
     const argv = [
@@ -75,12 +121,25 @@ export class RedisConsumerWindows {
     ];
     if (releases !== undefined) argv.push(...releases);
     const reply = this.settings.sliding
-      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':log', ckey + ':mo'], argv)
+      ? await this.scripts.slidingConsume(
+          [key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':log', ckey + ':mo'],
+          argv,
+        )
       : await this.scripts.consume([key, key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':mo'], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
     const refusedForConcurrency = reply[0] === OUTCOME_CONCURRENCY_LIMITED;
     // Refused by maxInFlight: the windows as they stand, read as an admission of nothing.
-    const decision = keyDecision({ outcome: refusedForConcurrency ? OUTCOME_ALLOWED : (reply[0] as OutcomeCode), now: reply[1], minuteCount: reply[2], dayCount: reply[3], bannedUntil: reply[4], limits, minuteResetAt: reply[5] || undefined, cost, month });
+    const decision = keyDecision({
+      outcome: refusedForConcurrency ? OUTCOME_ALLOWED : (reply[0] as OutcomeCode),
+      now: reply[1],
+      minuteCount: reply[2],
+      dayCount: reply[3],
+      bannedUntil: reply[4],
+      limits,
+      minuteResetAt: reply[5] || undefined,
+      cost,
+      month,
+    });
     const counts: ConsumerCounts = {
       minuteCount: reply[10],
       dayCount: reply[11],
@@ -88,7 +147,8 @@ export class RedisConsumerWindows {
       month: perMonth === undefined ? null : monthCountOf(reply[12], reply[13], reply[14], reply[15]),
     };
     const decided = withConsumer(decision, consumerWindows(share, counts, reply[1]), cost);
-    if (refusedForConcurrency && decided.outcome === 'allowed') return [{ ...decided, outcome: 'concurrency_limited' }, 0, undefined];
+    if (refusedForConcurrency && decided.outcome === 'allowed')
+      return [{ ...decided, outcome: 'concurrency_limited' }, 0, undefined];
     return [decided, reply[4], reply[17]];
   }
 
@@ -102,7 +162,16 @@ export class RedisConsumerWindows {
       ...(perMonth === undefined ? ['', '', '', ''] : this.monthArgv(share.billingDay)),
     ];
     const r = await this.scripts.usage([ckey, ckey + ':log', ckey + ':mo'], argv);
-    return consumerWindows(share, { minuteCount: r[1], dayCount: r[2], minuteResetAt: r[3], month: perMonth === undefined ? null : monthCountOf(r[4], r[5], r[6], r[7]) }, r[0]);
+    return consumerWindows(
+      share,
+      {
+        minuteCount: r[1],
+        dayCount: r[2],
+        minuteResetAt: r[3],
+        month: perMonth === undefined ? null : monthCountOf(r[4], r[5], r[6], r[7]),
+      },
+      r[0],
+    );
   }
 
   /** The month hash of a consumer, for its credits (the key limiter's credits script serves both). */
@@ -116,7 +185,14 @@ export class RedisConsumerWindows {
    * is carried by the second move the caller makes a little later (consumer-moves.ts).
    */
   async move(redis: RedisClient, fromKey: string, toKey: string): Promise<void> {
-    const replies = await redis.multi().hgetall(fromKey).pttl(fromKey).hgetall(fromKey + ':mo').pttl(fromKey + ':mo').zrange(fromKey + ':log', '0', '-1', 'WITHSCORES').exec();
+    const replies = await redis
+      .multi()
+      .hgetall(fromKey)
+      .pttl(fromKey)
+      .hgetall(fromKey + ':mo')
+      .pttl(fromKey + ':mo')
+      .zrange(fromKey + ':log', '0', '-1', 'WITHSCORES')
+      .exec();
     if (!replies) return;
     const [hash, hashTtl, month, monthTtl, log] = replies.map(([err, value]) => {
       if (err) throw err;
@@ -124,7 +200,8 @@ export class RedisConsumerWindows {
     }) as [Record<string, string>, number, Record<string, string>, number, string[]];
     const fields = Object.entries(hash).flatMap(([k, v]) => [k, v]);
     if (hashTtl > 0) fields.push('pttl', String(hashTtl));
-    const monthArg = month.w === undefined ? '' : [month.w, month.c ?? '0', month.k ?? '0', String(Math.max(monthTtl, 0))].join(',');
+    const monthArg =
+      month.w === undefined ? '' : [month.w, month.c ?? '0', month.k ?? '0', String(Math.max(monthTtl, 0))].join(',');
     const logPairs: string[] = [];
     for (let i = 0; i < log.length; i += 2) logPairs.push(log[i + 1]!, 'moved-' + log[i]!);
     if (fields.length === 0 && monthArg === '' && logPairs.length === 0) return;

@@ -1,10 +1,34 @@
 import type { Clock } from '../shared/clock';
 import type { RedisClient } from '../shared/redis';
 import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
-import type { BanSettings, ConsumeOptions, ConsumerShare, ConsumerWindows, InFlightLease, KeyDecision, KeyLimiter, KeyUsage, MinuteWindowShape, WindowLimits, WindowName, WindowsHeld } from './types';
+import type {
+  BanSettings,
+  ConsumeOptions,
+  ConsumerShare,
+  ConsumerWindows,
+  InFlightLease,
+  KeyDecision,
+  KeyLimiter,
+  KeyUsage,
+  MinuteWindowShape,
+  WindowLimits,
+  WindowName,
+  WindowsHeld,
+} from './types';
 import { RedisConsumerWindows } from './redis-consumer-windows';
 import { refusalLua } from './redis-refusal';
-import { IN_FLIGHT_HOLD_LUA, IN_FLIGHT_SUFFIX, MAX_CARRIED_RELEASES, OUTCOME_CONCURRENCY_LIMITED, RELEASE_FLUSH_MS, inFlightArgv, inFlightCheckLua, inFlightReleaseLua, isNearLimit, sendReleases } from './redis-in-flight';
+import {
+  IN_FLIGHT_HOLD_LUA,
+  IN_FLIGHT_SUFFIX,
+  MAX_CARRIED_RELEASES,
+  OUTCOME_CONCURRENCY_LIMITED,
+  RELEASE_FLUSH_MS,
+  inFlightArgv,
+  inFlightCheckLua,
+  inFlightReleaseLua,
+  isNearLimit,
+  sendReleases,
+} from './redis-in-flight';
 import { LeasesNearLimit } from './leases-near-limit';
 import { PendingReleases } from './pending-releases';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
@@ -315,7 +339,19 @@ return held
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
 // `held` only on an admission (IN_FLIGHT_HOLD_LUA).
-type ConsumeReply = [OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED, number, number, number, number, number, number, number, number, number, held?: number];
+type ConsumeReply = [
+  OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  held?: number,
+];
 type UsageReply = [number, number, number, number, number, number, number, number, number];
 
 // KEYS: the key's hash, (sliding only) its minute log, its month hash.
@@ -410,8 +446,17 @@ export class RedisKeyLimiter implements KeyLimiter {
       credits: CREDITS.on(redis),
       resetWindows: RESET_WINDOWS.on(redis),
     };
-    this.consumers = new RedisConsumerWindows(redis, { prefix: this.prefix, sliding: this.sliding, clock: this.clock, months: this.months });
-    this.releases = new PendingReleases((batch) => sendReleases(redis, batch), options.releaseFlushMs ?? RELEASE_FLUSH_MS, MAX_CARRIED_RELEASES);
+    this.consumers = new RedisConsumerWindows(redis, {
+      prefix: this.prefix,
+      sliding: this.sliding,
+      clock: this.clock,
+      months: this.months,
+    });
+    this.releases = new PendingReleases(
+      (batch) => sendReleases(redis, batch),
+      options.releaseFlushMs ?? RELEASE_FLUSH_MS,
+      MAX_CARRIED_RELEASES,
+    );
   }
 
   async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
@@ -428,7 +473,14 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   /** One consume script: the key's windows, ban and lease (with its consumer's windows when it has one), the carried releases first. */
-  private async decide(keyId: string, key: string, leasesKey: string, limits: WindowLimits, options: ConsumeOptions | undefined, releases: string[] | undefined): Promise<KeyDecision> {
+  private async decide(
+    keyId: string,
+    key: string,
+    leasesKey: string,
+    limits: WindowLimits,
+    options: ConsumeOptions | undefined,
+    releases: string[] | undefined,
+  ): Promise<KeyDecision> {
     const cost = options?.cost ?? 1;
     const argv = [
       String(limits.perMinute),
@@ -443,7 +495,15 @@ export class RedisKeyLimiter implements KeyLimiter {
       ...inFlightArgv(options?.inFlight),
     ];
     if (options?.consumer !== undefined) {
-      const [decision, bannedUntil, held] = await this.consumers.consume(key, argv, limits, options.consumer, options.billingDay, cost, releases);
+      const [decision, bannedUntil, held] = await this.consumers.consume(
+        key,
+        argv,
+        limits,
+        options.consumer,
+        options.billingDay,
+        cost,
+        releases,
+      );
       if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, bannedUntil);
       this.noteLease(options.inFlight, decision, held);
       return decision;
@@ -478,7 +538,13 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   /** An admitted lease taken when its set held half of maxInFlight or more is released at once (isNearLimit). */
   private noteLease(lease: InFlightLease | undefined, decision: KeyDecision, held: number | undefined): void {
-    if (lease !== undefined && decision.outcome === 'allowed' && held !== undefined && held > 0 && isNearLimit(held, lease.max)) {
+    if (
+      lease !== undefined &&
+      decision.outcome === 'allowed' &&
+      held !== undefined &&
+      held > 0 &&
+      isNearLimit(held, lease.max)
+    ) {
       this.nearLimit.add(lease.id, lease.ttlMs);
     }
   }
@@ -524,7 +590,10 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   async addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
     const now = this.clock === undefined ? '' : String(this.clock.now());
-    await this.scripts.credits([this.consumers.consumerMonthKey(consumer.id)], [now, String(units), '0', ...this.monthArgv(consumer.billingDay)]);
+    await this.scripts.credits(
+      [this.consumers.consumerMonthKey(consumer.id)],
+      [now, String(units), '0', ...this.monthArgv(consumer.billingDay)],
+    );
   }
 
   moveWindows(fromId: string, toId: string): Promise<void> {
@@ -559,7 +628,15 @@ export class RedisKeyLimiter implements KeyLimiter {
       ? await this.scripts.slidingUsage([key, key + ':log', key + ':mo'], argv)
       : await this.scripts.usage([key, key + ':mo'], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[5], reply[6], reply[8], reply[7]);
-    return keyUsage({ now: reply[0], minuteCount: reply[1], dayCount: reply[2], bannedUntil: reply[3], limits, minuteResetAt: reply[4] || undefined, month });
+    return keyUsage({
+      now: reply[0],
+      minuteCount: reply[1],
+      dayCount: reply[2],
+      bannedUntil: reply[3],
+      limits,
+      minuteResetAt: reply[4] || undefined,
+      month,
+    });
   }
 
   resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
@@ -571,9 +648,18 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   /** One RESET_WINDOWS_LUA on the windows whose hash is `hash` (its log and month beside it). */
-  private async resetAt(hash: string, windows: readonly WindowName[], billingDay: number | undefined): Promise<WindowsHeld> {
+  private async resetAt(
+    hash: string,
+    windows: readonly WindowName[],
+    billingDay: number | undefined,
+  ): Promise<WindowsHeld> {
     const flag = (window: WindowName) => (windows.includes(window) ? '1' : '0');
-    const argv = [this.clock === undefined ? '' : String(this.clock.now()), flag('minute'), this.sliding ? '1' : '0', flag('day')];
+    const argv = [
+      this.clock === undefined ? '' : String(this.clock.now()),
+      flag('minute'),
+      this.sliding ? '1' : '0',
+      flag('day'),
+    ];
     if (windows.includes('month')) argv.push('0', ...this.monthArgv(billingDay));
     const reply = await this.scripts.resetWindows([hash, hash + ':log', hash + ':mo'], argv);
     const held: WindowsHeld = {};

@@ -35,7 +35,12 @@ export class SqliteMonthLedger implements MonthLedger {
     private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
   ) {
     // FULL: a grant is answered once it is on disk, power loss included.
-    this.db = openSqliteDatabase({ file: path.join(dataDir, MONTHS_DATABASE_FILE), migrations: MONTH_LEDGER_MIGRATIONS, synchronous: 'FULL', busyTimeoutMs: options.busyTimeoutMs });
+    this.db = openSqliteDatabase({
+      file: path.join(dataDir, MONTHS_DATABASE_FILE),
+      migrations: MONTH_LEDGER_MIGRATIONS,
+      synchronous: 'FULL',
+      busyTimeoutMs: options.busyTimeoutMs,
+    });
     try {
       this.upsert = this.db.prepare(
         `INSERT INTO key_months (key_id, month_start, month_end, count, credits) VALUES (?, ?, ?, ?, ?)
@@ -49,9 +54,21 @@ export class SqliteMonthLedger implements MonthLedger {
   }
 
   load(now: number): MonthEntry[] {
-    sqliteStatement(MONTHS_DATABASE, () => this.db.prepare('DELETE FROM key_months WHERE month_end <= ?').run(now), this.options.onSqliteError);
-    const rows = this.db.prepare('SELECT key_id, month_start, month_end, count, credits FROM key_months').all() as Array<{ key_id: string; month_start: number; month_end: number; count: number; credits: number }>;
-    return rows.map((row) => ({ keyId: row.key_id, monthStart: row.month_start, monthEnd: row.month_end, count: row.count, credits: row.credits }));
+    sqliteStatement(
+      MONTHS_DATABASE,
+      () => this.db.prepare('DELETE FROM key_months WHERE month_end <= ?').run(now),
+      this.options.onSqliteError,
+    );
+    const rows = this.db
+      .prepare('SELECT key_id, month_start, month_end, count, credits FROM key_months')
+      .all() as Array<{ key_id: string; month_start: number; month_end: number; count: number; credits: number }>;
+    return rows.map((row) => ({
+      keyId: row.key_id,
+      monthStart: row.month_start,
+      monthEnd: row.month_end,
+      count: row.count,
+      credits: row.credits,
+    }));
   }
 
   save(entries: readonly MonthEntry[]): void {

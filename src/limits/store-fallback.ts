@@ -1,5 +1,19 @@
 import type { KeySnapshot } from './memory-key-limiter';
-import type { AddressConsumeOptions, AddressDecision, AddressLimiter, ConsumeOptions, ConsumerShare, ConsumerWindows, KeyDecision, KeyLimiter, KeyUsage, WindowLimits, WindowName, WindowsHeld, WindowState } from './types';
+import type {
+  AddressConsumeOptions,
+  AddressDecision,
+  AddressLimiter,
+  ConsumeOptions,
+  ConsumerShare,
+  ConsumerWindows,
+  KeyDecision,
+  KeyLimiter,
+  KeyUsage,
+  WindowLimits,
+  WindowName,
+  WindowsHeld,
+  WindowState,
+} from './types';
 export type { FallbackKind } from './types';
 
 /**
@@ -103,7 +117,8 @@ export interface SeedableKeyLimiter extends KeyLimiter {
 export const MAX_REMEMBERED_KEYS = 10_000;
 
 function snapshotOf(decision: Exclude<KeyDecision, { outcome: 'concurrency_limited' }>): KeySnapshot {
-  if (decision.outcome === 'banned') return { at: decision.now, minuteCount: 0, dayCount: 0, bannedUntil: decision.bannedUntil };
+  if (decision.outcome === 'banned')
+    return { at: decision.now, minuteCount: 0, dayCount: 0, bannedUntil: decision.bannedUntil };
   const snapshot: KeySnapshot = {
     at: decision.now,
     minuteCount: decision.minute.limit - decision.minute.remaining,
@@ -222,7 +237,9 @@ export class FallbackKeyLimiter implements KeyLimiter {
     // Open: the fallback never bans (see createFallback in index.ts), and a refusal is served anyway.
     if (decision.outcome === 'limited' || decision.outcome === 'concurrency_limited') {
       const { minute, day, month, now } = decision;
-      return month ? { outcome: 'allowed', minute, day, month, now, fallback: 'open' } : { outcome: 'allowed', minute, day, now, fallback: 'open' };
+      return month
+        ? { outcome: 'allowed', minute, day, month, now, fallback: 'open' }
+        : { outcome: 'allowed', minute, day, now, fallback: 'open' };
     }
     return { ...decision, fallback: 'open' };
   }

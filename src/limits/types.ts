@@ -123,48 +123,48 @@ interface DecisionSource {
 
 export type KeyDecision = DecisionSource &
   (
-  | {
-      outcome: 'allowed';
-      minute: WindowState;
-      day: WindowState;
-      /** Present when the key's limits have perMonth. */
-      month?: MonthWindowState;
-      /** The consumer's windows, when the request was decided with a consumer's (ConsumeOptions.consumer). */
-      consumer?: ConsumerWindows;
-      /** Epoch ms of the decision, from the store's clock (Redis TIME with Redis). */
-      now: number;
-    }
-  | {
-      outcome: 'limited';
-      /** The window(s) that refused; the request consumed nothing. */
-      refusedBy: RefusingWindow;
-      minute: WindowState;
-      day: WindowState;
-      month?: MonthWindowState;
-      consumer?: ConsumerWindows;
-      /** Milliseconds until the binding window frees a unit. */
-      retryAfterMs: number;
-      /** True when this refusal pushed the key over the ban threshold. */
-      bannedNow: boolean;
-      now: number;
-    }
-  | {
-      outcome: 'banned';
-      /** Epoch ms when the ban ends. */
-      bannedUntil: number;
-      now: number;
-    }
-  | {
-      /** The key's maxInFlight requests are being forwarded already; nothing was consumed or counted toward a ban. */
-      outcome: 'concurrency_limited';
-      /** The windows as they stand (for the headers). */
-      minute: WindowState;
-      day: WindowState;
-      month?: MonthWindowState;
-      /** The consumer's windows as they stand, when the key has a consumer with limits. */
-      consumer?: ConsumerWindows;
-      now: number;
-    }
+    | {
+        outcome: 'allowed';
+        minute: WindowState;
+        day: WindowState;
+        /** Present when the key's limits have perMonth. */
+        month?: MonthWindowState;
+        /** The consumer's windows, when the request was decided with a consumer's (ConsumeOptions.consumer). */
+        consumer?: ConsumerWindows;
+        /** Epoch ms of the decision, from the store's clock (Redis TIME with Redis). */
+        now: number;
+      }
+    | {
+        outcome: 'limited';
+        /** The window(s) that refused; the request consumed nothing. */
+        refusedBy: RefusingWindow;
+        minute: WindowState;
+        day: WindowState;
+        month?: MonthWindowState;
+        consumer?: ConsumerWindows;
+        /** Milliseconds until the binding window frees a unit. */
+        retryAfterMs: number;
+        /** True when this refusal pushed the key over the ban threshold. */
+        bannedNow: boolean;
+        now: number;
+      }
+    | {
+        outcome: 'banned';
+        /** Epoch ms when the ban ends. */
+        bannedUntil: number;
+        now: number;
+      }
+    | {
+        /** The key's maxInFlight requests are being forwarded already; nothing was consumed or counted toward a ban. */
+        outcome: 'concurrency_limited';
+        /** The windows as they stand (for the headers). */
+        minute: WindowState;
+        day: WindowState;
+        month?: MonthWindowState;
+        /** The consumer's windows as they stand, when the key has a consumer with limits. */
+        consumer?: ConsumerWindows;
+        now: number;
+      }
   );
 
 /** Units each window held when it was reset (window-reset.ts); only the windows reset. */

@@ -22,7 +22,13 @@ export interface ResetAt {
 export function windowsHeld(state: KeyState | undefined, windows: readonly WindowName[], at: ResetAt): WindowsHeld {
   const held: WindowsHeld = {};
   for (const window of windows) {
-    if (window === 'minute') held.minute = state === undefined ? 0 : at.shape === 'sliding' ? slidingMinuteCount(state, at.now) : currentMinuteCount(state, at.now);
+    if (window === 'minute')
+      held.minute =
+        state === undefined
+          ? 0
+          : at.shape === 'sliding'
+            ? slidingMinuteCount(state, at.now)
+            : currentMinuteCount(state, at.now);
     else if (window === 'day') held.day = state === undefined ? 0 : currentDayCount(state, at.now);
     else if (at.month !== null) held.month = state === undefined ? 0 : currentMonthCount(state, at.month).count;
   }

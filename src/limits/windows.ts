@@ -1,5 +1,13 @@
 import { monthWindowState, type MonthCount } from './month-window';
-import type { BanSettings, KeyDecision, KeyUsage, MonthWindowState, WindowLimits, WindowName, WindowState } from './types';
+import type {
+  BanSettings,
+  KeyDecision,
+  KeyUsage,
+  MonthWindowState,
+  WindowLimits,
+  WindowName,
+  WindowState,
+} from './types';
 
 /**
  * The arithmetic both key limiters share: window indices and ends, which window refuses, and how a
@@ -54,7 +62,14 @@ export interface WindowCounts {
  * several are short the one that resets last binds (month, then day, then minute): retrying when
  * an earlier one frees units would only be refused again.
  */
-export function refusingWindow({ minuteCount, dayCount, limits, cost = 1, monthCount = 0, monthLimit = null }: WindowCounts): WindowName | null {
+export function refusingWindow({
+  minuteCount,
+  dayCount,
+  limits,
+  cost = 1,
+  monthCount = 0,
+  monthLimit = null,
+}: WindowCounts): WindowName | null {
   if (monthLimit !== null && monthCount + cost > monthLimit) return 'month';
   if (dayCount + cost > limits.perDay) return 'day';
   if (minuteCount + cost > limits.perMinute) return 'minute';
@@ -82,7 +97,8 @@ export function banPolicy(ban: BanSettings): BanPolicy {
     ['windowSeconds', ban.windowSeconds],
     ['durationSeconds', ban.durationSeconds],
   ] as const) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`ban.${name} must be a positive integer (got ${value})`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`ban.${name} must be a positive integer (got ${value})`);
   }
   const windowMs = ban.windowSeconds * 1000;
   const durationMs = ban.durationSeconds * 1000;
@@ -130,12 +146,31 @@ export function keyDecision(answer: ConsumeAnswer): KeyDecision {
   const minute = windowState(limits.perMinute, minuteCount, minuteResetAt);
   const day = windowState(limits.perDay, dayCount, dayResetAt);
   const monthState = monthOf(limits, month);
-  if (outcome === OUTCOME_ALLOWED) return monthState ? { outcome: 'allowed', minute, day, month: monthState, now } : { outcome: 'allowed', minute, day, now };
+  if (outcome === OUTCOME_ALLOWED)
+    return monthState
+      ? { outcome: 'allowed', minute, day, month: monthState, now }
+      : { outcome: 'allowed', minute, day, now };
   // A refusal means one window had no room; should the limits have changed under a stored state so
   // that none looks short now, the minute binds, being the soonest to free units.
-  const refusedBy = refusingWindow({ minuteCount, dayCount, limits, cost, monthCount: month?.count ?? 0, monthLimit: monthState?.limit ?? null }) ?? 'minute';
+  const refusedBy =
+    refusingWindow({
+      minuteCount,
+      dayCount,
+      limits,
+      cost,
+      monthCount: month?.count ?? 0,
+      monthLimit: monthState?.limit ?? null,
+    }) ?? 'minute';
   const resetAt = refusedBy === 'month' ? monthState!.resetAt : refusedBy === 'day' ? dayResetAt : minuteResetAt;
-  const limited = { outcome: 'limited' as const, refusedBy, minute, day, retryAfterMs: resetAt - now, bannedNow: outcome === OUTCOME_LIMITED_BANNED_NOW, now };
+  const limited = {
+    outcome: 'limited' as const,
+    refusedBy,
+    minute,
+    day,
+    retryAfterMs: resetAt - now,
+    bannedNow: outcome === OUTCOME_LIMITED_BANNED_NOW,
+    now,
+  };
   return monthState ? { ...limited, month: monthState } : limited;
 }
 

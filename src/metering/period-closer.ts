@@ -72,7 +72,8 @@ export class PeriodCloser {
       // The end of the latest period closed by now: nothing new is due while neither it nor the data moved.
       const closedEnd = Math.floor((now - graceMs) / entry.periodMs) * entry.periodMs;
       const before = this.lookedAt.get(member);
-      if (before === undefined || before.mark !== entry.mark || before.closedEnd !== closedEnd) await this.closeKeyDay(entry, config, now, graceMs);
+      if (before === undefined || before.mark !== entry.mark || before.closedEnd !== closedEnd)
+        await this.closeKeyDay(entry, config, now, graceMs);
       looked.set(member, { mark: entry.mark, closedEnd });
       // Every period a write up to `mark` touched has closed (with its grace) and was looked at.
       if (now >= entry.mark + entry.periodMs + graceMs) {
@@ -83,7 +84,12 @@ export class PeriodCloser {
     this.lookedAt = looked;
   }
 
-  private async closeKeyDay(entry: TouchedKeyDay, config: UsageEventsConfig, now: number, graceMs: number): Promise<void> {
+  private async closeKeyDay(
+    entry: TouchedKeyDay,
+    config: UsageEventsConfig,
+    now: number,
+    graceMs: number,
+  ): Promise<void> {
     const { ledger, state } = this.options;
     const { keyId, periodMs, day } = entry;
     let held = await state.read(keyId, periodMs, day);
@@ -96,21 +102,40 @@ export class PeriodCloser {
     const due = duePeriods(await ledger.periodsOf(keyId, periodMs, day), held.periods, periodMs, now - graceMs);
     if (due.length === 0) return;
     const record = await this.options.keys.get(keyId);
-    const events = due.flatMap((d) => this.eventsOf(d, { keyId, periodMs, consumerId: record?.consumerId ?? null, plan: record?.plan ?? null }, config, now));
+    const events = due.flatMap((d) =>
+      this.eventsOf(
+        d,
+        { keyId, periodMs, consumerId: record?.consumerId ?? null, plan: record?.plan ?? null },
+        config,
+        now,
+      ),
+    );
     const periods = afterSending(held.periods, due);
     if (!(await state.write(keyId, periodMs, day, held.version, { periods, pending: events }))) return;
     await this.handOver(events, now, config);
     await state.write(keyId, periodMs, day, held.version + 1, { periods, pending: [] });
   }
 
-  private eventsOf(d: DuePeriod, who: { keyId: string; periodMs: number; consumerId: string | null; plan: string | null }, config: UsageEventsConfig, now: number): OutboxEvent[] {
+  private eventsOf(
+    d: DuePeriod,
+    who: { keyId: string; periodMs: number; consumerId: string | null; plan: string | null },
+    config: UsageEventsConfig,
+    now: number,
+  ): OutboxEvent[] {
     const meters = USAGE_METERS.filter((m) => config.meters.includes(m));
     // A correction carries only the meters it changes; a period's first event carries every meter.
     const sent = d.revision === 0 ? meters : meters.filter((m: UsageMeter) => meterValue(m, d) !== 0);
     return sent.map((meter) => {
       const event = usageCloudEvent({ ...who, ...d, source: config.source, meter, periodStart: d.start });
       // The outbox's type is only a metrics label for webhooks; usage events keep theirs in the body.
-      return { id: event.id, type: USAGE_EVENT_TYPES[meter] as OutboxEvent['type'], body: JSON.stringify(event), createdAt: now, seenUntil: now + SEEN_FOR_MS, endpoints: [USAGE_SINK_ENDPOINT] };
+      return {
+        id: event.id,
+        type: USAGE_EVENT_TYPES[meter] as OutboxEvent['type'],
+        body: JSON.stringify(event),
+        createdAt: now,
+        seenUntil: now + SEEN_FOR_MS,
+        endpoints: [USAGE_SINK_ENDPOINT],
+      };
     });
   }
 

@@ -33,8 +33,15 @@ export interface DuePeriod extends UsageFigures {
  * first. A period with traffic gets its first revision even when all its figures are 0 (every
  * request refused): one event per key and period with traffic.
  */
-export function duePeriods(ledger: ReadonlyMap<number, PeriodTally>, sent: ReadonlyMap<number, SentPeriod>, periodMs: number, closedBefore: number): DuePeriod[] {
-  const starts = [...new Set([...ledger.keys(), ...sent.keys()])].filter((start) => start + periodMs <= closedBefore).sort((a, b) => a - b);
+export function duePeriods(
+  ledger: ReadonlyMap<number, PeriodTally>,
+  sent: ReadonlyMap<number, SentPeriod>,
+  periodMs: number,
+  closedBefore: number,
+): DuePeriod[] {
+  const starts = [...new Set([...ledger.keys(), ...sent.keys()])]
+    .filter((start) => start + periodMs <= closedBefore)
+    .sort((a, b) => a - b);
   const { counted, sentThrough } = runningSums(starts, ledger, sent);
   // What the day is still owed: the count by the last closed period, less all sent of the closed periods.
   let owed = starts.length === 0 ? 0 : Math.max(0, counted.at(-1)! - sentThrough.at(-1)!);
@@ -50,13 +57,18 @@ export function duePeriods(ledger: ReadonlyMap<number, PeriodTally>, sent: Reado
     const admitted = Math.max(0, counts.admitted - (before?.admitted ?? 0));
     const refused = Math.max(0, counts.refused - (before?.refused ?? 0));
     const first = before === undefined && ledger.has(start);
-    if (first || units > 0 || admitted > 0 || refused > 0) due.push({ start, revision: before?.revisions ?? 0, units, admitted, refused });
+    if (first || units > 0 || admitted > 0 || refused > 0)
+      due.push({ start, revision: before?.revisions ?? 0, units, admitted, refused });
   });
   return due;
 }
 
 /** Per period (in `starts`' order): the day count C by its end, and the units sent up to and including it. */
-function runningSums(starts: readonly number[], ledger: ReadonlyMap<number, PeriodTally>, sent: ReadonlyMap<number, SentPeriod>) {
+function runningSums(
+  starts: readonly number[],
+  ledger: ReadonlyMap<number, PeriodTally>,
+  sent: ReadonlyMap<number, SentPeriod>,
+) {
   const counted: number[] = [];
   const sentThrough: number[] = [];
   let flushedUnits = 0;
@@ -74,11 +86,19 @@ function runningSums(starts: readonly number[], ledger: ReadonlyMap<number, Peri
 }
 
 /** `sent` with the due revisions added. */
-export function afterSending(sent: ReadonlyMap<number, SentPeriod>, due: readonly DuePeriod[]): Map<number, SentPeriod> {
+export function afterSending(
+  sent: ReadonlyMap<number, SentPeriod>,
+  due: readonly DuePeriod[],
+): Map<number, SentPeriod> {
   const next = new Map(sent);
   for (const d of due) {
     const before = next.get(d.start) ?? { units: 0, admitted: 0, refused: 0, revisions: 0 };
-    next.set(d.start, { units: before.units + d.units, admitted: before.admitted + d.admitted, refused: before.refused + d.refused, revisions: before.revisions + 1 });
+    next.set(d.start, {
+      units: before.units + d.units,
+      admitted: before.admitted + d.admitted,
+      refused: before.refused + d.refused,
+      revisions: before.revisions + 1,
+    });
   }
   return next;
 }

@@ -54,9 +54,20 @@ export class RedisSentStateStore implements SentStateStore {
     return decodeState(Number(held.slice(0, newline)), held.slice(newline + 1));
   }
 
-  async write(keyId: string, periodMs: number, day: number, expected: number, next: Omit<SentState, 'version'>): Promise<boolean> {
+  async write(
+    keyId: string,
+    periodMs: number,
+    day: number,
+    expected: number,
+    next: Omit<SentState, 'version'>,
+  ): Promise<boolean> {
     const text = `${expected + 1}\n${encodeState(next)}`;
-    return (await this.writeScript([this.stateKey(keyId, periodMs, day)], [String(expected), text, String(PERIOD_DAYS_KEPT * DAY_MS)])) === 1;
+    return (
+      (await this.writeScript(
+        [this.stateKey(keyId, periodMs, day)],
+        [String(expected), text, String(PERIOD_DAYS_KEPT * DAY_MS)],
+      )) === 1
+    );
   }
 
   async lease(owner: string, _now: number, leaseMs: number): Promise<boolean> {

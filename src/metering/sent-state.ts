@@ -17,7 +17,13 @@ export interface SentState {
 export interface SentStateStore {
   read(keyId: string, periodMs: number, day: number): Promise<SentState>;
   /** Writes `next` as version `expected + 1` if the stored version is still `expected`; false otherwise. */
-  write(keyId: string, periodMs: number, day: number, expected: number, next: Omit<SentState, 'version'>): Promise<boolean>;
+  write(
+    keyId: string,
+    periodMs: number,
+    day: number,
+    expected: number,
+    next: Omit<SentState, 'version'>,
+  ): Promise<boolean>;
   /** Whether `owner` closes periods now (one closer at a time across instances), for `leaseMs` unless renewed. */
   lease(owner: string, now: number, leaseMs: number): Promise<boolean>;
   close(): void;
@@ -30,7 +36,10 @@ interface StoredState {
 }
 
 export function encodeState(state: Omit<SentState, 'version'>): string {
-  const stored: StoredState = { periods: [...state.periods].map(([start, p]) => [start, p.units, p.admitted, p.refused, p.revisions]), pending: state.pending };
+  const stored: StoredState = {
+    periods: [...state.periods].map(([start, p]) => [start, p.units, p.admitted, p.refused, p.revisions]),
+    pending: state.pending,
+  };
   return JSON.stringify(stored);
 }
 
@@ -39,7 +48,12 @@ export function decodeState(version: number, text: string | null): SentState {
   const stored = JSON.parse(text) as StoredState;
   return {
     version,
-    periods: new Map(stored.periods.map(([start, units, admitted, refused, revisions]) => [start, { units, admitted, refused, revisions }])),
+    periods: new Map(
+      stored.periods.map(([start, units, admitted, refused, revisions]) => [
+        start,
+        { units, admitted, refused, revisions },
+      ]),
+    ),
     pending: stored.pending,
   };
 }
@@ -54,7 +68,13 @@ export class MemorySentStateStore implements SentStateStore {
     return decodeState(held?.version ?? 0, held?.text ?? null);
   }
 
-  async write(keyId: string, periodMs: number, day: number, expected: number, next: Omit<SentState, 'version'>): Promise<boolean> {
+  async write(
+    keyId: string,
+    periodMs: number,
+    day: number,
+    expected: number,
+    next: Omit<SentState, 'version'>,
+  ): Promise<boolean> {
     const name = `${periodMs}:${day}:${keyId}`;
     if ((this.states.get(name)?.version ?? 0) !== expected) return false;
     this.states.set(name, { version: expected + 1, text: encodeState(next) });

@@ -31,12 +31,23 @@ export class SqliteSentStateStore implements SentStateStore {
     dir: string,
     private readonly options: { busyTimeoutMs?: number; onSqliteError?: SqliteErrorListener } = {},
   ) {
-    this.db = openSqliteDatabase({ file: path.join(dir, USAGE_EVENT_STATE_FILE), migrations: MIGRATIONS, synchronous: 'NORMAL', busyTimeoutMs: options.busyTimeoutMs });
+    this.db = openSqliteDatabase({
+      file: path.join(dir, USAGE_EVENT_STATE_FILE),
+      migrations: MIGRATIONS,
+      synchronous: 'NORMAL',
+      busyTimeoutMs: options.busyTimeoutMs,
+    });
     try {
       this.statements = {
-        read: this.db.prepare<[string, number, number]>('SELECT version, body FROM usage_event_state WHERE key_id = ? AND period_ms = ? AND day = ?'),
-        insert: this.db.prepare<[string, number, number, string]>('INSERT OR IGNORE INTO usage_event_state (key_id, period_ms, day, version, body) VALUES (?, ?, ?, 1, ?)'),
-        update: this.db.prepare<[string, string, number, number, number]>('UPDATE usage_event_state SET version = version + 1, body = ? WHERE key_id = ? AND period_ms = ? AND day = ? AND version = ?'),
+        read: this.db.prepare<[string, number, number]>(
+          'SELECT version, body FROM usage_event_state WHERE key_id = ? AND period_ms = ? AND day = ?',
+        ),
+        insert: this.db.prepare<[string, number, number, string]>(
+          'INSERT OR IGNORE INTO usage_event_state (key_id, period_ms, day, version, body) VALUES (?, ?, ?, 1, ?)',
+        ),
+        update: this.db.prepare<[string, string, number, number, number]>(
+          'UPDATE usage_event_state SET version = version + 1, body = ? WHERE key_id = ? AND period_ms = ? AND day = ? AND version = ?',
+        ),
         dropOld: this.db.prepare<[number]>('DELETE FROM usage_event_state WHERE day <= ?'),
       };
     } catch (err) {
@@ -50,7 +61,13 @@ export class SqliteSentStateStore implements SentStateStore {
     return decodeState(row?.version ?? 0, row?.body ?? null);
   }
 
-  async write(keyId: string, periodMs: number, day: number, expected: number, next: Omit<SentState, 'version'>): Promise<boolean> {
+  async write(
+    keyId: string,
+    periodMs: number,
+    day: number,
+    expected: number,
+    next: Omit<SentState, 'version'>,
+  ): Promise<boolean> {
     const body = encodeState(next);
     return sqliteStatement(
       USAGE_EVENT_STATE_DATABASE,
@@ -74,4 +91,3 @@ export class SqliteSentStateStore implements SentStateStore {
     this.db.close();
   }
 }
-

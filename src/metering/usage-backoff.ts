@@ -10,7 +10,12 @@ import { RETRY_DELAYS_MS } from '../notifications/backoff';
 export const USAGE_RETRY_WINDOW_MS = 5 * 60_000;
 export const USAGE_RETRY_FOR_MS = 7 * 86_400_000;
 
-export function nextUsageAttemptAt(attemptsMade: number, createdAt: number, now: number, periodMs: number): number | null {
+export function nextUsageAttemptAt(
+  attemptsMade: number,
+  createdAt: number,
+  now: number,
+  periodMs: number,
+): number | null {
   if (now - createdAt >= USAGE_RETRY_FOR_MS) return null;
   const scheduled = RETRY_DELAYS_MS[Math.min(Math.max(attemptsMade, 1), RETRY_DELAYS_MS.length) - 1]!;
   return now + Math.min(scheduled, Math.max(periodMs, 1000), USAGE_RETRY_WINDOW_MS);

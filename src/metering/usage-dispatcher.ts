@@ -70,7 +70,12 @@ export class UsageDispatcher {
   private async sendBatch(config: UsageEventsConfig): Promise<number> {
     const { outbox, clock, metrics } = this.options;
     const now = clock.now();
-    const batch = await outbox.claim(USAGE_SINK_ENDPOINT, USAGE_BATCH_EVENTS, now, now + config.timeoutMs + LEASE_SLACK_MS);
+    const batch = await outbox.claim(
+      USAGE_SINK_ENDPOINT,
+      USAGE_BATCH_EVENTS,
+      now,
+      now + config.timeoutMs + LEASE_SLACK_MS,
+    );
     if (batch.length === 0) return 0;
     const body = `[${batch.map((d) => d.body).join(',')}]`;
     const headers = { ...this.options.headers(), 'content-type': 'application/cloudevents-batch+json' };

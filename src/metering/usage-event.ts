@@ -62,7 +62,9 @@ const NAMESPACE = Buffer.from('6ba7b8119dad11d180b400c04fd430c8', 'hex');
  * A UUID version 5 of `usage:<source>/<key>/<meter>/<period ms>/<period start>/<revision>`: the
  * same (source, key, meter, period, revision) always gives the same id, and any other gives another.
  */
-export function usageEventId(e: Pick<UsageEventInput, 'source' | 'keyId' | 'meter' | 'periodMs' | 'periodStart' | 'revision'>): string {
+export function usageEventId(
+  e: Pick<UsageEventInput, 'source' | 'keyId' | 'meter' | 'periodMs' | 'periodStart' | 'revision'>,
+): string {
   const name = `usage:${e.source}/${e.keyId}/${e.meter}/${e.periodMs}/${e.periodStart}/${e.revision}`;
   const hash = createHash('sha1').update(NAMESPACE).update(name, 'utf8').digest();
   hash[6] = (hash[6]! & 0x0f) | 0x50;

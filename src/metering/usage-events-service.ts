@@ -33,7 +33,8 @@ export interface UsageEventsOptions {
  */
 export class UsageEvents {
   readonly metrics: UsageEventMetrics;
-  private parts: { outbox: Outbox; state: SentStateStore; closer: PeriodCloser; dispatcher: UsageDispatcher } | null = null;
+  private parts: { outbox: Outbox; state: SentStateStore; closer: PeriodCloser; dispatcher: UsageDispatcher } | null =
+    null;
   private readonly sender: WebhookSender;
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
@@ -69,7 +70,10 @@ export class UsageEvents {
       const now = performance.now();
       if (now - this.lastErrorAt < 60_000) return;
       this.lastErrorAt = now;
-      this.options.logger.warn({ err: (err as Error).message }, 'usage events: periods could not be closed now; tried again next tick');
+      this.options.logger.warn(
+        { err: (err as Error).message },
+        'usage events: periods could not be closed now; tried again next tick',
+      );
     }
   }
 
@@ -107,7 +111,10 @@ export class UsageEvents {
     const config = this.options.config();
     if (this.headers?.madeFor !== config) {
       const token = readUsageSinkToken(config);
-      this.headers = { madeFor: config, headers: { ...config.headers, ...(token ? { authorization: `Bearer ${token}` } : {}) } };
+      this.headers = {
+        madeFor: config,
+        headers: { ...config.headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      };
     }
     return this.headers.headers;
   }

@@ -16,7 +16,12 @@ export function createUsageEventMetrics(registry: Registry, outboxSize: () => Pr
   });
   // Every series from the start, at 0: an alert's increase() needs the series before the first failure.
   for (const result of USAGE_EVENT_RESULTS) events.inc({ result }, 0);
-  const outboxEvents = outboxSizeGauge(registry, 'gateway_usage_events_outbox_events', 'Usage events waiting for the sink, across every instance sharing the store.', outboxSize);
+  const outboxEvents = outboxSizeGauge(
+    registry,
+    'gateway_usage_events_outbox_events',
+    'Usage events waiting for the sink, across every instance sharing the store.',
+    outboxSize,
+  );
   return { events, outboxEvents };
 }
 

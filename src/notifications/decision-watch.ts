@@ -60,12 +60,31 @@ export function createDecisionWatch(options: DecisionWatchOptions) {
   };
 
   /** Emits one event per threshold of `window` that this request passed. */
-  function checkWindow(request: DecidedRequest, scope: QuotaScope, window: 'day' | 'month', state: WindowState, periodStart: number): void {
+  function checkWindow(
+    request: DecidedRequest,
+    scope: QuotaScope,
+    window: 'day' | 'month',
+    state: WindowState,
+    periodStart: number,
+  ): void {
     const { keyId, consumerId, cost, at } = request;
     // An admitted request never takes a window past its limit, so this is the window's exact count.
     const used = state.limit - state.remaining;
     for (const threshold of crossedThresholds(state.limit, used, cost)) {
-      options.emit(quotaThresholdEvent({ scope, keyId, consumerId, window, threshold, limit: state.limit, used, periodStart, periodEnd: state.resetAt, at }));
+      options.emit(
+        quotaThresholdEvent({
+          scope,
+          keyId,
+          consumerId,
+          window,
+          threshold,
+          limit: state.limit,
+          used,
+          periodStart,
+          periodEnd: state.resetAt,
+          at,
+        }),
+      );
     }
   }
 }

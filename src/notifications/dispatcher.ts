@@ -85,7 +85,12 @@ export class WebhookDispatcher {
     const free = ATTEMPTS_PER_ENDPOINT - (this.inFlight.get(endpoint.key) ?? 0);
     if (free <= 0) return;
     const now = this.options.clock.now();
-    const claimed = await this.options.outbox.claim(endpoint.key, free, now, now + this.options.timeoutMs() + LEASE_SLACK_MS);
+    const claimed = await this.options.outbox.claim(
+      endpoint.key,
+      free,
+      now,
+      now + this.options.timeoutMs() + LEASE_SLACK_MS,
+    );
     for (const delivery of claimed) this.track(this.attempt(endpoint, delivery));
   }
 
@@ -111,7 +116,13 @@ export class WebhookDispatcher {
       }
       const attemptsMade = delivery.attempts + 1;
       const nextAt = nextAttemptAt(attemptsMade, delivery.createdAt, clock.now(), this.options.random);
-      const line = { webhookId: delivery.eventId, event: delivery.type, url: endpoint.shownUrl, attempts: attemptsMade, reason: outcome.reason };
+      const line = {
+        webhookId: delivery.eventId,
+        event: delivery.type,
+        url: endpoint.shownUrl,
+        attempts: attemptsMade,
+        reason: outcome.reason,
+      };
       if (nextAt === null) {
         await outbox.finish(delivery);
         metrics.deliveries.inc({ event: delivery.type, result: 'expired' });
@@ -120,7 +131,10 @@ export class WebhookDispatcher {
       }
       await outbox.retry(delivery, nextAt);
       metrics.deliveries.inc({ event: delivery.type, result: 'failure' });
-      this.options.logger.warn({ ...line, nextAttemptAt: new Date(nextAt).toISOString() }, 'webhook delivery failed; retrying later');
+      this.options.logger.warn(
+        { ...line, nextAttemptAt: new Date(nextAt).toISOString() },
+        'webhook delivery failed; retrying later',
+      );
     } catch (err) {
       // The outbox did not take the outcome: the claim lapses and the delivery is tried again.
       this.reportOutboxError(err);

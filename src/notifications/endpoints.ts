@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { redactedUrl } from '../shared/redaction';
-import { readWebhookSecret, webhookSecretBytes, WEBHOOK_EVENT_TYPES, type NotificationsConfig, type WebhookEventType } from '../shared/config';
+import {
+  readWebhookSecret,
+  webhookSecretBytes,
+  WEBHOOK_EVENT_TYPES,
+  type NotificationsConfig,
+  type WebhookEventType,
+} from '../shared/config';
 
 /** One receiver of config `notifications.webhooks` as the request path sees it: who takes which events. */
 export interface Receiver {
@@ -27,14 +33,20 @@ export function endpointKey(url: string): string {
  * and the expiry watch ask before they hand an event on.
  */
 export function receiversOf(config: NotificationsConfig): Receiver[] {
-  return config.webhooks.map((webhook) => ({ key: endpointKey(webhook.url), events: new Set(webhook.events ?? WEBHOOK_EVENT_TYPES) }));
+  return config.webhooks.map((webhook) => ({
+    key: endpointKey(webhook.url),
+    events: new Set(webhook.events ?? WEBHOOK_EVENT_TYPES),
+  }));
 }
 
 /**
  * The receivers of a config that has been validated (so each secret is a `whsec_` secret, its file
  * readable a moment ago). A secret file that cannot be read now leaves that receiver out, reported.
  */
-export function endpointsOf(config: NotificationsConfig, onUnreadable: (url: string, err: unknown) => void = () => {}): Endpoint[] {
+export function endpointsOf(
+  config: NotificationsConfig,
+  onUnreadable: (url: string, err: unknown) => void = () => {},
+): Endpoint[] {
   const endpoints: Endpoint[] = [];
   for (const webhook of config.webhooks) {
     let secret: Buffer | null;
@@ -46,7 +58,13 @@ export function endpointsOf(config: NotificationsConfig, onUnreadable: (url: str
       continue;
     }
     if (secret === null) continue;
-    endpoints.push({ key: endpointKey(webhook.url), url: webhook.url, shownUrl: shownUrl(webhook.url), secret, events: new Set(webhook.events ?? WEBHOOK_EVENT_TYPES) });
+    endpoints.push({
+      key: endpointKey(webhook.url),
+      url: webhook.url,
+      shownUrl: shownUrl(webhook.url),
+      secret,
+      events: new Set(webhook.events ?? WEBHOOK_EVENT_TYPES),
+    });
   }
   return endpoints;
 }

@@ -57,7 +57,13 @@ export function eventId(...identity: Array<string | number>): string {
   return `msg_${createHash('sha256').update(identity.join('\n')).digest('hex').slice(0, 32)}`;
 }
 
-function event(type: WebhookEventType, id: string, at: number, seenUntil: number, data: Record<string, unknown>): WebhookEvent {
+function event(
+  type: WebhookEventType,
+  id: string,
+  at: number,
+  seenUntil: number,
+  data: Record<string, unknown>,
+): WebhookEvent {
   const body = JSON.stringify({ type, timestamp: new Date(at).toISOString(), data });
   return { id, type, body, createdAt: at, seenUntil };
 }
@@ -66,7 +72,14 @@ function event(type: WebhookEventType, id: string, at: number, seenUntil: number
 export function quotaThresholdEvent(crossing: QuotaCrossing): WebhookEvent {
   const subject = crossing.scope === 'key' ? crossing.keyId : crossing.consumerId!;
   const window = crossing.scope === 'key' ? crossing.window : `consumer-${crossing.window}`;
-  const id = eventId('quota.threshold', crossing.scope, subject, crossing.window, crossing.periodStart, crossing.threshold);
+  const id = eventId(
+    'quota.threshold',
+    crossing.scope,
+    subject,
+    crossing.window,
+    crossing.periodStart,
+    crossing.threshold,
+  );
   return event('quota.threshold', id, crossing.at, crossing.periodEnd + DAY_MS, {
     keyId: crossing.keyId,
     consumerId: crossing.consumerId,
@@ -79,7 +92,12 @@ export function quotaThresholdEvent(crossing: QuotaCrossing): WebhookEvent {
 }
 
 /** `key.banned`: the one refusal that banned the key; a ban ends at a unique instant. */
-export function keyBannedEvent(keyId: string, consumerId: string | null, bannedUntil: number, at: number): WebhookEvent {
+export function keyBannedEvent(
+  keyId: string,
+  consumerId: string | null,
+  bannedUntil: number,
+  at: number,
+): WebhookEvent {
   return event('key.banned', eventId('key.banned', keyId, bannedUntil), at, bannedUntil + DAY_MS, {
     keyId,
     consumerId,
@@ -88,7 +106,12 @@ export function keyBannedEvent(keyId: string, consumerId: string | null, bannedU
 }
 
 /** `key.expiring`: 7 days before the key's expiry; a new expiry is a new event. */
-export function keyExpiringEvent(keyId: string, consumerId: string | null, expiresAt: number, at: number): WebhookEvent {
+export function keyExpiringEvent(
+  keyId: string,
+  consumerId: string | null,
+  expiresAt: number,
+  at: number,
+): WebhookEvent {
   return event('key.expiring', eventId('key.expiring', keyId, expiresAt), at, expiresAt + DAY_MS, {
     keyId,
     consumerId,
@@ -103,7 +126,13 @@ export type RevokedBy = 'admin' | 'holder' | 'secret-scanning';
  * `key.revoked`: once per key, since a revocation keeps its first `revokedAt` (revoking again
  * names the same event, which the outbox recognises for a day).
  */
-export function keyRevokedEvent(keyId: string, consumerId: string | null, revokedAt: number, by: RevokedBy, at: number): WebhookEvent {
+export function keyRevokedEvent(
+  keyId: string,
+  consumerId: string | null,
+  revokedAt: number,
+  by: RevokedBy,
+  at: number,
+): WebhookEvent {
   return event('key.revoked', eventId('key.revoked', keyId, revokedAt), at, revokedAt + DAY_MS, {
     keyId,
     consumerId,

@@ -11,8 +11,12 @@ const RESCAN_INTERVAL_MS = 3_600_000;
 
 /** What the watch reads of the key store. */
 export interface ExpiringKeySource {
-  list(): Promise<Array<{ id: string; expiresAt: string | null; revokedAt: string | null; consumerId?: string | null }>>;
-  get(id: string): Promise<{ id: string; expiresAt: string | null; revokedAt: string | null; consumerId?: string | null } | null>;
+  list(): Promise<
+    Array<{ id: string; expiresAt: string | null; revokedAt: string | null; consumerId?: string | null }>
+  >;
+  get(
+    id: string,
+  ): Promise<{ id: string; expiresAt: string | null; revokedAt: string | null; consumerId?: string | null } | null>;
   onChange(listener: (change: { id: string }) => void): () => void;
 }
 
@@ -67,7 +71,10 @@ export class ExpiringKeysWatch {
         for (const record of records) this.remember(record);
         this.lastScanAt = now;
       } catch (err) {
-        this.options.logger.warn({ err: (err as Error).message }, 'could not read the keys for key.expiring; trying again');
+        this.options.logger.warn(
+          { err: (err as Error).message },
+          'could not read the keys for key.expiring; trying again',
+        );
       } finally {
         this.scanning = null;
       }
@@ -75,7 +82,12 @@ export class ExpiringKeysWatch {
     return this.scanning;
   }
 
-  private remember(record: { id: string; expiresAt: string | null; revokedAt: string | null; consumerId?: string | null }): void {
+  private remember(record: {
+    id: string;
+    expiresAt: string | null;
+    revokedAt: string | null;
+    consumerId?: string | null;
+  }): void {
     this.pending.delete(record.id);
     if (record.revokedAt !== null || record.expiresAt === null) return;
     this.pending.set(record.id, { expiresAt: Date.parse(record.expiresAt), consumerId: record.consumerId ?? null });
@@ -89,7 +101,10 @@ export class ExpiringKeysWatch {
       else this.pending.delete(id);
       await this.check();
     } catch (err) {
-      this.options.logger.warn({ err: (err as Error).message, keyId: id }, 'could not read a changed key for key.expiring');
+      this.options.logger.warn(
+        { err: (err as Error).message, keyId: id },
+        'could not read a changed key for key.expiring',
+      );
     }
   }
 

@@ -20,14 +20,24 @@ export function createNotificationMetrics(registry: Registry, outboxSize: () => 
   });
   // Every series from the start, at 0: an alert's increase() needs the series before the first failure.
   for (const event of WEBHOOK_EVENT_TYPES) for (const result of DELIVERY_RESULTS) deliveries.inc({ event, result }, 0);
-  const outboxEvents = outboxSizeGauge(registry, 'gateway_webhook_outbox_events', 'Webhook events waiting for at least one receiver, across every instance sharing the store.', outboxSize);
+  const outboxEvents = outboxSizeGauge(
+    registry,
+    'gateway_webhook_outbox_events',
+    'Webhook events waiting for at least one receiver, across every instance sharing the store.',
+    outboxSize,
+  );
   return { deliveries, outboxEvents };
 }
 
 export type NotificationMetrics = ReturnType<typeof createNotificationMetrics>;
 
 /** An outbox's size, read at scrape time: the webhooks' and the usage events' alike. */
-export function outboxSizeGauge(registry: Registry, name: string, help: string, outboxSize: () => Promise<number>): Gauge {
+export function outboxSizeGauge(
+  registry: Registry,
+  name: string,
+  help: string,
+  outboxSize: () => Promise<number>,
+): Gauge {
   return new Gauge({
     name,
     help,

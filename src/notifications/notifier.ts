@@ -72,12 +72,32 @@ export class Notifier {
       maxEvents: () => options.config().outboxMaxEvents,
       onDropped: (types) => this.countDropped(types),
       onWritten: () => this.dispatcher.wake(),
-      onError: (err) => logger.warn({ err: (err as Error).message }, 'could not write webhook events to the outbox; keeping them to write again'),
+      onError: (err) =>
+        logger.warn(
+          { err: (err as Error).message },
+          'could not write webhook events to the outbox; keeping them to write again',
+        ),
     });
     const emit = (event: WebhookEvent) => this.emit(event);
-    this.watchDecision = createDecisionWatch({ banDurationMs: options.banDurationMs, wanted: (type) => this.wanted(type), emit });
-    this.expiring = new ExpiringKeysWatch({ keys: options.keys, clock, logger, wanted: () => this.wanted('key.expiring'), emit });
-    this.roster = new ReceiverRoster({ outbox, clock, logger, receivers: () => this.receiversInForce(), onDropped: (types) => this.countRemoved(types) });
+    this.watchDecision = createDecisionWatch({
+      banDurationMs: options.banDurationMs,
+      wanted: (type) => this.wanted(type),
+      emit,
+    });
+    this.expiring = new ExpiringKeysWatch({
+      keys: options.keys,
+      clock,
+      logger,
+      wanted: () => this.wanted('key.expiring'),
+      emit,
+    });
+    this.roster = new ReceiverRoster({
+      outbox,
+      clock,
+      logger,
+      receivers: () => this.receiversInForce(),
+      onDropped: (types) => this.countRemoved(types),
+    });
     this.roster.start();
     this.dispatcher.start();
     this.expiring.start();
@@ -95,7 +115,10 @@ export class Notifier {
     const config = this.options.config();
     if (this.endpoints?.madeFor !== config) {
       const endpoints = endpointsOf(config, (url, err) =>
-        this.options.logger.error({ url, err: (err as Error).message }, 'webhook secret file cannot be read: its events wait in the outbox until a reload with a readable one'),
+        this.options.logger.error(
+          { url, err: (err as Error).message },
+          'webhook secret file cannot be read: its events wait in the outbox until a reload with a readable one',
+        ),
       );
       this.endpoints = { madeFor: config, endpoints };
     }
@@ -116,7 +139,10 @@ export class Notifier {
 
   private countDropped(types: readonly WebhookEventType[]): void {
     for (const event of types) this.metrics.deliveries.inc({ event, result: 'dropped' });
-    this.options.logger.error({ events: types.length }, 'webhook outbox full: oldest events dropped (notifications.outboxMaxEvents)');
+    this.options.logger.error(
+      { events: types.length },
+      'webhook outbox full: oldest events dropped (notifications.outboxMaxEvents)',
+    );
   }
 
   /** Deliveries to receivers no instance names any more (removed from the config), one type per delivery. */
@@ -126,7 +152,10 @@ export class Notifier {
       this.metrics.deliveries.inc({ event, result: 'dropped' });
       byEvent[event] = (byEvent[event] ?? 0) + 1;
     }
-    this.options.logger.warn({ deliveries: types.length, byEvent }, 'webhook deliveries to receivers no longer in the config dropped from the outbox');
+    this.options.logger.warn(
+      { deliveries: types.length, byEvent },
+      'webhook deliveries to receivers no longer in the config dropped from the outbox',
+    );
   }
 
   /**

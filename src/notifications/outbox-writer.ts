@@ -59,7 +59,8 @@ export class OutboxWriter {
       this.pending = batch.concat(this.pending);
       const excess = this.pending.length - this.options.maxEvents();
       if (excess > 0) this.options.onDropped(this.pending.splice(0, excess).map((e) => e.type));
-      if (this.scheduled === null) this.scheduled = { timeout: setTimeout(() => void this.flush(), RETRY_AFTER_MS).unref() };
+      if (this.scheduled === null)
+        this.scheduled = { timeout: setTimeout(() => void this.flush(), RETRY_AFTER_MS).unref() };
     }
   }
 

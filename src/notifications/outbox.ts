@@ -59,7 +59,13 @@ export interface Outbox {
    * for long (call again while it returns that many). The types of the deliveries dropped, one per
    * delivery.
    */
-  keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number, maxDrops: number): Promise<WebhookEventType[]>;
+  keepReceivers(
+    instance: string,
+    endpoints: readonly string[],
+    now: number,
+    liveUntil: number,
+    maxDrops: number,
+  ): Promise<WebhookEventType[]>;
   /** `instance` stops (its receivers are no longer named by it); nothing is dropped here. */
   forgetInstance(instance: string): Promise<void>;
   /** Events waiting for at least one receiver. */

@@ -95,7 +95,10 @@ export class ReceiverRoster {
     const now = performance.now();
     if (now - this.lastErrorAt < ERROR_LOG_INTERVAL_MS) return;
     this.lastErrorAt = now;
-    this.options.logger.warn({ err: (err as Error).message }, 'webhook outbox does not answer; the receivers in force are named again later');
+    this.options.logger.warn(
+      { err: (err as Error).message },
+      'webhook outbox does not answer; the receivers in force are named again later',
+    );
   }
 
   /** Stops naming; the outbox forgets this instance at once, so its receivers are not kept for it. */

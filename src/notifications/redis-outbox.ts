@@ -218,7 +218,13 @@ interface StoredEvent {
 }
 
 export class RedisOutbox implements Outbox {
-  private readonly scripts: { add: LuaCaller<DueSetsReply>; keepReceivers: LuaCaller<DueSetsReply>; claim: LuaCaller<string[]>; finish: LuaCaller<number>; reschedule: LuaCaller<number> };
+  private readonly scripts: {
+    add: LuaCaller<DueSetsReply>;
+    keepReceivers: LuaCaller<DueSetsReply>;
+    claim: LuaCaller<string[]>;
+    finish: LuaCaller<number>;
+    reschedule: LuaCaller<number>;
+  };
   private readonly prefix: string;
   /** Endpoints whose due sets ADD and KEEP_RECEIVERS are given besides their own: every one this process has heard of. */
   private readonly knownReceivers = new Set<string>();
@@ -230,10 +236,18 @@ export class RedisOutbox implements Outbox {
     namespace: string,
   ) {
     this.prefix = `${namespace}:webhooks:{outbox}:`;
-    this.scripts = { add: ADD.on(redis), keepReceivers: KEEP_RECEIVERS.on(redis), claim: CLAIM.on(redis), finish: FINISH.on(redis), reschedule: RESCHEDULE.on(redis) };
+    this.scripts = {
+      add: ADD.on(redis),
+      keepReceivers: KEEP_RECEIVERS.on(redis),
+      claim: CLAIM.on(redis),
+      finish: FINISH.on(redis),
+      reschedule: RESCHEDULE.on(redis),
+    };
   }
 
-  private key(name: 'events' | 'order' | 'seen' | 'left' | 'attempts' | 'receivers' | 'instances' | 'receivers-indexed'): string {
+  private key(
+    name: 'events' | 'order' | 'seen' | 'left' | 'attempts' | 'receivers' | 'instances' | 'receivers-indexed',
+  ): string {
     return this.prefix + name;
   }
 
@@ -248,8 +262,18 @@ export class RedisOutbox implements Outbox {
       const stored: StoredEvent = { type: e.type, body: e.body, createdAt: e.createdAt, endpoints: [...e.endpoints] };
       argv.push(e.id, String(e.seenUntil), String(e.createdAt), JSON.stringify(stored), e.endpoints.join(','));
     }
-    const keys = [this.key('events'), this.key('order'), this.key('seen'), this.key('left'), this.key('attempts'), this.key('receivers')];
-    const dropped = await this.withDueSets(events.flatMap((e) => e.endpoints), (dueSets) => this.scripts.add([...keys, ...dueSets], argv));
+    const keys = [
+      this.key('events'),
+      this.key('order'),
+      this.key('seen'),
+      this.key('left'),
+      this.key('attempts'),
+      this.key('receivers'),
+    ];
+    const dropped = await this.withDueSets(
+      events.flatMap((e) => e.endpoints),
+      (dueSets) => this.scripts.add([...keys, ...dueSets], argv),
+    );
     return dropped as WebhookEventType[];
   }
 
@@ -257,7 +281,10 @@ export class RedisOutbox implements Outbox {
    * Runs ADD or KEEP_RECEIVERS with the due sets of `endpoints` and of every receiver known here;
    * when the script answers that it needs others, learns them and sends it again.
    */
-  private async withDueSets(endpoints: readonly string[], call: (dueSets: string[]) => Promise<DueSetsReply>): Promise<string[]> {
+  private async withDueSets(
+    endpoints: readonly string[],
+    call: (dueSets: string[]) => Promise<DueSetsReply>,
+  ): Promise<string[]> {
     for (const endpoint of endpoints) this.knownReceivers.add(endpoint);
     for (let attempt = 0; attempt < DUE_SET_ATTEMPTS; attempt++) {
       const [status, ...rest] = await call([...this.knownReceivers].map((endpoint) => this.due(endpoint)));
@@ -267,15 +294,37 @@ export class RedisOutbox implements Outbox {
     throw new Error(`the webhook outbox still named due sets it was not given after ${DUE_SET_ATTEMPTS} attempts`);
   }
 
-  async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number, maxDrops: number): Promise<WebhookEventType[]> {
+  async keepReceivers(
+    instance: string,
+    endpoints: readonly string[],
+    now: number,
+    liveUntil: number,
+    maxDrops: number,
+  ): Promise<WebhookEventType[]> {
     this.indexed ??= this.indexReceivers().catch((err: unknown) => {
       this.indexed = null;
       throw err;
     });
     await this.indexed;
-    const keys = [this.key('instances'), this.key('receivers'), this.key('events'), this.key('order'), this.key('left'), this.key('attempts')];
-    const argv = [String(now), instance, String(liveUntil), endpoints.join(','), `${this.prefix}due:`, String(maxDrops)];
-    const dropped = await this.withDueSets(endpoints, (dueSets) => this.scripts.keepReceivers([...keys, ...dueSets], argv));
+    const keys = [
+      this.key('instances'),
+      this.key('receivers'),
+      this.key('events'),
+      this.key('order'),
+      this.key('left'),
+      this.key('attempts'),
+    ];
+    const argv = [
+      String(now),
+      instance,
+      String(liveUntil),
+      endpoints.join(','),
+      `${this.prefix}due:`,
+      String(maxDrops),
+    ];
+    const dropped = await this.withDueSets(endpoints, (dueSets) =>
+      this.scripts.keepReceivers([...keys, ...dueSets], argv),
+    );
     return dropped as WebhookEventType[];
   }
 
@@ -293,8 +342,13 @@ export class RedisOutbox implements Outbox {
       cursor = next;
       events += fields.length / 2;
       const endpoints = new Set<string>();
-      for (let i = 1; i < fields.length; i += 2) for (const endpoint of (JSON.parse(fields[i]!) as StoredEvent).endpoints) endpoints.add(endpoint);
-      if (endpoints.size > 0) await this.redis.hset(this.key('receivers'), Object.fromEntries([...endpoints].map((endpoint) => [endpoint, '1'])));
+      for (let i = 1; i < fields.length; i += 2)
+        for (const endpoint of (JSON.parse(fields[i]!) as StoredEvent).endpoints) endpoints.add(endpoint);
+      if (endpoints.size > 0)
+        await this.redis.hset(
+          this.key('receivers'),
+          Object.fromEntries([...endpoints].map((endpoint) => [endpoint, '1'])),
+        );
     } while (cursor !== '0');
     // An empty outbox needs no mark: whatever is added from now on names its receivers as it goes.
     if (events > 0) await this.redis.set(this.key('receivers-indexed'), '1');
@@ -305,25 +359,45 @@ export class RedisOutbox implements Outbox {
   }
 
   async claim(endpoint: string, max: number, now: number, leaseUntil: number): Promise<ClaimedDelivery[]> {
-    const reply = await this.scripts.claim([this.due(endpoint), this.key('events'), this.key('attempts')], [String(now), String(max), String(leaseUntil), endpoint]);
+    const reply = await this.scripts.claim(
+      [this.due(endpoint), this.key('events'), this.key('attempts')],
+      [String(now), String(max), String(leaseUntil), endpoint],
+    );
     const claimed: ClaimedDelivery[] = [];
     for (let i = 0; i < reply.length; i += 3) {
       const stored = JSON.parse(reply[i + 1]!) as StoredEvent;
-      claimed.push({ endpoint, eventId: reply[i]!, type: stored.type, body: stored.body, createdAt: stored.createdAt, attempts: Number(reply[i + 2]), leaseUntil });
+      claimed.push({
+        endpoint,
+        eventId: reply[i]!,
+        type: stored.type,
+        body: stored.body,
+        createdAt: stored.createdAt,
+        attempts: Number(reply[i + 2]),
+        leaseUntil,
+      });
     }
     return claimed;
   }
 
   async finish(d: ClaimedDelivery): Promise<void> {
-    await this.scripts.finish([this.due(d.endpoint), this.key('events'), this.key('order'), this.key('left'), this.key('attempts')], [d.eventId, String(d.leaseUntil), d.endpoint]);
+    await this.scripts.finish(
+      [this.due(d.endpoint), this.key('events'), this.key('order'), this.key('left'), this.key('attempts')],
+      [d.eventId, String(d.leaseUntil), d.endpoint],
+    );
   }
 
   async retry(d: ClaimedDelivery, nextAt: number): Promise<void> {
-    await this.scripts.reschedule([this.due(d.endpoint), this.key('attempts')], [d.eventId, String(d.leaseUntil), d.endpoint, String(nextAt), '1']);
+    await this.scripts.reschedule(
+      [this.due(d.endpoint), this.key('attempts')],
+      [d.eventId, String(d.leaseUntil), d.endpoint, String(nextAt), '1'],
+    );
   }
 
   async release(d: ClaimedDelivery, now: number): Promise<void> {
-    await this.scripts.reschedule([this.due(d.endpoint), this.key('attempts')], [d.eventId, String(d.leaseUntil), d.endpoint, String(now), '0']);
+    await this.scripts.reschedule(
+      [this.due(d.endpoint), this.key('attempts')],
+      [d.eventId, String(d.leaseUntil), d.endpoint, String(now), '0'],
+    );
   }
 
   async size(): Promise<number> {

@@ -69,9 +69,13 @@ export class WebhookSender {
       await answer.body.dump({ limit: MAX_ANSWER_BYTES, signal }).catch(() => undefined);
       const status = answer.statusCode;
       if (status >= 200 && status < 300) return { delivered: true, status };
-      return { delivered: false, reason: status >= 300 && status < 400 ? `redirect ${status} (not followed)` : `status ${status}` };
+      return {
+        delivered: false,
+        reason: status >= 300 && status < 400 ? `redirect ${status} (not followed)` : `status ${status}`,
+      };
     } catch (err) {
-      if (signal.aborted && !stop.aborted) return { delivered: false, reason: `no answer within ${this.timeoutMs()} ms` };
+      if (signal.aborted && !stop.aborted)
+        return { delivered: false, reason: `no answer within ${this.timeoutMs()} ms` };
       if (err instanceof AdminListenerReached) return { delivered: false, reason: err.message };
       const cause = (err as { cause?: { code?: string } }).cause;
       return { delivered: false, reason: (err as { code?: string }).code ?? cause?.code ?? (err as Error).name };

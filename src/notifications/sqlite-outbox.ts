@@ -37,7 +37,9 @@ const OUTBOX_MIGRATIONS: readonly Migration[] = [
     version: 2,
     description: 'the receivers each process (worker) names, so that deliveries to a removed one can be dropped',
     up(db) {
-      db.exec('CREATE TABLE IF NOT EXISTS webhook_instances (instance TEXT PRIMARY KEY, live_until INTEGER NOT NULL, endpoints TEXT NOT NULL) STRICT');
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS webhook_instances (instance TEXT PRIMARY KEY, live_until INTEGER NOT NULL, endpoints TEXT NOT NULL) STRICT',
+      );
     },
   },
 ];
@@ -66,7 +68,12 @@ export class SqliteOutbox implements Outbox {
   ) {
     // NORMAL (as before): events reach the outbox in batches behind the answer, so a crash of the
     // machine can lose the last of them either way (docs: what can be lost).
-    this.db = openSqliteDatabase({ file: path.join(dataDir, WEBHOOK_OUTBOX_DATABASE_FILE), migrations: OUTBOX_MIGRATIONS, synchronous: 'NORMAL', busyTimeoutMs: options.busyTimeoutMs });
+    this.db = openSqliteDatabase({
+      file: path.join(dataDir, WEBHOOK_OUTBOX_DATABASE_FILE),
+      migrations: OUTBOX_MIGRATIONS,
+      synchronous: 'NORMAL',
+      busyTimeoutMs: options.busyTimeoutMs,
+    });
     try {
       this.statements = this.prepare();
       this.writeProbe = new SqliteWriteProbe(this.db, WEBHOOK_OUTBOX_DATABASE, systemClock, options.onSqliteError);
@@ -80,9 +87,15 @@ export class SqliteOutbox implements Outbox {
     const db = this.db;
     return {
       forgetSeen: db.prepare<[number]>('DELETE FROM webhook_seen WHERE until <= ?'),
-      remember: db.prepare<[string, number]>('INSERT INTO webhook_seen (id, until) VALUES (?, ?) ON CONFLICT (id) DO NOTHING'),
-      addEvent: db.prepare<[string, string, string, number, number]>('INSERT INTO webhook_events (id, type, body, created_at, deliveries_left) VALUES (?, ?, ?, ?, ?)'),
-      addDelivery: db.prepare<[string, string, number]>('INSERT OR IGNORE INTO webhook_deliveries (endpoint, event_id, due_at, attempts) VALUES (?, ?, ?, 0)'),
+      remember: db.prepare<[string, number]>(
+        'INSERT INTO webhook_seen (id, until) VALUES (?, ?) ON CONFLICT (id) DO NOTHING',
+      ),
+      addEvent: db.prepare<[string, string, string, number, number]>(
+        'INSERT INTO webhook_events (id, type, body, created_at, deliveries_left) VALUES (?, ?, ?, ?, ?)',
+      ),
+      addDelivery: db.prepare<[string, string, number]>(
+        'INSERT OR IGNORE INTO webhook_deliveries (endpoint, event_id, due_at, attempts) VALUES (?, ?, ?, 0)',
+      ),
       count: db.prepare<[]>('SELECT count(*) AS n FROM webhook_events'),
       oldest: db.prepare<[number]>('SELECT id, type FROM webhook_events ORDER BY created_at, id LIMIT ?'),
       dropDeliveries: db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE event_id = ?'),
@@ -91,12 +104,18 @@ export class SqliteOutbox implements Outbox {
         `SELECT d.event_id, d.attempts, e.type, e.body, e.created_at FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
          WHERE d.endpoint = ? AND d.due_at <= ? ORDER BY d.due_at LIMIT ?`,
       ),
-      lease: db.prepare<[number, string, string]>('UPDATE webhook_deliveries SET due_at = ? WHERE endpoint = ? AND event_id = ?'),
+      lease: db.prepare<[number, string, string]>(
+        'UPDATE webhook_deliveries SET due_at = ? WHERE endpoint = ? AND event_id = ?',
+      ),
       reschedule: db.prepare<[number, number, string, string, number]>(
         'UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + ? WHERE endpoint = ? AND event_id = ? AND due_at = ?',
       ),
-      finishDelivery: db.prepare<[string, string, number]>('DELETE FROM webhook_deliveries WHERE endpoint = ? AND event_id = ? AND due_at = ?'),
-      countDown: db.prepare<[string]>('UPDATE webhook_events SET deliveries_left = deliveries_left - 1 WHERE id = ? RETURNING deliveries_left'),
+      finishDelivery: db.prepare<[string, string, number]>(
+        'DELETE FROM webhook_deliveries WHERE endpoint = ? AND event_id = ? AND due_at = ?',
+      ),
+      countDown: db.prepare<[string]>(
+        'UPDATE webhook_events SET deliveries_left = deliveries_left - 1 WHERE id = ? RETURNING deliveries_left',
+      ),
       nameReceivers: db.prepare<[string, number, string]>(
         'INSERT INTO webhook_instances (instance, live_until, endpoints) VALUES (?, ?, ?) ON CONFLICT (instance) DO UPDATE SET live_until = excluded.live_until, endpoints = excluded.endpoints',
       ),
@@ -104,8 +123,12 @@ export class SqliteOutbox implements Outbox {
       forgetInstance: db.prepare<[string]>('DELETE FROM webhook_instances WHERE instance = ?'),
       named: db.prepare<[]>('SELECT endpoints FROM webhook_instances'),
       // One index step per endpoint that has deliveries (not a scan of them all).
-      nextEndpoint: db.prepare<[string]>('SELECT endpoint FROM webhook_deliveries WHERE endpoint > ? ORDER BY endpoint LIMIT 1'),
-      deliveriesTo: db.prepare<[string, number]>('SELECT d.event_id, e.type FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint = ? LIMIT ?'),
+      nextEndpoint: db.prepare<[string]>(
+        'SELECT endpoint FROM webhook_deliveries WHERE endpoint > ? ORDER BY endpoint LIMIT 1',
+      ),
+      deliveriesTo: db.prepare<[string, number]>(
+        'SELECT d.event_id, e.type FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint = ? LIMIT ?',
+      ),
       dropDelivery: db.prepare<[string, string]>('DELETE FROM webhook_deliveries WHERE endpoint = ? AND event_id = ?'),
     };
   }
@@ -144,7 +167,15 @@ export class SqliteOutbox implements Outbox {
         return rows.map((row) => {
           // The due instant is the claim's name: a later answer for an older claim matches nothing.
           s.lease.run(leaseUntil, endpoint, row.event_id);
-          return { endpoint, eventId: row.event_id, type: row.type, body: row.body, createdAt: row.created_at, attempts: row.attempts, leaseUntil };
+          return {
+            endpoint,
+            eventId: row.event_id,
+            type: row.type,
+            body: row.body,
+            createdAt: row.created_at,
+            attempts: row.attempts,
+            leaseUntil,
+          };
         });
       }),
     );
@@ -169,19 +200,34 @@ export class SqliteOutbox implements Outbox {
     this.run(() => this.statements.reschedule.run(now, 0, d.endpoint, d.eventId, d.leaseUntil));
   }
 
-  async keepReceivers(instance: string, endpoints: readonly string[], now: number, liveUntil: number, maxDrops: number): Promise<WebhookEventType[]> {
+  async keepReceivers(
+    instance: string,
+    endpoints: readonly string[],
+    now: number,
+    liveUntil: number,
+    maxDrops: number,
+  ): Promise<WebhookEventType[]> {
     const s = this.statements;
     return this.run(
       this.db.transaction(() => {
         if (endpoints.length > 0) s.nameReceivers.run(instance, liveUntil, JSON.stringify(endpoints));
         else s.forgetInstance.run(instance);
         s.forgetLapsed.run(now);
-        const named = new Set((s.named.all() as Array<{ endpoints: string }>).flatMap((row) => JSON.parse(row.endpoints) as string[]));
+        const named = new Set(
+          (s.named.all() as Array<{ endpoints: string }>).flatMap((row) => JSON.parse(row.endpoints) as string[]),
+        );
         const dropped: WebhookEventType[] = [];
         let budget = maxDrops;
-        for (let row = s.nextEndpoint.get('') as { endpoint: string } | undefined; row !== undefined && budget > 0; row = s.nextEndpoint.get(row.endpoint) as { endpoint: string } | undefined) {
+        for (
+          let row = s.nextEndpoint.get('') as { endpoint: string } | undefined;
+          row !== undefined && budget > 0;
+          row = s.nextEndpoint.get(row.endpoint) as { endpoint: string } | undefined
+        ) {
           if (named.has(row.endpoint)) continue;
-          const deliveries = s.deliveriesTo.all(row.endpoint, budget) as Array<{ event_id: string; type: WebhookEventType | null }>;
+          const deliveries = s.deliveriesTo.all(row.endpoint, budget) as Array<{
+            event_id: string;
+            type: WebhookEventType | null;
+          }>;
           budget -= deliveries.length;
           for (const { event_id: eventId, type } of deliveries) {
             s.dropDelivery.run(row.endpoint, eventId);

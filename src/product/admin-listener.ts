@@ -87,11 +87,15 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     keyService,
     consumerService: deps.consumerService,
     // Consumer lines checked as POST /admin/consumers checks a consumer (CONTRACT §4).
-    keyBackup: withConsumersInBackup(keyService, stores.consumerStore, (fields) => deps.consumerService.fromBackup(fields)),
+    keyBackup: withConsumersInBackup(keyService, stores.consumerStore, (fields) =>
+      deps.consumerService.fromBackup(fields),
+    ),
     keyLimiter: stores.limiters.keyLimiter,
     keyActivity: deps.keyActivity,
     auditLog: stores.auditLog,
-    metrics: deps.metricsSource(deps.inventory ? Registry.merge([metrics.registry, deps.inventory.metrics]) : metrics.registry),
+    metrics: deps.metricsSource(
+      deps.inventory ? Registry.merge([metrics.registry, deps.inventory.metrics]) : metrics.registry,
+    ),
     readiness,
     // The breaker's state is reported, not a check: like the inventory, every instance shares it.
     readinessDetails: () => ({ upstreamCircuit: deps.forwarder.circuitState() }),
@@ -107,7 +111,9 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
     trafficSeconds: deps.trafficSeconds,
     logger,
     maxBodyBytes: () => deps.configInForce().server.maxBodyBytes,
-    ...(stores.writeReplication ? { confirmWrite: writeReplicationReport(() => stores.writeReplication!.confirm()) } : {}),
+    ...(stores.writeReplication
+      ? { confirmWrite: writeReplicationReport(() => stores.writeReplication!.confirm()) }
+      : {}),
     usageExport: deps.usageExport,
     topKeys: deps.topKeys,
     ...(deps.keyRevocations ? secretScanningOf(deps.keyRevocations, deps.configInForce, logger) : {}),
@@ -122,7 +128,11 @@ export async function startAdminListener(config: Config, deps: AdminListenerDepe
 /** POST /admin/secret-scanning with the public keys of the config in force, and the admin revocation's webhook. */
 function secretScanningOf(revocations: KeyRevocations, configInForce: () => Config, logger: Logger) {
   return {
-    secretScanning: { revocation: revocations, verifyingKeys: () => verifyingKeysOf(configInForce().secretScanning), logger },
+    secretScanning: {
+      revocation: revocations,
+      verifyingKeys: () => verifyingKeysOf(configInForce().secretScanning),
+      logger,
+    },
     onKeyRevoked: (record: Parameters<KeyRevocations['revokedByAdmin']>[0]) => revocations.revokedByAdmin(record),
   };
 }

@@ -18,7 +18,9 @@ export async function startAuthzListener(config: Config, deps: DecidingListenerD
   if (port === null) return null;
   const host = config.server.authzHost ?? config.server.host;
   warnAboutConcurrencyLimits(config, deps);
-  const listener = followingConfig(config, deps.configInForce, (inForce) => createDecisionHandler(decisionDependencies(inForce, deps)));
+  const listener = followingConfig(config, deps.configInForce, (inForce) =>
+    createDecisionHandler(decisionDependencies(inForce, deps)),
+  );
   const server = createBoundedServer(config.server, listener);
   server.on('clientError', answerUnparsableRequest({ logger: deps.logger }));
   const bound = await listen(server, port, host);
@@ -34,6 +36,6 @@ function warnAboutConcurrencyLimits(config: Config, deps: DecidingListenerDepend
   if (plans.length === 0) return;
   deps.logger.warn(
     { plans },
-    'AUTHZ_PORT: the decision listener does not enforce maxInFlight (it never sees a request end); requests decided there are not held to these plans\' maxInFlight, nor to a key\'s own',
+    "AUTHZ_PORT: the decision listener does not enforce maxInFlight (it never sees a request end); requests decided there are not held to these plans' maxInFlight, nor to a key's own",
   );
 }

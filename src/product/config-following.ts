@@ -7,7 +7,11 @@ import type { Config } from '../shared/config';
  * (built from the same stores and limiters: nothing opened per reload); requests in flight finish
  * under theirs.
  */
-export function followingConfig(config: Config, configInForce: () => Config, handlerFor: (config: Config) => RequestListener): RequestListener {
+export function followingConfig(
+  config: Config,
+  configInForce: () => Config,
+  handlerFor: (config: Config) => RequestListener,
+): RequestListener {
   let builtFor = config;
   let handleRequest = handlerFor(config);
   return (req, res) => {

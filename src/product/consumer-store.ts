@@ -8,14 +8,22 @@ import { DurableConsumerStore } from '../consumers/durable-consumer-store';
  * The consumer store on Redis with this instance's durable copy behind it (CONTRACT §4: consumers
  * are kept through Redis data loss, like keys), checked as often as the keys are.
  */
-export async function openDurableConsumerStore(redis: RedisClient, config: Config, logger: Logger): Promise<DurableConsumerStore> {
+export async function openDurableConsumerStore(
+  redis: RedisClient,
+  config: Config,
+  logger: Logger,
+): Promise<DurableConsumerStore> {
   const store = new DurableConsumerStore(await RedisConsumerStore.open(redis, config.redis.namespace), {
     dataDir: config.dataDir,
     namespace: config.redis.namespace,
     checkIntervalMs: config.keys.lossCheckSeconds * 1000,
     onRestored: (ids) =>
-      logger.error({ event: 'store_data_loss', reason: 'consumers_missing', restored: ids.length, restoredIds: ids.slice(0, 50) }, `Redis lost consumer records; restored ${ids.length} from DATA_DIR. Their windows restarted from zero.`),
-    onCheckFailed: (err) => logger.warn({ err: (err as Error).message }, 'could not check Redis for lost consumers; retrying'),
+      logger.error(
+        { event: 'store_data_loss', reason: 'consumers_missing', restored: ids.length, restoredIds: ids.slice(0, 50) },
+        `Redis lost consumer records; restored ${ids.length} from DATA_DIR. Their windows restarted from zero.`,
+      ),
+    onCheckFailed: (err) =>
+      logger.warn({ err: (err as Error).message }, 'could not check Redis for lost consumers; retrying'),
   });
   await store.start();
   return store;

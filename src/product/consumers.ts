@@ -27,10 +27,18 @@ export interface ConsumersDependencies {
  */
 export async function startConsumers(deps: ConsumersDependencies) {
   const { logger } = deps;
-  const directory = new ConsumerDirectory(deps.consumerStore, (err) => logger.warn({ err: (err as Error).message }, 'could not read consumers; the directory keeps what it had'));
+  const directory = new ConsumerDirectory(deps.consumerStore, (err) =>
+    logger.warn({ err: (err as Error).message }, 'could not read consumers; the directory keeps what it had'),
+  );
   await directory.start();
   deps.closers.add(() => directory.close());
-  const service = new ConsumerService({ store: deps.consumerStore, keys: deps.keyStore, keyLimiter: deps.keyLimiter, clock: deps.clock, costs: deps.costs });
+  const service = new ConsumerService({
+    store: deps.consumerStore,
+    keys: deps.keyStore,
+    keyLimiter: deps.keyLimiter,
+    clock: deps.clock,
+    costs: deps.costs,
+  });
   return {
     directory,
     service,
@@ -39,7 +47,12 @@ export async function startConsumers(deps: ConsumersDependencies) {
     accessPolicy: consumerAccessPolicy((id) => directory.get(id)),
     keyServiceHooks: {
       consumerExists: async (id: string) => (await deps.consumerStore.get(id)) !== null,
-      onConsumerMoved: keyWindowMover(deps.keyLimiter, (err) => logger.warn({ err: (err as Error).message }, 'could not move a key\'s windows to its new consumer a second time')),
+      onConsumerMoved: keyWindowMover(deps.keyLimiter, (err) =>
+        logger.warn(
+          { err: (err as Error).message },
+          "could not move a key's windows to its new consumer a second time",
+        ),
+      ),
     },
   };
 }

@@ -55,17 +55,28 @@ function createForwarder(kind: Config['upstream']['forwarder'], settings: Forwar
 }
 
 /** The upstream breaker's transitions: counted, and one log line each (an error when it opens). */
-function reportCircuitChanges(metrics: GatewayMetrics, logger: Logger): NonNullable<ForwarderSettings['onCircuitChange']> {
+function reportCircuitChanges(
+  metrics: GatewayMetrics,
+  logger: Logger,
+): NonNullable<ForwarderSettings['onCircuitChange']> {
   return (to, from, why) => {
     metrics.upstreamCircuitTransitions.inc({ upstream: UPSTREAM_LABEL, to });
     const line = { upstream: UPSTREAM_LABEL, circuit: to, from, why };
-    if (to === 'open') logger.error(line, 'upstream circuit open: answering 503 without sending until the cool-down ends');
-    else logger.warn(line, to === 'closed' ? 'upstream circuit closed: sending again' : 'upstream circuit half-open: probing');
+    if (to === 'open')
+      logger.error(line, 'upstream circuit open: answering 503 without sending until the cool-down ends');
+    else
+      logger.warn(
+        line,
+        to === 'closed' ? 'upstream circuit closed: sending again' : 'upstream circuit half-open: probing',
+      );
   };
 }
 
 /** The guarded forwarder to the inventory: deadline, bound on waiting requests, circuit breaker. */
-export function startForwarder(config: Config, deps: { upstreamUrl: string; metrics: GatewayMetrics; logger: Logger; clock: Clock; closers: Closers }): GuardedForwarder {
+export function startForwarder(
+  config: Config,
+  deps: { upstreamUrl: string; metrics: GatewayMetrics; logger: Logger; clock: Clock; closers: Closers },
+): GuardedForwarder {
   const forwarder = createForwarder(config.upstream.forwarder, {
     target: deps.upstreamUrl,
     timeoutMs: config.upstream.timeoutMs,
@@ -114,7 +125,11 @@ export interface GatewayListener {
  * the handler built for that config: a reload's new config gets a new handler (same forwarder,
  * stores and limiters: nothing opened per reload); requests in flight finish under theirs.
  */
-export async function startGatewayListener(config: Config, deps: GatewayListenerDependencies, tlsPair: TlsPair | null = null): Promise<GatewayListener> {
+export async function startGatewayListener(
+  config: Config,
+  deps: GatewayListenerDependencies,
+  tlsPair: TlsPair | null = null,
+): Promise<GatewayListener> {
   const { metrics, logger, closers, forwarder } = deps;
   const handlerFor = (inForce: Config) => createGatewayHandler({ ...decisionDependencies(inForce, deps), forwarder });
   const listener = followingConfig(config, deps.configInForce, handlerFor);

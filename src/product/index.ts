@@ -1,5 +1,11 @@
 import { Registry } from 'prom-client';
-import { ConfigError, loadConfigOffThread, webhookTargetProblems, type Config, type ReloadOutcome } from '../shared/config';
+import {
+  ConfigError,
+  loadConfigOffThread,
+  webhookTargetProblems,
+  type Config,
+  type ReloadOutcome,
+} from '../shared/config';
 import type { AdminListenerAddress } from '../shared/admin-listener-address';
 import { readTlsPair, type TlsPair } from '../shared/tls-pair';
 import { systemClock, type Clock } from '../shared/clock';
@@ -85,7 +91,10 @@ export interface RunningProduct {
   close(): Promise<void>;
 }
 
-const registryAsSource = (registry: Registry): MetricsSource => ({ contentType: registry.contentType, text: () => registry.metrics() });
+const registryAsSource = (registry: Registry): MetricsSource => ({
+  contentType: registry.contentType,
+  text: () => registry.metrics(),
+});
 
 /**
  * Starts everything this process runs, starter by starter: the stores, the inventory (unless
@@ -117,22 +126,91 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       deprecations: () => inForce().deprecations,
       upstream: () => forwarder!,
     });
-    stores = await startStores(config, { logger, clock, closers, keyDurability, metrics, limiterEvents: limiterEventsFor(config, metrics, logger) });
-    const inventory = await startEmbeddedInventory(config, { logger, clock, port: options.inventoryPort, closers, configInForce: inForce });
+    stores = await startStores(config, {
+      logger,
+      clock,
+      closers,
+      keyDurability,
+      metrics,
+      limiterEvents: limiterEventsFor(config, metrics, logger),
+    });
+    const inventory = await startEmbeddedInventory(config, {
+      logger,
+      clock,
+      port: options.inventoryPort,
+      closers,
+      configInForce: inForce,
+    });
     const upstreamUrl = config.upstream.url ?? inventory!.url;
 
-    const consumers = await startConsumers({ consumerStore: stores.consumerStore, keyStore: stores.keyStore, keyLimiter: stores.limiters.keyLimiter, clock, logger, closers, costs: () => inForce().costs });
-    const keyService = new KeyService({ store: stores.keyStore, prefix: config.keys.prefix, plans: () => inForce().plans, clock, costs: () => inForce().costs, ...consumers.keyServiceHooks });
+    const consumers = await startConsumers({
+      consumerStore: stores.consumerStore,
+      keyStore: stores.keyStore,
+      keyLimiter: stores.limiters.keyLimiter,
+      clock,
+      logger,
+      closers,
+      costs: () => inForce().costs,
+    });
+    const keyService = new KeyService({
+      store: stores.keyStore,
+      prefix: config.keys.prefix,
+      plans: () => inForce().plans,
+      clock,
+      costs: () => inForce().costs,
+      ...consumers.keyServiceHooks,
+    });
     const resolver = await startKeyResolver(config, stores.keyStore, { clock, logger, closers });
-    const recorders = startRecorders({ stores, metrics, logger, clock, closers, usagePeriodMs: usagePeriodMsInForce(inForce) });
-    const notifier = startNotifications(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener });
-    startUsageEvents(config, { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener });
-    const signer = new UpstreamTokenSigner({ ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) }, clock);
+    const recorders = startRecorders({
+      stores,
+      metrics,
+      logger,
+      clock,
+      closers,
+      usagePeriodMs: usagePeriodMsInForce(inForce),
+    });
+    const notifier = startNotifications(config, {
+      stores,
+      configInForce: inForce,
+      registry: metrics.registry,
+      clock,
+      logger,
+      closers,
+      adminListener,
+    });
+    startUsageEvents(config, {
+      stores,
+      configInForce: inForce,
+      registry: metrics.registry,
+      clock,
+      logger,
+      closers,
+      adminListener,
+    });
+    const signer = new UpstreamTokenSigner(
+      { ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) },
+      clock,
+    );
 
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
     const keyRevocations = keyRevocationsOf(config, { keyService, stores, notifier, clock, logger });
-    const deciding = { ...recorders, keyDecisions, keyRevocation: keyRevocations, consumers: consumers.lookup, consumerAccessPolicy: consumers.accessPolicy, keyResolver: resolver, limiters: stores.limiters, signer, metrics, logger, clock, random: options.random, closers, configInForce: inForce };
+    const deciding = {
+      ...recorders,
+      keyDecisions,
+      keyRevocation: keyRevocations,
+      consumers: consumers.lookup,
+      consumerAccessPolicy: consumers.accessPolicy,
+      keyResolver: resolver,
+      limiters: stores.limiters,
+      signer,
+      metrics,
+      logger,
+      clock,
+      random: options.random,
+      closers,
+      configInForce: inForce,
+    };
     const gateway = await startGatewayListener(config, { ...deciding, forwarder, port: options.gatewayPort }, tlsPair);
     const authzUrl = await startAuthzListener(config, { ...deciding, port: options.authzPort });
     const applyConfig = (next: Config, pair: TlsPair | null) => {
@@ -140,7 +218,17 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       if (pair && gateway.setTlsPair) gateway.setTlsPair(pair);
     };
     const planUsers = [keysAsPlanUsers(stores.keyStore)];
-    const reload = options.reload ?? reloadsInThisProcess({ state: configState, load: options.loadConfig, apply: applyConfig, planUsers, metrics, logger, adminListener });
+    const reload =
+      options.reload ??
+      reloadsInThisProcess({
+        state: configState,
+        load: options.loadConfig,
+        apply: applyConfig,
+        planUsers,
+        metrics,
+        logger,
+        adminListener,
+      });
     const adminToken = resolveAdminToken(config);
     const adminUrl = await startAdminListener(config, {
       ...recorders,
@@ -153,7 +241,9 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       upstreamUrl,
       forwarder,
       metricsSource: options.metricsSource ?? registryAsSource,
-      trafficSeconds: options.trafficSource ? options.trafficSource(recorders.traffic) : async () => recorders.traffic.seconds(),
+      trafficSeconds: options.trafficSource
+        ? options.trafficSource(recorders.traffic)
+        : async () => recorders.traffic.seconds(),
       logger,
       clock,
       port: options.adminPort,
@@ -166,7 +256,20 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     adminPort = Number(/:(\d+)$/.exec(adminUrl)![1]);
     // The metrics registered since (the reload's) take the same closed sets.
     enforceLabelAllowlist(metrics.registry, labels);
-    return { gatewayUrl: gateway.url, adminUrl, authzUrl, inventory, adminToken, keyService, consumerService: consumers.service, reload, applyConfig, configState, planUsers, close: () => closers.closeAll() };
+    return {
+      gatewayUrl: gateway.url,
+      adminUrl,
+      authzUrl,
+      inventory,
+      adminToken,
+      keyService,
+      consumerService: consumers.service,
+      reload,
+      applyConfig,
+      configState,
+      planUsers,
+      close: () => closers.closeAll(),
+    };
   } catch (err) {
     await closers.closeAll();
     throw err;
@@ -174,12 +277,19 @@ export async function startProduct(config: Config, options: StartOptions): Promi
 }
 
 /** The key resolver of the request path, once its filter of issued keys is built (until then every unknown key would be looked up in Redis). */
-async function startKeyResolver(config: Config, keyStore: Stores['keyStore'], deps: { clock: Clock; logger: Logger; closers: Closers }): Promise<KeyResolver> {
+async function startKeyResolver(
+  config: Config,
+  keyStore: Stores['keyStore'],
+  deps: { clock: Clock; logger: Logger; closers: Closers },
+): Promise<KeyResolver> {
   const resolver = new KeyResolver(keyStore, deps.clock, {
     prefix: config.keys.prefix,
     cacheTtlSeconds: config.keys.cacheTtlSeconds,
     negativeCacheTtlSeconds: config.keys.negativeCacheTtlSeconds,
-    issued: { onRebuilt: (hashes, bytes, ms) => deps.logger.info({ hashes, bytes, ms: Math.round(ms) }, 'issued-key filter built') },
+    issued: {
+      onRebuilt: (hashes, bytes, ms) =>
+        deps.logger.info({ hashes, bytes, ms: Math.round(ms) }, 'issued-key filter built'),
+    },
   });
   deps.closers.add(() => resolver.close());
   await resolver.ready();
@@ -189,7 +299,13 @@ async function startKeyResolver(config: Config, keyStore: Stores['keyStore'], de
 /** Revocations by a key's holder and by secret scanning: the key service's revoke, audited and announced. */
 function keyRevocationsOf(
   config: Config,
-  deps: { keyService: KeyService; stores: Stores; notifier: ReturnType<typeof startNotifications>; clock: Clock; logger: Logger },
+  deps: {
+    keyService: KeyService;
+    stores: Stores;
+    notifier: ReturnType<typeof startNotifications>;
+    clock: Clock;
+    logger: Logger;
+  },
 ): KeyRevocations {
   const { keyService, stores, notifier } = deps;
   return new KeyRevocations({
@@ -205,7 +321,10 @@ function keyRevocationsOf(
 
 /** The label values the config in force adds to the fixed sets: its plans, and the routes its deprecations name. */
 function labelSetsOf(config: Config): Record<string, string[]> {
-  return { plan: Object.keys(config.plans), route: [...ROUTE_TEMPLATES, ...config.deprecations.map((d) => BASE_PATH + d.path)] };
+  return {
+    plan: Object.keys(config.plans),
+    route: [...ROUTE_TEMPLATES, ...config.deprecations.map((d) => BASE_PATH + d.path)],
+  };
 }
 
 /**
@@ -252,7 +371,10 @@ function limiterEventsFor(config: Config, metrics: GatewayMetrics, logger: Logge
     storeError: () => metrics.storeErrors.inc(),
     degraded: (err) => {
       metrics.storeDegraded.set(1);
-      const message = failMode === 'open' ? 'store unreachable: serving without limits until it answers' : 'store unreachable: limiting per instance until it answers';
+      const message =
+        failMode === 'open'
+          ? 'store unreachable: serving without limits until it answers'
+          : 'store unreachable: limiting per instance until it answers';
       logger.error({ err: (err as Error).message, failMode }, message);
     },
     recovered: () => {

@@ -76,9 +76,17 @@ export class KeyRevocations {
     this.deps.announce(record, by);
     const at = new Date(clock.now()).toISOString();
     try {
-      await this.deps.auditLog.append({ at, action: 'revoke', keyId: record.id, details: { revokedAt: record.revokedAt, by, ...context } });
+      await this.deps.auditLog.append({
+        at,
+        action: 'revoke',
+        keyId: record.id,
+        details: { revokedAt: record.revokedAt, by, ...context },
+      });
     } catch (err) {
-      logger.error({ err: (err as Error).message, action: 'revoke', keyId: record.id }, 'could not append to the audit trail');
+      logger.error(
+        { err: (err as Error).message, action: 'revoke', keyId: record.id },
+        'could not append to the audit trail',
+      );
     }
   }
 }

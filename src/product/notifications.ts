@@ -15,7 +15,15 @@ import type { Closers } from './closers';
  */
 export function startNotifications(
   config: Config,
-  deps: { stores: Stores; configInForce: () => Config; registry: Registry; clock: Clock; logger: Logger; closers: Closers; adminListener: () => AdminListenerAddress },
+  deps: {
+    stores: Stores;
+    configInForce: () => Config;
+    registry: Registry;
+    clock: Clock;
+    logger: Logger;
+    closers: Closers;
+    adminListener: () => AdminListenerAddress;
+  },
 ): Notifier {
   const notifier = new Notifier({
     outbox: deps.stores.webhookOutbox,

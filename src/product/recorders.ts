@@ -22,7 +22,14 @@ export interface Recorders {
 }
 
 /** What is counted off the request path and written in batches; each flushes what it holds on close. */
-export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; logger: Logger; clock: Clock; closers: Closers; usagePeriodMs?: () => number }): Recorders {
+export function startRecorders(deps: {
+  stores: Stores;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  clock: Clock;
+  closers: Closers;
+  usagePeriodMs?: () => number;
+}): Recorders {
   const { stores, logger, clock, closers } = deps;
   const deprecationUsage = new DeprecationUsageRecorder(stores.deprecationUsage, clock, undefined, (err) =>
     logger.warn({ err: (err as Error).message }, 'could not record callers of deprecated operations'),
@@ -41,7 +48,9 @@ export function startRecorders(deps: { stores: Stores; metrics: GatewayMetrics; 
   const traffic = new TrafficRecorder(deps.metrics, clock);
   traffic.start();
   closers.add(() => traffic.stop());
-  const topKeys = new TopKeysRecorder(stores.topKeys, clock, undefined, (err) => logger.warn({ err: (err as Error).message }, 'could not record the busiest keys'));
+  const topKeys = new TopKeysRecorder(stores.topKeys, clock, undefined, (err) =>
+    logger.warn({ err: (err as Error).message }, 'could not record the busiest keys'),
+  );
   closers.add(() => topKeys.close());
   const keyOutcomes = {
     record(keyId: string, outcome: KeyOutcome): void {

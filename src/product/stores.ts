@@ -66,14 +66,25 @@ export interface StoreOptions {
 /** The one place that chooses between Redis (a server, a Cluster or Sentinel) and the in-process store. */
 export async function startStores(config: Config, options: StoreOptions): Promise<Stores> {
   if (redisConfigured(config.redis)) return startRedisStores(config, options);
-  options.logger.warn('REDIS_URL is not set: using the in-process store. Limits, bans and keys are local to this one instance; do not run several.');
+  options.logger.warn(
+    'REDIS_URL is not set: using the in-process store. Limits, bans and keys are local to this one instance; do not run several.',
+  );
   return startInProcessStores(config, options);
 }
 
-function limitersFor(config: Config, redis: RedisClient | null, options: StoreOptions, monthLedger?: MonthLedger): Limiters {
+function limitersFor(
+  config: Config,
+  redis: RedisClient | null,
+  options: StoreOptions,
+  monthLedger?: MonthLedger,
+): Limiters {
   return createLimiters({
     monthLedger,
-    onMonthLedgerError: (err) => options.logger.error({ err }, 'month windows could not be written to DATA_DIR; kept in memory and written with the next batch'),
+    onMonthLedgerError: (err) =>
+      options.logger.error(
+        { err },
+        'month windows could not be written to DATA_DIR; kept in memory and written with the next batch',
+      ),
     redis,
     namespace: config.redis.namespace,
     ban: config.ban,
@@ -147,7 +158,10 @@ function startInProcessStores(config: Config, options: StoreOptions): Stores {
   closers.add(() => limiters.close());
   const keyActivity = new SqliteKeyActivityStore(config.dataDir, { ...sqlite, clock: options.clock });
   closers.add(() => keyActivity.close());
-  const auditLog = new SqliteAuditLog(config.dataDir, { ...sqlite, onDropped: (entries) => metrics.auditDropped.inc(entries) });
+  const auditLog = new SqliteAuditLog(config.dataDir, {
+    ...sqlite,
+    onDropped: (entries) => metrics.auditDropped.inc(entries),
+  });
   closers.add(() => auditLog.close());
   const webhookOutbox = new SqliteOutbox(config.dataDir, sqlite);
   closers.add(() => webhookOutbox.close());

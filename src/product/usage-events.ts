@@ -23,14 +23,28 @@ export const USAGE_EVENTS_DIR = 'usage-events';
  */
 export function startUsageEvents(
   config: Config,
-  deps: { stores: Stores; configInForce: () => Config; registry: Registry; clock: Clock; logger: Logger; closers: Closers; adminListener: () => AdminListenerAddress },
+  deps: {
+    stores: Stores;
+    configInForce: () => Config;
+    registry: Registry;
+    clock: Clock;
+    logger: Logger;
+    closers: Closers;
+    adminListener: () => AdminListenerAddress;
+  },
 ): UsageEvents {
   const { stores } = deps;
   const redis = stores.redis;
   const open = () =>
     redis
-      ? { outbox: new RedisOutbox(redis, `${config.redis.namespace}:usage`), state: new RedisSentStateStore(redis, config.redis.namespace) }
-      : { outbox: new SqliteOutbox(path.join(config.dataDir, USAGE_EVENTS_DIR)), state: new SqliteSentStateStore(path.join(config.dataDir, USAGE_EVENTS_DIR)) };
+      ? {
+          outbox: new RedisOutbox(redis, `${config.redis.namespace}:usage`),
+          state: new RedisSentStateStore(redis, config.redis.namespace),
+        }
+      : {
+          outbox: new SqliteOutbox(path.join(config.dataDir, USAGE_EVENTS_DIR)),
+          state: new SqliteSentStateStore(path.join(config.dataDir, USAGE_EVENTS_DIR)),
+        };
   const usageEvents = new UsageEvents({
     ledger: stores.keyActivity,
     open,

@@ -17,7 +17,12 @@ import type { Recorders } from './recorders';
 const UNBOUNDED = { perMinute: Number.MAX_SAFE_INTEGER, perDay: Number.MAX_SAFE_INTEGER };
 
 /** GET /admin/usage/export over the key store, the usage history and, for today, the limiter's day windows. */
-export function usageExportOf(deps: { keyStore: KeyStore; history: KeyActivityRecorder; keyLimiter: KeyLimiter; clock: Clock }): UsageExport {
+export function usageExportOf(deps: {
+  keyStore: KeyStore;
+  history: KeyActivityRecorder;
+  keyLimiter: KeyLimiter;
+  clock: Clock;
+}): UsageExport {
   // A key of a consumer keeps its windows beside the consumer's (windows-id.ts): learnt from the listing the export walks.
   const consumerOf = new Map<string, string | undefined>();
   const keys = async () => {
@@ -25,20 +30,36 @@ export function usageExportOf(deps: { keyStore: KeyStore; history: KeyActivityRe
     for (const record of records) consumerOf.set(record.id, record.consumerId);
     return records;
   };
-  const unitsToday = async (keyId: string) => UNBOUNDED.perDay - (await deps.keyLimiter.usage(windowsIdOf(keyId, consumerOf.get(keyId)), UNBOUNDED)).day.remaining;
-  return (firstDay, lastDay) => usageExportLines({ keys, history: deps.history, unitsToday, clock: deps.clock }, firstDay, lastDay);
+  const unitsToday = async (keyId: string) =>
+    UNBOUNDED.perDay -
+    (await deps.keyLimiter.usage(windowsIdOf(keyId, consumerOf.get(keyId)), UNBOUNDED)).day.remaining;
+  return (firstDay, lastDay) =>
+    usageExportLines({ keys, history: deps.history, unitsToday, clock: deps.clock }, firstDay, lastDay);
 }
 
 /** GET /admin/stats/top-keys over the per-minute buckets, with each key's name from the key service. */
-export function topKeysOf(recorder: TopKeysRecorder, keyService: { get(id: string): Promise<{ name: string } | null> }): TopKeysDependencies {
+export function topKeysOf(
+  recorder: TopKeysRecorder,
+  keyService: { get(id: string): Promise<{ name: string } | null> },
+): TopKeysDependencies {
   return { top: (minutes, limit) => recorder.top(minutes, limit), keyById: (id) => keyService.get(id) };
 }
 
 /** Both reports of the admin listener (GET /admin/usage/export, GET /admin/stats/top-keys). */
-export function usageReports(deps: { stores: Stores; recorders: Recorders; keyService: { get(id: string): Promise<{ name: string } | null> }; clock: Clock }) {
+export function usageReports(deps: {
+  stores: Stores;
+  recorders: Recorders;
+  keyService: { get(id: string): Promise<{ name: string } | null> };
+  clock: Clock;
+}) {
   const { stores, recorders, clock } = deps;
   return {
-    usageExport: usageExportOf({ keyStore: stores.keyStore, history: recorders.keyActivity, keyLimiter: stores.limiters.keyLimiter, clock }),
+    usageExport: usageExportOf({
+      keyStore: stores.keyStore,
+      history: recorders.keyActivity,
+      keyLimiter: stores.limiters.keyLimiter,
+      clock,
+    }),
     topKeys: topKeysOf(recorders.topKeys, deps.keyService),
   };
 }

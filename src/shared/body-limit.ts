@@ -5,7 +5,10 @@ import type { RequestHandler } from 'express';
  * body-parser takes its limit once, when it is made: this one asks for the limit on every request
  * and makes a new parser only when the answer differs from the last one.
  */
-export function bodyParserForLimit(limitInForce: () => number, parserFor: (limit: number) => RequestHandler): RequestHandler {
+export function bodyParserForLimit(
+  limitInForce: () => number,
+  parserFor: (limit: number) => RequestHandler,
+): RequestHandler {
   let madeFor = Number.NaN;
   let parser: RequestHandler | null = null;
   return (req, res, next) => {

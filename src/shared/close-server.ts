@@ -32,5 +32,8 @@ export function drainServer(server: net.Server, graceMs: number, connections: Co
 
 /** drainServer for node:http's own server, which tracks its connections itself. */
 export function closeServer(server: http.Server, graceMs: number): Promise<void> {
-  return drainServer(server, graceMs, { closeIdle: () => server.closeIdleConnections(), cutAll: () => server.closeAllConnections() });
+  return drainServer(server, graceMs, {
+    closeIdle: () => server.closeIdleConnections(),
+    cutAll: () => server.closeAllConnections(),
+  });
 }

@@ -75,7 +75,11 @@ export function rawErrorResponse(code: ErrorCode, message: string, headers: Reco
   const status = codeToStatus[code];
   const lines = [`HTTP/1.1 ${status} ${REASON_PHRASES[status] ?? ''}`.trimEnd()];
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
-  lines.push('Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close');
+  lines.push(
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  );
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
@@ -83,7 +87,12 @@ export function rawErrorResponse(code: ErrorCode, message: string, headers: Reco
 export type ErrorBodyFields = Readonly<Record<string, string>>;
 
 /** The Error body with the fields a code adds; those never replace `code`, `message` or `status`. */
-export function errorBodyWith(code: ErrorCode, message: string, status: number, fields: ErrorBodyFields | undefined): ErrorBody {
+export function errorBodyWith(
+  code: ErrorCode,
+  message: string,
+  status: number,
+  fields: ErrorBodyFields | undefined,
+): ErrorBody {
   const body = errorBody(code, message, status);
   // Spread after the three so they come first in the JSON, then set again so a field never replaces one.
   return fields === undefined ? body : { ...body, ...fields, code, message, status };
@@ -101,7 +110,12 @@ export interface ErrorResponseOptions {
  * node:http, so the gateway's request path and the Express apps (whose responses extend
  * ServerResponse) share it. For HEAD, node:http sends the headers without the body.
  */
-export function sendError(res: ServerResponse, code: ErrorCode, message: string, options: ErrorResponseOptions = {}): void {
+export function sendError(
+  res: ServerResponse,
+  code: ErrorCode,
+  message: string,
+  options: ErrorResponseOptions = {},
+): void {
   const { headers = {}, status = codeToStatus[code], fields } = options;
   if (res.headersSent) {
     res.destroy();

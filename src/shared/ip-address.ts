@@ -31,7 +31,7 @@ function ipv6Groups(address: string): number[] {
 function ipv6Text(groups: readonly number[]): string {
   let bestStart = -1;
   let bestLength = 1;
-  for (let i = 0; i < GROUPS; ) {
+  for (let i = 0; i < GROUPS;) {
     if (groups[i] !== 0) {
       i++;
       continue;
@@ -103,5 +103,8 @@ export function addressGroup(text: string): string {
   const address = canonicalAddress(text);
   if (address === null) return text;
   if (!address.includes(':')) return address;
-  return `${ipv6Groups(address).slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+  return `${ipv6Groups(address)
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`;
 }

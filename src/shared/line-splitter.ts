@@ -53,7 +53,10 @@ export class LineSplitter {
   }
 
   private take(): string {
-    const text = this.pieces.length === 1 ? this.pieces[0]!.toString('utf8') : Buffer.concat(this.pieces, this.heldBytes).toString('utf8');
+    const text =
+      this.pieces.length === 1
+        ? this.pieces[0]!.toString('utf8')
+        : Buffer.concat(this.pieces, this.heldBytes).toString('utf8');
     this.pieces = [];
     this.heldBytes = 0;
     this.lineNumber += 1;

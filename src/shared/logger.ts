@@ -58,7 +58,11 @@ function isoTimeOncePerMillisecond(): () => string {
 /** Each logger's scrubber (children included), for the request-line logger made from it. */
 const scrubbers = new WeakMap<Logger, KeyScrubber>();
 
-export function createLogger(level: string, destination: DestinationStream = asynchronousStdout(), options: LoggerOptions = {}): Logger {
+export function createLogger(
+  level: string,
+  destination: DestinationStream = asynchronousStdout(),
+  options: LoggerOptions = {},
+): Logger {
   // With tracing on, a line written while a traced request runs carries its trace_id and span_id.
   const traces = options.traceFields ?? null;
   const scrubber = createKeyScrubber(options.keyPrefix);
@@ -70,7 +74,8 @@ export function createLogger(level: string, destination: DestinationStream = asy
             mixin: (mergeObject: object) => traces.logMixin(mergeObject),
             // pino's own strategy copies every line into the mixin's object; most lines (unsampled
             // requests, startup) get no ids, and those are written as they are.
-            mixinMergeStrategy: (mergeObject: object, mixinObject: object) => (mixinObject === NO_TRACE_FIELDS ? mergeObject : Object.assign(mixinObject, mergeObject)),
+            mixinMergeStrategy: (mergeObject: object, mixinObject: object) =>
+              mixinObject === NO_TRACE_FIELDS ? mergeObject : Object.assign(mixinObject, mergeObject),
           }
         : {}),
       level,
@@ -81,7 +86,8 @@ export function createLogger(level: string, destination: DestinationStream = asy
       hooks: {
         logMethod(args, method) {
           // In place: pino made this array for the call (a copy per line would be garbage per request).
-          for (let i = 0; i < args.length; i++) if (typeof args[i] === 'string') args[i] = scrubString(args[i] as string);
+          for (let i = 0; i < args.length; i++)
+            if (typeof args[i] === 'string') args[i] = scrubString(args[i] as string);
           method.apply(this, args as Parameters<typeof method>);
         },
       },
@@ -103,7 +109,13 @@ export function createLogger(level: string, destination: DestinationStream = asy
 export function flatLineLogger(logger: Logger): Logger {
   const scrubber = scrubbers.get(logger);
   if (!scrubber) return logger;
-  return logger.child({}, { redact: { paths: [], censor: '[redacted]' }, formatters: { log: (line: object) => scrubber.scrubFlat(line as Record<string, unknown>) } });
+  return logger.child(
+    {},
+    {
+      redact: { paths: [], censor: '[redacted]' },
+      formatters: { log: (line: object) => scrubber.scrubFlat(line as Record<string, unknown>) },
+    },
+  );
 }
 
 /** How long an exit waits for the last log lines to reach stdout. */

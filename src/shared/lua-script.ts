@@ -58,7 +58,8 @@ export function defineLuaScript<Reply>(name: string, source: string, numberOfKey
       const command = (redis as unknown as Record<string, DefinedCommand>)[name]!.bind(redis);
       return (keys, args = []) => {
         if (numberOfKeys === undefined) return command(keys.length, ...keys, ...args) as Promise<Reply>;
-        if (keys.length !== numberOfKeys) return Promise.reject(new Error(`Lua script ${name} takes ${numberOfKeys} keys, was given ${keys.length}`));
+        if (keys.length !== numberOfKeys)
+          return Promise.reject(new Error(`Lua script ${name} takes ${numberOfKeys} keys, was given ${keys.length}`));
         return command(...keys, ...args) as Promise<Reply>;
       };
     },

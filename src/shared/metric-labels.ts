@@ -58,19 +58,138 @@ const REASON_LABELS = [
 
 /** SQLite's result codes (sqlite.org/rescode.html), primary and extended: what `code` of the SQLite error counters takes. */
 const SQLITE_CODE_LABELS = [
-  ...['ABORT', 'AUTH', 'BUSY', 'CANTOPEN', 'CONSTRAINT', 'CORRUPT', 'DONE', 'EMPTY', 'ERROR', 'FORMAT', 'FULL', 'INTERNAL', 'INTERRUPT'],
-  ...['IOERR', 'LOCKED', 'MISMATCH', 'MISUSE', 'NOLFS', 'NOMEM', 'NOTADB', 'NOTFOUND', 'NOTICE', 'OK', 'PERM', 'PROTOCOL', 'RANGE'],
-  ...['READONLY', 'ROW', 'SCHEMA', 'TOOBIG', 'WARNING', 'ABORT_ROLLBACK', 'AUTH_USER', 'BUSY_RECOVERY', 'BUSY_SNAPSHOT', 'BUSY_TIMEOUT'],
-  ...['CANTOPEN_CONVPATH', 'CANTOPEN_DIRTYWAL', 'CANTOPEN_FULLPATH', 'CANTOPEN_ISDIR', 'CANTOPEN_NOTEMPDIR', 'CANTOPEN_SYMLINK'],
-  ...['CONSTRAINT_CHECK', 'CONSTRAINT_COMMITHOOK', 'CONSTRAINT_DATATYPE', 'CONSTRAINT_FOREIGNKEY', 'CONSTRAINT_FUNCTION', 'CONSTRAINT_NOTNULL'],
-  ...['CONSTRAINT_PINNED', 'CONSTRAINT_PRIMARYKEY', 'CONSTRAINT_ROWID', 'CONSTRAINT_TRIGGER', 'CONSTRAINT_UNIQUE', 'CONSTRAINT_VTAB'],
-  ...['CORRUPT_INDEX', 'CORRUPT_SEQUENCE', 'CORRUPT_VTAB', 'ERROR_MISSING_COLLSEQ', 'ERROR_RETRY', 'ERROR_SNAPSHOT', 'IOERR_ACCESS'],
-  ...['IOERR_AUTH', 'IOERR_BEGIN_ATOMIC', 'IOERR_BLOCKED', 'IOERR_CHECKRESERVEDLOCK', 'IOERR_CLOSE', 'IOERR_COMMIT_ATOMIC', 'IOERR_CONVPATH'],
-  ...['IOERR_CORRUPTFS', 'IOERR_DATA', 'IOERR_DELETE', 'IOERR_DELETE_NOENT', 'IOERR_DIR_CLOSE', 'IOERR_DIR_FSYNC', 'IOERR_FSTAT', 'IOERR_FSYNC'],
-  ...['IOERR_GETTEMPPATH', 'IOERR_IN_PAGE', 'IOERR_LOCK', 'IOERR_MMAP', 'IOERR_NOMEM', 'IOERR_RDLOCK', 'IOERR_READ', 'IOERR_ROLLBACK_ATOMIC'],
-  ...['IOERR_SEEK', 'IOERR_SHMLOCK', 'IOERR_SHMMAP', 'IOERR_SHMOPEN', 'IOERR_SHMSIZE', 'IOERR_SHORT_READ', 'IOERR_TRUNCATE', 'IOERR_UNLOCK'],
-  ...['IOERR_VNODE', 'IOERR_WRITE', 'LOCKED_SHAREDCACHE', 'LOCKED_VTAB', 'NOTICE_RECOVER_ROLLBACK', 'NOTICE_RECOVER_WAL', 'OK_LOAD_PERMANENTLY'],
-  ...['READONLY_CANTINIT', 'READONLY_CANTLOCK', 'READONLY_DBMOVED', 'READONLY_DIRECTORY', 'READONLY_RECOVERY', 'READONLY_ROLLBACK', 'WARNING_AUTOINDEX'],
+  ...[
+    'ABORT',
+    'AUTH',
+    'BUSY',
+    'CANTOPEN',
+    'CONSTRAINT',
+    'CORRUPT',
+    'DONE',
+    'EMPTY',
+    'ERROR',
+    'FORMAT',
+    'FULL',
+    'INTERNAL',
+    'INTERRUPT',
+  ],
+  ...[
+    'IOERR',
+    'LOCKED',
+    'MISMATCH',
+    'MISUSE',
+    'NOLFS',
+    'NOMEM',
+    'NOTADB',
+    'NOTFOUND',
+    'NOTICE',
+    'OK',
+    'PERM',
+    'PROTOCOL',
+    'RANGE',
+  ],
+  ...[
+    'READONLY',
+    'ROW',
+    'SCHEMA',
+    'TOOBIG',
+    'WARNING',
+    'ABORT_ROLLBACK',
+    'AUTH_USER',
+    'BUSY_RECOVERY',
+    'BUSY_SNAPSHOT',
+    'BUSY_TIMEOUT',
+  ],
+  ...[
+    'CANTOPEN_CONVPATH',
+    'CANTOPEN_DIRTYWAL',
+    'CANTOPEN_FULLPATH',
+    'CANTOPEN_ISDIR',
+    'CANTOPEN_NOTEMPDIR',
+    'CANTOPEN_SYMLINK',
+  ],
+  ...[
+    'CONSTRAINT_CHECK',
+    'CONSTRAINT_COMMITHOOK',
+    'CONSTRAINT_DATATYPE',
+    'CONSTRAINT_FOREIGNKEY',
+    'CONSTRAINT_FUNCTION',
+    'CONSTRAINT_NOTNULL',
+  ],
+  ...[
+    'CONSTRAINT_PINNED',
+    'CONSTRAINT_PRIMARYKEY',
+    'CONSTRAINT_ROWID',
+    'CONSTRAINT_TRIGGER',
+    'CONSTRAINT_UNIQUE',
+    'CONSTRAINT_VTAB',
+  ],
+  ...[
+    'CORRUPT_INDEX',
+    'CORRUPT_SEQUENCE',
+    'CORRUPT_VTAB',
+    'ERROR_MISSING_COLLSEQ',
+    'ERROR_RETRY',
+    'ERROR_SNAPSHOT',
+    'IOERR_ACCESS',
+  ],
+  ...[
+    'IOERR_AUTH',
+    'IOERR_BEGIN_ATOMIC',
+    'IOERR_BLOCKED',
+    'IOERR_CHECKRESERVEDLOCK',
+    'IOERR_CLOSE',
+    'IOERR_COMMIT_ATOMIC',
+    'IOERR_CONVPATH',
+  ],
+  ...[
+    'IOERR_CORRUPTFS',
+    'IOERR_DATA',
+    'IOERR_DELETE',
+    'IOERR_DELETE_NOENT',
+    'IOERR_DIR_CLOSE',
+    'IOERR_DIR_FSYNC',
+    'IOERR_FSTAT',
+    'IOERR_FSYNC',
+  ],
+  ...[
+    'IOERR_GETTEMPPATH',
+    'IOERR_IN_PAGE',
+    'IOERR_LOCK',
+    'IOERR_MMAP',
+    'IOERR_NOMEM',
+    'IOERR_RDLOCK',
+    'IOERR_READ',
+    'IOERR_ROLLBACK_ATOMIC',
+  ],
+  ...[
+    'IOERR_SEEK',
+    'IOERR_SHMLOCK',
+    'IOERR_SHMMAP',
+    'IOERR_SHMOPEN',
+    'IOERR_SHMSIZE',
+    'IOERR_SHORT_READ',
+    'IOERR_TRUNCATE',
+    'IOERR_UNLOCK',
+  ],
+  ...[
+    'IOERR_VNODE',
+    'IOERR_WRITE',
+    'LOCKED_SHAREDCACHE',
+    'LOCKED_VTAB',
+    'NOTICE_RECOVER_ROLLBACK',
+    'NOTICE_RECOVER_WAL',
+    'OK_LOAD_PERMANENTLY',
+  ],
+  ...[
+    'READONLY_CANTINIT',
+    'READONLY_CANTLOCK',
+    'READONLY_DBMOVED',
+    'READONLY_DIRECTORY',
+    'READONLY_RECOVERY',
+    'READONLY_ROLLBACK',
+    'WARNING_AUTOINDEX',
+  ],
 ].map((code) => `SQLITE_${code}`);
 
 /** A label's rule: the set of its values, or a test for values of a fixed shape (a config hash). */
@@ -213,7 +332,10 @@ export function enforceLabelAllowlist(registry: Registry, allowlist: LabelAllowl
     if (RUNTIME_METRIC.test(metric.name) || closedMetrics.has(metric)) continue;
     const labelNames = metric.labelNames ?? [];
     const unknown = labelNames.filter((label) => !allowlist.knows(label));
-    if (unknown.length > 0) throw new Error(`metric ${metric.name} has labels with no closed set (src/shared/metric-labels.ts): ${unknown.join(', ')}`);
+    if (unknown.length > 0)
+      throw new Error(
+        `metric ${metric.name} has labels with no closed set (src/shared/metric-labels.ts): ${unknown.join(', ')}`,
+      );
     if (labelNames.length === 0) continue;
     closedMetrics.add(metric);
     // A request-path tally closes its values itself, once per new tuple (metric-tally.ts).
@@ -224,7 +346,8 @@ export function enforceLabelAllowlist(registry: Registry, allowlist: LabelAllowl
         return fn.call(this, labels, ...rest);
       };
     for (const name of LABEL_TAKING_METHODS) {
-      if (typeof metric[name] === 'function') metric[name] = closeFirst(metric[name] as (...args: unknown[]) => unknown);
+      if (typeof metric[name] === 'function')
+        metric[name] = closeFirst(metric[name] as (...args: unknown[]) => unknown);
     }
     // zero() starts a series at 0: for a value outside the set it would wipe `other`'s counts, so it is left out.
     const zero = metric.zero as ((labels: Labels) => unknown) | undefined;
@@ -236,7 +359,10 @@ export function enforceLabelAllowlist(registry: Registry, allowlist: LabelAllowl
     const labels = metric.labels as ((...args: unknown[]) => unknown) | undefined;
     if (labels) {
       metric.labels = function (this: unknown, ...args: unknown[]) {
-        const given = typeof args[0] === 'object' && args[0] !== null ? (args[0] as Labels) : Object.fromEntries(labelNames.map((label, i) => [label, args[i] as string]));
+        const given =
+          typeof args[0] === 'object' && args[0] !== null
+            ? (args[0] as Labels)
+            : Object.fromEntries(labelNames.map((label, i) => [label, args[i] as string]));
         return labels.call(this, allowlist.close(given));
       };
     }

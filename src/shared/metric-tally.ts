@@ -221,7 +221,13 @@ export class HistogramTally<L extends string> extends LabelTally<HistogramCell> 
   protected newCell(labels: Record<string, string>, key: string): HistogramCell {
     const bucketValues: Record<number, number> = {};
     for (const bound of this.bounds) bucketValues[bound] = 0;
-    const cell: HistogramCell = { key, series: { labels, bucketValues, sum: 0, count: 0 }, buckets: new Float64Array(this.bounds.length), sum: 0, count: 0 };
+    const cell: HistogramCell = {
+      key,
+      series: { labels, bucketValues, sum: 0, count: 0 },
+      buckets: new Float64Array(this.bounds.length),
+      sum: 0,
+      count: 0,
+    };
     // The series exists from its first observation, as with observe(): /metrics lists series in that order.
     hashMapOf(this.metric)[key] = cell.series;
     return cell;

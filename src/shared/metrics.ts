@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DeprecationConfig } from './config';
 import { BASE_PATH } from './public-api';
 import { CounterTally, HistogramTally } from './metric-tally';
@@ -311,7 +311,10 @@ function sunsetGauge(registry: Registry, sources: GatewayMetricSources): Gauge<'
       // The deprecations in force only: a reload may have removed some.
       this.reset();
       for (const deprecation of sources.deprecations?.() ?? []) {
-        this.set({ method: deprecation.method, route: BASE_PATH + deprecation.path }, Date.parse(deprecation.sunset) / 1000);
+        this.set(
+          { method: deprecation.method, route: BASE_PATH + deprecation.path },
+          Date.parse(deprecation.sunset) / 1000,
+        );
       }
     },
   });

@@ -41,7 +41,17 @@ export interface KeyScrubber {
 }
 
 /** Top-level field names a flat line may never carry as they are (redactPaths' own names, and where they lead). */
-const CREDENTIAL_FIELDS = new Set(['authorization', 'key', 'apiKey', 'token', 'adminToken', 'req', 'res', 'headers', 'cookie']);
+const CREDENTIAL_FIELDS = new Set([
+  'authorization',
+  'key',
+  'apiKey',
+  'token',
+  'adminToken',
+  'req',
+  'res',
+  'headers',
+  'cookie',
+]);
 const REDACTED = '[redacted]';
 
 /**
@@ -56,7 +66,8 @@ export function createKeyScrubber(keyPrefix: string = DEFAULT_KEY_PREFIX): KeySc
   const hasLookalike = new RegExp(lookalike.source);
   const mayHoldKey = (value: string) => markers.some((marker) => value.includes(marker));
 
-  const scrubString = (value: string): string => (mayHoldKey(value) ? value.replace(lookalike, '[redacted-key]') : value);
+  const scrubString = (value: string): string =>
+    mayHoldKey(value) ? value.replace(lookalike, '[redacted-key]') : value;
 
   /** Whether anything below `value` holds key-shaped text; a walk that allocates nothing. */
   const holdsKey = (value: unknown, depth: number): boolean => {
@@ -91,7 +102,8 @@ export function createKeyScrubber(keyPrefix: string = DEFAULT_KEY_PREFIX): KeySc
     const scrubbed: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(line)) {
       // A flat line has no objects: one that turns up is blanked whole rather than walked.
-      scrubbed[name] = CREDENTIAL_FIELDS.has(name) || (value !== null && typeof value === 'object') ? REDACTED : scrub(value, 1);
+      scrubbed[name] =
+        CREDENTIAL_FIELDS.has(name) || (value !== null && typeof value === 'object') ? REDACTED : scrub(value, 1);
     }
     return scrubbed;
   };
@@ -114,13 +126,17 @@ function isError(value: object): boolean {
 export function redactedUrl(value: string): string {
   if (!URL.canParse(value)) return REDACTED;
   const url = new URL(value);
-  const userInfo = url.username === '' && url.password === '' ? '' : `${url.username}${url.password === '' ? '' : `:${REDACTED}`}@`;
+  const userInfo =
+    url.username === '' && url.password === '' ? '' : `${url.username}${url.password === '' ? '' : `:${REDACTED}`}@`;
   const path = url.pathname === '/' || url.pathname === '' ? url.pathname : `/${REDACTED}`;
-  const parameters = url.search.slice(1).split('&').map((part) => {
-    const equals = part.indexOf('=');
-    if (part === '') return part;
-    return equals === -1 ? REDACTED : `${part.slice(0, equals)}=${REDACTED}`;
-  });
+  const parameters = url.search
+    .slice(1)
+    .split('&')
+    .map((part) => {
+      const equals = part.indexOf('=');
+      if (part === '') return part;
+      return equals === -1 ? REDACTED : `${part.slice(0, equals)}=${REDACTED}`;
+    });
   const query = url.search === '' ? '' : `?${parameters.join('&')}`;
   const fragment = url.hash === '' ? '' : `#${REDACTED}`;
   return `${url.protocol}//${userInfo}${url.host}${path}${query}${fragment}`;

@@ -33,7 +33,9 @@ export function isRedisUnavailable(err: unknown): boolean {
  */
 export class StoreUnreachableError extends ApiError {
   constructor(readonly detail: string) {
-    super('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
+    super('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', {
+      'Retry-After': '1',
+    });
     this.name = 'StoreUnreachableError';
   }
 }

@@ -29,7 +29,9 @@ function tlsFromFiles(settings: RedisSettings): ConnectionOptions | null {
   if (!files || (files.caFile === null && files.certFile === null)) return null;
   return {
     ...(files.caFile ? { ca: fs.readFileSync(files.caFile) } : {}),
-    ...(files.certFile && files.keyFile ? { cert: fs.readFileSync(files.certFile), key: fs.readFileSync(files.keyFile) } : {}),
+    ...(files.certFile && files.keyFile
+      ? { cert: fs.readFileSync(files.certFile), key: fs.readFileSync(files.keyFile) }
+      : {}),
   };
 }
 
@@ -95,12 +97,15 @@ export async function connectRedis(settings: RedisSettings, connectTimeoutMs = 5
     const firstNode = settings.sentinels?.[0] ?? settings.clusterNodes[0];
     if (firstNode && tlsOptions) {
       const line = await tlsHandshakeFailure(firstNode, tlsOptions);
-      if (line) throw new Error(line);
+      if (line) throw new Error(line, { cause: err });
     }
     // A TLS server that requires client certificates resets a client without one during the handshake.
     const usesTls = settings.url?.startsWith('rediss://') === true || tlsOptions !== null;
     if (usesTls && !settings.tls?.certFile && /\(ECONNRESET\)/.test((err as Error).message)) {
-      throw new Error('Redis closed the TLS connection during the handshake (ECONNRESET); if it requires client certificates, set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE');
+      throw new Error(
+        'Redis closed the TLS connection during the handshake (ECONNRESET); if it requires client certificates, set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE',
+        { cause: err },
+      );
     }
     throw err;
   }
@@ -216,13 +221,20 @@ async function connectMasters(cluster: Cluster): Promise<void> {
 function permanentFailure(err: Error): string | null {
   const code = (err as NodeJS.ErrnoException).code ?? '';
   const message = err.message ?? '';
-  if (message.startsWith('WRONGPASS')) return 'Redis refused the user or password (WRONGPASS); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD';
-  if (message.startsWith('NOAUTH')) return 'Redis needs a password (NOAUTH); set REDIS_PASSWORD (or REDIS_PASSWORD_FILE)';
-  if (message.startsWith('NOPERM')) return `the Redis user may not run a command the gateway needs (${message.split('\n')[0]}); see docs/redis.md, Redis ACL`;
-  if (code.includes('CERTIFICATE_REQUIRED')) return `Redis requires a client certificate (${code}); set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE`;
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `Redis's TLS certificate does not name the host in REDIS_URL (${code})`;
-  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code)) return `Redis's TLS certificate failed verification (${code}); check REDIS_TLS_CA_FILE`;
-  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || /wrong version number/i.test(message)) return 'Redis does not speak TLS on that port; check REDIS_URL (rediss:// needs a TLS port)';
+  if (message.startsWith('WRONGPASS'))
+    return 'Redis refused the user or password (WRONGPASS); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD';
+  if (message.startsWith('NOAUTH'))
+    return 'Redis needs a password (NOAUTH); set REDIS_PASSWORD (or REDIS_PASSWORD_FILE)';
+  if (message.startsWith('NOPERM'))
+    return `the Redis user may not run a command the gateway needs (${message.split('\n')[0]}); see docs/redis.md, Redis ACL`;
+  if (code.includes('CERTIFICATE_REQUIRED'))
+    return `Redis requires a client certificate (${code}); set REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return `Redis's TLS certificate does not name the host in REDIS_URL (${code})`;
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code))
+    return `Redis's TLS certificate failed verification (${code}); check REDIS_TLS_CA_FILE`;
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || /wrong version number/i.test(message))
+    return 'Redis does not speak TLS on that port; check REDIS_URL (rediss:// needs a TLS port)';
   return null;
 }
 
@@ -252,10 +264,12 @@ async function waitUntilReady(client: RedisClient, timeoutMs: number, allMasters
   } catch (err) {
     client.disconnect();
     const line = permanentFailure(err as Error) ?? (lastError ? permanentFailure(lastError) : null);
-    if (line) throw new Error(line);
+    if (line) throw new Error(line, { cause: err });
     if ((err as Error).message && refusedLine(err as Error)) throw err;
     const cause = (lastError as NodeJS.ErrnoException | null)?.code ?? (lastError ?? (err as Error)).message;
-    throw new Error(`Redis is unreachable (${cause}); check REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS`);
+    throw new Error(`Redis is unreachable (${cause}); check REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS`, {
+      cause: err,
+    });
   } finally {
     clearTimeout(timer);
     client.off('error', remember);
@@ -279,5 +293,7 @@ function tlsHandshakeFailure(node: string, options: ConnectionOptions, timeoutMs
 
 /** Whether `err` is already one of permanentFailure's lines. */
 function refusedLine(err: Error): boolean {
-  return /^(Redis refused|Redis needs|the Redis user|Redis's TLS|Redis does not speak|Redis requires)/.test(err.message);
+  return /^(Redis refused|Redis needs|the Redis user|Redis's TLS|Redis does not speak|Redis requires)/.test(
+    err.message,
+  );
 }

@@ -1,9 +1,19 @@
 import fs from 'node:fs';
 
 /** Secrets that may come from a file (`<NAME>_FILE`) as Docker and Kubernetes hand them over (CONTRACT §2). */
-export const SECRET_VARIABLES = ['ADMIN_TOKEN', 'SIGNING_SECRET', 'SIGNING_PREVIOUS_SECRETS', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD'] as const;
+export const SECRET_VARIABLES = [
+  'ADMIN_TOKEN',
+  'SIGNING_SECRET',
+  'SIGNING_PREVIOUS_SECRETS',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+] as const;
 
-const readFailures: Record<string, string> = { ENOENT: 'does not exist', EACCES: 'cannot be read (permission denied)', EISDIR: 'is a directory' };
+const readFailures: Record<string, string> = {
+  ENOENT: 'does not exist',
+  EACCES: 'cannot be read (permission denied)',
+  EISDIR: 'is a directory',
+};
 
 /**
  * The environment with each `<NAME>_FILE` read into `<NAME>`, once, at startup. One trailing

@@ -58,7 +58,12 @@ export interface SecureServer {
  * cancels streams in a loop (rapid reset, CVE-2023-44487) is closed: see closeOnRapidReset and
  * test/integration/gateway/h2-rapid-reset.test.ts.
  */
-export function createSecureBoundedServer(settings: Config['server'], limits: Config['http2'], pair: TlsPair, listener: RequestListener): SecureServer {
+export function createSecureBoundedServer(
+  settings: Config['server'],
+  limits: Config['http2'],
+  pair: TlsPair,
+  listener: RequestListener,
+): SecureServer {
   const server = http2.createSecureServer(
     {
       ...secureContextOptions(pair),
@@ -97,7 +102,8 @@ export function createSecureBoundedServer(settings: Config['server'], limits: Co
   // X-Request-Id) instead of Node's bare 405. Over HTTP/1.1 this event hands over the socket
   // itself: closed, as node:http does without a listener (no tunnel is offered).
   server.on('connect', (req: unknown, resOrSocket: unknown) => {
-    if (resOrSocket instanceof http2.Http2ServerResponse) (listener as (req: unknown, res: unknown) => void)(req, resOrSocket);
+    if (resOrSocket instanceof http2.Http2ServerResponse)
+      (listener as (req: unknown, res: unknown) => void)(req, resOrSocket);
     else (resOrSocket as Socket).destroy();
   });
   const connections = trackConnections(server);
@@ -146,7 +152,8 @@ function closeOnRapidReset(session: http2.ServerHttp2Session): void {
       // A client's reset of a stream not yet answered (aborted), whatever its code (NO_ERROR and
       // INTERNAL_ERROR let ~1,000 requests a session through when only CANCEL counted, issue 42),
       // and any reset with an error code even after the answer: the work was done either way.
-      if (!stream.aborted && (stream.rstCode === undefined || stream.rstCode === http2.constants.NGHTTP2_NO_ERROR)) return;
+      if (!stream.aborted && (stream.rstCode === undefined || stream.rstCode === http2.constants.NGHTTP2_NO_ERROR))
+        return;
       const now = Date.now();
       if (now - windowStartedAt >= 1000) {
         windowStartedAt = now;

@@ -55,7 +55,8 @@ export function openSqliteDatabase(options: SqliteOpenOptions): Database.Databas
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     if (!inMemory) {
       const journalMode = switchToWal(db, busyTimeoutMs);
-      if (journalMode !== 'wal') throw new Error(`${options.file}: SQLite refused WAL mode (journal_mode is ${String(journalMode)})`);
+      if (journalMode !== 'wal')
+        throw new Error(`${options.file}: SQLite refused WAL mode (journal_mode is ${String(journalMode)})`);
     }
     db.pragma(`synchronous = ${options.synchronous}`);
     if (options.foreignKeys) db.pragma('foreign_keys = ON');
@@ -103,7 +104,9 @@ export function migrate(db: Database.Database, steps: readonly Migration[]): Mig
   const run = db.transaction((): MigrationResult => {
     const from = db.pragma('user_version', { simple: true }) as number;
     if (from > latest) {
-      throw new Error(`database schema version ${from} is newer than this build knows (${latest}); refusing to open it`);
+      throw new Error(
+        `database schema version ${from} is newer than this build knows (${latest}); refusing to open it`,
+      );
     }
     for (const step of steps) {
       if (step.version <= from) continue;

@@ -79,7 +79,8 @@ export function sqliteStatement<T>(database: string, run: () => T, onError?: Sql
     const code = sqliteCodeOf(err);
     if (code === null) throw err;
     onError?.(database, code);
-    if (UNAVAILABLE_PRIMARY_CODES.has(primaryCode(code))) throw new StorageUnavailableError(database, code, (err as Error).message);
+    if (UNAVAILABLE_PRIMARY_CODES.has(primaryCode(code)))
+      throw new StorageUnavailableError(database, code, (err as Error).message);
     throw err;
   }
 }
@@ -95,7 +96,9 @@ export function describeWriteFailure(err: unknown): string {
 /** The data directory is on a read-only file system at startup: said in one line, exit 1. */
 export class ReadOnlyDataDirError extends Error {
   constructor(readonly dir: string) {
-    super(`DATA_DIR ${dir} is on a read-only file system: its SQLite files cannot take writes. Remount it read-write (or point DATA_DIR elsewhere) and start again.`);
+    super(
+      `DATA_DIR ${dir} is on a read-only file system: its SQLite files cannot take writes. Remount it read-write (or point DATA_DIR elsewhere) and start again.`,
+    );
     this.name = 'ReadOnlyDataDirError';
   }
 }

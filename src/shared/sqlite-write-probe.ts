@@ -6,7 +6,8 @@ import { sqliteStatement, type SqliteErrorListener } from './sqlite-failures';
  * The one-row table the probe rewrites. Each database that is probed creates it with its schema
  * (the inventory in a migration, the gateway's own files when they open).
  */
-export const WRITE_PROBE_TABLE_SQL = 'CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL) STRICT';
+export const WRITE_PROBE_TABLE_SQL =
+  'CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL) STRICT';
 
 /**
  * A readiness check probes at most this often; in between it answers what the last probe found.
@@ -24,7 +25,8 @@ const PROBE_BUSY_TIMEOUT_MS = 100;
  * The table the probe inserts into and empties again. Created by the probe itself (IF NOT EXISTS),
  * so no database needs a migration for it.
  */
-const PROBE_ROWS_TABLE_SQL = 'CREATE TABLE IF NOT EXISTS write_probe_rows (id INTEGER PRIMARY KEY, at TEXT NOT NULL, pad BLOB NOT NULL) STRICT';
+const PROBE_ROWS_TABLE_SQL =
+  'CREATE TABLE IF NOT EXISTS write_probe_rows (id INTEGER PRIMARY KEY, at TEXT NOT NULL, pad BLOB NOT NULL) STRICT';
 
 /**
  * Answers "can this database take a write now?" by making one: a new row, as large as a page so
@@ -45,8 +47,7 @@ export class SqliteWriteProbe {
     readonly database: string,
     private readonly clock: Clock,
     private readonly onError?: SqliteErrorListener,
-  ) {
-  }
+  ) {}
 
   /** Throws (StorageUnavailableError for a passing cause) when the database cannot take a write. */
   check(): void {

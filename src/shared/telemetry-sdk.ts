@@ -124,7 +124,8 @@ class GatewaySpan implements GatewayRequestSpan {
     // An unsampled request records nothing below it either; its traceparent still names a span.
     if (!this.recording) return NOOP_STEP;
     const kind = name === 'forward' ? SpanKind.CLIENT : SpanKind.INTERNAL;
-    const attributes: Attributes | undefined = name === 'forward' ? { [ATTR_HTTP_REQUEST_METHOD]: this.method } : undefined;
+    const attributes: Attributes | undefined =
+      name === 'forward' ? { [ATTR_HTTP_REQUEST_METHOD]: this.method } : undefined;
     const span = this.tracer.startSpan(name, { kind, attributes }, this.context);
     return new RecordedStep(span, trace.setSpan(this.context, span));
   }
@@ -192,9 +193,13 @@ function pathOf(url: string | undefined): string {
 }
 
 /** The provider the settings ask for, registered globally (context manager, propagator, provider). */
-function registerProvider(settings: ReturnType<typeof readTracingSettings>['settings'], defaultServiceName: string): TracerProvider {
+function registerProvider(
+  settings: ReturnType<typeof readTracingSettings>['settings'],
+  defaultServiceName: string,
+): TracerProvider {
   // Endpoint, headers, timeout and compression come from OTEL_EXPORTER_OTLP_[TRACES_]* as the exporters read them.
-  const exporter: SpanExporter = settings.protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
+  const exporter: SpanExporter =
+    settings.protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
   const resource = defaultResource()
     // process.pid tells apart the workers of one WORKERS > 1 process, which all export.
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultServiceName, 'process.pid': process.pid }))
@@ -253,9 +258,17 @@ export function createSdkTracing(env: NodeJS.ProcessEnv, defaultServiceName: str
       if (!trace.getSpan(parent)?.isRecording()) return run();
       const operation = statement.startsWith('insert') ? 'INSERT' : 'SELECT';
       const onPets = statement !== 'ping';
-      const attributes: Attributes = { [ATTR_DB_SYSTEM_NAME]: 'sqlite', [ATTR_DB_OPERATION_NAME]: operation, [ATTR_STATEMENT]: statement };
+      const attributes: Attributes = {
+        [ATTR_DB_SYSTEM_NAME]: 'sqlite',
+        [ATTR_DB_OPERATION_NAME]: operation,
+        [ATTR_STATEMENT]: statement,
+      };
       if (onPets) attributes[ATTR_DB_COLLECTION_NAME] = 'pets';
-      const span = inventoryTracer.startSpan(onPets ? `${operation} pets` : operation, { kind: SpanKind.CLIENT, attributes }, parent);
+      const span = inventoryTracer.startSpan(
+        onPets ? `${operation} pets` : operation,
+        { kind: SpanKind.CLIENT, attributes },
+        parent,
+      );
       try {
         return run();
       } catch (err) {

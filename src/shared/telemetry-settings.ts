@@ -50,7 +50,9 @@ export function readTracingSettings(env: NodeJS.ProcessEnv): { settings: Tracing
   const problems: string[] = [];
 
   // The traces-specific variable wins over the general one; the specification's default is http/protobuf.
-  const protocolName = setting(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocolName = setting(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL')
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = setting(env, protocolName) ?? 'http/protobuf';
   if (!PROTOCOLS.includes(protocol)) {
     problems.push(`invalid setting ${protocolName}: "${protocol}" is not supported; use http/protobuf or http/json`);
@@ -78,7 +80,9 @@ export function readTracingSettings(env: NodeJS.ProcessEnv): { settings: Tracing
     if (raw === undefined) continue;
     const value = Number(raw);
     if (!Number.isInteger(value) || value < (key === 'scheduledDelayMillis' ? 0 : 1)) {
-      problems.push(`invalid setting ${name}: "${raw}" is not a whole number of ${key.endsWith('Millis') ? 'milliseconds' : 'spans'}`);
+      problems.push(
+        `invalid setting ${name}: "${raw}" is not a whole number of ${key.endsWith('Millis') ? 'milliseconds' : 'spans'}`,
+      );
     } else {
       batch[key] = value;
     }

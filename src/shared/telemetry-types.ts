@@ -50,7 +50,9 @@ export interface Tracing {
    * Express-style middleware for the inventory: a SERVER span continuing the gateway's trace, current
    * for everything the request runs (SQLite included); `routeOf` names the route once answered.
    */
-  inventoryMiddleware(routeOf: (res: ServerResponse) => string): (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
+  inventoryMiddleware(
+    routeOf: (res: ServerResponse) => string,
+  ): (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
   /** One SQLite statement as a child of the current span (none when nothing is being traced). */
   sqliteStatement<T>(statement: string, run: () => T): T;
   /** pino `mixin`: the current span's ids on every line written while a traced request runs. */
@@ -58,8 +60,6 @@ export interface Tracing {
   /** Exports what is still queued; call on shutdown. */
   shutdown(): Promise<void>;
 }
-
-
 
 export class TracingConfigError extends Error {
   constructor(readonly problems: string[]) {

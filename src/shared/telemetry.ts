@@ -43,7 +43,8 @@ export function startTracingOrExit(defaultServiceName: string): void {
   try {
     startTracing(process.env, defaultServiceName);
   } catch (err) {
-    const problems = err instanceof TracingConfigError ? err.problems : [`cannot start tracing: ${(err as Error).message}`];
+    const problems =
+      err instanceof TracingConfigError ? err.problems : [`cannot start tracing: ${(err as Error).message}`];
     process.stderr.write(problems.map((problem) => `${defaultServiceName}: ${problem}\n`).join(''));
     process.exit(1);
   }

@@ -32,7 +32,10 @@ async function readSetting(file: string, setting: string): Promise<Buffer> {
  */
 export async function readTlsPair(settings: Config['tls']): Promise<TlsPair | null> {
   if (settings.certFile === null || settings.keyFile === null) return null;
-  const [cert, key] = await Promise.all([readSetting(settings.certFile, CERT_SETTING), readSetting(settings.keyFile, KEY_SETTING)]);
+  const [cert, key] = await Promise.all([
+    readSetting(settings.certFile, CERT_SETTING),
+    readSetting(settings.keyFile, KEY_SETTING),
+  ]);
   let leaf: crypto.X509Certificate;
   try {
     leaf = new crypto.X509Certificate(cert);
@@ -46,7 +49,9 @@ export async function readTlsPair(settings: Config['tls']): Promise<TlsPair | nu
     throw new ConfigError(`invalid setting ${KEY_SETTING}: ${settings.keyFile} holds no unencrypted PEM private key`);
   }
   if (!leaf.checkPrivateKey(privateKey)) {
-    throw new ConfigError(`invalid setting ${KEY_SETTING}: ${settings.keyFile} is not the key of the certificate in ${settings.certFile}`);
+    throw new ConfigError(
+      `invalid setting ${KEY_SETTING}: ${settings.keyFile} is not the key of the certificate in ${settings.certFile}`,
+    );
   }
   return { cert, key, fingerprint: leaf.fingerprint256, validTo: new Date(leaf.validTo).toISOString() };
 }

@@ -53,12 +53,21 @@ export function answerUnparsableRequest(hooks: UnparsableRequestHooks) {
     const canAnswer = parserError && socket.writable && !socket._httpMessage?.headersSent;
     const answer =
       err.code === 'HPE_HEADER_OVERFLOW'
-        ? ({ status: 431, code: 'headers_too_large', message: 'The request headers are too large or too many.' } as const)
+        ? ({
+            status: 431,
+            code: 'headers_too_large',
+            message: 'The request headers are too large or too many.',
+          } as const)
         : ({ status: 400, code: 'malformed_request', message: 'The request is not valid HTTP/1.1.' } as const);
     if (canAnswer) socket.end(rawErrorResponse(answer.code, answer.message, { 'X-Request-Id': requestId }));
     else socket.destroy();
     const status = canAnswer ? answer.status : 0;
-    hooks.metrics?.httpRequests.inc({ method: 'unparsed', route: UNMATCHED_ROUTE, status_code: String(status), plan: 'anonymous' });
+    hooks.metrics?.httpRequests.inc({
+      method: 'unparsed',
+      route: UNMATCHED_ROUTE,
+      status_code: String(status),
+      plan: 'anonymous',
+    });
     hooks.logger.info(
       { requestId, status: canAnswer ? answer.status : null, reason: err.code, clientAddress },
       timedOut ? 'request timed out before it arrived' : 'request refused by the HTTP parser',

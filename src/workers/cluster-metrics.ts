@@ -18,7 +18,8 @@ export function answerClusterMetrics(supervisorRegistries: Registry[]): void {
   cluster.on('message', (worker, message: unknown) => {
     if (!isMessage<Extract<WorkerMessage, { type: 'asg:metrics' }>>(message, 'asg:metrics')) return;
     const reply = (answer: Omit<Extract<SupervisorMessage, { type: 'asg:metrics' }>, 'type' | 'id'>) => {
-      if (worker.isConnected()) worker.send({ type: 'asg:metrics', id: message.id, ...answer } satisfies SupervisorMessage);
+      if (worker.isConnected())
+        worker.send({ type: 'asg:metrics', id: message.id, ...answer } satisfies SupervisorMessage);
     };
     Promise.all([aggregator.clusterMetrics(), ...supervisorRegistries.map((registry) => registry.metrics())]).then(
       (parts) => reply({ text: parts.filter((part) => part.length > 0).join('\n') }),

@@ -25,7 +25,9 @@ export function planUsersOfWorkers(kinds: readonly string[]): PlanUsers[] {
   const ask = async (kind: string, plans: readonly string[]): Promise<Map<string, PlanUse>> => {
     const worker = Object.values(cluster.workers ?? {}).find((w): w is Worker => w !== undefined && w.isConnected());
     if (!worker) throw new Error('no worker is running to ask');
-    const answer = await answers.ask((id) => worker.send({ type: 'asg:plan-use', id, kind, plans: [...plans] } satisfies SupervisorMessage));
+    const answer = await answers.ask((id) =>
+      worker.send({ type: 'asg:plan-use', id, kind, plans: [...plans] } satisfies SupervisorMessage),
+    );
     if (answer.error !== undefined) throw new Error(answer.error);
     return new Map(answer.uses ?? []);
   };
@@ -37,10 +39,13 @@ export function answerPlanUse(running: Pick<RunningProduct, 'planUsers'>): void 
   process.on('message', (message: unknown) => {
     if (!isMessage<Question>(message, 'asg:plan-use')) return;
     const users = running.planUsers.find((candidate) => candidate.kind === message.kind);
-    const answered = users ? users.plansInUse(message.plans) : Promise.reject(new Error(`no ${message.kind} store here`));
+    const answered = users
+      ? users.plansInUse(message.plans)
+      : Promise.reject(new Error(`no ${message.kind} store here`));
     answered.then(
       (uses) => process.send!({ type: 'asg:plan-use', id: message.id, uses: [...uses] } satisfies WorkerMessage),
-      (err: Error) => process.send!({ type: 'asg:plan-use', id: message.id, error: err.message } satisfies WorkerMessage),
+      (err: Error) =>
+        process.send!({ type: 'asg:plan-use', id: message.id, error: err.message } satisfies WorkerMessage),
     );
   });
 }

@@ -20,10 +20,18 @@ const ANSWER_TIMEOUT_MS = APPLY_TIMEOUT_MS + 5000;
 type ApplyConfig = Extract<SupervisorMessage, { type: 'asg:apply-config' }>;
 type Reloaded = Extract<SupervisorMessage, { type: 'asg:reloaded' }>;
 
-const livingWorkers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
+const livingWorkers = () =>
+  Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
 
 function pairMessage(pair: TlsPair | null): PairMessage | null {
-  return pair && { cert: pair.cert.toString('utf8'), key: pair.key.toString('utf8'), fingerprint: pair.fingerprint, validTo: pair.validTo };
+  return (
+    pair && {
+      cert: pair.cert.toString('utf8'),
+      key: pair.key.toString('utf8'),
+      fingerprint: pair.fingerprint,
+      validTo: pair.validTo,
+    }
+  );
 }
 
 /**
@@ -78,7 +86,8 @@ export function superviseReloads(state: ConfigState, log: Logger, registry: Regi
       if (entry?.workers.delete(worker) && entry.workers.size === 0) entry.done();
     } else if (isMessage<Extract<WorkerMessage, { type: 'asg:reload' }>>(message, 'asg:reload')) {
       void reloader.reload('POST /admin/reload').then((outcome) => {
-        if (worker.isConnected()) worker.send({ type: 'asg:reloaded', id: message.id, outcome } satisfies SupervisorMessage);
+        if (worker.isConnected())
+          worker.send({ type: 'asg:reloaded', id: message.id, outcome } satisfies SupervisorMessage);
       });
     }
   });
@@ -99,14 +108,19 @@ export function reloadThroughSupervisor(): (trigger: string) => Promise<ReloadOu
     timeoutMs: ANSWER_TIMEOUT_MS,
     timeoutMessage: 'the supervisor did not answer the reload',
   });
-  return async () => (await answers.ask((id) => process.send!({ type: 'asg:reload', id } satisfies WorkerMessage))).outcome;
+  return async () =>
+    (await answers.ask((id) => process.send!({ type: 'asg:reload', id } satisfies WorkerMessage))).outcome;
 }
 
 /** Worker side: applies what the supervisor validated, then says so. */
 export function applyConfigsFromSupervisor(running: RunningProduct): void {
   process.on('message', (message: unknown) => {
     if (!isMessage<ApplyConfig>(message, 'asg:apply-config')) return;
-    const pair = message.pair && { ...message.pair, cert: Buffer.from(message.pair.cert), key: Buffer.from(message.pair.key) };
+    const pair = message.pair && {
+      ...message.pair,
+      cert: Buffer.from(message.pair.cert),
+      key: Buffer.from(message.pair.key),
+    };
     running.applyConfig(message.config, pair);
     running.configState.record(message.last, message.config);
     process.send!({ type: 'asg:config-applied', id: message.id } satisfies WorkerMessage);

@@ -36,7 +36,12 @@ export function answerClusterStats(): void {
     collection.done = () => {
       clearTimeout(timer);
       collections.delete(id);
-      if (worker.isConnected()) worker.send({ type: 'asg:stats', id: message.id, seconds: sumSeconds(collection.parts) } satisfies SupervisorMessage);
+      if (worker.isConnected())
+        worker.send({
+          type: 'asg:stats',
+          id: message.id,
+          seconds: sumSeconds(collection.parts),
+        } satisfies SupervisorMessage);
     };
     collections.set(id, collection);
     for (const w of workers) w.send({ type: 'asg:stats-collect', id } satisfies SupervisorMessage);

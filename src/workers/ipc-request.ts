@@ -10,7 +10,8 @@ export interface IpcAnswer {
 export type IpcListen = (listener: (message: unknown) => void) => void;
 
 export const fromSupervisor: IpcListen = (listener) => process.on('message', listener);
-export const fromWorkers: IpcListen = (listener) => cluster.on('message', (_worker, message: unknown) => listener(message));
+export const fromWorkers: IpcListen = (listener) =>
+  cluster.on('message', (_worker, message: unknown) => listener(message));
 
 export interface IpcRequestsOptions<Answer extends IpcAnswer> {
   /** The message type that answers a request (other messages, and answers to no request here, pass by). */
@@ -27,7 +28,9 @@ export interface IpcRequestsOptions<Answer extends IpcAnswer> {
  * forgotten, so a late answer is dropped). `ask(send)` hands the id to `send`, which sends the
  * request however the asker reaches the other side (process.send, one worker, every worker).
  */
-export function ipcRequests<Answer extends IpcAnswer>(options: IpcRequestsOptions<Answer>): { ask(send: (id: number) => void): Promise<Answer> } {
+export function ipcRequests<Answer extends IpcAnswer>(
+  options: IpcRequestsOptions<Answer>,
+): { ask(send: (id: number) => void): Promise<Answer> } {
   const pending = new Map<number, { resolve(answer: Answer): void; timer: NodeJS.Timeout }>();
   let nextId = 0;
   options.listen((message) => {

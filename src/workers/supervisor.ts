@@ -42,7 +42,9 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
     await assertPortsFree([
       { port: config.server.port, host: config.server.host },
       { port: config.server.adminPort, host: config.server.adminHost },
-      ...(config.server.authzPort === null ? [] : [{ port: config.server.authzPort, host: config.server.authzHost ?? config.server.host }]),
+      ...(config.server.authzPort === null
+        ? []
+        : [{ port: config.server.authzPort, host: config.server.authzHost ?? config.server.host }]),
     ]);
   } catch (err) {
     process.stderr.write(`${startupFailureLine(err)}\n`);
@@ -55,7 +57,11 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   const workerEnv: Record<string, string> = {};
   if (!config.upstream.url) {
     try {
-      inventory = await startInventory(config, { logger: logger.child({ component: 'inventory' }), host: '127.0.0.1', configInForce: () => configState.config });
+      inventory = await startInventory(config, {
+        logger: logger.child({ component: 'inventory' }),
+        host: '127.0.0.1',
+        configInForce: () => configState.config,
+      });
     } catch (err) {
       process.stderr.write(`${startupFailureLine(err)}\n`);
       process.exit(1);
@@ -68,7 +74,9 @@ export async function runSupervisor(config: Config, logger: Logger, workerCount:
   const reloads = superviseReloads(configState, log, reloadMetrics);
   enforceLabelAllowlist(reloadMetrics, new LabelAllowlist());
 
-  const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv, (worker) => reloads.onWorkerReady(worker));
+  const supervisor = new Supervisor(config, log, workerCount, inventory, workerEnv, (worker) =>
+    reloads.onWorkerReady(worker),
+  );
   cluster.on('message', (worker, message: unknown) => supervisor.onMessage(worker, message));
   cluster.on('exit', (worker, code, signal) => supervisor.onExit(worker, code, signal));
   process.on('SIGTERM', () => supervisor.stop('SIGTERM'));
@@ -109,7 +117,13 @@ class Supervisor {
       if (this.started || this.readyAt.size !== this.workerCount) return;
       this.started = true;
       this.log.info(
-        { workers: this.workerCount, gateway: message.gatewayUrl, admin: message.adminUrl, inventory: this.inventory?.url ?? this.config.upstream.url, node: nodeVersion },
+        {
+          workers: this.workerCount,
+          gateway: message.gatewayUrl,
+          admin: message.adminUrl,
+          inventory: this.inventory?.url ?? this.config.upstream.url,
+          node: nodeVersion,
+        },
         `listening on Node ${nodeVersion} with ${this.workerCount} workers`,
       );
       if (this.config.env === 'development') tell(worker, { type: 'asg:greet' });
@@ -125,12 +139,17 @@ class Supervisor {
     this.readyAt.delete(worker);
     if (this.stopping) return;
     if (!this.started) {
-      this.failStartup(`animal-store-gateway: cannot start: worker ${worker.id} exited (${signal ?? `code ${code}`}) before it was ready`);
+      this.failStartup(
+        `animal-store-gateway: cannot start: worker ${worker.id} exited (${signal ?? `code ${code}`}) before it was ready`,
+      );
       return;
     }
     this.earlyDeaths = servedMs >= HEALTHY_LIFETIME_MS ? 1 : this.earlyDeaths + 1;
     const delayMs = restartDelayMs(this.earlyDeaths);
-    this.log.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delayMs }, 'worker died: replacing it');
+    this.log.error(
+      { worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delayMs },
+      'worker died: replacing it',
+    );
     setTimeout(() => {
       if (!this.stopping) this.fork();
     }, delayMs);
@@ -144,7 +163,10 @@ class Supervisor {
       process.exit(1);
     }
     this.stopping = true;
-    this.log.info({ reason, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down: draining every worker');
+    this.log.info(
+      { reason, workers: Object.keys(cluster.workers ?? {}).length },
+      'shutting down: draining every worker',
+    );
     const shutdownTimeoutMs = this.config.server.shutdownTimeoutMs;
     setTimeout(() => {
       this.log.error({ shutdownTimeoutMs }, 'workers did not finish: killing them');

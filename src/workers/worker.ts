@@ -21,7 +21,12 @@ export async function runWorker(config: Config, logger: Logger, workers: number)
   const workerLogger = logger.child({ worker: cluster.worker!.id });
   let product;
   try {
-    product = await startProduct(config, { logger: workerLogger, metricsSource: clusterMetricsSource, trafficSource: clusterTrafficSource, reload: reloadThroughSupervisor() });
+    product = await startProduct(config, {
+      logger: workerLogger,
+      metricsSource: clusterMetricsSource,
+      trafficSource: clusterTrafficSource,
+      reload: reloadThroughSupervisor(),
+    });
   } catch (err) {
     // The supervisor prints it, once for all workers.
     tell({ type: 'asg:startup-failed', line: startupFailureLine(err) }, () => process.exit(1));
@@ -37,7 +42,9 @@ export async function runWorker(config: Config, logger: Logger, workers: number)
   process.on('message', (message: unknown) => {
     if (isMessage<SupervisorMessage>(message, 'asg:stop')) stop('supervisor', { signal: false });
     if (isMessage<SupervisorMessage>(message, 'asg:greet')) {
-      greetDeveloper(config, running, workers).catch((err: Error) => workerLogger.error({ err }, 'could not greet the developer'));
+      greetDeveloper(config, running, workers).catch((err: Error) =>
+        workerLogger.error({ err }, 'could not greet the developer'),
+      );
     }
   });
   tell({ type: 'asg:ready', gatewayUrl: running.gatewayUrl, adminUrl: running.adminUrl });

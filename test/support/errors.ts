@@ -6,7 +6,16 @@ export interface AnswerWithBody {
 }
 
 /** What a 429 rate_limited body may name as the window that refused it (CONTRACT §3). */
-export const REFUSING_WINDOWS = ['minute', 'day', 'month', 'consumer-minute', 'consumer-day', 'consumer-month', 'anonymous', 'hidden'] as const;
+export const REFUSING_WINDOWS = [
+  'minute',
+  'day',
+  'month',
+  'consumer-minute',
+  'consumer-day',
+  'consumer-month',
+  'anonymous',
+  'hidden',
+] as const;
 
 /**
  * The contract's Error body: JSON `{code, message, status}` with `status` equal to the HTTP status;
@@ -16,7 +25,10 @@ export const REFUSING_WINDOWS = ['minute', 'day', 'month', 'consumer-minute', 'c
 export function expectError(res: AnswerWithBody, status: number, code: string): void {
   const named = code === 'rate_limited' && typeof res.body === 'object' && res.body !== null && 'window' in res.body;
   const window = named ? { window: expect.stringMatching(new RegExp(`^(${REFUSING_WINDOWS.join('|')})$`)) } : {};
-  expect({ status: res.status, body: res.body }).toEqual({ status, body: { code, message: expect.any(String), status, ...window } });
+  expect({ status: res.status, body: res.body }).toEqual({
+    status,
+    body: { code, message: expect.any(String), status, ...window },
+  });
   const type = res.headers['content-type'];
   expect(Array.isArray(type) ? type.join(', ') : type).toMatch(/^application\/json/);
 }

@@ -13,12 +13,16 @@ export interface EventuallyOptions {
  * `timeoutMs` naming `what`. Resolves with the ms it took. A check that throws fails the wait at
  * once (wrap it when a throw means "not yet").
  */
-export async function eventually(check: () => boolean | Promise<boolean>, options: EventuallyOptions = {}): Promise<number> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  options: EventuallyOptions = {},
+): Promise<number> {
   const { timeoutMs = 5000, pollMs = 20, what = 'condition' } = options;
   const started = Date.now();
   for (;;) {
     if (await check()) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) throw new Error(`${typeof what === 'function' ? what() : what}: not within ${timeoutMs} ms`);
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`${typeof what === 'function' ? what() : what}: not within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }

@@ -11,7 +11,8 @@ export async function inspectorUrl(stderr: () => string, timeoutMs = 10_000): Pr
   for (;;) {
     const match = /Debugger listening on (ws:\/\/\S+)/.exec(stderr());
     if (match) return match[1]!;
-    if (Date.now() - startedAt > timeoutMs) throw new Error(`no inspector URL on stderr within ${timeoutMs} ms:\n${stderr()}`);
+    if (Date.now() - startedAt > timeoutMs)
+      throw new Error(`no inspector URL on stderr within ${timeoutMs} ms:\n${stderr()}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -28,7 +29,10 @@ export async function retainedHeapBytes(url: string, timeoutMs = 10_000): Promis
   const call = (method: string) =>
     new Promise<unknown>((resolve, reject) => {
       const id = nextId++;
-      const timer = setTimeout(() => reject(new Error(`inspector: ${method} did not answer within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`inspector: ${method} did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       pending.set(id, (result) => {
         clearTimeout(timer);
         resolve(result);

@@ -8,7 +8,11 @@ import request from 'supertest';
 import { loadConfig, type Config } from '../../src/shared/config';
 import { systemClock, type Clock } from '../../src/shared/clock';
 import { createLogger, type Logger } from '../../src/shared/logger';
-import { UPSTREAM_TOKEN_HEADER, UpstreamTokenSigner, type UpstreamTokenSettings } from '../../src/shared/upstream-token';
+import {
+  UPSTREAM_TOKEN_HEADER,
+  UpstreamTokenSigner,
+  type UpstreamTokenSettings,
+} from '../../src/shared/upstream-token';
 import { inventoryDatabasePath, startInventory, type RunningInventory } from '../../src/inventory/server';
 import type { NewPet, Pet } from '../../src/inventory/pet';
 import { freePort } from './redis-server';
@@ -30,8 +34,15 @@ export function testConfig(dataDir: string, overrides: Record<string, unknown> =
 }
 
 /** Signs gateway tokens; with other settings it makes forged, misaddressed or expired ones. */
-export function tokenSigner(config: Config, changes: Partial<UpstreamTokenSettings> = {}, clock: Clock = systemClock): UpstreamTokenSigner {
-  return new UpstreamTokenSigner({ ...config.signing, secret: config.signing.secret ?? TEST_SIGNING_SECRET, ...changes }, clock);
+export function tokenSigner(
+  config: Config,
+  changes: Partial<UpstreamTokenSettings> = {},
+  clock: Clock = systemClock,
+): UpstreamTokenSigner {
+  return new UpstreamTokenSigner(
+    { ...config.signing, secret: config.signing.secret ?? TEST_SIGNING_SECRET, ...changes },
+    clock,
+  );
 }
 
 /** Rows in the pets table, read through a separate read-only connection to the real file. */
@@ -75,7 +86,12 @@ export async function startTestInventory(
   const ownsDataDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? makeTempDir('inventory');
   const config = testConfig(dataDir, options.overrides);
-  const running = await startInventory(config, { port: 0, host: '127.0.0.1', logger: options.logger ?? createLogger('silent'), clock: options.clock });
+  const running = await startInventory(config, {
+    port: 0,
+    host: '127.0.0.1',
+    logger: options.logger ?? createLogger('silent'),
+    clock: options.clock,
+  });
   const signer = tokenSigner(config, {}, options.clock);
   const token = () => signer.sign({ keyId: 'test-key', plan: 'free' });
   const inventory: TestInventory = {
@@ -86,10 +102,17 @@ export async function startTestInventory(
     running,
     token,
     async get(pathAndQuery, headers = {}) {
-      return request(running.url).get(pathAndQuery).set(headers).set(UPSTREAM_TOKEN_HEADER, await token());
+      return request(running.url)
+        .get(pathAndQuery)
+        .set(headers)
+        .set(UPSTREAM_TOKEN_HEADER, await token());
     },
     async post(pathAndQuery, body, headers = {}) {
-      return request(running.url).post(pathAndQuery).set(headers).set(UPSTREAM_TOKEN_HEADER, await token()).send(body as object);
+      return request(running.url)
+        .post(pathAndQuery)
+        .set(headers)
+        .set(UPSTREAM_TOKEN_HEADER, await token())
+        .send(body as object);
     },
     async createPet(pet) {
       const res = await inventory.post('/v1/pets', pet);
@@ -120,7 +143,12 @@ export interface InventoryProcess {
  * and resolves once /healthz answers. The environment is built from scratch so nothing of the
  * caller's leaks into the config.
  */
-export async function spawnInventoryProcess(options: { dataDir: string; port?: number; env?: Record<string, string>; waitUntilReady?: boolean }): Promise<InventoryProcess> {
+export async function spawnInventoryProcess(options: {
+  dataDir: string;
+  port?: number;
+  env?: Record<string, string>;
+  waitUntilReady?: boolean;
+}): Promise<InventoryProcess> {
   const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', 'src/inventory/main.ts'], {
     cwd: REPO_ROOT,
@@ -168,7 +196,10 @@ export async function spawnInventoryProcess(options: { dataDir: string; port?: n
 }
 
 /** Sends `signal` and waits for the process to end. */
-export async function stopInventoryProcess(proc: InventoryProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+export async function stopInventoryProcess(
+  proc: InventoryProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
   return proc.exited;
 }
@@ -192,25 +223,31 @@ export function rawRequest(
 ): Promise<RawResponse> {
   const url = new URL(baseUrl);
   const headers: Record<string, string> = { ...options.headers };
-  if (options.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length' || h.toLowerCase() === 'transfer-encoding')) {
+  if (
+    options.body !== undefined &&
+    !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length' || h.toLowerCase() === 'transfer-encoding')
+  ) {
     headers['Content-Length'] = String(Buffer.byteLength(options.body));
   }
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method: options.method, path: options.path, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
-        try {
-          body = text === '' ? undefined : (JSON.parse(text) as unknown);
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { host: url.hostname, port: url.port, method: options.method, path: options.path, headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown;
+          try {
+            body = text === '' ? undefined : (JSON.parse(text) as unknown);
+          } catch {
+            body = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     if (options.body !== undefined) req.write(options.body);
     req.end();

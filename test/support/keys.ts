@@ -41,7 +41,11 @@ export interface KeyInput {
  * admin API. Given only an admin endpoint, or `overApi: true`, it is POST /admin/keys over real
  * HTTP, expecting 201 (a refusal fails with the answer's body).
  */
-export async function createKey(target: AdminEndpoint & { keyService?: KeyService }, input: KeyInput = {}, options: { overApi?: boolean } = {}): Promise<CreatedKey> {
+export async function createKey(
+  target: AdminEndpoint & { keyService?: KeyService },
+  input: KeyInput = {},
+  options: { overApi?: boolean } = {},
+): Promise<CreatedKey> {
   const body = { name: 'test key', plan: 'free', ...input };
   if (target.keyService && !options.overApi) {
     const { key, record } = await target.keyService.create(body as NewKeyInput);

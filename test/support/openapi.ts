@@ -66,7 +66,13 @@ export function toPointer(segments: readonly string[]): string {
 /** Follows a local `$ref` (`#/a/b`) to the node it names; undefined when it does not resolve. */
 export function resolvePointer(document: unknown, ref: string): unknown {
   if (!ref.startsWith('#')) return undefined;
-  const segments = ref === '#' ? [] : ref.slice(2).split('/').map((s) => decodeURIComponent(s).replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments =
+    ref === '#'
+      ? []
+      : ref
+          .slice(2)
+          .split('/')
+          .map((s) => decodeURIComponent(s).replace(/~1/g, '/').replace(/~0/g, '~'));
   let node: unknown = document;
   for (const segment of segments) {
     if (typeof node !== 'object' || node === null || !(segment in node)) return undefined;
@@ -94,7 +100,9 @@ function validateAt(pointer: string, value: unknown, label: string): string[] {
     validators.set(pointer, validate);
   }
   if (validate(value)) return [];
-  return (validate.errors ?? []).map((e: ErrorObject) => `${label}${e.instancePath || ''}: ${e.message ?? 'invalid'}${describeParams(e)}`);
+  return (validate.errors ?? []).map(
+    (e: ErrorObject) => `${label}${e.instancePath || ''}: ${e.message ?? 'invalid'}${describeParams(e)}`,
+  );
 }
 
 function describeParams(e: ErrorObject): string {
@@ -146,8 +154,16 @@ function checkAgainstResponse(
       continue;
     }
     const schemaPointer =
-      typeof headerRef.$ref === 'string' ? `${headerRef.$ref}/schema` : toPointer([...responsePointer, 'headers', name, 'schema']);
-    problems.push(...validateAt(schemaPointer, coerceHeader(value, header.schema as JsonObject), `header ${name} (${JSON.stringify(value)})`));
+      typeof headerRef.$ref === 'string'
+        ? `${headerRef.$ref}/schema`
+        : toPointer([...responsePointer, 'headers', name, 'schema']);
+    problems.push(
+      ...validateAt(
+        schemaPointer,
+        coerceHeader(value, header.schema as JsonObject),
+        `header ${name} (${JSON.stringify(value)})`,
+      ),
+    );
   }
 
   const content = responseDef.content as Record<string, JsonObject> | undefined;
@@ -176,29 +192,44 @@ function responseLocation(pointer: string[]): { def: JsonObject; pointer: string
   let location = pointer;
   for (let hops = 0; def && typeof def.$ref === 'string' && hops < 10; hops += 1) {
     const ref = def.$ref;
-    location = ref.slice(2).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    location = ref
+      .slice(2)
+      .split('/')
+      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
     def = resolvePointer(state().document, ref) as JsonObject | undefined;
   }
   return def ? { def, pointer: location } : undefined;
 }
 
 /** Every way `response` departs from the document; empty when it conforms. */
-export function openApiMismatches(method: string, pathTemplate: string, response: ResponseLike, options: OpenApiCheckOptions = {}): string[] {
+export function openApiMismatches(
+  method: string,
+  pathTemplate: string,
+  response: ResponseLike,
+  options: OpenApiCheckOptions = {},
+): string[] {
   const { document } = state();
   const pathItem = document.paths[pathTemplate];
-  if (!pathItem) return [`path ${pathTemplate} is not in openapi.yaml (paths: ${Object.keys(document.paths).join(', ')})`];
+  if (!pathItem)
+    return [`path ${pathTemplate} is not in openapi.yaml (paths: ${Object.keys(document.paths).join(', ')})`];
 
   const verb = method.toLowerCase();
   const operationVerb = verb === 'head' && !pathItem.head ? 'get' : verb;
   const operation = pathItem[operationVerb] as JsonObject | undefined;
   if (!operation) {
     // A method the document does not define on a known path: 405 with the documented methods.
-    if (response.status !== 405) return [`status ${response.status}: ${method.toUpperCase()} ${pathTemplate} is undocumented, so only 405 is expected`];
+    if (response.status !== 405)
+      return [
+        `status ${response.status}: ${method.toUpperCase()} ${pathTemplate} is undocumented, so only 405 is expected`,
+      ];
     const location = responseLocation(['components', 'responses', 'MethodNotAllowed'])!;
     const problems = checkAgainstResponse(location.def, location.pointer, response, options);
     const documented = HTTP_METHODS.filter((m) => pathItem[m]).map((m) => m.toUpperCase());
     if (documented.includes('GET') && !documented.includes('HEAD')) documented.push('HEAD');
-    const allow = (headerValue(response.headers, 'allow') ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+    const allow = (headerValue(response.headers, 'allow') ?? '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean);
     if ([...allow].sort().join(',') !== [...documented].sort().join(',')) {
       problems.push(`header Allow: "${allow.join(', ')}" should list exactly ${documented.join(', ')}`);
     }
@@ -207,17 +238,37 @@ export function openApiMismatches(method: string, pathTemplate: string, response
 
   const status = String(response.status);
   const responses = operation.responses as JsonObject;
-  const key = status in responses ? status : `${status[0]}XX` in responses ? `${status[0]}XX` : 'default' in responses ? 'default' : undefined;
-  if (!key) return [`status ${status} is not documented for ${String(operation.operationId)} (documented: ${Object.keys(responses).join(', ')})`];
+  const key =
+    status in responses
+      ? status
+      : `${status[0]}XX` in responses
+        ? `${status[0]}XX`
+        : 'default' in responses
+          ? 'default'
+          : undefined;
+  if (!key)
+    return [
+      `status ${status} is not documented for ${String(operation.operationId)} (documented: ${Object.keys(responses).join(', ')})`,
+    ];
   const location = responseLocation(['paths', pathTemplate, operationVerb, 'responses', key]);
   if (!location) return [`response ${key} of ${String(operation.operationId)} does not resolve`];
-  const problems = checkAgainstResponse(location.def, location.pointer, verb === 'head' ? { ...response, body: undefined, text: '' } : response, options);
+  const problems = checkAgainstResponse(
+    location.def,
+    location.pointer,
+    verb === 'head' ? { ...response, body: undefined, text: '' } : response,
+    options,
+  );
   if (verb === 'head') return problems.filter((p) => !p.startsWith('body'));
   return problems;
 }
 
 /** Throws a readable error listing every mismatch between `response` and the document. */
-export function expectMatchesOpenApi(method: string, pathTemplate: string, response: ResponseLike, options: OpenApiCheckOptions = {}): void {
+export function expectMatchesOpenApi(
+  method: string,
+  pathTemplate: string,
+  response: ResponseLike,
+  options: OpenApiCheckOptions = {},
+): void {
   const problems = openApiMismatches(method, pathTemplate, response, options);
   if (problems.length === 0) return;
   const body = bodyOf(response);
@@ -232,5 +283,6 @@ export function expectMatchesOpenApi(method: string, pathTemplate: string, respo
 /** Validates a value against `components.schemas.<name>` (e.g. an Error body of an undocumented path). */
 export function expectMatchesSchema(name: string, value: unknown): void {
   const problems = validateAt(toPointer(['components', 'schemas', name]), value, name);
-  if (problems.length > 0) throw new Error(`value does not match components.schemas.${name}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  if (problems.length > 0)
+    throw new Error(`value does not match components.schemas.${name}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
 }

@@ -49,8 +49,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         res.writeHead(404).end();
         return;
       }
-      spans.push(...(type.startsWith('application/json') ? fromJson(JSON.parse(body.toString('utf8'))) : fromProtobuf(body)));
-      res.writeHead(200, { 'Content-Type': type.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' });
+      spans.push(
+        ...(type.startsWith('application/json') ? fromJson(JSON.parse(body.toString('utf8'))) : fromProtobuf(body)),
+      );
+      res.writeHead(200, {
+        'Content-Type': type.startsWith('application/json') ? 'application/json' : 'application/x-protobuf',
+      });
       res.end(type.startsWith('application/json') ? '{}' : undefined);
     });
   });
@@ -73,7 +77,9 @@ interface JsonKeyValue {
 function jsonAttributes(list: JsonKeyValue[] | undefined): Record<string, string | number | boolean> {
   const attributes: Record<string, string | number | boolean> = {};
   for (const { key, value } of list ?? []) {
-    attributes[key] = value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue ?? ''));
+    attributes[key] =
+      value.stringValue ??
+      (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue ?? ''));
   }
   return attributes;
 }
@@ -83,7 +89,16 @@ function fromJson(body: {
     resource?: { attributes?: JsonKeyValue[] };
     scopeSpans?: Array<{
       scope?: { name?: string };
-      spans?: Array<{ traceId: string; spanId: string; parentSpanId?: string; traceState?: string; name: string; kind: number; attributes?: JsonKeyValue[]; status?: { code?: number } }>;
+      spans?: Array<{
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        traceState?: string;
+        name: string;
+        kind: number;
+        attributes?: JsonKeyValue[];
+        status?: { code?: number };
+      }>;
     }>;
   }>;
 }): ReceivedSpan[] {

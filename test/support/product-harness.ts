@@ -58,21 +58,22 @@ export async function startTestProduct(options: ProductHarnessOptions = {}): Pro
   if (options.redis !== false) env.REDIS_URL = options.redisUrl ?? testRedisUrl();
   const namespace = options.namespace ?? uniqueNamespace('product');
   // A reload (SIGHUP, POST /admin/reload) reads the same sources again: a test changes CONFIG_FILE's contents.
-  const load = () => loadConfig({
-    env,
-    overrides: mergeConfig(
-      {
-        dataDir,
-        server: { host: '127.0.0.1' },
-        // 2 s rather than the default 200 ms: on a loaded 2-core test machine a busy process can read
-        // Redis's reply later than 200 ms, take it for an outage and limit on its fallback for a
-        // moment, which would blur the exact counts these suites assert. Outage suites set 200.
-        redis: { namespace, commandTimeoutMs: 2000 },
-        logLevel: 'info',
-      },
-      (options.overrides ?? {}) as Parameters<typeof mergeConfig>[1],
-    ) as never,
-  });
+  const load = () =>
+    loadConfig({
+      env,
+      overrides: mergeConfig(
+        {
+          dataDir,
+          server: { host: '127.0.0.1' },
+          // 2 s rather than the default 200 ms: on a loaded 2-core test machine a busy process can read
+          // Redis's reply later than 200 ms, take it for an outage and limit on its fallback for a
+          // moment, which would blur the exact counts these suites assert. Outage suites set 200.
+          redis: { namespace, commandTimeoutMs: 2000 },
+          logLevel: 'info',
+        },
+        (options.overrides ?? {}) as Parameters<typeof mergeConfig>[1],
+      ) as never,
+    });
   const config = load();
   const logs = new LogCapture();
   const logger = createLogger(config.logLevel, logs, { keyPrefix: config.keys.prefix, traceFields: tracing() });

@@ -7,7 +7,9 @@ import { parse as parseYaml } from 'yaml';
 export const repositoryRoot = path.resolve(__dirname, '..', '..');
 export const prometheusFolder = path.join(repositoryRoot, 'config', 'prometheus');
 export const ruleFiles = ['recording-rules.yml', 'alert-rules.yml'].map((file) => path.join(prometheusFolder, file));
-export const ruleTestFiles = ['alert-rules.test.yml', 'alert-rules-daily.test.yml'].map((file) => path.join(prometheusFolder, 'tests', file));
+export const ruleTestFiles = ['alert-rules.test.yml', 'alert-rules-daily.test.yml'].map((file) =>
+  path.join(prometheusFolder, 'tests', file),
+);
 export const dashboardFile = path.join(repositoryRoot, 'config', 'grafana', 'dashboards', 'gateway.json');
 
 const INSTALL_HINT =
@@ -69,7 +71,9 @@ export function dashboardPanels(dashboard: Dashboard): DashboardPanel[] {
 }
 
 export function dashboardTargets(dashboard: Dashboard): DashboardTarget[] {
-  return dashboardPanels(dashboard).flatMap((panel) => (panel.targets ?? []).map((t) => ({ panel: panel.title, refId: t.refId, expr: t.expr })));
+  return dashboardPanels(dashboard).flatMap((panel) =>
+    (panel.targets ?? []).map((t) => ({ panel: panel.title, refId: t.refId, expr: t.expr })),
+  );
 }
 
 /**

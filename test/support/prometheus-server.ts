@@ -32,7 +32,10 @@ export interface PrometheusProcess {
 }
 
 export type PrometheusAnswer =
-  | { status: 'success'; data: { resultType: string; result: Array<{ metric: Record<string, string>; value: [number, string] }> } }
+  | {
+      status: 'success';
+      data: { resultType: string; result: Array<{ metric: Record<string, string>; value: [number, string] }> };
+    }
   | { status: 'error'; errorType: string; error: string };
 
 /**
@@ -48,10 +51,18 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
   fs.writeFileSync(
     configFile,
     toYaml({
-      global: { scrape_interval: options.interval, scrape_timeout: options.interval, evaluation_interval: options.interval },
+      global: {
+        scrape_interval: options.interval,
+        scrape_timeout: options.interval,
+        evaluation_interval: options.interval,
+      },
       rule_files: options.ruleFiles,
       scrape_configs: [
-        { job_name: options.job, metrics_path: '/metrics', static_configs: options.targets.map((t) => ({ targets: [t.address], labels: t.labels })) },
+        {
+          job_name: options.job,
+          metrics_path: '/metrics',
+          static_configs: options.targets.map((t) => ({ targets: [t.address], labels: t.labels })),
+        },
       ],
     }),
   );

@@ -111,11 +111,15 @@ export async function startRedisCluster(
     tls
       ? [
           ...redisTlsArgs(tls, tlsPort(i), { requireClientCert: false }),
-          '--tls-cluster', 'yes',
-          '--tls-replication', 'yes',
+          '--tls-cluster',
+          'yes',
+          '--tls-replication',
+          'yes',
           // A node dialling another's bus presents a client certificate (the bus always asks for one).
-          '--tls-client-cert-file', tls.clientCert,
-          '--tls-client-key-file', tls.clientKey,
+          '--tls-client-cert-file',
+          tls.clientCert,
+          '--tls-client-key-file',
+          tls.clientKey,
         ]
       : [];
   const servers: RedisProcess[] = [];
@@ -129,11 +133,16 @@ export async function startRedisCluster(
       Array.from({ length: masters }, (_, i) =>
         startRedisServer(
           [
-            '--cluster-enabled', 'yes',
-            '--cluster-config-file', path.join(configDir, `nodes-${ports[i]}.conf`),
-            '--cluster-announce-ip', '127.0.0.1',
-            '--cluster-port', String(ports[masters + i]),
-            '--cluster-node-timeout', '5000',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            path.join(configDir, `nodes-${ports[i]}.conf`),
+            '--cluster-announce-ip',
+            '127.0.0.1',
+            '--cluster-port',
+            String(ports[masters + i]),
+            '--cluster-node-timeout',
+            '5000',
             ...tlsArgs(i),
             ...(options.extraArgs ?? []),
           ],
@@ -154,7 +163,14 @@ export async function startRedisCluster(
       if (!server) throw new Error(`no node of this cluster listens on ${port}`);
       await server.stop();
     };
-    return { nodes, ports: servers.map((server) => server.port), tlsNodes, startedInMs: Date.now() - started, killNode, stop: stopAll };
+    return {
+      nodes,
+      ports: servers.map((server) => server.port),
+      tlsNodes,
+      startedInMs: Date.now() - started,
+      killNode,
+      stop: stopAll,
+    };
   } catch (err) {
     await stopAll();
     throw err;

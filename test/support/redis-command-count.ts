@@ -4,7 +4,8 @@ import type Redis from 'ioredis';
 export async function commandsExecuted(observer: Redis): Promise<number> {
   const info = await observer.info('commandstats');
   let total = 0;
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') total += Number(match[2]);
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+    if (match[1] !== 'info') total += Number(match[2]);
   return total;
 }
 

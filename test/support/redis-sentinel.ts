@@ -24,9 +24,15 @@ export interface SentinelSetup {
  * and the sentinels' links to the data nodes go over TLS, and the sentinels name the data nodes by
  * their TLS ports; the plain ports stay for the test's own looks inside.
  */
-export async function startSentinelSetup(name = 'mymaster', options: { tls?: TestCertificates } = {}): Promise<SentinelSetup> {
+export async function startSentinelSetup(
+  name = 'mymaster',
+  options: { tls?: TestCertificates } = {},
+): Promise<SentinelSetup> {
   assertRedisServerAvailable();
-  const tlsArgs = async () => (options.tls ? [...redisTlsArgs(options.tls, await freePort(), { requireClientCert: false }), '--tls-replication', 'yes'] : []);
+  const tlsArgs = async () =>
+    options.tls
+      ? [...redisTlsArgs(options.tls, await freePort(), { requireClientCert: false }), '--tls-replication', 'yes']
+      : [];
   const primaryTls = await tlsArgs();
   const primary = await startRedisServer(primaryTls);
   const primaryPort = options.tls ? Number(primaryTls[1]) : primary.port;
@@ -47,7 +53,14 @@ export async function startSentinelSetup(name = 'mymaster', options: { tls?: Tes
         'bind 127.0.0.1',
         `dir ${dir}`,
         ...(tls
-          ? [`tls-port ${tlsPort}`, `tls-cert-file ${tls.serverCert}`, `tls-key-file ${tls.serverKey}`, `tls-ca-cert-file ${tls.caCert}`, 'tls-auth-clients no', 'tls-replication yes']
+          ? [
+              `tls-port ${tlsPort}`,
+              `tls-cert-file ${tls.serverCert}`,
+              `tls-key-file ${tls.serverKey}`,
+              `tls-ca-cert-file ${tls.caCert}`,
+              'tls-auth-clients no',
+              'tls-replication yes',
+            ]
           : []),
         `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
         `sentinel down-after-milliseconds ${name} 1000`,
@@ -62,7 +75,11 @@ export async function startSentinelSetup(name = 'mymaster', options: { tls?: Tes
   }
   const ask = async (sentinel: string): Promise<string | null> => {
     const [host, port] = sentinel.split(':');
-    const client = new Redis(Number(port), host!, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis(Number(port), host!, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on('error', () => {});
     try {
       await client.connect();
@@ -80,7 +97,8 @@ export async function startSentinelSetup(name = 'mymaster', options: { tls?: Tes
     const answers = await Promise.all(plainSentinels.map(ask));
     const replicaInfo = await replicaLinkUp(replica.port);
     if (answers.every((a) => a === `127.0.0.1:${primaryPort}`) && replicaInfo) break;
-    if (Date.now() > deadline) throw new Error(`sentinels did not come up: ${JSON.stringify(answers)}, replica link up: ${replicaInfo}`);
+    if (Date.now() > deadline)
+      throw new Error(`sentinels did not come up: ${JSON.stringify(answers)}, replica link up: ${replicaInfo}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return {

@@ -66,7 +66,19 @@ export async function startRedisServer(extraArgs: string[] = [], port?: number):
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-redis-'));
   const child: ChildProcess = spawn(
     'redis-server',
-    ['--port', String(chosenPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    [
+      '--port',
+      String(chosenPort),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      ...extraArgs,
+    ],
     { stdio: 'ignore', detached: false },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

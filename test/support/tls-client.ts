@@ -63,7 +63,10 @@ export class TlsClient {
 
   private overH2(req: TlsRequest): Promise<TlsAnswer> {
     return new Promise((resolve, reject) => {
-      const stream = this.h2Session().request({ ':method': req.method ?? 'GET', ':path': req.path, ...req.headers }, { endStream: req.body === undefined });
+      const stream = this.h2Session().request(
+        { ':method': req.method ?? 'GET', ':path': req.path, ...req.headers },
+        { endStream: req.body === undefined },
+      );
       const chunks: Buffer[] = [];
       let headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader = {};
       stream.on('response', (h) => (headers = h));
@@ -80,16 +83,26 @@ export class TlsClient {
 
   private overHttp1(req: TlsRequest): Promise<TlsAnswer> {
     return new Promise((resolve, reject) => {
-      const outgoing = https.request(new URL(req.path, this.baseUrl), { method: req.method ?? 'GET', headers: req.headers, agent: this.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        // Read now: at 'end' a keep-alive socket is back in the agent's pool and res.socket is null.
-        const alpn = (res.socket as import('node:tls').TLSSocket).alpnProtocol;
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed(text), protocol: alpn || 'none' });
-        });
-      });
+      const outgoing = https.request(
+        new URL(req.path, this.baseUrl),
+        { method: req.method ?? 'GET', headers: req.headers, agent: this.agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          // Read now: at 'end' a keep-alive socket is back in the agent's pool and res.socket is null.
+          const alpn = (res.socket as import('node:tls').TLSSocket).alpnProtocol;
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              text,
+              body: parsed(text),
+              protocol: alpn || 'none',
+            });
+          });
+        },
+      );
       outgoing.on('error', reject);
       outgoing.end(req.body);
     });

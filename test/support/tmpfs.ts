@@ -25,7 +25,9 @@ export function mountTmpfs(label: string, sizeBytes: number): Tmpfs {
   } catch (err) {
     fs.rmdirSync(dir);
     const reason = (err as { stderr?: Buffer }).stderr?.toString().trim() || (err as Error).message;
-    throw new Error(`cannot mount a tmpfs for this test (it needs root and mount(8), as CI has): ${reason}`);
+    throw new Error(`cannot mount a tmpfs for this test (it needs root and mount(8), as CI has): ${reason}`, {
+      cause: err,
+    });
   }
   let mounted = true;
   return {

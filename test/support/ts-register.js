@@ -7,7 +7,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const crypto = require('node:crypto');
+const nodeCrypto = require('node:crypto');
 
 const cacheDir = path.join(os.tmpdir(), 'asg-ts-register-cache');
 
@@ -33,7 +33,7 @@ function transpile(source, filename) {
 
 require.extensions['.ts'] = function compileTypeScript(module, filename) {
   const stat = fs.statSync(filename);
-  const key = crypto.createHash('sha256').update(`${filename}\0${stat.size}\0${stat.mtimeMs}`).digest('hex');
+  const key = nodeCrypto.createHash('sha256').update(`${filename}\0${stat.size}\0${stat.mtimeMs}`).digest('hex');
   const cached = path.join(cacheDir, `${key}.js`);
   let code;
   try {

@@ -64,8 +64,10 @@ export class UsageSink {
 
   private parse(req: http.IncomingMessage, body: string): CloudEvent<Record<string, unknown>>[] {
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
-    if (req.method !== 'POST' || req.url !== '/api/v1/events') throw new Error(`not the ingest endpoint: ${req.method} ${req.url}`);
-    if (type !== 'application/cloudevents-batch+json' && type !== 'application/cloudevents+json') throw new Error(`content-type ${type}`);
+    if (req.method !== 'POST' || req.url !== '/api/v1/events')
+      throw new Error(`not the ingest endpoint: ${req.method} ${req.url}`);
+    if (type !== 'application/cloudevents-batch+json' && type !== 'application/cloudevents+json')
+      throw new Error(`content-type ${type}`);
     const received = HTTP.toEvent<Record<string, unknown>>({ headers: req.headers as Record<string, string>, body });
     // Made again as CloudEvent (strict): every required attribute, a valid id, time and type, or it throws.
     return (Array.isArray(received) ? received : [received]).map((event) => {
@@ -84,7 +86,12 @@ export class UsageSink {
       return;
     }
     this.duplicates += 1;
-    if (JSON.stringify(held.data) !== JSON.stringify(event.data) || held.type !== event.type || held.subject !== event.subject) this.conflicts += 1;
+    if (
+      JSON.stringify(held.data) !== JSON.stringify(event.data) ||
+      held.type !== event.type ||
+      held.subject !== event.subject
+    )
+      this.conflicts += 1;
   }
 
   /** The sum of `data.<field>` over the events of `type` kept, per subject (what a SUM meter shows). */

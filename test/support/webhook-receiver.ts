@@ -80,7 +80,9 @@ export class WebhookReceiver {
 
   /** Deliveries answered 2xx, each id once. */
   deliveredIds(): string[] {
-    return [...new Set(this.deliveries.filter((d) => typeof d.answered === 'number' && d.answered < 300).map((d) => d.id))];
+    return [
+      ...new Set(this.deliveries.filter((d) => typeof d.answered === 'number' && d.answered < 300).map((d) => d.id)),
+    ];
   }
 
   async stop(): Promise<void> {
@@ -91,6 +93,10 @@ export class WebhookReceiver {
 }
 
 /** The webhook suites' spelling of the kit's one wait (`eventually`): `what` first, polled every 25 ms. */
-export async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+export async function waitUntil(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 20_000,
+): Promise<void> {
   await eventually(check, { what, timeoutMs, pollMs: 25 });
 }

@@ -39,7 +39,10 @@ const CONTENT_TYPES: Record<string, string> = {
  * builds sit at different depths (dist/admin/console, and dist-bench/src/admin/console for the bench).
  */
 export function consolePublicDir(moduleDir: string = __dirname): string {
-  const candidates = [path.join(moduleDir, 'public'), path.join(packageRoot(moduleDir), 'src', 'admin', 'console', 'public')];
+  const candidates = [
+    path.join(moduleDir, 'public'),
+    path.join(packageRoot(moduleDir), 'src', 'admin', 'console', 'public'),
+  ];
   const found = candidates.find((dir) => fs.existsSync(path.join(dir, 'index.html')));
   if (!found) throw new Error(`operator console files not found (looked in ${candidates.join(', ')})`);
   return found;

@@ -17,7 +17,12 @@ export interface StatsReport {
   stepSeconds: number;
   /** Oldest first, zero-filled, one per step; counts (not rates) per step. */
   points: StatsPoint[];
-  totals: { requests: number; byStatus: Record<string, number>; byPlan: Record<string, number>; rejectionsByWindow: Record<string, number> };
+  totals: {
+    requests: number;
+    byStatus: Record<string, number>;
+    byPlan: Record<string, number>;
+    rejectionsByWindow: Record<string, number>;
+  };
   activeBans: number | null;
   health: Record<string, 'ok' | 'failing'>;
 }

@@ -22,7 +22,13 @@ export function topKeysRoute(deps: TopKeysDependencies): express.Router {
     const busy = await deps.top(Number(minutes), limit);
     const records = await Promise.all(busy.map((b) => deps.keyById(b.keyId)));
     res.json({
-      keys: busy.map((b, i) => ({ keyId: b.keyId, name: records[i]?.name ?? null, consumerId: records[i]?.consumerId ?? null, requests: b.requests, rateLimited: b.rateLimited })),
+      keys: busy.map((b, i) => ({
+        keyId: b.keyId,
+        name: records[i]?.name ?? null,
+        consumerId: records[i]?.consumerId ?? null,
+        requests: b.requests,
+        rateLimited: b.rateLimited,
+      })),
     });
   });
   return router;

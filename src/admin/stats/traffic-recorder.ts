@@ -79,7 +79,10 @@ export class TrafficRecorder {
   seconds(): TrafficSecond[] {
     const now = Math.floor(this.clock.now() / 1000);
     return this.ring
-      .filter((slot): slot is TrafficSecond => slot !== undefined && slot.second > now - TRAFFIC_HISTORY_SECONDS && slot.second <= now)
+      .filter(
+        (slot): slot is TrafficSecond =>
+          slot !== undefined && slot.second > now - TRAFFIC_HISTORY_SECONDS && slot.second <= now,
+      )
       .sort((a, b) => a.second - b.second);
   }
 

@@ -16,7 +16,10 @@ import { createDecisionRecord } from './record-decision';
  * The gateway's own answer (GET /v1/usage) is not a request to decide: a proxy that forwarded it on
  * an allow would ask the inventory, which does not serve it. The proxy routes it to the public listener.
  */
-const ANSWERED_BY_PUBLIC_LISTENER = new Refusal('not_found', 'This operation is answered by the gateway itself: the proxy routes it to the public listener (docs/external-auth.md).');
+const ANSWERED_BY_PUBLIC_LISTENER = new Refusal(
+  'not_found',
+  'This operation is answered by the gateway itself: the proxy routes it to the public listener (docs/external-auth.md).',
+);
 
 /**
  * A request's end is never seen here (the proxy forwards it, or not, after the answer), so no slot
@@ -39,7 +42,8 @@ class PlansWithoutSlots extends PlanBook {
 export function createDecisionHandler(deps: DecisionDependencies): RequestListener {
   const { logger } = deps;
   const addresses = new ClientAddressResolver(deps.config.server.trustedProxies);
-  const { matchOperation, authenticate, limitAnonymous, checkAccess, limitKey, checkRoute, applySunset } = createDecidingSteps(deps, new PlansWithoutSlots(deps.config.plans));
+  const { matchOperation, authenticate, limitAnonymous, checkAccess, limitKey, checkRoute, applySunset } =
+    createDecidingSteps(deps, new PlansWithoutSlots(deps.config.plans));
   const allow = createAllowStep({ signer: deps.signer });
   const recordDecision = createDecisionRecord({ metrics: deps.metrics, logger, keyActivity: deps.keyActivity });
 
@@ -49,7 +53,9 @@ export function createDecisionHandler(deps: DecisionDependencies): RequestListen
     // A refused X-Original-* pair came from a proxy that reads the refusal NGINX-style.
     const nginxStyle = original instanceof Refusal || original.fromHeaders;
     const decided = original instanceof Refusal ? Promise.resolve<StepOutcome>(original) : decide(request);
-    decided.then((outcome) => answer(request, outcome, nginxStyle)).catch((err: unknown) => failInternally(request, err));
+    decided
+      .then((outcome) => answer(request, outcome, nginxStyle))
+      .catch((err: unknown) => failInternally(request, err));
   };
 
   /** The public listener's sequence (handler.ts) from the operation on, ending in the answer instead of the forward. */
@@ -67,7 +73,11 @@ export function createDecisionHandler(deps: DecisionDependencies): RequestListen
   }
 
   /** Every decision starts here: its id on the answer, the original request, and its record on close. */
-  function startDecision(req: IncomingMessage, res: ServerResponse, original: OriginalRequest | Refusal): GatewayRequest {
+  function startDecision(
+    req: IncomingMessage,
+    res: ServerResponse,
+    original: OriginalRequest | Refusal,
+  ): GatewayRequest {
     const requestId = requestIdFor(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     const target = original instanceof Refusal ? null : parseTarget(original.target);

@@ -17,7 +17,10 @@ export interface OriginalRequest {
 /** An HTTP method token (RFC 9110 §9.1), as node:http's parser would accept on a request line. */
 const METHOD_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 
-const METHOD_MISSING = new Refusal('malformed_request', 'X-Original-URI came without X-Original-Method: the proxy must send both (docs/external-auth.md).');
+const METHOD_MISSING = new Refusal(
+  'malformed_request',
+  'X-Original-URI came without X-Original-Method: the proxy must send both (docs/external-auth.md).',
+);
 const METHOD_INVALID = new Refusal('malformed_request', 'X-Original-Method is not an HTTP method.');
 
 /**

@@ -1,4 +1,4 @@
-import { flatLineLogger, type Logger } from '../../shared/logger';
+import { flatLineLogger } from '../../shared/logger';
 import { UNMATCHED_ROUTE } from '../../shared/public-api';
 import type { GatewayRequest } from '../request-context';
 import { protocolOf, requestLogLine } from '../request-log-line';

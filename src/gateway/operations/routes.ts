@@ -45,7 +45,9 @@ export const revokeRoute: RouteMatch = {
 };
 
 /** Every route's template: the values the `route` label of a metric takes besides `unmatched`. */
-export const ROUTE_TEMPLATES: readonly string[] = [petsCollection, petItem, usageRoute, revokeRoute].map((route) => route.template);
+export const ROUTE_TEMPLATES: readonly string[] = [petsCollection, petItem, usageRoute, revokeRoute].map(
+  (route) => route.template,
+);
 
 /**
  * Matches a request path (no query string) to a route. Any segment counts as a `petId` here; the

@@ -1,6 +1,14 @@
 import type { Clock } from '../../shared/clock';
 import type { ApiKeyRecord } from '../../keys/types';
-import type { ConsumerShare, ConsumerWindows, KeyLimiter, KeyUsage, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
+import type {
+  ConsumerShare,
+  ConsumerWindows,
+  KeyLimiter,
+  KeyUsage,
+  RefusingWindow,
+  WindowLimits,
+  WindowState,
+} from '../../limits/types';
 import { windowsIdOfKey } from '../../limits/windows-id';
 import { isHidden, NONE_HIDDEN, type HiddenWindows } from '../../limits/hidden-windows';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
@@ -22,7 +30,12 @@ export interface UsageDependencies {
   hiddenWindowsOf?(record: ApiKeyRecord, consumer: ConsumerShare | undefined): HiddenWindows;
 }
 
-const windowOf = (name: RefusingWindow, w: WindowState) => ({ name, limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) });
+const windowOf = (name: RefusingWindow, w: WindowState) => ({
+  name,
+  limit: w.limit,
+  remaining: w.remaining,
+  reset: Math.ceil(w.resetAt / 1000),
+});
 
 /**
  * The windows as GET /v1/usage lists them: minute, day, and month when the key has one, then its
@@ -44,7 +57,12 @@ function windowsOf(usage: KeyUsage, consumer: ConsumerWindows | undefined, hidde
 }
 
 /** The key's windows and its consumer's, read together (two commands written at once: one exchange with the store). */
-async function readUsage(keyLimiter: KeyLimiter, record: ApiKeyRecord, limits: WindowLimits, share: ConsumerShare | undefined): Promise<[KeyUsage, ConsumerWindows | undefined]> {
+async function readUsage(
+  keyLimiter: KeyLimiter,
+  record: ApiKeyRecord,
+  limits: WindowLimits,
+  share: ConsumerShare | undefined,
+): Promise<[KeyUsage, ConsumerWindows | undefined]> {
   const key = keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay);
   if (share === undefined || !keyLimiter.consumerUsage) return [await key, undefined];
   return Promise.all([key, keyLimiter.consumerUsage(share)]);
@@ -71,15 +89,32 @@ export function createUsageStep(deps: UsageDependencies) {
     const limits = deps.keyLimits(record);
     if (!limits) return unconfiguredPlan(record);
     const consumer = deps.consumerOf?.(record);
-    const read = await storeCall(request, 'rate limit', () => readUsage(keyLimiter, record, limits, consumer?.share), describe);
+    const read = await storeCall(
+      request,
+      'rate limit',
+      () => readUsage(keyLimiter, record, limits, consumer?.share),
+      describe,
+    );
     if (read instanceof Refusal) return read;
     const [usage, consumerWindows] = read;
     const now = clock.now();
     const hidden = deps.hiddenWindowsOf?.(record, consumer?.share) ?? NONE_HIDDEN;
     request.rateLimitOutcome = 'allowed';
-    const month = usage.month && { limit: usage.month.limit, startAt: usage.month.startAt, resetAt: usage.month.resetAt };
-    if (usage.bannedUntil !== null) setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now, month, hidden));
-    else setHeaders(res, keyRateLimitHeaders({ minute: usage.minute, day: usage.day, now, month: usage.month, consumer: consumerWindows }, hidden));
+    const month = usage.month && {
+      limit: usage.month.limit,
+      startAt: usage.month.startAt,
+      resetAt: usage.month.resetAt,
+    };
+    if (usage.bannedUntil !== null)
+      setHeaders(res, bannedRateLimitHeaders(limits, usage.bannedUntil, now, month, hidden));
+    else
+      setHeaders(
+        res,
+        keyRateLimitHeaders(
+          { minute: usage.minute, day: usage.day, now, month: usage.month, consumer: consumerWindows },
+          hidden,
+        ),
+      );
     const body = JSON.stringify({
       plan: record.plan,
       ...(consumer ? { consumer: { id: consumer.id, name: consumer.name } } : {}),

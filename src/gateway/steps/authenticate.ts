@@ -1,7 +1,15 @@
 import type { KeyResolution } from '../../keys/key-resolver';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { GatewayRequest, KeylessCaller } from '../request-context';
-import { EXPIRED_KEY, INVALID_KEY, MISSING_KEY, NOT_BEARER, Refusal, REPEATED_AUTHORIZATION, REVOKED_KEY } from '../refusals';
+import {
+  EXPIRED_KEY,
+  INVALID_KEY,
+  MISSING_KEY,
+  NOT_BEARER,
+  Refusal,
+  REPEATED_AUTHORIZATION,
+  REVOKED_KEY,
+} from '../refusals';
 import { CONTINUE, type StepOutcome } from '../step-outcome';
 import type { StoreCall } from './store-failure';
 
@@ -65,7 +73,11 @@ export function createAuthenticateStep(deps: AuthenticateDependencies) {
     }
   };
 
-  function keyless(request: GatewayRequest, reason: 'missing' | 'invalid' | 'revoked' | 'expired', caller: KeylessCaller): StepOutcome {
+  function keyless(
+    request: GatewayRequest,
+    reason: 'missing' | 'invalid' | 'revoked' | 'expired',
+    caller: KeylessCaller,
+  ): StepOutcome {
     metrics.authFailures.inc({ reason });
     request.keyless = caller;
     return CONTINUE;

@@ -1,4 +1,10 @@
-import { accessDenial, accessPolicyOf, OPEN_ACCESS, type AccessDenial, type AccessPolicy } from '../../access/access-policy';
+import {
+  accessDenial,
+  accessPolicyOf,
+  OPEN_ACCESS,
+  type AccessDenial,
+  type AccessPolicy,
+} from '../../access/access-policy';
 import { operationIdOf } from '../../access/operation-ids';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { Logger } from '../../shared/logger';
@@ -49,7 +55,16 @@ export function createAccessStep(deps: AccessStepDependencies) {
     const denial = accessDenial({ operationId, clientAddress: request.clientAddress }, keyPolicy, consumer);
     if (denial === null) return CONTINUE;
     metrics.accessDenied.inc({ reason: denial, plan: request.plan });
-    logger.info({ requestId: request.requestId, keyId: record.id, reason: denial, operationId, clientAddress: request.clientAddress }, 'request refused by access policy');
+    logger.info(
+      {
+        requestId: request.requestId,
+        keyId: record.id,
+        reason: denial,
+        operationId,
+        clientAddress: request.clientAddress,
+      },
+      'request refused by access policy',
+    );
     return REFUSALS[denial];
   };
 }

@@ -15,6 +15,7 @@ export function checkFraming(request: GatewayRequest): StepOutcome {
   if (method === 'CONNECT') return NO_TUNNEL;
   const host = req.headers.host;
   const authority = req.headers[':authority'];
-  if (host !== undefined && typeof authority === 'string' && String(host).toLowerCase() !== authority.toLowerCase()) return HOST_NOT_AUTHORITY;
+  if (host !== undefined && typeof authority === 'string' && String(host).toLowerCase() !== authority.toLowerCase())
+    return HOST_NOT_AUTHORITY;
   return CONTINUE;
 }

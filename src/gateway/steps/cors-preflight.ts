@@ -11,10 +11,14 @@ import { ANSWERED, CONTINUE, setHeaders, type StepOutcome } from '../step-outcom
 export function createPreflightStep(cors: CorsPolicy | null) {
   return function answerPreflight(request: GatewayRequest): StepOutcome {
     const { req, res } = request;
-    if (!cors || request.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return CONTINUE;
+    if (!cors || request.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined)
+      return CONTINUE;
     if (request.path === null || !isApiPath(request.path)) return CONTINUE;
     request.route = matchRoute(request.path);
-    const headers = cors.preflightHeaders(req.headers.origin, request.route ? allowHeader(request.route) : 'GET, HEAD, POST');
+    const headers = cors.preflightHeaders(
+      req.headers.origin,
+      request.route ? allowHeader(request.route) : 'GET, HEAD, POST',
+    );
     if (!headers) return CONTINUE;
     setHeaders(res, headers);
     res.statusCode = 204;

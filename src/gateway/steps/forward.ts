@@ -44,7 +44,13 @@ export function createForwardStep(deps: ForwardDependencies) {
     const upstream: UpstreamRequest = {
       method: request.method,
       path: request.originForm,
-      headers: upstreamHeaders(req.headers, { token, requestId: request.requestId, clientAddress: request.clientAddress, forwardedProto, forwardedHost }),
+      headers: upstreamHeaders(req.headers, {
+        token,
+        requestId: request.requestId,
+        clientAddress: request.clientAddress,
+        forwardedProto,
+        forwardedHost,
+      }),
       client: req,
       // The upstream deadline counts from the request's arrival, the wait for a connection included.
       receivedAt: request.startedAt,
@@ -101,7 +107,10 @@ export function createForwardStep(deps: ForwardDependencies) {
     if (request.upstreamStartedAt === null) return;
     const seconds = Number(process.hrtime.bigint() - request.upstreamStartedAt) / 1e9;
     request.upstreamMs = Math.round(seconds * 1e6) / 1e3;
-    metrics.upstreamDurations.observe([request.method, request.route?.template ?? UNMATCHED_ROUTE, String(statusCode)], seconds);
+    metrics.upstreamDurations.observe(
+      [request.method, request.route?.template ?? UNMATCHED_ROUTE, String(statusCode)],
+      seconds,
+    );
   }
 }
 

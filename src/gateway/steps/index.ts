@@ -105,7 +105,13 @@ export function createDecidingSteps(deps: DecisionDependencies, plans: PlanBook 
     answerPreflight: createPreflightStep(cors),
     matchOperation: createOperationStep(buildDeprecations(config.deprecations)),
     authenticate: createAuthenticateStep({ keyResolver: deps.keyResolver, metrics, storeCall }),
-    limitAnonymous: createAnonymousLimitStep({ addressLimiter: deps.addressLimiter, metrics, clock, storeCall, retryAfter }),
+    limitAnonymous: createAnonymousLimitStep({
+      addressLimiter: deps.addressLimiter,
+      metrics,
+      clock,
+      storeCall,
+      retryAfter,
+    }),
     checkAccess: createAccessStep({ metrics, logger, consumerPolicy: deps.consumerAccessPolicy }),
     answerUsage: createUsageStep({
       keyLimiter: deps.keyLimiter,

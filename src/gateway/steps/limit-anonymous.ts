@@ -28,7 +28,10 @@ export interface AnonymousLimitDependencies {
  */
 export function createAnonymousLimitStep(deps: AnonymousLimitDependencies) {
   const { addressLimiter, metrics, clock, storeCall } = deps;
-  const describeDecision = (decision: AddressDecision) => ({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': decision.allowed ? 'allowed' : 'limited' });
+  const describeDecision = (decision: AddressDecision) => ({
+    'asg.rate_limit.scope': 'address',
+    'asg.rate_limit.decision': decision.allowed ? 'allowed' : 'limited',
+  });
   const describeWindow = () => ({ 'asg.rate_limit.scope': 'address', 'asg.rate_limit.decision': 'peek' });
 
   return function limitAnonymous(request: GatewayRequest): StepOutcome | Promise<StepOutcome> {
@@ -39,13 +42,23 @@ export function createAnonymousLimitStep(deps: AnonymousLimitDependencies) {
   async function limitAddress(request: GatewayRequest, caller: KeylessCaller): Promise<StepOutcome> {
     request.rateLimitOutcome = 'anonymous';
     if (caller.known) {
-      const window = await storeCall<WindowState>(request, 'rate limit', () => addressLimiter.peek(addressGroup(request.clientAddress)), describeWindow);
+      const window = await storeCall<WindowState>(
+        request,
+        'rate limit',
+        () => addressLimiter.peek(addressGroup(request.clientAddress)),
+        describeWindow,
+      );
       if (window instanceof Refusal) return window;
       setHeaders(request.res, anonymousRateLimitHeaders(window, clock.now()));
       return caller.refusal;
     }
     const neverIssuedKey = caller.neverIssued;
-    const decision = await storeCall(request, 'rate limit', () => addressLimiter.consume(addressGroup(request.clientAddress), { neverIssuedKey }), describeDecision);
+    const decision = await storeCall(
+      request,
+      'rate limit',
+      () => addressLimiter.consume(addressGroup(request.clientAddress), { neverIssuedKey }),
+      describeDecision,
+    );
     if (decision instanceof Refusal) return decision;
     if (decision.fallback) request.storeFallback = decision.fallback;
     setHeaders(request.res, anonymousRateLimitHeaders(decision.window, clock.now()));

@@ -6,7 +6,16 @@ import type { PlanBook } from '../../limits/plan-limits';
 import { monthSpan } from '../../limits/month-window';
 import { windowsIdOfKey } from '../../limits/windows-id';
 import { isHidden, type HiddenWindows } from '../../limits/hidden-windows';
-import type { ConsumeOptions, ConsumerShare, InFlightLease, KeyDecision, KeyLimiter, RefusingWindow, WindowLimits, WindowState } from '../../limits/types';
+import type {
+  ConsumeOptions,
+  ConsumerShare,
+  InFlightLease,
+  KeyDecision,
+  KeyLimiter,
+  RefusingWindow,
+  WindowLimits,
+  WindowState,
+} from '../../limits/types';
 import type { GatewayMetrics } from '../../shared/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
 import { bannedRateLimitHeaders, keyRateLimitHeaders, type KeyWindows, type BannedMonth } from '../rate-limit-headers';
@@ -75,13 +84,19 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease, consumer);
     // A consumer's key keeps its windows, and its leases, under the consumer's hash tag (windows-id.ts).
     const windowsId = windowsIdOfKey(record);
-    const decision = await storeCall(request, 'rate limit', () => keyLimiter.consume(windowsId, limits, options), (d: KeyDecision) => ({
-      'asg.rate_limit.scope': 'key',
-      'asg.rate_limit.decision': d.outcome,
-      'asg.plan': record.plan,
-    }));
+    const decision = await storeCall(
+      request,
+      'rate limit',
+      () => keyLimiter.consume(windowsId, limits, options),
+      (d: KeyDecision) => ({
+        'asg.rate_limit.scope': 'key',
+        'asg.rate_limit.decision': d.outcome,
+        'asg.plan': record.plan,
+      }),
+    );
     if (decision instanceof Refusal) return decision;
-    if (decision.outcome === 'concurrency_limited') return refuseConcurrency(metrics, request, shadow, decision, hidden);
+    if (decision.outcome === 'concurrency_limited')
+      return refuseConcurrency(metrics, request, shadow, decision, hidden);
     deps.onDecision?.(record, decision, options?.cost ?? 1);
     if (decision.fallback) {
       request.storeFallback = decision.fallback;
@@ -100,7 +115,16 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     if (shadow) return admitShadowed(res, request, { limits, decision, billingDay: record.billingDay, hidden });
     if (decision.outcome === 'banned') {
       request.rateLimitOutcome = 'banned';
-      setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, record.billingDay), hidden));
+      setHeaders(
+        res,
+        bannedRateLimitHeaders(
+          limits,
+          decision.bannedUntil,
+          decision.now,
+          bannedMonth(limits, decision.now, record.billingDay),
+          hidden,
+        ),
+      );
       metrics.rejections.inc({ plan: record.plan, window: 'ban' });
       return temporarilyBanned(deps.retryAfter(decision.bannedUntil - decision.now));
     }
@@ -110,7 +134,11 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     // The metric keeps the true window (it is the operator's); the body says `hidden` for a hidden one.
     metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
     if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
-    return keyRateLimited(decision.refusedBy, deps.retryAfter(decision.retryAfterMs), isHidden(hidden, decision.refusedBy));
+    return keyRateLimited(
+      decision.refusedBy,
+      deps.retryAfter(decision.retryAfterMs),
+      isHidden(hidden, decision.refusedBy),
+    );
   };
 
   /**
@@ -123,15 +151,34 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
     request.rateLimitOutcome = 'shadow_limited';
     metrics.shadowDenied.inc({ plan: request.plan, window });
-    deps.logger.info({ requestId: request.requestId, plan: request.plan, keyId: request.keyId, window }, 'shadow limit would have refused; forwarded');
-    if (decision.outcome === 'banned') setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, bannedMonth(limits, decision.now, billingDay), hidden));
+    deps.logger.info(
+      { requestId: request.requestId, plan: request.plan, keyId: request.keyId, window },
+      'shadow limit would have refused; forwarded',
+    );
+    if (decision.outcome === 'banned')
+      setHeaders(
+        res,
+        bannedRateLimitHeaders(
+          limits,
+          decision.bannedUntil,
+          decision.now,
+          bannedMonth(limits, decision.now, billingDay),
+          hidden,
+        ),
+      );
     else setHeaders(res, keyRateLimitHeaders(decision, hidden));
     return CONTINUE;
   }
 }
 
 /** The units an admitted request took, and the windows it took past 80 %. */
-function countAdmitted(metrics: GatewayMetrics, plan: string, route: string | undefined, cost: number, decision: Extract<KeyDecision, { outcome: 'allowed' }>): void {
+function countAdmitted(
+  metrics: GatewayMetrics,
+  plan: string,
+  route: string | undefined,
+  cost: number,
+  decision: Extract<KeyDecision, { outcome: 'allowed' }>,
+): void {
   metrics.unitsTally.add([route ?? 'unmatched', plan], cost);
   countNearLimit(metrics, plan, 'minute', decision.minute, cost);
   countNearLimit(metrics, plan, 'day', decision.day, cost);
@@ -142,7 +189,13 @@ function countAdmitted(metrics: GatewayMetrics, plan: string, route: string | un
 }
 
 /** Counts the one admitted request per window that takes a key past 80 % of it. */
-function countNearLimit(metrics: GatewayMetrics, plan: string, window: RefusingWindow, windowState: WindowState, cost: number): void {
+function countNearLimit(
+  metrics: GatewayMetrics,
+  plan: string,
+  window: RefusingWindow,
+  windowState: WindowState,
+  cost: number,
+): void {
   const used = windowState.limit - windowState.remaining;
   const threshold = Math.ceil(windowState.limit * NEAR_LIMIT_SHARE);
   if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
@@ -161,7 +214,13 @@ interface ShadowRefusal {
  * 429 concurrency_limited, Retry-After 1: nothing was consumed and no ban counted (the limiter
  * refused before any window). A shadowed key or plan is forwarded instead, without a slot.
  */
-function refuseConcurrency(metrics: GatewayMetrics, request: GatewayRequest, shadow: boolean, windows: KeyWindows, hidden: HiddenWindows): StepOutcome {
+function refuseConcurrency(
+  metrics: GatewayMetrics,
+  request: GatewayRequest,
+  shadow: boolean,
+  windows: KeyWindows,
+  hidden: HiddenWindows,
+): StepOutcome {
   // The windows as they stand: every /v1 answer carries them (the visible ones).
   setHeaders(request.res, keyRateLimitHeaders(windows, hidden));
   if (shadow) {
@@ -193,7 +252,13 @@ function unconfiguredPlanRefusal(logger: Logger): (record: ApiKeyRecord) => Refu
 }
 
 /** What the limiter is asked: shared constants for the common cases, so most requests allocate nothing. */
-function consumeOptions(shadow: boolean, cost: number, billingDay: number | undefined, inFlight: InFlightLease | undefined, consumer: ConsumerShare | undefined): ConsumeOptions | undefined {
+function consumeOptions(
+  shadow: boolean,
+  cost: number,
+  billingDay: number | undefined,
+  inFlight: InFlightLease | undefined,
+  consumer: ConsumerShare | undefined,
+): ConsumeOptions | undefined {
   if (consumer !== undefined) return { shadow, cost, billingDay, inFlight, consumer };
   if (cost === 1 && billingDay === undefined && inFlight === undefined) return shadow ? SHADOW : undefined;
   return { shadow, cost, billingDay, inFlight };

@@ -69,7 +69,14 @@ export function createRecordStep(deps: RecordDependencies) {
     );
     const span = request.span;
     if (span?.recording) {
-      span.end({ statusCode: res.statusCode, route, plan: request.plan, clientAddress: request.clientAddress, rateLimit: request.rateLimitOutcome, refusal: request.refusedWith });
+      span.end({
+        statusCode: res.statusCode,
+        route,
+        plan: request.plan,
+        clientAddress: request.clientAddress,
+        rateLimit: request.rateLimitOutcome,
+        refusal: request.refusedWith,
+      });
     }
   };
 }

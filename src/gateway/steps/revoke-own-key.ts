@@ -39,7 +39,12 @@ export function createRevokeOwnKeyStep(deps: RevokeOwnKeyDependencies) {
     const revocation = deps.revocation;
     if (!revocation) return NO_SUCH_RESOURCE;
     const record = keyOf(request);
-    const done = await storeCall(request, 'key lookup', () => revocation.revokeOwn(record, { requestId: request.requestId, clientAddress: request.clientAddress }), describe);
+    const done = await storeCall(
+      request,
+      'key lookup',
+      () => revocation.revokeOwn(record, { requestId: request.requestId, clientAddress: request.clientAddress }),
+      describe,
+    );
     if (done instanceof Refusal) return done;
     // A body the client sent anyway is drained, so the connection can be kept.
     req.resume();

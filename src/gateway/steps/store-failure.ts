@@ -5,7 +5,12 @@ import type { RequestContext } from '../request-context';
 import { STORE_UNAVAILABLE, type Refusal } from '../refusals';
 
 /** A call to the shared store (key lookup, a limiter) that may fail: traced, and a failure answered 503. */
-export type StoreCall = <T>(request: RequestContext, spanName: GatewayStep, call: () => Promise<T>, describe: (value: T) => SpanAttributes) => Promise<T | Refusal>;
+export type StoreCall = <T>(
+  request: RequestContext,
+  spanName: GatewayStep,
+  call: () => Promise<T>,
+  describe: (value: T) => SpanAttributes,
+) => Promise<T | Refusal>;
 
 /**
  * Every store call of the request path goes through here, so a store that does not answer is

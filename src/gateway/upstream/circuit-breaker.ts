@@ -65,7 +65,8 @@ export class CircuitBreaker {
 
   get state(): CircuitState {
     // An open circuit whose cool-down has passed is half-open, whether or not a request has come.
-    if (this.current === 'open' && this.clock.now() - this.openedAt >= this.settings.cooldownMs) this.moveTo('half_open', 'cool-down over');
+    if (this.current === 'open' && this.clock.now() - this.openedAt >= this.settings.cooldownMs)
+      this.moveTo('half_open', 'cool-down over');
     return this.current;
   }
 

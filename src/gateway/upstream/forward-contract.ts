@@ -73,7 +73,12 @@ export interface ForwarderStats {
 /** Sends a prepared request to the inventory and streams the answer back. */
 export interface Forwarder {
   /** Starts forwarding; the returned function abandons the upstream request (e.g. body too large). */
-  forward(request: UpstreamRequest, res: ServerResponse, handlers: ForwardHandlers, options?: AttemptOptions): () => void;
+  forward(
+    request: UpstreamRequest,
+    res: ServerResponse,
+    handlers: ForwardHandlers,
+    options?: AttemptOptions,
+  ): () => void;
   /** For tests and diagnostics: whether requests and connections are released. */
   stats(): ForwarderStats;
   close(): void | Promise<void>;

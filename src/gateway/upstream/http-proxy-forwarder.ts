@@ -2,7 +2,13 @@ import http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import type { ForwardHandlers, Forwarder, ForwarderSettings, GuardedForwarder, UpstreamRequest } from './forward-contract';
+import type {
+  ForwardHandlers,
+  Forwarder,
+  ForwarderSettings,
+  GuardedForwarder,
+  UpstreamRequest,
+} from './forward-contract';
 import { hasBody } from './request-body';
 import { classifyUpstreamError, TIMEOUT_CODE } from './upstream-failure';
 import { isHopByHopResponseHeader } from './upstream-headers';
@@ -146,46 +152,47 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
    * at once, its other idle sockets are as dead as the one that failed, and not yet known to be.
    */
   const freshAgent = new http.Agent({ keepAlive: false });
-  const proxyThrough = (through: http.Agent) => createProxyMiddleware<IncomingMessage, ServerResponse>({
-    target: settings.target,
-    changeOrigin: true,
-    xfwd: false,
-    agent: through,
-    on: {
-      proxyReq(proxyReq, req, res) {
-        const inFlight = (req as unknown as ProxiedRequest).inFlight;
-        inFlight.attach(proxyReq);
-        proxyReq.setTimeout(settings.timeoutMs, () => {
-          // The answer paused for a client that does not read it: the client's doing, not the upstream's.
-          if (inFlight.upstreamResponse?.isPaused()) return inFlight.clientStoppedReading(res);
-          const err: NodeJS.ErrnoException = new Error('upstream timeout');
-          err.code = TIMEOUT_CODE;
-          proxyReq.destroy(err);
-        });
-        // Ahead of httpxy's own listener, which destroys the client's response when the upstream's
-        // is cut: seen after that, the cut would look like a client that went away.
-        proxyReq.prependOnceListener('response', (upstreamRes) => {
-          inFlight.upstreamResponse = upstreamRes;
-          inFlight.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
-          // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
-          upstreamRes.once('close', () => {
-            if (upstreamRes.complete) return;
-            const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
-            err.code = 'ECONNRESET';
-            inFlight.fail(err);
+  const proxyThrough = (through: http.Agent) =>
+    createProxyMiddleware<IncomingMessage, ServerResponse>({
+      target: settings.target,
+      changeOrigin: true,
+      xfwd: false,
+      agent: through,
+      on: {
+        proxyReq(proxyReq, req, res) {
+          const inFlight = (req as unknown as ProxiedRequest).inFlight;
+          inFlight.attach(proxyReq);
+          proxyReq.setTimeout(settings.timeoutMs, () => {
+            // The answer paused for a client that does not read it: the client's doing, not the upstream's.
+            if (inFlight.upstreamResponse?.isPaused()) return inFlight.clientStoppedReading(res);
+            const err: NodeJS.ErrnoException = new Error('upstream timeout');
+            err.code = TIMEOUT_CODE;
+            proxyReq.destroy(err);
           });
-        });
+          // Ahead of httpxy's own listener, which destroys the client's response when the upstream's
+          // is cut: seen after that, the cut would look like a client that went away.
+          proxyReq.prependOnceListener('response', (upstreamRes) => {
+            inFlight.upstreamResponse = upstreamRes;
+            inFlight.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
+            // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
+            upstreamRes.once('close', () => {
+              if (upstreamRes.complete) return;
+              const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
+              err.code = 'ECONNRESET';
+              inFlight.fail(err);
+            });
+          });
+        },
+        proxyRes(upstreamRes) {
+          for (const name of Object.keys(upstreamRes.headers)) {
+            if (isHopByHopResponseHeader(name)) delete upstreamRes.headers[name];
+          }
+        },
+        error(err, req) {
+          (req as unknown as ProxiedRequest).inFlight.fail(err as NodeJS.ErrnoException);
+        },
       },
-      proxyRes(upstreamRes) {
-        for (const name of Object.keys(upstreamRes.headers)) {
-          if (isHopByHopResponseHeader(name)) delete upstreamRes.headers[name];
-        }
-      },
-      error(err, req) {
-        (req as unknown as ProxiedRequest).inFlight.fail(err as NodeJS.ErrnoException);
-      },
-    },
-  });
+    });
   const proxy = proxyThrough(agent);
   const freshProxy = proxyThrough(freshAgent);
 
@@ -199,9 +206,13 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
       res.once('close', onClientClose);
       // Gone, it has nothing left to abandon: a retried GET's response then carries one such listener, not two.
       inFlight.onceGone = () => res.off('close', onClientClose);
-      void (options?.freshConnection ? freshProxy : proxy)(proxied as unknown as IncomingMessage, res, (err?: unknown) => {
-        inFlight.fail((err ?? new Error('proxy failed')) as NodeJS.ErrnoException);
-      });
+      void (options?.freshConnection ? freshProxy : proxy)(
+        proxied as unknown as IncomingMessage,
+        res,
+        (err?: unknown) => {
+          inFlight.fail((err ?? new Error('proxy failed')) as NodeJS.ErrnoException);
+        },
+      );
       return () => inFlight.abandon();
     },
     stats() {

@@ -13,7 +13,14 @@ import { markCutOff } from '../cut-off';
  * pool's origin, as http-proxy-middleware's `changeOrigin` does). `expect` never goes upstream:
  * node:http has already answered `100 Continue` to the client by the time the request is routed.
  */
-const REQUEST_HEADERS_UNDICI_OWNS = new Set(['host', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect']);
+const REQUEST_HEADERS_UNDICI_OWNS = new Set([
+  'host',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'expect',
+]);
 
 /** Why the upstream request was stopped on our side; never reported as an upstream failure. */
 class ForwardAbandoned extends Error {
@@ -66,7 +73,12 @@ class ForwardExchange implements Dispatcher.DispatchHandler {
     if (this.abandonedBecause) controller.abort(this.abandonedBecause);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+    statusMessage?: string,
+  ): void {
     if (statusCode < 200) return;
     const res = this.res;
     this.handlers.onResponse?.(statusCode);

@@ -30,11 +30,19 @@ export function classifyUpstreamError(err: NodeJS.ErrnoException): UpstreamFailu
     case 'HPE_INVALID_HEADER_TOKEN':
     case 'HPE_UNEXPECTED_CONTENT_LENGTH':
     case 'HPE_INVALID_VERSION':
-      return { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
+      return {
+        code: 'upstream_unavailable',
+        reason: 'invalid_response',
+        message: 'The inventory service sent an invalid response.',
+      };
     default:
       // undici's HTTPParserError may carry no code at all (it looks its llhttp code up the wrong way round).
       if (err.code?.startsWith('HPE_') || err.name === 'HTTPParserError') {
-        return { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
+        return {
+          code: 'upstream_unavailable',
+          reason: 'invalid_response',
+          message: 'The inventory service sent an invalid response.',
+        };
       }
       return { code: 'upstream_unavailable', reason: 'other', message: 'The inventory service could not be reached.' };
   }
@@ -61,4 +69,8 @@ export function circuitOpen(retryAfterMs: number): UpstreamFailure {
 }
 
 /** The guard's deadline passed before the upstream's answer began. */
-export const DEADLINE_PASSED: UpstreamFailure = { code: 'upstream_timeout', reason: 'timeout', message: 'The inventory service did not answer in time.' };
+export const DEADLINE_PASSED: UpstreamFailure = {
+  code: 'upstream_timeout',
+  reason: 'timeout',
+  message: 'The inventory service did not answer in time.',
+};

@@ -1,7 +1,16 @@
 import type { ServerResponse } from 'node:http';
 import { systemClock } from '../../shared/clock';
 import { CircuitBreaker, type CircuitBreakerSettings, type Outcome } from './circuit-breaker';
-import type { AttemptOptions, ForwardHandlers, Forwarder, ForwarderSettings, ForwarderStats, GuardedForwarder, UpstreamFailure, UpstreamRequest } from './forward-contract';
+import type {
+  AttemptOptions,
+  ForwardHandlers,
+  Forwarder,
+  ForwarderSettings,
+  ForwarderStats,
+  GuardedForwarder,
+  UpstreamFailure,
+  UpstreamRequest,
+} from './forward-contract';
 import { DeadlineTimer } from './deadline-timer';
 import { FairShareQueue } from './fair-share-queue';
 import { hasBody } from './request-body';
@@ -10,7 +19,13 @@ import { answeredInFull, clientGone } from '../cut-off';
 import { holdUntilUpstreamGone } from './upstream-hold';
 
 /** The breaker's defaults, for a forwarder built without config (tests, the bench's bare children). */
-export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = { failureRatio: 0.5, minimumRequests: 20, windowMs: 10_000, cooldownMs: 5000, halfOpenProbes: 3 };
+export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = {
+  failureRatio: 0.5,
+  minimumRequests: 20,
+  windowMs: 10_000,
+  cooldownMs: 5000,
+  halfOpenProbes: 3,
+};
 
 const NOTHING_TO_ABANDON = () => {};
 
@@ -53,8 +68,16 @@ export class UpstreamGuard implements GuardedForwarder {
     private readonly inner: Forwarder,
     private readonly settings: ForwarderSettings,
   ) {
-    this.breaker = new CircuitBreaker(settings.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER, settings.clock ?? systemClock, settings.onCircuitChange);
-    this.queue = new FairShareQueue(settings.maxSockets, settings.maxSockets + (settings.maxPending ?? settings.maxSockets), newcomerReserve(settings.maxSockets));
+    this.breaker = new CircuitBreaker(
+      settings.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER,
+      settings.clock ?? systemClock,
+      settings.onCircuitChange,
+    );
+    this.queue = new FairShareQueue(
+      settings.maxSockets,
+      settings.maxSockets + (settings.maxPending ?? settings.maxSockets),
+      newcomerReserve(settings.maxSockets),
+    );
     this.timeoutNs = BigInt(Math.round(settings.timeoutMs * 1e6));
   }
 

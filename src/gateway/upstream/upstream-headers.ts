@@ -35,11 +35,23 @@ export interface UpstreamIdentity {
 
 /** The client's headers minus credentials, hop-by-hop and internal ones, plus the gateway's own. */
 export function upstreamHeaders(incoming: IncomingHttpHeaders, identity: UpstreamIdentity): IncomingHttpHeaders {
-  const connectionListed = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
+  const connectionListed =
+    typeof incoming.connection === 'string'
+      ? incoming.connection
+          .toLowerCase()
+          .split(',')
+          .map((name) => name.trim())
+      : [];
   const headers: IncomingHttpHeaders = {};
   for (const name in incoming) {
     // HTTP/2's pseudo-headers (:method, :path, :authority, :scheme) describe the client's stream, not the request upstream.
-    if (name.startsWith(':') || STRIPPED_REQUEST_HEADERS.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX) || connectionListed.includes(name)) continue;
+    if (
+      name.startsWith(':') ||
+      STRIPPED_REQUEST_HEADERS.has(name) ||
+      name.startsWith(INTERNAL_HEADER_PREFIX) ||
+      connectionListed.includes(name)
+    )
+      continue;
     headers[name] = incoming[name];
   }
   headers[UPSTREAM_TOKEN_HEADER] = identity.token;
@@ -54,7 +66,14 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, identity: Upstrea
 }
 
 /** Response headers about the upstream connection, not the answer: node:http writes its own. */
-const HOP_BY_HOP_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
+const HOP_BY_HOP_RESPONSE_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+]);
 
 export function isHopByHopResponseHeader(name: string): boolean {
   return HOP_BY_HOP_RESPONSE_HEADERS.has(name) || name.startsWith('proxy-');

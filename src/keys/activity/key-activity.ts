@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../shared/clock';
+import { type Clock } from '../../shared/clock';
 
 export const DAY_MS = 86_400_000;
 /** How many UTC days of usage history GET /admin/keys/{id}/usage shows (CONTRACT §5). */
@@ -193,7 +193,8 @@ export class KeyActivityRecorder {
   private periodMsOn(day: number): number {
     const wanted = this.usagePeriodMs();
     const held = this.periodOfDay;
-    if (held !== null && held.day === day && held.periodMs !== 0 && wanted !== 0 && wanted !== held.periodMs) return held.periodMs;
+    if (held !== null && held.day === day && held.periodMs !== 0 && wanted !== 0 && wanted !== held.periodMs)
+      return held.periodMs;
     this.periodOfDay = { day, periodMs: wanted };
     return wanted;
   }

@@ -1,5 +1,11 @@
 import { DAY_MS } from './key-activity';
-import { byLatest, LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE, type DeprecatedCaller, type DeprecationUsageStore } from './deprecation-usage';
+import {
+  byLatest,
+  LOOKBACK_DAYS,
+  MAX_CALLERS_PER_ROUTE,
+  type DeprecatedCaller,
+  type DeprecationUsageStore,
+} from './deprecation-usage';
 
 /** Calls of deprecated operations kept in this process (no Redis): one instance only. */
 export class MemoryDeprecationUsageStore implements DeprecationUsageStore {

@@ -1,6 +1,18 @@
 import { systemClock, type Clock } from '../../shared/clock';
-import { parseTouchedMember, touchedMember, type TouchedKeyDay, type UsagePeriodLedger } from '../../metering/period-ledger';
-import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type PeriodTally, type UsageDay } from './key-activity';
+import {
+  parseTouchedMember,
+  touchedMember,
+  type TouchedKeyDay,
+  type UsagePeriodLedger,
+} from '../../metering/period-ledger';
+import {
+  USAGE_EXPORT_DAYS,
+  type DayUsage,
+  type KeyActivityStore,
+  type KeyTally,
+  type PeriodTally,
+  type UsageDay,
+} from './key-activity';
 
 type DayCounts = Omit<KeyTally, 'lastUsedAt'>;
 
@@ -41,7 +53,12 @@ export class MemoryKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
     if (!held) this.periods.set(member, (held = new Map()));
     for (const [start, p] of tally.periods.buckets) {
       const c = held.get(start) ?? { units: 0, dayCount: 0, admitted: 0, refused: 0 };
-      held.set(start, { units: c.units + p.units, dayCount: Math.max(c.dayCount, p.dayCount), admitted: c.admitted + p.admitted, refused: c.refused + p.refused });
+      held.set(start, {
+        units: c.units + p.units,
+        dayCount: Math.max(c.dayCount, p.dayCount),
+        admitted: c.admitted + p.admitted,
+        refused: c.refused + p.refused,
+      });
     }
     this.marks.set(member, Math.max(this.marks.get(member) ?? 0, this.clock.now()));
   }
@@ -57,7 +74,9 @@ export class MemoryKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
   }
 
   async periodsOf(keyId: string, periodMs: number, day: number): Promise<Map<number, PeriodTally>> {
-    return new Map([...(this.periods.get(touchedMember(periodMs, day, keyId)) ?? [])].map(([start, c]) => [start, { ...c }]));
+    return new Map(
+      [...(this.periods.get(touchedMember(periodMs, day, keyId)) ?? [])].map(([start, c]) => [start, { ...c }]),
+    );
   }
 
   async days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>> {
@@ -84,7 +103,8 @@ export class MemoryKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
     for (const keyId of keyIds) {
       const days = this.counts.get(keyId);
       if (!days) continue;
-      for (const day of [...days.keys()].filter((d) => d >= firstDay && d <= lastDay).sort((a, b) => a - b)) result.push({ keyId, day, ...days.get(day)! });
+      for (const day of [...days.keys()].filter((d) => d >= firstDay && d <= lastDay).sort((a, b) => a - b))
+        result.push({ keyId, day, ...days.get(day)! });
     }
     return result;
   }

@@ -1,6 +1,12 @@
 import type { RedisClient } from '../../shared/redis';
 import { DAY_MS } from './key-activity';
-import { byLatest, LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE, type DeprecatedCaller, type DeprecationUsageStore } from './deprecation-usage';
+import {
+  byLatest,
+  LOOKBACK_DAYS,
+  MAX_CALLERS_PER_ROUTE,
+  type DeprecatedCaller,
+  type DeprecationUsageStore,
+} from './deprecation-usage';
 
 /**
  * Per route: a sorted set of key ids by last call (trimmed to MAX_CALLERS_PER_ROUTE) and one hash

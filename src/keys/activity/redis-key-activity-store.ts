@@ -1,8 +1,23 @@
 import { defineLuaScript, type LuaCaller } from '../../shared/lua-script';
 import type { RedisClient } from '../../shared/redis';
 import { systemClock, type Clock } from '../../shared/clock';
-import { PERIOD_DAYS_KEPT, parseTouchedMember, touchedMember, type TouchedKeyDay, type UsagePeriodLedger } from '../../metering/period-ledger';
-import { DAY_MS, USAGE_EXPORT_DAYS, USAGE_HISTORY_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type PeriodTally, type UsageDay } from './key-activity';
+import {
+  PERIOD_DAYS_KEPT,
+  parseTouchedMember,
+  touchedMember,
+  type TouchedKeyDay,
+  type UsagePeriodLedger,
+} from '../../metering/period-ledger';
+import {
+  DAY_MS,
+  USAGE_EXPORT_DAYS,
+  USAGE_HISTORY_DAYS,
+  type DayUsage,
+  type KeyActivityStore,
+  type KeyTally,
+  type PeriodTally,
+  type UsageDay,
+} from './key-activity';
 
 /**
  * Adds one key's counts of one UTC day to its usage hash and drops the days that fell out of the
@@ -139,7 +154,8 @@ export class RedisKeyActivityStore implements KeyActivityStore, UsagePeriodLedge
       const units = [String(tally.units), String(tally.dayCount), ledgerTtl];
       const periodMs = tally.periods?.periodMs ?? 0;
       const periods = [String(PERIOD_DAYS_KEPT * DAY_MS)];
-      for (const [start, p] of tally.periods?.buckets ?? []) periods.push(String(start), String(p.units), String(p.dayCount), String(p.admitted), String(p.refused));
+      for (const [start, p] of tally.periods?.buckets ?? [])
+        periods.push(String(start), String(p.units), String(p.dayCount), String(p.admitted), String(p.refused));
       const keys = [this.usageKey(keyId), this.ledgerKey(keyId, day), this.periodsKey(keyId, periodMs, day)];
       writes.push(this.addUsage(keys, [String(day), kept, ...counts, ttl, ...units, ...periods]));
       if (tally.lastUsedAt > 0) lastUses.push(tally.lastUsedAt, keyId);
@@ -157,7 +173,9 @@ export class RedisKeyActivityStore implements KeyActivityStore, UsagePeriodLedge
   private async markTouched(day: number, tallies: ReadonlyMap<string, KeyTally>): Promise<void> {
     const marks: Array<string | number> = [];
     const now = this.clock.now();
-    for (const [keyId, tally] of tallies) if (tally.periods && tally.periods.buckets.size > 0) marks.push(now, touchedMember(tally.periods.periodMs, day, keyId));
+    for (const [keyId, tally] of tallies)
+      if (tally.periods && tally.periods.buckets.size > 0)
+        marks.push(now, touchedMember(tally.periods.periodMs, day, keyId));
     if (marks.length > 0) await this.redis.zadd(this.touchedKey, ...marks);
   }
 
@@ -172,7 +190,10 @@ export class RedisKeyActivityStore implements KeyActivityStore, UsagePeriodLedge
   }
 
   async untouch(entry: TouchedKeyDay): Promise<void> {
-    await this.untouchScript([this.touchedKey], [touchedMember(entry.periodMs, entry.day, entry.keyId), String(entry.mark)]);
+    await this.untouchScript(
+      [this.touchedKey],
+      [touchedMember(entry.periodMs, entry.day, entry.keyId), String(entry.mark)],
+    );
   }
 
   async periodsOf(keyId: string, periodMs: number, day: number): Promise<Map<number, PeriodTally>> {
@@ -191,7 +212,11 @@ export class RedisKeyActivityStore implements KeyActivityStore, UsagePeriodLedge
     const values = await this.redis.hmget(this.usageKey(keyId), ...fields);
     const result: Array<Omit<DayUsage, 'date'>> = [];
     for (let i = 0; i < values.length; i += 3) {
-      result.push({ admitted: Number(values[i] ?? 0), rateLimited: Number(values[i + 1] ?? 0), banned: Number(values[i + 2] ?? 0) });
+      result.push({
+        admitted: Number(values[i] ?? 0),
+        rateLimited: Number(values[i + 1] ?? 0),
+        banned: Number(values[i + 2] ?? 0),
+      });
     }
     return result;
   }
@@ -213,7 +238,9 @@ export class RedisKeyActivityStore implements KeyActivityStore, UsagePeriodLedge
   /** Every ledger month of each key in the range, read at once (the client pipelines them per node). */
   async usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]> {
     const months = monthsBetween(firstDay, lastDay);
-    const ledgers = await Promise.all(keyIds.map((keyId) => Promise.all(months.map((month) => this.redis.hgetall(`${this.usageKey(keyId)}:${month}`)))));
+    const ledgers = await Promise.all(
+      keyIds.map((keyId) => Promise.all(months.map((month) => this.redis.hgetall(`${this.usageKey(keyId)}:${month}`)))),
+    );
     const result: UsageDay[] = [];
     keyIds.forEach((keyId, k) => {
       const days: UsageDay[] = [];
@@ -221,7 +248,13 @@ export class RedisKeyActivityStore implements KeyActivityStore, UsagePeriodLedge
         for (const [field, value] of Object.entries(ledger)) {
           const day = Number(field);
           if (day < firstDay || day > lastDay) continue;
-          const [admitted, rateLimited, banned, units, dayCount] = value.split(' ').map(Number) as [number, number, number, number, number];
+          const [admitted, rateLimited, banned, units, dayCount] = value.split(' ').map(Number) as [
+            number,
+            number,
+            number,
+            number,
+            number,
+          ];
           days.push({ keyId, day, admitted, rateLimited, banned, units, dayCount });
         }
       }

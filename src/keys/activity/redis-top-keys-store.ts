@@ -1,6 +1,14 @@
 import { defineLuaScript, type LuaCaller } from '../../shared/lua-script';
 import type { RedisClient } from '../../shared/redis';
-import { MAX_KEYS_PER_MINUTE, MINUTE_MS, TOP_KEYS_KEPT_MINUTES, busiestFirst, type BusyKey, type MinuteTally, type TopKeysStore } from './top-keys';
+import {
+  MAX_KEYS_PER_MINUTE,
+  MINUTE_MS,
+  TOP_KEYS_KEPT_MINUTES,
+  busiestFirst,
+  type BusyKey,
+  type MinuteTally,
+  type TopKeysStore,
+} from './top-keys';
 
 /**
  * KEYS 1 the minute's requests, 2 its refusals. ARGV 1 TTL ms, 2 keys kept, then per key: id,
@@ -67,10 +75,16 @@ export class RedisTopKeysStore implements TopKeysStore {
   async top(firstMinute: number, lastMinute: number, limit: number): Promise<BusyKey[]> {
     const minutes: number[] = [];
     for (let minute = firstMinute; minute <= lastMinute; minute++) minutes.push(minute);
-    const keys = [`${this.prefix}union`, `${this.prefix}union:limited`, ...minutes.map((m) => this.prefix + m), ...minutes.map((m) => `${this.prefix}${m}:limited`)];
+    const keys = [
+      `${this.prefix}union`,
+      `${this.prefix}union:limited`,
+      ...minutes.map((m) => this.prefix + m),
+      ...minutes.map((m) => `${this.prefix}${m}:limited`),
+    ];
     const reply = await this.scripts.top(keys, [String(minutes.length), String(limit)]);
     const busy: BusyKey[] = [];
-    for (let i = 0; i < reply.length; i += 3) busy.push({ keyId: reply[i]!, requests: Number(reply[i + 1]), rateLimited: Number(reply[i + 2]) });
+    for (let i = 0; i < reply.length; i += 3)
+      busy.push({ keyId: reply[i]!, requests: Number(reply[i + 1]), rateLimited: Number(reply[i + 2]) });
     return busy.sort(busiestFirst);
   }
 }

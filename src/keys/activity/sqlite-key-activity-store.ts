@@ -5,7 +5,14 @@ import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-f
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { systemClock, type Clock } from '../../shared/clock';
 import { PERIOD_DAYS_KEPT, type TouchedKeyDay, type UsagePeriodLedger } from '../../metering/period-ledger';
-import { USAGE_EXPORT_DAYS, type DayUsage, type KeyActivityStore, type KeyTally, type PeriodTally, type UsageDay } from './key-activity';
+import {
+  USAGE_EXPORT_DAYS,
+  type DayUsage,
+  type KeyActivityStore,
+  type KeyTally,
+  type PeriodTally,
+  type UsageDay,
+} from './key-activity';
 
 export const KEY_USAGE_DATABASE_FILE = 'key-usage.sqlite';
 /** This store's name in errors, metrics and /readyz. */
@@ -36,7 +43,12 @@ export class SqliteKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
   ) {
     // NORMAL (as before): counts are flushed in batches every few seconds, so the last of them are
     // in memory, not on disk, whatever the fsync setting.
-    this.db = openSqliteDatabase({ file: path.join(dataDir, KEY_USAGE_DATABASE_FILE), migrations: KEY_ACTIVITY_MIGRATIONS, synchronous: 'NORMAL', busyTimeoutMs: options.busyTimeoutMs });
+    this.db = openSqliteDatabase({
+      file: path.join(dataDir, KEY_USAGE_DATABASE_FILE),
+      migrations: KEY_ACTIVITY_MIGRATIONS,
+      synchronous: 'NORMAL',
+      busyTimeoutMs: options.busyTimeoutMs,
+    });
     try {
       this.addCounts = this.db.prepare(
         `INSERT INTO key_usage (key_id, day, admitted, rate_limited, banned, units, day_count) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -48,7 +60,9 @@ export class SqliteKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
         `INSERT INTO key_last_use (key_id, at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET at = max(at, excluded.at)`,
       );
       this.dropOld = this.db.prepare('DELETE FROM key_usage WHERE day <= ?');
-      this.selectDays = this.db.prepare('SELECT day, admitted, rate_limited, banned FROM key_usage WHERE key_id = ? AND day BETWEEN ? AND ?');
+      this.selectDays = this.db.prepare(
+        'SELECT day, admitted, rate_limited, banned FROM key_usage WHERE key_id = ? AND day BETWEEN ? AND ?',
+      );
       this.periodStatements = preparePeriodStatements(this.db);
       this.writeProbe = new SqliteWriteProbe(this.db, KEY_USAGE_DATABASE, systemClock, options.onSqliteError);
     } catch (err) {
@@ -77,17 +91,27 @@ export class SqliteKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
   private addPeriods(keyId: string, day: number, tally: KeyTally): void {
     if (!tally.periods || tally.periods.buckets.size === 0) return;
     const { periodMs, buckets } = tally.periods;
-    for (const [start, p] of buckets) this.periodStatements.add.run(keyId, periodMs, start, day, p.units, p.dayCount, p.admitted, p.refused);
+    for (const [start, p] of buckets)
+      this.periodStatements.add.run(keyId, periodMs, start, day, p.units, p.dayCount, p.admitted, p.refused);
     this.periodStatements.touch.run(periodMs, day, keyId, (this.options.clock ?? systemClock).now());
   }
 
   async touched(max: number): Promise<TouchedKeyDay[]> {
-    const rows = this.periodStatements.touched.all(max) as Array<{ period_ms: number; day: number; key_id: string; mark: number }>;
+    const rows = this.periodStatements.touched.all(max) as Array<{
+      period_ms: number;
+      day: number;
+      key_id: string;
+      mark: number;
+    }>;
     return rows.map((r) => ({ periodMs: r.period_ms, day: r.day, keyId: r.key_id, mark: r.mark }));
   }
 
   async untouch(entry: TouchedKeyDay): Promise<void> {
-    sqliteStatement(KEY_USAGE_DATABASE, () => this.periodStatements.untouch.run(entry.periodMs, entry.day, entry.keyId, entry.mark), this.options.onSqliteError);
+    sqliteStatement(
+      KEY_USAGE_DATABASE,
+      () => this.periodStatements.untouch.run(entry.periodMs, entry.day, entry.keyId, entry.mark),
+      this.options.onSqliteError,
+    );
   }
 
   async periodsOf(keyId: string, periodMs: number, day: number): Promise<Map<number, PeriodTally>> {
@@ -101,7 +125,12 @@ export class SqliteKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
   }
 
   async days(keyId: string, firstDay: number, lastDay: number): Promise<Array<Omit<DayUsage, 'date'>>> {
-    const rows = this.selectDays.all(keyId, firstDay, lastDay) as Array<{ day: number; admitted: number; rate_limited: number; banned: number }>;
+    const rows = this.selectDays.all(keyId, firstDay, lastDay) as Array<{
+      day: number;
+      admitted: number;
+      rate_limited: number;
+      banned: number;
+    }>;
     const byDay = new Map(rows.map((r) => [r.day, r]));
     const result: Array<Omit<DayUsage, 'date'>> = [];
     for (let day = firstDay; day <= lastDay; day++) {
@@ -117,7 +146,9 @@ export class SqliteKeyActivityStore implements KeyActivityStore, UsagePeriodLedg
     // In slices: SQLite bounds the number of parameters of one statement.
     for (let start = 0; start < keyIds.length; start += 500) {
       const slice = keyIds.slice(start, start + 500);
-      const rows = this.db.prepare(`SELECT key_id, at FROM key_last_use WHERE key_id IN (${slice.map(() => '?').join(',')})`).all(...slice) as Array<{ key_id: string; at: number }>;
+      const rows = this.db
+        .prepare(`SELECT key_id, at FROM key_last_use WHERE key_id IN (${slice.map(() => '?').join(',')})`)
+        .all(...slice) as Array<{ key_id: string; at: number }>;
       for (const row of rows) result.set(row.key_id, row.at);
     }
     return result;
@@ -156,8 +187,12 @@ function preparePeriodStatements(db: Database.Database) {
       `INSERT INTO usage_periods_touched (period_ms, day, key_id, mark) VALUES (?, ?, ?, ?)
        ON CONFLICT (period_ms, day, key_id) DO UPDATE SET mark = max(mark, excluded.mark)`,
     ),
-    touched: db.prepare<[number]>('SELECT period_ms, day, key_id, mark FROM usage_periods_touched ORDER BY mark LIMIT ?'),
-    untouch: db.prepare<[number, number, string, number]>('DELETE FROM usage_periods_touched WHERE period_ms = ? AND day = ? AND key_id = ? AND mark <= ?'),
+    touched: db.prepare<[number]>(
+      'SELECT period_ms, day, key_id, mark FROM usage_periods_touched ORDER BY mark LIMIT ?',
+    ),
+    untouch: db.prepare<[number, number, string, number]>(
+      'DELETE FROM usage_periods_touched WHERE period_ms = ? AND day = ? AND key_id = ? AND mark <= ?',
+    ),
     periods: db.prepare<[string, number, number]>(
       'SELECT start, units, day_count AS dayCount, admitted, refused FROM key_usage_periods WHERE key_id = ? AND period_ms = ? AND day = ?',
     ),
@@ -191,7 +226,8 @@ const KEY_ACTIVITY_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 3,
-    description: 'usage-event periods per key (issue 53), written with the day counts, and the key-days the closer has yet to look at',
+    description:
+      'usage-event periods per key (issue 53), written with the day counts, and the key-days the closer has yet to look at',
     up(db) {
       db.exec(`
         CREATE TABLE IF NOT EXISTS key_usage_periods (

@@ -140,7 +140,9 @@ export class MemoryTopKeysStore implements TopKeysStore {
       } else if (minute < now && !this.trimmed.has(minute)) {
         this.trimmed.add(minute);
         if (bucket.size > MAX_KEYS_PER_MINUTE) {
-          const kept = [...bucket].sort(([a, x], [b, y]) => busiestFirst({ keyId: a, ...x }, { keyId: b, ...y })).slice(0, MAX_KEYS_PER_MINUTE);
+          const kept = [...bucket]
+            .sort(([a, x], [b, y]) => busiestFirst({ keyId: a, ...x }, { keyId: b, ...y }))
+            .slice(0, MAX_KEYS_PER_MINUTE);
           this.buckets.set(minute, new Map(kept));
         }
       }

@@ -39,7 +39,11 @@ export interface UsageExportSources {
  * most what the window counted; together they are exact unless a process died with unflushed
  * counts and no later request of that key on that day was flushed (docs/keys-and-console.md).
  */
-export async function* usageExportLines(sources: UsageExportSources, firstDay: number, lastDay: number): AsyncGenerator<string> {
+export async function* usageExportLines(
+  sources: UsageExportSources,
+  firstDay: number,
+  lastDay: number,
+): AsyncGenerator<string> {
   await sources.history.flush();
   const records = [...(await sources.keys())].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const today = dayOf(sources.clock.now());
@@ -49,9 +53,13 @@ export async function* usageExportLines(sources: UsageExportSources, firstDay: n
   for (let start = 0; start < records.length; start += EXPORT_BATCH_KEYS) {
     const batch = records.slice(start, start + EXPORT_BATCH_KEYS);
     const ids = batch.map((r) => r.id);
-    const [days, live] = await Promise.all([sources.history.usageDays(ids, firstDay, lastDay), withToday ? liveUnits(sources, ids) : null]);
+    const [days, live] = await Promise.all([
+      sources.history.usageDays(ids, firstDay, lastDay),
+      withToday ? liveUnits(sources, ids) : null,
+    ]);
     let text = '';
-    for (const line of linesOf(batch, days, today, live, (day) => dates[day - firstDay]!)) text += JSON.stringify(line) + '\n';
+    for (const line of linesOf(batch, days, today, live, (day) => dates[day - firstDay]!))
+      text += JSON.stringify(line) + '\n';
     if (text !== '') yield text;
   }
 }
@@ -83,13 +91,29 @@ function* linesOf(
     const stored = byKey.get(record.id) ?? [];
     const liveToday = live?.get(record.id) ?? 0;
     if (liveToday > 0 && !stored.some((d) => d.day === today)) {
-      stored.push({ keyId: record.id, day: today, admitted: 0, rateLimited: 0, banned: 0, units: 0, dayCount: liveToday });
+      stored.push({
+        keyId: record.id,
+        day: today,
+        admitted: 0,
+        rateLimited: 0,
+        banned: 0,
+        units: 0,
+        dayCount: liveToday,
+      });
     }
     stored.sort((a, b) => a.day - b.day);
     for (const d of stored) {
       const units = Math.max(d.units, d.dayCount, d.day === today ? liveToday : 0);
       if (d.admitted + d.rateLimited + d.banned + units === 0) continue;
-      yield { date: dateOfDay(d.day), keyId: record.id, consumerId: record.consumerId ?? null, admitted: d.admitted, units, rateLimited: d.rateLimited, banned: d.banned };
+      yield {
+        date: dateOfDay(d.day),
+        keyId: record.id,
+        consumerId: record.consumerId ?? null,
+        admitted: d.admitted,
+        units,
+        rateLimited: d.rateLimited,
+        banned: d.banned,
+      };
     }
   }
 }

@@ -88,7 +88,8 @@ export class KeyLossMonitor {
       const missing = this.replica.all().filter((record) => !present.has(record.id));
       const restoredIds = await this.redis.restoreMissing(missing);
       await this.redis.setMarker(this.epoch());
-      if (restoredIds.length > 0) this.options.onDataLoss({ reason, known: this.replica.size, foundInRedis, restoredIds });
+      if (restoredIds.length > 0)
+        this.options.onDataLoss({ reason, known: this.replica.size, foundInRedis, restoredIds });
     } finally {
       await this.redis.unlockRestore(this.owner).catch(() => {});
     }

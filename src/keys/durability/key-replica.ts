@@ -38,11 +38,18 @@ export class KeyReplica {
 
   constructor(dataDir: string, namespace: string) {
     // FULL: the replica is what answers for the keys once Redis lost them; the default busy timeout (5 s).
-    this.db = openSqliteDatabase({ file: path.join(dataDir, replicaFileName(namespace)), migrations: KEY_REPLICA_MIGRATIONS, synchronous: 'FULL' });
+    this.db = openSqliteDatabase({
+      file: path.join(dataDir, replicaFileName(namespace)),
+      migrations: KEY_REPLICA_MIGRATIONS,
+      synchronous: 'FULL',
+    });
     try {
       this.remove = this.db.prepare('DELETE FROM key_records WHERE id = ?');
-      this.upsert = this.db.prepare('INSERT INTO key_records (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json');
-      for (const row of this.db.prepare('SELECT json FROM key_records').all() as Array<{ json: string }>) this.remember(decodeRecord(row.json), row.json);
+      this.upsert = this.db.prepare(
+        'INSERT INTO key_records (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json',
+      );
+      for (const row of this.db.prepare('SELECT json FROM key_records').all() as Array<{ json: string }>)
+        this.remember(decodeRecord(row.json), row.json);
     } catch (err) {
       this.db.close();
       throw err;
@@ -51,7 +58,9 @@ export class KeyReplica {
 
   /** Keeps these records (one transaction); records already held as they are cost no write. */
   putAll(records: readonly ApiKeyRecord[]): void {
-    const changed = records.map((record) => ({ record, json: encodeRecord(record) })).filter(({ record, json }) => this.byId.get(record.id)?.json !== json);
+    const changed = records
+      .map((record) => ({ record, json: encodeRecord(record) }))
+      .filter(({ record, json }) => this.byId.get(record.id)?.json !== json);
     if (changed.length === 0) return;
     this.db.transaction(() => {
       for (const { record, json } of changed) this.upsert.run(record.id, json);

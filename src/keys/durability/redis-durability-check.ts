@@ -28,7 +28,11 @@ async function settingsOf(node: RedisClient): Promise<{ save: string; appendonly
  * ACL grants no CONFIG: CONFIG GET reads passwords too; managed services disable it) is reported
  * as unknown, not as refused. On Cluster every master is asked.
  */
-export async function checkRedisDurability(redis: RedisClient, logger: Logger, gauge: Gauge<'reason'>): Promise<Set<DurabilityRisk>> {
+export async function checkRedisDurability(
+  redis: RedisClient,
+  logger: Logger,
+  gauge: Gauge<'reason'>,
+): Promise<Set<DurabilityRisk>> {
   const cluster = (redis as { isCluster?: boolean }).isCluster === true;
   const nodes = cluster ? (redis as unknown as { nodes(role: string): RedisClient[] }).nodes('master') : [redis];
   const risks = new Set<DurabilityRisk>();
@@ -54,8 +58,11 @@ export async function checkRedisDurability(redis: RedisClient, logger: Logger, g
     }
   }
   if (risks.has('unknown')) {
-    logger.warn('Redis refused CONFIG GET (an ACL or a managed service): whether it persists and how it evicts is unknown here; make sure it runs with appendonly yes and maxmemory-policy noeviction (docs/redis.md).');
+    logger.warn(
+      'Redis refused CONFIG GET (an ACL or a managed service): whether it persists and how it evicts is unknown here; make sure it runs with appendonly yes and maxmemory-policy noeviction (docs/redis.md).',
+    );
   }
-  for (const reason of ['persistence_off', 'evicting_policy', 'unknown'] as const) gauge.set({ reason }, risks.has(reason) ? 1 : 0);
+  for (const reason of ['persistence_off', 'evicting_policy', 'unknown'] as const)
+    gauge.set({ reason }, risks.has(reason) ? 1 : 0);
   return risks;
 }

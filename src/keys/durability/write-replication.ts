@@ -96,7 +96,11 @@ export class WriteReplication {
 
   /** One round trip to the key records' primary: the probe and WAIT, pipelined (routed by the probe's slot). */
   private async waitForReplica(): Promise<number> {
-    const results = await this.connection.pipeline().set(this.probeKey, String(Date.now()), 'PX', PROBE_TTL_MS).wait(1, this.options.waitMs).exec();
+    const results = await this.connection
+      .pipeline()
+      .set(this.probeKey, String(Date.now()), 'PX', PROBE_TTL_MS)
+      .wait(1, this.options.waitMs)
+      .exec();
     const [setResult, waitResult] = results ?? [];
     if (setResult?.[0]) throw setResult[0];
     if (waitResult?.[0]) throw waitResult[0];

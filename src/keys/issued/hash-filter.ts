@@ -42,7 +42,8 @@ export class BloomFilter implements HashMembership {
     falsePositiveRate: number = DEFAULT_FALSE_POSITIVE_RATE,
     private readonly seeds: FilterSeeds = randomSeeds(),
   ) {
-    if (!(capacity >= 1) || !(falsePositiveRate > 0 && falsePositiveRate < 1)) throw new Error('capacity must be ≥ 1 and falsePositiveRate in (0, 1)');
+    if (!(capacity >= 1) || !(falsePositiveRate > 0 && falsePositiveRate < 1))
+      throw new Error('capacity must be ≥ 1 and falsePositiveRate in (0, 1)');
     const bits = Math.ceil((-capacity * Math.log(falsePositiveRate)) / Math.LN2 ** 2);
     // Whole 32-bit words, and below 2^32 bits so that positions stay exact in doubles.
     this.bitCount = Math.min(Math.ceil(bits / 32) * 32, 2 ** 32 - 32);

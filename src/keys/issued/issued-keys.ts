@@ -3,7 +3,8 @@ import { DEFAULT_FALSE_POSITIVE_RATE, GrowingBloomFilter, randomSeeds, type Hash
 import type { IssuedMark, KeyChange, KeyStore, StoreIssuedMark } from '../types';
 
 /** The store calls this needs: a shared store's marks, hashes and change stream. */
-export type IssuedHashSource = Required<Pick<KeyStore, 'issuedMark' | 'scanIssuedHashes' | 'onChange'>> & Pick<KeyStore, 'onResync'>;
+export type IssuedHashSource = Required<Pick<KeyStore, 'issuedMark' | 'scanIssuedHashes' | 'onChange'>> &
+  Pick<KeyStore, 'onResync'>;
 
 export function isIssuedHashSource(store: KeyStore): store is KeyStore & IssuedHashSource {
   return typeof store.issuedMark === 'function' && typeof store.scanIssuedHashes === 'function';
@@ -96,7 +97,10 @@ export class IssuedKeys {
     private readonly options: IssuedKeysOptions = {},
   ) {
     this.checkIntervalMs = options.checkIntervalMs ?? DEFAULT_CHECK_INTERVAL_MS;
-    this.maxCheckIntervalMs = Math.max(this.checkIntervalMs, options.maxCheckIntervalMs ?? DEFAULT_MAX_CHECK_INTERVAL_MS);
+    this.maxCheckIntervalMs = Math.max(
+      this.checkIntervalMs,
+      options.maxCheckIntervalMs ?? DEFAULT_MAX_CHECK_INTERVAL_MS,
+    );
     this.intervalMs = this.checkIntervalMs;
     this.catchUpTimeoutMs = options.catchUpTimeoutMs ?? DEFAULT_CATCH_UP_TIMEOUT_MS;
     this.unsubscribe.push(source.onChange((change) => this.apply(change)));
@@ -275,7 +279,11 @@ export class IssuedKeys {
       const mark = await this.source.issuedMark({ countHashes: true });
       if (generation !== this.generation) return;
       const capacity = Math.max(this.options.minCapacity ?? DEFAULT_MIN_CAPACITY, (mark.hashes ?? 0) * 2);
-      const filter = new GrowingBloomFilter(capacity, this.options.falsePositiveRate ?? DEFAULT_FALSE_POSITIVE_RATE, this.seeds);
+      const filter = new GrowingBloomFilter(
+        capacity,
+        this.options.falsePositiveRate ?? DEFAULT_FALSE_POSITIVE_RATE,
+        this.seeds,
+      );
       for (const hash of build.early.splice(0)) filter.add(hash);
       build.filter = filter;
       await this.source.scanIssuedHashes((hashes) => {

@@ -52,6 +52,7 @@ export function parseIssuedMark(reply: unknown): StoreIssuedMark | null {
 
 /** The mark carried by a published change, if it has a valid one. */
 export function markOfMessage(message: { epoch?: unknown; seq?: unknown }): IssuedMark | undefined {
-  if (typeof message.epoch !== 'string' || typeof message.seq !== 'number' || !Number.isInteger(message.seq)) return undefined;
+  if (typeof message.epoch !== 'string' || typeof message.seq !== 'number' || !Number.isInteger(message.seq))
+    return undefined;
   return { epoch: message.epoch, seq: message.seq };
 }

@@ -87,7 +87,12 @@ function refusalOf(err: unknown): unknown {
   const conflict = /hash-conflict (\S+) (\S+)/.exec(message);
   if (conflict) return new KeyImportConflict(conflict[1]!, conflict[2]!);
   const revoked = /revoked-meanwhile (\S+)/.exec(message);
-  if (revoked) return new KeyImportConflict(revoked[1]!, revoked[1]!, `key ${revoked[1]} was revoked while the import ran; import again`);
+  if (revoked)
+    return new KeyImportConflict(
+      revoked[1]!,
+      revoked[1]!,
+      `key ${revoked[1]} was revoked while the import ran; import again`,
+    );
   const closed = /consumer-closed (\S+) (\S+)/.exec(message);
   if (closed) return closedConsumerConflict(closed[1]!, closed[2]!);
   return err;
@@ -100,7 +105,10 @@ function refusalOf(err: unknown): unknown {
  * fails (a conflict, Redis away, a timeout) the journal puts every record back as it was, batch by
  * batch, and the error is thrown: nothing imported. The event loop turns between batches.
  */
-export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: RedisImportDependencies): Promise<RedisImportResult> {
+export async function redisKeyImport(
+  records: readonly ApiKeyRecord[],
+  deps: RedisImportDependencies,
+): Promise<RedisImportResult> {
   const journal = deps.layout.importJournal(randomBytes(8).toString('hex'));
   const { byHash, byId, writes, issued, channel } = deps.layout;
   const written: ApiKeyRecord[] = [];
@@ -113,7 +121,10 @@ export async function redisKeyImport(records: readonly ApiKeyRecord[], deps: Red
       const batch = keepRevocations(given, (id) => current.get(id));
       const args = [channel, deps.newEpoch(), String(JOURNAL_TTL_MS), ...batch.flatMap(recordArgs)];
       const closedSets = batch.map((record) => deps.layout.consumerClosed(record.consumerId ?? ''));
-      const [same, ...ids] = await withRetries(() => deps.importBatch([byHash, byId, writes, issued, journal, ...closedSets], args), BATCH_ATTEMPTS);
+      const [same, ...ids] = await withRetries(
+        () => deps.importBatch([byHash, byId, writes, issued, journal, ...closedSets], args),
+        BATCH_ATTEMPTS,
+      );
       unchanged += same;
       const changed = new Set(ids);
       const writtenNow = batch.filter((record) => changed.has(record.id));
@@ -138,7 +149,10 @@ async function undo(journal: string, deps: RedisImportDependencies): Promise<voi
       return;
     } catch (err) {
       if (attempt >= UNDO_ATTEMPTS) {
-        throw new Error(`an import failed half-way and could not be undone (${(err as Error).message}); its journal ${journal} holds the records' former states`);
+        throw new Error(
+          `an import failed half-way and could not be undone (${(err as Error).message}); its journal ${journal} holds the records' former states`,
+          { cause: err },
+        );
       }
       await sleep(1000);
     }

@@ -4,10 +4,38 @@ import { defineLuaScript, type LuaCaller, type LuaScript } from '../../shared/lu
 import { duplicateForSubscribe, type RedisClient } from '../../shared/redis';
 import { Listeners } from './listeners';
 import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from '../record';
-import { GET_MANY_SCRIPT, HEALTH_SCRIPT, IMPORT_BATCH_SCRIPT, RESTORE_MISSING_SCRIPT, UNDO_IMPORT_SCRIPT, UNLOCK_SCRIPT } from './redis-key-recovery-scripts';
-import { IMPORT_BATCH, redisKeyImport, RECORDS_PER_READ, withRetries, type RedisImportResult } from './redis-key-import';
-import { bumpIssuedMarkLua, markOfMessage, parseIssuedMark, SCAN_BATCH, SCAN_HASHES_SCRIPT, START_ISSUED_MARK_SCRIPT } from './redis-issued-marks';
-import { ConsumerClosed, type ApiKeyRecord, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore, type StoreIssuedMark } from '../types';
+import {
+  GET_MANY_SCRIPT,
+  HEALTH_SCRIPT,
+  IMPORT_BATCH_SCRIPT,
+  RESTORE_MISSING_SCRIPT,
+  UNDO_IMPORT_SCRIPT,
+  UNLOCK_SCRIPT,
+} from './redis-key-recovery-scripts';
+import {
+  IMPORT_BATCH,
+  redisKeyImport,
+  RECORDS_PER_READ,
+  withRetries,
+  type RedisImportResult,
+} from './redis-key-import';
+import {
+  bumpIssuedMarkLua,
+  markOfMessage,
+  parseIssuedMark,
+  SCAN_BATCH,
+  SCAN_HASHES_SCRIPT,
+  START_ISSUED_MARK_SCRIPT,
+} from './redis-issued-marks';
+import {
+  ConsumerClosed,
+  type ApiKeyRecord,
+  type KeyChange,
+  type KeyPatch,
+  type KeyRotation,
+  type KeyStore,
+  type StoreIssuedMark,
+} from '../types';
 
 export interface RedisKeyStoreOptions {
   /** Prefix of every Redis key and channel (config `redis.namespace`). */
@@ -195,10 +223,14 @@ const SCRIPTS = {
   scanHashes: defineLuaScript<string[]>('asgKeyStoreScanHashes', SCAN_HASHES_SCRIPT, 1),
 };
 
-type KeyStoreScripts = { [name in keyof typeof SCRIPTS]: (typeof SCRIPTS)[name] extends LuaScript<infer Reply> ? LuaCaller<Reply> : never };
+type KeyStoreScripts = {
+  [name in keyof typeof SCRIPTS]: (typeof SCRIPTS)[name] extends LuaScript<infer Reply> ? LuaCaller<Reply> : never;
+};
 
 function scriptsOn(redis: RedisClient): KeyStoreScripts {
-  return Object.fromEntries(Object.entries(SCRIPTS).map(([name, script]) => [name, script.on(redis)])) as KeyStoreScripts;
+  return Object.fromEntries(
+    Object.entries(SCRIPTS).map(([name, script]) => [name, script.on(redis)]),
+  ) as KeyStoreScripts;
 }
 
 function isKeyChange(value: unknown): value is KeyChange {
@@ -260,7 +292,10 @@ export class RedisKeyStore implements KeyStore {
     const { byHash, byId, issued, writes, channel } = this.layout;
     const consumer = record.consumerId ?? '';
     await this.scripts
-      .insert([byHash, byId, issued, writes, this.layout.consumerClosed(consumer)], [record.hash, record.id, encodeRecord(record), channel, newEpoch(), consumer])
+      .insert(
+        [byHash, byId, issued, writes, this.layout.consumerClosed(consumer)],
+        [record.hash, record.id, encodeRecord(record), channel, newEpoch(), consumer],
+      )
       .catch((err: unknown) => Promise.reject(consumerClosedOf(err)));
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
@@ -298,7 +333,10 @@ export class RedisKeyStore implements KeyStore {
     let cursor = '0';
     do {
       // A step whose answer did not come is read again: a listing of 100,000 keys should not fail for one slow answer.
-      const [next, entries] = await withRetries(() => this.redis.hscan(this.layout.byHash, cursor, 'COUNT', RECORDS_PER_READ), READ_ATTEMPTS);
+      const [next, entries] = await withRetries(
+        () => this.redis.hscan(this.layout.byHash, cursor, 'COUNT', RECORDS_PER_READ),
+        READ_ATTEMPTS,
+      );
       cursor = next;
       const records: ApiKeyRecord[] = [];
       for (let i = 0; i < entries.length; i += 2) {
@@ -353,7 +391,12 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async closeConsumer(consumerId: string, token: string, holdMs: number): Promise<boolean> {
-    return (await this.scripts.closeConsumer([this.layout.consumerClosed(consumerId)], [token, Math.max(1, Math.ceil(holdMs))])) === 1;
+    return (
+      (await this.scripts.closeConsumer(
+        [this.layout.consumerClosed(consumerId)],
+        [token, Math.max(1, Math.ceil(holdMs))],
+      )) === 1
+    );
   }
 
   async reopenConsumer(consumerId: string, token: string): Promise<void> {
@@ -366,7 +409,10 @@ export class RedisKeyStore implements KeyStore {
     const restored: string[] = [];
     for (let at = 0; at < records.length; at += RESTORE_BATCH) {
       const batch = records.slice(at, at + RESTORE_BATCH);
-      const ids = await this.scripts.restoreMissing([byHash, byId, this.layout.issued], [channel, newEpoch(), ...batch.flatMap(recordArgsForRestore)]);
+      const ids = await this.scripts.restoreMissing(
+        [byHash, byId, this.layout.issued],
+        [channel, newEpoch(), ...batch.flatMap(recordArgsForRestore)],
+      );
       restored.push(...(ids as string[]));
     }
     return restored;
@@ -374,7 +420,10 @@ export class RedisKeyStore implements KeyStore {
 
   /** Is the epoch marker there, and how many key records does Redis hold. */
   async health(): Promise<KeyStoreHealth> {
-    const [marker, records, writes] = (await this.scripts.health([this.layout.epoch, this.layout.byId, this.layout.writes], [])) as [number, number, number];
+    const [marker, records, writes] = (await this.scripts.health(
+      [this.layout.epoch, this.layout.byId, this.layout.writes],
+      [],
+    )) as [number, number, number];
     return { markerPresent: marker === 1, records, writes };
   }
 
@@ -393,7 +442,10 @@ export class RedisKeyStore implements KeyStore {
     const ids: string[] = [];
     let cursor = '0';
     do {
-      const [next, entries] = await withRetries(() => this.redis.hscan(this.layout.byId, cursor, 'COUNT', IDS_PER_SCAN), READ_ATTEMPTS);
+      const [next, entries] = await withRetries(
+        () => this.redis.hscan(this.layout.byId, cursor, 'COUNT', IDS_PER_SCAN),
+        READ_ATTEMPTS,
+      );
       cursor = next;
       for (let i = 0; i < entries.length; i += 2) ids.push(entries[i]!);
       await turnOfEventLoop();
@@ -417,7 +469,9 @@ export class RedisKeyStore implements KeyStore {
   /** One HMGET (commandstats counts every call inside a script too, so a script would cost more). */
   async issuedMark(options: { countHashes?: boolean } = {}): Promise<StoreIssuedMark> {
     const { issued, byHash } = this.layout;
-    const mark = parseIssuedMark(await this.redis.hmget(issued, 'epoch', 'seq')) ?? parseIssuedMark(await this.scripts.startIssuedMark([issued], [newEpoch()]));
+    const mark =
+      parseIssuedMark(await this.redis.hmget(issued, 'epoch', 'seq')) ??
+      parseIssuedMark(await this.scripts.startIssuedMark([issued], [newEpoch()]));
     if (!mark) throw new Error('the issued-key mark could not be started');
     if (options.countHashes) mark.hashes = await this.redis.hlen(byHash);
     return mark;
@@ -427,7 +481,10 @@ export class RedisKeyStore implements KeyStore {
   async scanIssuedHashes(onBatch: (hashes: string[]) => void): Promise<void> {
     let cursor = '0';
     do {
-      const [next, ...hashes] = (await this.scripts.scanHashes([this.layout.byHash], [cursor, String(SCAN_BATCH)])) as string[];
+      const [next, ...hashes] = (await this.scripts.scanHashes(
+        [this.layout.byHash],
+        [cursor, String(SCAN_BATCH)],
+      )) as string[];
       cursor = next ?? '0';
       if (hashes.length > 0) onBatch(hashes);
     } while (cursor !== '0');
@@ -471,8 +528,22 @@ export class RedisKeyStore implements KeyStore {
       const dropped = hashesOf(current).filter((hash) => !kept.includes(hash));
       // Only a move into a consumer is checked: a key staying where it is may still be renamed or revoked.
       const movedInto = next.consumerId !== undefined && next.consumerId !== current.consumerId ? next.consumerId : '';
-      const args = [current.hash, json, encodeRecord(next), channel, next.id, next.hash, String(kept.length), newEpoch(), movedInto, ...kept, ...dropped];
-      const written = await this.scripts.replace([byHash, byId, issued, this.layout.consumerClosed(movedInto)], args).catch((err: unknown) => Promise.reject(consumerClosedOf(err)));
+      const args = [
+        current.hash,
+        json,
+        encodeRecord(next),
+        channel,
+        next.id,
+        next.hash,
+        String(kept.length),
+        newEpoch(),
+        movedInto,
+        ...kept,
+        ...dropped,
+      ];
+      const written = await this.scripts
+        .replace([byHash, byId, issued, this.layout.consumerClosed(movedInto)], args)
+        .catch((err: unknown) => Promise.reject(consumerClosedOf(err)));
       if (written === 1) {
         for (const hash of [...kept, ...dropped]) this.changeListeners.emit({ id: next.id, hash });
         return next;
@@ -480,7 +551,6 @@ export class RedisKeyStore implements KeyStore {
     }
     throw new Error(`key ${id} kept changing under concurrent updates; gave up after ${MAX_CAS_ATTEMPTS} attempts`);
   }
-
 
   private async subscribe(): Promise<Subscription> {
     const given = this.options.subscriber;
@@ -550,7 +620,9 @@ export class RedisKeyStore implements KeyStore {
     if (!isKeyChange(change)) return;
     const mark = markOfMessage(change as { epoch?: unknown; seq?: unknown });
     const removed = (change as { removed?: unknown }).removed === true ? { removed: true as const } : {};
-    this.changeListeners.emit(mark ? { id: change.id, hash: change.hash, mark, ...removed } : { id: change.id, hash: change.hash, ...removed });
+    this.changeListeners.emit(
+      mark ? { id: change.id, hash: change.hash, mark, ...removed } : { id: change.id, hash: change.hash, ...removed },
+    );
   }
 
   /**

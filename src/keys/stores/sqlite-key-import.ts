@@ -12,7 +12,11 @@ export interface ImportPlan {
  * refuses the whole import, as the Redis store's script does), then sorts them into changed and
  * unchanged by their encoded form, the comparison the Redis store makes.
  */
-export function applyImport(byId: ReadonlyMap<string, ApiKeyRecord>, byHash: ReadonlyMap<string, ApiKeyRecord>, records: ApiKeyRecord[]): ImportPlan {
+export function applyImport(
+  byId: ReadonlyMap<string, ApiKeyRecord>,
+  byHash: ReadonlyMap<string, ApiKeyRecord>,
+  records: ApiKeyRecord[],
+): ImportPlan {
   for (const record of records) {
     for (const hash of hashesOf(record)) {
       const holder = byHash.get(hash);

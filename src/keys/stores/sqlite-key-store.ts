@@ -6,12 +6,30 @@ import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-f
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
 import { Listeners } from './listeners';
 import type { WindowName } from '../../limits/types';
-import { applyPatch, applyRevoke, applyRotate, billingDayOf, byCreation, consumerIdOf, copyRecord, hashesOf, limitsOf } from '../record';
+import {
+  applyPatch,
+  applyRevoke,
+  applyRotate,
+  billingDayOf,
+  byCreation,
+  consumerIdOf,
+  copyRecord,
+  hashesOf,
+  limitsOf,
+} from '../record';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
 import { closedConsumerConflict, consumerEntered, keepRevocations, movesOf } from './import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
-import { ConsumerClosed, type ApiKeyRecord, type ImportResult, type KeyChange, type KeyPatch, type KeyRotation, type KeyStore } from '../types';
+import {
+  ConsumerClosed,
+  type ApiKeyRecord,
+  type ImportResult,
+  type KeyChange,
+  type KeyPatch,
+  type KeyRotation,
+  type KeyStore,
+} from '../types';
 
 export interface SqliteKeyStoreOptions {
   /** Directory of `keys.sqlite` (config `dataDir`); null keeps keys in memory only (tests). */
@@ -90,7 +108,8 @@ const KEY_STORE_MIGRATIONS: readonly Migration[] = [
     version: 2,
     description: 'expiry and rotation: expires_at, previous_hash, previous_key_expires_at',
     up(db) {
-      for (const column of ['expires_at', 'previous_hash', 'previous_key_expires_at']) addColumnIfMissing(db, 'api_keys', column, 'TEXT');
+      for (const column of ['expires_at', 'previous_hash', 'previous_key_expires_at'])
+        addColumnIfMissing(db, 'api_keys', column, 'TEXT');
     },
   },
   {
@@ -152,7 +171,17 @@ function fromRow(row: KeyRow): ApiKeyRecord {
     id: row.id,
     name: row.name,
     plan: row.plan,
-    limits: row.per_minute === null || row.per_day === null ? null : limitsOf(row.per_minute, row.per_day, row.shadow === null ? null : row.shadow === 1, row.per_month, row.max_in_flight, hiddenWindowsOfColumn(row.hidden_windows)),
+    limits:
+      row.per_minute === null || row.per_day === null
+        ? null
+        : limitsOf(
+            row.per_minute,
+            row.per_day,
+            row.shadow === null ? null : row.shadow === 1,
+            row.per_month,
+            row.max_in_flight,
+            hiddenWindowsOfColumn(row.hidden_windows),
+          ),
     hash: row.hash,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -220,7 +249,13 @@ export class SqliteKeyStore implements KeyStore {
   constructor(options: SqliteKeyStoreOptions) {
     const file = options.dataDir === null ? ':memory:' : path.join(options.dataDir, KEYS_DATABASE_FILE);
     // FULL: a key the admin API reported as created or revoked survives a power loss too.
-    this.db = openSqliteDatabase({ file, migrations: KEY_STORE_MIGRATIONS, synchronous: 'FULL', busyTimeoutMs: options.busyTimeoutMs, requireWritableDir: true });
+    this.db = openSqliteDatabase({
+      file,
+      migrations: KEY_STORE_MIGRATIONS,
+      synchronous: 'FULL',
+      busyTimeoutMs: options.busyTimeoutMs,
+      requireWritableDir: true,
+    });
     this.onSqliteError = options.onSqliteError;
     try {
       this.insertRow = this.db.prepare<KeyRow>(
@@ -310,7 +345,11 @@ export class SqliteKeyStore implements KeyStore {
     let done!: () => void;
     this.importing = new Promise<void>((resolve) => (done = resolve));
     try {
-      const plan = applyImport(this.byId, this.byHash, keepRevocations(records, (id) => this.byId.get(id)));
+      const plan = applyImport(
+        this.byId,
+        this.byHash,
+        keepRevocations(records, (id) => this.byId.get(id)),
+      );
       this.assertEnteredConsumersOpen(plan.changed);
       // Read before the maps change; the other writes wait for the import, so none moves a key meanwhile.
       const moved = movesOf(plan.changed, (id) => this.byId.get(id));
@@ -321,7 +360,12 @@ export class SqliteKeyStore implements KeyStore {
         this.applyImported(plan.changed.slice(at, at + IMPORT_STEP));
         await turnOfEventLoop();
       }
-      return { imported: plan.changed.length, unchanged: plan.unchanged, ids: plan.changed.map((record) => record.id), moved };
+      return {
+        imported: plan.changed.length,
+        unchanged: plan.unchanged,
+        ids: plan.changed.map((record) => record.id),
+        moved,
+      };
     } finally {
       this.importing = null;
       done();

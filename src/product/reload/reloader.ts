@@ -1,4 +1,12 @@
-import { ConfigError, failedReload, planReload, webhookTargetProblems, type Config, type LastReload, type ReloadOutcome } from '../../shared/config';
+import {
+  ConfigError,
+  failedReload,
+  planReload,
+  webhookTargetProblems,
+  type Config,
+  type LastReload,
+  type ReloadOutcome,
+} from '../../shared/config';
 import type { AdminListenerAddress } from '../../shared/admin-listener-address';
 import type { Logger } from '../../shared/logger';
 import { readTlsPair, type TlsPair } from '../../shared/tls-pair';
@@ -70,7 +78,10 @@ export class ConfigReloader {
       plan = planReload(state.config, loaded);
       await turnOfTheEventLoop();
       pair = await readTlsPair(plan.inForce.tls);
-      const problems = [...(await this.webhookProblems(plan.inForce, plan.applied)), ...((await this.options.vet?.(state.config, plan.inForce)) ?? [])];
+      const problems = [
+        ...(await this.webhookProblems(plan.inForce, plan.applied)),
+        ...((await this.options.vet?.(state.config, plan.inForce)) ?? []),
+      ];
       if (problems.length > 0) throw new ConfigError(problems);
     } catch (err) {
       const outcome = failedReload(err);
@@ -86,8 +97,16 @@ export class ConfigReloader {
     metrics.reloads.inc({ result: 'success' });
     metrics.setHash(state.hash);
     logger.info(
-      { trigger, hash: state.hash, applied: plan.applied, restartNeeded: plan.restartNeeded, certificate: pair ? { fingerprint: pair.fingerprint, validTo: pair.validTo } : undefined },
-      plan.restartNeeded.length > 0 ? 'config reloaded; some changes need a restart and were left as they were' : 'config reloaded',
+      {
+        trigger,
+        hash: state.hash,
+        applied: plan.applied,
+        restartNeeded: plan.restartNeeded,
+        certificate: pair ? { fingerprint: pair.fingerprint, validTo: pair.validTo } : undefined,
+      },
+      plan.restartNeeded.length > 0
+        ? 'config reloaded; some changes need a restart and were left as they were'
+        : 'config reloaded',
     );
     return { result: 'success', hash: state.hash, restartNeeded: plan.restartNeeded };
   }

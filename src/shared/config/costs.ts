@@ -36,7 +36,10 @@ export function limitsBelowCost(limits: Limits, cost: number): string[] {
 }
 
 /** One issue per plan window below the largest cost, and per cost rule given twice. */
-export function costIssues(plans: Readonly<Record<string, Limits>>, costs: readonly CostRow[]): { path: (string | number)[]; message: string }[] {
+export function costIssues(
+  plans: Readonly<Record<string, Limits>>,
+  costs: readonly CostRow[],
+): { path: (string | number)[]; message: string }[] {
   const issues: { path: (string | number)[]; message: string }[] = [];
   const seen = new Set<string>();
   for (const [i, row] of costs.entries()) {

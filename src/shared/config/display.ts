@@ -3,7 +3,13 @@ import { redactedUrl } from '../redaction';
 import type { Config } from './schema';
 
 /** Config paths that hold secrets: never shown by GET /admin/config, never hashed in clear. */
-export const SECRET_SETTINGS = ['admin.token', 'signing.secret', 'signing.previousSecrets', 'redis.password', 'redis.sentinelPassword'] as const;
+export const SECRET_SETTINGS = [
+  'admin.token',
+  'signing.secret',
+  'signing.previousSecrets',
+  'redis.password',
+  'redis.sentinelPassword',
+] as const;
 
 export const REDACTED = '[redacted]';
 
@@ -39,7 +45,11 @@ export function redactedConfig(config: Config): Config {
   redacted.notifications.webhooks = redacted.notifications.webhooks.map(redactedWebhook);
   // The sink's URL as a receiver's is shown (a token is often its path or a query value), and its headers' values never.
   const usage = redacted.usageEvents;
-  redacted.usageEvents = { ...usage, url: usage.url === null ? null : redactedUrl(usage.url), headers: Object.fromEntries(Object.keys(usage.headers).map((name) => [name, REDACTED])) };
+  redacted.usageEvents = {
+    ...usage,
+    url: usage.url === null ? null : redactedUrl(usage.url),
+    headers: Object.fromEntries(Object.keys(usage.headers).map((name) => [name, REDACTED])),
+  };
   return redacted;
 }
 
@@ -48,7 +58,9 @@ export function redactedConfig(config: Config): Config {
  * receiver's token often is the URL's path or a query value). So the hash, made of what is shown,
  * stays as it was when only such a token changes, as it does for a password.
  */
-function redactedWebhook(webhook: Config['notifications']['webhooks'][number]): Config['notifications']['webhooks'][number] {
+function redactedWebhook(
+  webhook: Config['notifications']['webhooks'][number],
+): Config['notifications']['webhooks'][number] {
   return { ...webhook, url: redactedUrl(webhook.url), ...(webhook.secret ? { secret: REDACTED } : {}) };
 }
 
@@ -72,5 +84,7 @@ export function canonicalJson(value: unknown): string {
  * (a new REDIS_URL password) leaves the hash as it was.
  */
 export function configHash(config: Config): string {
-  return createHash('sha256').update(canonicalJson(redactedConfig(config))).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(redactedConfig(config)))
+    .digest('hex');
 }

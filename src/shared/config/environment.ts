@@ -35,7 +35,6 @@ export const envBindings: ReadonlyArray<{ variable: string; path: string[]; list
   { variable: 'WORKERS', path: ['workers'] },
 ];
 
-
 function bindingOf(dotted: string) {
   return envBindings.find((b) => dotted === b.path.join('.') || dotted.startsWith(b.path.join('.') + '.'));
 }

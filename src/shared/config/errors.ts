@@ -8,4 +8,3 @@ export class ConfigError extends Error {
     this.problems = list;
   }
 }
-

@@ -3,7 +3,11 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { isObject, type JsonObject } from './merge';
 
-const readFailures: Record<string, string> = { ENOENT: 'does not exist', EACCES: 'cannot be read (permission denied)', EISDIR: 'is a directory' };
+const readFailures: Record<string, string> = {
+  ENOENT: 'does not exist',
+  EACCES: 'cannot be read (permission denied)',
+  EISDIR: 'is a directory',
+};
 
 /**
  * The largest config file read (CONTRACT §5). Settings fit in a few kilobytes; a file of megabytes
@@ -21,7 +25,9 @@ export function readConfigFile(file: string, label: string, problems: string[]):
   try {
     const { size } = fs.statSync(file);
     if (size > MAX_CONFIG_FILE_BYTES) {
-      problems.push(`${label} ${file} is ${size} bytes: a config file is at most 1 MiB (${MAX_CONFIG_FILE_BYTES} bytes)`);
+      problems.push(
+        `${label} ${file} is ${size} bytes: a config file is at most 1 MiB (${MAX_CONFIG_FILE_BYTES} bytes)`,
+      );
       return null;
     }
     text = fs.readFileSync(file, 'utf8');
@@ -34,7 +40,9 @@ export function readConfigFile(file: string, label: string, problems: string[]):
   try {
     parsed = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
-    problems.push(`${label} ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+    problems.push(
+      `${label} ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`,
+    );
     return null;
   }
   if (parsed === null || parsed === undefined) return {};
@@ -53,4 +61,3 @@ export function findConfigFile(dir: string, name: string): string | null {
   }
   return null;
 }
-

@@ -3,7 +3,15 @@
  * is the type), environment.ts (variables and the settings they set), merge.ts, files.ts
  * (config/*.yaml and CONFIG_FILE), messages.ts (one line per bad setting), load.ts (the order).
  */
-export { appEnvSchema, configSchema, type AppEnv, type Config, type CostConfig, type DeprecationConfig, type PlanConfig } from './schema';
+export {
+  appEnvSchema,
+  configSchema,
+  type AppEnv,
+  type Config,
+  type CostConfig,
+  type DeprecationConfig,
+  type PlanConfig,
+} from './schema';
 export { ConfigError } from './errors';
 export { envBindings } from './environment';
 export { mergeConfig } from './merge';
@@ -14,6 +22,19 @@ export { redisConfigured, redisSourceCount, type RedisSources } from './redis-so
 export { planReload, changedSettings, RELOADABLE_SETTINGS, type ReloadPlan } from './reload-plan';
 export { configHash, redactedConfig, canonicalJson, SECRET_SETTINGS, REDACTED } from './display';
 export { failedReload, problemEntry, type ConfigView, type LastReload, type ReloadOutcome } from './reload-outcome';
-export { WEBHOOK_EVENT_TYPES, readWebhookSecret, webhookSecretBytes, type NotificationsConfig, type WebhookConfig, type WebhookEventType } from './notifications';
+export {
+  WEBHOOK_EVENT_TYPES,
+  readWebhookSecret,
+  webhookSecretBytes,
+  type NotificationsConfig,
+  type WebhookConfig,
+  type WebhookEventType,
+} from './notifications';
 export { webhookTargetProblems, lookupHost, WEBHOOK_LOOKUP_TIMEOUT_MS, type HostLookup } from './webhook-targets';
-export { USAGE_METERS, usagePeriodMs, readUsageSinkToken, type UsageEventsConfig, type UsageMeter } from './usage-events';
+export {
+  USAGE_METERS,
+  usagePeriodMs,
+  readUsageSinkToken,
+  type UsageEventsConfig,
+  type UsageMeter,
+} from './usage-events';

@@ -17,11 +17,16 @@ const LOADER_TIMEOUT_MS = 60_000;
  * parsing (YAML takes about a second per megabyte here) and validating must not stall the
  * listeners (issue 42). The same config, or the same ConfigError naming every bad setting.
  */
-export function loadConfigOffThread(options: Pick<LoadConfigOptions, 'env' | 'configDir' | 'role'> = {}): Promise<Config> {
+export function loadConfigOffThread(
+  options: Pick<LoadConfigOptions, 'env' | 'configDir' | 'role'> = {},
+): Promise<Config> {
   return new Promise((resolve, reject) => {
     // load-worker.js when built, load-worker.ts when run from source (the parent's -r hook is inherited).
     const entry = path.join(__dirname, `load-worker${path.extname(__filename)}`);
-    const worker = new Worker(entry, { workerData: options, resourceLimits: { maxOldGenerationSizeMb: LOADER_HEAP_MB } });
+    const worker = new Worker(entry, {
+      workerData: options,
+      resourceLimits: { maxOldGenerationSizeMb: LOADER_HEAP_MB },
+    });
     let answered = false;
     const timer = setTimeout(() => {
       answered = true;
@@ -34,7 +39,12 @@ export function loadConfigOffThread(options: Pick<LoadConfigOptions, 'env' | 'co
       if (answered) return;
       answered = true;
       if (answer.ok) resolve(answer.config);
-      else reject(answer.problems ? new ConfigError(answer.problems) : new Error(answer.message ?? 'the config could not be loaded'));
+      else
+        reject(
+          answer.problems
+            ? new ConfigError(answer.problems)
+            : new Error(answer.message ?? 'the config could not be loaded'),
+        );
     });
     worker.once('error', (err) => {
       clearTimeout(timer);

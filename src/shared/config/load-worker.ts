@@ -8,6 +8,9 @@ let answer: LoadAnswer;
 try {
   answer = { ok: true, config: loadConfig(workerData as Parameters<typeof loadConfig>[0]) };
 } catch (err) {
-  answer = err instanceof ConfigError ? { ok: false, problems: [...err.problems] } : { ok: false, message: (err as Error).message };
+  answer =
+    err instanceof ConfigError
+      ? { ok: false, problems: [...err.problems] }
+      : { ok: false, message: (err as Error).message };
 }
 parentPort!.postMessage(answer);

@@ -26,7 +26,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const env = withSecretFiles(options.env ?? process.env, problems);
   const configDir = options.configDir ?? path.resolve(__dirname, '..', '..', '..', 'config');
   const appEnv = appEnvSchema.safeParse(env.APP_ENV ?? 'development');
-  if (!appEnv.success) problems.push(`invalid setting APP_ENV: must be development, staging or production (got "${env.APP_ENV}")`);
+  if (!appEnv.success)
+    problems.push(`invalid setting APP_ENV: must be development, staging or production (got "${env.APP_ENV}")`);
 
   const defaultFile = findConfigFile(configDir, 'default');
   if (!defaultFile) throw new ConfigError(`config/default.yaml not found in ${configDir}`);
@@ -34,13 +35,26 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   // With APP_ENV unknown there is no environment file to read; the rest is still checked.
   const envFile = appEnv.success ? findConfigFile(configDir, appEnv.data) : null;
   if (envFile) raw = mergeConfig(raw, readConfigFile(envFile, 'config file', problems) ?? {});
-  if (env.CONFIG_FILE) raw = mergeConfig(raw, readConfigFile(path.resolve(env.CONFIG_FILE), 'invalid setting CONFIG_FILE:', problems) ?? {});
+  if (env.CONFIG_FILE)
+    raw = mergeConfig(
+      raw,
+      readConfigFile(path.resolve(env.CONFIG_FILE), 'invalid setting CONFIG_FILE:', problems) ?? {},
+    );
 
   const fromEnv: JsonObject = {};
   for (const binding of envBindings) {
     const value = env[binding.variable];
     if (value === undefined || value === '') continue;
-    setPath(fromEnv, binding.path, binding.list ? value.split(',').map((s) => s.trim()).filter(Boolean) : value);
+    setPath(
+      fromEnv,
+      binding.path,
+      binding.list
+        ? value
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : value,
+    );
   }
   raw = mergeConfig(raw, fromEnv);
   if (options.overrides) raw = mergeConfig(raw, options.overrides);
@@ -49,7 +63,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (!result.success) {
     const named = new Set<string>();
     for (const issue of result.error.issues) {
-      const setting = issue.code === 'unrecognized_keys' ? `${settingKey(issue.path)}.${issue.keys[0]}` : settingKey(issue.path);
+      const setting =
+        issue.code === 'unrecognized_keys' ? `${settingKey(issue.path)}.${issue.keys[0]}` : settingKey(issue.path);
       if (named.has(setting)) continue;
       named.add(setting);
       problems.push(describeIssue(issue));
@@ -58,7 +73,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (appEnv.success && (options.role ?? 'gateway') === 'gateway' && appEnv.data !== 'development') {
     const token = (raw.admin as JsonObject | undefined)?.token;
     if (typeof token !== 'string' || token.length < 32) {
-      problems.push(`invalid setting ${settingName(['admin', 'token'])}: is required in ${appEnv.data} and must be at least 32 characters`);
+      problems.push(
+        `invalid setting ${settingName(['admin', 'token'])}: is required in ${appEnv.data} and must be at least 32 characters`,
+      );
     }
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);

@@ -15,7 +15,6 @@ export function mergeConfig(base: JsonObject, override: JsonObject): JsonObject 
   return merged;
 }
 
-
 /** Sets a nested setting, making the objects on its way. */
 export function setPath(target: JsonObject, keys: string[], value: Json): void {
   let node = target;
@@ -25,4 +24,3 @@ export function setPath(target: JsonObject, keys: string[], value: Json): void {
   }
   node[keys[keys.length - 1]!] = value;
 }
-

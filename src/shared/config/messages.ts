@@ -23,7 +23,8 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
       case 'invalid_value':
         return `invalid setting ${name}: must be one of ${issue.values.map(String).join(', ')}`;
       case 'invalid_type':
-        if (issue.message.endsWith('received undefined')) return `missing setting ${name}: must be ${typeNames[issue.expected] ?? issue.expected}`;
+        if (issue.message.endsWith('received undefined'))
+          return `missing setting ${name}: must be ${typeNames[issue.expected] ?? issue.expected}`;
         return `invalid setting ${name}: must be ${typeNames[issue.expected] ?? issue.expected}`;
       case 'too_small':
         if (issue.origin === 'string') {
@@ -38,4 +39,3 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
   }
   return `invalid setting ${name}: ${issue.message}`;
 }
-

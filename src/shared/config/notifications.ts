@@ -25,7 +25,10 @@ const webhookSchema = z.strictObject({
   secret: z.string().nullable().optional(),
   secretFile: z.string().min(1).nullable().optional(),
   /** The events this receiver gets; absent: all of them. */
-  events: z.array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` })).min(1, { error: 'must list at least one event' }).optional(),
+  events: z
+    .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }))
+    .min(1, { error: 'must list at least one event' })
+    .optional(),
 });
 export type WebhookConfig = z.infer<typeof webhookSchema>;
 
@@ -66,11 +69,23 @@ function secretIssues(webhook: WebhookConfig, at: (string | number)[]): Issue[] 
   try {
     secret = readWebhookSecret(webhook);
   } catch (err) {
-    return [{ path: [...at, 'secretFile'], message: `${webhook.secretFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` }];
+    return [
+      {
+        path: [...at, 'secretFile'],
+        message: `${webhook.secretFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      },
+    ];
   }
   if (secret !== null && webhookSecretBytes(secret) !== null) return [];
   // Never the secret itself: only which setting holds it.
-  return [{ path: [...at, file ? 'secretFile' : 'secret'], message: file ? `${webhook.secretFile} does not hold a secret that ${SECRET_HINT.replace(/^must be/, 'is')}` : SECRET_HINT }];
+  return [
+    {
+      path: [...at, file ? 'secretFile' : 'secret'],
+      message: file
+        ? `${webhook.secretFile} does not hold a secret that ${SECRET_HINT.replace(/^must be/, 'is')}`
+        : SECRET_HINT,
+    },
+  ];
 }
 
 /** The port a URL connects to: its own, or its scheme's. */
@@ -99,16 +114,23 @@ export function pointsAtAdminListener(url: string, admin: { adminHost: string; a
 }
 
 /** Every problem of `notifications.webhooks` that needs more than one field to see. */
-export function notificationIssues(notifications: NotificationsConfig, server: { adminHost: string; adminPort: number }): Issue[] {
+export function notificationIssues(
+  notifications: NotificationsConfig,
+  server: { adminHost: string; adminPort: number },
+): Issue[] {
   const issues: Issue[] = [];
   const seen = new Set<string>();
   for (const [i, webhook] of notifications.webhooks.entries()) {
     const at = ['notifications', 'webhooks', i];
     issues.push(...secretIssues(webhook, at));
     if (pointsAtAdminListener(webhook.url, server)) {
-      issues.push({ path: [...at, 'url'], message: `points at this gateway's admin listener (${server.adminHost}:${server.adminPort}); a receiver must be another service` });
+      issues.push({
+        path: [...at, 'url'],
+        message: `points at this gateway's admin listener (${server.adminHost}:${server.adminPort}); a receiver must be another service`,
+      });
     }
-    if (seen.has(webhook.url)) issues.push({ path: [...at, 'url'], message: 'is listed twice; give each receiver once, with all its events' });
+    if (seen.has(webhook.url))
+      issues.push({ path: [...at, 'url'], message: 'is listed twice; give each receiver once, with all its events' });
     seen.add(webhook.url);
   }
   return issues;

@@ -3,7 +3,13 @@ import { ConfigError } from './errors';
 /** The answer of POST /admin/reload (and what SIGHUP logs). */
 export type ReloadOutcome =
   | { result: 'success'; hash: string; restartNeeded: string[] }
-  | { result: 'failure'; code: 'invalid_config'; message: string; status: 400; errors: Array<{ setting: string; message: string }> };
+  | {
+      result: 'failure';
+      code: 'invalid_config';
+      message: string;
+      status: 400;
+      errors: Array<{ setting: string; message: string }>;
+    };
 
 /** The last attempt, for GET /admin/config and the console. */
 export interface LastReload {
@@ -22,7 +28,8 @@ export function problemEntry(problem: string): { setting: string; message: strin
 
 /** Any failure to load or check the config as the reload's 400 answer: every bad setting named. */
 export function failedReload(err: unknown): Extract<ReloadOutcome, { result: 'failure' }> {
-  const problems = err instanceof ConfigError ? err.problems : [`cannot load the configuration: ${(err as Error).message}`];
+  const problems =
+    err instanceof ConfigError ? err.problems : [`cannot load the configuration: ${(err as Error).message}`];
   return {
     result: 'failure',
     code: 'invalid_config',

@@ -39,7 +39,8 @@ export interface ReloadPlan {
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-const isObject = (value: unknown): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, Json> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Dotted paths of the settings that differ; arrays (lists) compare whole, as config files replace them whole. */
 export function changedSettings(before: unknown, after: unknown, prefix = ''): string[] {

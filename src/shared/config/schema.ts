@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { durationMs, httpUrl, instant, port, positiveInt, ratio, readableFile, wholeNumber, workerCount } from './fields';
+import {
+  durationMs,
+  httpUrl,
+  instant,
+  port,
+  positiveInt,
+  ratio,
+  readableFile,
+  wholeNumber,
+  workerCount,
+} from './fields';
 import { redisConfigured, redisSourceCount } from './redis-sources';
 import { costIssues, MAX_OPERATION_COST } from './costs';
 import { notificationIssues, notificationsSchema } from './notifications';
@@ -23,10 +33,13 @@ const planSchema = z
     /** Windows enforced but named and counted in no header (CONTRACT §4, src/limits/hidden-windows.ts). */
     hiddenWindows: z.array(z.enum(['minute', 'day', 'month'], { error: 'must be minute, day or month' })).optional(),
   })
-  .refine(
-  (p) => (p.perMinute === undefined) === (p.perDay === undefined),
-  { message: 'a plan sets both perMinute and perDay, or neither (limits then come from each key)' },
-).refine((p) => p.perMonth === undefined || p.perDay !== undefined, { message: 'perMonth needs perMinute and perDay beside it', path: ['perMonth'] });
+  .refine((p) => (p.perMinute === undefined) === (p.perDay === undefined), {
+    message: 'a plan sets both perMinute and perDay, or neither (limits then come from each key)',
+  })
+  .refine((p) => p.perMonth === undefined || p.perDay !== undefined, {
+    message: 'perMonth needs perMinute and perDay beside it',
+    path: ['perMonth'],
+  });
 
 /**
  * One entry of `server.trustedProxies`: an IPv4/IPv6 address or CIDR range, parsed as an access
@@ -35,14 +48,17 @@ const planSchema = z
  */
 const trustedProxy = z.string().superRefine((entry, ctx) => {
   if (parseAddressEntry(entry) === null) {
-    ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} is not an IPv4/IPv6 address or CIDR range (such as 10.0.0.0/8, 192.0.2.7, ::1, 2001:db8::/32)` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `${JSON.stringify(entry)} is not an IPv4/IPv6 address or CIDR range (such as 10.0.0.0/8, 192.0.2.7, ::1, 2001:db8::/32)`,
+    });
   }
 });
 
 const deprecationSchema = z.strictObject({
   method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
   /** Route template under the base path, e.g. `/pets/{petId}`. */
-  path: z.string().regex(/^\/[A-Za-z0-9_{}\/-]*$/, 'must be a route template under the base path, e.g. /pets/{petId}'),
+  path: z.string().regex(/^\/[A-Za-z0-9_{}/-]*$/, 'must be a route template under the base path, e.g. /pets/{petId}'),
   deprecatedAt: instant,
   sunset: instant,
   successor: z.string().min(1),
@@ -105,7 +121,14 @@ export const configSchema = z
     }),
     cors: z.strictObject({
       /** Origins whose browser code may call the API, e.g. https://app.example; `*` for any; empty: CORS off. */
-      allowedOrigins: z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be an origin like https://app.example (scheme and host, no path), or *')),
+      allowedOrigins: z.array(
+        z
+          .string()
+          .regex(
+            /^(\*|https?:\/\/[^/\s]+)$/,
+            'must be an origin like https://app.example (scheme and host, no path), or *',
+          ),
+      ),
       maxAgeSeconds: wholeNumber(0, 86_400),
     }),
     upstream: z.strictObject({
@@ -124,7 +147,10 @@ export const configSchema = z
         windowMs: durationMs,
         /** The rule before issue 48 (failures in a row): named, so that an older file is told what to write instead. */
         consecutiveFailures: z
-          .never({ error: 'was replaced by failureRatio, minimumRequests and windowMs, a share of failures over a window (docs/configuration.md)' })
+          .never({
+            error:
+              'was replaced by failureRatio, minimumRequests and windowMs, a share of failures over a window (docs/configuration.md)',
+          })
           .optional(),
         cooldownMs: durationMs,
         halfOpenProbes: positiveInt,
@@ -136,7 +162,10 @@ export const configSchema = z
     /** The SQLite files under dataDir: how long a write waits for another connection's lock before it is answered 503. */
     storage: z.strictObject({ busyTimeoutMs: wholeNumber(1, 60_000) }),
     redis: z.strictObject({
-      url: z.string().regex(/^rediss?:\/\//, 'must look like redis://host:port/db').nullable(),
+      url: z
+        .string()
+        .regex(/^rediss?:\/\//, 'must look like redis://host:port/db')
+        .nullable(),
       clusterNodes: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
       /** REDIS_SENTINELS: find the primary through these sentinels instead of REDIS_URL. */
       sentinels: z.array(z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port')),
@@ -159,7 +188,10 @@ export const configSchema = z
       /** REDIS_PASSWORD (or REDIS_PASSWORD_FILE): the ACL user's password, kept out of REDIS_URL. */
       password: z.string().min(1).nullable(),
       /** REDIS_USERNAME: the ACL user, for Cluster and Sentinel data nodes (a REDIS_URL may name it itself). */
-      username: z.string().regex(/^[^\s@:/]+$/, 'must be an ACL user name (no spaces, "@", ":" or "/")').nullable(),
+      username: z
+        .string()
+        .regex(/^[^\s@:/]+$/, 'must be an ACL user name (no spaces, "@", ":" or "/")')
+        .nullable(),
     }),
     store: z.strictObject({ failMode: z.enum(['local', 'open', 'closed']) }),
     keys: z.strictObject({
@@ -169,7 +201,10 @@ export const configSchema = z
       /** How often each instance checks that Redis still holds the key records (restored from DATA_DIR if not). */
       lossCheckSeconds: wholeNumber(1, 30),
     }),
-    plans: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a plan name is lower-case letters, digits, "_" or "-"'), planSchema),
+    plans: z.record(
+      z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a plan name is lower-case letters, digits, "_" or "-"'),
+      planSchema,
+    ),
     anonymous: z.strictObject({ perMinute: positiveInt }),
     rateLimit: z.strictObject({
       /** `fixed`: UTC minutes; `sliding`: no 60-second interval admits more than the limit. */
@@ -210,36 +245,69 @@ export const configSchema = z
   .superRefine((c, ctx) => {
     if (c.env !== 'development') {
       if (!c.signing.secret) {
-        ctx.addIssue({ code: 'custom', path: ['signing', 'secret'], message: `is required in ${c.env} (at least 32 characters)` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signing', 'secret'],
+          message: `is required in ${c.env} (at least 32 characters)`,
+        });
       }
     }
     if (redisSourceCount(c.redis) > 1) {
-      ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'url'],
+        message: 'set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS',
+      });
     }
     if ((c.redis.tls.certFile === null) !== (c.redis.tls.keyFile === null)) {
-      ctx.addIssue({ code: 'custom', path: ['redis', 'tls', c.redis.tls.certFile === null ? 'certFile' : 'keyFile'], message: 'a client certificate needs both REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'tls', c.redis.tls.certFile === null ? 'certFile' : 'keyFile'],
+        message: 'a client certificate needs both REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE',
+      });
     }
     const tlsFileSet = c.redis.tls.caFile !== null || c.redis.tls.certFile !== null;
     if (tlsFileSet && c.redis.url !== null && c.redis.url.startsWith('redis://')) {
-      ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'REDIS_TLS_* settings need a rediss:// URL (TLS); redis:// is plain TCP' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'url'],
+        message: 'REDIS_TLS_* settings need a rediss:// URL (TLS); redis:// is plain TCP',
+      });
     }
     if (c.redis.password !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]*:[^/@]*@/.test(c.redis.url)) {
-      ctx.addIssue({ code: 'custom', path: ['redis', 'password'], message: 'REDIS_URL holds a password too; give it in one place' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'password'],
+        message: 'REDIS_URL holds a password too; give it in one place',
+      });
     }
     if (c.redis.username !== null && c.redis.url !== null && /^rediss?:\/\/[^/@]+@/.test(c.redis.url)) {
-      ctx.addIssue({ code: 'custom', path: ['redis', 'username'], message: 'REDIS_URL names a user too; give it in one place' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'username'],
+        message: 'REDIS_URL names a user too; give it in one place',
+      });
     }
     if ((c.tls.certFile === null) !== (c.tls.keyFile === null)) {
-      ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === null ? 'certFile' : 'keyFile'], message: 'HTTPS needs both TLS_CERT_FILE and TLS_KEY_FILE' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tls', c.tls.certFile === null ? 'certFile' : 'keyFile'],
+        message: 'HTTPS needs both TLS_CERT_FILE and TLS_KEY_FILE',
+      });
     }
     if (c.server.headersTimeoutMs > c.server.requestTimeoutMs) {
-      ctx.addIssue({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: 'must not be longer than server.requestTimeoutMs (node:http requires it)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['server', 'headersTimeoutMs'],
+        message: 'must not be longer than server.requestTimeoutMs (node:http requires it)',
+      });
     }
     if (c.workers !== 1 && !redisConfigured(c.redis)) {
       ctx.addIssue({
         code: 'custom',
         path: ['workers'],
-        message: 'more than one worker needs a shared store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (workers on the in-process store would each keep their own limits and keys)',
+        message:
+          'more than one worker needs a shared store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (workers on the in-process store would each keep their own limits and keys)',
       });
     }
     for (const issue of costIssues(c.plans, c.costs)) ctx.addIssue({ code: 'custom', ...issue });
@@ -255,4 +323,3 @@ export const configSchema = z
 
 export type Config = z.infer<typeof configSchema>;
 export type PlanConfig = Config['plans'][string];
-

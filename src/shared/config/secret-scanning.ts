@@ -13,7 +13,8 @@ import { z } from 'zod';
 /** An ECDSA P-256 public key in PEM, as GitHub publishes them; anything else is refused at load. */
 export function ecdsaP256PublicKey(pem: string): KeyObject {
   const key = createPublicKey(pem);
-  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new Error('not an ECDSA P-256 public key');
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
+    throw new Error('not an ECDSA P-256 public key');
   return key;
 }
 
@@ -36,7 +37,9 @@ export interface VerifyingKey {
 }
 
 const fileSchema = z.object({
-  public_keys: z.array(z.object({ key_identifier: z.string().min(1).max(512), key: z.string().min(1).max(4096) })).max(100),
+  public_keys: z
+    .array(z.object({ key_identifier: z.string().min(1).max(512), key: z.string().min(1).max(4096) }))
+    .max(100),
 });
 
 /** The keys of a `publicKeysFile`; throws with a message naming what is wrong. */
@@ -61,7 +64,10 @@ export function secretScanningIssues(config: SecretScanningConfig): Issue[] {
     try {
       ecdsaP256PublicKey(entry.pem);
     } catch {
-      issues.push({ path: ['secretScanning', 'publicKeys', i, 'pem'], message: 'must be an ECDSA P-256 public key in PEM (-----BEGIN PUBLIC KEY-----)' });
+      issues.push({
+        path: ['secretScanning', 'publicKeys', i, 'pem'],
+        message: 'must be an ECDSA P-256 public key in PEM (-----BEGIN PUBLIC KEY-----)',
+      });
     }
   }
   if (config.publicKeysFile) {
@@ -69,7 +75,10 @@ export function secretScanningIssues(config: SecretScanningConfig): Issue[] {
       readPublicKeysFile(config.publicKeysFile);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      issues.push({ path: ['secretScanning', 'publicKeysFile'], message: `${config.publicKeysFile} ${code ? `cannot be read (${code})` : (err as Error).message}` });
+      issues.push({
+        path: ['secretScanning', 'publicKeysFile'],
+        message: `${config.publicKeysFile} ${code ? `cannot be read (${code})` : (err as Error).message}`,
+      });
     }
   }
   return issues;

@@ -32,7 +32,9 @@ export const usageEventsSchema = z
     periodSeconds: wholeNumber(1, 3600).optional(),
     /** How long after a period ends it is closed and sent: every instance's flush (every 5 s) has landed by then. */
     graceSeconds: wholeNumber(1, 3600),
-    meters: z.array(z.enum(USAGE_METERS, { error: `must be one of ${USAGE_METERS.join(', ')}` })).min(1, { error: 'must list at least one meter' }),
+    meters: z
+      .array(z.enum(USAGE_METERS, { error: `must be one of ${USAGE_METERS.join(', ')}` }))
+      .min(1, { error: 'must list at least one meter' }),
     /** Extra request headers for the sink (never logged). */
     headers: z.record(z.string().regex(headerName, { error: 'must be an HTTP header name' }), z.string()),
     /** A file holding a bearer token for the sink (`Authorization: Bearer <token>`), read at each reload. */
@@ -72,17 +74,29 @@ type Issue = { path: (string | number)[]; message: string };
 /** What needs more than one field: a URL when enabled, a period that divides the day, a readable token file. */
 export function usageEventsIssues(config: UsageEventsConfig): Issue[] {
   const issues: Issue[] = [];
-  if (config.enabled && config.url === null) issues.push({ path: ['usageEvents', 'url'], message: 'is required when usageEvents.enabled is true' });
+  if (config.enabled && config.url === null)
+    issues.push({ path: ['usageEvents', 'url'], message: 'is required when usageEvents.enabled is true' });
   if (config.periodSeconds !== undefined && 86_400 % config.periodSeconds !== 0) {
-    issues.push({ path: ['usageEvents', 'periodSeconds'], message: 'must divide a day (86400 seconds), so that each period lies in one UTC day' });
+    issues.push({
+      path: ['usageEvents', 'periodSeconds'],
+      message: 'must divide a day (86400 seconds), so that each period lies in one UTC day',
+    });
   }
   if (config.tokenFile) {
     try {
-      if (readUsageSinkToken(config) === '') issues.push({ path: ['usageEvents', 'tokenFile'], message: `${config.tokenFile} is empty` });
+      if (readUsageSinkToken(config) === '')
+        issues.push({ path: ['usageEvents', 'tokenFile'], message: `${config.tokenFile} is empty` });
     } catch (err) {
-      issues.push({ path: ['usageEvents', 'tokenFile'], message: `${config.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` });
+      issues.push({
+        path: ['usageEvents', 'tokenFile'],
+        message: `${config.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      });
     }
   }
-  if (config.tokenFile && Object.keys(config.headers).some((name) => name.toLowerCase() === 'authorization')) issues.push({ path: ['usageEvents', 'headers'], message: 'has authorization and tokenFile is set too; set one of them' });
+  if (config.tokenFile && Object.keys(config.headers).some((name) => name.toLowerCase() === 'authorization'))
+    issues.push({
+      path: ['usageEvents', 'headers'],
+      message: 'has authorization and tokenFile is set too; set one of them',
+    });
   return issues;
 }

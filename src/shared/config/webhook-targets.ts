@@ -33,7 +33,11 @@ export const lookupHost: HostLookup = async (host) => {
 };
 
 /** What one receiver's URL reaches of the admin listener: the address, or null when nothing. */
-async function adminAddressReached(url: string, admin: AdminListenerAddress, lookup: HostLookup): Promise<{ host: string; address: string } | null> {
+async function adminAddressReached(
+  url: string,
+  admin: AdminListenerAddress,
+  lookup: HostLookup,
+): Promise<{ host: string; address: string } | null> {
   if (!URL.canParse(url)) return null;
   const parsed = new URL(url);
   const port = urlPort(parsed);
@@ -52,13 +56,21 @@ async function adminAddressReached(url: string, admin: AdminListenerAddress, loo
  * read in every form. Asked at start and on a reload that changes `notifications`; a name that
  * does not resolve within WEBHOOK_LOOKUP_TIMEOUT_MS passes here and meets the send-time check.
  */
-export async function webhookTargetProblems(notifications: NotificationsConfig, admin: AdminListenerAddress, lookup: HostLookup = lookupHost): Promise<string[]> {
-  const reached = await Promise.all(notifications.webhooks.map((webhook) => adminAddressReached(webhook.url, admin, lookup)));
+export async function webhookTargetProblems(
+  notifications: NotificationsConfig,
+  admin: AdminListenerAddress,
+  lookup: HostLookup = lookupHost,
+): Promise<string[]> {
+  const reached = await Promise.all(
+    notifications.webhooks.map((webhook) => adminAddressReached(webhook.url, admin, lookup)),
+  );
   const problems: string[] = [];
   for (const [i, hit] of reached.entries()) {
     if (hit === null) continue;
     const via = hit.address === hit.host ? '' : ` (${hit.host} resolves to ${hit.address})`;
-    problems.push(`invalid setting ${settingName(['notifications', 'webhooks', i, 'url'])}: points at this gateway's admin listener (${admin.host}:${admin.port})${via}; a receiver must be another service`);
+    problems.push(
+      `invalid setting ${settingName(['notifications', 'webhooks', i, 'url'])}: points at this gateway's admin listener (${admin.host}:${admin.port})${via}; a receiver must be another service`,
+    );
   }
   return problems;
 }

@@ -29,7 +29,11 @@ describe('with the store and the upstream answering', () => {
   test('GET /readyz: 200 naming both checks as ok', async () => {
     const res = await request(product.adminUrl).get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { store: 'ok', 'inventory database': 'ok', upstream: 'ok' }, upstreamCircuit: 'closed' });
+    expect(res.body).toEqual({
+      status: 'ready',
+      checks: { store: 'ok', 'inventory database': 'ok', upstream: 'ok' },
+      upstreamCircuit: 'closed',
+    });
   });
 
   test('GET /metrics: Prometheus text without a token, counting gateway requests by route template and plan', async () => {
@@ -41,8 +45,12 @@ describe('with the store and the upstream answering', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(res.text).toContain('# TYPE gateway_http_requests_total counter');
-    expect(res.text).toMatch(/^gateway_http_requests_total\{method="GET",route="\/v1\/pets",status_code="200",plan="pro"\} 1$/m);
-    expect(res.text).toMatch(/^gateway_http_requests_total\{method="GET",route="\/v1\/pets\/\{petId\}",status_code="404",plan="pro"\} 1$/m);
+    expect(res.text).toMatch(
+      /^gateway_http_requests_total\{method="GET",route="\/v1\/pets",status_code="200",plan="pro"\} 1$/m,
+    );
+    expect(res.text).toMatch(
+      /^gateway_http_requests_total\{method="GET",route="\/v1\/pets\/\{petId\}",status_code="404",plan="pro"\} 1$/m,
+    );
     expect(res.text).not.toContain('123456789');
     expect(res.text).not.toContain(created.id);
     expect(res.text).not.toContain(created.key);
@@ -73,7 +81,11 @@ describe('GET /readyz when a shared dependency is down (CONTRACT §5: shown with
   test('200 degraded naming store when Redis stops answering, and ready again once it is back', async () => {
     let redis: RedisProcess | null = await startRedisServer();
     const port = redis.port;
-    const product = await startTestProduct({ redis: false, env: { REDIS_URL: redis.url }, namespace: uniqueNamespace('readyz') });
+    const product = await startTestProduct({
+      redis: false,
+      env: { REDIS_URL: redis.url },
+      namespace: uniqueNamespace('readyz'),
+    });
     try {
       await request(product.adminUrl).get('/readyz').expect(200);
       await redis.stop();
@@ -94,7 +106,12 @@ describe('GET /readyz when a shared dependency is down (CONTRACT §5: shown with
 function expectDegraded(res: request.Response, degraded: string[]): void {
   expect({ status: res.status, body: res.body as unknown }).toEqual({
     status: 200,
-    body: { status: 'degraded', degraded, checks: expect.objectContaining(Object.fromEntries(degraded.map((name) => [name, `${name} not answering`]))), upstreamCircuit: 'closed' },
+    body: {
+      status: 'degraded',
+      degraded,
+      checks: expect.objectContaining(Object.fromEntries(degraded.map((name) => [name, `${name} not answering`]))),
+      upstreamCircuit: 'closed',
+    },
   });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
 }

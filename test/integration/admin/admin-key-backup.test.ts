@@ -31,13 +31,23 @@ beforeAll(async () => {
   freshRedis = await startRedisServer();
   source = await product();
   keys.active = await createKey(source, { name: 'active', plan: 'pro' }, { overApi: true });
-  keys.custom = await createKey(source, { name: 'custom', plan: 'enterprise', limits: { perMinute: 7, perDay: 70 } }, { overApi: true });
+  keys.custom = await createKey(
+    source,
+    { name: 'custom', plan: 'enterprise', limits: { perMinute: 7, perDay: 70 } },
+    { overApi: true },
+  );
   keys.revoked = await createKey(source, { name: 'revoked', plan: 'free' }, { overApi: true });
   keys.rotated = await createKey(source, { name: 'rotated', plan: 'free' }, { overApi: true });
-  const expiring = await adminRequest(source, 'post', '/admin/keys').send({ name: 'expiring', plan: 'free', expiresAt: '2031-01-01T00:00:00Z' });
+  const expiring = await adminRequest(source, 'post', '/admin/keys').send({
+    name: 'expiring',
+    plan: 'free',
+    expiresAt: '2031-01-01T00:00:00Z',
+  });
   keys.expiring = expiring.body as { id: string; key: string };
   await adminRequest(source, 'delete', `/admin/keys/${keys.revoked!.id}`).expect(204);
-  const rotated = await adminRequest(source, 'post', `/admin/keys/${keys.rotated!.id}/rotate`).send({ graceSeconds: 3600 }).expect(201);
+  const rotated = await adminRequest(source, 'post', `/admin/keys/${keys.rotated!.id}/rotate`)
+    .send({ graceSeconds: 3600 })
+    .expect(201);
   rotatedNewKey = (rotated.body as { key: string }).key;
   const res = await adminRequest(source, 'get', '/admin/keys/export').expect(200);
   backup = res.text;
@@ -60,15 +70,30 @@ function importBody(target: ProductHarness, body: string, type = 'application/x-
 test('the export is NDJSON, one line per record, with hashes and states and never a key in clear', async () => {
   const res = await adminRequest(source, 'get', '/admin/keys/export').expect(200);
   expect(res.headers['content-type']).toMatch(/^application\/x-ndjson/);
-  const lines = res.text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  const lines = res.text
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
   expect(lines.map((l) => l.name).sort()).toEqual(['active', 'custom', 'expiring', 'revoked', 'rotated']);
   for (const { key } of Object.values(keys)) expect(res.text).not.toContain(key);
   expect(res.text).not.toContain(rotatedNewKey);
   const byName = Object.fromEntries(lines.map((l) => [l.name, l]));
-  expect(byName.active).toMatchObject({ v: 1, prefix: 'asg_dev_', id: keys.active!.id, plan: 'pro', limits: null, hash: sha256Hex(keys.active!.key), revokedAt: null });
+  expect(byName.active).toMatchObject({
+    v: 1,
+    prefix: 'asg_dev_',
+    id: keys.active!.id,
+    plan: 'pro',
+    limits: null,
+    hash: sha256Hex(keys.active!.key),
+    revokedAt: null,
+  });
   expect(byName.custom).toMatchObject({ limits: { perMinute: 7, perDay: 70 } });
   expect(byName.revoked!.revokedAt).toEqual(expect.any(String));
-  expect(byName.rotated).toMatchObject({ hash: sha256Hex(rotatedNewKey), previousHash: sha256Hex(keys.rotated!.key), previousKeyExpiresAt: expect.any(String) });
+  expect(byName.rotated).toMatchObject({
+    hash: sha256Hex(rotatedNewKey),
+    previousHash: sha256Hex(keys.rotated!.key),
+    previousKeyExpiresAt: expect.any(String),
+  });
   expect(byName.expiring).toMatchObject({ expiresAt: '2031-01-01T00:00:00.000Z' });
 });
 
@@ -81,8 +106,13 @@ test('import into a gateway on a fresh redis-server: same ids and states, every 
   expect(second.body).toEqual({ imported: 0, unchanged: 5 });
 
   const strip = (list: Array<Record<string, unknown>>) => list.map(({ lastUsedAt: _l, ...rest }) => rest);
-  const [before, after] = await Promise.all([adminRequest(source, 'get', '/admin/keys'), adminRequest(target, 'get', '/admin/keys')]);
-  expect(strip(after.body as Array<Record<string, unknown>>)).toEqual(strip(before.body as Array<Record<string, unknown>>));
+  const [before, after] = await Promise.all([
+    adminRequest(source, 'get', '/admin/keys'),
+    adminRequest(target, 'get', '/admin/keys'),
+  ]);
+  expect(strip(after.body as Array<Record<string, unknown>>)).toEqual(
+    strip(before.body as Array<Record<string, unknown>>),
+  );
   const reexport = await adminRequest(target, 'get', '/admin/keys/export').expect(200);
   expect(sortedLines(reexport.text)).toEqual(sortedLines(backup));
 
@@ -92,7 +122,11 @@ test('import into a gateway on a fresh redis-server: same ids and states, every 
   await gatewayGet(target, keys.rotated!.key).expect(200);
   await gatewayGet(target, rotatedNewKey).expect(200);
   const audit = await adminRequest(target, 'get', '/admin/audit?limit=5').expect(200);
-  expect((audit.body as { entries: Array<Record<string, unknown>> }).entries.filter((e) => e.action === 'import').map((e) => e.details)).toEqual([
+  expect(
+    (audit.body as { entries: Array<Record<string, unknown>> }).entries
+      .filter((e) => e.action === 'import')
+      .map((e) => e.details),
+  ).toEqual([
     { imported: 0, unchanged: 5, ids: [] },
     { imported: 5, unchanged: 0, ids: expect.arrayContaining(Object.values(keys).map((k) => k.id)) },
   ]);
@@ -124,7 +158,9 @@ test("another environment's keys are refused by their prefix: staging keys do no
   const production = await product({ overrides: { keys: { prefix: 'asg_live_' } } });
   const res = await importBody(production, backup);
   expectError(res, 400, 'validation_failed');
-  expect((res.body as { message: string }).message).toMatch(/line 1: key of prefix asg_dev_ refused: this gateway issues and accepts asg_live_ keys only/);
+  expect((res.body as { message: string }).message).toMatch(
+    /line 1: key of prefix asg_dev_ refused: this gateway issues and accepts asg_live_ keys only/,
+  );
   await adminRequest(production, 'get', '/admin/keys').expect(200, []);
 }, 30_000);
 
@@ -158,21 +194,50 @@ test('the in-process store (SQLite under DATA_DIR) takes the same file, keeps it
 async function everyAdminAction(p: ProductHarness): Promise<void> {
   const post = (path: string, body: object) => adminRequest(p, 'post', path).send(body);
   const patch = (path: string, body: object) => adminRequest(p, 'patch', path).send(body);
-  const acme = (await post('/admin/consumers', { name: 'Acme', limits: { perMinute: 50, perMonth: 1000 }, billingDay: 5, allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['127.0.0.1', '10.0.0.0/8'] }).expect(201)).body as { id: string };
+  const acme = (
+    await post('/admin/consumers', {
+      name: 'Acme',
+      limits: { perMinute: 50, perMonth: 1000 },
+      billingDay: 5,
+      allowedOperations: ['listPets', 'getPet'],
+      allowedAddresses: ['127.0.0.1', '10.0.0.0/8'],
+    }).expect(201)
+  ).body as { id: string };
   await patch(`/admin/consumers/${acme.id}`, { name: 'Acme Ltd', allowedAddresses: null }).expect(200);
   await post(`/admin/consumers/${acme.id}/credits`, { units: 10 }).expect(200);
   await post(`/admin/consumers/${acme.id}/windows/reset`, { windows: ['minute'] }).expect(200);
   const other = (await post('/admin/consumers', { name: 'Other' }).expect(201)).body as { id: string };
-  const gone = (await post('/admin/consumers', { name: 'Gone', limits: { perDay: 100 } }).expect(201)).body as { id: string };
+  const gone = (await post('/admin/consumers', { name: 'Gone', limits: { perDay: 100 } }).expect(201)).body as {
+    id: string;
+  };
 
   const plain = await createKey(p, { name: 'plain', plan: 'free' }, { overApi: true });
   const member = await createKey(p, { name: 'member', plan: 'pro', consumerId: acme.id }, { overApi: true });
-  const custom = await createKey(p, { name: 'custom', plan: 'enterprise', limits: { perMinute: 5, perDay: 50, perMonth: 500, maxInFlight: 2 }, billingDay: 9, expiresAt: '2031-06-01T00:00:00Z', allowedOperations: ['listPets'], allowedAddresses: ['127.0.0.1'] }, { overApi: true });
+  const custom = await createKey(
+    p,
+    {
+      name: 'custom',
+      plan: 'enterprise',
+      limits: { perMinute: 5, perDay: 50, perMonth: 500, maxInFlight: 2 },
+      billingDay: 9,
+      expiresAt: '2031-06-01T00:00:00Z',
+      allowedOperations: ['listPets'],
+      allowedAddresses: ['127.0.0.1'],
+    },
+    { overApi: true },
+  );
   const moved = await createKey(p, { name: 'moved', plan: 'free', consumerId: acme.id }, { overApi: true });
   const holder = await createKey(p, { name: 'holder', plan: 'free' }, { overApi: true });
-  const goneKeys = [await createKey(p, { name: 'gone 1', plan: 'free', consumerId: gone.id }, { overApi: true }), await createKey(p, { name: 'gone 2', plan: 'pro', consumerId: gone.id }, { overApi: true })];
+  const goneKeys = [
+    await createKey(p, { name: 'gone 1', plan: 'free', consumerId: gone.id }, { overApi: true }),
+    await createKey(p, { name: 'gone 2', plan: 'pro', consumerId: gone.id }, { overApi: true }),
+  ];
 
-  await patch(`/admin/keys/${custom.id}`, { name: 'custom renamed', expiresAt: null, limits: { perMinute: 6, perDay: 60, perMonth: 600, maxInFlight: 3 } }).expect(200);
+  await patch(`/admin/keys/${custom.id}`, {
+    name: 'custom renamed',
+    expiresAt: null,
+    limits: { perMinute: 6, perDay: 60, perMonth: 600, maxInFlight: 3 },
+  }).expect(200);
   await patch(`/admin/keys/${moved.id}`, { consumerId: other.id }).expect(200);
   await patch(`/admin/keys/${plain.id}`, { consumerId: acme.id, allowedOperations: ['getPet'] }).expect(200);
   await patch(`/admin/keys/${plain.id}`, { consumerId: null, allowedOperations: null }).expect(200);
@@ -201,18 +266,31 @@ describe.each([
 
     const fresh = await product(options);
     const intoFresh = await importBody(fresh, exported);
-    expect({ status: intoFresh.status, body: intoFresh.body as unknown }).toEqual({ status: 200, body: { imported: lineCount, unchanged: 0 } });
-    expect(sortedLines((await adminRequest(fresh, 'get', '/admin/keys/export').expect(200)).text)).toEqual(sortedLines(exported));
+    expect({ status: intoFresh.status, body: intoFresh.body as unknown }).toEqual({
+      status: 200,
+      body: { imported: lineCount, unchanged: 0 },
+    });
+    expect(sortedLines((await adminRequest(fresh, 'get', '/admin/keys/export').expect(200)).text)).toEqual(
+      sortedLines(exported),
+    );
 
     const backIntoOwn = await importBody(own, exported);
-    expect({ status: backIntoOwn.status, body: backIntoOwn.body as unknown }).toEqual({ status: 200, body: { imported: 0, unchanged: lineCount } });
-    expect(sortedLines((await adminRequest(own, 'get', '/admin/keys/export').expect(200)).text)).toEqual(sortedLines(exported));
+    expect({ status: backIntoOwn.status, body: backIntoOwn.body as unknown }).toEqual({
+      status: 200,
+      body: { imported: 0, unchanged: lineCount },
+    });
+    expect(sortedLines((await adminRequest(own, 'get', '/admin/keys/export').expect(200)).text)).toEqual(
+      sortedLines(exported),
+    );
   }, 60_000);
 });
 
 test('a line over the cap (64 KiB) is refused as soon as it passes it, before the rest arrives: 400 naming the line, nothing imported', async () => {
   const target = await product();
-  const req = http.request(new URL('/admin/keys/import', target.adminUrl), { method: 'POST', headers: { Authorization: `Bearer ${target.adminToken}`, 'Content-Type': 'application/x-ndjson' } });
+  const req = http.request(new URL('/admin/keys/import', target.adminUrl), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${target.adminToken}`, 'Content-Type': 'application/x-ndjson' },
+  });
   const answer = new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
     req.on('response', (res) => {
       let body = '';
@@ -227,7 +305,14 @@ test('a line over the cap (64 KiB) is refused as soon as it passes it, before th
   for (let i = 0; i < 4; i++) req.write(Buffer.alloc(1024 * 1024, 'x'));
   const { status, body, connection } = await answer;
   req.destroy();
-  expect({ status, body: JSON.parse(body) as unknown }).toEqual({ status: 400, body: { code: 'validation_failed', message: "Nothing imported: line 2: longer than 65536 bytes (an export's lines are a few KB at most).", status: 400 } });
+  expect({ status, body: JSON.parse(body) as unknown }).toEqual({
+    status: 400,
+    body: {
+      code: 'validation_failed',
+      message: "Nothing imported: line 2: longer than 65536 bytes (an export's lines are a few KB at most).",
+      status: 400,
+    },
+  });
   // The rest of the body is never read: the gateway closes the connection rather than hold it.
   expect(connection).toBe('close');
   // The whole body sent at once (curl --data-binary): the same answer.

@@ -57,8 +57,16 @@ describe('POST /admin/keys', () => {
   test('each plan of config/default.yaml, and enterprise with its own limits', async () => {
     const pro = await createKey(product, { name: 'pro', plan: 'pro' }, { overApi: true });
     const business = await createKey(product, { name: 'business', plan: 'business' }, { overApi: true });
-    const enterprise = await createKey(product, { name: 'enterprise', plan: 'enterprise', limits: { perMinute: 5000, perDay: 2_000_000 } }, { overApi: true });
-    const overridden = await createKey(product, { name: 'free with more', plan: 'free', limits: { perMinute: 7, perDay: 70 } }, { overApi: true });
+    const enterprise = await createKey(
+      product,
+      { name: 'enterprise', plan: 'enterprise', limits: { perMinute: 5000, perDay: 2_000_000 } },
+      { overApi: true },
+    );
+    const overridden = await createKey(
+      product,
+      { name: 'free with more', plan: 'free', limits: { perMinute: 7, perDay: 70 } },
+      { overApi: true },
+    );
     expect([pro, business, enterprise, overridden].map((k) => [k.plan, k.limits])).toEqual([
       ['pro', { perMinute: 300, perDay: 10000 }],
       ['business', { perMinute: 1000, perDay: 100000 }],
@@ -92,14 +100,18 @@ describe('POST /admin/keys', () => {
     ['a JSON string body', 'free'],
   ])('400 validation_failed for %s', async (_label, body) => {
     const before = (await adminRequest(product, 'get', '/admin/keys').expect(200)).body as unknown[];
-    const res = await adminRequest(product, 'post', '/admin/keys').set('Content-Type', 'application/json').send(JSON.stringify(body));
+    const res = await adminRequest(product, 'post', '/admin/keys')
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify(body));
     expectError(res, 400, 'validation_failed');
     const after = (await adminRequest(product, 'get', '/admin/keys').expect(200)).body as unknown[];
     expect(after).toHaveLength(before.length);
   });
 
   test('400 invalid_json for malformed JSON', async () => {
-    const res = await adminRequest(product, 'post', '/admin/keys').set('Content-Type', 'application/json').send('{"name": "x", "plan": ');
+    const res = await adminRequest(product, 'post', '/admin/keys')
+      .set('Content-Type', 'application/json')
+      .send('{"name": "x", "plan": ');
     expectError(res, 400, 'invalid_json');
   });
 
@@ -122,10 +134,14 @@ describe('POST /admin/keys', () => {
       const skeleton = JSON.stringify({ name: '', plan: 'free' });
       return JSON.stringify({ name: 'n'.repeat(length - skeleton.length), plan: 'free' });
     };
-    const tooLarge = await adminRequest(product, 'post', '/admin/keys').set('Content-Type', 'application/json').send(bodyOfLength(16 * 1024 + 1));
+    const tooLarge = await adminRequest(product, 'post', '/admin/keys')
+      .set('Content-Type', 'application/json')
+      .send(bodyOfLength(16 * 1024 + 1));
     expectError(tooLarge, 413, 'payload_too_large');
     // 16 KiB exactly passes the size check and fails only on the 200-character name limit.
-    const atLimit = await adminRequest(product, 'post', '/admin/keys').set('Content-Type', 'application/json').send(bodyOfLength(16 * 1024));
+    const atLimit = await adminRequest(product, 'post', '/admin/keys')
+      .set('Content-Type', 'application/json')
+      .send(bodyOfLength(16 * 1024));
     expectError(atLimit, 400, 'validation_failed');
   });
 });
@@ -133,7 +149,11 @@ describe('POST /admin/keys', () => {
 describe('GET /admin/keys', () => {
   test('200 array of {id, name, plan, limits, createdAt, revokedAt}, revoked keys included', async () => {
     const kept = await createKey(product, { name: 'listed', plan: 'pro' }, { overApi: true });
-    const revoked = await createKey(product, { name: 'listed then revoked', plan: 'free', limits: { perMinute: 3, perDay: 30 } }, { overApi: true });
+    const revoked = await createKey(
+      product,
+      { name: 'listed then revoked', plan: 'free', limits: { perMinute: 3, perDay: 30 } },
+      { overApi: true },
+    );
     await adminRequest(product, 'delete', `/admin/keys/${revoked.id}`).expect(204);
 
     const res = await adminRequest(product, 'get', '/admin/keys').expect(200);
@@ -194,17 +214,32 @@ describe('GET /admin/keys/{id}', () => {
     });
   });
 
-  test.each([UNKNOWN_ID, 'not-a-key-id', 'asg_dev_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'])('404 not_found for %s', async (id) => {
-    const res = await adminRequest(product, 'get', `/admin/keys/${id}`);
-    expectError(res, 404, 'not_found');
-  });
+  test.each([UNKNOWN_ID, 'not-a-key-id', 'asg_dev_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'])(
+    '404 not_found for %s',
+    async (id) => {
+      const res = await adminRequest(product, 'get', `/admin/keys/${id}`);
+      expectError(res, 404, 'not_found');
+    },
+  );
 });
 
 describe('PATCH /admin/keys/{id}', () => {
   test('name: 200 with the updated key', async () => {
     const created = await createKey(product, { name: 'before', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'after' }).expect(200);
-    expect(res.body).toEqual({ id: created.id, name: 'after', plan: 'free', limits: { perMinute: 60, perDay: 1000 }, createdAt: created.createdAt, revokedAt: null, expiresAt: null, consumerId: null, allowedOperations: null, allowedAddresses: null, lastUsedAt: null });
+    expect(res.body).toEqual({
+      id: created.id,
+      name: 'after',
+      plan: 'free',
+      limits: { perMinute: 60, perDay: 1000 },
+      createdAt: created.createdAt,
+      revokedAt: null,
+      expiresAt: null,
+      consumerId: null,
+      allowedOperations: null,
+      allowedAddresses: null,
+      lastUsedAt: null,
+    });
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
     expect((shown.body as { name: string }).name).toBe('after');
   });
@@ -212,14 +247,20 @@ describe('PATCH /admin/keys/{id}', () => {
   test('plan: 200, and the gateway applies the new plan within 1 second', async () => {
     const created = await createKey(product, { name: 'upgraded', plan: 'free' }, { overApi: true });
     expect(await minuteQuotaAtGateway(created.key)).toBe(60);
-    const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ plan: 'business' }).expect(200);
-    expect(res.body).toEqual(expect.objectContaining({ plan: 'business', limits: { perMinute: 1000, perDay: 100000 } }));
+    const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`)
+      .send({ plan: 'business' })
+      .expect(200);
+    expect(res.body).toEqual(
+      expect.objectContaining({ plan: 'business', limits: { perMinute: 1000, perDay: 100000 } }),
+    );
     await eventually(async () => (await minuteQuotaAtGateway(created.key)) === 1000, { timeoutMs: 1000 });
   });
 
   test('limits: 200, the gateway applies them, and limits null falls back to the plan', async () => {
     const created = await createKey(product, { name: 'tuned', plan: 'pro' }, { overApi: true });
-    const tuned = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ limits: { perMinute: 2, perDay: 20 } }).expect(200);
+    const tuned = await adminRequest(product, 'patch', `/admin/keys/${created.id}`)
+      .send({ limits: { perMinute: 2, perDay: 20 } })
+      .expect(200);
     expect((tuned.body as { limits: unknown }).limits).toEqual({ perMinute: 2, perDay: 20 });
     await eventually(async () => (await minuteQuotaAtGateway(created.key)) === 2, { timeoutMs: 1000 });
     // The third request this minute is over the new limit (at most two were admitted above, but a
@@ -228,7 +269,9 @@ describe('PATCH /admin/keys/{id}', () => {
     for (let spent = 1; res.status === 200 && spent <= 2; spent++) res = await gatewayGet(product, created.key);
     expectError(res, 429, 'rate_limited');
 
-    const cleared = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ limits: null }).expect(200);
+    const cleared = await adminRequest(product, 'patch', `/admin/keys/${created.id}`)
+      .send({ limits: null })
+      .expect(200);
     expect((cleared.body as { limits: unknown }).limits).toEqual({ perMinute: 300, perDay: 10000 });
     await eventually(async () => (await minuteQuotaAtGateway(created.key)) === 300, { timeoutMs: 1000 });
   });
@@ -238,7 +281,9 @@ describe('PATCH /admin/keys/{id}', () => {
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`)
       .send({ name: 'grown', plan: 'enterprise', limits: { perMinute: 4000, perDay: 400000 } })
       .expect(200);
-    expect(res.body).toEqual(expect.objectContaining({ name: 'grown', plan: 'enterprise', limits: { perMinute: 4000, perDay: 400000 } }));
+    expect(res.body).toEqual(
+      expect.objectContaining({ name: 'grown', plan: 'enterprise', limits: { perMinute: 4000, perDay: 400000 } }),
+    );
   });
 
   test.each([
@@ -254,19 +299,37 @@ describe('PATCH /admin/keys/{id}', () => {
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send(patch);
     expectError(res, 400, 'validation_failed');
     const shown = await adminRequest(product, 'get', `/admin/keys/${created.id}`).expect(200);
-    expect(shown.body).toEqual(expect.objectContaining({ name: 'steady', plan: 'free', limits: { perMinute: 60, perDay: 1000 } }));
+    expect(shown.body).toEqual(
+      expect.objectContaining({ name: 'steady', plan: 'free', limits: { perMinute: 60, perDay: 1000 } }),
+    );
   });
 
   test('400 for clearing the limits of an enterprise key', async () => {
-    const created = await createKey(product, { name: 'big', plan: 'enterprise', limits: { perMinute: 100, perDay: 1000 } }, { overApi: true });
+    const created = await createKey(
+      product,
+      { name: 'big', plan: 'enterprise', limits: { perMinute: 100, perDay: 1000 } },
+      { overApi: true },
+    );
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ limits: null });
     expectError(res, 400, 'validation_failed');
   });
 
   test('400 invalid_json, 415 for non-JSON', async () => {
     const created = await createKey(product, { name: 'bodies', plan: 'free' }, { overApi: true });
-    expectError(await adminRequest(product, 'patch', `/admin/keys/${created.id}`).set('Content-Type', 'application/json').send('{"name":'), 400, 'invalid_json');
-    expectError(await adminRequest(product, 'patch', `/admin/keys/${created.id}`).set('Content-Type', 'text/plain').send('name=x'), 415, 'unsupported_media_type');
+    expectError(
+      await adminRequest(product, 'patch', `/admin/keys/${created.id}`)
+        .set('Content-Type', 'application/json')
+        .send('{"name":'),
+      400,
+      'invalid_json',
+    );
+    expectError(
+      await adminRequest(product, 'patch', `/admin/keys/${created.id}`)
+        .set('Content-Type', 'text/plain')
+        .send('name=x'),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   test('404 not_found for an unknown id', async () => {

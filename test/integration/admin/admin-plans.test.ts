@@ -11,7 +11,9 @@ import { createKey } from '../../support/keys';
 /** GET /admin/plans: the configured plans, as the console offers them, against openapi-admin.yaml. */
 
 const DOCUMENT_ID = 'https://admin.animalstore.example/openapi-admin.yaml';
-const document = parseYaml(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'openapi-admin.yaml'), 'utf8')) as object;
+const document = parseYaml(
+  fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'openapi-admin.yaml'), 'utf8'),
+) as object;
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addSchema(document, DOCUMENT_ID);
 const validatePlanList = ajv.compile({ $ref: `${DOCUMENT_ID}#/components/schemas/PlanList` });
@@ -30,14 +32,21 @@ test('without the admin token: 401 with the challenge; with a wrong one: 401 inv
   const missing = await request(product.adminUrl).get('/admin/plans');
   expectError(missing, 401, 'missing_api_key');
   expect(missing.headers['www-authenticate']).toMatch(/^Bearer realm=/);
-  expectError(await request(product.adminUrl).get('/admin/plans').set('Authorization', 'Bearer wrong-token'), 401, 'invalid_api_key');
+  expectError(
+    await request(product.adminUrl).get('/admin/plans').set('Authorization', 'Bearer wrong-token'),
+    401,
+    'invalid_api_key',
+  );
 });
 
 test("every configured plan in the config's order: fixed limits, null for the per-key plan, shadow as configured", async () => {
   const res = await adminRequest(product, 'get', '/admin/plans');
   expect(res.status).toBe(200);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect({ valid: validatePlanList(res.body), errors: validatePlanList.errors ?? null }).toEqual({ valid: true, errors: null });
+  expect({ valid: validatePlanList(res.body), errors: validatePlanList.errors ?? null }).toEqual({
+    valid: true,
+    errors: null,
+  });
   expect(res.body).toEqual({
     plans: [
       { name: 'free', perMinute: 60, perDay: 1000, shadow: false },

@@ -15,7 +15,9 @@ let product: ProductHarness;
 
 beforeAll(async () => {
   // This suite sends dozens of wrong tokens on purpose; the lockout has its own suite below.
-  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 1000, failedTokensPerMinuteTotal: 1000 } } });
+  product = await startTestProduct({
+    overrides: { admin: { failedTokensPerMinute: 1000, failedTokensPerMinuteTotal: 1000 } },
+  });
 });
 
 afterAll(async () => {
@@ -63,9 +65,19 @@ describe('admin token', () => {
     const answers = [];
     for (const authorization of headers) {
       const res = await request(product.adminUrl).get('/admin/keys').set('Authorization', authorization);
-      answers.push({ authorization: authorization.slice(0, 40), status: res.status, code: (res.body as { code?: string }).code });
+      answers.push({
+        authorization: authorization.slice(0, 40),
+        status: res.status,
+        code: (res.body as { code?: string }).code,
+      });
     }
-    expect(answers).toEqual(headers.map((authorization) => ({ authorization: authorization.slice(0, 40), status: 401, code: 'invalid_api_key' })));
+    expect(answers).toEqual(
+      headers.map((authorization) => ({
+        authorization: authorization.slice(0, 40),
+        status: 401,
+        code: 'invalid_api_key',
+      })),
+    );
   });
 
   test('the right token is accepted, with the scheme in any case', async () => {
@@ -99,18 +111,47 @@ describe('keys and hashes never leave the admin API after creation', () => {
     }
     const items = list.body as Array<Record<string, unknown>>;
     for (const item of items) {
-      expect(Object.keys(item).sort()).toEqual(['allowedAddresses', 'allowedOperations', 'consumerId', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
+      expect(Object.keys(item).sort()).toEqual([
+        'allowedAddresses',
+        'allowedOperations',
+        'consumerId',
+        'createdAt',
+        'expiresAt',
+        'id',
+        'lastUsedAt',
+        'limits',
+        'name',
+        'plan',
+        'revokedAt',
+      ]);
       for (const value of Object.values(item)) {
         expect(JSON.stringify(value)).not.toContain(hash);
         expect(JSON.stringify(value)).not.toContain(created.key);
       }
     }
-    expect(Object.keys(one.body as object).sort()).toEqual(['allowedAddresses', 'allowedOperations', 'bannedUntil', 'consumerId', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'previousKeyExpiresAt', 'revokedAt', 'usage']);
+    expect(Object.keys(one.body as object).sort()).toEqual([
+      'allowedAddresses',
+      'allowedOperations',
+      'bannedUntil',
+      'consumerId',
+      'createdAt',
+      'expiresAt',
+      'id',
+      'lastUsedAt',
+      'limits',
+      'name',
+      'plan',
+      'previousKeyExpiresAt',
+      'revokedAt',
+      'usage',
+    ]);
   });
 
   test('after a rotation neither secret nor either hash is in any answer but the rotation itself', async () => {
     const created = await createKey(product, { name: 'rotated secretly', plan: 'free' }, { overApi: true });
-    const rotated = await adminRequest(product, 'post', `/admin/keys/${created.id}/rotate`).send({ graceSeconds: 60 }).expect(201);
+    const rotated = await adminRequest(product, 'post', `/admin/keys/${created.id}/rotate`)
+      .send({ graceSeconds: 60 })
+      .expect(201);
     const newKey = (rotated.body as { key: string }).key;
     expect(rotated.text).not.toContain(created.key);
     expect(rotated.text).not.toContain(sha256Hex(created.key));
@@ -134,7 +175,19 @@ describe('keys and hashes never leave the admin API after creation', () => {
   test('PATCH answers without the key or its hash', async () => {
     const created = await createKey(product, { name: 'patched', plan: 'free' }, { overApi: true });
     const res = await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'renamed' }).expect(200);
-    expect(Object.keys(res.body as object).sort()).toEqual(['allowedAddresses', 'allowedOperations', 'consumerId', 'createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'name', 'plan', 'revokedAt']);
+    expect(Object.keys(res.body as object).sort()).toEqual([
+      'allowedAddresses',
+      'allowedOperations',
+      'consumerId',
+      'createdAt',
+      'expiresAt',
+      'id',
+      'lastUsedAt',
+      'limits',
+      'name',
+      'plan',
+      'revokedAt',
+    ]);
     expect(res.text).not.toContain(created.key);
     expect(res.text).not.toContain(sha256Hex(created.key));
   });
@@ -142,14 +195,20 @@ describe('keys and hashes never leave the admin API after creation', () => {
 
 describe('logs', () => {
   test('admin actions are logged with the action and key id; the admin token and keys never are', async () => {
-    const created = await createKey(product, { name: 'audited', plan: 'free', limits: { perMinute: 1, perDay: 10 } }, { overApi: true });
+    const created = await createKey(
+      product,
+      { name: 'audited', plan: 'free', limits: { perMinute: 1, perDay: 10 } },
+      { overApi: true },
+    );
     await gatewayGet(product, created.key).expect(200);
     await gatewayGet(product, created.key).expect(429);
     await adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ plan: 'pro' }).expect(200);
     await adminRequest(product, 'delete', `/admin/keys/${created.id}/ban`).expect(204);
     await adminRequest(product, 'delete', `/admin/keys/${created.id}`).expect(204);
     // Failed attempts carry tokens too: neither the wrong one nor the right one may be logged.
-    await request(product.adminUrl).get('/admin/keys').set('Authorization', 'Bearer wrong-token-that-must-not-be-logged');
+    await request(product.adminUrl)
+      .get('/admin/keys')
+      .set('Authorization', 'Bearer wrong-token-that-must-not-be-logged');
     await request(product.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${created.key}`);
 
     const audit = logRecords(product)

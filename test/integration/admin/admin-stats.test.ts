@@ -12,14 +12,21 @@ import { createKey } from '../../support/keys';
 /** GET /admin/stats: the console's overview, from real traffic through the gateway, against openapi-admin.yaml. */
 
 const DOCUMENT_ID = 'https://admin.animalstore.example/openapi-admin.yaml';
-const document = parseYaml(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'openapi-admin.yaml'), 'utf8')) as object;
+const document = parseYaml(
+  fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'openapi-admin.yaml'), 'utf8'),
+) as object;
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addFormat('date-time', true);
 ajv.addSchema(document, DOCUMENT_ID);
 const validateReport = ajv.compile({ $ref: `${DOCUMENT_ID}#/components/schemas/StatsReport` });
 
 interface Report {
-  totals: { requests: number; byStatus: Record<string, number>; byPlan: Record<string, number>; rejectionsByWindow: Record<string, number> };
+  totals: {
+    requests: number;
+    byStatus: Record<string, number>;
+    byPlan: Record<string, number>;
+    rejectionsByWindow: Record<string, number>;
+  };
   points: Array<{ byStatus: Record<string, number> }>;
   activeBans: number | null;
   health: Record<string, string>;
@@ -37,7 +44,10 @@ afterAll(async () => {
 async function stats(): Promise<Report> {
   const res = await adminRequest(product, 'get', '/admin/stats');
   expect(res.status).toBe(200);
-  expect({ valid: validateReport(res.body), errors: validateReport.errors ?? null }).toEqual({ valid: true, errors: null });
+  expect({ valid: validateReport(res.body), errors: validateReport.errors ?? null }).toEqual({
+    valid: true,
+    errors: null,
+  });
   return res.body as Report;
 }
 
@@ -47,7 +57,11 @@ test('without the admin token: 401', async () => {
 
 test('counts the gateway answers of the last seconds by status class, plan and refusing window, with health and bans', async () => {
   const free = await createKey(product, { name: 'stats-free', plan: 'free' }, { overApi: true });
-  const tight = await createKey(product, { name: 'stats-tight', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1 } }, { overApi: true });
+  const tight = await createKey(
+    product,
+    { name: 'stats-tight', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1 } },
+    { overApi: true },
+  );
   for (let i = 0; i < 3; i++) await gatewayGet(product, free.key).expect(200);
   await gatewayGet(product, free.key, '/v1/pets/999999').expect(404);
   await request(product.gatewayUrl).get('/v1/pets').expect(401);

@@ -18,7 +18,10 @@ beforeAll(async () => {
   // Mid-minute, mid-day: nothing the tests advance reaches the next UTC day. The inventory checks
   // the gateway's signed tokens on the same clock.
   clock = new ManualClock(Date.UTC(2026, 2, 10, 12, 30, 30));
-  product = await startTestProduct({ clock, overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: BAN_SECONDS } } });
+  product = await startTestProduct({
+    clock,
+    overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: BAN_SECONDS } },
+  });
 });
 
 afterAll(async () => {
@@ -26,7 +29,10 @@ afterAll(async () => {
 });
 
 interface Shown {
-  usage: { minute: { limit: number; remaining: number; reset: number }; day: { limit: number; remaining: number; reset: number } };
+  usage: {
+    minute: { limit: number; remaining: number; reset: number };
+    day: { limit: number; remaining: number; reset: number };
+  };
   bannedUntil: string | null;
 }
 
@@ -35,7 +41,11 @@ async function show(id: string): Promise<Shown> {
 }
 
 test('usage reflects traffic at the gateway, with reset instants of both windows', async () => {
-  const created = await createKey(product, { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 100 } }, { overApi: true });
+  const created = await createKey(
+    product,
+    { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 100 } },
+    { overApi: true },
+  );
   const nextMinute = Math.ceil((clock.now() + 1) / 60_000) * 60;
   const nextDay = Math.ceil((clock.now() + 1) / 86_400_000) * 86_400;
   expect((await show(created.id)).usage).toEqual({
@@ -47,7 +57,10 @@ test('usage reflects traffic at the gateway, with reset instants of both windows
   await gatewayGet(product, created.key).expect(200);
   const afterTwo = await show(created.id);
   expect({ usage: afterTwo.usage, bannedUntil: afterTwo.bannedUntil }).toEqual({
-    usage: { minute: { limit: 5, remaining: 3, reset: nextMinute }, day: { limit: 100, remaining: 98, reset: nextDay } },
+    usage: {
+      minute: { limit: 5, remaining: 3, reset: nextMinute },
+      day: { limit: 100, remaining: 98, reset: nextDay },
+    },
     bannedUntil: null,
   });
   // Showing usage consumes nothing.
@@ -62,7 +75,11 @@ test('usage reflects traffic at the gateway, with reset instants of both windows
 });
 
 test('a key hammered past its limit and the ban threshold shows bannedUntil; DELETE /ban lifts it', async () => {
-  const created = await createKey(product, { name: 'hammered', plan: 'free', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
+  const created = await createKey(
+    product,
+    { name: 'hammered', plan: 'free', limits: { perMinute: 1, perDay: 100 } },
+    { overApi: true },
+  );
   expect((await show(created.id)).bannedUntil).toBeNull();
 
   const codes: string[] = [];
@@ -90,7 +107,11 @@ test('a key hammered past its limit and the ban threshold shows bannedUntil; DEL
 });
 
 test('a ban ends by itself once its time has passed', async () => {
-  const created = await createKey(product, { name: 'patient', plan: 'free', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
+  const created = await createKey(
+    product,
+    { name: 'patient', plan: 'free', limits: { perMinute: 1, perDay: 100 } },
+    { overApi: true },
+  );
   for (let i = 0; i < 5; i++) await gatewayGet(product, created.key);
   expect((await show(created.id)).bannedUntil).not.toBeNull();
   clock.advance(BAN_SECONDS * 1000);

@@ -16,7 +16,10 @@ describe('each admin write keeps its `admin <action>` log line', () => {
 
   beforeAll(async () => {
     // Banned after the second refusal, so that the unban lifts a real ban.
-    product = await startTestProduct({ redis: false, overrides: { ban: { threshold: 1, windowSeconds: 60, durationSeconds: 600 } } });
+    product = await startTestProduct({
+      redis: false,
+      overrides: { ban: { threshold: 1, windowSeconds: 60, durationSeconds: 600 } },
+    });
   });
 
   afterAll(async () => {
@@ -27,7 +30,10 @@ describe('each admin write keeps its `admin <action>` log line', () => {
   const adminLines = (from: number) =>
     logRecords(product)
       .slice(from)
-      .filter((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('admin ') && entry.msg !== 'admin token refused');
+      .filter(
+        (entry) =>
+          typeof entry.msg === 'string' && entry.msg.startsWith('admin ') && entry.msg !== 'admin token refused',
+      );
 
   /** Runs one write and returns the single line it logged. */
   async function lineOf(write: () => Promise<unknown>): Promise<Record<string, unknown>> {
@@ -41,14 +47,24 @@ describe('each admin write keeps its `admin <action>` log line', () => {
   it('create, update, rotate, unban and revoke: one line each with the action and key id, no secret anywhere', async () => {
     let created!: { id: string; key: string };
     const create = await lineOf(async () => {
-      created = await createKey(product, { name: 'logged', plan: 'free', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
+      created = await createKey(
+        product,
+        { name: 'logged', plan: 'free', limits: { perMinute: 1, perDay: 100 } },
+        { overApi: true },
+      );
     });
 
-    const update = await lineOf(() => adminRequest(product, 'patch', `/admin/keys/${created.id}`).send({ name: 'logged, renamed', plan: 'pro' }).expect(200));
+    const update = await lineOf(() =>
+      adminRequest(product, 'patch', `/admin/keys/${created.id}`)
+        .send({ name: 'logged, renamed', plan: 'pro' })
+        .expect(200),
+    );
 
     let rotatedKey!: string;
     const rotate = await lineOf(async () => {
-      const res = await adminRequest(product, 'post', `/admin/keys/${created.id}/rotate`).send({ graceSeconds: 60 }).expect(201);
+      const res = await adminRequest(product, 'post', `/admin/keys/${created.id}/rotate`)
+        .send({ graceSeconds: 60 })
+        .expect(201);
       rotatedKey = (res.body as { key: string }).key;
     });
 
@@ -68,7 +84,15 @@ describe('each admin write keeps its `admin <action>` log line', () => {
     for (const [action, line] of Object.entries(lines)) {
       expect({ action, line }).toEqual({
         action,
-        line: expect.objectContaining({ msg: `admin ${action}`, action, keyId: created.id, audit: true, admin: '127.0.0.1', component: 'admin', level: 30 }),
+        line: expect.objectContaining({
+          msg: `admin ${action}`,
+          action,
+          keyId: created.id,
+          audit: true,
+          admin: '127.0.0.1',
+          component: 'admin',
+          level: 30,
+        }),
       });
     }
 

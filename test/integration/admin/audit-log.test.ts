@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { MAX_AUDIT_ENTRIES, RedisAuditLog, SqliteAuditLog, type AuditEntry, type AuditLog } from '../../../src/admin/audit-log';
+import {
+  MAX_AUDIT_ENTRIES,
+  RedisAuditLog,
+  SqliteAuditLog,
+  type AuditEntry,
+  type AuditLog,
+} from '../../../src/admin/audit-log';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 
 /** Both trails keep exactly the last 10,000 entries and answer newest first. */
@@ -20,7 +26,12 @@ afterAll(async () => {
 });
 
 function entry(i: number): AuditEntry {
-  return { at: new Date(Date.UTC(2026, 0, 1) + i).toISOString(), action: 'update', keyId: `key_${String(i).padStart(24, '0')}`, details: { name: `n${i}` } };
+  return {
+    at: new Date(Date.UTC(2026, 0, 1) + i).toISOString(),
+    action: 'update',
+    keyId: `key_${String(i).padStart(24, '0')}`,
+    details: { name: `n${i}` },
+  };
 }
 
 describe.each<[string, () => AuditLog & { close?: () => void }]>([
@@ -39,7 +50,9 @@ describe.each<[string, () => AuditLog & { close?: () => void }]>([
     try {
       const total = MAX_AUDIT_ENTRIES + 5;
       for (let start = 0; start < total; start += 1000) {
-        await Promise.all(Array.from({ length: Math.min(1000, total - start) }, (_, i) => log.append(entry(start + i))));
+        await Promise.all(
+          Array.from({ length: Math.min(1000, total - start) }, (_, i) => log.append(entry(start + i))),
+        );
       }
       const newest = await log.recent(3);
       expect(newest).toEqual([entry(total - 1), entry(total - 2), entry(total - 3)]);

@@ -125,7 +125,10 @@ describe('in-process key store on a full disk', () => {
     // A refused key is not in memory either: the list is exactly the acknowledged ones.
     expect(await keyIds(proc)).toEqual([...acknowledged].sort());
     const notReady = await readyzBecomes(proc, 503);
-    expect(notReady.body).toMatchObject({ code: 'service_unavailable', failing: expect.arrayContaining(['keys database']) });
+    expect(notReady.body).toMatchObject({
+      code: 'service_unavailable',
+      failing: expect.arrayContaining(['keys database']),
+    });
     expect((notReady.body as { message: string }).message).toMatch(/keys database cannot take writes \(SQLITE_FULL/);
     const metrics = (await rawRequest(proc.adminUrl, { method: 'GET', path: '/metrics' })).text;
     expect(metrics).toMatch(/^gateway_sqlite_errors_total\{database="keys",code="SQLITE_FULL"\} [1-9]\d*$/m);
@@ -149,8 +152,20 @@ describe('in-process key store on a full disk', () => {
       const proc = await spawnProduct(consumersDisk.dir);
       running.push(proc);
       const postConsumer = (name: string) =>
-        rawRequest(proc.adminUrl, { method: 'POST', path: '/admin/consumers', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
-      const consumerIds = async () => ((await rawRequest(proc.adminUrl, { method: 'GET', path: '/admin/consumers', headers: auth })).body as Array<{ id: string }>).map((c) => c.id).sort();
+        rawRequest(proc.adminUrl, {
+          method: 'POST',
+          path: '/admin/consumers',
+          headers: { ...auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name }),
+        });
+      const consumerIds = async () =>
+        (
+          (await rawRequest(proc.adminUrl, { method: 'GET', path: '/admin/consumers', headers: auth })).body as Array<{
+            id: string;
+          }>
+        )
+          .map((c) => c.id)
+          .sort();
       const acknowledged = [((await postConsumer('before')).body as { id: string }).id];
 
       const filler = consumersDisk.fill();
@@ -161,7 +176,10 @@ describe('in-process key store on a full disk', () => {
           acknowledged.push((res.body as { id: string }).id);
           continue;
         }
-        expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { code: 'service_unavailable', message: expect.any(String), status: 503 } });
+        expect({ status: res.status, body: res.body }).toEqual({
+          status: 503,
+          body: { code: 'service_unavailable', message: expect.any(String), status: 503 },
+        });
         refused += 1;
       }
       expect(refused).toBeGreaterThan(0);

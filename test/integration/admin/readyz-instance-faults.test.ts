@@ -13,7 +13,13 @@ import { eventually } from '../../support/eventually';
 
 interface Readyz {
   status: number;
-  body: { status?: string; failing?: string[]; degraded?: string[]; checks?: Record<string, string>; upstreamCircuit?: string };
+  body: {
+    status?: string;
+    failing?: string[];
+    degraded?: string[];
+    checks?: Record<string, string>;
+    upstreamCircuit?: string;
+  };
 }
 
 async function readyz(product: ProductHarness): Promise<Readyz> {
@@ -24,15 +30,35 @@ async function readyz(product: ProductHarness): Promise<Readyz> {
 describe('/readyz', () => {
   it('stays 200 with the inventory down, showing it (and the circuit) in the body', async () => {
     const nobody = `http://127.0.0.1:${await freePort()}`;
-    const product = await startTestProduct({ overrides: { upstream: { url: nobody, circuitBreaker: { failureRatio: 0.5, minimumRequests: 1, windowMs: 60_000, cooldownMs: 60_000, halfOpenProbes: 1 } } } });
+    const product = await startTestProduct({
+      overrides: {
+        upstream: {
+          url: nobody,
+          circuitBreaker: {
+            failureRatio: 0.5,
+            minimumRequests: 1,
+            windowMs: 60_000,
+            cooldownMs: 60_000,
+            halfOpenProbes: 1,
+          },
+        },
+      },
+    });
     try {
       const { key } = await product.keyService.create({ name: 'readyz', plan: 'free' });
       // Opens the circuit: the inventory refuses the connection.
-      expect((await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(502);
+      expect(
+        (await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status,
+      ).toBe(502);
       const ready = await readyz(product);
       expect(ready).toEqual({
         status: 200,
-        body: expect.objectContaining({ status: 'degraded', degraded: ['upstream'], upstreamCircuit: 'open', checks: expect.objectContaining({ store: 'ok', upstream: 'upstream not answering' }) }),
+        body: expect.objectContaining({
+          status: 'degraded',
+          degraded: ['upstream'],
+          upstreamCircuit: 'open',
+          checks: expect.objectContaining({ store: 'ok', upstream: 'upstream not answering' }),
+        }),
       });
     } finally {
       await product.close();
@@ -52,9 +78,17 @@ describe('/readyz', () => {
     });
 
     it('turns 503 naming the database when a new row cannot be written, and 200 again once space returns', async () => {
-      const { key } = await product.keyService.create({ name: 'full', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } });
+      const { key } = await product.keyService.create({
+        name: 'full',
+        plan: 'enterprise',
+        limits: { perMinute: 1_000_000, perDay: 10_000_000 },
+      });
       const post = () =>
-        fetch(`${product.gatewayUrl}/v1/pets`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'R'.repeat(200), categoryId: 1 }) });
+        fetch(`${product.gatewayUrl}/v1/pets`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'R'.repeat(200), categoryId: 1 }),
+        });
       expect((await readyz(product)).status).toBe(200);
       const filler = disk.fill();
       // Real writes fail once SQLite needs room the file system no longer has: at once, or once
@@ -72,7 +106,10 @@ describe('/readyz', () => {
       expect(notReady.body.failing).toEqual(expect.arrayContaining(['inventory database']));
       expect(notReady.body.checks!['inventory database']).toMatch(/cannot take writes \(.*SQLITE_FULL/);
       fs.rmSync(filler);
-      await eventually(async () => (await readyz(product)).status === 200, { timeoutMs: 5000, what: '/readyz is 200 again' });
+      await eventually(async () => (await readyz(product)).status === 200, {
+        timeoutMs: 5000,
+        what: '/readyz is 200 again',
+      });
       expect((await post()).status).toBe(201);
     }, 180_000);
   });

@@ -24,7 +24,8 @@ describe.each([
 ] as const)('reload %s', (_where, redis) => {
   let configFile: string;
   let product: ProductHarness;
-  const reload = () => request(product.adminUrl).post('/admin/reload').set('Authorization', `Bearer ${product.adminToken}`);
+  const reload = () =>
+    request(product.adminUrl).post('/admin/reload').set('Authorization', `Bearer ${product.adminToken}`);
   const writeConfig = (yaml: string) => fs.writeFileSync(configFile, yaml);
   const GOLD = 'plans:\n  gold: { perMinute: 50, perDay: 500 }\n';
 
@@ -52,7 +53,9 @@ describe.each([
 
     // A plan that loses its limits while a key without limits of its own relies on them is refused too.
     writeConfig('plans:\n  gold: {}\n');
-    expect((await reload().expect(400)).body.errors).toEqual([{ setting: 'plans.gold', message: expect.stringMatching(/1 key .*no limits of its own/) }]);
+    expect((await reload().expect(400)).body.errors).toEqual([
+      { setting: 'plans.gold', message: expect.stringMatching(/1 key .*no limits of its own/) },
+    ]);
 
     // A revoked key uses no plan.
     await admin(product).delete(`/admin/keys/${id}`).expect(204);
@@ -63,10 +66,13 @@ describe.each([
   });
 
   it('applies `costs` with the plans: a reload that lowers a plan below the old cost and drops the cost serves the plan (costs is not a restart setting)', async () => {
-    writeConfig(`${GOLD}  small: { perMinute: 20, perDay: 200 }\ncosts:\n  - { method: POST, path: /pets, cost: 10 }\n`);
+    writeConfig(
+      `${GOLD}  small: { perMinute: 20, perDay: 200 }\ncosts:\n  - { method: POST, path: /pets, cost: 10 }\n`,
+    );
     expect((await reload().expect(200)).body.restartNeeded).toEqual([]);
     const { auth } = await createKey(product, { plan: 'small' });
-    const post = () => request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'Rex', categoryId: 1 });
+    const post = () =>
+      request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'Rex', categoryId: 1 });
     const first = await post().expect(201);
     expect(first.headers['x-ratelimit-remaining']).toBe('10');
     // The key service checks a key's own limits against the costs in force too.
@@ -77,9 +83,15 @@ describe.each([
     writeConfig(`${GOLD}  small: { perMinute: 5, perDay: 200 }\n`);
     expect((await reload().expect(200)).body.restartNeeded).toEqual([]);
     const fresh = await createKey(product, { plan: 'small' });
-    const second = await request(product.gatewayUrl).post('/v1/pets').set('Authorization', fresh.auth).send({ name: 'Rex', categoryId: 1 }).expect(201);
+    const second = await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', fresh.auth)
+      .send({ name: 'Rex', categoryId: 1 })
+      .expect(201);
     expect([second.headers['x-ratelimit-limit'], second.headers['x-ratelimit-remaining']]).toEqual(['5', '4']);
-    await expect(product.keyService.create(ownLimits)).resolves.toMatchObject({ record: { plan: 'small', limits: { perMinute: 5, perDay: 200 } } });
+    await expect(product.keyService.create(ownLimits)).resolves.toMatchObject({
+      record: { plan: 'small', limits: { perMinute: 5, perDay: 200 } },
+    });
     // The first key took 10 units of this minute before; its limit is now 5: refused with a Retry-After, never a 500.
     const over = await post();
     expect([201, 429]).toContain(over.status);
@@ -87,7 +99,11 @@ describe.each([
     // A cost above a plan's limit is refused whole, naming the plan's window.
     writeConfig(`${GOLD}  small: { perMinute: 5, perDay: 200 }\ncosts:\n  - { method: POST, path: /pets, cost: 6 }\n`);
     const refused = await reload().expect(400);
-    expect(refused.body.errors).toEqual(expect.arrayContaining([{ setting: 'plans.small.perMinute', message: expect.stringMatching(/below the cost 6 of POST \/pets/) }]));
+    expect(refused.body.errors).toEqual(
+      expect.arrayContaining([
+        { setting: 'plans.small.perMinute', message: expect.stringMatching(/below the cost 6 of POST \/pets/) },
+      ]),
+    );
     writeConfig(GOLD + '  small: { perMinute: 5, perDay: 200 }\n');
     await reload().expect(200);
   });
@@ -110,7 +126,12 @@ describe.each([
   it('is answered 503 service_unavailable with the Error body, never a 500; the admin API shows it and can move it', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-lost-plan-'));
     const namespace = `asg:lost-plan:${process.pid}:${Date.now()}`;
-    const before = await startTestProduct({ redis, dataDir, namespace, overrides: { plans: { gold: { perMinute: 50, perDay: 500 } } } });
+    const before = await startTestProduct({
+      redis,
+      dataDir,
+      namespace,
+      overrides: { plans: { gold: { perMinute: 50, perDay: 500 } } },
+    });
     const { id, auth } = await createKey(before, { plan: 'gold' });
     await before.close();
 
@@ -118,7 +139,10 @@ describe.each([
     try {
       for (const path of ['/v1/pets', '/v1/usage']) {
         const res = await request(product.gatewayUrl).get(path).set('Authorization', auth);
-        expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { code: 'service_unavailable', message: expect.any(String), status: 503 } });
+        expect({ status: res.status, body: res.body }).toEqual({
+          status: 503,
+          body: { code: 'service_unavailable', message: expect.any(String), status: 503 },
+        });
         expect(res.headers['x-request-id']).toEqual(expect.any(String));
         expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
       }

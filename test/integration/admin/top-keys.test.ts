@@ -55,10 +55,13 @@ describe('on Redis, two instances', () => {
 
     // A flushes its own counts when asked; B's arrive with its next flush (every 5 s).
     let keys: TopKeys['keys'] = [];
-    await eventually(async () => {
-      keys = await topKeys(a, '?minutes=5');
-      return keys[0]?.requests === 6 && keys.some((k) => k.keyId === quiet.record.id);
-    }, { timeoutMs: 20_000 });
+    await eventually(
+      async () => {
+        keys = await topKeys(a, '?minutes=5');
+        return keys[0]?.requests === 6 && keys.some((k) => k.keyId === quiet.record.id);
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(keys).toEqual([
       { keyId: busy.record.id, name: 'busy', consumerId: null, requests: 6, rateLimited: 0 },
       { keyId: limited.record.id, name: 'limited', consumerId: null, requests: 4, rateLimited: 2 },
@@ -100,7 +103,12 @@ test('in process: the same from memory', async () => {
 });
 
 /** An upstream that holds each request until `release()`; what it holds is counted. */
-async function startHoldingUpstream(): Promise<{ url: string; held(): number; release(): void; close(): Promise<void> }> {
+async function startHoldingUpstream(): Promise<{
+  url: string;
+  held(): number;
+  release(): void;
+  close(): Promise<void>;
+}> {
   const waiting: http.ServerResponse[] = [];
   const server = http.createServer((req, res) => {
     req.resume();
@@ -142,30 +150,54 @@ describe.each([
   });
 
   test('counts as rateLimited in the top keys, the usage history and the usage export', async () => {
-    const gated = await product.keyService.create({ name: 'gated', plan: 'free', limits: { perMinute: 100, perDay: 1000, maxInFlight: 1 } });
+    const gated = await product.keyService.create({
+      name: 'gated',
+      plan: 'free',
+      limits: { perMinute: 100, perDay: 1000, maxInFlight: 1 },
+    });
     const first = call(product, gated.key);
     await eventually(() => upstream.held() === 1, { what: 'the first request held at the upstream' });
-    const refused = await fetch(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${gated.key}` } });
-    expect({ status: refused.status, code: ((await refused.json()) as { code: string }).code }).toEqual({ status: 429, code: 'concurrency_limited' });
+    const refused = await fetch(`${product.gatewayUrl}/v1/pets?limit=1`, {
+      headers: { authorization: `Bearer ${gated.key}` },
+    });
+    expect({ status: refused.status, code: ((await refused.json()) as { code: string }).code }).toEqual({
+      status: 429,
+      code: 'concurrency_limited',
+    });
     upstream.release();
     expect(await first).toBe(200);
 
     let keys: TopKeys['keys'] = [];
-    await eventually(async () => {
-      keys = await topKeys(product, '?minutes=5');
-      return keys[0]?.requests === 2;
-    }, { timeoutMs: 20_000, what: () => `both requests in the top keys: ${JSON.stringify(keys)}` });
+    await eventually(
+      async () => {
+        keys = await topKeys(product, '?minutes=5');
+        return keys[0]?.requests === 2;
+      },
+      { timeoutMs: 20_000, what: () => `both requests in the top keys: ${JSON.stringify(keys)}` },
+    );
     expect(keys).toEqual([{ keyId: gated.record.id, name: 'gated', consumerId: null, requests: 2, rateLimited: 1 }]);
 
     const today = new Date().toISOString().slice(0, 10);
     let usage: Array<{ date: string; admitted: number; rateLimited: number; banned: number }> = [];
-    await eventually(async () => {
-      usage = ((await adminRequest(product, 'get', `/admin/keys/${gated.record.id}/usage?days=1`).expect(200)).body as { days: typeof usage }).days;
-      return usage[0]?.admitted === 1 && usage[0].rateLimited === 1;
-    }, { timeoutMs: 20_000, what: () => `the refusal in the usage history: ${JSON.stringify(usage)}` });
+    await eventually(
+      async () => {
+        usage = (
+          (await adminRequest(product, 'get', `/admin/keys/${gated.record.id}/usage?days=1`).expect(200)).body as {
+            days: typeof usage;
+          }
+        ).days;
+        return usage[0]?.admitted === 1 && usage[0].rateLimited === 1;
+      },
+      { timeoutMs: 20_000, what: () => `the refusal in the usage history: ${JSON.stringify(usage)}` },
+    );
     expect(usage).toEqual([{ date: today, admitted: 1, rateLimited: 1, banned: 0 }]);
     const exported = await adminRequest(product, 'get', `/admin/usage/export?from=${today}&to=${today}`).expect(200);
-    const lines = exported.text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { keyId: string; rateLimited: number; admitted: number });
-    expect(lines.filter((l) => l.keyId === gated.record.id)).toEqual([expect.objectContaining({ admitted: 1, rateLimited: 1, banned: 0 })]);
+    const lines = exported.text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { keyId: string; rateLimited: number; admitted: number });
+    expect(lines.filter((l) => l.keyId === gated.record.id)).toEqual([
+      expect.objectContaining({ admitted: 1, rateLimited: 1, banned: 0 }),
+    ]);
   });
 });

@@ -52,9 +52,15 @@ test("a worker killed mid-day with unflushed counts: the export's units still eq
   await awayFromMidnight();
   killed = startMain(env);
   await killed.waitForStdout(/is ready on/);
-  const { key, record } = await survivor.keyService.create({ name: 'served by the doomed', plan: 'free', limits: { perMinute: 100, perDay: 1000 } });
+  const { key, record } = await survivor.keyService.create({
+    name: 'served by the doomed',
+    plan: 'free',
+    limits: { perMinute: 100, perDay: 1000 },
+  });
   for (let i = 0; i < 7; i++) {
-    const res = await fetch(`http://127.0.0.1:${env.PORT}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(`http://127.0.0.1:${env.PORT}/v1/pets?limit=1`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     await res.arrayBuffer();
     expect(res.status).toBe(200);
   }
@@ -66,7 +72,10 @@ test("a worker killed mid-day with unflushed counts: the export's units still eq
   const today = new Date().toISOString().slice(0, 10);
   const exported = async () => {
     const res = await adminRequest(survivor, 'get', `/admin/usage/export?from=${today}&to=${today}`).expect(200);
-    return (res.text as string).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { keyId: string; units: number; admitted: number });
+    return (res.text as string)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { keyId: string; units: number; admitted: number });
   };
   // The history has nothing of it (admitted is lost with the process); today's units come from the window.
   const line = (await exported()).find((l) => l.keyId === record.id);
@@ -80,7 +89,11 @@ test("a worker killed mid-day with unflushed counts: the export's units still eq
   expect((await exported()).find((l) => l.keyId === record.id)).toEqual(expect.objectContaining({ units: 8 }));
   const redis = await connectRedis({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 2000 });
   try {
-    const [stored] = await new RedisKeyActivityStore(redis, namespace).usageDays([record.id], dayOf(Date.now()), dayOf(Date.now()));
+    const [stored] = await new RedisKeyActivityStore(redis, namespace).usageDays(
+      [record.id],
+      dayOf(Date.now()),
+      dayOf(Date.now()),
+    );
     expect(stored).toEqual(expect.objectContaining({ dayCount: 8, units: 1 }));
   } finally {
     redis.disconnect();

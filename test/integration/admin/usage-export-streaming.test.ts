@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteKeyStore } from '../../../src/keys';
@@ -32,7 +31,10 @@ let today: number;
 
 /** Peak resident memory of a process so far (Linux VmHWM), in bytes. */
 function peakRss(pid: number): number {
-  const line = fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'))!;
+  const line = fs
+    .readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmHWM:'))!;
   return Number(line.replace(/\D/g, '')) * 1024;
 }
 
@@ -41,16 +43,22 @@ beforeAll(async () => {
   const dataDir = env.DATA_DIR!;
   const keys = new SqliteKeyStore({ dataDir });
   const ids = Array.from({ length: KEYS }, (_, i) => `key_${i.toString(16).padStart(24, '0')}`);
-  await keys.importRecords(ids.map((id, i) => keyRecordFixture({ id, name: `key ${i}`, hash: i.toString(16).padStart(64, '0') })));
+  await keys.importRecords(
+    ids.map((id, i) => keyRecordFixture({ id, name: `key ${i}`, hash: i.toString(16).padStart(64, '0') })),
+  );
   await keys.close();
   // The history's file as the gateway makes it, filled in its key order in one transaction: through
   // the store, a day at a time, 400 days of 2,500 keys would take minutes of random page writes.
   new SqliteKeyActivityStore(dataDir).close();
   const db = new Database(path.join(dataDir, KEY_USAGE_DATABASE_FILE));
   today = dayOf(Date.now());
-  const insert = db.prepare('INSERT INTO key_usage (key_id, day, admitted, rate_limited, banned, units, day_count) VALUES (?, ?, ?, 1, 0, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO key_usage (key_id, day, admitted, rate_limited, banned, units, day_count) VALUES (?, ?, ?, 1, 0, ?, ?)',
+  );
   db.transaction(() => {
-    for (const [i, id] of ids.entries()) for (let day = today - USAGE_EXPORT_DAYS + 1; day <= today; day++) insert.run(id, day, 10 + (i % 7), 12 + (i % 7), 12 + (i % 7));
+    for (const [i, id] of ids.entries())
+      for (let day = today - USAGE_EXPORT_DAYS + 1; day <= today; day++)
+        insert.run(id, day, 10 + (i % 7), 12 + (i % 7), 12 + (i % 7));
   })();
   db.close();
 
@@ -74,7 +82,9 @@ test('a million lines stream out of a gateway whose heap is capped below their s
   let lines = 0;
   let bytes = 0;
   let tail = '';
-  const res = await fetch(`${adminUrl}/admin/usage/export?from=${from}&to=${to}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const res = await fetch(`${adminUrl}/admin/usage/export?from=${from}&to=${to}`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
   expect(res.status).toBe(200);
   expect(res.headers.get('transfer-encoding')).toBe('chunked');
   const decoder = new TextDecoder();
@@ -87,9 +97,19 @@ test('a million lines stream out of a gateway whose heap is capped below their s
   }
   const tookMs = Date.now() - startedAt;
   const grew = peakRss(main.child.pid!) - before;
-  console.log(`usage export: ${lines} lines, ${Math.round(bytes / MB)} MB in ${tookMs} ms (first bytes after ${firstChunkAt - startedAt} ms); gateway peak RSS ${Math.round(before / MB)} MB before, +${Math.round(grew / MB)} MB during`);
+  console.log(
+    `usage export: ${lines} lines, ${Math.round(bytes / MB)} MB in ${tookMs} ms (first bytes after ${firstChunkAt - startedAt} ms); gateway peak RSS ${Math.round(before / MB)} MB before, +${Math.round(grew / MB)} MB during`,
+  );
   expect(lines).toBe(KEYS * USAGE_EXPORT_DAYS);
-  expect(JSON.parse(tail.trimEnd().split('\n').pop()!)).toEqual({ date: to, keyId: `key_${(KEYS - 1).toString(16).padStart(24, '0')}`, consumerId: null, admitted: 10 + ((KEYS - 1) % 7), units: 12 + ((KEYS - 1) % 7), rateLimited: 1, banned: 0 });
+  expect(JSON.parse(tail.trimEnd().split('\n').pop()!)).toEqual({
+    date: to,
+    keyId: `key_${(KEYS - 1).toString(16).padStart(24, '0')}`,
+    consumerId: null,
+    admitted: 10 + ((KEYS - 1) % 7),
+    units: 12 + ((KEYS - 1) % 7),
+    rateLimited: 1,
+    banned: 0,
+  });
   // The process lived through it: a million lines as strings (some 150 MB) cannot have sat in its
   // heap. Its resident memory grew by what its heap may fill between collections (the caps, 88 MB
   // in all) at most, never by the text it sent.

@@ -28,7 +28,11 @@ beforeAll(async () => {
   // at load 20-27 the 2 s of the harness timed out in the product's own start ("Redis is unreachable").
   const redis = { commandTimeoutMs: 10_000 };
   a = await startTestProduct({ namespace, clock, overrides: { costs: COSTS, redis } });
-  b = await startTestProduct({ namespace, clock, overrides: { costs: COSTS, redis, upstream: { url: a.inventory!.url } } });
+  b = await startTestProduct({
+    namespace,
+    clock,
+    overrides: { costs: COSTS, redis, upstream: { url: a.inventory!.url } },
+  });
 });
 
 afterAll(async () => {
@@ -39,15 +43,23 @@ afterAll(async () => {
 type Line = UsageExportLine;
 
 async function exportOf(product: ProductHarness, from: string, to: string): Promise<Line[]> {
-  const res = await adminRequest(product, 'get', `/admin/usage/export?from=${from}&to=${to}`).buffer(true).parse((r, done) => {
-    let text = '';
-    r.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-    r.on('end', () => done(null, text));
+  const res = await adminRequest(product, 'get', `/admin/usage/export?from=${from}&to=${to}`)
+    .buffer(true)
+    .parse((r, done) => {
+      let text = '';
+      r.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      r.on('end', () => done(null, text));
+    });
+  expect({ status: res.status, type: res.headers['content-type'] }).toEqual({
+    status: 200,
+    type: 'application/x-ndjson; charset=utf-8',
   });
-  expect({ status: res.status, type: res.headers['content-type'] }).toEqual({ status: 200, type: 'application/x-ndjson; charset=utf-8' });
   const text = res.body as string;
   expect(text === '' || text.endsWith('\n')).toBe(true);
-  return text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Line);
 }
 
 async function send(product: ProductHarness, key: string, method: 'GET' | 'POST'): Promise<number> {
@@ -62,14 +74,20 @@ async function send(product: ProductHarness, key: string, method: 'GET' | 'POST'
 
 /** What the key's day window has counted, as GET /admin/keys/{id} shows it. */
 async function dayWindowCount(id: string): Promise<number> {
-  const { usage } = (await adminRequest(a, 'get', `/admin/keys/${id}`).expect(200)).body as { usage: { day: { limit: number; remaining: number } } };
+  const { usage } = (await adminRequest(a, 'get', `/admin/keys/${id}`).expect(200)).body as {
+    usage: { day: { limit: number; remaining: number } };
+  };
   return usage.day.limit - usage.day.remaining;
 }
 
 const date = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 test("units equal the day window's count over two instances, costs included; admitted and refusals as answered", async () => {
-  const { key, record } = await a.keyService.create({ name: 'metered', plan: 'free', limits: { perMinute: 100, perDay: 20 } });
+  const { key, record } = await a.keyService.create({
+    name: 'metered',
+    plan: 'free',
+    limits: { perMinute: 100, perDay: 20 },
+  });
   const statuses: number[] = [];
   // 4 POSTs (3 units each) and 10 GETs over both instances: 20 units fit, the rest is refused.
   for (let i = 0; i < 14; i++) statuses.push(await send(i % 2 === 0 ? a : b, key, i < 4 ? 'POST' : 'GET'));
@@ -81,11 +99,16 @@ test("units equal the day window's count over two instances, costs included; adm
   // B flushes every 5 s; the export (on A) flushes A's own counts at once.
   const today = date(clock.now());
   let lines: Line[] = [];
-  await eventually(async () => {
-    lines = (await exportOf(a, today, today)).filter((l) => l.keyId === record.id);
-    return lines[0]?.admitted === admitted;
-  }, { timeoutMs: 20_000 });
-  expect(lines).toEqual([{ date: today, keyId: record.id, consumerId: null, admitted, units: 20, rateLimited: refused, banned: 0 }]);
+  await eventually(
+    async () => {
+      lines = (await exportOf(a, today, today)).filter((l) => l.keyId === record.id);
+      return lines[0]?.admitted === admitted;
+    },
+    { timeoutMs: 20_000 },
+  );
+  expect(lines).toEqual([
+    { date: today, keyId: record.id, consumerId: null, admitted, units: 20, rateLimited: refused, banned: 0 },
+  ]);
 });
 
 test('one line per key and UTC day with traffic, oldest first; keys without traffic have none', async () => {
@@ -100,13 +123,23 @@ test('one line per key and UTC day with traffic, oldest first; keys without traf
   const lines = (await exportOf(a, date(firstDay - DAY_MS), date(secondDay))).filter((l) => l.keyId === busy.record.id);
   expect(lines).toEqual([
     { date: date(firstDay), keyId: busy.record.id, consumerId: null, admitted: 1, units: 3, rateLimited: 0, banned: 0 },
-    { date: date(secondDay), keyId: busy.record.id, consumerId: null, admitted: 2, units: 2, rateLimited: 0, banned: 0 },
+    {
+      date: date(secondDay),
+      keyId: busy.record.id,
+      consumerId: null,
+      admitted: 2,
+      units: 2,
+      rateLimited: 0,
+      banned: 0,
+    },
   ]);
   // Only keys with traffic in the range: the idle key has no line.
   const all = await exportOf(a, date(firstDay - DAY_MS), date(secondDay));
   expect(all.every((l) => l.admitted + l.rateLimited + l.banned + l.units > 0)).toBe(true);
   // A range of one day holds that day only.
-  expect((await exportOf(a, date(secondDay), date(secondDay))).filter((l) => l.keyId === busy.record.id).map((l) => l.date)).toEqual([date(secondDay)]);
+  expect(
+    (await exportOf(a, date(secondDay), date(secondDay))).filter((l) => l.keyId === busy.record.id).map((l) => l.date),
+  ).toEqual([date(secondDay)]);
   expect(dayOf(secondDay) - dayOf(firstDay)).toBe(1);
 });
 

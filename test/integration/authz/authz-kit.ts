@@ -10,8 +10,22 @@ export type { ProductHarness };
 
 /** A deprecated operation past its sunset (POST /pets: 410) beside the default one still served (GET /pets/{petId}). */
 export const DEPRECATIONS = [
-  { method: 'GET', path: '/pets/{petId}', deprecatedAt: '2025-12-05T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '/v1/pets', docs: 'https://docs.example/get-pet' },
-  { method: 'POST', path: '/pets', deprecatedAt: '2020-01-01T00:00:00Z', sunset: '2021-01-01T00:00:00Z', successor: '/v2/pets', docs: 'https://docs.example/create-pet' },
+  {
+    method: 'GET',
+    path: '/pets/{petId}',
+    deprecatedAt: '2025-12-05T00:00:00Z',
+    sunset: '2030-12-05T00:00:00Z',
+    successor: '/v1/pets',
+    docs: 'https://docs.example/get-pet',
+  },
+  {
+    method: 'POST',
+    path: '/pets',
+    deprecatedAt: '2020-01-01T00:00:00Z',
+    sunset: '2021-01-01T00:00:00Z',
+    successor: '/v2/pets',
+    docs: 'https://docs.example/create-pet',
+  },
 ];
 
 /**
@@ -69,7 +83,7 @@ export async function ask(product: ProductHarness, options: AskOptions): Promise
   }
   const res = await fetch(url, { method: lineMethod, headers });
   const text = await res.text();
-  let body: unknown = null;
+  let body: unknown;
   try {
     body = text === '' ? null : JSON.parse(text);
   } catch {
@@ -89,7 +103,11 @@ export function expectRefusal(decision: Decision, status: number, code: string, 
   const body = { code, message: expect.any(String), status, ...refusedBy };
   if (decision.nginx) {
     const sent = status === 401 ? 401 : 403;
-    expect({ status: decision.status, decided: decision.headers.get('x-authz-status'), body: decision.body }).toEqual({ status: sent, decided: String(status), body });
+    expect({ status: decision.status, decided: decision.headers.get('x-authz-status'), body: decision.body }).toEqual({
+      status: sent,
+      decided: String(status),
+      body,
+    });
     expect(JSON.parse(decision.headers.get('x-authz-error') ?? 'null')).toEqual(decision.body);
   } else {
     expect({ status: decision.status, body: decision.body }).toEqual({ status, body });

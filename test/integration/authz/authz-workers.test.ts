@@ -1,7 +1,15 @@
 import http from 'node:http';
 import net from 'node:net';
 import { startRedisServer, freePort, type RedisProcess } from '../../support/redis-server';
-import { LONG_ADMIN_TOKEN, START_HANG_GUARD_MS, runMain, startMain, tempFile, twoWorkersEnv, type MainProcess } from '../startup/startup-kit';
+import {
+  LONG_ADMIN_TOKEN,
+  START_HANG_GUARD_MS,
+  runMain,
+  startMain,
+  tempFile,
+  twoWorkersEnv,
+  type MainProcess,
+} from '../startup/startup-kit';
 import { eventually } from '../../support/eventually';
 import { createKey } from '../../support/keys';
 
@@ -31,7 +39,10 @@ afterAll(async () => {
 async function twoWorkersWithAuthz(authzPort: number): Promise<Record<string, string>> {
   // Exact shared counts need a store that answers: a 5 s command timeout, so a crowded machine's stall is not taken for an outage.
   const config = `redis:\n  namespace: "asg:authz-workers:${process.pid}:${Date.now()}"\n  commandTimeoutMs: 5000\nserver:\n  trustedProxies: ["127.0.0.1"]\nplans:\n  one-at-a-time: { perMinute: 100, perDay: 1000, maxInFlight: 1 }\n`;
-  return twoWorkersEnv(redis.url, { AUTHZ_PORT: String(authzPort), CONFIG_FILE: tempFile('authz-workers.yaml', config) });
+  return twoWorkersEnv(redis.url, {
+    AUTHZ_PORT: String(authzPort),
+    CONFIG_FILE: tempFile('authz-workers.yaml', config),
+  });
 }
 
 /** One decision NGINX-style on a fresh connection, so that the kernel spreads them over the workers' sockets. */
@@ -40,7 +51,9 @@ function askOnNewConnection(authzUrl: string, key: string): Promise<{ status: nu
     const headers = { authorization: `Bearer ${key}`, 'x-original-method': 'GET', 'x-original-uri': '/v1/pets' };
     const req = http.get(`${authzUrl}/_authz`, { agent: false, headers }, (res) => {
       res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, decided: res.headers['x-authz-status'] as string | undefined }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, decided: res.headers['x-authz-status'] as string | undefined }),
+      );
     });
     req.on('error', reject);
   });
@@ -52,14 +65,36 @@ test('WORKERS=2: both workers decide, exactly (80 concurrent decisions, a day li
   started.push(main);
   await main.waitForStdout(/"msg":"listening on Node v[\d.]+( with \d+ workers)?"/);
   const authzUrl = `http://127.0.0.1:${env.AUTHZ_PORT}`;
-  const { key } = await createKey({ adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, adminToken: LONG_ADMIN_TOKEN }, { name: 'decided', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 30 } });
+  const { key } = await createKey(
+    { adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, adminToken: LONG_ADMIN_TOKEN },
+    { name: 'decided', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 30 } },
+  );
 
   const answers = await Promise.all(Array.from({ length: 80 }, () => askOnNewConnection(authzUrl, key)));
-  expect({ allowed: answers.filter((a) => a.status === 200).length, refused: answers.filter((a) => a.decided === '429').length }).toEqual({ allowed: 30, refused: 50 });
+  expect({
+    allowed: answers.filter((a) => a.status === 200).length,
+    refused: answers.filter((a) => a.decided === '429').length,
+  }).toEqual({ allowed: 30, refused: 50 });
 
-  const lines = () => main.stdout().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string; worker?: number; plans?: string[] });
-  await eventually(() => lines().filter((line) => line.msg === 'authz decision').length >= 80, { timeoutMs: START_HANG_GUARD_MS, what: '80 decision lines' });
-  expect([...new Set(lines().filter((line) => line.msg === 'authz decision').map((line) => line.worker))].sort()).toEqual([1, 2]);
+  const lines = () =>
+    main
+      .stdout()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { msg: string; worker?: number; plans?: string[] });
+  await eventually(() => lines().filter((line) => line.msg === 'authz decision').length >= 80, {
+    timeoutMs: START_HANG_GUARD_MS,
+    what: '80 decision lines',
+  });
+  expect(
+    [
+      ...new Set(
+        lines()
+          .filter((line) => line.msg === 'authz decision')
+          .map((line) => line.worker),
+      ),
+    ].sort(),
+  ).toEqual([1, 2]);
   const warnings = lines().filter((line) => line.msg.includes('does not enforce maxInFlight'));
   expect(warnings.map((line) => [line.worker, line.plans]).sort()).toEqual([
     [1, ['one-at-a-time']],
@@ -78,7 +113,9 @@ test('AUTHZ_PORT already in use stops startup with one line and a non-zero exit,
     expect(code).not.toBe(0);
     expect(code).not.toBeNull();
     const lines = stderr.trimEnd().split('\n');
-    expect(lines).toEqual([expect.stringMatching(/^animal-store-gateway: cannot start: a port is already in use .*EADDRINUSE/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(/^animal-store-gateway: cannot start: a port is already in use .*EADDRINUSE/),
+    ]);
   } finally {
     await new Promise((resolve) => occupier.close(resolve));
   }

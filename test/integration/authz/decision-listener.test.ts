@@ -33,7 +33,8 @@ afterAll(async () => {
 });
 
 function expectRateLimitHeaders(decision: Decision): void {
-  for (const name of RATE_LIMIT_HEADERS) expect({ name, value: decision.headers.get(name) }).toEqual({ name, value: expect.any(String) });
+  for (const name of RATE_LIMIT_HEADERS)
+    expect({ name, value: decision.headers.get(name) }).toEqual({ name, value: expect.any(String) });
 }
 
 describe.each([
@@ -42,7 +43,12 @@ describe.each([
 ])('asked %s', (_label, nginx) => {
   it('allows a key within its limits: 200, no body, the caller and the signed token the inventory accepts, the rate-limit headers', async () => {
     const key = await createKey(a, { plan: 'pro' });
-    const decision = await ask(a, { target: '/v1/pets?limit=1', auth: key.auth, nginx, headers: { 'x-request-id': 'decision-1' } });
+    const decision = await ask(a, {
+      target: '/v1/pets?limit=1',
+      auth: key.auth,
+      nginx,
+      headers: { 'x-request-id': 'decision-1' },
+    });
 
     expect(decision.status).toBe(200);
     expect(decision.text).toBe('');
@@ -63,11 +69,15 @@ describe.each([
     expectRefusal(missing, 401, 'missing_api_key');
     expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
     expectRateLimitHeaders(missing);
-    const unknown = await ask(a, { target: '/v1/pets', auth: `Bearer ${a.config.keys.prefix}${'x'.repeat(40)}`, nginx });
+    const unknown = await ask(a, {
+      target: '/v1/pets',
+      auth: `Bearer ${a.config.keys.prefix}${'x'.repeat(40)}`,
+      nginx,
+    });
     expectRefusal(unknown, 401, 'invalid_api_key');
   });
 
-  it('refuses an operation outside the key\'s policy with 403 operation_not_allowed, spending nothing', async () => {
+  it("refuses an operation outside the key's policy with 403 operation_not_allowed, spending nothing", async () => {
     const key = await createKey(a, { plan: 'pro', allowedOperations: ['listPets'] });
     expect((await ask(a, { target: '/v1/pets', auth: key.auth, nginx })).status).toBe(200);
     const refused = await ask(a, { method: 'POST', target: '/v1/pets', auth: key.auth, nginx });
@@ -134,12 +144,17 @@ describe('NGINX-style refusals', () => {
     const key = await createKey(a, { plan: 'pro' });
     const unknownRoute = await ask(a, { target: '/v1/owners', auth: key.auth, nginx: true });
     expect([unknownRoute.status, unknownRoute.headers.get('x-authz-status')]).toEqual([403, '404']);
-    expect(JSON.parse(unknownRoute.headers.get('x-authz-error')!)).toEqual({ code: 'not_found', message: expect.any(String), status: 404 });
+    expect(JSON.parse(unknownRoute.headers.get('x-authz-error')!)).toEqual({
+      code: 'not_found',
+      message: expect.any(String),
+      status: 404,
+    });
   });
 
   it('are counted under their own status', async () => {
     const key = await createKey(a, { plan: 'pro' });
-    const counted = async () => total(await scrape(a, 'gateway_authz_decisions_total'), { method: 'PUT', route: '/v1/pets', status_code: '405' });
+    const counted = async () =>
+      total(await scrape(a, 'gateway_authz_decisions_total'), { method: 'PUT', route: '/v1/pets', status_code: '405' });
     const before = await counted();
     await ask(a, { method: 'PUT', target: '/v1/pets', auth: key.auth, nginx: true });
     expect((await counted()) - before).toBe(1);
@@ -148,7 +163,11 @@ describe('NGINX-style refusals', () => {
   it('X-Original-URI without X-Original-Method is a malformed request, not a guess', async () => {
     const res = await fetch(`${a.authzUrl}/_authz`, { headers: { 'x-original-uri': '/v1/pets' } });
     const text = await res.text();
-    expectRefusal({ nginx: true, status: res.status, headers: res.headers, text, body: JSON.parse(text) }, 400, 'malformed_request');
+    expectRefusal(
+      { nginx: true, status: res.status, headers: res.headers, text, body: JSON.parse(text) },
+      400,
+      'malformed_request',
+    );
   });
 });
 
@@ -165,7 +184,11 @@ describe('counting', () => {
   it('two instances on one Redis: 60 concurrent decisions split over both allow exactly the limit', async () => {
     await awayFromDayEnd();
     const key = await createKey(a, { plan: 'enterprise', limits: { perMinute: 1000, perDay: 25 } }, { overApi: true });
-    const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => ask(i % 2 === 0 ? a : b, { target: '/v1/pets', auth: key.auth, nginx: i % 4 < 2 })));
+    const decisions = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        ask(i % 2 === 0 ? a : b, { target: '/v1/pets', auth: key.auth, nginx: i % 4 < 2 }),
+      ),
+    );
     const allowed = decisions.filter((d) => d.status === 200);
     expect(allowed).toHaveLength(25);
     // Half of them asked NGINX-style: their refusals came as 403 naming 429.
@@ -183,7 +206,9 @@ describe('counting', () => {
     expect(allowed.headers.get('x-consumer-id')).toBe(consumer.id);
     expect(allowed.headers.get('ratelimit')).toMatch(/"consumer-day";r=2;/);
     // B learns of the consumer through the store; its decision takes a unit of the same shared day.
-    await eventually(async () => (await ask(b, { target: '/v1/pets', auth: second.auth })).status === 200, { what: "B's decision for the consumer's second key" });
+    await eventually(async () => (await ask(b, { target: '/v1/pets', auth: second.auth })).status === 200, {
+      what: "B's decision for the consumer's second key",
+    });
     expect((await request(a.gatewayUrl).get('/v1/pets').set('Authorization', first.auth)).status).toBe(200);
     const refused = await ask(b, { target: '/v1/pets', auth: second.auth, nginx: true });
     expectRefusal(refused, 429, 'rate_limited');
@@ -192,18 +217,31 @@ describe('counting', () => {
 
   it('maxInFlight is not enforced (no slot is held by a decision), and the start said so naming the plan', async () => {
     const key = await createKey(a, { plan: 'one-at-a-time' });
-    const decisions = await Promise.all(Array.from({ length: 10 }, () => ask(a, { target: '/v1/pets', auth: key.auth })));
+    const decisions = await Promise.all(
+      Array.from({ length: 10 }, () => ask(a, { target: '/v1/pets', auth: key.auth })),
+    );
     expect(decisions.map((d) => d.status)).toEqual(Array(10).fill(200));
-    const warning = logEntries(a).find((line) => typeof line.msg === 'string' && line.msg.includes('does not enforce maxInFlight'));
+    const warning = logEntries(a).find(
+      (line) => typeof line.msg === 'string' && line.msg.includes('does not enforce maxInFlight'),
+    );
     expect(warning).toMatchObject({ plans: ['one-at-a-time'] });
   });
 
   it('decisions are counted apart from the requests the gateway served, under the original route', async () => {
     const key = await createKey(a, { plan: 'pro' });
-    const before = total(await scrape(a, 'gateway_authz_decisions_total'), { route: '/v1/pets/{petId}', status_code: '200', method: 'GET' });
+    const before = total(await scrape(a, 'gateway_authz_decisions_total'), {
+      route: '/v1/pets/{petId}',
+      status_code: '200',
+      method: 'GET',
+    });
     const servedBefore = total(await scrape(a, 'gateway_http_requests_total'), { route: '/v1/pets/{petId}' });
-    for (let i = 0; i < 3; i++) expect((await ask(a, { target: `/v1/pets/${i}`, auth: key.auth, nginx: i === 0 })).status).toBe(200);
-    const after = total(await scrape(a, 'gateway_authz_decisions_total'), { route: '/v1/pets/{petId}', status_code: '200', method: 'GET' });
+    for (let i = 0; i < 3; i++)
+      expect((await ask(a, { target: `/v1/pets/${i}`, auth: key.auth, nginx: i === 0 })).status).toBe(200);
+    const after = total(await scrape(a, 'gateway_authz_decisions_total'), {
+      route: '/v1/pets/{petId}',
+      status_code: '200',
+      method: 'GET',
+    });
     expect(after - before).toBe(3);
     expect(total(await scrape(a, 'gateway_http_requests_total'), { route: '/v1/pets/{petId}' })).toBe(servedBefore);
   });
@@ -215,18 +253,26 @@ describe('trusted proxies, and a reload', () => {
 
   beforeAll(async () => {
     configFile = tempFile('authz-trust.yaml', 'server:\n  trustedProxies: []\n');
-    product = await startTestProduct({ redis: false, env: { CONFIG_FILE: configFile }, overrides: { server: { host: '127.0.0.1', authzPort: 0 } } });
+    product = await startTestProduct({
+      redis: false,
+      env: { CONFIG_FILE: configFile },
+      overrides: { server: { host: '127.0.0.1', authzPort: 0 } },
+    });
   });
 
   afterAll(async () => {
     await product?.close();
   });
 
-  it("believes X-Original-* only from a trusted proxy, and follows a reload that trusts one", async () => {
+  it('believes X-Original-* only from a trusted proxy, and follows a reload that trusts one', async () => {
     const key = await createKey(product, { plan: 'pro' });
     // Untrusted: the request line (/_authz) is the request, outside the API.
     const untrusted = await ask(product, { target: '/v1/pets', auth: key.auth, nginx: true });
-    expect({ status: untrusted.status, code: (untrusted.body as { code: string }).code, decided: untrusted.headers.get('x-authz-status') }).toEqual({ status: 404, code: 'not_found', decided: null });
+    expect({
+      status: untrusted.status,
+      code: (untrusted.body as { code: string }).code,
+      decided: untrusted.headers.get('x-authz-status'),
+    }).toEqual({ status: 404, code: 'not_found', decided: null });
 
     fs.writeFileSync(configFile, 'server:\n  trustedProxies: ["127.0.0.1"]\n');
     expect(await product.reload('test')).toMatchObject({ result: 'success' });

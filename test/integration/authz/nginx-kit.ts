@@ -67,7 +67,11 @@ export async function startNginx(configFor: (port: number) => string): Promise<R
   fs.writeFileSync(configFile, configFor(port));
   const errorLogFile = path.join(dir, 'error.log');
   const errorLog = () => (fs.existsSync(errorLogFile) ? fs.readFileSync(errorLogFile, 'utf8') : '');
-  const child = spawn(NGINX_BINARY, ['-p', dir, '-c', configFile, '-e', errorLogFile, '-g', `daemon off; pid ${path.join(dir, 'nginx.pid')};`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    NGINX_BINARY,
+    ['-p', dir, '-c', configFile, '-e', errorLogFile, '-g', `daemon off; pid ${path.join(dir, 'nginx.pid')};`],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const url = `http://127.0.0.1:${port}`;

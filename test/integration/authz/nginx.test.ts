@@ -16,7 +16,18 @@ jest.setTimeout(180_000);
 
 const namespace = uniqueNamespace('nginx');
 // Only the default deprecation (GET /pets/{petId}, sunset in 2030): POST /v1/pets is served here.
-const overrides = { deprecations: [{ method: 'GET', path: '/pets/{petId}', deprecatedAt: '2025-12-05T00:00:00Z', sunset: '2030-12-05T00:00:00Z', successor: '/v1/pets', docs: 'https://docs.example/get-pet' }] };
+const overrides = {
+  deprecations: [
+    {
+      method: 'GET',
+      path: '/pets/{petId}',
+      deprecatedAt: '2025-12-05T00:00:00Z',
+      sunset: '2030-12-05T00:00:00Z',
+      successor: '/v1/pets',
+      docs: 'https://docs.example/get-pet',
+    },
+  ],
+};
 let a: ProductHarness;
 let b: ProductHarness;
 let nginx: RunningNginx;
@@ -24,7 +35,11 @@ let nginx: RunningNginx;
 beforeAll(async () => {
   a = await startAuthzProduct({ namespace, overrides });
   b = await startAuthzProduct({ namespace, overrides: { ...overrides, upstream: { url: a.inventory!.url } } });
-  const targets = { gateway1: { authz: a.authzUrl!, public: a.gatewayUrl }, gateway2: { authz: b.authzUrl!, public: b.gatewayUrl }, inventory: a.inventory!.url };
+  const targets = {
+    gateway1: { authz: a.authzUrl!, public: a.gatewayUrl },
+    gateway2: { authz: b.authzUrl!, public: b.gatewayUrl },
+    inventory: a.inventory!.url,
+  };
   nginx = await startNginx((port) => docsNginxConfig(targets, port));
 });
 
@@ -40,11 +55,18 @@ interface Answer {
   body: unknown;
 }
 
-async function through(pathAndQuery: string, init: { method?: string; auth?: string; json?: unknown } = {}): Promise<Answer> {
+async function through(
+  pathAndQuery: string,
+  init: { method?: string; auth?: string; json?: unknown } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (init.auth) headers.authorization = init.auth;
   if (init.json !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${nginx.url}${pathAndQuery}`, { method: init.method ?? 'GET', headers, body: init.json === undefined ? undefined : JSON.stringify(init.json) });
+  const res = await fetch(`${nginx.url}${pathAndQuery}`, {
+    method: init.method ?? 'GET',
+    headers,
+    body: init.json === undefined ? undefined : JSON.stringify(init.json),
+  });
   const text = await res.text();
   let body: unknown = text;
   try {
@@ -59,19 +81,32 @@ async function through(pathAndQuery: string, init: { method?: string; auth?: str
 function expectRefusal(answer: Answer, status: number, code: string): void {
   // A 429 rate_limited names the window that refused it (CONTRACT §3), through NGINX as well.
   const window = code === 'rate_limited' ? { window: expect.any(String) } : {};
-  expect({ status: answer.status, body: answer.body }).toEqual({ status, body: { code, message: expect.any(String), status, ...window } });
+  expect({ status: answer.status, body: answer.body }).toEqual({
+    status,
+    body: { code, message: expect.any(String), status, ...window },
+  });
   expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
 }
 
 function expectRateLimitHeaders(answer: Answer): void {
-  for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']) {
+  for (const name of [
+    'x-ratelimit-limit',
+    'x-ratelimit-remaining',
+    'x-ratelimit-reset',
+    'ratelimit-policy',
+    'ratelimit',
+  ]) {
     expect({ name, value: answer.headers.get(name) }).toEqual({ name, value: expect.stringMatching(/\S/) });
   }
 }
 
 it("a key within its limits gets the inventory's answer, with the decision's headers copied onto it", async () => {
   const key = await createKey(a, { plan: 'pro' });
-  const created = await through('/v1/pets', { method: 'POST', auth: key.auth, json: { name: 'Through NGINX', categoryId: 1 } });
+  const created = await through('/v1/pets', {
+    method: 'POST',
+    auth: key.auth,
+    json: { name: 'Through NGINX', categoryId: 1 },
+  });
   expect(created.status).toBe(201);
   expect(created.body).toMatchObject({ name: 'Through NGINX' });
   expectRateLimitHeaders(created);
@@ -86,7 +121,8 @@ it("a key within its limits gets the inventory's answer, with the decision's hea
   expect(read.headers.get('deprecation')).toEqual(expect.any(String));
   expect(read.headers.get('sunset')).toBe('Thu, 05 Dec 2030 00:00:00 GMT');
   // The decision's own headers stay between NGINX and the inventory.
-  for (const name of ['x-gateway-token', 'x-key-id', 'x-plan', 'x-authz-error']) expect({ name, value: read.headers.get(name) }).toEqual({ name, value: null });
+  for (const name of ['x-gateway-token', 'x-key-id', 'x-plan', 'x-authz-error'])
+    expect({ name, value: read.headers.get(name) }).toEqual({ name, value: null });
 });
 
 it('a 429 arrives through NGINX as a 429, with Retry-After, the rate-limit headers and the Error body', async () => {
@@ -104,7 +140,8 @@ it('a 429 arrives through NGINX as a 429, with Retry-After, the rate-limit heade
 it('two gateway instances behind NGINX stay exact: 40 concurrent requests admit the limit of 15, both instances deciding', async () => {
   await awayFromDayEnd();
   const key = await createKey(a, { plan: 'enterprise', limits: { perMinute: 1000, perDay: 15 } });
-  const decided = async (product: ProductHarness) => total(await scrape(product, 'gateway_authz_decisions_total'), { route: '/v1/pets' });
+  const decided = async (product: ProductHarness) =>
+    total(await scrape(product, 'gateway_authz_decisions_total'), { route: '/v1/pets' });
   const before = [await decided(a), await decided(b)];
   const answers = await Promise.all(Array.from({ length: 40 }, () => through('/v1/pets?limit=1', { auth: key.auth })));
   const statuses = answers.map((answer) => answer.status);
@@ -127,7 +164,11 @@ it('a bad key, a key outside its policy and a banned key each get their refusal'
 
   const reader = await createKey(a, { plan: 'pro', allowedOperations: ['listPets'] });
   expect((await through('/v1/pets', { auth: reader.auth })).status).toBe(200);
-  expectRefusal(await through('/v1/pets', { method: 'POST', auth: reader.auth, json: { name: 'Not allowed', categoryId: 1 } }), 403, 'operation_not_allowed');
+  expectRefusal(
+    await through('/v1/pets', { method: 'POST', auth: reader.auth, json: { name: 'Not allowed', categoryId: 1 } }),
+    403,
+    'operation_not_allowed',
+  );
 
   await awayFromDayEnd();
   const retrier = await createKey(a, { plan: 'enterprise', limits: { perMinute: 1000, perDay: 1 } });
@@ -153,7 +194,11 @@ it('outside /v1, NGINX answers 404 with the Error body, asking no one', async ()
 
 it('with no decision listener answering, NGINX fails closed: 503 with Retry-After and the Error body', async () => {
   const nobody = `http://127.0.0.1:${await freePort()}`;
-  const targets = { gateway1: { authz: nobody, public: a.gatewayUrl }, gateway2: { authz: nobody, public: b.gatewayUrl }, inventory: a.inventory!.url };
+  const targets = {
+    gateway1: { authz: nobody, public: a.gatewayUrl },
+    gateway2: { authz: nobody, public: b.gatewayUrl },
+    inventory: a.inventory!.url,
+  };
   const orphan = await startNginx((port) => docsNginxConfig(targets, port));
   try {
     const key = await createKey(a, { plan: 'pro' });

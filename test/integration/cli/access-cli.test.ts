@@ -20,10 +20,24 @@ function keys(...args: string[]): Promise<CliRun> {
 }
 
 it('create sets both lists, show prints them, update replaces and clears them', async () => {
-  const created = await keys('create', '--name', 'partner', '--plan', 'free', '--operations', 'listPets,getPet', '--addresses', '10.0.0.0/8, 2001:db8::/32', '--json');
+  const created = await keys(
+    'create',
+    '--name',
+    'partner',
+    '--plan',
+    'free',
+    '--operations',
+    'listPets,getPet',
+    '--addresses',
+    '10.0.0.0/8, 2001:db8::/32',
+    '--json',
+  );
   expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' });
   const body = JSON.parse(created.stdout) as { id: string; allowedOperations: string[]; allowedAddresses: string[] };
-  expect(body).toMatchObject({ allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['10.0.0.0/8', '2001:db8::/32'] });
+  expect(body).toMatchObject({
+    allowedOperations: ['listPets', 'getPet'],
+    allowedAddresses: ['10.0.0.0/8', '2001:db8::/32'],
+  });
 
   const shown = await keys('show', body.id);
   expect(shown.stdout).toContain('operations: listPets, getPet (and usage)');

@@ -18,10 +18,26 @@ function expectSuccess(run: CliRun): void {
 }
 
 test('create, show, update, credits, a key moved onto it and off it, delete', async () => {
-  const created = await keys('consumers', 'create', '--name', 'Acme', '--per-minute', '10', '--per-month', '500', '--billing-day', '5', '--json');
+  const created = await keys(
+    'consumers',
+    'create',
+    '--name',
+    'Acme',
+    '--per-minute',
+    '10',
+    '--per-month',
+    '500',
+    '--billing-day',
+    '5',
+    '--json',
+  );
   expectSuccess(created);
   const consumer = JSON.parse(created.stdout) as { id: string; limits: unknown; billingDay: number };
-  expect(consumer).toMatchObject({ id: expect.stringMatching(/^con_/), limits: { perMinute: 10, perMonth: 500 }, billingDay: 5 });
+  expect(consumer).toMatchObject({
+    id: expect.stringMatching(/^con_/),
+    limits: { perMinute: 10, perMonth: 500 },
+    billingDay: 5,
+  });
 
   const key = await keys('create', '--name', 'ci', '--plan', 'free', '--consumer', consumer.id, '--json');
   expectSuccess(key);

@@ -41,14 +41,20 @@ test('export to a file, import it into another gateway: same ids; a second impor
   expect(first).toEqual({ code: 0, stdout: 'imported 3 key record(s), 0 already as in the file\n', stderr: '' });
   const second = await runKeys(['import', file, '--json'], envOf(target));
   expect(JSON.parse(second.stdout)).toEqual({ imported: 0, unchanged: 3 });
-  const ids = (p: ProductHarness) => request(p.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${p.adminToken}`).then((r) => (r.body as Array<{ id: string }>).map((k) => k.id));
+  const ids = (p: ProductHarness) =>
+    request(p.adminUrl)
+      .get('/admin/keys')
+      .set('Authorization', `Bearer ${p.adminToken}`)
+      .then((r) => (r.body as Array<{ id: string }>).map((k) => k.id));
   expect(await ids(target)).toEqual(await ids(source));
 
   const bad = path.join(dir, 'bad.ndjson');
   fs.writeFileSync(bad, `${lines[0]}\n{"v":1,"prefix":"asg_live_"}\n`);
   const refused = await runKeys(['import', bad], envOf(source));
   expect(refused.code).toBe(1);
-  expect(refused.stderr).toMatch(/^error: Nothing imported: line 2: key of prefix asg_live_ refused.*\(400 validation_failed\)\n$/);
+  expect(refused.stderr).toMatch(
+    /^error: Nothing imported: line 2: key of prefix asg_live_ refused.*\(400 validation_failed\)\n$/,
+  );
   expectNoStackTrace(refused);
   const missing = await runKeys(['import', path.join(dir, 'absent.ndjson')], envOf(source));
   expect(missing.code).toBe(2);

@@ -5,7 +5,7 @@ import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { freePort } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import {  } from '../admin/admin-kit';
+import {} from '../admin/admin-kit';
 import { expectNoStackTrace, runKeys, type CliRun } from './cli-kit';
 import { eventually } from '../../support/eventually';
 
@@ -22,7 +22,10 @@ let cliEnv: Record<string, string>;
 beforeAll(async () => {
   // A held clock: the ban test hammers a key without a minute turning over under it.
   clock = new ManualClock(Date.UTC(2026, 2, 10, 12, 30, 30));
-  product = await startTestProduct({ clock, overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 900 } } });
+  product = await startTestProduct({
+    clock,
+    overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 900 } },
+  });
   cliEnv = { ADMIN_URL: product.adminUrl, ADMIN_TOKEN: product.adminToken };
 });
 
@@ -51,7 +54,9 @@ function expectFailure(run: CliRun, code: 1 | 2, message: RegExp): void {
   expectNoStackTrace(run);
 }
 
-async function createJson(...args: string[]): Promise<{ id: string; key: string; name: string; plan: string; limits: unknown }> {
+async function createJson(
+  ...args: string[]
+): Promise<{ id: string; key: string; name: string; plan: string; limits: unknown }> {
   const run = await keys('create', ...args, '--json');
   expectSuccess(run);
   return JSON.parse(run.stdout) as { id: string; key: string; name: string; plan: string; limits: unknown };
@@ -98,9 +103,20 @@ describe('create', () => {
     await gateway(created.key).expect(200);
   });
 
-  test('--per-minute and --per-day set the key\'s own limits, as enterprise needs', async () => {
-    const created = await createJson('--name', 'big', '--plan', 'enterprise', '--per-minute', '5000', '--per-day', '500000');
-    expect(created).toEqual(expect.objectContaining({ plan: 'enterprise', limits: { perMinute: 5000, perDay: 500000 } }));
+  test("--per-minute and --per-day set the key's own limits, as enterprise needs", async () => {
+    const created = await createJson(
+      '--name',
+      'big',
+      '--plan',
+      'enterprise',
+      '--per-minute',
+      '5000',
+      '--per-day',
+      '500000',
+    );
+    expect(created).toEqual(
+      expect.objectContaining({ plan: 'enterprise', limits: { perMinute: 5000, perDay: 500000 } }),
+    );
   });
 });
 
@@ -111,7 +127,9 @@ describe('list', () => {
     expectSuccess(run);
     const [header, ...rows] = run.stdout.trimEnd().split('\n');
     expect(header).toMatch(/^ID +NAME +PLAN +LIMITS +CREATED +REVOKED +EXPIRES +LAST USED$/);
-    expect(rows.find((row) => row.startsWith(created.id))).toMatch(new RegExp(`^${created.id} +listed +business +1000/min, 100000/day +\\S+ +- +- +-$`));
+    expect(rows.find((row) => row.startsWith(created.id))).toMatch(
+      new RegExp(`^${created.id} +listed +business +1000/min, 100000/day +\\S+ +- +- +-$`),
+    );
     expect(run.stdout).not.toMatch(KEY_PATTERN);
   });
 
@@ -152,7 +170,10 @@ describe('show', () => {
     expect(await showJson(created.id)).toEqual(
       expect.objectContaining({
         id: created.id,
-        usage: { minute: { limit: 5, remaining: 4, reset: expect.any(Number) }, day: { limit: 50, remaining: 49, reset: expect.any(Number) } },
+        usage: {
+          minute: { limit: 5, remaining: 4, reset: expect.any(Number) },
+          day: { limit: 50, remaining: 49, reset: expect.any(Number) },
+        },
         bannedUntil: null,
       }),
     );
@@ -166,15 +187,22 @@ describe('update', () => {
     expectSuccess(run);
     expect(run.stdout).toMatch(/^plan: +business$/m);
     expect(run.stdout).toMatch(/^limits: +1000\/min, 100000\/day$/m);
-    expect(await showJson(created.id)).toEqual(expect.objectContaining({ plan: 'business', limits: { perMinute: 1000, perDay: 100000 } }));
-    await eventually(async () => String((await gateway(created.key)).headers['ratelimit-policy']).startsWith('"minute";q=1000;'), { timeoutMs: 1000 });
+    expect(await showJson(created.id)).toEqual(
+      expect.objectContaining({ plan: 'business', limits: { perMinute: 1000, perDay: 100000 } }),
+    );
+    await eventually(
+      async () => String((await gateway(created.key)).headers['ratelimit-policy']).startsWith('"minute";q=1000;'),
+      { timeoutMs: 1000 },
+    );
   });
 
-  test('--per-minute/--per-day set limits; --clear-limits returns to the plan\'s', async () => {
+  test("--per-minute/--per-day set limits; --clear-limits returns to the plan's", async () => {
     const created = await createJson('--name', 'tuned', '--plan', 'pro');
     const tuned = await keys('update', created.id, '--per-minute', '7', '--per-day', '70', '--json');
     expectSuccess(tuned);
-    expect(JSON.parse(tuned.stdout)).toEqual(expect.objectContaining({ id: created.id, limits: { perMinute: 7, perDay: 70 } }));
+    expect(JSON.parse(tuned.stdout)).toEqual(
+      expect.objectContaining({ id: created.id, limits: { perMinute: 7, perDay: 70 } }),
+    );
     const cleared = await keys('update', created.id, '--clear-limits');
     expectSuccess(cleared);
     expect(cleared.stdout).toMatch(/^limits: +300\/min, 10000\/day$/m);
@@ -196,14 +224,18 @@ describe('revoke and unban', () => {
     expect(run.stdout.trim()).toBe(`revoked ${created.id}`);
     await eventually(async () => (await gateway(created.key)).status === 401, { timeoutMs: 1000 });
     const res = await gateway(created.key);
-    expect({ status: res.status, code: (res.body as { code?: string }).code }).toEqual({ status: 401, code: 'revoked_api_key' });
+    expect({ status: res.status, code: (res.body as { code?: string }).code }).toEqual({
+      status: 401,
+      code: 'revoked_api_key',
+    });
     expect((await showJson(created.id)).revokedAt).toEqual(expect.any(String));
   });
 
   test('unban: show names the ban, unban lifts it', async () => {
     const created = await createJson('--name', 'hammered', '--plan', 'free', '--per-minute', '1', '--per-day', '100');
     let last = await gateway(created.key);
-    for (let i = 0; i < 10 && (last.body as { code?: string }).code !== 'temporarily_banned'; i++) last = await gateway(created.key);
+    for (let i = 0; i < 10 && (last.body as { code?: string }).code !== 'temporarily_banned'; i++)
+      last = await gateway(created.key);
     expect((last.body as { code?: string }).code).toBe('temporarily_banned');
 
     const banned = await keys('show', created.id);
@@ -231,12 +263,22 @@ describe('revoke and unban', () => {
 describe('expiry, rotate, usage and audit', () => {
   test('create --expires-in 30d and --expires-at; update --expires-at and --no-expiry', async () => {
     const before = Date.now();
-    const created = (await createJson('--name', 'expiring', '--plan', 'free', '--expires-in', '30d')) as unknown as { id: string; expiresAt: string };
+    const created = (await createJson('--name', 'expiring', '--plan', 'free', '--expires-in', '30d')) as unknown as {
+      id: string;
+      expiresAt: string;
+    };
     const expiresIn = Date.parse(created.expiresAt) - before;
     expect(expiresIn).toBeGreaterThanOrEqual(30 * 86_400_000);
     expect(expiresIn).toBeLessThan(30 * 86_400_000 + 60_000);
 
-    const at = (await createJson('--name', 'fixed end', '--plan', 'free', '--expires-at', '2031-01-31T17:00:00Z')) as unknown as { id: string; expiresAt: string };
+    const at = (await createJson(
+      '--name',
+      'fixed end',
+      '--plan',
+      'free',
+      '--expires-at',
+      '2031-01-31T17:00:00Z',
+    )) as unknown as { id: string; expiresAt: string };
     expect(at.expiresAt).toBe('2031-01-31T17:00:00.000Z');
 
     const updated = await keys('update', at.id, '--expires-at', '2032-01-01T00:00:00+01:00');
@@ -260,7 +302,13 @@ describe('expiry, rotate, usage and audit', () => {
 
     const json = await keys('rotate', created.id, '--json');
     expectSuccess(json);
-    expect(JSON.parse(json.stdout)).toEqual(expect.objectContaining({ id: created.id, key: expect.stringMatching(KEY_PATTERN), previousKeyExpiresAt: new Date(clock.now() + 86_400_000).toISOString() }));
+    expect(JSON.parse(json.stdout)).toEqual(
+      expect.objectContaining({
+        id: created.id,
+        key: expect.stringMatching(KEY_PATTERN),
+        previousKeyExpiresAt: new Date(clock.now() + 86_400_000).toISOString(),
+      }),
+    );
   });
 
   test('usage prints a table and a bar chart of the days; --json the admin API answer', async () => {
@@ -290,27 +338,58 @@ describe('expiry, rotate, usage and audit', () => {
   });
 
   test.each([
-    ['rotate with a bad --grace', ['rotate', 'key_000000000000000000000000', '--grace', '1y'], /--grace needs a duration/],
-    ['usage with a bad --days', ['usage', 'key_000000000000000000000000', '--days', '0'], /--days needs a positive whole number/],
+    [
+      'rotate with a bad --grace',
+      ['rotate', 'key_000000000000000000000000', '--grace', '1y'],
+      /--grace needs a duration/,
+    ],
+    [
+      'usage with a bad --days',
+      ['usage', 'key_000000000000000000000000', '--days', '0'],
+      /--days needs a positive whole number/,
+    ],
     ['audit with a bad --limit', ['audit', '--limit', 'x'], /--limit needs a positive whole number/],
-    ['both expiry flags', ['create', '--name', 'n', '--plan', 'free', '--expires-in', '1d', '--expires-at', '2031-01-01T00:00:00Z'], /not both/],
-    ['--no-expiry with --expires-in', ['update', 'key_000000000000000000000000', '--no-expiry', '--expires-in', '1d'], /--no-expiry cannot go with/],
+    [
+      'both expiry flags',
+      ['create', '--name', 'n', '--plan', 'free', '--expires-in', '1d', '--expires-at', '2031-01-01T00:00:00Z'],
+      /not both/,
+    ],
+    [
+      '--no-expiry with --expires-in',
+      ['update', 'key_000000000000000000000000', '--no-expiry', '--expires-in', '1d'],
+      /--no-expiry cannot go with/,
+    ],
   ])('%s: exit 2', async (_what, args, message) => {
     expectFailure(await keys(...args), 2, message);
   });
 
   test.each([
-    ['an expiry in the past', ['create', '--name', 'n', '--plan', 'free', '--expires-at', '2020-01-01T00:00:00Z'], /expiresAt must be in the future/],
+    [
+      'an expiry in the past',
+      ['create', '--name', 'n', '--plan', 'free', '--expires-at', '2020-01-01T00:00:00Z'],
+      /expiresAt must be in the future/,
+    ],
     ['a grace over a week', ['rotate', 'key_000000000000000000000000', '--grace', '8d'], /graceSeconds/],
-    ['usage beyond 90 days', ['usage', 'key_000000000000000000000000', '--days', '91'], /days must be an integer from 1 to 90/],
-  ])('%s: exit 1 with the admin API\'s message', async (_what, args, message) => {
+    [
+      'usage beyond 90 days',
+      ['usage', 'key_000000000000000000000000', '--days', '91'],
+      /days must be an integer from 1 to 90/,
+    ],
+  ])("%s: exit 1 with the admin API's message", async (_what, args, message) => {
     expectFailure(await keys(...args), 1, message);
   });
 });
 
-describe('my-usage: a client\'s own view, with its API key and no admin token', () => {
+describe("my-usage: a client's own view, with its API key and no admin token", () => {
   test('prints the plan, both windows, the ban and the expiry; --json is GET /v1/usage; nothing is counted', async () => {
-    const created = (await createJson('--name', 'client', '--plan', 'free', '--expires-at', '2031-01-31T17:00:00Z')) as unknown as { id: string; key: string };
+    const created = (await createJson(
+      '--name',
+      'client',
+      '--plan',
+      'free',
+      '--expires-at',
+      '2031-01-31T17:00:00Z',
+    )) as unknown as { id: string; key: string };
     await gateway(created.key).expect(200);
     const env = { GATEWAY_URL: product.gatewayUrl, API_KEY: created.key };
     const text = await runKeys(['my-usage'], env);
@@ -324,13 +403,15 @@ describe('my-usage: a client\'s own view, with its API key and no admin token', 
 
     const json = await runKeys(['my-usage', '--json'], env);
     expectSuccess(json);
-    const answer = (await request(product.gatewayUrl).get('/v1/usage').set('Authorization', `Bearer ${created.key}`).expect(200)).body as unknown;
+    const answer = (
+      await request(product.gatewayUrl).get('/v1/usage').set('Authorization', `Bearer ${created.key}`).expect(200)
+    ).body as unknown;
     expect(JSON.parse(json.stdout)).toEqual(answer);
     // Three views of the usage later, the windows still show the one request through the gateway.
     expect((answer as { windows: Array<{ remaining: number }> }).windows.map((w) => w.remaining)).toEqual([59, 999]);
   });
 
-  test('a revoked key: exit 1 with the gateway\'s message; no API_KEY: exit 1 saying so; a gateway nothing listens on: exit 1', async () => {
+  test("a revoked key: exit 1 with the gateway's message; no API_KEY: exit 1 saying so; a gateway nothing listens on: exit 1", async () => {
     const created = await createJson('--name', 'gone', '--plan', 'free');
     expectSuccess(await keys('revoke', created.id));
     const revoked = await runKeys(['my-usage'], { GATEWAY_URL: product.gatewayUrl, API_KEY: created.key });
@@ -338,21 +419,37 @@ describe('my-usage: a client\'s own view, with its API key and no admin token', 
     expect(revoked.stderr).not.toContain(created.key);
     expectFailure(await runKeys(['my-usage'], { GATEWAY_URL: product.gatewayUrl }), 1, /API_KEY is not set/);
     const url = `http://127.0.0.1:${await freePort()}`;
-    expectFailure(await runKeys(['my-usage'], { GATEWAY_URL: url, API_KEY: created.key }), 1, new RegExp(`cannot reach the gateway at ${url} \\(ECONNREFUSED\\)`));
+    expectFailure(
+      await runKeys(['my-usage'], { GATEWAY_URL: url, API_KEY: created.key }),
+      1,
+      new RegExp(`cannot reach the gateway at ${url} \\(ECONNREFUSED\\)`),
+    );
   });
 });
 
 describe('exit 1: the admin API refused or cannot be reached', () => {
   test('an unknown id', async () => {
-    expectFailure(await keys('show', 'key_000000000000000000000000'), 1, /No key with id key_000000000000000000000000.*404 not_found/);
+    expectFailure(
+      await keys('show', 'key_000000000000000000000000'),
+      1,
+      /No key with id key_000000000000000000000000.*404 not_found/,
+    );
     expectFailure(await keys('revoke', 'key_000000000000000000000000'), 1, /404 not_found/);
     expectFailure(await keys('unban', 'key_000000000000000000000000'), 1, /404 not_found/);
     expectFailure(await keys('update', 'key_000000000000000000000000', '--name', 'x'), 1, /404 not_found/);
   });
 
   test('a plan that does not exist', async () => {
-    expectFailure(await keys('create', '--name', 'x', '--plan', 'gold'), 1, /plan must be one of free, pro, business, enterprise.*400 validation_failed/);
-    expectFailure(await keys('create', '--name', 'x', '--plan', 'enterprise'), 1, /must carry limits.*400 validation_failed/);
+    expectFailure(
+      await keys('create', '--name', 'x', '--plan', 'gold'),
+      1,
+      /plan must be one of free, pro, business, enterprise.*400 validation_failed/,
+    );
+    expectFailure(
+      await keys('create', '--name', 'x', '--plan', 'enterprise'),
+      1,
+      /must carry limits.*400 validation_failed/,
+    );
   });
 
   test('a wrong admin token', async () => {
@@ -363,16 +460,28 @@ describe('exit 1: the admin API refused or cannot be reached', () => {
 
   test('an admin URL nothing listens on', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
-    expectFailure(await runKeys(['list'], { ADMIN_URL: url, ADMIN_TOKEN: product.adminToken }), 1, new RegExp(`cannot reach the admin API at ${url} \\(ECONNREFUSED\\)`));
+    expectFailure(
+      await runKeys(['list'], { ADMIN_URL: url, ADMIN_TOKEN: product.adminToken }),
+      1,
+      new RegExp(`cannot reach the admin API at ${url} \\(ECONNREFUSED\\)`),
+    );
   });
 
   test('an ADMIN_URL that is not a URL', async () => {
-    expectFailure(await runKeys(['list'], { ADMIN_URL: 'not a url', ADMIN_TOKEN: product.adminToken }), 1, /ADMIN_URL is not a URL/);
+    expectFailure(
+      await runKeys(['list'], { ADMIN_URL: 'not a url', ADMIN_TOKEN: product.adminToken }),
+      1,
+      /ADMIN_URL is not a URL/,
+    );
   });
 
   test('no ADMIN_TOKEN and no token file under DATA_DIR', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-cli-'));
-    expectFailure(await runKeys(['list'], { ADMIN_URL: product.adminUrl, DATA_DIR: dataDir }), 1, /ADMIN_TOKEN is not set/);
+    expectFailure(
+      await runKeys(['list'], { ADMIN_URL: product.adminUrl, DATA_DIR: dataDir }),
+      1,
+      /ADMIN_TOKEN is not set/,
+    );
   });
 });
 
@@ -397,39 +506,74 @@ describe('exit 2: usage errors, and nothing is sent', () => {
     ['show without an id', ['show'], /expected ID/],
     ['revoke without an id', ['revoke'], /expected ID/],
     ['an unknown option', ['list', '--bogus'], /bogus/],
-    ['--per-minute without --per-day', ['create', '--name', 'x', '--plan', 'free', '--per-minute', '5'], /--per-minute and --per-day go together/],
-    ['a limit that is not a whole number', ['create', '--name', 'x', '--plan', 'free', '--per-minute', '5.5', '--per-day', '10'], /positive whole number/],
+    [
+      '--per-minute without --per-day',
+      ['create', '--name', 'x', '--plan', 'free', '--per-minute', '5'],
+      /--per-minute and --per-day go together/,
+    ],
+    [
+      'a limit that is not a whole number',
+      ['create', '--name', 'x', '--plan', 'free', '--per-minute', '5.5', '--per-day', '10'],
+      /positive whole number/,
+    ],
     ['update with nothing to change', ['update', 'key_000000000000000000000000'], /nothing to update/],
-    ['--clear-limits with limits', ['update', 'key_000000000000000000000000', '--clear-limits', '--per-minute', '1', '--per-day', '2'], /cannot go with/],
+    [
+      '--clear-limits with limits',
+      ['update', 'key_000000000000000000000000', '--clear-limits', '--per-minute', '1', '--per-day', '2'],
+      /cannot go with/,
+    ],
     ['--name without a value', ['create', '--plan', 'free', '--name'], /--name/],
   ])('%s', async (_label, args, message) => {
-    const before = ((await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`)).body as unknown[]).length;
+    const before = (
+      (await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`))
+        .body as unknown[]
+    ).length;
     const run = await keys(...args);
     expectFailure(run, 2, message);
     expect(run.stderr).toMatch(/usage: npm run keys -- /);
-    const after = ((await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`)).body as unknown[]).length;
+    const after = (
+      (await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`))
+        .body as unknown[]
+    ).length;
     expect(after).toBe(before);
   });
 });
 
 describe('--help', () => {
-  test.each(['create', 'list', 'show', 'update', 'revoke', 'unban'])('%s --help: exit 0 with its usage line', async (command) => {
-    const run = await runKeys([command, '--help'], {});
-    expectSuccess(run);
-    expect(run.stdout.split('\n')[0]).toMatch(new RegExp(`^usage: npm run keys -- ${command}\\b`));
-  });
+  test.each(['create', 'list', 'show', 'update', 'revoke', 'unban'])(
+    '%s --help: exit 0 with its usage line',
+    async (command) => {
+      const run = await runKeys([command, '--help'], {});
+      expectSuccess(run);
+      expect(run.stdout.split('\n')[0]).toMatch(new RegExp(`^usage: npm run keys -- ${command}\\b`));
+    },
+  );
 
   test.each([['--help'], ['help'], ['-h']])('%s alone: exit 0 with the command list', async (flag) => {
     const run = await runKeys([flag], {});
     expectSuccess(run);
     expect(run.stdout.split('\n')[0]).toBe('usage: npm run keys -- <command> [options]');
-    for (const command of ['create', 'list', 'show', 'update', 'revoke', 'unban']) expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    for (const command of ['create', 'list', 'show', 'update', 'revoke', 'unban'])
+      expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
   });
 });
 
 describe('month quotas and credits', () => {
   test('--per-month and --billing-day make a month window; credits adds to it; show prints it', async () => {
-    const created = await createJson('--name', 'metered', '--plan', 'enterprise', '--per-minute', '10', '--per-day', '100', '--per-month', '1000', '--billing-day', '15');
+    const created = await createJson(
+      '--name',
+      'metered',
+      '--plan',
+      'enterprise',
+      '--per-minute',
+      '10',
+      '--per-day',
+      '100',
+      '--per-month',
+      '1000',
+      '--billing-day',
+      '15',
+    );
     expect(created.limits).toEqual({ perMinute: 10, perDay: 100, perMonth: 1000 });
     await gateway(created.key).expect(200);
 
@@ -467,15 +611,28 @@ describe('control characters in what the admin API holds', () => {
 
   test('list, show, audit and --json print them escaped, never raw', async () => {
     const { record } = await product.keyService.create({ name: HOSTILE, plan: 'free' });
-    await request(product.adminUrl).patch(`/admin/keys/${record.id}`).set('Authorization', `Bearer ${product.adminToken}`).send({ name: `${HOSTILE} 2` }).expect(200);
-    for (const args of [['list'], ['show', record.id], ['audit'], ['list', '--json'], ['show', record.id, '--json'], ['audit', '--json']]) {
+    await request(product.adminUrl)
+      .patch(`/admin/keys/${record.id}`)
+      .set('Authorization', `Bearer ${product.adminToken}`)
+      .send({ name: `${HOSTILE} 2` })
+      .expect(200);
+    for (const args of [
+      ['list'],
+      ['show', record.id],
+      ['audit'],
+      ['list', '--json'],
+      ['show', record.id, '--json'],
+      ['audit', '--json'],
+    ]) {
       const run = await keys(...args);
       expectSuccess(run);
       expect({ args, raw: CONTROL.test(run.stdout) }).toEqual({ args, raw: false });
       expect(run.stdout).not.toMatch(/^FAKE/m);
     }
     const shown = await keys('show', record.id);
-    expect(shown.stdout).toContain('evil\\u001b[2J\\u001b]0;owned\\u0007\\u009b31m\\u202eton\\u0008\\u007f\\r\\nFAKE  line 2');
+    expect(shown.stdout).toContain(
+      'evil\\u001b[2J\\u001b]0;owned\\u0007\\u009b31m\\u202eton\\u0008\\u007f\\r\\nFAKE  line 2',
+    );
     // JSON stays JSON and parses back to the very name.
     expect(JSON.parse((await keys('show', record.id, '--json')).stdout).name).toBe(`${HOSTILE} 2`);
   });

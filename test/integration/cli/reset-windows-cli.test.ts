@@ -17,7 +17,11 @@ const keys = (...args: string[]): Promise<CliRun> => runKeys(args, cliEnv);
 const get = (auth: string) => request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', auth);
 
 test('reset-windows of a key: served again, the answer says what each window held', async () => {
-  const { id, auth } = await createKey(product, { plan: 'enterprise', limits: { perMinute: 2, perDay: 100 } }, { overApi: true });
+  const { id, auth } = await createKey(
+    product,
+    { plan: 'enterprise', limits: { perMinute: 2, perDay: 100 } },
+    { overApi: true },
+  );
   expect([(await get(auth)).status, (await get(auth)).status, (await get(auth)).status]).toEqual([200, 200, 429]);
   const run = await keys('reset-windows', id, '--windows', 'minute,day');
   expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
@@ -31,7 +35,9 @@ test('reset-windows of a key: served again, the answer says what each window hel
 test('consumers reset-windows: its keys are served again', async () => {
   const created = await keys('consumers', 'create', '--name', 'Acme', '--per-minute', '1', '--json');
   const consumer = JSON.parse(created.stdout) as { id: string };
-  const key = JSON.parse((await keys('create', '--name', 'ci', '--plan', 'free', '--consumer', consumer.id, '--json')).stdout) as { key: string };
+  const key = JSON.parse(
+    (await keys('create', '--name', 'ci', '--plan', 'free', '--consumer', consumer.id, '--json')).stdout,
+  ) as { key: string };
   const auth = `Bearer ${key.key}`;
   expect([(await get(auth)).status, (await get(auth)).status]).toEqual([200, 429]);
   const run = await keys('consumers', 'reset-windows', consumer.id, '--windows', 'minute');
@@ -40,11 +46,13 @@ test('consumers reset-windows: its keys are served again', async () => {
   await get(auth).expect(200);
 });
 
-test('usage errors exit 2 with the usage line; a window the key lacks exits 1 with the API\'s message', async () => {
+test("usage errors exit 2 with the usage line; a window the key lacks exits 1 with the API's message", async () => {
   const { id } = await createKey(product, { plan: 'free' }, { overApi: true });
   const none = await keys('reset-windows', id);
   expect(none.code).toBe(2);
-  expect(none.stderr).toMatch(/^error: --windows needs one or more of minute,day,month.*\nusage: npm run keys -- reset-windows ID --windows/);
+  expect(none.stderr).toMatch(
+    /^error: --windows needs one or more of minute,day,month.*\nusage: npm run keys -- reset-windows ID --windows/,
+  );
   const unknown = await keys('consumers', 'reset-windows', 'con_000000000000000000000000', '--windows', 'minute,hour');
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toMatch(/^error: --windows: unknown window "hour"/);

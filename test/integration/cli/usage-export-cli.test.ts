@@ -28,9 +28,14 @@ test('prints one NDJSON line per key and day with traffic', async () => {
   const run = await runKeys(['usage-export', '--from', today, '--to', today], env());
   expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
   expect(run.stdout.endsWith('\n')).toBe(true);
-  const lines = run.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { keyId: string; date: string; admitted: number; units: number });
+  const lines = run.stdout
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { keyId: string; date: string; admitted: number; units: number });
   // The day the lines were counted on (a run at midnight may see yesterday's date on the server's clock).
-  expect(lines.filter((l) => l.keyId === record.id)).toEqual([{ date: expect.any(String), keyId: record.id, consumerId: null, admitted: 3, units: 3, rateLimited: 0, banned: 0 }]);
+  expect(lines.filter((l) => l.keyId === record.id)).toEqual([
+    { date: expect.any(String), keyId: record.id, consumerId: null, admitted: 3, units: 3, rateLimited: 0, banned: 0 },
+  ]);
 });
 
 test('bad dates: the API says why, exit 1; a missing flag: usage, exit 2; never a stack trace', async () => {
@@ -42,6 +47,8 @@ test('bad dates: the API says why, exit 1; a missing flag: usage, exit 2; never 
   });
   const missing = await runKeys(['usage-export', '--from', '2026-03-10'], env());
   expect({ code: missing.code, stdout: missing.stdout }).toEqual({ code: 2, stdout: '' });
-  expect(missing.stderr).toMatch(/^error: --to is required \(a UTC date, YYYY-MM-DD\)\nusage: npm run keys -- usage-export/);
+  expect(missing.stderr).toMatch(
+    /^error: --to is required \(a UTC date, YYYY-MM-DD\)\nusage: npm run keys -- usage-export/,
+  );
   for (const run of [backwards, missing]) expectNoStackTrace(run);
 });

@@ -14,7 +14,13 @@ keyLifecycleSuite('a three-master Redis Cluster, two instances', async (clock) =
   const env = { REDIS_CLUSTER_NODES: cluster.nodes.join(',') };
   const overrides = { ...LIFECYCLE_OVERRIDES, redis: { namespace, commandTimeoutMs: 2000 } };
   const a = await startTestProduct({ redis: false, namespace, env, clock, overrides });
-  const b = await startTestProduct({ redis: false, namespace, env, clock, overrides: { ...overrides, upstream: { url: a.inventory!.url } } });
+  const b = await startTestProduct({
+    redis: false,
+    namespace,
+    env,
+    clock,
+    overrides: { ...overrides, upstream: { url: a.inventory!.url } },
+  });
   return {
     a,
     b,

@@ -28,7 +28,9 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-describeKeyStoreContract('RedisKeyStore on a Redis Cluster', () => RedisKeyStore.open(redis, { namespace: uniqueNamespace('cl-keys') }));
+describeKeyStoreContract('RedisKeyStore on a Redis Cluster', () =>
+  RedisKeyStore.open(redis, { namespace: uniqueNamespace('cl-keys') }),
+);
 
 /** The master (port) that serves a key's slot. */
 async function masterOf(key: string): Promise<number> {
@@ -70,7 +72,10 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       listener.onChange((change) => changes.push(change));
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change heard on another master' });
+      await eventually(() => changes.some((c) => c.id === record.id), {
+        timeoutMs: 2000,
+        what: 'change heard on another master',
+      });
       // The issued mark travels with the change, and the filter's rebuild reads the hashes on the Cluster.
       const { epoch, seq } = await listener.issuedMark();
       expect(changes).toEqual([{ id: record.id, hash: record.hash, mark: { epoch, seq } }]);
@@ -95,13 +100,18 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       store.onChange((c) => changes.push(c));
 
       // Both stores' subscribers go; each reconnects to its node.
-      const killed = await Promise.all(masters.map((master) => master.client('KILL', 'TYPE', 'PUBSUB') as Promise<number>));
+      const killed = await Promise.all(
+        masters.map((master) => master.client('KILL', 'TYPE', 'PUBSUB') as Promise<number>),
+      );
       expect(killed.reduce((sum, n) => sum + n, 0)).toBe(2);
 
       await eventually(() => resyncs >= 1, { what: 'resync after reconnect' });
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change after reconnect' });
+      await eventually(() => changes.some((c) => c.id === record.id), {
+        timeoutMs: 2000,
+        what: 'change after reconnect',
+      });
     } finally {
       for (const master of masters) master.disconnect();
       await writer.close();
@@ -127,8 +137,15 @@ describe('RedisKeyStore change notifications on a Redis Cluster', () => {
       await eventually(() => resyncs >= 1, { timeoutMs: 15_000, what: 'resync on another master' });
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change after the node died' });
-      expect(changes.find((c) => c.id === record.id)).toMatchObject({ id: record.id, hash: record.hash, mark: { seq: expect.any(Number) } });
+      await eventually(() => changes.some((c) => c.id === record.id), {
+        timeoutMs: 2000,
+        what: 'change after the node died',
+      });
+      expect(changes.find((c) => c.id === record.id)).toMatchObject({
+        id: record.id,
+        hash: record.hash,
+        mark: { seq: expect.any(Number) },
+      });
     } finally {
       await writer.close();
       await store.close();

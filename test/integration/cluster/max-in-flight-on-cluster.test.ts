@@ -35,7 +35,11 @@ describe('maxInFlight on a Redis Cluster', () => {
   it('admits every request of one-at-a-time clients at maxInFlight 1 on keys spread over the masters (each release sent at once)', async () => {
     const namespace = uniqueNamespace('cl-if');
     const limiter = new RedisKeyLimiter(redis, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
-    const slots = new Set(await Promise.all(KEYS.map((keyId) => redis.cluster('KEYSLOT', keyLimiterRedisKey(namespace, keyId)) as Promise<number>)));
+    const slots = new Set(
+      await Promise.all(
+        KEYS.map((keyId) => redis.cluster('KEYSLOT', keyLimiterRedisKey(namespace, keyId)) as Promise<number>),
+      ),
+    );
     expect(slots.size).toBe(KEYS.length);
     const outcomes = await Promise.all(
       KEYS.map(async (keyId) => {
@@ -49,19 +53,29 @@ describe('maxInFlight on a Redis Cluster', () => {
     );
     expect(outcomes.flat()).toEqual(Array(KEYS.length * 10).fill('allowed'));
     await limiter.close();
-    expect(await Promise.all(KEYS.map((keyId) => redis.zcard(`${keyLimiterRedisKey(namespace, keyId)}:if`)))).toEqual(Array(KEYS.length).fill(0));
+    expect(await Promise.all(KEYS.map((keyId) => redis.zcard(`${keyLimiterRedisKey(namespace, keyId)}:if`)))).toEqual(
+      Array(KEYS.length).fill(0),
+    );
   });
 
   it('sends the releases no request takes along to every master in the timed batch', async () => {
     const namespace = uniqueNamespace('cl-if-batch');
     const limiter = new RedisKeyLimiter(redis, { namespace, ban: DEFAULT_BAN });
-    for (const keyId of KEYS) expect((await limiter.consume(keyId, limits, lease(`${keyId}-held`, 4))).outcome).toBe('allowed');
+    for (const keyId of KEYS)
+      expect((await limiter.consume(keyId, limits, lease(`${keyId}-held`, 4))).outcome).toBe('allowed');
     for (const keyId of KEYS) limiter.release(keyId, `${keyId}-held`);
-    await eventually(async () => (await Promise.all(KEYS.map((keyId) => redis.zcard(`${keyLimiterRedisKey(namespace, keyId)}:if`)))).every((n) => n === 0), {
-      timeoutMs: 10_000,
-      pollMs: 5,
-      what: 'every released lease gone from the cluster',
-    });
-    for (const keyId of KEYS) expect((await limiter.consume(keyId, limits, lease(`${keyId}-next`, 4))).outcome).toBe('allowed');
+    await eventually(
+      async () =>
+        (await Promise.all(KEYS.map((keyId) => redis.zcard(`${keyLimiterRedisKey(namespace, keyId)}:if`)))).every(
+          (n) => n === 0,
+        ),
+      {
+        timeoutMs: 10_000,
+        pollMs: 5,
+        what: 'every released lease gone from the cluster',
+      },
+    );
+    for (const keyId of KEYS)
+      expect((await limiter.consume(keyId, limits, lease(`${keyId}-next`, 4))).outcome).toBe('allowed');
   });
 });

@@ -53,9 +53,16 @@ describe('the product on a three-master Redis Cluster', () => {
       redis: { namespace, commandTimeoutMs: 5000 },
     };
     a = await startTestProduct({ redis: false, namespace, env, overrides });
-    b = await startTestProduct({ redis: false, namespace, env, overrides: { ...overrides, upstream: { url: a.inventory!.url } } });
+    b = await startTestProduct({
+      redis: false,
+      namespace,
+      env,
+      overrides: { ...overrides, upstream: { url: a.inventory!.url } },
+    });
     inspector = await connectRedis({ url: null, clusterNodes: cluster.nodes, commandTimeoutMs: 5000 });
-    masters = cluster.ports.map((port) => new Redis(port, '127.0.0.1', { lazyConnect: false, maxRetriesPerRequest: 1 }));
+    masters = cluster.ports.map(
+      (port) => new Redis(port, '127.0.0.1', { lazyConnect: false, maxRetriesPerRequest: 1 }),
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -109,7 +116,8 @@ describe('the product on a three-master Redis Cluster', () => {
       expect(product.logs.text()).not.toContain('in-process store');
       const ready = await request(product.adminUrl).get('/readyz').expect(200);
       // a runs the inventory itself, so its /readyz also probes the inventory's database.
-      const checks = product === a ? { store: 'ok', 'inventory database': 'ok', upstream: 'ok' } : { store: 'ok', upstream: 'ok' };
+      const checks =
+        product === a ? { store: 'ok', 'inventory database': 'ok', upstream: 'ok' } : { store: 'ok', upstream: 'ok' };
       expect(ready.body).toEqual({ status: 'ready', checks, upstreamCircuit: 'closed' });
     }
   });
@@ -134,7 +142,11 @@ describe('the product on a three-master Redis Cluster', () => {
   });
 
   it('80 concurrent requests over both instances admit exactly a 30/day key’s 30; the rest are 429 with headers', async () => {
-    const { id, auth } = await createKey(a, { name: 'burst', plan: 'enterprise', limits: { perMinute: 1000, perDay: 30 } }, { overApi: true });
+    const { id, auth } = await createKey(
+      a,
+      { name: 'burst', plan: 'enterprise', limits: { perMinute: 1000, perDay: 30 } },
+      { overApi: true },
+    );
     await awayFromDayEnd();
     const address = freshAddress();
     const responses = await Promise.all(
@@ -169,7 +181,11 @@ describe('the product on a three-master Redis Cluster', () => {
   });
 
   it('retrying after 429 bans the key on both instances; DELETE /admin/keys/{id}/ban on A lifts it everywhere', async () => {
-    const { id, auth } = await createKey(a, { name: 'retrier', plan: 'enterprise', limits: { perMinute: 1000, perDay: 2 } }, { overApi: true });
+    const { id, auth } = await createKey(
+      a,
+      { name: 'retrier', plan: 'enterprise', limits: { perMinute: 1000, perDay: 2 } },
+      { overApi: true },
+    );
     await awayFromDayEnd();
     const address = freshAddress();
     const codes: Array<number | string> = [];
@@ -178,7 +194,13 @@ describe('the product on a three-master Redis Cluster', () => {
       const res = await get(i % 2 === 0 ? a : b, auth, address);
       codes.push(res.status === 200 ? 200 : (res.body as { code: string }).code);
     }
-    expect(codes).toEqual([200, 200, ...Array<string>(11).fill('rate_limited'), 'temporarily_banned', 'temporarily_banned']);
+    expect(codes).toEqual([
+      200,
+      200,
+      ...Array<string>(11).fill('rate_limited'),
+      'temporarily_banned',
+      'temporarily_banned',
+    ]);
     for (const product of [a, b]) {
       const res = await get(product, auth, address);
       expectError(res, 429, 'temporarily_banned');
@@ -201,10 +223,13 @@ describe('the product on a three-master Redis Cluster', () => {
 
     await admin(a).delete(`/admin/keys/${id}`).expect(204);
     let last: request.Response | undefined;
-    const took = await eventually(async () => {
-      last = await get(b, auth, address);
-      return last.status !== 200;
-    }, { timeoutMs: 1000 });
+    const took = await eventually(
+      async () => {
+        last = await get(b, auth, address);
+        return last.status !== 200;
+      },
+      { timeoutMs: 1000 },
+    );
     expect(took).toBeLessThan(1000);
     expectError(last!, 401, 'revoked_api_key');
     expectRateLimitHeaders(last!);
@@ -230,7 +255,11 @@ describe('the product on a three-master Redis Cluster', () => {
   it('spreads the counters of different keys over the masters (the slot routing is exercised)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const { id, auth } = await createKey(i % 2 === 0 ? a : b, { name: `spread ${i}`, plan: 'free' }, { overApi: true });
+      const { id, auth } = await createKey(
+        i % 2 === 0 ? a : b,
+        { name: `spread ${i}`, plan: 'free' },
+        { overApi: true },
+      );
       await get(i % 2 === 0 ? b : a, auth, freshAddress()).expect(200);
       ids.push(id);
     }
@@ -241,7 +270,9 @@ describe('the product on a three-master Redis Cluster', () => {
     expect(holders.flat().sort()).toEqual([...expected].sort());
     // 20 random key ids on one master: (1/3)^19. They spread.
     expect(holders.filter((keys) => keys.length > 0).length).toBeGreaterThanOrEqual(2);
-    const slots = new Set(await Promise.all([...expected].map((key) => inspector.cluster('KEYSLOT', key) as Promise<number>)));
+    const slots = new Set(
+      await Promise.all([...expected].map((key) => inspector.cluster('KEYSLOT', key) as Promise<number>)),
+    );
     expect(slots.size).toBeGreaterThan(1);
 
     // The key store itself is one hash tag, so it lives whole on one master.
@@ -261,13 +292,25 @@ describe('the product on a three-master Redis Cluster', () => {
       .expect(201);
     const petId = (created.body as { id: number }).id;
     for (const product of [a, b, b]) {
-      const res = await request(product.gatewayUrl).get(`/v1/pets/${petId}`).set('Authorization', auth).set('X-Forwarded-For', address).expect(200);
+      const res = await request(product.gatewayUrl)
+        .get(`/v1/pets/${petId}`)
+        .set('Authorization', auth)
+        .set('X-Forwarded-For', address)
+        .expect(200);
       expect(header(res, 'deprecation')).toMatch(/^@\d+$/);
     }
     // Each instance flushes its own calls when asked; B first, then A reads both.
     await admin(b).get('/admin/deprecations').expect(200);
     const report = await admin(a).get('/admin/deprecations').expect(200);
-    const routes = (report.body as { routes: Array<{ method: string; route: string; callers: Array<{ keyId: string; count: number; name: string }> }> }).routes;
+    const routes = (
+      report.body as {
+        routes: Array<{
+          method: string;
+          route: string;
+          callers: Array<{ keyId: string; count: number; name: string }>;
+        }>;
+      }
+    ).routes;
     const getPet = routes.find((r) => r.method === 'GET' && r.route === '/v1/pets/{petId}');
     expect(getPet?.callers).toEqual([expect.objectContaining({ keyId: id, count: 3, name: 'old client' })]);
   });

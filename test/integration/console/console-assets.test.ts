@@ -21,7 +21,8 @@ test.each(modules)('%s: 200 text/javascript under the strict policy, byte for by
   const res = await request(app).get(`/console/${name}`);
   expect(res.status).toBe(200);
   expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
-  for (const [header, value] of Object.entries(CONSOLE_SECURITY_HEADERS)) expect(res.headers[header.toLowerCase()]).toBe(value);
+  for (const [header, value] of Object.entries(CONSOLE_SECURITY_HEADERS))
+    expect(res.headers[header.toLowerCase()]).toBe(value);
   expect(res.text).toBe(fs.readFileSync(`${publicDir}/${name}`, 'utf8'));
 });
 
@@ -30,6 +31,9 @@ test('the page, its style and its icon keep their types; a file that is not ther
   expect((await request(app).get('/console/console.css')).headers['content-type']).toBe('text/css; charset=utf-8');
   expect((await request(app).get('/console/favicon.svg')).headers['content-type']).toBe('image/svg+xml');
   const missing = await request(app).get('/console/console.js');
-  expect({ status: missing.status, body: missing.body as unknown }).toEqual({ status: 404, body: { code: 'not_found', message: expect.any(String), status: 404 } });
+  expect({ status: missing.status, body: missing.body as unknown }).toEqual({
+    status: 404,
+    body: { code: 'not_found', message: expect.any(String), status: 404 },
+  });
   expect(missing.headers['content-security-policy']).toBe(CONSOLE_SECURITY_HEADERS['Content-Security-Policy']);
 });

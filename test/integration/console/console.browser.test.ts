@@ -51,7 +51,9 @@ async function textOf(selector: string): Promise<string> {
 
 /** What the admin API answers the operator's token, straight from Node: what the page should be showing. */
 async function adminGet<T>(pathname: string): Promise<T> {
-  const res = await fetch(new URL(pathname, product.adminUrl), { headers: { Authorization: `Bearer ${product.adminToken}` } });
+  const res = await fetch(new URL(pathname, product.adminUrl), {
+    headers: { Authorization: `Bearer ${product.adminToken}` },
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as T;
 }
@@ -64,7 +66,9 @@ interface KeyView {
 
 /** One fact on the key page ("Plan", "Limits", …), as shown. */
 async function keyFact(name: string): Promise<string> {
-  const fact = page.locator('#key-facts > div').filter({ has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) });
+  const fact = page
+    .locator('#key-facts > div')
+    .filter({ has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) });
   return (await fact.locator('dd').textContent()) ?? '';
 }
 
@@ -72,7 +76,8 @@ interface ShiftMark {
   origin: number;
   at: number;
 }
-const markNow = (): Promise<ShiftMark> => page.evaluate(() => ({ origin: performance.timeOrigin, at: performance.now() }));
+const markNow = (): Promise<ShiftMark> =>
+  page.evaluate(() => ({ origin: performance.timeOrigin, at: performance.now() }));
 
 /**
  * Total layout shift on this document since `mark` (Chromium's Layout
@@ -89,14 +94,27 @@ async function layoutShift(mark: ShiftMark): Promise<number> {
         let total = 0;
         const moved: string[] = [];
         new PerformanceObserver((list) => {
-          type Source = { node?: { id?: string; tagName?: string; className?: string }; previousRect: { y: number; height: number }; currentRect: { y: number; height: number } };
-          for (const entry of list.getEntries() as unknown as Array<{ value: number; hadRecentInput: boolean; startTime: number; sources: Source[] }>) {
+          type Source = {
+            node?: { id?: string; tagName?: string; className?: string };
+            previousRect: { y: number; height: number };
+            currentRect: { y: number; height: number };
+          };
+          for (const entry of list.getEntries() as unknown as Array<{
+            value: number;
+            hadRecentInput: boolean;
+            startTime: number;
+            sources: Source[];
+          }>) {
             if (entry.hadRecentInput || entry.startTime < since) continue;
             total += entry.value;
             for (const source of entry.sources ?? []) {
               const node = source.node;
-              const name = node ? `${node.tagName ?? '#text'}${node.id ? `#${node.id}` : ''}${node.className ? `.${String(node.className).split(' ')[0]}` : ''}` : '?';
-              moved.push(`${entry.value.toFixed(4)} ${name} y ${source.previousRect.y}->${source.currentRect.y} h ${source.previousRect.height}->${source.currentRect.height}`);
+              const name = node
+                ? `${node.tagName ?? '#text'}${node.id ? `#${node.id}` : ''}${node.className ? `.${String(node.className).split(' ')[0]}` : ''}`
+                : '?';
+              moved.push(
+                `${entry.value.toFixed(4)} ${name} y ${source.previousRect.y}->${source.currentRect.y} h ${source.previousRect.height}->${source.currentRect.height}`,
+              );
             }
           }
         }).observe({ type: 'layout-shift' as never, buffered: true });
@@ -119,7 +137,12 @@ beforeAll(async () => {
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
   // The wrong-token step must not lock the test's own address out of the admin API. The plan
   // `trial` is not in the default config: the page can only offer it by asking GET /admin/plans.
-  product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: 100, failedTokensPerMinuteTotal: 1000 }, plans: { trial: { perMinute: 5, perDay: 50 } } } });
+  product = await startTestProduct({
+    overrides: {
+      admin: { failedTokensPerMinute: 100, failedTokensPerMinuteTotal: 1000 },
+      plans: { trial: { perMinute: 5, perDay: 50 } },
+    },
+  });
   chromium = await launchChromium();
   page = await chromium.context.newPage();
   page.on('console', (message) => {
@@ -164,7 +187,9 @@ test('a wrong admin token is refused with a clear message, and nothing is shown'
   await page.goto(new URL('/console', product.adminUrl).href);
   await page.locator('#token').fill('not-the-admin-token');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.getElementById('sign-in-error')?.textContent === 'That admin token is not valid.');
+  await page.waitForFunction(
+    () => document.getElementById('sign-in-error')?.textContent === 'That admin token is not valid.',
+  );
   expect(await page.locator('#nav').isHidden()).toBe(true);
   expect(await page.locator('#overview').isHidden()).toBe(true);
   expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
@@ -180,7 +205,9 @@ test('signing in with the keyboard opens the overview: health, bans, charts, no 
   await page.waitForFunction(() => document.getElementById('health-store')?.textContent === 'OK');
   expect(await textOf('#health-upstream')).toBe('OK');
   expect(await textOf('#active-bans')).toBe('0');
-  expect(await textOf('#config-status')).toBe(`Config ${product.configState.hash.slice(0, 12)} · not reloaded since start`);
+  expect(await textOf('#config-status')).toBe(
+    `Config ${product.configState.hash.slice(0, 12)} · not reloaded since start`,
+  );
   expect(await page.locator('#chart-status svg').count()).toBe(1);
   expect(await textOf('#chart-status')).toContain('No requests in the last 15 minutes');
   expect(await textOf('#top-keys-body')).toBe('No key traffic in the last 5 minutes');
@@ -224,7 +251,12 @@ test('keyboard: a skip link that shows when focused, then the sections, each rea
   const skip = page.getByRole('link', { name: 'Skip to content' });
   await skip.focus();
   expect((await skip.boundingBox())!.x).toBeGreaterThanOrEqual(0);
-  const focusedText = () => page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent.trim());
+  const focusedText = () =>
+    page.evaluate(() =>
+      (
+        globalThis as unknown as { document: { activeElement: { textContent: string } } }
+      ).document.activeElement.textContent.trim(),
+    );
   await page.keyboard.press('Tab');
   expect(await focusedText()).toBe('Overview');
   await page.keyboard.press('Tab');
@@ -236,9 +268,17 @@ test('keyboard: a skip link that shows when focused, then the sections, each rea
 });
 
 test('every form control has a label', async () => {
-  const unlabelled = await page.locator('input, select').evaluateAll((controls) =>
-    controls.filter((c) => (c as unknown as { labels: { length: number } | null }).labels?.length === 0 && !c.getAttribute('aria-label')).map((c) => c.id || c.outerHTML),
-  );
+  const unlabelled = await page
+    .locator('input, select')
+    .evaluateAll((controls) =>
+      controls
+        .filter(
+          (c) =>
+            (c as unknown as { labels: { length: number } | null }).labels?.length === 0 &&
+            !c.getAttribute('aria-label'),
+        )
+        .map((c) => c.id || c.outerHTML),
+    );
   expect(unlabelled).toEqual([]);
 });
 
@@ -297,7 +337,9 @@ test('traffic through the gateway with the key shows in the overview', async () 
   // The deprecated operation, so the key shows among its callers.
   expect((await gateway(firstSecret, '/v1/pets/999999')).status).toBe(404);
   await page.getByRole('link', { name: 'Overview' }).click();
-  await page.waitForFunction(() => document.getElementById('total-requests')?.textContent === '4', undefined, { timeout: 20_000 });
+  await page.waitForFunction(() => document.getElementById('total-requests')?.textContent === '4', undefined, {
+    timeout: 20_000,
+  });
   expect(await textOf('#legend-plan')).toContain('free');
   expect(await textOf('#legend-status')).toContain('2xx');
   expect(await textOf('#legend-status')).toContain('4xx');
@@ -318,9 +360,13 @@ test("the key's page: live windows and the 30-day usage chart", async () => {
   expect(await textOf('#window-minute-text')).toMatch(/^[0-4] of 60 used/);
   expect(await textOf('#window-day-text')).toMatch(/^4 of 1,000 used/);
   // Usage counts reach the store at most 5 s after the traffic; the page refreshes every 5 s.
-  await page.waitForFunction(() => /: 4 admitted in all$/.test(document.getElementById('chart-usage')?.getAttribute('aria-label') ?? ''), undefined, {
-    timeout: 20_000,
-  });
+  await page.waitForFunction(
+    () => /: 4 admitted in all$/.test(document.getElementById('chart-usage')?.getAttribute('aria-label') ?? ''),
+    undefined,
+    {
+      timeout: 20_000,
+    },
+  );
   expect(await page.locator('#chart-usage rect').count()).toBe(1);
   expect(await layoutShift(opened)).toBeLessThan(0.01);
   await shoot('06-key-detail-usage');
@@ -334,7 +380,9 @@ test('change the plan and the expiry: the page and the gateway see the new limit
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.waitForFunction(() => /300\/min/.test(document.getElementById('key-facts')?.textContent ?? ''));
   expect(await textOf('#key-facts')).toContain(`Jun 1, ${nextYear}`);
-  const res = await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${firstSecret}` } });
+  const res = await fetch(new URL('/v1/pets', product.gatewayUrl), {
+    headers: { Authorization: `Bearer ${firstSecret}` },
+  });
   expect(res.headers.get('ratelimit-policy')).toContain('"minute";q=300');
 });
 
@@ -343,30 +391,55 @@ test("per-key limits: both overrides replace the plan's, a rename keeps them, on
   await page.getByLabel('Per minute override').fill('500');
   await page.getByLabel('Per day override').fill('5000');
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => /500\/min/.test(document.getElementById('key-facts')?.textContent ?? ''), undefined, { timeout: 5000 });
+  await page.waitForFunction(
+    () => /500\/min/.test(document.getElementById('key-facts')?.textContent ?? ''),
+    undefined,
+    { timeout: 5000 },
+  );
   expect(await keyFact('Limits')).toBe('500/min · 5,000/day');
   expect(await keyFact('Plan')).toBe('pro');
   expect(await textOf('#window-minute-text')).toMatch(/ of 500 used/);
   expect(await textOf('#window-day-text')).toMatch(/ of 5,000 used/);
   expect(await textOf('#status')).toBe('Saved the changes to “browser-checkout”.');
   let key = await adminGet<KeyView>(`/admin/keys/${keyId}`);
-  expect(key).toMatchObject({ plan: 'pro', limits: { perMinute: 500, perDay: 5000 }, usage: { minute: { limit: 500 }, day: { limit: 5000 } } });
-  let res = await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${firstSecret}` } });
+  expect(key).toMatchObject({
+    plan: 'pro',
+    limits: { perMinute: 500, perDay: 5000 },
+    usage: { minute: { limit: 500 }, day: { limit: 5000 } },
+  });
+  let res = await fetch(new URL('/v1/pets', product.gatewayUrl), {
+    headers: { Authorization: `Bearer ${firstSecret}` },
+  });
   expect(res.headers.get('ratelimit-policy')).toBe('"minute";q=500;w=60, "day";q=5000;w=86400');
   await shoot('06a-key-limits-overridden');
 
   // The form now shows the override; a save that changes only the name leaves it alone.
-  expect([await page.getByLabel('Per minute override').inputValue(), await page.getByLabel('Per day override').inputValue()]).toEqual(['500', '5000']);
+  expect([
+    await page.getByLabel('Per minute override').inputValue(),
+    await page.getByLabel('Per day override').inputValue(),
+  ]).toEqual(['500', '5000']);
   await page.locator('#edit-name').fill('browser-checkout-renamed');
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => /renamed/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 5000 });
+  await page.waitForFunction(() => /renamed/.test(document.getElementById('status')?.textContent ?? ''), undefined, {
+    timeout: 5000,
+  });
   key = await adminGet<KeyView>(`/admin/keys/${keyId}`);
-  expect(key).toMatchObject({ name: 'browser-checkout-renamed', plan: 'pro', limits: { perMinute: 500, perDay: 5000 } });
-  const renamed = await adminGet<{ entries: Array<{ action: string; details: Record<string, unknown> }> }>('/admin/audit?limit=1');
+  expect(key).toMatchObject({
+    name: 'browser-checkout-renamed',
+    plan: 'pro',
+    limits: { perMinute: 500, perDay: 5000 },
+  });
+  const renamed = await adminGet<{ entries: Array<{ action: string; details: Record<string, unknown> }> }>(
+    '/admin/audit?limit=1',
+  );
   expect(renamed.entries[0]!.details).not.toHaveProperty('limits');
   await page.locator('#edit-name').fill('browser-checkout');
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => document.getElementById('status')?.textContent === 'Saved the changes to “browser-checkout”.', undefined, { timeout: 5000 });
+  await page.waitForFunction(
+    () => document.getElementById('status')?.textContent === 'Saved the changes to “browser-checkout”.',
+    undefined,
+    { timeout: 5000 },
+  );
 
   // One limit without the other: the page says what it needs and sends nothing.
   await page.getByLabel('Per minute override').fill('700');
@@ -377,10 +450,14 @@ test("per-key limits: both overrides replace the plan's, a rename keeps them, on
   };
   page.on('request', onRequest);
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => document.getElementById('edit-error')?.textContent !== '', undefined, { timeout: 5000 });
+  await page.waitForFunction(() => document.getElementById('edit-error')?.textContent !== '', undefined, {
+    timeout: 5000,
+  });
   page.off('request', onRequest);
   expect(patches).toEqual([]);
-  expect(await textOf('#edit-error')).toBe("Give both limits (per minute and per day), or empty both to use the plan's limits.");
+  expect(await textOf('#edit-error')).toBe(
+    "Give both limits (per minute and per day), or empty both to use the plan's limits.",
+  );
   expect(await keyFact('Limits')).toBe('500/min · 5,000/day');
   key = await adminGet<KeyView>(`/admin/keys/${keyId}`);
   expect(key).toMatchObject({ plan: 'pro', limits: { perMinute: 500, perDay: 5000 } });
@@ -390,14 +467,24 @@ test("per-key limits: both overrides replace the plan's, a rename keeps them, on
   await page.getByLabel('Per minute override').fill('');
   await page.getByLabel('Per day override').fill('');
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => /300\/min/.test(document.getElementById('key-facts')?.textContent ?? ''), undefined, { timeout: 5000 });
+  await page.waitForFunction(
+    () => /300\/min/.test(document.getElementById('key-facts')?.textContent ?? ''),
+    undefined,
+    { timeout: 5000 },
+  );
   expect(await keyFact('Limits')).toBe('300/min · 10,000/day');
   expect(await textOf('#edit-error')).toBe('');
   expect(await textOf('#window-day-text')).toMatch(/ of 10,000 used/);
   key = await adminGet<KeyView>(`/admin/keys/${keyId}`);
   // GET shows the limits the key is held to; the audit entry shows the override itself is gone, not set to the plan's values.
-  expect(key).toMatchObject({ plan: 'pro', limits: { perMinute: 300, perDay: 10000 }, usage: { minute: { limit: 300 }, day: { limit: 10000 } } });
-  const { entries } = await adminGet<{ entries: Array<{ action: string; keyId: string; details: Record<string, unknown> }> }>('/admin/audit?limit=1');
+  expect(key).toMatchObject({
+    plan: 'pro',
+    limits: { perMinute: 300, perDay: 10000 },
+    usage: { minute: { limit: 300 }, day: { limit: 10000 } },
+  });
+  const { entries } = await adminGet<{
+    entries: Array<{ action: string; keyId: string; details: Record<string, unknown> }>;
+  }>('/admin/audit?limit=1');
   expect(entries[0]).toMatchObject({ action: 'update', keyId, details: { limits: null } });
   res = await fetch(new URL('/v1/pets', product.gatewayUrl), { headers: { Authorization: `Bearer ${firstSecret}` } });
   expect(res.headers.get('ratelimit-policy')).toContain('"minute";q=300');
@@ -408,7 +495,11 @@ test("access policy: the key page shows and edits the key's lists; the gateway r
   expect(await keyFact('Allowed addresses')).toBe('any');
   await page.getByLabel('Allowed operations (listPets, createPet, getPet; empty for all)').fill('listPets');
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => /listPets \(and usage\)/.test(document.getElementById('key-facts')?.textContent ?? ''), undefined, { timeout: 5000 });
+  await page.waitForFunction(
+    () => /listPets \(and usage\)/.test(document.getElementById('key-facts')?.textContent ?? ''),
+    undefined,
+    { timeout: 5000 },
+  );
   expect(await gateway(firstSecret, '/v1/pets/1')).toEqual({ status: 403, code: 'operation_not_allowed' });
   expect((await gateway(firstSecret)).status).toBe(200);
   await shoot('06c-key-access-policy');
@@ -418,16 +509,26 @@ test("access policy: the key page shows and edits the key's lists; the gateway r
   // The browser logs the 400 as a failed resource load: expected here, not a problem.
   deliberateBadRequests++;
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => /10\.0\.0\.0\/33/.test(document.getElementById('edit-error')?.textContent ?? ''), undefined, { timeout: 5000 });
+  await page.waitForFunction(
+    () => /10\.0\.0\.0\/33/.test(document.getElementById('edit-error')?.textContent ?? ''),
+    undefined,
+    { timeout: 5000 },
+  );
   expect(await keyFact('Allowed addresses')).toBe('any');
 
   // Emptied fields remove the lists.
   await page.getByLabel('Allowed addresses (IPs and CIDR ranges; empty for any)').fill('');
   await page.getByLabel('Allowed operations (listPets, createPet, getPet; empty for all)').fill('');
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await page.waitForFunction(() => /Allowed operationsall/.test(document.getElementById('key-facts')?.textContent ?? ''), undefined, { timeout: 5000 });
+  await page.waitForFunction(
+    () => /Allowed operationsall/.test(document.getElementById('key-facts')?.textContent ?? ''),
+    undefined,
+    { timeout: 5000 },
+  );
   // (The refused getPet above never reached the sunset step, so the deprecation report counts none of it.)
-  const { entries } = await adminGet<{ entries: Array<{ action: string; details: Record<string, unknown> }> }>('/admin/audit?limit=1');
+  const { entries } = await adminGet<{ entries: Array<{ action: string; details: Record<string, unknown> }> }>(
+    '/admin/audit?limit=1',
+  );
   expect(entries[0]).toMatchObject({ action: 'update', details: { allowedOperations: null } });
 });
 
@@ -460,8 +561,14 @@ test('a banned key: the overview counts the ban, the key page lifts it', async (
   expect(codes.at(-1)).toBe('temporarily_banned');
 
   await page.goto(new URL('/console#/overview', product.adminUrl).href);
-  await page.waitForFunction(() => document.getElementById('active-bans')?.textContent === '1', undefined, { timeout: 10_000 });
-  await page.waitForFunction(() => Number(document.getElementById('rejections-body')?.textContent?.match(/ban(\d+)/)?.[1] ?? 0) >= 1, undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => document.getElementById('active-bans')?.textContent === '1', undefined, {
+    timeout: 10_000,
+  });
+  await page.waitForFunction(
+    () => Number(document.getElementById('rejections-body')?.textContent?.match(/ban(\d+)/)?.[1] ?? 0) >= 1,
+    undefined,
+    { timeout: 10_000 },
+  );
   await shoot('08-overview-with-a-ban');
 
   await page.goto(new URL(`/console#/keys/${stormy.id}`, product.adminUrl).href);
@@ -478,14 +585,23 @@ test('a month quota: the overview counts month refusals, the key page shows the 
   const res = await fetch(new URL('/admin/keys', product.adminUrl), {
     method: 'POST',
     headers: { Authorization: `Bearer ${product.adminToken}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name: 'browser-metered', plan: 'enterprise', limits: { perMinute: 1000, perDay: 1000, perMonth: 3 }, billingDay: 20 }),
+    body: JSON.stringify({
+      name: 'browser-metered',
+      plan: 'enterprise',
+      limits: { perMinute: 1000, perDay: 1000, perMonth: 3 },
+      billingDay: 20,
+    }),
   });
   const metered = (await res.json()) as { id: string; key: string };
   for (let i = 0; i < 3; i++) expect((await gateway(metered.key)).status).toBe(200);
   expect(await gateway(metered.key)).toEqual({ status: 429, code: 'rate_limited' });
 
   await page.goto(new URL('/console#/overview', product.adminUrl).href);
-  await page.waitForFunction(() => Number(document.getElementById('rejections-body')?.textContent?.match(/month(\d+)/)?.[1] ?? 0) >= 1, undefined, { timeout: 10_000 });
+  await page.waitForFunction(
+    () => Number(document.getElementById('rejections-body')?.textContent?.match(/month(\d+)/)?.[1] ?? 0) >= 1,
+    undefined,
+    { timeout: 10_000 },
+  );
 
   await page.goto(new URL(`/console#/keys/${metered.id}`, product.adminUrl).href);
   await page.waitForFunction(() => document.getElementById('key-title')?.textContent === 'browser-metered');
@@ -495,7 +611,11 @@ test('a month quota: the overview counts month refusals, the key page shows the 
   expect(await textOf('#window-month-text')).toBe(`3 of 3 used · resets ${resetDay} 00:00 UTC (billing day 20)`);
   await page.getByLabel('Credits for this billing month (units)').fill('2');
   await page.getByRole('button', { name: 'Add credits' }).click();
-  await page.waitForFunction(() => /3 of 5 \(2 credited\) used/.test(document.getElementById('window-month-text')?.textContent ?? ''), undefined, { timeout: 5000 });
+  await page.waitForFunction(
+    () => /3 of 5 \(2 credited\) used/.test(document.getElementById('window-month-text')?.textContent ?? ''),
+    undefined,
+    { timeout: 5000 },
+  );
   expect((await gateway(metered.key)).status).toBe(200);
   await shoot('08b-key-month-credits');
   // The plain key's page has no month bar and no credits form.
@@ -522,22 +642,41 @@ test('revoke with a confirmation naming the key: the gateway answers 401 to both
 
 test('deprecations: the key among the callers of the deprecated operation, with the days to its sunset', async () => {
   await page.getByRole('link', { name: 'Deprecations' }).click();
-  await page.waitForFunction(() => /GET \/v1\/pets\/\{petId\}/.test(document.getElementById('deprecations-body')?.textContent ?? ''));
+  await page.waitForFunction(() =>
+    /GET \/v1\/pets\/\{petId\}/.test(document.getElementById('deprecations-body')?.textContent ?? ''),
+  );
   const body = await textOf('#deprecations-body');
   expect(body).toMatch(/days left/);
   expect(body).toContain('browser-checkout');
   // Each column of the key's row against the admin API: its plan now, one call (the 404 above), and when.
-  const report = await adminGet<{ routes: Array<{ method: string; route: string; callers: Array<{ keyId: string; name: string | null; plan: string | null; count: number; lastCallAt: string }> }> }>('/admin/deprecations');
-  const caller = report.routes.find((r) => r.method === 'GET' && r.route === '/v1/pets/{petId}')?.callers.find((c) => c.keyId === keyId);
+  const report = await adminGet<{
+    routes: Array<{
+      method: string;
+      route: string;
+      callers: Array<{ keyId: string; name: string | null; plan: string | null; count: number; lastCallAt: string }>;
+    }>;
+  }>('/admin/deprecations');
+  const caller = report.routes
+    .find((r) => r.method === 'GET' && r.route === '/v1/pets/{petId}')
+    ?.callers.find((c) => c.keyId === keyId);
   expect(caller).toMatchObject({ name: 'browser-checkout', plan: 'pro', count: 1 });
   expect(Date.parse(caller!.lastCallAt)).toBeGreaterThanOrEqual(sessionStart - 1000);
   expect(Date.parse(caller!.lastCallAt)).toBeLessThanOrEqual(Date.now());
   // The operator's time zone and locale, to the minute, as the browser formats it.
   const lastCallShown = await page.evaluate(
-    (iso) => new Date(iso).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }),
+    (iso) =>
+      new Date(iso).toLocaleString(undefined, {
+        year: 'numeric',
+        month: 'short',
+        day: 'numeric',
+        hour: '2-digit',
+        minute: '2-digit',
+      }),
     caller!.lastCallAt,
   );
-  const row = page.locator('#deprecations-body .panel', { hasText: 'GET /v1/pets/{petId}' }).locator('tbody tr', { hasText: 'browser-checkout' });
+  const row = page
+    .locator('#deprecations-body .panel', { hasText: 'GET /v1/pets/{petId}' })
+    .locator('tbody tr', { hasText: 'browser-checkout' });
   expect(await row.locator('td').allTextContents()).toEqual(['browser-checkout', 'pro', '1', lastCallShown]);
   expect(await row.locator('a').getAttribute('href')).toBe(`#/keys/${keyId}`);
   await shoot('11-deprecations');
@@ -548,7 +687,18 @@ test('audit log: the create, the updates, the rotate and the revoke, newest firs
   await page.waitForFunction(() => (document.getElementById('audit-body')?.querySelectorAll('tr').length ?? 0) >= 4);
   const rows = await page.locator('#audit-body tr', { hasText: keyId }).locator('td:nth-child(2)').allTextContents();
   // Plan and expiry; both overrides; the rename and its undoing; none (the one-limit save sent nothing); the access list set and removed.
-  expect(rows).toEqual(['revoke', 'rotate', 'update', 'update', 'update', 'update', 'update', 'update', 'update', 'create']);
+  expect(rows).toEqual([
+    'revoke',
+    'rotate',
+    'update',
+    'update',
+    'update',
+    'update',
+    'update',
+    'update',
+    'update',
+    'create',
+  ]);
   expect(await page.locator('#audit-body tr', { hasText: keyId }).first().textContent()).toContain('browser-checkout');
   expect(await page.locator('#audit-body tr td:nth-child(2)').allTextContents()).toContain('unban');
   expect(await page.content()).not.toContain(rotatedSecret);
@@ -586,16 +736,25 @@ test("the admin API's lockout after wrong tokens reaches the sign-in form as a w
     for (const attempt of ['wrong-once', 'wrong-twice']) {
       await other.locator('#token').fill(attempt);
       await other.keyboard.press('Enter');
-      await other.waitForFunction(() => (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document.getElementById('sign-in-error').textContent !== '');
+      await other.waitForFunction(
+        () =>
+          (
+            globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }
+          ).document.getElementById('sign-in-error').textContent !== '',
+      );
       if (attempt === 'wrong-once') {
         expect(await other.locator('#sign-in-error').textContent()).toBe('That admin token is not valid.');
         // The next answer must be a new one, not this one still on the page.
         await other.evaluate(() => {
-          (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document.getElementById('sign-in-error').textContent = '';
+          (
+            globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }
+          ).document.getElementById('sign-in-error').textContent = '';
         });
       }
     }
-    expect(await other.locator('#sign-in-error').textContent()).toMatch(/^Too many wrong tokens from this address\. Try again in \d+ seconds\.$/);
+    expect(await other.locator('#sign-in-error').textContent()).toMatch(
+      /^Too many wrong tokens from this address\. Try again in \d+ seconds\.$/,
+    );
   } finally {
     await other.close();
     await strict.close();

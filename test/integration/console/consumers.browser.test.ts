@@ -43,7 +43,10 @@ afterAll(async () => {
 async function admin(method: string, pathname: string, body?: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(new URL(pathname, product.adminUrl), {
     method,
-    headers: { Authorization: `Bearer ${product.adminToken}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: {
+      Authorization: `Bearer ${product.adminToken}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return (await res.json()) as Record<string, unknown>;
@@ -56,7 +59,12 @@ test('create a consumer on the consumers page, see its windows and keys, reach i
   await page.locator('#consumer-create-per-month').fill('1000');
   await page.locator('#consumer-create-form button[type="submit"]').click();
   // The section shows before its data arrives: its title is set first of what one render fills in.
-  await page.waitForFunction(() => (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } | null } }).document.getElementById('consumer-title')?.textContent === 'Acme');
+  await page.waitForFunction(
+    () =>
+      (
+        globalThis as unknown as { document: { getElementById(id: string): { textContent: string } | null } }
+      ).document.getElementById('consumer-title')?.textContent === 'Acme',
+  );
   await page.locator('#consumer').waitFor({ state: 'visible' });
   const consumerId = decodeURIComponent(new URL(page.url()).hash.replace('#/consumers/', ''));
   expect(consumerId).toMatch(/^con_[0-9a-f]{24}$/);
@@ -76,7 +84,12 @@ test('create a consumer on the consumers page, see its windows and keys, reach i
 
   deliberateConflicts = 1;
   await page.locator('#consumer-delete').click();
-  await page.waitForFunction(() => (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } | null } }).document.getElementById('consumer-error')?.textContent?.includes('active key') ?? false);
+  await page.waitForFunction(
+    () =>
+      (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } | null } }).document
+        .getElementById('consumer-error')
+        ?.textContent?.includes('active key') ?? false,
+  );
   expect((await admin('GET', `/admin/consumers/${consumerId}`)).id).toBe(consumerId);
 
   await page.locator('#nav a[data-section="consumers"]').click();
@@ -87,13 +100,24 @@ test('create a consumer on the consumers page, see its windows and keys, reach i
 type Doc = { document: { getElementById(id: string): { textContent: string | null } | null } };
 /** Waits until the element's text contains `part` (the page refreshes by itself). */
 async function textContains(id: string, part: string): Promise<void> {
-  await page.waitForFunction(([i, p]) => (globalThis as unknown as Doc).document.getElementById(i!)?.textContent?.includes(p!) ?? false, [id, part]);
+  await page.waitForFunction(
+    ([i, p]) => (globalThis as unknown as Doc).document.getElementById(i!)?.textContent?.includes(p!) ?? false,
+    [id, part],
+  );
 }
 
-test('reset windows from a key\'s page and a consumer\'s: a dialog asks which, cancel sends nothing, confirm resets and says what each held', async () => {
+test("reset windows from a key's page and a consumer's: a dialog asks which, cancel sends nothing, confirm resets and says what each held", async () => {
   const consumer = await admin('POST', '/admin/consumers', { name: 'Reset Co', limits: { perMinute: 2, perDay: 100 } });
-  const key = await admin('POST', '/admin/keys', { name: 'reset key', plan: 'enterprise', limits: { perMinute: 3, perDay: 50, perMonth: 1000 }, consumerId: consumer.id });
-  const send = () => fetch(new URL('/v1/pets?limit=1', product.gatewayUrl), { headers: { Authorization: `Bearer ${String(key.key)}` } }).then(async (r) => (await r.arrayBuffer(), r.status));
+  const key = await admin('POST', '/admin/keys', {
+    name: 'reset key',
+    plan: 'enterprise',
+    limits: { perMinute: 3, perDay: 50, perMonth: 1000 },
+    consumerId: consumer.id,
+  });
+  const send = () =>
+    fetch(new URL('/v1/pets?limit=1', product.gatewayUrl), {
+      headers: { Authorization: `Bearer ${String(key.key)}` },
+    }).then(async (r) => (await r.arrayBuffer(), r.status));
   expect([await send(), await send(), await send()]).toEqual([200, 200, 429]);
 
   await page.goto(`${product.adminUrl}/console/#/keys/${String(key.id)}`);
@@ -107,7 +131,9 @@ test('reset windows from a key\'s page and a consumer\'s: a dialog asks which, c
   await page.locator('#reset-minute').check();
   await page.locator('#reset-dialog button[value="cancel"]').click();
   await page.locator('#reset-dialog').waitFor({ state: 'hidden' });
-  expect(((await admin('GET', `/admin/keys/${String(key.id)}`)).usage as { minute: { remaining: number } }).minute.remaining).toBe(1);
+  expect(
+    ((await admin('GET', `/admin/keys/${String(key.id)}`)).usage as { minute: { remaining: number } }).minute.remaining,
+  ).toBe(1);
   // Confirm: the key's minute and month, as ticked.
   await page.locator('#reset-windows').click();
   await page.locator('#reset-minute').check();

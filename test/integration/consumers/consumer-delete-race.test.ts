@@ -28,7 +28,11 @@ interface Outcome {
 /** Puts a key into the consumer: a new key, or one of no consumer (made before the race) moved into it. */
 interface KeyWrite {
   prepare(product: ProductHarness): Promise<{ id: string; key: string } | null>;
-  write(product: ProductHarness, consumerId: string, prepared: { id: string; key: string } | null): Promise<{ status: number; key: string }>;
+  write(
+    product: ProductHarness,
+    consumerId: string,
+    prepared: { id: string; key: string } | null,
+  ): Promise<{ status: number; key: string }>;
 }
 
 const createInto: KeyWrite = {
@@ -55,8 +59,16 @@ const moveInto: KeyWrite = {
  * One race; the key's write is sent `headStartMs` after the delete, so that over the tries it
  * meets the delete at each of its steps (a delete reads the keys twice before it removes the record).
  */
-async function raceOnce(writer: ProductHarness, deleter: ProductHarness, keyWrite: KeyWrite, headStartMs: number): Promise<Outcome> {
-  const consumer = await adminRequest(deleter, 'post', '/admin/consumers').send({ name: 'Racer', limits: { perMinute: CONSUMER_PER_MINUTE } });
+async function raceOnce(
+  writer: ProductHarness,
+  deleter: ProductHarness,
+  keyWrite: KeyWrite,
+  headStartMs: number,
+): Promise<Outcome> {
+  const consumer = await adminRequest(deleter, 'post', '/admin/consumers').send({
+    name: 'Racer',
+    limits: { perMinute: CONSUMER_PER_MINUTE },
+  });
   expect(consumer.status).toBe(201);
   const consumerId = consumer.body.id as string;
   const prepared = await keyWrite.prepare(writer);
@@ -66,7 +78,10 @@ async function raceOnce(writer: ProductHarness, deleter: ProductHarness, keyWrit
   return { consumerId, write: written.status, delete: deleted.status, key: written.key };
 }
 
-function raceSuite(label: string, start: (clock: ManualClock) => Promise<[ProductHarness, ProductHarness, () => Promise<void>]>) {
+function raceSuite(
+  label: string,
+  start: (clock: ManualClock) => Promise<[ProductHarness, ProductHarness, () => Promise<void>]>,
+) {
   describe(label, () => {
     const clock = new ManualClock(MID_MINUTE);
     let a: ProductHarness;
@@ -81,21 +96,27 @@ function raceSuite(label: string, start: (clock: ManualClock) => Promise<[Produc
     it.each([
       ['POST /admin/keys', createInto, 201],
       ['PATCH /admin/keys/{id}', moveInto, 200],
-    ] as const)(`${TRIES} races of DELETE consumer against %s into it: the write 400 and the delete 204, or the write done and the delete 409`, async (_label, write, done) => {
-      const outcomes: Outcome[] = [];
-      for (let i = 0; i < TRIES; i++) outcomes.push(await raceOnce(i % 2 === 0 ? a : b, i % 2 === 0 ? b : a, write, i % 6));
-      const allowed = (o: Outcome) => (o.write === 400 && o.delete === 204) || (o.write === done && o.delete === 409);
-      expect(outcomes.filter((o) => !allowed(o)).map((o) => ({ write: o.write, delete: o.delete }))).toEqual([]);
+    ] as const)(
+      `${TRIES} races of DELETE consumer against %s into it: the write 400 and the delete 204, or the write done and the delete 409`,
+      async (_label, write, done) => {
+        const outcomes: Outcome[] = [];
+        for (let i = 0; i < TRIES; i++)
+          outcomes.push(await raceOnce(i % 2 === 0 ? a : b, i % 2 === 0 ? b : a, write, i % 6));
+        const allowed = (o: Outcome) => (o.write === 400 && o.delete === 204) || (o.write === done && o.delete === 409);
+        expect(outcomes.filter((o) => !allowed(o)).map((o) => ({ write: o.write, delete: o.delete }))).toEqual([]);
 
-      // Every live key's consumer is there, and its shared limit holds for the key.
-      const live = outcomes.filter((o) => o.write === done);
-      for (const o of live) expect((await adminRequest(a, 'get', `/admin/consumers/${o.consumerId}`)).status).toBe(200);
-      for (const o of live.slice(0, 2)) {
-        const statuses: number[] = [];
-        for (let i = 0; i < 2 * CONSUMER_PER_MINUTE; i++) statuses.push((await gatewayGet(i % 2 === 0 ? a : b, o.key)).status);
-        expect(statuses.filter((s) => s === 200)).toHaveLength(CONSUMER_PER_MINUTE);
-      }
-    });
+        // Every live key's consumer is there, and its shared limit holds for the key.
+        const live = outcomes.filter((o) => o.write === done);
+        for (const o of live)
+          expect((await adminRequest(a, 'get', `/admin/consumers/${o.consumerId}`)).status).toBe(200);
+        for (const o of live.slice(0, 2)) {
+          const statuses: number[] = [];
+          for (let i = 0; i < 2 * CONSUMER_PER_MINUTE; i++)
+            statuses.push((await gatewayGet(i % 2 === 0 ? a : b, o.key)).status);
+          expect(statuses.filter((s) => s === 200)).toHaveLength(CONSUMER_PER_MINUTE);
+        }
+      },
+    );
   });
 }
 
@@ -107,11 +128,18 @@ raceSuite('two instances on one Redis', async (clock) => {
   const namespace = uniqueNamespace('consumer-race');
   const options: ProductHarnessOptions = { namespace, clock, overrides: redisOverrides(namespace) };
   const a = await startTestProduct(options);
-  const b = await startTestProduct({ ...options, overrides: { ...redisOverrides(namespace), upstream: { url: a.inventory!.url } } });
-  return [a, b, async () => {
-    await b.close();
-    await a.close();
-  }];
+  const b = await startTestProduct({
+    ...options,
+    overrides: { ...redisOverrides(namespace), upstream: { url: a.inventory!.url } },
+  });
+  return [
+    a,
+    b,
+    async () => {
+      await b.close();
+      await a.close();
+    },
+  ];
 });
 
 raceSuite('two instances on a three-master Redis Cluster', async (clock) => {
@@ -120,11 +148,18 @@ raceSuite('two instances on a three-master Redis Cluster', async (clock) => {
   const env = { REDIS_CLUSTER_NODES: cluster.nodes.join(',') };
   const options: ProductHarnessOptions = { redis: false, env, namespace, clock, overrides: redisOverrides(namespace) };
   const a = await startTestProduct(options);
-  const b = await startTestProduct({ ...options, overrides: { ...redisOverrides(namespace), upstream: { url: a.inventory!.url } } });
-  return [a, b, async () => {
-    await b.close();
-    await a.close();
-    await cluster?.stop();
-    cluster = undefined;
-  }];
+  const b = await startTestProduct({
+    ...options,
+    overrides: { ...redisOverrides(namespace), upstream: { url: a.inventory!.url } },
+  });
+  return [
+    a,
+    b,
+    async () => {
+      await b.close();
+      await a.close();
+      await cluster?.stop();
+      cluster = undefined;
+    },
+  ];
 });

@@ -35,7 +35,11 @@ describe.each([
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
-    const key = await adminRequest(product, 'post', '/admin/keys').send({ name: 'ci', plan: 'pro', consumerId: created.id });
+    const key = await adminRequest(product, 'post', '/admin/keys').send({
+      name: 'ci',
+      plan: 'pro',
+      consumerId: created.id,
+    });
     expect(key.status).toBe(201);
     expect(key.body.consumerId).toBe(created.id);
 
@@ -46,10 +50,19 @@ describe.each([
     expect(one.body.keyIds).toEqual([key.body.id]);
     expect(one.body.usage).toEqual({
       minute: { limit: 10, remaining: 10, reset: expect.any(Number) },
-      month: { limit: 1000, remaining: 1000, reset: expect.any(Number), credits: 0, startsAt: expect.stringMatching(/-09T00:00:00.000Z$/) },
+      month: {
+        limit: 1000,
+        remaining: 1000,
+        reset: expect.any(Number),
+        credits: 0,
+        startsAt: expect.stringMatching(/-09T00:00:00.000Z$/),
+      },
     });
 
-    const patched = await adminRequest(product, 'patch', `/admin/consumers/${created.id}`).send({ name: 'Acme Ltd', limits: { perDay: 50 } });
+    const patched = await adminRequest(product, 'patch', `/admin/consumers/${created.id}`).send({
+      name: 'Acme Ltd',
+      limits: { perDay: 50 },
+    });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ name: 'Acme Ltd', limits: { perDay: 50 } });
 
@@ -65,15 +78,23 @@ describe.each([
     expectError(await adminRequest(product, 'get', `/admin/consumers/${created.id}`), 404, 'not_found');
 
     const audit = await adminRequest(product, 'get', '/admin/audit?limit=20');
-    const actions = (audit.body.entries as Array<{ action: string; keyId: string }>).filter((e) => e.keyId === created.id).map((e) => e.action);
+    const actions = (audit.body.entries as Array<{ action: string; keyId: string }>)
+      .filter((e) => e.keyId === created.id)
+      .map((e) => e.action);
     expect(actions).toEqual(['delete', 'update', 'create']);
-    const keyUpdate = (audit.body.entries as Array<{ action: string; keyId: string; details: Record<string, unknown> }>).find((e) => e.keyId === key.body.id && e.action === 'update');
+    const keyUpdate = (
+      audit.body.entries as Array<{ action: string; keyId: string; details: Record<string, unknown> }>
+    ).find((e) => e.keyId === key.body.id && e.action === 'update');
     expect(keyUpdate?.details).toEqual({ consumerId: null });
   });
 
   it('a revoked key does not hold its consumer', async () => {
     const consumer = await createConsumer({ name: 'Old' });
-    const key = await adminRequest(product, 'post', '/admin/keys').send({ name: 'old', plan: 'free', consumerId: consumer.id });
+    const key = await adminRequest(product, 'post', '/admin/keys').send({
+      name: 'old',
+      plan: 'free',
+      consumerId: consumer.id,
+    });
     expect((await adminRequest(product, 'delete', `/admin/keys/${key.body.id}`)).status).toBe(204);
     expect((await adminRequest(product, 'delete', `/admin/consumers/${consumer.id}`)).status).toBe(204);
   });
@@ -88,25 +109,75 @@ describe.each([
   it('refuses bad input with the Error body and stores nothing', async () => {
     const before = (await adminRequest(product, 'get', '/admin/consumers')).body.length;
     expectError(await adminRequest(product, 'post', '/admin/consumers').send({ name: '' }), 400, 'validation_failed');
-    expectError(await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', limits: { perMinute: 0 } }), 400, 'validation_failed');
-    expectError(await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', limits: { perHour: 3 } }), 400, 'validation_failed');
-    expectError(await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', billingDay: 29 }), 400, 'validation_failed');
+    expectError(
+      await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', limits: { perMinute: 0 } }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', limits: { perHour: 3 } }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', billingDay: 29 }),
+      400,
+      'validation_failed',
+    );
     // Below the largest cost (POST /pets costs 5): no request could ever be served.
-    expectError(await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', limits: { perMinute: 4 } }), 400, 'validation_failed');
-    expectError(await adminRequest(product, 'post', '/admin/consumers').set('Content-Type', 'text/plain').send('name=x'), 415, 'unsupported_media_type');
+    expectError(
+      await adminRequest(product, 'post', '/admin/consumers').send({ name: 'x', limits: { perMinute: 4 } }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await adminRequest(product, 'post', '/admin/consumers').set('Content-Type', 'text/plain').send('name=x'),
+      415,
+      'unsupported_media_type',
+    );
     expect((await adminRequest(product, 'get', '/admin/consumers')).body.length).toBe(before);
 
     const consumer = await createConsumer({ name: 'Fine' });
-    expectError(await adminRequest(product, 'patch', `/admin/consumers/${consumer.id}`).send({ limits: { perDay: 2 } }), 400, 'validation_failed');
-    expectError(await adminRequest(product, 'patch', '/admin/consumers/con_000000000000000000000000').send({ name: 'y' }), 404, 'not_found');
+    expectError(
+      await adminRequest(product, 'patch', `/admin/consumers/${consumer.id}`).send({ limits: { perDay: 2 } }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await adminRequest(product, 'patch', '/admin/consumers/con_000000000000000000000000').send({ name: 'y' }),
+      404,
+      'not_found',
+    );
     expectError(await adminRequest(product, 'delete', '/admin/consumers/nope'), 404, 'not_found');
-    expectError(await adminRequest(product, 'post', '/admin/consumers/con_000000000000000000000000/credits').send({ units: 1 }), 404, 'not_found');
+    expectError(
+      await adminRequest(product, 'post', '/admin/consumers/con_000000000000000000000000/credits').send({ units: 1 }),
+      404,
+      'not_found',
+    );
 
     // An unknown consumer on a key: 400, on create and on PATCH.
-    expectError(await adminRequest(product, 'post', '/admin/keys').send({ name: 'k', plan: 'free', consumerId: 'con_000000000000000000000000' }), 400, 'validation_failed');
+    expectError(
+      await adminRequest(product, 'post', '/admin/keys').send({
+        name: 'k',
+        plan: 'free',
+        consumerId: 'con_000000000000000000000000',
+      }),
+      400,
+      'validation_failed',
+    );
     const key = await adminRequest(product, 'post', '/admin/keys').send({ name: 'k', plan: 'free' });
-    expectError(await adminRequest(product, 'patch', `/admin/keys/${key.body.id}`).send({ consumerId: 'con_000000000000000000000000' }), 400, 'validation_failed');
-    expectError(await adminRequest(product, 'patch', `/admin/keys/${key.body.id}`).send({ consumerId: 7 }), 400, 'validation_failed');
+    expectError(
+      await adminRequest(product, 'patch', `/admin/keys/${key.body.id}`).send({
+        consumerId: 'con_000000000000000000000000',
+      }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await adminRequest(product, 'patch', `/admin/keys/${key.body.id}`).send({ consumerId: 7 }),
+      400,
+      'validation_failed',
+    );
     expect((await adminRequest(product, 'get', `/admin/keys/${key.body.id}`)).body.consumerId).toBeNull();
   });
 });

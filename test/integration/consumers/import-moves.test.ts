@@ -22,22 +22,35 @@ describe.each([
   let product: ProductHarness;
 
   beforeAll(async () => {
-    product = await startTestProduct({ redis, clock, overrides: { ban: { threshold: BAN_THRESHOLD, windowSeconds: 60, durationSeconds: 900 } } });
+    product = await startTestProduct({
+      redis,
+      clock,
+      overrides: { ban: { threshold: BAN_THRESHOLD, windowSeconds: 60, durationSeconds: 900 } },
+    });
   });
   afterAll(() => product?.close());
 
   async function consumer(name: string): Promise<string> {
-    const res = await adminRequest(product, 'post', '/admin/consumers').send({ name, limits: { perMinute: 100, perDay: 1000 } });
+    const res = await adminRequest(product, 'post', '/admin/consumers').send({
+      name,
+      limits: { perMinute: 100, perDay: 1000 },
+    });
     expect(res.status).toBe(201);
     return res.body.id as string;
   }
 
   /** A key of `consumerId` that used its minute and was refused until banned. */
   async function bannedKey(consumerId: string): Promise<{ id: string; key: string }> {
-    const created = await adminRequest(product, 'post', '/admin/keys').send({ name: 'hammered', plan: 'pro', limits: KEY_LIMITS, consumerId });
+    const created = await adminRequest(product, 'post', '/admin/keys').send({
+      name: 'hammered',
+      plan: 'pro',
+      limits: KEY_LIMITS,
+      consumerId,
+    });
     expect(created.status).toBe(201);
     const statuses: number[] = [];
-    for (let i = 0; i < KEY_LIMITS.perMinute + BAN_THRESHOLD + 1; i++) statuses.push((await gatewayGet(product, created.body.key)).status);
+    for (let i = 0; i < KEY_LIMITS.perMinute + BAN_THRESHOLD + 1; i++)
+      statuses.push((await gatewayGet(product, created.body.key)).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(KEY_LIMITS.perMinute);
     return { id: created.body.id, key: created.body.key };
   }
@@ -45,7 +58,12 @@ describe.each([
   async function keyState(id: string) {
     const res = await adminRequest(product, 'get', `/admin/keys/${id}`);
     expect(res.status).toBe(200);
-    return { consumerId: res.body.consumerId, bannedUntil: res.body.bannedUntil, minute: res.body.usage.minute.remaining, day: res.body.usage.day.remaining };
+    return {
+      consumerId: res.body.consumerId,
+      bannedUntil: res.body.bannedUntil,
+      minute: res.body.usage.minute.remaining,
+      day: res.body.usage.day.remaining,
+    };
   }
 
   const moves = {
@@ -61,7 +79,9 @@ describe.each([
         return fields.id === id ? JSON.stringify({ ...fields, consumerId: to }) : line;
       });
       expect(moved).not.toEqual(lines);
-      const imported = await adminRequest(product, 'post', '/admin/keys/import').set('Content-Type', 'application/x-ndjson').send(moved.join('\n') + '\n');
+      const imported = await adminRequest(product, 'post', '/admin/keys/import')
+        .set('Content-Type', 'application/x-ndjson')
+        .send(moved.join('\n') + '\n');
       expect(imported.status).toBe(200);
       expect(imported.body.imported).toBe(1);
     },
@@ -72,7 +92,12 @@ describe.each([
     const to = await consumer('To');
     const key = await bannedKey(from);
     const before = await keyState(key.id);
-    expect(before).toEqual({ consumerId: from, bannedUntil: new Date(MID_MINUTE + 900_000).toISOString(), minute: 0, day: KEY_LIMITS.perDay - KEY_LIMITS.perMinute });
+    expect(before).toEqual({
+      consumerId: from,
+      bannedUntil: new Date(MID_MINUTE + 900_000).toISOString(),
+      minute: 0,
+      day: KEY_LIMITS.perDay - KEY_LIMITS.perMinute,
+    });
 
     await moves[how](key.id, to);
 
@@ -80,6 +105,10 @@ describe.each([
     expectError(await gatewayGet(product, key.key), 429, 'temporarily_banned');
     // The ban is the one it had: no unban happened, so the audit has none for the key.
     const audit = await adminRequest(product, 'get', '/admin/audit?limit=50');
-    expect((audit.body.entries as Array<{ action: string; keyId: string }>).filter((e) => e.keyId === key.id && e.action === 'unban')).toEqual([]);
+    expect(
+      (audit.body.entries as Array<{ action: string; keyId: string }>).filter(
+        (e) => e.keyId === key.id && e.action === 'unban',
+      ),
+    ).toEqual([]);
   });
 });

@@ -18,7 +18,8 @@ export interface K8sObject {
   apiVersion: string;
   kind: string;
   metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec?: any; // each kind's own shape, checked by typecheckObjects
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind's own shape, checked by typecheckObjects
+  spec?: any;
   data?: Record<string, string>;
   [field: string]: unknown;
 }

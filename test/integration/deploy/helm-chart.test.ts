@@ -69,6 +69,7 @@ beforeAll(() => {
 
 const { tempDir } = useTempDirs('asg-chart-');
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the fields a test reads are checked by typecheckObjects
 type Container = { name: string; env: Array<{ name: string; value?: string; valueFrom?: unknown }>; [field: string]: any };
 function container(objects: K8sObject[], kind: 'Deployment' | 'StatefulSet'): Container {
   return find(objects, kind).spec.template.spec.containers[0] as Container;
@@ -82,7 +83,7 @@ function envOf(c: Container): Record<string, string> {
  * equal to those files below, so an edit of an alert changes no snapshot here.
  */
 function withoutRuleGroups(rendering: string): string {
-  return rendering.replace(/(kind: PrometheusRule\n[\s\S]*?\nspec:\n  groups:\n)[\s\S]*?(?=\n---\n|$)/, '$1    # config/prometheus/recording-rules.yml and alert-rules.yml (checked equal below)\n');
+  return rendering.replace(/(kind: PrometheusRule\n[\s\S]*?\nspec:\n {2}groups:\n)[\s\S]*?(?=\n---\n|$)/, '$1    # config/prometheus/recording-rules.yml and alert-rules.yml (checked equal below)\n');
 }
 
 describe('helm lint --strict and helm template', () => {

@@ -1,7 +1,16 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { FORWARDERS, closeServer, jsonOf, send, startContractProxy, type ClientResult, type ContractProxy, type ProxyTiming } from './forwarder-kit';
+import {
+  FORWARDERS,
+  closeServer,
+  jsonOf,
+  send,
+  startContractProxy,
+  type ClientResult,
+  type ContractProxy,
+  type ProxyTiming,
+} from './forwarder-kit';
 import { listenOnLoopback } from '../../support/loopback';
 import { freePort } from '../../support/redis-server';
 import { eventually } from '../../support/eventually';
@@ -58,7 +67,13 @@ interface SwitchableUpstream {
  */
 async function startSwitchableUpstream(): Promise<SwitchableUpstream> {
   const sockets = new Set<net.Socket>();
-  const upstream = { url: '', mode: 'healthy' as Mode, received: 0, unanswered: new Set<net.Socket>(), close: async () => {} };
+  const upstream = {
+    url: '',
+    mode: 'healthy' as Mode,
+    received: 0,
+    unanswered: new Set<net.Socket>(),
+    close: async () => {},
+  };
   const server = http.createServer((req, res) => {
     upstream.received++;
     req.resume();
@@ -67,7 +82,10 @@ async function startSwitchableUpstream(): Promise<SwitchableUpstream> {
         res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
         break;
       case 'slow': {
-        const timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'), TIMEOUT_MS * 1.5);
+        const timer = setTimeout(
+          () => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'),
+          TIMEOUT_MS * 1.5,
+        );
         res.on('close', () => clearTimeout(timer));
         break;
       }
@@ -135,7 +153,12 @@ function countBy<T>(items: readonly T[], key: (item: T) => string): Record<strin
 function expectErrorAnswersInTime(answers: readonly Timed[], timings: readonly ProxyTiming[]): void {
   for (const answer of answers) {
     const body = jsonOf(answer) as { code: string; status: number; message: string };
-    expect({ status: answer.status, complete: answer.complete, bodyStatus: body.status, message: typeof body.message }).toEqual({
+    expect({
+      status: answer.status,
+      complete: answer.complete,
+      bodyStatus: body.status,
+      message: typeof body.message,
+    }).toEqual({
       status: body.status,
       complete: true,
       bodyStatus: answer.status,
@@ -145,7 +168,10 @@ function expectErrorAnswersInTime(answers: readonly Timed[], timings: readonly P
     if (answer.status === 503) expect(Number(answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   }
   const slowestMs = Math.max(...timings.slice(-answers.length).map((t) => t.elapsedMs));
-  if (slowestMs >= BOUND_MS) process.stdout.write(`brown-out: slowest ${Math.round(slowestMs)} ms, event loop held at most ${Math.round(lastBurstStalledMs)} ms\n`);
+  if (slowestMs >= BOUND_MS)
+    process.stdout.write(
+      `brown-out: slowest ${Math.round(slowestMs)} ms, event loop held at most ${Math.round(lastBurstStalledMs)} ms\n`,
+    );
   expect(slowestMs).toBeLessThan(BOUND_MS + lastBurstStalledMs);
   expect(Math.max(...answers.map((a) => a.elapsedMs))).toBeLessThan(CLIENT_HANG_GUARD_MS);
 }
@@ -176,7 +202,9 @@ beforeAll(async () => {
   // Twice the burst's delivery, so that it arrives well within one deadline; never under 400 ms.
   TIMEOUT_MS = Math.max(400, Math.ceil(2 * deliveryMs));
   BOUND_MS = TIMEOUT_MS + 1000;
-  process.stdout.write(`brown-out: ${CONCURRENT} requests delivered in ${Math.round(deliveryMs)} ms; upstream timeout ${TIMEOUT_MS} ms\n`);
+  process.stdout.write(
+    `brown-out: ${CONCURRENT} requests delivered in ${Math.round(deliveryMs)} ms; upstream timeout ${TIMEOUT_MS} ms\n`,
+  );
 });
 
 describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) => {
@@ -208,7 +236,10 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
   async function expectAllReleased(): Promise<void> {
     // A hang guard: a late upstream (slow: 1.5 x the timeout) holds its socket until it answers, and
     // the timeout is derived from the run, so how long the last release takes is not a promise.
-    await eventually(() => proxy.forwarder.inFlight() === 0 && proxy.forwarder.stats().activeRequests === 0, { timeoutMs: 60_000, what: 'every request released' });
+    await eventually(() => proxy.forwarder.inFlight() === 0 && proxy.forwarder.stats().activeRequests === 0, {
+      timeoutMs: 60_000,
+      what: 'every request released',
+    });
   }
 
   it(`hanging: ${CONCURRENT} concurrent requests all get 504 or 503 within the bound; past the bound at once; the breaker opens`, async () => {
@@ -224,9 +255,16 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     expect(reasons.overloaded).toBeGreaterThan(0);
     // Refused at once, not after a deadline: the median 503 comes before the first 504 (the median,
     // and against the 504s rather than the clock, since on 2 busy cores every answer is late alike).
-    const elapsedOf = (status: number) => proxy.timings.filter((t) => t.status === status).map((t) => t.elapsedMs).sort((a, b) => a - b);
+    const elapsedOf = (status: number) =>
+      proxy.timings
+        .filter((t) => t.status === status)
+        .map((t) => t.elapsedMs)
+        .sort((a, b) => a - b);
     const refusedAtOnce = elapsedOf(503);
-    expect({ refused: refusedAtOnce.length > 0, timedOut: elapsedOf(504).length > 0 }).toEqual({ refused: true, timedOut: true });
+    expect({ refused: refusedAtOnce.length > 0, timedOut: elapsedOf(504).length > 0 }).toEqual({
+      refused: true,
+      timedOut: true,
+    });
     expect(refusedAtOnce[Math.floor(refusedAtOnce.length / 2)]).toBeLessThan(elapsedOf(504)[0]!);
     expect(upstream.received).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING);
     expect(proxy.forwarder.circuitState()).toBe('open');
@@ -255,7 +293,10 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     expect(Object.keys(reasons).sort()).toEqual(expect.arrayContaining(['refused']));
     for (const reason of Object.keys(reasons)) expect(['refused', 'overloaded', 'circuit_open']).toContain(reason);
     const after = await timedSend(`${proxy.url}/v1/pets`);
-    expect({ status: after.status, code: (jsonOf(after) as { code: string }).code }).toEqual({ status: 503, code: 'upstream_unavailable' });
+    expect({ status: after.status, code: (jsonOf(after) as { code: string }).code }).toEqual({
+      status: 503,
+      code: 'upstream_unavailable',
+    });
     expect(proxy.failures.at(-1)!.reason).toBe('circuit_open');
     await expectAllReleased();
   });
@@ -272,7 +313,10 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
 
     // Once the head has gone out, the only honest signal left is a cut connection; the breaker counts it.
     upstream.mode = 'cut';
-    await eventually(() => proxy.forwarder.circuitState() === 'half_open', { timeoutMs: 10_000, what: 'the circuit half-open after the 1 s cool-down' });
+    await eventually(() => proxy.forwarder.circuitState() === 'half_open', {
+      timeoutMs: 10_000,
+      what: 'the circuit half-open after the 1 s cool-down',
+    });
     const cut = await Promise.all(Array.from({ length: 20 }, () => timedSend(`${proxy.url}/v1/pets`)));
     for (const answer of cut) {
       if (answer.status === 200) expect(answer.complete).toBe(false);
@@ -320,14 +364,21 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     upstream.mode = 'healthy';
     clock.advance(SHORT_COOLDOWN.cooldownMs);
     expect(proxy.forwarder.circuitState()).toBe('half_open');
-    for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++) expect((await send(`${proxy.url}/v1/pets`)).status).toBe(200);
+    for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++)
+      expect((await send(`${proxy.url}/v1/pets`)).status).toBe(200);
     await eventually(() => proxy.forwarder.circuitState() === 'closed', { timeoutMs: 3000 });
     // 100 requests, 10 at a time: the healthy inventory must answer each within this file's short
     // 400 ms upstream timeout, and 100 at once on a crowded machine took longer than that for some.
     const back: Timed[] = [];
     for (let round = 0; round < 10; round++) back.push(...(await burst(proxy.url, 10)));
     expect(countBy(back, (a) => String(a.status))).toEqual({ '200': 100 });
-    expect(transitions).toEqual(['closed->open', 'open->half_open', 'half_open->open', 'open->half_open', 'half_open->closed']);
+    expect(transitions).toEqual([
+      'closed->open',
+      'open->half_open',
+      'half_open->open',
+      'open->half_open',
+      'half_open->closed',
+    ]);
     await expectAllReleased();
   });
 });

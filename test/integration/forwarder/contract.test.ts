@@ -49,7 +49,12 @@ describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
     it('a GET arrives with the prepared headers exactly, the host of the upstream, and no body', async () => {
       const { url } = await proxyTo(upstream.url);
       const res = await send(`${url}/echo?q=1&r=two`, {
-        headers: { 'x-request-id': 'req-1', 'x-forwarded-for': '203.0.113.7', accept: 'application/json', 'x-multi': ['one', 'two'] },
+        headers: {
+          'x-request-id': 'req-1',
+          'x-forwarded-for': '203.0.113.7',
+          accept: 'application/json',
+          'x-multi': ['one', 'two'],
+        },
       });
       expect(res.status).toBe(200);
       expect(lastReceived()).toEqual({
@@ -76,7 +81,12 @@ describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
       expect(lastReceived()).toEqual({
         method: 'POST',
         url: '/echo',
-        headers: { host: upstream.host, connection: 'keep-alive', 'content-type': 'application/json', 'content-length': String(body.length) },
+        headers: {
+          host: upstream.host,
+          connection: 'keep-alive',
+          'content-type': 'application/json',
+          'content-length': String(body.length),
+        },
         body,
       });
     });
@@ -88,7 +98,11 @@ describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
     it(`a chunked POST is streamed on with chunked encoding and arrives intact (upstream connection: ${afterChunkedBody})`, async () => {
       const { url } = await proxyTo(upstream.url);
       const chunks = [Buffer.from('{"name":'), Buffer.from('"Streamed",'), Buffer.from('"categoryId":2}')];
-      const res = await send(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chunks });
+      const res = await send(`${url}/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chunks,
+      });
       const whole = Buffer.concat(chunks);
       expect(jsonOf(res)).toEqual({ bytes: whole.length, sha256: sha256(whole) });
       expect(lastReceived().headers).toEqual({
@@ -102,7 +116,11 @@ describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
 
     it('a 1 MiB request body streams up intact', async () => {
       const { url } = await proxyTo(upstream.url);
-      const res = await send(`${url}/echo`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: LARGE_BODY });
+      const res = await send(`${url}/echo`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: LARGE_BODY,
+      });
       expect(jsonOf(res)).toEqual({ bytes: ONE_MIB, sha256: sha256(LARGE_BODY) });
     });
   });
@@ -132,13 +150,21 @@ describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
     it('a HEAD gets the headers and no body', async () => {
       const { url } = await proxyTo(upstream.url);
       const res = await send(`${url}/echo`, { method: 'HEAD' });
-      expect({ status: res.status, type: res.headers['content-type'], bytes: res.body.length }).toEqual({ status: 200, type: 'application/json', bytes: 0 });
+      expect({ status: res.status, type: res.headers['content-type'], bytes: res.body.length }).toEqual({
+        status: 200,
+        type: 'application/json',
+        bytes: 0,
+      });
     });
 
     it('a 1 MiB streamed response arrives intact', async () => {
       const { url } = await proxyTo(upstream.url);
       const res = await send(`${url}/large`);
-      expect({ status: res.status, complete: res.complete, bytes: res.body.length }).toEqual({ status: 200, complete: true, bytes: ONE_MIB });
+      expect({ status: res.status, complete: res.complete, bytes: res.body.length }).toEqual({
+        status: 200,
+        complete: true,
+        bytes: ONE_MIB,
+      });
       expect(sha256(res.body)).toBe(sha256(LARGE_BODY));
     });
 
@@ -191,7 +217,10 @@ describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
       try {
         const { url, failures } = await proxyTo(raw.url);
         const res = await send(`${url}/anything`);
-        expect({ status: res.status, code: (jsonOf(res) as { code: string }).code }).toEqual({ status: 502, code: 'upstream_unavailable' });
+        expect({ status: res.status, code: (jsonOf(res) as { code: string }).code }).toEqual({
+          status: 502,
+          code: 'upstream_unavailable',
+        });
         expect(failures.map((f) => f.reason)).toEqual(['reset']);
       } finally {
         await raw.close();
@@ -247,7 +276,10 @@ describe.each(FORWARDERS)('forwarder contract: %s', (kind, create) => {
       const { url, forwarder, failures } = await proxyTo(upstream.url);
       const chunks = Array.from({ length: 32 }, () => Buffer.alloc(1024, 'x'));
       const res = await send(`${url}/echo`, { method: 'POST', headers: { 'x-abandon-after': '4096' }, body: chunks });
-      expect({ status: res.status, code: (jsonOf(res) as { code: string }).code }).toEqual({ status: 413, code: 'payload_too_large' });
+      expect({ status: res.status, code: (jsonOf(res) as { code: string }).code }).toEqual({
+        status: 413,
+        code: 'payload_too_large',
+      });
       await eventually(() => forwarder.stats().activeRequests === 0);
       expect(failures).toEqual([]);
       expect(upstream.received.filter((r) => r.method === 'POST' && r.body.length === 32 * 1024)).toEqual([]);
@@ -272,7 +304,11 @@ describe('both forwarders deliver the same request to the upstream', () => {
         try {
           await send(`${proxy.url}/echo/same`, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-request-id': 'same', authorization: 'Bearer stays-if-the-pipeline-kept-it' },
+            headers: {
+              'content-type': 'application/json',
+              'x-request-id': 'same',
+              authorization: 'Bearer stays-if-the-pipeline-kept-it',
+            },
             body: Buffer.from('{"name":"Same"}'),
           });
           seen.push(upstream.received[upstream.received.length - 1]!);

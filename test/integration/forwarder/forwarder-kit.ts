@@ -1,11 +1,14 @@
 import http from 'node:http';
 import net from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { sendError } from '../../../src/shared/errors';
 import { createHttpProxyForwarder } from '../../../src/gateway/upstream/http-proxy-forwarder';
-import type { ForwarderSettings, GuardedForwarder, UpstreamFailure } from '../../../src/gateway/upstream/forward-contract';
+import type {
+  ForwarderSettings,
+  GuardedForwarder,
+  UpstreamFailure,
+} from '../../../src/gateway/upstream/forward-contract';
 import { createUndiciForwarder } from '../../../src/gateway/upstream/undici-forwarder';
 import { listenOnLoopback } from '../../support/loopback';
 
@@ -166,7 +169,12 @@ export async function startContractProxy(
   target: string,
   options: Partial<Omit<ForwarderSettings, 'target'>> = {},
 ): Promise<ContractProxy> {
-  const forwarder = create({ ...options, target, timeoutMs: options.timeoutMs ?? 10_000, maxSockets: options.maxSockets ?? 16 });
+  const forwarder = create({
+    ...options,
+    target,
+    timeoutMs: options.timeoutMs ?? 10_000,
+    maxSockets: options.maxSockets ?? 16,
+  });
   const failures: UpstreamFailure[] = [];
   const statuses: number[] = [];
   const timings: ProxyTiming[] = [];
@@ -236,7 +244,14 @@ export function send(url: string, options: ClientRequestOptions = {}): Promise<C
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', () => {});
-      res.on('close', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), complete: res.complete }));
+      res.on('close', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks),
+          complete: res.complete,
+        }),
+      );
     });
     req.on('error', (err: NodeJS.ErrnoException) => {
       // The proxy may answer (413) and close before the whole body is written; the answer counts.

@@ -1,6 +1,13 @@
 import http from 'node:http';
 import type net from 'node:net';
-import { FORWARDERS, closeServer, send, startContractProxy, type ClientResult, type ContractProxy } from './forwarder-kit';
+import {
+  FORWARDERS,
+  closeServer,
+  send,
+  startContractProxy,
+  type ClientResult,
+  type ContractProxy,
+} from './forwarder-kit';
 import { listenOnLoopback } from '../../support/loopback';
 import { eventually } from '../../support/eventually';
 
@@ -123,7 +130,10 @@ describe.each(FORWARDERS)('every pooled connection reset at once, forwarder %s',
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, client));
     // The premise: the event came among the traffic, with requests on the pooled connections it cut.
-    expect({ cutInFlight: upstream.cutInFlight, everyConnectionCut: upstream.cut >= CUT_IN_FLIGHT }).toEqual({ cutInFlight: CUT_IN_FLIGHT, everyConnectionCut: true });
+    expect({ cutInFlight: upstream.cutInFlight, everyConnectionCut: upstream.cut >= CUT_IN_FLIGHT }).toEqual({
+      cutInFlight: CUT_IN_FLIGHT,
+      everyConnectionCut: true,
+    });
     expect({
       statuses: countBy(answers.map((answer) => String(answer.status))),
       failures: countBy(proxy.failures.map((failure) => failure.reason)),

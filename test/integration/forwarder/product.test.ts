@@ -29,7 +29,11 @@ describe.each(['undici', 'http-proxy'] as const)('the product with upstream.forw
   });
 
   it('POST /v1/pets creates a pet, and GET finds it', async () => {
-    const created = await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: `Smoke ${forwarder}`, categoryId: 1 }).expect(201);
+    const created = await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .send({ name: `Smoke ${forwarder}`, categoryId: 1 })
+      .expect(201);
     const pet = created.body as { id: number; name: string };
     expect(pet.name).toBe(`Smoke ${forwarder}`);
     expect(created.headers.location).toEqual(expect.stringContaining(`/v1/pets/${pet.id}`));
@@ -53,7 +57,11 @@ describe.each(['undici', 'http-proxy'] as const)('the product with upstream.forw
   });
 
   it('a chunked body over 16 KiB is 413 and the connection is closed, and the next request is served', async () => {
-    const res = await postChunked(product.gatewayUrl, auth, JSON.stringify({ name: 'x'.repeat(20 * 1024), categoryId: 1 }));
+    const res = await postChunked(
+      product.gatewayUrl,
+      auth,
+      JSON.stringify({ name: 'x'.repeat(20 * 1024), categoryId: 1 }),
+    );
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toEqual({ code: 'payload_too_large', message: expect.any(String), status: 413 });
     await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);

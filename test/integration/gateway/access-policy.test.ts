@@ -3,7 +3,15 @@ import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { uniqueNamespace } from '../../support/test-redis';
 import { expectMatchesOpenApi } from '../../support/openapi';
-import { RATE_LIMIT_HEADERS, admin, header, startTestProduct, usageOf, watchInventory, type ProductHarness } from './gateway-kit';
+import {
+  RATE_LIMIT_HEADERS,
+  admin,
+  header,
+  startTestProduct,
+  usageOf,
+  watchInventory,
+  type ProductHarness,
+} from './gateway-kit';
 import { eventually } from '../../support/eventually';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';
@@ -36,7 +44,8 @@ afterAll(async () => {
 async function commandsExecuted(): Promise<number> {
   const info = await observer.info('commandstats');
   let count = 0;
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (match[1] !== 'info') count += Number(match[2]);
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+    if (match[1] !== 'info') count += Number(match[2]);
   return count;
 }
 
@@ -47,7 +56,9 @@ describe.each([
   let product: ProductHarness;
 
   beforeAll(async () => {
-    product = await startTestProduct(onRedis ? { redisUrl: redis.url, namespace: uniqueNamespace('access'), overrides } : { redis: false, overrides });
+    product = await startTestProduct(
+      onRedis ? { redisUrl: redis.url, namespace: uniqueNamespace('access'), overrides } : { redis: false, overrides },
+    );
   });
 
   afterAll(async () => {
@@ -55,10 +66,12 @@ describe.each([
   });
 
   const bearer = () => `Bearer ${product.adminToken}`;
-  const adminPost = (path: string, body: object) => request(product.adminUrl).post(path).set('Authorization', bearer()).send(body);
+  const adminPost = (path: string, body: object) =>
+    request(product.adminUrl).post(path).set('Authorization', bearer()).send(body);
   const gateway = () => request(product.gatewayUrl);
 
-  const createPolicyKey = (body: object) => createKey(product, { name: 'policy key', plan: 'free', ...body }, { overApi: true });
+  const createPolicyKey = (body: object) =>
+    createKey(product, { name: 'policy key', plan: 'free', ...body }, { overApi: true });
 
   it('a key limited to listPets lists pets, and gets 403 operation_not_allowed for createPet and getPet without spending a unit', async () => {
     const key = await createPolicyKey({ allowedOperations: ['listPets'] });
@@ -90,8 +103,12 @@ describe.each([
     expectMatchesOpenApi('POST', '/pets', created);
     expectMatchesOpenApi('GET', '/pets/{petId}', fetched);
 
-    expect(total(await scrape(product, 'gateway_access_denied_total'), { reason: 'operation', plan: 'free' })).toBeGreaterThanOrEqual(3);
-    const logged = logEntries(product).filter((entry) => entry.msg === 'request refused by access policy' && entry.keyId === key.id);
+    expect(
+      total(await scrape(product, 'gateway_access_denied_total'), { reason: 'operation', plan: 'free' }),
+    ).toBeGreaterThanOrEqual(3);
+    const logged = logEntries(product).filter(
+      (entry) => entry.msg === 'request refused by access policy' && entry.keyId === key.id,
+    );
     expect(logged.map((entry) => entry.operationId)).toEqual(['createPet', 'getPet', 'getPet']);
     expect(product.logs.text()).not.toContain(key.auth.slice('Bearer '.length));
   });
@@ -101,7 +118,10 @@ describe.each([
     const inventory = watchInventory(product);
     const commandsBefore = onRedis ? await commandsExecuted() : 0;
     const refused = await gateway().get('/v1/pets').set('Authorization', key.auth);
-    const refusedAgain = await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '192.0.2.1');
+    const refusedAgain = await gateway()
+      .get('/v1/pets')
+      .set('Authorization', key.auth)
+      .set('X-Forwarded-For', '192.0.2.1');
     expectError(refused, 403, 'address_not_allowed');
     expectError(refusedAgain, 403, 'address_not_allowed');
     // The first request resolved the key (a cache miss); nothing else touched Redis.
@@ -112,15 +132,24 @@ describe.each([
     await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '10.1.2.3').expect(200);
     await gateway().get('/v1/usage').set('Authorization', key.auth).expect(200);
     expect((await usageOf(product, key.id)).day.remaining).toBe(999);
-    expect(total(await scrape(product, 'gateway_access_denied_total'), { reason: 'address', plan: 'free' })).toBeGreaterThanOrEqual(2);
+    expect(
+      total(await scrape(product, 'gateway_access_denied_total'), { reason: 'address', plan: 'free' }),
+    ).toBeGreaterThanOrEqual(2);
   });
 
   it('IPv6 and IPv4-mapped clients through the proxy match the lists of their family', async () => {
     const key = await createPolicyKey({ allowedAddresses: ['2001:db8::/32', '::ffff:192.0.2.0/120'] });
     await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '2001:db8::7').expect(200);
     await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '192.0.2.44').expect(200);
-    expectError(await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '2001:db9::7'), 403, 'address_not_allowed');
-    expect((await admin(product).get(`/admin/keys/${key.id}`).expect(200)).body.allowedAddresses).toEqual(['2001:db8::/32', '192.0.2.0/24']);
+    expectError(
+      await gateway().get('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '2001:db9::7'),
+      403,
+      'address_not_allowed',
+    );
+    expect((await admin(product).get(`/admin/keys/${key.id}`).expect(200)).body.allowedAddresses).toEqual([
+      '2001:db8::/32',
+      '192.0.2.0/24',
+    ]);
   });
 
   it.each([
@@ -144,36 +173,72 @@ describe.each([
     expectError(empty, 400, 'validation_failed');
     expect(empty.body.message).toContain('null');
     const many = Array.from({ length: 101 }, (_, i) => `10.${i}.0.0/16`);
-    expectError(await adminPost('/admin/keys', { name: 'bad', plan: 'free', allowedAddresses: many }), 400, 'validation_failed');
+    expectError(
+      await adminPost('/admin/keys', { name: 'bad', plan: 'free', allowedAddresses: many }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('a PATCH sets and removes lists, takes effect at once, and is audited', async () => {
     const key = await createPolicyKey({});
     await gateway().get('/v1/pets').set('Authorization', key.auth).expect(200);
-    const set = await admin(product).patch(`/admin/keys/${key.id}`, { allowedOperations: ['getPet'] }).expect(200);
+    const set = await admin(product)
+      .patch(`/admin/keys/${key.id}`, { allowedOperations: ['getPet'] })
+      .expect(200);
     expect(set.body).toMatchObject({ allowedOperations: ['getPet'], allowedAddresses: null });
     expectError(await gateway().get('/v1/pets').set('Authorization', key.auth), 403, 'operation_not_allowed');
     const removed = await admin(product).patch(`/admin/keys/${key.id}`, { allowedOperations: null }).expect(200);
     expect(removed.body.allowedOperations).toBeNull();
     await gateway().get('/v1/pets').set('Authorization', key.auth).expect(200);
     const audit = await admin(product).get('/admin/audit?limit=10').expect(200);
-    const updates = (audit.body.entries as Array<{ action: string; keyId: string; details: Record<string, unknown> }>).filter((e) => e.keyId === key.id && e.action === 'update');
+    const updates = (
+      audit.body.entries as Array<{ action: string; keyId: string; details: Record<string, unknown> }>
+    ).filter((e) => e.keyId === key.id && e.action === 'update');
     expect(updates.map((e) => e.details)).toEqual([{ allowedOperations: null }, { allowedOperations: ['getPet'] }]);
   });
 
   it('export and import carry the lists', async () => {
-    const key = await createPolicyKey({ allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['192.0.2.0/24'] });
+    const key = await createPolicyKey({
+      allowedOperations: ['listPets', 'getPet'],
+      allowedAddresses: ['192.0.2.0/24'],
+    });
     const exported = await admin(product).get('/admin/keys/export').expect(200);
     const line = exported.text.split('\n').find((l) => l.includes(key.id))!;
-    expect(JSON.parse(line)).toMatchObject({ allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['192.0.2.0/24'] });
-    await admin(product).patch(`/admin/keys/${key.id}`, { allowedOperations: null, allowedAddresses: null }).expect(200);
-    const imported = await request(product.adminUrl).post('/admin/keys/import').set('Authorization', bearer()).set('Content-Type', 'application/x-ndjson').send(line).expect(200);
+    expect(JSON.parse(line)).toMatchObject({
+      allowedOperations: ['listPets', 'getPet'],
+      allowedAddresses: ['192.0.2.0/24'],
+    });
+    await admin(product)
+      .patch(`/admin/keys/${key.id}`, { allowedOperations: null, allowedAddresses: null })
+      .expect(200);
+    const imported = await request(product.adminUrl)
+      .post('/admin/keys/import')
+      .set('Authorization', bearer())
+      .set('Content-Type', 'application/x-ndjson')
+      .send(line)
+      .expect(200);
     expect(imported.body).toEqual({ imported: 1, unchanged: 0 });
-    expect((await admin(product).get(`/admin/keys/${key.id}`).expect(200)).body).toMatchObject({ allowedOperations: ['listPets', 'getPet'], allowedAddresses: ['192.0.2.0/24'] });
-    expectError(await gateway().post('/v1/pets').set('Authorization', key.auth).set('X-Forwarded-For', '192.0.2.9').send({ name: 'Rex' }), 403, 'operation_not_allowed');
+    expect((await admin(product).get(`/admin/keys/${key.id}`).expect(200)).body).toMatchObject({
+      allowedOperations: ['listPets', 'getPet'],
+      allowedAddresses: ['192.0.2.0/24'],
+    });
+    expectError(
+      await gateway()
+        .post('/v1/pets')
+        .set('Authorization', key.auth)
+        .set('X-Forwarded-For', '192.0.2.9')
+        .send({ name: 'Rex' }),
+      403,
+      'operation_not_allowed',
+    );
 
     const bad = JSON.stringify({ ...JSON.parse(line), allowedAddresses: ['10.0.0.0/33'] });
-    const refused = await request(product.adminUrl).post('/admin/keys/import').set('Authorization', bearer()).set('Content-Type', 'application/x-ndjson').send(bad);
+    const refused = await request(product.adminUrl)
+      .post('/admin/keys/import')
+      .set('Authorization', bearer())
+      .set('Content-Type', 'application/x-ndjson')
+      .send(bad);
     expectError(refused, 400, 'validation_failed');
     expect(refused.body.message).toContain('10.0.0.0/33');
   });
@@ -194,12 +259,23 @@ describe('access policy across instances on one Redis', () => {
   });
 
   it('a policy set on one instance refuses on the other within 1 s', async () => {
-    const created = await request(a.adminUrl).post('/admin/keys').set('Authorization', `Bearer ${a.adminToken}`).send({ name: 'pair', plan: 'free' }).expect(201);
+    const created = await request(a.adminUrl)
+      .post('/admin/keys')
+      .set('Authorization', `Bearer ${a.adminToken}`)
+      .send({ name: 'pair', plan: 'free' })
+      .expect(201);
     const auth = `Bearer ${created.body.key as string}`;
     // B caches the record.
     await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
-    await admin(a).patch(`/admin/keys/${created.body.id as string}`, { allowedAddresses: ['10.0.0.0/8'] }).expect(200);
+    await admin(a)
+      .patch(`/admin/keys/${created.body.id as string}`, { allowedAddresses: ['10.0.0.0/8'] })
+      .expect(200);
     // CONTRACT §4: policy changes take effect on every instance within 1 second.
-    await eventually(async () => (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 && (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403, { timeoutMs: 1000, what: "instance B refusing the key from loopback" });
+    await eventually(
+      async () =>
+        (await request(b.gatewayUrl).get('/v1/usage').set('Authorization', auth)).status === 200 &&
+        (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 403,
+      { timeoutMs: 1000, what: 'instance B refusing the key from loopback' },
+    );
   });
 });

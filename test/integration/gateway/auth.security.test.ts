@@ -23,7 +23,10 @@ describe('API keys', () => {
 
   beforeAll(async () => {
     upstream = await startRecordingUpstream();
-    product = await startTestProduct({ namespace, overrides: { upstream: { url: upstream.url }, anonymous: { perMinute: 1000 } } });
+    product = await startTestProduct({
+      namespace,
+      overrides: { upstream: { url: upstream.url }, anonymous: { perMinute: 1000 } },
+    });
     // The staging product shares the development one's store: only the key's prefix can tell them apart.
     staging = await startTestProduct({ env: { APP_ENV: 'staging' }, namespace });
   });
@@ -159,8 +162,12 @@ describe('client address behind a proxy', () => {
 
   beforeAll(async () => {
     const anonymous = { perMinute: 2 };
-    trusting = await startTestProduct({ overrides: { anonymous, server: { host: '127.0.0.1', trustedProxies: ['127.0.0.1'] } } });
-    untrusting = await startTestProduct({ overrides: { anonymous, server: { host: '127.0.0.1', trustedProxies: [] } } });
+    trusting = await startTestProduct({
+      overrides: { anonymous, server: { host: '127.0.0.1', trustedProxies: ['127.0.0.1'] } },
+    });
+    untrusting = await startTestProduct({
+      overrides: { anonymous, server: { host: '127.0.0.1', trustedProxies: [] } },
+    });
   });
 
   afterAll(async () => {
@@ -199,9 +206,18 @@ describe('trusted proxies as ranges and in any written form, and the anonymous w
   beforeAll(async () => {
     const anonymous = { perMinute: 2 };
     // On every address of both families, so that a client can come over ::1.
-    ranged = await startTestProduct({ redis: false, overrides: { anonymous, server: { host: '::', trustedProxies: ['10.0.0.0/8', '::1/128'] } } });
-    nonCanonical = await startTestProduct({ redis: false, overrides: { anonymous, server: { host: '::', trustedProxies: ['0:0:0:0:0:0:0:1'] } } });
-    trusting = await startTestProduct({ redis: false, overrides: { anonymous, server: { host: '127.0.0.1', trustedProxies: ['127.0.0.1'] } } });
+    ranged = await startTestProduct({
+      redis: false,
+      overrides: { anonymous, server: { host: '::', trustedProxies: ['10.0.0.0/8', '::1/128'] } },
+    });
+    nonCanonical = await startTestProduct({
+      redis: false,
+      overrides: { anonymous, server: { host: '::', trustedProxies: ['0:0:0:0:0:0:0:1'] } },
+    });
+    trusting = await startTestProduct({
+      redis: false,
+      overrides: { anonymous, server: { host: '127.0.0.1', trustedProxies: ['127.0.0.1'] } },
+    });
   });
 
   afterAll(async () => {
@@ -211,7 +227,11 @@ describe('trusted proxies as ranges and in any written form, and the anonymous w
   });
 
   /** An anonymous GET over IPv6 loopback (or the product's own URL), claiming X-Forwarded-For; its status and anonymous window. */
-  async function anonymousOver(product: ProductHarness, forwardedFor: string, overIpv6 = true): Promise<[number, string | null]> {
+  async function anonymousOver(
+    product: ProductHarness,
+    forwardedFor: string,
+    overIpv6 = true,
+  ): Promise<[number, string | null]> {
     const url = overIpv6 ? `http://[::1]:${new URL(product.gatewayUrl).port}/v1/pets` : `${product.gatewayUrl}/v1/pets`;
     const res = await fetch(url, { headers: { 'x-forwarded-for': forwardedFor } });
     await res.arrayBuffer();
@@ -247,4 +267,3 @@ describe('trusted proxies as ranges and in any written form, and the anonymous w
     expect((await anonymousOver(trusting, 'fe80::1%eth1', false))[0]).toBe(429);
   });
 });
-

@@ -39,7 +39,8 @@ describe('bans after hammering, shared by two instances', () => {
   }
 
   const newPet = { name: 'Hammer', categoryId: 7 };
-  const post = (product: ProductHarness, auth: string) => request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send(newPet);
+  const post = (product: ProductHarness, auth: string) =>
+    request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send(newPet);
 
   /** Uses up the minute (2 served) and refuses it threshold + 1 times: the last refusal bans. */
   async function hammer(auth: string): Promise<request.Response[]> {
@@ -62,7 +63,9 @@ describe('bans after hammering, shared by two instances', () => {
     const { auth, id } = await createKey(a, { plan: 'free', limits: { perMinute: 2, perDay: 1000 } });
     const refusals = await hammer(auth);
     // Every refusal up to and including the one that bans is an ordinary rate_limited.
-    expect(refusals.map((r) => [r.status, (r.body as { code: string }).code])).toEqual(Array(THRESHOLD + 1).fill([429, 'rate_limited']));
+    expect(refusals.map((r) => [r.status, (r.body as { code: string }).code])).toEqual(
+      Array(THRESHOLD + 1).fill([429, 'rate_limited']),
+    );
 
     const onA = await post(a, auth);
     expectError(onA, 429, 'temporarily_banned');

@@ -91,7 +91,8 @@ class HoldingInventory {
     req.socket.once('end', closed);
     req.socket.once('close', closed);
     if (mode === 'head') res.writeHead(200, { 'content-type': 'application/json' }).write('[');
-    if (mode === 'large') res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.alloc(1024 * 1024, 7));
+    if (mode === 'large')
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.alloc(1024 * 1024, 7));
     this.arrivalWaiters.get(id)?.();
     this.arrivalWaiters.delete(id);
   }
@@ -153,7 +154,10 @@ afterAll(async () => {
   await inventory.close();
 });
 
-function startProduct(forwarder: ForwarderKind, options: { tls: boolean; upstream?: Record<string, unknown> }): Promise<ProductHarness> {
+function startProduct(
+  forwarder: ForwarderKind,
+  options: { tls: boolean; upstream?: Record<string, unknown> },
+): Promise<ProductHarness> {
   return startTestProduct({
     env: options.tls ? { TLS_CERT_FILE: certs.serverCert, TLS_KEY_FILE: certs.serverKey } : {},
     overrides: { upstream: { url: inventory.url, forwarder, ...options.upstream } },
@@ -174,10 +178,20 @@ function connect(product: ProductHarness): http2.ClientHttp2Session {
  * (`all`), or as soon as the answer's head reached the client (`head`); any other answer (a 504
  * when the pool is wedged, a 429) is kept as its status. Settles when the stream has closed.
  */
-function cancelledStream(session: http2.ClientHttp2Session, auth: string, id: string, mode: HoldMode, who = 'attacker'): Promise<Outcome> {
+function cancelledStream(
+  session: http2.ClientHttp2Session,
+  auth: string,
+  id: string,
+  mode: HoldMode,
+  who = 'attacker',
+): Promise<Outcome> {
   return new Promise((resolve) => {
     const outcome: Outcome = { id, cancelledAt: null, status: null };
-    const stream = session.request({ ':path': `/v1/pets?hold=${mode}&who=${who}`, authorization: auth, 'x-request-id': id });
+    const stream = session.request({
+      ':path': `/v1/pets?hold=${mode}&who=${who}`,
+      authorization: auth,
+      'x-request-id': id,
+    });
     const cancel = () => {
       if (outcome.cancelledAt !== null || stream.closed) return;
       outcome.cancelledAt = performance.now();
@@ -258,20 +272,32 @@ async function expectNothingHeld(product: ProductHarness): Promise<void> {
  * socket's idle timeout fired), each is logged as cut off, never with its status, and every place
  * it held is back.
  */
-async function expectAbortedAndCutOff(product: ProductHarness, outcomes: readonly Outcome[], cutOff: string): Promise<void> {
+async function expectAbortedAndCutOff(
+  product: ProductHarness,
+  outcomes: readonly Outcome[],
+  cutOff: string,
+): Promise<void> {
   const answeredInstead = outcomes.filter((o) => o.cancelledAt === null).map((o) => o.status);
-  expect({ answeredInstead: answeredInstead.length, statuses: [...new Set(answeredInstead)] }).toEqual({ answeredInstead: 0, statuses: [] });
+  expect({ answeredInstead: answeredInstead.length, statuses: [...new Set(answeredInstead)] }).toEqual({
+    answeredInstead: 0,
+    statuses: [],
+  });
   const ids = outcomes.map((o) => o.id);
   await eventually(() => inventory.stillOpen(ids).length === 0, {
     timeoutMs: 60_000,
-    what: () => `the inventory seeing every cancelled request's connection closed (${inventory.stillOpen(ids).length} of ${ids.length} still open)`,
+    what: () =>
+      `the inventory seeing every cancelled request's connection closed (${inventory.stillOpen(ids).length} of ${ids.length} still open)`,
   });
   const slowest = Math.max(...outcomes.map((o) => inventory.held.get(o.id)!.closedAt! - o.cancelledAt!));
   expect(slowest).toBeLessThan(product.config.upstream.timeoutMs);
   const logged = requestLog(product);
-  await eventually(() => ids.every((id) => logged(id) !== undefined), { what: 'a log line for every cancelled request' });
+  await eventually(() => ids.every((id) => logged(id) !== undefined), {
+    what: 'a log line for every cancelled request',
+  });
   const lines = ids.map((id) => logged(id)!);
-  expect(new Set(lines.map((line) => JSON.stringify({ status: line.status, cutOff: line.cutOff })))).toEqual(new Set([JSON.stringify({ status: null, cutOff })]));
+  expect(new Set(lines.map((line) => JSON.stringify({ status: line.status, cutOff: line.cutOff })))).toEqual(
+    new Set([JSON.stringify({ status: null, cutOff })]),
+  );
   await expectNothingHeld(product);
 }
 
@@ -279,7 +305,9 @@ async function expectAbortedAndCutOff(product: ProductHarness, outcomes: readonl
 async function answerOnceLogged(product: ProductHarness, outcomes: readonly Outcome[]): Promise<void> {
   const logged = requestLog(product);
   const left = outcomes.filter((o) => o.cancelledAt !== null).map((o) => o.id);
-  await eventually(() => left.every((id) => logged(id) !== undefined), { what: 'the gateway logging the requests whose clients left' });
+  await eventually(() => left.every((id) => logged(id) !== undefined), {
+    what: 'the gateway logging the requests whose clients left',
+  });
   inventory.answerLate(left);
 }
 
@@ -287,7 +315,13 @@ async function answerOnceLogged(product: ProductHarness, outcomes: readonly Outc
  * Cancels `count` streams, `STREAMS_PER_SESSION` to a session and `sessionsAtOnce` sessions at a
  * time; each batch's held requests get their late answer once the gateway has logged them.
  */
-async function cancelStreams(product: ProductHarness, auth: string, count: number, mode: HoldMode, sessionsAtOnce: number): Promise<Outcome[]> {
+async function cancelStreams(
+  product: ProductHarness,
+  auth: string,
+  count: number,
+  mode: HoldMode,
+  sessionsAtOnce: number,
+): Promise<Outcome[]> {
   const ids = idsFor(count);
   const outcomes: Outcome[] = [];
   const perBatch = STREAMS_PER_SESSION * sessionsAtOnce;
@@ -295,7 +329,11 @@ async function cancelStreams(product: ProductHarness, auth: string, count: numbe
     const batch = ids.slice(start, start + perBatch);
     const sessions = Array.from({ length: Math.ceil(batch.length / STREAMS_PER_SESSION) }, () => connect(product));
     try {
-      outcomes.push(...(await Promise.all(batch.map((id, i) => cancelledStream(sessions[Math.floor(i / STREAMS_PER_SESSION)]!, auth, id, mode)))));
+      outcomes.push(
+        ...(await Promise.all(
+          batch.map((id, i) => cancelledStream(sessions[Math.floor(i / STREAMS_PER_SESSION)]!, auth, id, mode)),
+        )),
+      );
     } finally {
       for (const session of sessions) session.close();
     }
@@ -305,14 +343,21 @@ async function cancelStreams(product: ProductHarness, auth: string, count: numbe
 }
 
 /** Cancels `count` streams on one session, `workers` at a time, each opened as the one before it closes. */
-async function cancelStreamsInTurn(product: ProductHarness, auth: string, count: number, mode: HoldMode, workers: number): Promise<Outcome[]> {
+async function cancelStreamsInTurn(
+  product: ProductHarness,
+  auth: string,
+  count: number,
+  mode: HoldMode,
+  workers: number,
+): Promise<Outcome[]> {
   const ids = idsFor(count);
   const session = connect(product);
   const outcomes: Outcome[] = [];
   try {
     await Promise.all(
       Array.from({ length: workers }, async () => {
-        for (let id = ids.shift(); id !== undefined; id = ids.shift()) outcomes.push(await cancelledStream(session, auth, id, mode));
+        for (let id = ids.shift(); id !== undefined; id = ids.shift())
+          outcomes.push(await cancelledStream(session, auth, id, mode));
       }),
     );
   } finally {
@@ -361,7 +406,13 @@ describe.each<ForwarderKind>(['undici', 'http-proxy'])('cancelled requests, %s f
           [0, 1].map(async (worker) => {
             const ids = idsFor(20);
             for (let i = 0, sent = 0; i < ids.length && sent < 5000; sent++) {
-              const outcome = await cancelledStream(session, capped.auth, `${ids[i]}-${worker}-${sent}`, 'all', `capped-${forwarder}`);
+              const outcome = await cancelledStream(
+                session,
+                capped.auth,
+                `${ids[i]}-${worker}-${sent}`,
+                'all',
+                `capped-${forwarder}`,
+              );
               if (outcome.cancelledAt !== null) i++;
               else refused.push(outcome.status ?? 0);
               // Anything but a 429 (a 504 from a wedged pool) ends this client: the check below names it.
@@ -414,21 +465,36 @@ describe.each<ForwarderKind>(['undici', 'http-proxy'])('cancelled requests, %s f
       const session = connect(product);
       const ids = idsFor(20);
       const streams = ids.map((id) => {
-        const stream = session.request({ ':path': '/v1/pets?hold=all&who=session', authorization: attacker.auth, 'x-request-id': id });
+        const stream = session.request({
+          ':path': '/v1/pets?hold=all&who=session',
+          authorization: attacker.auth,
+          'x-request-id': id,
+        });
         stream.on('error', () => undefined);
         return stream;
       });
       // The pool's share for one key (3 of 4 connections) at the inventory, the rest waiting in the gateway.
-      await eventually(() => ids.filter((id) => inventory.held.has(id)).length >= 3, { what: 'requests of the session at the inventory' });
+      await eventually(() => ids.filter((id) => inventory.held.has(id)).length >= 3, {
+        what: 'requests of the session at the inventory',
+      });
       session.destroy();
-      await Promise.all(streams.map((stream) => new Promise((resolve) => (stream.closed ? resolve(null) : stream.once('close', resolve)))));
+      await Promise.all(
+        streams.map(
+          (stream) => new Promise((resolve) => (stream.closed ? resolve(null) : stream.once('close', resolve))),
+        ),
+      );
       const logged = requestLog(product);
-      await eventually(() => ids.every((id) => logged(id) !== undefined), { what: 'the gateway logging the session\'s requests' });
+      await eventually(() => ids.every((id) => logged(id) !== undefined), {
+        what: "the gateway logging the session's requests",
+      });
       // The server reads the streams' ends one after the other: a place freed by the first may go to
       // one whose end is not read yet, sent and then aborted (CONTRACT §3: never sent, or cancelled).
       const sent = ids.filter((id) => inventory.held.has(id));
       inventory.answerLate(sent);
-      await eventually(() => inventory.stillOpen(sent).length === 0, { timeoutMs: 60_000, what: 'the inventory seeing the session\'s requests closed' });
+      await eventually(() => inventory.stillOpen(sent).length === 0, {
+        timeoutMs: 60_000,
+        what: "the inventory seeing the session's requests closed",
+      });
       for (const id of ids) expect(logged(id)).toMatchObject({ status: null, cutOff: 'client cancelled the stream' });
       await expectNothingHeld(product);
       expect((await client.request({ path: '/v1/pets', headers: { authorization: victim.auth } })).status).toBe(200);
@@ -441,19 +507,30 @@ describe.each<ForwarderKind>(['undici', 'http-proxy'])('cancelled requests, %s f
       const sessions = ids.map(() => connect(product));
       try {
         for (const [i, id] of ids.entries()) {
-          const stream = sessions[i]!.request({ ':path': '/v1/pets?hold=large&who=reader', authorization: attacker.auth, 'x-request-id': id });
+          const stream = sessions[i]!.request({
+            ':path': '/v1/pets?hold=large&who=reader',
+            authorization: attacker.auth,
+            'x-request-id': id,
+          });
           stream.on('error', () => undefined);
           stream.pause();
         }
-        await eventually(() => ids.every((id) => inventory.held.has(id)), { what: 'the stalled requests at the inventory' });
-        await eventually(() => inventory.stillOpen(ids).length === 0, { timeoutMs: 60_000, what: 'the inventory seeing the stalled answers\' connections closed' });
+        await eventually(() => ids.every((id) => inventory.held.has(id)), {
+          what: 'the stalled requests at the inventory',
+        });
+        await eventually(() => inventory.stillOpen(ids).length === 0, {
+          timeoutMs: 60_000,
+          what: "the inventory seeing the stalled answers' connections closed",
+        });
         // Paused once the client's window is full, a few milliseconds after the answer began; then cut at the upstream timeout.
         for (const id of ids) {
           const held = inventory.held.get(id)!;
           expect(held.closedAt! - held.arrivedAt).toBeLessThan(SHORT_TIMEOUT_MS + 1000);
         }
         const logged = requestLog(product);
-        await eventually(() => ids.every((id) => logged(id) !== undefined), { what: 'the gateway logging the stalled requests' });
+        await eventually(() => ids.every((id) => logged(id) !== undefined), {
+          what: 'the gateway logging the stalled requests',
+        });
         for (const id of ids) expect(logged(id)).toMatchObject({ status: null, cutOff: 'client stopped reading' });
         await expectNothingHeld(product);
         expect((await client.request({ path: '/v1/pets', headers: { authorization: victim.auth } })).status).toBe(200);

@@ -38,7 +38,11 @@ describe('deprecation of GET /v1/pets/{petId}', () => {
   beforeAll(async () => {
     product = await startTestProduct();
     ({ auth } = await createKey(product, { plan: 'pro' }));
-    const created = await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'Old Timer', categoryId: 2 }).expect(201);
+    const created = await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .send({ name: 'Old Timer', categoryId: 2 })
+      .expect(201);
     petId = (created.body as { id: number }).id;
   });
 
@@ -80,7 +84,9 @@ describe('deprecation of GET /v1/pets/{petId}', () => {
   it('on a 401 (no key, bad key)', async () => {
     for (const res of [
       await request(product.gatewayUrl).get(`/v1/pets/${petId}`),
-      await request(product.gatewayUrl).get(`/v1/pets/${petId}`).set('Authorization', 'Bearer asg_dev_0000000000000000000000000000'),
+      await request(product.gatewayUrl)
+        .get(`/v1/pets/${petId}`)
+        .set('Authorization', 'Bearer asg_dev_0000000000000000000000000000'),
     ]) {
       expect(res.status).toBe(401);
       expectDeprecationHeaders(res);
@@ -100,9 +106,16 @@ describe('deprecation of GET /v1/pets/{petId}', () => {
   it('not on the other operations', async () => {
     const list = await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
     expectNoDeprecationHeaders(list);
-    const create = await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'New', categoryId: 2 }).expect(201);
+    const create = await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .send({ name: 'New', categoryId: 2 })
+      .expect(201);
     expectNoDeprecationHeaders(create);
-    const wrongMethod = await request(product.gatewayUrl).delete(`/v1/pets/${petId}`).set('Authorization', auth).expect(405);
+    const wrongMethod = await request(product.gatewayUrl)
+      .delete(`/v1/pets/${petId}`)
+      .set('Authorization', auth)
+      .expect(405);
     expectNoDeprecationHeaders(wrongMethod);
   });
 });
@@ -142,7 +155,9 @@ describe('after the configured sunset', () => {
     expectError(res, 410, 'gone');
     expect(header(res, 'deprecation')).toBe(`@${Date.UTC(2020, 0, 1) / 1000}`);
     expect(header(res, 'sunset')).toBe('Fri, 01 Jan 2021 00:00:00 GMT');
-    expect(header(res, 'link')).toBe('</v1/pets>; rel="successor-version", <https://example.test/d>; rel="deprecation"; type="text/html"');
+    expect(header(res, 'link')).toBe(
+      '</v1/pets>; rel="successor-version", <https://example.test/d>; rel="deprecation"; type="text/html"',
+    );
     expect(expectRateLimitHeaders(res)).toMatchObject({ limit: 60, remaining: 59 });
     expectMatchesOpenApi('GET', '/pets/{petId}', res);
     expect(upstream.requests).toHaveLength(0);

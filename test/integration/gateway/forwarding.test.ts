@@ -26,7 +26,11 @@ function jsonBodyOf(bytes: number): string {
 }
 
 /** POSTs `body` with Transfer-Encoding: chunked (no Content-Length), in 1 KiB chunks. */
-function postChunked(gatewayUrl: string, auth: string, body: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function postChunked(
+  gatewayUrl: string,
+  auth: string,
+  body: string,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${gatewayUrl}/v1/pets`, {
       method: 'POST',
@@ -35,7 +39,9 @@ function postChunked(gatewayUrl: string, auth: string, body: string): Promise<{ 
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
       res.on('error', reject);
     });
     // The gateway may answer 413 and close before the last chunk is written; the answer is what counts.
@@ -56,7 +62,10 @@ describe('requests as the upstream sees them', () => {
   beforeAll(async () => {
     upstream = await startRecordingUpstream();
     product = await startTestProduct({ overrides: { upstream: { url: upstream.url } } });
-    verifier = new UpstreamTokenVerifier({ ...product.config.signing, secret: product.config.signing.secret! }, systemClock);
+    verifier = new UpstreamTokenVerifier(
+      { ...product.config.signing, secret: product.config.signing.secret! },
+      systemClock,
+    );
   });
 
   afterAll(async () => {
@@ -91,7 +100,15 @@ describe('requests as the upstream sees them', () => {
     expect(seen.method).toBe('GET');
     expect(seen.url).toBe('/v1/pets?limit=5&status=available');
 
-    for (const name of ['authorization', 'proxy-authorization', 'cookie', 'forwarded', 'x-real-ip', 'x-gateway-plan', 'x-gateway-anything']) {
+    for (const name of [
+      'authorization',
+      'proxy-authorization',
+      'cookie',
+      'forwarded',
+      'x-real-ip',
+      'x-gateway-plan',
+      'x-gateway-anything',
+    ]) {
       expect({ name, value: seen.headers[name] }).toEqual({ name, value: undefined });
     }
     const gatewayHeaders = Object.keys(seen.headers).filter((name) => name.startsWith('x-gateway-'));
@@ -120,7 +137,12 @@ describe('requests as the upstream sees them', () => {
   it('headers named in Connection are dropped as hop-by-hop', async () => {
     const { auth } = await createKey(product, { plan: 'free' });
     const before = upstream.requests.length;
-    await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).set('Connection', 'keep-alive, X-Hop-Secret').set('X-Hop-Secret', 's3cr3t').expect(200);
+    await request(product.gatewayUrl)
+      .get('/v1/pets')
+      .set('Authorization', auth)
+      .set('Connection', 'keep-alive, X-Hop-Secret')
+      .set('X-Hop-Secret', 's3cr3t')
+      .expect(200);
     expect(upstream.requests[before]!.headers['x-hop-secret']).toBeUndefined();
   });
 
@@ -130,7 +152,12 @@ describe('requests as the upstream sees them', () => {
     expect(Buffer.byteLength(body)).toBe(MAX_BODY);
     const before = upstream.requests.length;
 
-    await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).set('Content-Type', 'application/json').send(body).expect(200);
+    await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .set('Content-Type', 'application/json')
+      .send(body)
+      .expect(200);
     const chunked = await postChunked(product.gatewayUrl, auth, body);
     expect(chunked.status).toBe(200);
     expect(upstream.requests.slice(before).map((r) => r.body.length)).toEqual([MAX_BODY, MAX_BODY]);
@@ -193,20 +220,31 @@ describe('X-Request-Id', () => {
     }
     // Two X-Request-Id lines on the wire.
     const repeated = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      http.get(`${product.gatewayUrl}/v1/pets`, { headers: { Authorization: auth, 'X-Request-Id': ['one', 'two'] } }, (res) => resolve(res.resume())).on('error', reject);
+      http
+        .get(
+          `${product.gatewayUrl}/v1/pets`,
+          { headers: { Authorization: auth, 'X-Request-Id': ['one', 'two'] } },
+          (res) => resolve(res.resume()),
+        )
+        .on('error', reject);
     });
     expect(repeated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('every response has one, outside /v1 and without a key too', async () => {
-    for (const res of [await request(product.gatewayUrl).get('/'), await request(product.gatewayUrl).get('/v1/pets'), await request(product.gatewayUrl).get('/v2/pets')]) {
+    for (const res of [
+      await request(product.gatewayUrl).get('/'),
+      await request(product.gatewayUrl).get('/v1/pets'),
+      await request(product.gatewayUrl).get('/v2/pets'),
+    ]) {
       expect(header(res, 'x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     }
   });
 
   it('distinct requests get distinct ids', async () => {
     const ids = new Set<string | undefined>();
-    for (let i = 0; i < 5; i++) ids.add(header(await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth), 'x-request-id'));
+    for (let i = 0; i < 5; i++)
+      ids.add(header(await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth), 'x-request-id'));
     expect(ids.size).toBe(5);
   });
 });
@@ -235,7 +273,10 @@ describe('when the upstream fails', () => {
     expect(expectRateLimitHeaders(list)).toMatchObject({ limit: 60, remaining: 59 });
     expectMatchesOpenApi('GET', '/pets', list);
 
-    const create = await request(refusing.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'Lost', categoryId: 1 });
+    const create = await request(refusing.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .send({ name: 'Lost', categoryId: 1 });
     expectError(create, 502, 'upstream_unavailable');
     expectMatchesOpenApi('POST', '/pets', create);
 
@@ -261,7 +302,9 @@ describe('when the upstream fails', () => {
 
   it('several requests in flight each time out on their own', async () => {
     const { auth } = await createKey(timingOut, { plan: 'free' });
-    const responses = await Promise.all([0, 1, 2].map(() => request(timingOut.gatewayUrl).get('/v1/pets').set('Authorization', auth)));
+    const responses = await Promise.all(
+      [0, 1, 2].map(() => request(timingOut.gatewayUrl).get('/v1/pets').set('Authorization', auth)),
+    );
     expect(responses.map((r) => r.status)).toEqual([504, 504, 504]);
   });
 });
@@ -284,7 +327,11 @@ describe('the real inventory behind the gateway', () => {
   it('the next-page Link points at the gateway, not the inventory, and can be followed to the last page', async () => {
     const { auth } = await createKey(product, { plan: 'pro' });
     for (const name of ['One', 'Two', 'Three']) {
-      await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name, categoryId: 4, status: 'pending' }).expect(201);
+      await request(product.gatewayUrl)
+        .post('/v1/pets')
+        .set('Authorization', auth)
+        .send({ name, categoryId: 4, status: 'pending' })
+        .expect(201);
     }
     const names: string[] = [];
     let next: string | undefined = `${product.gatewayUrl}/v1/pets?limit=2&status=pending`;
@@ -292,7 +339,10 @@ describe('the real inventory behind the gateway', () => {
     while (next) {
       const url: URL = new URL(next);
       expect(url.origin).toBe(product.gatewayUrl);
-      const res = await request(url.origin).get(url.pathname + url.search).set('Authorization', auth).expect(200);
+      const res = await request(url.origin)
+        .get(url.pathname + url.search)
+        .set('Authorization', auth)
+        .expect(200);
       expectMatchesOpenApi('GET', '/pets', res);
       names.push(...(res.body as Array<{ name: string }>).map((pet) => pet.name));
       const link = header(res, 'link');
@@ -307,23 +357,38 @@ describe('the real inventory behind the gateway', () => {
   it('with server.publicBaseUrl set (staging), the Link is built on it', async () => {
     const { key } = await staging.keyService.create({ name: 'pager', plan: 'pro' });
     const auth = `Bearer ${key}`;
-    for (const name of ['A', 'B']) await request(staging.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name, categoryId: 1 }).expect(201);
+    for (const name of ['A', 'B'])
+      await request(staging.gatewayUrl)
+        .post('/v1/pets')
+        .set('Authorization', auth)
+        .send({ name, categoryId: 1 })
+        .expect(201);
     const res = await request(staging.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', auth).expect(200);
-    expect(header(res, 'link')).toMatch(/^<https:\/\/staging-api\.animalstore\.example\/v1\/pets\?limit=1&cursor=[A-Za-z0-9_-]+>; rel="next"$/);
+    expect(header(res, 'link')).toMatch(
+      /^<https:\/\/staging-api\.animalstore\.example\/v1\/pets\?limit=1&cursor=[A-Za-z0-9_-]+>; rel="next"$/,
+    );
   });
 
   it('writes no pet for a 413, by Content-Length or chunked', async () => {
     const { auth } = await createKey(product, { plan: 'free' });
     const before = countPets(product);
     const big = jsonBodyOf(MAX_BODY + 100);
-    const declared = await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).set('Content-Type', 'application/json').send(big);
+    const declared = await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .set('Content-Type', 'application/json')
+      .send(big);
     expectError(declared, 413, 'payload_too_large');
     const chunked = await postChunked(product.gatewayUrl, auth, big);
     expect(chunked.status).toBe(413);
     expect(countPets(product)).toBe(before);
 
     // A pet of ordinary size is still written.
-    await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'Small', categoryId: 1 }).expect(201);
+    await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .send({ name: 'Small', categoryId: 1 })
+      .expect(201);
     expect(countPets(product)).toBe(before + 1);
   });
 });

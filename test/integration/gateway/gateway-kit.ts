@@ -1,11 +1,9 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { countPetRows } from '../../support/inventory-harness';
 import { freePort } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness, type ProductHarnessOptions } from '../../support/product-harness';
 import { inventoryDatabasePath } from '../../../src/inventory/server';
-import type { WindowLimits } from '../../../src/limits/types';
 import { listenOnLoopback } from '../../support/loopback';
 
 /**
@@ -16,7 +14,13 @@ import { listenOnLoopback } from '../../support/loopback';
 export { startTestProduct, type ProductHarness, type ProductHarnessOptions };
 
 /** Every `/v1` response carries these (CONTRACT §3, §4). */
-export const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit'] as const;
+export const RATE_LIMIT_HEADERS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'ratelimit-policy',
+  'ratelimit',
+] as const;
 
 /** A moment well inside a UTC minute and day, so a handful of requests never straddle a window. */
 export const MID_MINUTE = Date.UTC(2026, 2, 10, 12, 30, 15);
@@ -39,7 +43,8 @@ export function expectRateLimitHeaders(res: request.Response): {
   rateLimit: string;
   requestId: string;
 } {
-  for (const name of RATE_LIMIT_HEADERS) expect({ name, value: header(res, name) }).toEqual({ name, value: expect.any(String) });
+  for (const name of RATE_LIMIT_HEADERS)
+    expect({ name, value: header(res, name) }).toEqual({ name, value: expect.any(String) });
   const limit = Number(header(res, 'x-ratelimit-limit'));
   const remaining = Number(header(res, 'x-ratelimit-remaining'));
   const reset = Number(header(res, 'x-ratelimit-reset'));
@@ -84,7 +89,11 @@ export function admin(product: ProductHarness): {
 export async function usageOf(
   product: ProductHarness,
   keyId: string,
-): Promise<{ minute: { limit: number; remaining: number; reset: number }; day: { limit: number; remaining: number; reset: number }; bannedUntil: string | null }> {
+): Promise<{
+  minute: { limit: number; remaining: number; reset: number };
+  day: { limit: number; remaining: number; reset: number };
+  bannedUntil: string | null;
+}> {
   const res = await admin(product).get(`/admin/keys/${keyId}`).expect(200);
   const body = res.body as { usage: { minute: never; day: never }; bannedUntil: string | null };
   return { ...body.usage, bannedUntil: body.bannedUntil };
@@ -143,7 +152,12 @@ export async function startRecordingUpstream(): Promise<TestUpstream> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      requests.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
     });
   });

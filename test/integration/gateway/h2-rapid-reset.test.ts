@@ -50,7 +50,9 @@ async function latenciesMs(client: TlsClient, auth: string, count: number): Prom
  */
 function burnCpu(ms: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', `const end = Date.now() + ${ms}; while (Date.now() < end);`], (err) => (err ? reject(err) : resolve()));
+    execFile(process.execPath, ['-e', `const end = Date.now() + ${ms}; while (Date.now() < end);`], (err) =>
+      err ? reject(err) : resolve(),
+    );
   });
 }
 
@@ -88,20 +90,32 @@ session.once('connect', async () => {
 });
 `;
 
-function rapidReset(url: string, resetCode: number = http2.constants.NGHTTP2_CANCEL, maxStreams = ATTACK_STREAMS, authorization = ''): Promise<{ opened: number; closedBy: string | null }> {
+function rapidReset(
+  url: string,
+  resetCode: number = http2.constants.NGHTTP2_CANCEL,
+  maxStreams = ATTACK_STREAMS,
+  authorization = '',
+): Promise<{ opened: number; closedBy: string | null }> {
   return new Promise((resolve, reject) => {
     // No wall clock on the attacker: its own deadline and count bound it (a kill at ATTACK_MS + 10 s
     // on a crowded machine left no report to read); the test's timeout is the hang guard.
-    execFile(process.execPath, ['-e', ATTACKER, url, certs.caCert, String(ATTACK_MS), String(maxStreams), String(resetCode), authorization], (err, stdout) => {
-      if (err) return reject(err);
-      if (stdout.trim() === '') return reject(new Error('the attacker printed no report'));
-      resolve(JSON.parse(stdout) as { opened: number; closedBy: string | null });
-    });
+    execFile(
+      process.execPath,
+      ['-e', ATTACKER, url, certs.caCert, String(ATTACK_MS), String(maxStreams), String(resetCode), authorization],
+      (err, stdout) => {
+        if (err) return reject(err);
+        if (stdout.trim() === '') return reject(new Error('the attacker printed no report'));
+        resolve(JSON.parse(stdout) as { opened: number; closedBy: string | null });
+      },
+    );
   });
 }
 
 it('streams opened and reset in a loop leave other clients’ latency as it was', async () => {
-  const { auth } = await createKey(product, { plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 1_000_000_000 } });
+  const { auth } = await createKey(product, {
+    plan: 'enterprise',
+    limits: { perMinute: 1_000_000, perDay: 1_000_000_000 },
+  });
   const victim = new TlsClient(product.gatewayUrl, certs.caCert, 'h2');
   try {
     await latenciesMs(victim, auth, 5);
@@ -121,7 +135,9 @@ it('streams opened and reset in a loop leave other clients’ latency as it was'
     // the victim's latency right after the attack is what it met.
     if (during.length === 0) during.push(...(await latenciesMs(victim, auth, 5)));
     const underAttack = median(during);
-    process.stdout.write(`rapid reset: ${opened} streams opened and reset; attacker session closed by ${sessionClosedBy ?? 'nothing'}; median latency ${baseline.toFixed(1)} ms before (beside a CPU-bound process), ${underAttack.toFixed(1)} ms over ${during.length} requests during\n`);
+    process.stdout.write(
+      `rapid reset: ${opened} streams opened and reset; attacker session closed by ${sessionClosedBy ?? 'nothing'}; median latency ${baseline.toFixed(1)} ms before (beside a CPU-bound process), ${underAttack.toFixed(1)} ms over ${during.length} requests during\n`,
+    );
     // Either the attack ran (hundreds of streams, the victim measured throughout), or the server cut
     // the attacker's session early: Node 26 itself sends GOAWAY after a few hundred resets.
     const cutByServer = sessionClosedBy !== null;
@@ -159,7 +175,10 @@ it.each([
   // With a key every request waits for the limiter's Redis round trip and the inventory, so the
   // reset reaches the gateway before the answer: the work goes on for nobody (an anonymous 401
   // can be answered before the reset is read, and then cost what any request costs).
-  const { auth } = await createKey(product, { plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 1_000_000_000 } });
+  const { auth } = await createKey(product, {
+    plan: 'enterprise',
+    limits: { perMinute: 1_000_000, perDay: 1_000_000_000 },
+  });
   const linesBefore = product.logs.lines.length;
   const { opened, closedBy } = await rapidReset(product.gatewayUrl, code, 3000, auth);
   // What reached the gateway: its request log lines (the attacker's client queues what it cannot send).
@@ -169,7 +188,9 @@ it.each([
     .map((line) => Date.parse((JSON.parse(line) as { time: string }).time));
   const reached = times.length;
   const seconds = reached === 0 ? 0 : (Math.max(...times) - Math.min(...times)) / 1000;
-  process.stdout.write(`rapid reset with code ${code}: ${opened} opened, ${reached} reached the gateway over ${seconds.toFixed(1)} s, session closed by ${closedBy ?? 'nothing'}\n`);
+  process.stdout.write(
+    `rapid reset with code ${code}: ${opened} opened, ${reached} reached the gateway over ${seconds.toFixed(1)} s, session closed by ${closedBy ?? 'nothing'}\n`,
+  );
   // The client may have queued all it meant to send before the GOAWAY reached it: what counts is
   // what got in, and at what pace. A busy machine reads the attacker's frames more slowly, and a
   // session that resets no more than MAX_CLIENT_RESETS_PER_SECOND a second is allowed: the bound is
@@ -182,5 +203,10 @@ it.each([
   // round trip): under half of what got in without the guard also holds the promise.
   const HALF_WITHOUT_THE_GUARD = 550;
   expect(reached).toBeLessThan(opened);
-  expect(reached).toBeLessThanOrEqual(Math.max(HALF_WITHOUT_THE_GUARD, MAX_CLIENT_RESETS_PER_SECOND * (Math.ceil(seconds) + 2) + DEFAULT_MAX_CONCURRENT_STREAMS));
+  expect(reached).toBeLessThanOrEqual(
+    Math.max(
+      HALF_WITHOUT_THE_GUARD,
+      MAX_CLIENT_RESETS_PER_SECOND * (Math.ceil(seconds) + 2) + DEFAULT_MAX_CONCURRENT_STREAMS,
+    ),
+  );
 });

@@ -50,14 +50,18 @@ describe('a revoked key gets its own 401 every time (CONTRACT §4)', () => {
     const { id, auth } = await createKey(a, { plan: 'free' });
     await admin(a).delete(`/admin/keys/${id}`).expect(204);
     const badKeys = await sequentially(ANONYMOUS_PER_MINUTE + 2, (i) =>
-      request(a.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer asg_dev_${String(i).padStart(32, '0')}`),
+      request(a.gatewayUrl)
+        .get('/v1/pets')
+        .set('Authorization', `Bearer asg_dev_${String(i).padStart(32, '0')}`),
     );
     // Unknown keys count against the address's anonymous limit…
     expect(badKeys.map((res) => res.status)).toEqual([401, 401, 401, 429, 429]);
 
     for (const res of await sequentially(5, () => request(a.gatewayUrl).get('/v1/pets').set('Authorization', auth))) {
       expectError(res, 401, 'revoked_api_key');
-      expect(header(res, 'www-authenticate')).toBe('Bearer realm="animal-store", error="invalid_token", error_description="This API key has been revoked."');
+      expect(header(res, 'www-authenticate')).toBe(
+        'Bearer realm="animal-store", error="invalid_token", error_description="This API key has been revoked."',
+      );
       // The address's window is shown, not consumed: it stays used up, with no Retry-After on a 401.
       expect(expectRateLimitHeaders(res).remaining).toBe(0);
       expect(header(res, 'retry-after')).toBeUndefined();
@@ -67,10 +71,18 @@ describe('a revoked key gets its own 401 every time (CONTRACT §4)', () => {
   it('on a second instance too, and a revoked key never uses up the anonymous limit itself', async () => {
     const { id, auth } = await createKey(a, { plan: 'free' });
     // B has the key in its cache when A revokes it.
-    expect((await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).set('X-Forwarded-For', '10.9.9.9')).status).toBe(200);
+    expect(
+      (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).set('X-Forwarded-For', '10.9.9.9'))
+        .status,
+    ).toBe(200);
     await admin(a).delete(`/admin/keys/${id}`).expect(204);
-    await eventually(async () => (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 401, { timeoutMs: 1000 });
-    for (const res of await sequentially(ANONYMOUS_PER_MINUTE * 3, () => request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth))) {
+    await eventually(
+      async () => (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status === 401,
+      { timeoutMs: 1000 },
+    );
+    for (const res of await sequentially(ANONYMOUS_PER_MINUTE * 3, () =>
+      request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth),
+    )) {
       expectError(res, 401, 'revoked_api_key');
     }
   });
@@ -80,7 +92,9 @@ describe('WWW-Authenticate on every 401 (RFC 9110 §11.6.1, RFC 6750 §3)', () =
   let product: ProductHarness;
 
   beforeAll(async () => {
-    product = await startTestProduct({ overrides: { anonymous: { perMinute: 1000 }, admin: { failedTokensPerMinute: 1000 } } });
+    product = await startTestProduct({
+      overrides: { anonymous: { perMinute: 1000 }, admin: { failedTokensPerMinute: 1000 } },
+    });
   });
 
   afterAll(async () => {
@@ -102,7 +116,9 @@ describe('WWW-Authenticate on every 401 (RFC 9110 §11.6.1, RFC 6750 §3)', () =
     expect(await challengeFor('Bearer asg_dev_00000000000000000000000000000000')).toBe(
       'Bearer realm="animal-store", error="invalid_token", error_description="The API key is not valid for this environment."',
     );
-    expect(await challengeFor('Bearer asg_live_00000000000000000000000000000000')).toMatch(/^Bearer realm="animal-store", error="invalid_token", /);
+    expect(await challengeFor('Bearer asg_live_00000000000000000000000000000000')).toMatch(
+      /^Bearer realm="animal-store", error="invalid_token", /,
+    );
   });
 
   it('another scheme, or a bare key: the realm alone (no bearer token was sent)', async () => {
@@ -121,7 +137,9 @@ describe('WWW-Authenticate on every 401 (RFC 9110 §11.6.1, RFC 6750 §3)', () =
       ],
     });
     expect(exchange.response?.status).toBe(401);
-    expect(exchange.response?.headers['www-authenticate']).toEqual(['Bearer realm="animal-store", error="invalid_request", error_description="Send exactly one Authorization header."']);
+    expect(exchange.response?.headers['www-authenticate']).toEqual([
+      'Bearer realm="animal-store", error="invalid_request", error_description="Send exactly one Authorization header."',
+    ]);
   });
 
   it('the admin API challenges with its own realm', async () => {
@@ -140,7 +158,9 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
   const TOTAL = 10;
 
   beforeAll(async () => {
-    product = await startTestProduct({ overrides: { admin: { failedTokensPerMinute: PER_ADDRESS, failedTokensPerMinuteTotal: TOTAL } } });
+    product = await startTestProduct({
+      overrides: { admin: { failedTokensPerMinute: PER_ADDRESS, failedTokensPerMinuteTotal: TOTAL } },
+    });
   });
 
   afterAll(async () => {
@@ -148,18 +168,30 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
   });
 
   /** GET /admin/keys from a chosen loopback address (any 127.x.y.z works), with `token` or without one. */
-  function adminGetFrom(localAddress: string, token?: string): Promise<{ status: number; code?: string; retryAfter?: string; ms: number }> {
+  function adminGetFrom(
+    localAddress: string,
+    token?: string,
+  ): Promise<{ status: number; code?: string; retryAfter?: string; ms: number }> {
     const url = new URL('/admin/keys', product.adminUrl);
     const started = performance.now();
     return new Promise((resolve, reject) => {
-      const req = http.get(url, { localAddress, agent: false, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } }, (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        res.on('end', () => {
-          const code = res.statusCode === 200 ? undefined : (JSON.parse(body) as { code: string }).code;
-          resolve({ status: res.statusCode ?? 0, code, retryAfter: res.headers['retry-after'], ms: performance.now() - started });
-        });
-      });
+      const req = http.get(
+        url,
+        { localAddress, agent: false, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } },
+        (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () => {
+            const code = res.statusCode === 200 ? undefined : (JSON.parse(body) as { code: string }).code;
+            resolve({
+              status: res.statusCode ?? 0,
+              code,
+              retryAfter: res.headers['retry-after'],
+              ms: performance.now() - started,
+            });
+          });
+        },
+      );
       req.on('error', reject);
     });
   }
@@ -172,7 +204,9 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
   });
 
   it('past the limit an address gets 429 for wrong tokens, with Retry-After; the right token from it is still served; each refusal counted and logged with the address', async () => {
-    const wrong = await sequentially(3, () => request(product.adminUrl).get('/admin/keys').set('Authorization', 'Bearer still-wrong'));
+    const wrong = await sequentially(3, () =>
+      request(product.adminUrl).get('/admin/keys').set('Authorization', 'Bearer still-wrong'),
+    );
     expect(wrong.map((res) => res.status)).toEqual([401, 401, 401]);
     const locked = await request(product.adminUrl).get('/admin/keys').set('Authorization', 'Bearer wrong-again');
     expectError(locked, 429, 'rate_limited');
@@ -184,21 +218,29 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
     const metrics = (await request(product.adminUrl).get('/metrics').expect(200)).text;
     expect(metrics).toMatch(/^gateway_admin_auth_failures_total\{reason="invalid"\} 4$/m);
     expect(metrics).toMatch(/^gateway_admin_auth_failures_total\{reason="locked_out"\} 1$/m);
-    const refusals = product.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.msg === 'admin token refused');
+    const refusals = product.logs.lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((entry) => entry.msg === 'admin token refused');
     expect(refusals).toHaveLength(4);
-    for (const entry of refusals) expect(entry).toEqual(expect.objectContaining({ reason: 'invalid', clientAddress: '127.0.0.1' }));
+    for (const entry of refusals)
+      expect(entry).toEqual(expect.objectContaining({ reason: 'invalid', clientAddress: '127.0.0.1' }));
     expect(product.logs.text()).not.toContain(product.adminToken);
   });
 
   it('rotating addresses (127.0.0.0/8) does not get around it: past the bound over all addresses every wrong token gets 429 at once, and the right token is still served from any address', async () => {
     // 4 failures so far, all from 127.0.0.1; 6 more from new addresses reach the bound of 10.
     const fresh = (i: number) => `127.0.${42}.${i}`;
-    const before = await Promise.all(Array.from({ length: TOTAL - PER_ADDRESS }, (_, i) => adminGetFrom(fresh(i), `guess-${i}`)));
+    const before = await Promise.all(
+      Array.from({ length: TOTAL - PER_ADDRESS }, (_, i) => adminGetFrom(fresh(i), `guess-${i}`)),
+    );
     expect(before.map((a) => a.status)).toEqual(Array(TOTAL - PER_ADDRESS).fill(401));
     // Beside each wrong token, the right one from another fresh address: answered at once, so the pair
     // meets the same machine (a crowded one took 830 ms for either), and only the delay tells them apart.
     const batch = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => [adminGetFrom(fresh(100 + i), `guess-${100 + i}`), adminGetFrom(fresh(200 + i), product.adminToken)]).flat(),
+      Array.from({ length: 20 }, (_, i) => [
+        adminGetFrom(fresh(100 + i), `guess-${100 + i}`),
+        adminGetFrom(fresh(200 + i), product.adminToken),
+      ]).flat(),
     );
     const after = batch.filter((_, i) => i % 2 === 0);
     const served = batch.filter((_, i) => i % 2 === 1);
@@ -213,7 +255,11 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
     // One line says the lockout over all addresses started, rather than one per refusal.
     const lines = product.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.filter((entry) => entry.msg === 'admin token refused')).toHaveLength(TOTAL);
-    expect(lines.filter((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('wrong admin tokens from all addresses'))).toHaveLength(1);
+    expect(
+      lines.filter(
+        (entry) => typeof entry.msg === 'string' && entry.msg.startsWith('wrong admin tokens from all addresses'),
+      ),
+    ).toHaveLength(1);
   });
 });
 
@@ -226,7 +272,11 @@ describe('CORS (CONTRACT §3)', () => {
   beforeAll(async () => {
     upstream = await startRecordingUpstream();
     product = await startTestProduct({
-      overrides: { upstream: { url: upstream.url }, anonymous: { perMinute: 50 }, cors: { allowedOrigins: [APP], maxAgeSeconds: 600 } },
+      overrides: {
+        upstream: { url: upstream.url },
+        anonymous: { perMinute: 50 },
+        cors: { allowedOrigins: [APP], maxAgeSeconds: 600 },
+      },
     });
     plain = await startTestProduct({ overrides: { upstream: { url: upstream.url } } });
   });
@@ -238,7 +288,11 @@ describe('CORS (CONTRACT §3)', () => {
   });
 
   const preflight = (target: ProductHarness, origin: string, path = '/v1/pets') =>
-    request(target.gatewayUrl).options(path).set('Origin', origin).set('Access-Control-Request-Method', 'POST').set('Access-Control-Request-Headers', 'authorization, content-type');
+    request(target.gatewayUrl)
+      .options(path)
+      .set('Origin', origin)
+      .set('Access-Control-Request-Method', 'POST')
+      .set('Access-Control-Request-Headers', 'authorization, content-type');
 
   it('a preflight from a listed origin: 204 from the gateway, no key, no limit counted, nothing forwarded', async () => {
     for (let i = 0; i < 5; i++) {
@@ -268,7 +322,18 @@ describe('CORS (CONTRACT §3)', () => {
     expect(res.status).toBe(200);
     expect(header(res, 'access-control-allow-origin')).toBe(APP);
     const exposed = header(res, 'access-control-expose-headers')!.split(', ');
-    for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit', 'Retry-After', 'Deprecation', 'Sunset', 'Link', 'X-Request-Id']) {
+    for (const name of [
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'RateLimit-Policy',
+      'RateLimit',
+      'Retry-After',
+      'Deprecation',
+      'Sunset',
+      'Link',
+      'X-Request-Id',
+    ]) {
       expect(exposed).toContain(name);
     }
     // Errors carry them too: browser code must be able to read why it was refused.
@@ -325,7 +390,9 @@ describe('the listener bounds slow and numerous clients (config server.*)', () =
     const received: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => received.push(chunk));
     socket.on('error', () => undefined);
-    return new Promise((resolve) => socket.once('close', () => resolve({ bytes: Buffer.concat(received).toString('latin1') })));
+    return new Promise((resolve) =>
+      socket.once('close', () => resolve({ bytes: Buffer.concat(received).toString('latin1') })),
+    );
   }
 
   it('a client trickling its headers is cut off after headersTimeout, while others are served meanwhile', async () => {
@@ -338,7 +405,9 @@ describe('the listener bounds slow and numerous clients (config server.*)', () =
       if (!slow.destroyed) slow.write('X-Slow: a\r\n');
     }, 200);
     try {
-      const served = await sequentially(5, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth));
+      const served = await sequentially(5, () =>
+        request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth),
+      );
       expect(served.map((res) => res.status)).toEqual([200, 200, 200, 200, 200]);
       const { bytes } = await slowClosed;
       // Closed without an answer (the client is slow or gone; nginx does the same), within the
@@ -348,7 +417,9 @@ describe('the listener bounds slow and numerous clients (config server.*)', () =
     } finally {
       clearInterval(trickle);
     }
-    const log = product.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.msg === 'request timed out before it arrived');
+    const log = product.logs.lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((entry) => entry.msg === 'request timed out before it arrived');
     expect(log).toEqual(expect.objectContaining({ reason: 'ERR_HTTP_REQUEST_TIMEOUT', clientAddress: '127.0.0.1' }));
   });
 
@@ -360,13 +431,16 @@ describe('the listener bounds slow and numerous clients (config server.*)', () =
     } finally {
       for (const socket of held) socket.destroy();
     }
-    await eventually(async () => {
-      try {
-        return (await request(product.gatewayUrl).get('/v1/pets')).status === 401;
-      } catch {
-        return false; // node may not have counted the freed slots yet: the connection is closed again
-      }
-    }, { timeoutMs: 3000 });
+    await eventually(
+      async () => {
+        try {
+          return (await request(product.gatewayUrl).get('/v1/pets')).status === 401;
+        } catch {
+          return false; // node may not have counted the freed slots yet: the connection is closed again
+        }
+      },
+      { timeoutMs: 3000 },
+    );
   });
 });
 

@@ -46,7 +46,8 @@ describe.each([
 
   const admin = (target: ProductHarness, method: 'get' | 'post' | 'patch', route: string) =>
     request(target.adminUrl)[method](route).set('Authorization', `Bearer ${target.adminToken}`);
-  const pets = (key: string) => request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', `Bearer ${key}`);
+  const pets = (key: string) =>
+    request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', `Bearer ${key}`);
   const usage = (key: string) => request(product.gatewayUrl).get('/v1/usage').set('Authorization', `Bearer ${key}`);
 
   async function newKey(body: Record<string, unknown>): Promise<{ id: string; key: string }> {
@@ -75,7 +76,8 @@ describe.each([
   }
 
   /** Every rate-limit header value of an answer, joined: a hidden window's name must appear in none. */
-  const rateLimitText = (res: request.Response) => RATE_LIMIT_HEADERS.map((name) => header(res, name) ?? '').join(' | ');
+  const rateLimitText = (res: request.Response) =>
+    RATE_LIMIT_HEADERS.map((name) => header(res, name) ?? '').join(' | ');
 
   it('every kind of 429 rate_limited names the window that refused it, as the headers name it', async () => {
     const cases: Array<[string, () => Promise<string>]> = [
@@ -104,11 +106,11 @@ describe.each([
     const { key } = await newKey({ plan: 'guarded' });
     for (const remaining of [999, 998]) {
       const served = await pets(key).expect(200);
-      expect([header(served, 'x-ratelimit-limit'), header(served, 'x-ratelimit-remaining'), header(served, 'x-ratelimit-reset')]).toEqual([
-        '1000',
-        String(remaining),
-        String(Date.UTC(2026, 2, 16) / 1000),
-      ]);
+      expect([
+        header(served, 'x-ratelimit-limit'),
+        header(served, 'x-ratelimit-remaining'),
+        header(served, 'x-ratelimit-reset'),
+      ]).toEqual(['1000', String(remaining), String(Date.UTC(2026, 2, 16) / 1000)]);
       expect(header(served, 'ratelimit-policy')).toBe('"day";q=1000;w=86400');
       expect(header(served, 'ratelimit')).toBe(`"day";r=${remaining};t=${TO_DAY_END}`);
     }
@@ -121,14 +123,22 @@ describe.each([
     expectMatchesOpenApi('GET', '/pets', refused);
 
     const shown = await usage(key).expect(200);
-    expect(shown.body.windows).toEqual([{ name: 'day', limit: 1000, remaining: 998, reset: Date.UTC(2026, 2, 16) / 1000 }]);
+    expect(shown.body.windows).toEqual([
+      { name: 'day', limit: 1000, remaining: 998, reset: Date.UTC(2026, 2, 16) / 1000 },
+    ]);
     expect(rateLimitText(shown)).not.toContain('minute');
     expectMatchesOpenApi('GET', '/usage', shown);
     // The operator's request log line and metric keep the true window.
-    const logged = () => product.logs.lines.find((line) => line.includes(`"requestId":"${header(refused, 'x-request-id')!}"`) && line.includes('"status":429'));
+    const logged = () =>
+      product.logs.lines.find(
+        (line) => line.includes(`"requestId":"${header(refused, 'x-request-id')!}"`) && line.includes('"status":429'),
+      );
     await eventually(() => logged() !== undefined, { timeoutMs: 2000, what: 'the refused request’s log line' });
     expect(JSON.parse(logged()!)).toMatchObject({ status: 429, rateLimit: 'limited', window: 'minute' });
-    expect((await scrape(product, 'gateway_ratelimit_rejections_total')).find((s) => s.labels.plan === 'guarded')?.labels.window).toBe('minute');
+    expect(
+      (await scrape(product, 'gateway_ratelimit_rejections_total')).find((s) => s.labels.plan === 'guarded')?.labels
+        .window,
+    ).toBe('minute');
 
     // Enforced to the second: refused one second before the minute ends, served at it.
     clock.set(NOW + (TO_MINUTE_END - 1) * 1000);
@@ -154,18 +164,25 @@ describe.each([
   it("a consumer's hiddenWindows hides its consumer windows only; its 429 says hidden", async () => {
     const { key } = await consumerKey({ perMinute: 1, perDay: 500, hiddenWindows: ['minute'] });
     const served = await pets(key).expect(200);
-    expect(header(served, 'ratelimit-policy')).toBe('"minute";q=300;w=60, "day";q=10000;w=86400, "consumer-day";q=500;w=86400');
+    expect(header(served, 'ratelimit-policy')).toBe(
+      '"minute";q=300;w=60, "day";q=10000;w=86400, "consumer-day";q=500;w=86400',
+    );
     const refused = await pets(key);
     expectRefusedBy(refused, 'hidden');
     expect(header(refused, 'retry-after')).toBe(String(TO_MINUTE_END));
     expect(rateLimitText(refused)).not.toContain('consumer-minute');
-    expect((await usage(key).expect(200)).body.windows.map((w: { name: string }) => w.name)).toEqual(['minute', 'day', 'consumer-day']);
+    expect((await usage(key).expect(200)).body.windows.map((w: { name: string }) => w.name)).toEqual([
+      'minute',
+      'day',
+      'consumer-day',
+    ]);
   });
 
   it('every window hidden: no rate-limit header at all, an empty usage list, and the 429 still has Retry-After', async () => {
     const { key } = await newKey({ plan: 'stealth' });
     const served = await pets(key).expect(200);
-    for (const name of RATE_LIMIT_HEADERS) expect({ name, value: header(served, name) }).toEqual({ name, value: undefined });
+    for (const name of RATE_LIMIT_HEADERS)
+      expect({ name, value: header(served, name) }).toEqual({ name, value: undefined });
     await pets(key).expect(200);
     const refused = await pets(key);
     expectRefusedBy(refused, 'hidden');
@@ -178,13 +195,37 @@ describe.each([
     const { id } = await newKey({});
     const consumer = await admin(product, 'post', '/admin/consumers').send({ name: 'c' }).expect(201);
     for (const hiddenWindows of [['hour'], ['consumer-minute'], 'minute', [1]]) {
-      expectError(await admin(product, 'post', '/admin/keys').send({ name: 'k', plan: 'pro', limits: { perMinute: 1, perDay: 1, hiddenWindows } }), 400, 'validation_failed');
-      expectError(await admin(product, 'patch', `/admin/keys/${id}`).send({ limits: { perMinute: 1, perDay: 1, hiddenWindows } }), 400, 'validation_failed');
-      expectError(await admin(product, 'post', '/admin/consumers').send({ name: 'c', limits: { perMinute: 1, hiddenWindows } }), 400, 'validation_failed');
-      expectError(await admin(product, 'patch', `/admin/consumers/${consumer.body.id as string}`).send({ limits: { perMinute: 1, hiddenWindows } }), 400, 'validation_failed');
+      expectError(
+        await admin(product, 'post', '/admin/keys').send({
+          name: 'k',
+          plan: 'pro',
+          limits: { perMinute: 1, perDay: 1, hiddenWindows },
+        }),
+        400,
+        'validation_failed',
+      );
+      expectError(
+        await admin(product, 'patch', `/admin/keys/${id}`).send({ limits: { perMinute: 1, perDay: 1, hiddenWindows } }),
+        400,
+        'validation_failed',
+      );
+      expectError(
+        await admin(product, 'post', '/admin/consumers').send({ name: 'c', limits: { perMinute: 1, hiddenWindows } }),
+        400,
+        'validation_failed',
+      );
+      expectError(
+        await admin(product, 'patch', `/admin/consumers/${consumer.body.id as string}`).send({
+          limits: { perMinute: 1, hiddenWindows },
+        }),
+        400,
+        'validation_failed',
+      );
     }
     // A list is kept in canonical order, without repeats.
-    const patched = await admin(product, 'patch', `/admin/keys/${id}`).send({ limits: { perMinute: 1, perDay: 1, hiddenWindows: ['day', 'minute', 'day'] } }).expect(200);
+    const patched = await admin(product, 'patch', `/admin/keys/${id}`)
+      .send({ limits: { perMinute: 1, perDay: 1, hiddenWindows: ['day', 'minute', 'day'] } })
+      .expect(200);
     expect(patched.body.limits.hiddenWindows).toEqual(['minute', 'day']);
   });
 
@@ -197,11 +238,16 @@ describe.each([
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-hidden-'));
     let target = await startTestProduct({ redis, overrides, dataDir });
     try {
-      await admin(target, 'post', '/admin/keys/import').set('Content-Type', 'application/x-ndjson').send(backup).expect(200);
+      await admin(target, 'post', '/admin/keys/import')
+        .set('Content-Type', 'application/x-ndjson')
+        .send(backup)
+        .expect(200);
       const check = async (t: ProductHarness) => {
         expect((await admin(t, 'get', `/admin/keys/${id}`).expect(200)).body.limits.hiddenWindows).toEqual(['minute']);
         expect((await admin(t, 'get', `/admin/keys/${cleared.id}`).expect(200)).body.limits.hiddenWindows).toEqual([]);
-        expect((await admin(t, 'get', `/admin/consumers/${consumerId}`).expect(200)).body.limits.hiddenWindows).toEqual(['day']);
+        expect((await admin(t, 'get', `/admin/consumers/${consumerId}`).expect(200)).body.limits.hiddenWindows).toEqual(
+          ['day'],
+        );
       };
       await check(target);
       if (!redis) {

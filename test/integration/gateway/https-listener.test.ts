@@ -63,11 +63,21 @@ describe.each<Protocol>(['h2', 'http/1.1'])('the contract over HTTPS, %s', (prot
 
   it('echoes a client request id and answers a key with the rate-limit headers and the inventory body', async () => {
     const { auth } = await createKey(product, { plan: 'pro' });
-    const res = await client.request({ path: '/v1/pets', headers: { authorization: auth, 'x-request-id': 'req-tls-0001' } });
+    const res = await client.request({
+      path: '/v1/pets',
+      headers: { authorization: auth, 'x-request-id': 'req-tls-0001' },
+    });
     expect(res.status).toBe(200);
     expect(Array.isArray((res.body as { data?: unknown }).data ?? res.body)).toBe(true);
     expect(res.headers['x-request-id']).toBe('req-tls-0001');
-    for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']) expect(res.headers[name]).toEqual(expect.any(String));
+    for (const name of [
+      'x-ratelimit-limit',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+      'ratelimit-policy',
+      'ratelimit',
+    ])
+      expect(res.headers[name]).toEqual(expect.any(String));
   });
 
   it('announces the deprecation of GET /v1/pets/{petId}', async () => {
@@ -80,7 +90,12 @@ describe.each<Protocol>(['h2', 'http/1.1'])('the contract over HTTPS, %s', (prot
   it('refuses a body over the limit with 413 and keeps serving', async () => {
     const { auth } = await createKey(product, { plan: 'pro' });
     const big = 'x'.repeat(product.config.server.maxBodyBytes + 1);
-    const res = await client.request({ method: 'POST', path: '/v1/pets', headers: { authorization: auth, 'content-type': 'application/json', 'content-length': String(big.length) }, body: big });
+    const res = await client.request({
+      method: 'POST',
+      path: '/v1/pets',
+      headers: { authorization: auth, 'content-type': 'application/json', 'content-length': String(big.length) },
+      body: big,
+    });
     expectError(res, 413, 'payload_too_large');
     expect((await client.request({ path: '/v1/pets', headers: { authorization: auth } })).status).toBe(200);
   });
@@ -88,7 +103,8 @@ describe.each<Protocol>(['h2', 'http/1.1'])('the contract over HTTPS, %s', (prot
   it('limits, then bans, with Retry-After', async () => {
     const { auth } = await createKey(product, { plan: 'tiny' });
     const answers: TlsAnswer[] = [];
-    for (let i = 0; i < 8; i++) answers.push(await client.request({ path: '/v1/pets', headers: { authorization: auth } }));
+    for (let i = 0; i < 8; i++)
+      answers.push(await client.request({ path: '/v1/pets', headers: { authorization: auth } }));
     expect(answers.slice(0, 2).map((a) => a.status)).toEqual([200, 200]);
     expectError(answers[2]!, 429, 'rate_limited');
     expect(Number(answers[2]!.headers['retry-after'])).toBeGreaterThan(0);
@@ -98,7 +114,11 @@ describe.each<Protocol>(['h2', 'http/1.1'])('the contract over HTTPS, %s', (prot
   it('answers an unknown route 404 and a wrong key 401', async () => {
     const { auth } = await createKey(product, { plan: 'pro' });
     expectError(await client.request({ path: '/v1/nothing-here', headers: { authorization: auth } }), 404, 'not_found');
-    expectError(await client.request({ path: '/v1/pets', headers: { authorization: 'Bearer asg_test_wrong' } }), 401, 'invalid_api_key');
+    expectError(
+      await client.request({ path: '/v1/pets', headers: { authorization: 'Bearer asg_test_wrong' } }),
+      401,
+      'invalid_api_key',
+    );
   });
 
   it('logs each request with its protocol and counts it in the metrics', async () => {
@@ -106,7 +126,9 @@ describe.each<Protocol>(['h2', 'http/1.1'])('the contract over HTTPS, %s', (prot
     expect(res.status).toBe(401);
     const line = await waitForLogLine(product, 'req-tls-logged');
     expect(line).toMatchObject({ msg: 'request', protocol, status: 401, route: '/v1/pets' });
-    expect(total(await scrape(product, 'gateway_http_requests_total'), { route: '/v1/pets', status_code: '401' })).toBeGreaterThan(0);
+    expect(
+      total(await scrape(product, 'gateway_http_requests_total'), { route: '/v1/pets', status_code: '401' }),
+    ).toBeGreaterThan(0);
   });
 });
 
@@ -148,11 +170,14 @@ describe.each(['undici', 'http-proxy'] as const)('forwarding HTTP/2 requests wit
     const seen = upstream.requests.at(-1)!;
     expect(seen).toMatchObject({ method: 'POST', url: '/v1/pets', body });
     expect(Object.keys(seen.headers).filter((name) => name.startsWith(':'))).toEqual([]);
-    for (const name of ['te', 'upgrade', 'keep-alive', 'proxy-connection', 'authorization']) expect(seen.headers[name]).toBeUndefined();
+    for (const name of ['te', 'upgrade', 'keep-alive', 'proxy-connection', 'authorization'])
+      expect(seen.headers[name]).toBeUndefined();
     // The gateway's own connection to the inventory: HTTP/1.1, kept alive.
     expect([undefined, 'keep-alive']).toContain(seen.headers.connection);
     // The body had no declared length: the gateway's own HTTP/1.1 client frames it (chunked) or with Content-Length.
-    expect(seen.headers['transfer-encoding'] === 'chunked' || seen.headers['content-length'] === String(body.length)).toBe(true);
+    expect(
+      seen.headers['transfer-encoding'] === 'chunked' || seen.headers['content-length'] === String(body.length),
+    ).toBe(true);
     expect(seen.headers['x-custom']).toBe('kept');
     expect(seen.headers.host).toEqual(expect.any(String));
     expect(seen.headers['x-forwarded-host']).toBe(new URL(product.gatewayUrl).host);
@@ -160,15 +185,24 @@ describe.each(['undici', 'http-proxy'] as const)('forwarding HTTP/2 requests wit
 
   it('refuses an HTTP/2 body of no declared length once it passes the limit', async () => {
     const { auth } = await createKey(product, { plan: 'pro' });
-    const res = await client.request({ method: 'POST', path: '/v1/pets', headers: { authorization: auth, 'content-type': 'application/json' }, body: 'x'.repeat(product.config.server.maxBodyBytes * 2) });
+    const res = await client.request({
+      method: 'POST',
+      path: '/v1/pets',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: 'x'.repeat(product.config.server.maxBodyBytes * 2),
+    });
     expectError(res, 413, 'payload_too_large');
   });
 
   it('serves many concurrent streams of one session over a few keep-alive upstream connections', async () => {
     const { auth } = await createKey(product, { plan: 'pro' });
-    const answers = await Promise.all(Array.from({ length: 40 }, () => client.request({ path: '/v1/pets', headers: { authorization: auth } })));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => client.request({ path: '/v1/pets', headers: { authorization: auth } })),
+    );
     expect(answers.every((a) => a.status === 200)).toBe(true);
-    expect(answers.every((a) => a.headers['connection'] === undefined && a.headers['keep-alive'] === undefined)).toBe(true);
+    expect(answers.every((a) => a.headers['connection'] === undefined && a.headers['keep-alive'] === undefined)).toBe(
+      true,
+    );
   });
 });
 
@@ -177,7 +211,10 @@ describe('HTTP/2 limits', () => {
   let client: TlsClient;
 
   beforeAll(async () => {
-    product = await startTestProduct({ env: tlsEnv(), overrides: { http2: { maxConcurrentStreams: 16, maxHeaderListPairs: 32 } } });
+    product = await startTestProduct({
+      env: tlsEnv(),
+      overrides: { http2: { maxConcurrentStreams: 16, maxHeaderListPairs: 32 } },
+    });
     client = new TlsClient(product.gatewayUrl, certs.caCert, 'h2');
   });
   afterAll(async () => {
@@ -187,7 +224,11 @@ describe('HTTP/2 limits', () => {
 
   it('announces the stream limit in its SETTINGS', async () => {
     const session = client.h2Session();
-    await new Promise<void>((resolve) => (session.remoteSettings.maxConcurrentStreams !== undefined && session.connecting === false ? resolve() : session.once('remoteSettings', () => resolve())));
+    await new Promise<void>((resolve) =>
+      session.remoteSettings.maxConcurrentStreams !== undefined && session.connecting === false
+        ? resolve()
+        : session.once('remoteSettings', () => resolve()),
+    );
     expect(session.remoteSettings.maxConcurrentStreams).toBe(16);
   });
 
@@ -205,7 +246,10 @@ describe('HTTP/2 limits', () => {
   it('keeps the HTTP/1.1 bounds on HTTPS/1.1: a header section over maxHeaderBytes is refused', async () => {
     const http1 = new TlsClient(product.gatewayUrl, certs.caCert, 'http/1.1');
     try {
-      const res = await http1.request({ path: '/v1/pets', headers: { 'x-big': 'y'.repeat(product.config.server.maxHeaderBytes + 10) } });
+      const res = await http1.request({
+        path: '/v1/pets',
+        headers: { 'x-big': 'y'.repeat(product.config.server.maxHeaderBytes + 10) },
+      });
       expect(res.status).toBe(431);
     } finally {
       http1.close();
@@ -268,12 +312,24 @@ describe('HTTP/2 requests Node would answer, or serve, without the gateway', () 
     const { auth } = await createKey(product, { plan: 'pro' });
     const url = new URL(product.gatewayUrl);
     for (const host of ['evil.example', `${url.hostname}:1`, 'localhost']) {
-      const res = await h2({ ':method': 'GET', ':path': '/v1/pets', ':authority': url.host, authorization: auth, host });
+      const res = await h2({
+        ':method': 'GET',
+        ':path': '/v1/pets',
+        ':authority': url.host,
+        authorization: auth,
+        host,
+      });
       expectError(res, 400, 'malformed_request');
       expectRequestId(res);
     }
     // The same authority in either spelling of case is the same entity: served.
-    const same = await h2({ ':method': 'GET', ':path': '/v1/pets', ':authority': url.host, authorization: auth, host: url.host.toUpperCase() });
+    const same = await h2({
+      ':method': 'GET',
+      ':path': '/v1/pets',
+      ':authority': url.host,
+      authorization: auth,
+      host: url.host.toUpperCase(),
+    });
     expect(same.status).toBe(200);
     expect((await client.request({ path: '/v1/pets', headers: { authorization: auth } })).status).toBe(200);
   });
@@ -281,10 +337,18 @@ describe('HTTP/2 requests Node would answer, or serve, without the gateway', () 
 
 describe('HTTPS/1.1 slow clients', () => {
   it('a client that never finishes its headers is cut off after server.headersTimeoutMs', async () => {
-    const product = await startTestProduct({ env: tlsEnv(), overrides: { server: { headersTimeoutMs: 1000, requestTimeoutMs: 2000 } } });
+    const product = await startTestProduct({
+      env: tlsEnv(),
+      overrides: { server: { headersTimeoutMs: 1000, requestTimeoutMs: 2000 } },
+    });
     try {
       const { port } = new URL(product.gatewayUrl);
-      const socket = tls.connect({ host: '127.0.0.1', port: Number(port), ca: fs.readFileSync(certs.caCert), ALPNProtocols: ['http/1.1'] });
+      const socket = tls.connect({
+        host: '127.0.0.1',
+        port: Number(port),
+        ca: fs.readFileSync(certs.caCert),
+        ALPNProtocols: ['http/1.1'],
+      });
       await new Promise((resolve) => socket.once('secureConnect', resolve));
       const started = Date.now();
       socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n');
@@ -303,15 +367,21 @@ describe('HTTPS/1.1 slow clients', () => {
 
 describe('startup with a bad pair', () => {
   it('stops with one line naming TLS_KEY_FILE when the key is not the certificate’s', async () => {
-    await expect(startTestProduct({ env: { TLS_CERT_FILE: certs.serverCert, TLS_KEY_FILE: certs.clientKey } })).rejects.toThrow(
-      /^invalid setting TLS_KEY_FILE \(tls\.keyFile\): .* is not the key of the certificate in /,
-    );
+    await expect(
+      startTestProduct({ env: { TLS_CERT_FILE: certs.serverCert, TLS_KEY_FILE: certs.clientKey } }),
+    ).rejects.toThrow(/^invalid setting TLS_KEY_FILE \(tls\.keyFile\): .* is not the key of the certificate in /);
   });
 
   it('stops naming TLS_CERT_FILE when it is not a certificate, and refuses one file without the other', async () => {
-    await expect(startTestProduct({ env: { TLS_CERT_FILE: certs.serverKey, TLS_KEY_FILE: certs.serverKey } })).rejects.toThrow(/^invalid setting TLS_CERT_FILE \(tls\.certFile\): .* holds no PEM certificate$/);
-    await expect(startTestProduct({ env: { TLS_CERT_FILE: certs.serverCert } })).rejects.toThrow(/TLS_KEY_FILE \(tls\.keyFile\): HTTPS needs both/);
-    await expect(startTestProduct({ env: { TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: certs.serverKey } })).rejects.toThrow(/invalid setting TLS_CERT_FILE \(tls\.certFile\): must name a readable file/);
+    await expect(
+      startTestProduct({ env: { TLS_CERT_FILE: certs.serverKey, TLS_KEY_FILE: certs.serverKey } }),
+    ).rejects.toThrow(/^invalid setting TLS_CERT_FILE \(tls\.certFile\): .* holds no PEM certificate$/);
+    await expect(startTestProduct({ env: { TLS_CERT_FILE: certs.serverCert } })).rejects.toThrow(
+      /TLS_KEY_FILE \(tls\.keyFile\): HTTPS needs both/,
+    );
+    await expect(
+      startTestProduct({ env: { TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: certs.serverKey } }),
+    ).rejects.toThrow(/invalid setting TLS_CERT_FILE \(tls\.certFile\): must name a readable file/);
   });
 });
 

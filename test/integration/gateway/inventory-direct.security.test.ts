@@ -29,7 +29,11 @@ describe('the inventory called directly, around the gateway', () => {
     const before = countPets(product);
     expectError(await request(inventoryUrl).get('/v1/pets'), 401, 'missing_api_key');
     expectError(await request(inventoryUrl).get('/v1/pets').set('Authorization', auth), 401, 'missing_api_key');
-    expectError(await request(inventoryUrl).post('/v1/pets').set('Authorization', auth).send(newPet), 401, 'missing_api_key');
+    expectError(
+      await request(inventoryUrl).post('/v1/pets').set('Authorization', auth).send(newPet),
+      401,
+      'missing_api_key',
+    );
     expect(countPets(product)).toBe(before);
   });
 

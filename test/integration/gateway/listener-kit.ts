@@ -56,7 +56,11 @@ export function openConnection(baseUrl: string, localAddress = '127.0.0.1'): Pro
         };
         const deadline = setTimeout(() => {
           waiters.delete(attempt);
-          fail(new Error(`${what} within ${timeoutMs} ms; received so far: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`));
+          fail(
+            new Error(
+              `${what} within ${timeoutMs} ms; received so far: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(attempt);
         attempt();
@@ -70,10 +74,16 @@ export function openConnection(baseUrl: string, localAddress = '127.0.0.1'): Pro
           whenReceived(timeoutMs, 'no complete answer', () => {
             const res = parseResponse(received, { closed: closedAt !== null });
             if (res) received = Buffer.alloc(0);
-            else if (closedAt !== null) return new Error(`closed without a complete answer: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`);
+            else if (closedAt !== null)
+              return new Error(
+                `closed without a complete answer: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`,
+              );
             return res;
           }),
-        closed: (timeoutMs) => whenReceived(timeoutMs, 'the server did not close the connection', () => (closedAt === null ? null : { at: closedAt, bytes: received.toString('latin1') })),
+        closed: (timeoutMs) =>
+          whenReceived(timeoutMs, 'the server did not close the connection', () =>
+            closedAt === null ? null : { at: closedAt, bytes: received.toString('latin1') },
+          ),
       });
     });
   });
@@ -92,7 +102,8 @@ export async function scrape(product: ProductHarness, name: string): Promise<Sam
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;
     const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[pair[1]!] = pair[2]!;
     samples.push({ labels, value: Number(match[3]) });
   }
   return samples;
@@ -100,7 +111,9 @@ export async function scrape(product: ProductHarness, name: string): Promise<Sam
 
 /** The sum over samples whose labels include every one of `labels`. */
 export function total(samples: readonly Sample[], labels: Record<string, string> = {}): number {
-  return samples.filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + s.value, 0);
+  return samples
+    .filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
 }
 
 /** The product's captured log lines, parsed. */

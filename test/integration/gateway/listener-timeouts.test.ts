@@ -34,7 +34,11 @@ beforeAll(async () => {
   product = await startTestProduct({
     redis: false,
     overrides: {
-      server: { headersTimeoutMs: REQUEST_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS },
+      server: {
+        headersTimeoutMs: REQUEST_TIMEOUT_MS,
+        requestTimeoutMs: REQUEST_TIMEOUT_MS,
+        keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+      },
       anonymous: { perMinute: 1000 },
     },
   });
@@ -63,7 +67,8 @@ const listeners: Listener[] = [
   {
     name: 'public',
     url: () => product.gatewayUrl,
-    slowWrite: () => `POST /v1/pets HTTP/1.1\r\nHost: gateway\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":"`,
+    slowWrite: () =>
+      `POST /v1/pets HTTP/1.1\r\nHost: gateway\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":"`,
     serve: async () => (await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status,
     keepAlive: () => `GET /v1/pets HTTP/1.1\r\nHost: gateway\r\nAuthorization: ${auth}\r\n\r\n`,
     created: async () => countPets(product),
@@ -73,7 +78,8 @@ const listeners: Listener[] = [
     url: () => product.adminUrl,
     slowWrite: () =>
       `POST /admin/keys HTTP/1.1\r\nHost: admin\r\nAuthorization: Bearer ${product.adminToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"plan":"free","name":"`,
-    serve: async () => (await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`)).status,
+    serve: async () =>
+      (await request(product.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`)).status,
     keepAlive: () => `GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n`,
     created: async () => (await product.keyService.list()).length,
   },
@@ -129,7 +135,14 @@ describe.each(listeners)('the $name listener', (listener) => {
       // no status (none reached the client) and why it was cut off.
       const cutOff = written.filter((entry) => entry.msg === 'request' && entry.clientAddress === CLIENT_ADDRESS);
       expect(cutOff).toEqual([
-        expect.objectContaining({ method: 'POST', route: '/v1/pets', status: null, cutOff: 'ERR_HTTP_REQUEST_TIMEOUT', plan: 'enterprise', requestId: expect.any(String) }),
+        expect.objectContaining({
+          method: 'POST',
+          route: '/v1/pets',
+          status: null,
+          cutOff: 'ERR_HTTP_REQUEST_TIMEOUT',
+          plan: 'enterprise',
+          requestId: expect.any(String),
+        }),
       ]);
       expect(written.filter((entry) => entry.msg === TIMED_OUT)).toEqual([]);
       const counted = { method: 'POST', route: '/v1/pets', status_code: '0', plan: 'enterprise' };
@@ -138,7 +151,12 @@ describe.each(listeners)('the $name listener', (listener) => {
     } else {
       // Express has no such record of its own: the listener's line stands for it, and it is no gateway traffic.
       expect(written.filter((entry) => entry.msg === TIMED_OUT)).toEqual([
-        expect.objectContaining({ reason: 'ERR_HTTP_REQUEST_TIMEOUT', clientAddress: CLIENT_ADDRESS, status: null, component: 'admin' }),
+        expect.objectContaining({
+          reason: 'ERR_HTTP_REQUEST_TIMEOUT',
+          clientAddress: CLIENT_ADDRESS,
+          status: null,
+          component: 'admin',
+        }),
       ]);
       expect(total(after, unparsed) - total(before, unparsed)).toBe(0);
     }
@@ -177,9 +195,20 @@ it('records a request whose client hangs up before sending its whole body, under
   // Let the gateway take it up (key checked, forward started), then hang up.
   await new Promise((resolve) => setTimeout(resolve, 100));
   leaving.socket.destroy();
-  const lines = () => logEntries(product).slice(linesBefore).filter((entry) => entry.msg === 'request' && entry.clientAddress === '127.0.0.32');
+  const lines = () =>
+    logEntries(product)
+      .slice(linesBefore)
+      .filter((entry) => entry.msg === 'request' && entry.clientAddress === '127.0.0.32');
   await eventually(async () => lines().length > 0, { timeoutMs: 3000 });
-  expect(lines()).toEqual([expect.objectContaining({ method: 'POST', route: '/v1/pets', status: null, cutOff: 'client closed the connection', plan: 'enterprise' })]);
+  expect(lines()).toEqual([
+    expect.objectContaining({
+      method: 'POST',
+      route: '/v1/pets',
+      status: null,
+      cutOff: 'client closed the connection',
+      plan: 'enterprise',
+    }),
+  ]);
   const after = await scrape(product, 'gateway_http_requests_total');
   const counted = { method: 'POST', route: '/v1/pets', status_code: '0', plan: 'enterprise' };
   expect(total(after, counted) - total(before, counted)).toBe(1);

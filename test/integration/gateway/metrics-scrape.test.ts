@@ -23,7 +23,10 @@ describe('GET /metrics after scripted traffic', () => {
   const clock = new ManualClock(MID_MINUTE);
 
   beforeAll(async () => {
-    product = await startTestProduct({ clock, overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 600 } } });
+    product = await startTestProduct({
+      clock,
+      overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 600 } },
+    });
     const gateway = () => request(product.gatewayUrl);
 
     // free, 5 a minute: 5 admitted (the 4th crosses 80 %), the 6th refused by the minute.
@@ -40,7 +43,11 @@ describe('GET /metrics after scripted traffic', () => {
     await sequentially(5, () => gateway().get('/v1/pets').set('Authorization', business.auth));
 
     // The deprecated operation, by GET and HEAD.
-    const enterprise = await createKey(product, { plan: 'enterprise', name: 'legacy client', limits: { perMinute: 100, perDay: 1000 } });
+    const enterprise = await createKey(product, {
+      plan: 'enterprise',
+      name: 'legacy client',
+      limits: { perMinute: 100, perDay: 1000 },
+    });
     deprecatedCaller = enterprise;
     await gateway().get('/v1/pets/1').set('Authorization', enterprise.auth).expect(200);
     await gateway().get('/v1/pets/999').set('Authorization', enterprise.auth).expect(404);
@@ -51,7 +58,10 @@ describe('GET /metrics after scripted traffic', () => {
     revokedId = revoked.id;
     await product.keyService.revoke(revoked.id);
     await gateway().get('/v1/pets').expect(401);
-    await gateway().get('/v1/pets').set('Authorization', 'Bearer asg_dev_' + 'Z'.repeat(32)).expect(401);
+    await gateway()
+      .get('/v1/pets')
+      .set('Authorization', 'Bearer asg_dev_' + 'Z'.repeat(32))
+      .expect(401);
     await gateway().get('/v1/pets').set('Authorization', revoked.auth).expect(401);
 
     metrics = (await request(product.adminUrl).get('/metrics').expect(200)).text;
@@ -63,7 +73,10 @@ describe('GET /metrics after scripted traffic', () => {
 
   it('counts requests by method, route template, status and plan', () => {
     const counted = (method: string, route: string, status: number, plan: string) =>
-      sample(metrics, `gateway_http_requests_total{method="${method}",route="${route}",status_code="${status}",plan="${plan}"}`);
+      sample(
+        metrics,
+        `gateway_http_requests_total{method="${method}",route="${route}",status_code="${status}",plan="${plan}"}`,
+      );
     expect(counted('GET', '/v1/pets', 200, 'free')).toBe(5);
     expect(counted('GET', '/v1/pets', 429, 'free')).toBe(1);
     expect(counted('POST', '/v1/pets', 201, 'pro')).toBe(1);
@@ -79,13 +92,34 @@ describe('GET /metrics after scripted traffic', () => {
   });
 
   it('times requests and upstream calls with the same route labels, without plan', () => {
-    expect(sample(metrics, 'gateway_http_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="200"}')).toBe(10);
-    expect(sample(metrics, 'gateway_http_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="429"}')).toBe(6);
+    expect(
+      sample(metrics, 'gateway_http_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="200"}'),
+    ).toBe(10);
+    expect(
+      sample(metrics, 'gateway_http_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="429"}'),
+    ).toBe(6);
     // Only forwarded requests reach the upstream histogram.
-    expect(sample(metrics, 'gateway_upstream_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="200"}')).toBe(10);
-    expect(sample(metrics, 'gateway_upstream_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="429"}')).toBe(0);
-    expect(sample(metrics, 'gateway_upstream_request_duration_seconds_count{method="POST",route="/v1/pets",status_code="201"}')).toBe(1);
-    expect(metrics).toMatch(/^gateway_http_request_duration_seconds_bucket\{le="0\.0005",method="GET",route="\/v1\/pets",status_code="200"\} \d+$/m);
+    expect(
+      sample(
+        metrics,
+        'gateway_upstream_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="200"}',
+      ),
+    ).toBe(10);
+    expect(
+      sample(
+        metrics,
+        'gateway_upstream_request_duration_seconds_count{method="GET",route="/v1/pets",status_code="429"}',
+      ),
+    ).toBe(0);
+    expect(
+      sample(
+        metrics,
+        'gateway_upstream_request_duration_seconds_count{method="POST",route="/v1/pets",status_code="201"}',
+      ),
+    ).toBe(1);
+    expect(metrics).toMatch(
+      /^gateway_http_request_duration_seconds_bucket\{le="0\.0005",method="GET",route="\/v1\/pets",status_code="200"\} \d+$/m,
+    );
   });
 
   it('counts refusals by plan and window, and the bans they caused', () => {
@@ -131,7 +165,10 @@ describe('GET /metrics after scripted traffic', () => {
   });
 
   it('GET /admin/deprecations names the key that called the deprecated operation, with its count and last call', async () => {
-    const res = await request(product.adminUrl).get('/admin/deprecations').set('Authorization', `Bearer ${product.adminToken}`).expect(200);
+    const res = await request(product.adminUrl)
+      .get('/admin/deprecations')
+      .set('Authorization', `Bearer ${product.adminToken}`)
+      .expect(200);
     expect(res.body).toEqual({
       lookbackDays: 30,
       routes: [
@@ -141,7 +178,13 @@ describe('GET /metrics after scripted traffic', () => {
           deprecatedAt: '2025-12-05T00:00:00.000Z',
           sunset: '2030-12-05T00:00:00.000Z',
           callers: [
-            { keyId: deprecatedCaller.id, name: 'legacy client', plan: 'enterprise', count: 3, lastCallAt: new Date(MID_MINUTE).toISOString() },
+            {
+              keyId: deprecatedCaller.id,
+              name: 'legacy client',
+              plan: 'enterprise',
+              count: 3,
+              lastCallAt: new Date(MID_MINUTE).toISOString(),
+            },
           ],
         },
       ],

@@ -16,7 +16,10 @@ jest.setTimeout(180_000);
 
 /** 15 March 2026, mid-month, mid-day: nothing in these tests straddles a window. */
 const NOW = Date.UTC(2026, 2, 15, 12, 0, 17, 500);
-const overrides = { plans: { metered: { perMinute: 1000, perDay: 10_000, perMonth: 100 } }, anonymous: { perMinute: 1000 } };
+const overrides = {
+  plans: { metered: { perMinute: 1000, perDay: 10_000, perMonth: 100 } },
+  anonymous: { perMinute: 1000 },
+};
 
 describe.each([
   ['on Redis', true],
@@ -33,18 +36,36 @@ describe.each([
     const namespace = `asg:month-restart:${process.pid}:${Date.now()}`;
     const clock = new ManualClock(NOW);
     product = await startTestProduct({ redis, dataDir, namespace, clock, overrides });
-    const created = await request(product.adminUrl).post('/admin/keys').set('Authorization', `Bearer ${product.adminToken}`).send({ name: 'metered', plan: 'metered' }).expect(201);
+    const created = await request(product.adminUrl)
+      .post('/admin/keys')
+      .set('Authorization', `Bearer ${product.adminToken}`)
+      .send({ name: 'metered', plan: 'metered' })
+      .expect(201);
     const { id, key } = created.body as { id: string; key: string };
     const auth = `Bearer ${key}`;
-    for (let i = 0; i < 7; i++) await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
-    const granted = await request(product.adminUrl).post(`/admin/keys/${id}/credits`).set('Authorization', `Bearer ${product.adminToken}`).send({ units: 50 }).expect(200);
+    for (let i = 0; i < 7; i++)
+      await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
+    const granted = await request(product.adminUrl)
+      .post(`/admin/keys/${id}/credits`)
+      .set('Authorization', `Bearer ${product.adminToken}`)
+      .send({ units: 50 })
+      .expect(200);
     expect(granted.body.usage.month).toMatchObject({ limit: 150, remaining: 143, credits: 50 });
     await product.close();
 
     product = await startTestProduct({ redis, dataDir, namespace, clock, overrides });
     const usage = await request(product.gatewayUrl).get('/v1/usage').set('Authorization', auth).expect(200);
-    expect(usage.body.windows.find((w: { name: string }) => w.name === 'month')).toEqual({ name: 'month', limit: 150, remaining: 143, reset: Date.UTC(2026, 3, 1) / 1000 });
-    expect((await admin(product).get(`/admin/keys/${id}`).expect(200)).body.usage.month).toMatchObject({ limit: 150, remaining: 143, credits: 50 });
+    expect(usage.body.windows.find((w: { name: string }) => w.name === 'month')).toEqual({
+      name: 'month',
+      limit: 150,
+      remaining: 143,
+      reset: Date.UTC(2026, 3, 1) / 1000,
+    });
+    expect((await admin(product).get(`/admin/keys/${id}`).expect(200)).body.usage.month).toMatchObject({
+      limit: 150,
+      remaining: 143,
+      credits: 50,
+    });
     // And it goes on counting from there.
     const next = await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
     expect(next.headers.ratelimit).toContain('"month";r=142;');
@@ -54,7 +75,10 @@ describe.each([
     clock.set(Date.UTC(2026, 3, 2, 12));
     product = await startTestProduct({ redis, dataDir, namespace, clock, overrides });
     const april = await request(product.gatewayUrl).get('/v1/usage').set('Authorization', auth).expect(200);
-    expect(april.body.windows.find((w: { name: string }) => w.name === 'month')).toMatchObject({ limit: 100, remaining: 100 });
+    expect(april.body.windows.find((w: { name: string }) => w.name === 'month')).toMatchObject({
+      limit: 100,
+      remaining: 100,
+    });
   });
 });
 
@@ -80,14 +104,28 @@ describe('in process, a crash right after a grant', () => {
       await main.waitForStdout(/"msg":"listening/);
     };
     await start();
-    const created = await fetch(`${adminUrl}/admin/keys`, { method: 'POST', headers, body: JSON.stringify({ name: 'metered', plan: 'metered' }) });
+    const created = await fetch(`${adminUrl}/admin/keys`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'metered', plan: 'metered' }),
+    });
     const { id } = (await created.json()) as { id: string };
-    expect((await fetch(`${adminUrl}/admin/keys/${id}/credits`, { method: 'POST', headers, body: JSON.stringify({ units: 25 }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${adminUrl}/admin/keys/${id}/credits`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ units: 25 }),
+        })
+      ).status,
+    ).toBe(200);
     main!.child.kill('SIGKILL');
     await main!.exited;
 
     await start();
-    const shown = (await (await fetch(`${adminUrl}/admin/keys/${id}`, { headers })).json()) as { usage: { month: { credits: number; remaining: number } } };
+    const shown = (await (await fetch(`${adminUrl}/admin/keys/${id}`, { headers })).json()) as {
+      usage: { month: { credits: number; remaining: number } };
+    };
     expect(shown.usage.month).toMatchObject({ credits: 25, remaining: 125 });
   });
 });

@@ -29,10 +29,18 @@ describe('metrics and logs of the gateway', () => {
   });
 
   it('requests are labelled with the route template, and unmatched paths with one label', () => {
-    expect(metrics).toMatch(/^gateway_http_requests_total\{method="GET",route="\/v1\/pets\/\{petId\}",status_code="404",plan="pro"\} 1$/m);
-    expect(metrics).toMatch(/^gateway_http_requests_total\{method="GET",route="unmatched",status_code="404",plan="pro"\} 1$/m);
-    expect(metrics).toMatch(/^gateway_http_requests_total\{method="GET",route="\/v1\/pets",status_code="200",plan="pro"\} 1$/m);
-    expect(metrics).toMatch(/^gateway_http_requests_total\{method="GET",route="\/v1\/pets",status_code="429",plan="pro"\} 1$/m);
+    expect(metrics).toMatch(
+      /^gateway_http_requests_total\{method="GET",route="\/v1\/pets\/\{petId\}",status_code="404",plan="pro"\} 1$/m,
+    );
+    expect(metrics).toMatch(
+      /^gateway_http_requests_total\{method="GET",route="unmatched",status_code="404",plan="pro"\} 1$/m,
+    );
+    expect(metrics).toMatch(
+      /^gateway_http_requests_total\{method="GET",route="\/v1\/pets",status_code="200",plan="pro"\} 1$/m,
+    );
+    expect(metrics).toMatch(
+      /^gateway_http_requests_total\{method="GET",route="\/v1\/pets",status_code="429",plan="pro"\} 1$/m,
+    );
     expect(metrics).not.toMatch(/route="[^"]*(12345|owners|limit=)/);
   });
 

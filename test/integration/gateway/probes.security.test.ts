@@ -11,7 +11,12 @@ import { createKey } from '../../support/keys';
 let product: ProductHarness;
 
 beforeAll(async () => {
-  product = await startTestProduct({ overrides: { anonymous: { perMinute: 100_000 }, admin: { failedTokensPerMinute: 100_000, failedTokensPerMinuteTotal: 100_000 } } });
+  product = await startTestProduct({
+    overrides: {
+      anonymous: { perMinute: 100_000 },
+      admin: { failedTokensPerMinute: 100_000, failedTokensPerMinuteTotal: 100_000 },
+    },
+  });
 });
 
 afterAll(async () => {
@@ -59,7 +64,11 @@ describe('path tricks on the public listener', () => {
     ['*', 404],
   ])('%s with a valid key: %i', async (target, status) => {
     const { key } = await createKey(product, { plan: 'business' });
-    const exchange = await sendRaw(product.gatewayUrl, { method: 'GET', target, headers: [['Authorization', `Bearer ${key}`]] });
+    const exchange = await sendRaw(product.gatewayUrl, {
+      method: 'GET',
+      target,
+      headers: [['Authorization', `Bearer ${key}`]],
+    });
     expect({ target, status: exchange.response?.status }).toEqual({ target, status });
   });
 });
@@ -67,17 +76,41 @@ describe('path tricks on the public listener', () => {
 describe('metrics stay bounded under random paths and methods', () => {
   it('500 random paths and every method node accepts add no label value beyond the route templates and the method list', async () => {
     const { key } = await createKey(product, { plan: 'business' });
-    const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'MKCOL', 'M-SEARCH', 'PURGE', 'QUERY', 'LINK', 'UNLOCK'];
+    const methods = [
+      'GET',
+      'POST',
+      'PUT',
+      'PATCH',
+      'DELETE',
+      'OPTIONS',
+      'TRACE',
+      'PROPFIND',
+      'MKCOL',
+      'M-SEARCH',
+      'PURGE',
+      'QUERY',
+      'LINK',
+      'UNLOCK',
+    ];
     for (let i = 0; i < 500; i++) {
       const method = methods[i % methods.length]!;
       const path = `/v1/${Math.random().toString(36).slice(2)}/${i}?q=${i}`;
-      await sendRaw(product.gatewayUrl, { method, target: path, headers: [['Authorization', `Bearer ${key}`], ['Content-Length', '0']] });
+      await sendRaw(product.gatewayUrl, {
+        method,
+        target: path,
+        headers: [
+          ['Authorization', `Bearer ${key}`],
+          ['Content-Length', '0'],
+        ],
+      });
     }
     const metrics = (await request(product.adminUrl).get('/metrics').expect(200)).text;
     const routes = new Set([...metrics.matchAll(/route="([^"]*)"/g)].map((match) => match[1]));
     for (const route of routes) expect(['/v1/pets', '/v1/pets/{petId}', '/v1/usage', 'unmatched']).toContain(route);
     const methodLabels = new Set([...metrics.matchAll(/method="([^"]*)"/g)].map((match) => match[1]));
     expect(methodLabels.size).toBeLessThanOrEqual(methods.length + 2);
-    expect(metrics.split('\n').filter((line) => line.startsWith('gateway_http_requests_total{')).length).toBeLessThan(100);
+    expect(metrics.split('\n').filter((line) => line.startsWith('gateway_http_requests_total{')).length).toBeLessThan(
+      100,
+    );
   });
 });

@@ -47,7 +47,10 @@ describe('rate-limit headers on every /v1 response', () => {
 
   it('201: a created pet carries the headers too', async () => {
     const { auth } = await createKey(product, { plan: 'pro' });
-    const res = await request(product.gatewayUrl).post('/v1/pets').set('Authorization', auth).send({ name: 'Rex', categoryId: 1 });
+    const res = await request(product.gatewayUrl)
+      .post('/v1/pets')
+      .set('Authorization', auth)
+      .send({ name: 'Rex', categoryId: 1 });
 
     expect(res.status).toBe(201);
     expect(expectRateLimitHeaders(res)).toMatchObject({ limit: 300, remaining: 299, reset: MINUTE_END_S });
@@ -88,7 +91,8 @@ describe('rate-limit headers on every /v1 response', () => {
 
   it('429: the refusing window, Remaining 0 and Retry-After to its end', async () => {
     const { auth } = await createKey(product, { plan: 'free', limits: { perMinute: 2, perDay: 100 } });
-    for (let i = 0; i < 2; i++) await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
+    for (let i = 0; i < 2; i++)
+      await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
     const res = await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth);
 
     expectError(res, 429, 'rate_limited');

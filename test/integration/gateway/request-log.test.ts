@@ -35,7 +35,11 @@ describe('request log lines', () => {
   });
 
   it('a forwarded request: one line with every field, upstream time included', async () => {
-    await request(product.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${key}`).set('X-Request-Id', 'trace-forwarded-1').expect(200);
+    await request(product.gatewayUrl)
+      .get('/v1/pets')
+      .set('Authorization', `Bearer ${key}`)
+      .set('X-Request-Id', 'trace-forwarded-1')
+      .expect(200);
     const lines = gatewayLines(product, 'trace-forwarded-1');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toEqual(
@@ -57,7 +61,10 @@ describe('request log lines', () => {
   });
 
   it('the request id reaches the inventory, whose own line carries it', async () => {
-    await request(product.gatewayUrl).get('/v1/pets/1').set('Authorization', `Bearer ${key}`).set('X-Request-Id', 'trace-both-2');
+    await request(product.gatewayUrl)
+      .get('/v1/pets/1')
+      .set('Authorization', `Bearer ${key}`)
+      .set('X-Request-Id', 'trace-both-2');
     const inventoryLines = parsed(product).filter((l) => l.component === 'inventory' && l.requestId === 'trace-both-2');
     expect(inventoryLines.length).toBeGreaterThanOrEqual(1);
     expect(gatewayLines(product, 'trace-both-2')).toHaveLength(1);
@@ -66,7 +73,10 @@ describe('request log lines', () => {
   it('a refused request: no upstream time, the refusal named', async () => {
     // The key's 2 a minute: one used above, one here, then 429.
     await request(product.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${key}`);
-    const res = await request(product.gatewayUrl).get('/v1/pets').set('Authorization', `Bearer ${key}`).set('X-Request-Id', 'trace-refused-3');
+    const res = await request(product.gatewayUrl)
+      .get('/v1/pets')
+      .set('Authorization', `Bearer ${key}`)
+      .set('X-Request-Id', 'trace-refused-3');
     expect(res.status).toBe(429);
     expect(gatewayLines(product, 'trace-refused-3')).toEqual([
       expect.objectContaining({ status: 429, upstreamMs: null, plan: 'pro', keyId, rateLimit: 'limited' }),
@@ -74,7 +84,9 @@ describe('request log lines', () => {
   });
 
   it('an insane request id is replaced by a generated one, in the response and the line', async () => {
-    const res = await request(product.gatewayUrl).get('/v1/pets').set('X-Request-Id', 'no spaces allowed; ' + 'x'.repeat(200));
+    const res = await request(product.gatewayUrl)
+      .get('/v1/pets')
+      .set('X-Request-Id', 'no spaces allowed; ' + 'x'.repeat(200));
     const generated = res.headers['x-request-id'] as string;
     expect(generated).toMatch(/^[0-9a-f-]{36}$/);
     expect(gatewayLines(product, generated)).toEqual([

@@ -1,7 +1,15 @@
 import request from 'supertest';
 import { ManualClock } from '../../../src/shared/clock';
 import { expectMatchesOpenApi, expectMatchesSchema } from '../../support/openapi';
-import { MID_MINUTE, expectRateLimitHeaders, header, startTestProduct, usageOf, watchInventory, type ProductHarness } from './gateway-kit';
+import {
+  MID_MINUTE,
+  expectRateLimitHeaders,
+  header,
+  startTestProduct,
+  usageOf,
+  watchInventory,
+  type ProductHarness,
+} from './gateway-kit';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';
 
@@ -47,7 +55,9 @@ describe('routing under /v1', () => {
     ];
     const remaining: number[] = [];
     for (const [method, path, template, allow] of cases) {
-      const res = await request(product.gatewayUrl)[method.toLowerCase() as 'delete' | 'put' | 'patch' | 'post'](path).set('Authorization', auth);
+      const res = await request(product.gatewayUrl)
+        [method.toLowerCase() as 'delete' | 'put' | 'patch' | 'post'](path)
+        .set('Authorization', auth);
       expectError(res, 405, 'method_not_allowed');
       expect(header(res, 'allow')).toBe(allow);
       expectMatchesOpenApi(method, template, res);

@@ -29,7 +29,9 @@ const PLANS = {
 
 async function metricValue(product: ProductHarness, name: string, labels: string): Promise<number> {
   const text = (await request(product.adminUrl).get('/metrics').expect(200)).text;
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && labels.split(',').every((label) => l.includes(label)));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{`) && labels.split(',').every((label) => l.includes(label)));
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
@@ -76,7 +78,9 @@ for (const store of ['Redis', 'in-process store'] as const) {
         expect(inventory.count()).toBe(20);
         for (const res of responses) expect(header(res, 'retry-after')).toBeUndefined();
         expect(responses.map((r) => expectRateLimitHeaders(r).remaining)).toEqual([2, 1, 0, ...Array(17).fill(0)]);
-        expect(await metricValue(product, 'gateway_ratelimit_shadow_denied_total', 'plan="trial",window="minute"')).toBe(17);
+        expect(
+          await metricValue(product, 'gateway_ratelimit_shadow_denied_total', 'plan="trial",window="minute"'),
+        ).toBe(17);
         expect(await metricValue(product, 'gateway_ratelimit_rejections_total', 'plan="trial"')).toBe(0);
         expect((await usageOf(product, id)).bannedUntil).toBeNull();
         const logged = product.logs.lines.filter((l) => l.includes('shadow limit would have refused'));
@@ -88,13 +92,26 @@ for (const store of ['Redis', 'in-process store'] as const) {
         startDay();
         const bearer = `Bearer ${product.adminToken}`;
         const create = async (body: object) => {
-          const res = await request(product.adminUrl).post('/admin/keys').set('Authorization', bearer).send(body).expect(201);
+          const res = await request(product.adminUrl)
+            .post('/admin/keys')
+            .set('Authorization', bearer)
+            .send(body)
+            .expect(201);
           return res.body as { id: string; key: string; limits: object };
         };
-        const shadowedKey = await create({ name: 'trial key', plan: 'small', limits: { perMinute: 2, perDay: 1000, shadow: true } });
+        const shadowedKey = await create({
+          name: 'trial key',
+          plan: 'small',
+          limits: { perMinute: 2, perDay: 1000, shadow: true },
+        });
         expect(shadowedKey.limits).toEqual({ perMinute: 2, perDay: 1000, shadow: true });
-        const enforcedKey = await create({ name: 'enforced key', plan: 'trial', limits: { perMinute: 2, perDay: 1000, shadow: false } });
-        const statuses = async (key: string) => (await sequentially(5, () => get(`Bearer ${key}`))).map((r) => r.status);
+        const enforcedKey = await create({
+          name: 'enforced key',
+          plan: 'trial',
+          limits: { perMinute: 2, perDay: 1000, shadow: false },
+        });
+        const statuses = async (key: string) =>
+          (await sequentially(5, () => get(`Bearer ${key}`))).map((r) => r.status);
         expect(await statuses(shadowedKey.key)).toEqual([200, 200, 200, 200, 200]);
         expect(await statuses(enforcedKey.key)).toEqual([200, 200, 429, 429, 429]);
         const bad = await request(product.adminUrl)
@@ -156,7 +173,7 @@ for (const store of ['Redis', 'in-process store'] as const) {
         expect(expectRateLimitHeaders(await get(auth).expect(200)).remaining).toBe(0);
       });
 
-      it('shows the key\'s expiry', async () => {
+      it("shows the key's expiry", async () => {
         startDay();
         const expiresAt = new Date(clock.now() + 3_600_000).toISOString();
         const { key } = await product.keyService.create({ name: 'expiring', plan: 'small', expiresAt });
@@ -224,7 +241,12 @@ for (const store of ['Redis', 'in-process store'] as const) {
         served[`${shape} a minute after the first burst`] = (await send()).status;
       }
       // At 12:01:58 the fixed minute that admitted the second burst still runs; the sliding one has let the first go.
-      expect(served).toEqual({ fixed: 120, sliding: 60, 'fixed a minute after the first burst': 429, 'sliding a minute after the first burst': 200 });
+      expect(served).toEqual({
+        fixed: 120,
+        sliding: 60,
+        'fixed a minute after the first burst': 429,
+        'sliding a minute after the first burst': 200,
+      });
       // At 12:01:02 the fixed window waits for 12:02:00; the sliding one for 12:01:58, when the :58 burst leaves.
       expect(retryAfter).toEqual({ fixed: '58', sliding: '56' });
     });
@@ -253,7 +275,9 @@ describe('sliding minute on two gateway instances sharing one Redis', () => {
     const burst = () =>
       Promise.all(
         Array.from({ length: 200 }, async (_, i) => {
-          const res = await fetch(`${i % 2 === 0 ? a.gatewayUrl : b.gatewayUrl}/v1/pets?limit=1`, { headers: { Authorization: auth } });
+          const res = await fetch(`${i % 2 === 0 ? a.gatewayUrl : b.gatewayUrl}/v1/pets?limit=1`, {
+            headers: { Authorization: auth },
+          });
           await res.arrayBuffer();
           return { status: res.status, instance: i % 2 === 0 ? 'a' : 'b' };
         }),

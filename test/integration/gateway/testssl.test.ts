@@ -22,7 +22,10 @@ jest.setTimeout(600_000);
 
 let product: ProductHarness;
 beforeAll(async () => {
-  const certs = makeTestCertificates({ validDays: 90, serverExtensions: 'crlDistributionPoints=URI:http://crl.animalstore.example/ca.crl\n' });
+  const certs = makeTestCertificates({
+    validDays: 90,
+    serverExtensions: 'crlDistributionPoints=URI:http://crl.animalstore.example/ca.crl\n',
+  });
   product = await startTestProduct({ env: { TLS_CERT_FILE: certs.serverCert, TLS_KEY_FILE: certs.serverKey } });
   caFile = certs.caCert;
 });
@@ -47,8 +50,10 @@ test('testssl.sh finds nothing HIGH or CRITICAL on the HTTPS listener', async ()
   const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-testssl-')), 'testssl.json');
   // Asynchronous: the listener under scan runs in this process.
   const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    scan = execFile('sh', ['scripts/testssl-scan.sh', new URL(product.gatewayUrl).host, report, caFile], (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    scan = execFile(
+      'sh',
+      ['scripts/testssl-scan.sh', new URL(product.gatewayUrl).host, report, caFile],
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
   process.stdout.write(run.stdout);
@@ -65,10 +70,27 @@ test('testssl.sh finds nothing HIGH or CRITICAL on the HTTPS listener', async ()
   expect(findings.find((f) => f.id === 'heartbleed')?.severity).toBe('OK');
   // Refused at the first attempt (no renegotiation at all), not "mitigated" by Node's cap of 3: a
   // verdict on the cap depended on how fast a crowded machine answered testssl's fourth attempt.
-  expect(findings.find((f) => f.id === 'secure_client_renego')).toMatchObject({ severity: 'OK', finding: 'not vulnerable' });
+  expect(findings.find((f) => f.id === 'secure_client_renego')).toMatchObject({
+    severity: 'OK',
+    finding: 'not vulnerable',
+  });
   // Every check the script names ran (scripts/testssl-scan.sh: the ones that can apply to this listener).
   expect(findings.find((f) => f.id === 'PFS')?.severity).toBe('OK');
-  for (const id of ['CCS', 'secure_renego', 'CRIME_TLS', 'BREACH', 'POODLE_SSL', 'fallback_SCSV', 'SWEET32', 'FREAK', 'DROWN', 'LOGJAM', 'BEAST', 'LUCKY13', 'RC4']) {
+  for (const id of [
+    'CCS',
+    'secure_renego',
+    'CRIME_TLS',
+    'BREACH',
+    'POODLE_SSL',
+    'fallback_SCSV',
+    'SWEET32',
+    'FREAK',
+    'DROWN',
+    'LOGJAM',
+    'BEAST',
+    'LUCKY13',
+    'RC4',
+  ]) {
     expect({ id, found: findings.some((f) => f.id === id) }).toEqual({ id, found: true });
   }
   expect(findings.filter((f) => f.severity === 'HIGH' || f.severity === 'CRITICAL')).toEqual([]);
@@ -85,8 +107,11 @@ test('a report testssl did not finish (killed mid-write) is failed as incomplete
   );
   const report = path.join(bin, 'report.json');
   const run = await new Promise<{ code: number; stderr: string }>((resolve) => {
-    execFile('sh', ['scripts/testssl-scan.sh', '127.0.0.1:1', report], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } }, (err, _stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+    execFile(
+      'sh',
+      ['scripts/testssl-scan.sh', '127.0.0.1:1', report],
+      { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } },
+      (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
     );
   });
   expect(run.code).toBe(3);
@@ -95,7 +120,13 @@ test('a report testssl did not finish (killed mid-write) is failed as incomplete
 
 test('a client cannot renegotiate TLS 1.2 on the listener', async () => {
   const { hostname: host, port } = new URL(product.gatewayUrl);
-  const socket = tls.connect({ host, port: Number(port), ca: fs.readFileSync(caFile), servername: 'localhost', maxVersion: 'TLSv1.2' });
+  const socket = tls.connect({
+    host,
+    port: Number(port),
+    ca: fs.readFileSync(caFile),
+    servername: 'localhost',
+    maxVersion: 'TLSv1.2',
+  });
   try {
     await new Promise<void>((resolve, reject) => socket.once('secureConnect', resolve).once('error', reject));
     const refused = await new Promise<string>((resolve) => {
@@ -113,7 +144,15 @@ test('no RSA key transport is offered, so ROBOT (left out of the scan) cannot ap
   // machine and answers "no RSA key transport cipher". One handshake offering only those suites says the same.
   const { hostname: host, port } = new URL(product.gatewayUrl);
   const outcome = await new Promise<string>((resolve) => {
-    const socket = tls.connect({ host, port: Number(port), ca: fs.readFileSync(caFile), servername: 'localhost', minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: RSA_KEY_TRANSPORT });
+    const socket = tls.connect({
+      host,
+      port: Number(port),
+      ca: fs.readFileSync(caFile),
+      servername: 'localhost',
+      minVersion: 'TLSv1.2',
+      maxVersion: 'TLSv1.2',
+      ciphers: RSA_KEY_TRANSPORT,
+    });
     socket.once('secureConnect', () => {
       resolve(`connected with ${socket.getCipher().name}`);
       socket.destroy();
@@ -123,7 +162,14 @@ test('no RSA key transport is offered, so ROBOT (left out of the scan) cannot ap
   expect(outcome).toMatch(/HANDSHAKE_FAILURE/);
   // The same client with a suite the listener offers connects: the refusal above is the cipher's.
   const offered = await new Promise<string>((resolve) => {
-    const socket = tls.connect({ host, port: Number(port), ca: fs.readFileSync(caFile), servername: 'localhost', maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-AES128-GCM-SHA256' });
+    const socket = tls.connect({
+      host,
+      port: Number(port),
+      ca: fs.readFileSync(caFile),
+      servername: 'localhost',
+      maxVersion: 'TLSv1.2',
+      ciphers: 'ECDHE-RSA-AES128-GCM-SHA256',
+    });
     socket.once('secureConnect', () => {
       resolve(socket.getCipher().name);
       socket.destroy();

@@ -24,7 +24,13 @@ beforeAll(async () => {
   product = await startTestProduct({
     redis: false,
     env: { TLS_CERT_FILE: certs.serverCert, TLS_KEY_FILE: certs.serverKey },
-    overrides: { server: { headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: HEADERS_TIMEOUT_MS, maxConnections: MAX_CONNECTIONS } },
+    overrides: {
+      server: {
+        headersTimeoutMs: HEADERS_TIMEOUT_MS,
+        requestTimeoutMs: HEADERS_TIMEOUT_MS,
+        maxConnections: MAX_CONNECTIONS,
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -50,11 +56,18 @@ const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x
 
 test('a connection that never finishes its handshake is closed within server.headersTimeoutMs, and a listener full of them serves again', async () => {
   const openedAt = performance.now();
-  const stalled = await Promise.all(Array.from({ length: MAX_CONNECTIONS }, (_, i) => silentSocket(i % 2 === 0 ? undefined : PARTIAL_CLIENT_HELLO)));
+  const stalled = await Promise.all(
+    Array.from({ length: MAX_CONNECTIONS }, (_, i) => silentSocket(i % 2 === 0 ? undefined : PARTIAL_CLIENT_HELLO)),
+  );
   try {
     const closedAt = await Promise.race([
       Promise.all(stalled.map((s) => s.closed)),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`stalled handshakes still open after ${HEADERS_TIMEOUT_MS + SLACK_MS} ms`)), HEADERS_TIMEOUT_MS + SLACK_MS)),
+      new Promise<never>((_, reject) =>
+        setTimeout(
+          () => reject(new Error(`stalled handshakes still open after ${HEADERS_TIMEOUT_MS + SLACK_MS} ms`)),
+          HEADERS_TIMEOUT_MS + SLACK_MS,
+        ),
+      ),
     ]);
     for (const at of closedAt) expect(at - openedAt).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
     // The slots they held are free: a real client's handshake and request go through.

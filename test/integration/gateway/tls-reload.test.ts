@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
@@ -31,7 +32,7 @@ function install(cert: string, key: string): void {
   fs.renameSync(`${keyFile()}.new`, keyFile());
 }
 
-const fingerprintOf = (certPath: string) => new (require('node:crypto').X509Certificate)(fs.readFileSync(certPath)).fingerprint256 as string;
+const fingerprintOf = (certPath: string) => new X509Certificate(fs.readFileSync(certPath)).fingerprint256;
 
 function h2Get(session: http2.ClientHttp2Session, auth: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -89,7 +90,10 @@ it('a new pair serves new handshakes; the session and the keep-alive connection 
     expect(await newSessionFingerprint()).toBe(fingerprintOf(first.serverCert));
 
     install(second.serverCert, second.serverKey);
-    const res = await request(product.adminUrl).post('/admin/reload').set('Authorization', `Bearer ${product.adminToken}`).expect(200);
+    const res = await request(product.adminUrl)
+      .post('/admin/reload')
+      .set('Authorization', `Bearer ${product.adminToken}`)
+      .expect(200);
     expect(res.body).toMatchObject({ result: 'success', restartNeeded: [] });
 
     expect(await newSessionFingerprint()).toBe(fingerprintOf(second.serverCert));
@@ -108,9 +112,20 @@ it('a new pair serves new handshakes; the session and the keep-alive connection 
 
 it('a broken pair is refused and the pair in force kept, in the answer and the log', async () => {
   install(first.serverCert, second.serverKey);
-  const res = await request(product.adminUrl).post('/admin/reload').set('Authorization', `Bearer ${product.adminToken}`).expect(400);
-  expect(res.body).toMatchObject({ code: 'invalid_config', status: 400, errors: [{ setting: 'TLS_KEY_FILE (tls.keyFile)', message: expect.stringContaining('is not the key of the certificate') }] });
+  const res = await request(product.adminUrl)
+    .post('/admin/reload')
+    .set('Authorization', `Bearer ${product.adminToken}`)
+    .expect(400);
+  expect(res.body).toMatchObject({
+    code: 'invalid_config',
+    status: 400,
+    errors: [
+      { setting: 'TLS_KEY_FILE (tls.keyFile)', message: expect.stringContaining('is not the key of the certificate') },
+    ],
+  });
   expect(await newSessionFingerprint()).toBe(fingerprintOf(second.serverCert));
-  const line = logEntries(product).findLast((entry) => entry.msg === 'config reload refused: the config in force is unchanged');
+  const line = logEntries(product).findLast(
+    (entry) => entry.msg === 'config reload refused: the config in force is unchanged',
+  );
   expect(line).toMatchObject({ errors: [{ setting: 'TLS_KEY_FILE (tls.keyFile)' }] });
 });

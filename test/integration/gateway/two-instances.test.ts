@@ -33,11 +33,17 @@ describe('two gateway instances on one Redis', () => {
   }
 
   it('200 concurrent requests split over both instances admit exactly the limit', async () => {
-    const { id, auth } = await createKey(a, { name: 'burst', plan: 'free', limits: { perMinute: 60, perDay: 1000 } }, { overApi: true });
+    const { id, auth } = await createKey(
+      a,
+      { name: 'burst', plan: 'free', limits: { perMinute: 60, perDay: 1000 } },
+      { overApi: true },
+    );
     await awayFromMinuteEnd();
     const responses = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
-        const res = await fetch(`${i % 2 === 0 ? a.gatewayUrl : b.gatewayUrl}/v1/pets?limit=1`, { headers: { Authorization: auth } });
+        const res = await fetch(`${i % 2 === 0 ? a.gatewayUrl : b.gatewayUrl}/v1/pets?limit=1`, {
+          headers: { Authorization: auth },
+        });
         const body = (await res.json()) as { code?: string };
         return { status: res.status, code: body.code, instance: i % 2 === 0 ? 'a' : 'b' };
       }),
@@ -66,10 +72,13 @@ describe('two gateway instances on one Redis', () => {
 
     await request(a.adminUrl).delete(`/admin/keys/${id}`).set('Authorization', `Bearer ${a.adminToken}`).expect(204);
     let last: request.Response | undefined;
-    const took = await eventually(async () => {
-      last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
-      return last.status !== 200;
-    }, { timeoutMs: 1000 });
+    const took = await eventually(
+      async () => {
+        last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
+        return last.status !== 200;
+      },
+      { timeoutMs: 1000 },
+    );
     expect(took).toBeLessThan(1000);
     expectError(last!, 401, 'revoked_api_key');
     expectRateLimitHeaders(last!);
@@ -86,10 +95,13 @@ describe('two gateway instances on one Redis', () => {
     const patched = await admin(a).patch(`/admin/keys/${id}`, { plan: 'business' }).expect(200);
     expect((patched.body as { plan: string; limits: unknown }).limits).toEqual({ perMinute: 1000, perDay: 100000 });
     let last: request.Response | undefined;
-    const took = await eventually(async () => {
-      last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
-      return header(last, 'x-ratelimit-limit') !== '300';
-    }, { timeoutMs: 1000 });
+    const took = await eventually(
+      async () => {
+        last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
+        return header(last, 'x-ratelimit-limit') !== '300';
+      },
+      { timeoutMs: 1000 },
+    );
     expect(took).toBeLessThan(1000);
     expect(last!.status).toBe(200);
     expect(header(last!, 'x-ratelimit-limit')).toBe('1000');
@@ -100,12 +112,17 @@ describe('two gateway instances on one Redis', () => {
     const { id, auth } = await createKey(a, { name: 'tightened', plan: 'free' }, { overApi: true });
     await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth).expect(200);
 
-    await admin(a).patch(`/admin/keys/${id}`, { limits: { perMinute: 2, perDay: 50 } }).expect(200);
+    await admin(a)
+      .patch(`/admin/keys/${id}`, { limits: { perMinute: 2, perDay: 50 } })
+      .expect(200);
     let last: request.Response | undefined;
-    await eventually(async () => {
-      last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
-      return header(last, 'x-ratelimit-limit') !== '60';
-    }, { timeoutMs: 1000 });
+    await eventually(
+      async () => {
+        last = await request(b.gatewayUrl).get('/v1/pets').set('Authorization', auth);
+        return header(last, 'x-ratelimit-limit') !== '60';
+      },
+      { timeoutMs: 1000 },
+    );
     expect(header(last!, 'ratelimit-policy')).toBe('"minute";q=2;w=60, "day";q=50;w=86400');
   });
 });

@@ -66,7 +66,8 @@ test('3,000 requests with made-up keys over two instances cost Redis fewer than 
   const idleRate = await idleCommandsPerMs(observer);
   // The anonymous window is a fixed UTC minute: start the flood early in one, so that it ends in it
   // on all but a very crowded machine (which is then checked per window below).
-  if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 100));
+  if (Date.now() % 60_000 > 40_000)
+    await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 100));
   const before = await commandsExecuted(observer);
   const startedAt = Date.now();
   // 100 connections to each instance, as an attacker's wrk -c 100 would hold.
@@ -84,7 +85,9 @@ test('3,000 requests with made-up keys over two instances cost Redis fewer than 
     expect(statuses.filter((status) => status === 429).length).toBe(3000 - ANONYMOUS_PER_MINUTE);
   } else {
     for (const window of windows) {
-      expect(responses.filter((res) => res.status === 401 && res.headers.get('x-ratelimit-reset') === window).length).toBeLessThanOrEqual(ANONYMOUS_PER_MINUTE);
+      expect(
+        responses.filter((res) => res.status === 401 && res.headers.get('x-ratelimit-reset') === window).length,
+      ).toBeLessThanOrEqual(ANONYMOUS_PER_MINUTE);
     }
     expect(statuses.filter((status) => status === 401).length).toBeGreaterThanOrEqual(ANONYMOUS_PER_MINUTE);
     expect(statuses.filter((status) => status !== 401 && status !== 429)).toEqual([]);
@@ -115,7 +118,10 @@ test('a key created on one instance is served by the other from its first reques
 test('a revoked key still gets its own 401 on the other instance, the anonymous limit used up or not', async () => {
   const { id, key } = await createKey(a, { name: 'fresh', plan: 'pro' }, { overApi: true });
   expect((await get(b, key)).status).toBe(200);
-  const revoked = await fetch(`${a.adminUrl}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.adminToken}` } });
+  const revoked = await fetch(`${a.adminUrl}/admin/keys/${id}`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${a.adminToken}` },
+  });
   expect(revoked.ok).toBe(true);
   const start = Date.now();
   let body: { code?: string } = {};
@@ -131,8 +137,11 @@ test('keys imported on one instance (a backup) are served by the other from thei
   const source = await startTestProduct({ redisUrl: redis.url, namespace: uniqueNamespace('flood-source') });
   try {
     const keys: string[] = [];
-    for (let i = 0; i < 4; i++) keys.push((await createKey(source, { name: 'fresh', plan: 'pro' }, { overApi: true })).key);
-    const exported = await fetch(`${source.adminUrl}/admin/keys/export`, { headers: { authorization: `Bearer ${source.adminToken}` } });
+    for (let i = 0; i < 4; i++)
+      keys.push((await createKey(source, { name: 'fresh', plan: 'pro' }, { overApi: true })).key);
+    const exported = await fetch(`${source.adminUrl}/admin/keys/export`, {
+      headers: { authorization: `Bearer ${source.adminToken}` },
+    });
     expect(exported.status).toBe(200);
     const imported = await fetch(`${a.adminUrl}/admin/keys/import`, {
       method: 'POST',

@@ -18,7 +18,12 @@ const REFUSED = 'request refused by the HTTP parser';
 const CLIENT_ADDRESS = '127.0.0.23';
 
 /** Counter series of one refusal on the public listener, by the status it was answered with. */
-const unparsed = (status: number) => ({ method: 'unparsed', route: 'unmatched', status_code: String(status), plan: 'anonymous' });
+const unparsed = (status: number) => ({
+  method: 'unparsed',
+  route: 'unmatched',
+  status_code: String(status),
+  plan: 'anonymous',
+});
 
 /** Sends `bytes` on a fresh connection from CLIENT_ADDRESS; the answer, and that the server closed afterwards. */
 async function sendRefused(baseUrl: string, bytes: string): Promise<RawResponse> {
@@ -31,7 +36,10 @@ async function sendRefused(baseUrl: string, bytes: string): Promise<RawResponse>
 
 /** The answer a parser refusal gets: the Error body, an X-Request-Id, Connection: close. Returns the request id. */
 function expectRefusal(res: RawResponse, status: number, code: string): string {
-  expect({ status: res.status, body: JSON.parse(res.body.toString('utf8')) as unknown }).toEqual({ status, body: { code, message: expect.any(String), status } });
+  expect({ status: res.status, body: JSON.parse(res.body.toString('utf8')) as unknown }).toEqual({
+    status,
+    body: { code, message: expect.any(String), status },
+  });
   expect(res.headers['content-type']?.[0]).toMatch(/^application\/json/);
   expect(res.headers['connection']).toEqual(['close']);
   expect(res.headers['x-request-id']).toEqual([expect.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/)]);
@@ -57,14 +65,24 @@ describe('requests the HTTP parser refuses are counted and logged (src/shared/un
 
     // Each carries a valid key, as a real client's refused request would: it must not reach a log line.
     const auth = `Authorization: Bearer ${key}\r\n`;
-    const oversized = await sendRefused(product.gatewayUrl, `GET /v1/pets HTTP/1.1\r\nHost: gateway\r\n${auth}X-Pad: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const oversized = await sendRefused(
+      product.gatewayUrl,
+      `GET /v1/pets HTTP/1.1\r\nHost: gateway\r\n${auth}X-Pad: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
     const duplicateLength = await sendRefused(
       product.gatewayUrl,
       `POST /v1/pets HTTP/1.1\r\nHost: gateway\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`,
     );
-    const obsFold = await sendRefused(product.gatewayUrl, `GET /v1/pets HTTP/1.1\r\nHost: gateway\r\n${auth}X-Folded: one\r\n two\r\n\r\n`);
+    const obsFold = await sendRefused(
+      product.gatewayUrl,
+      `GET /v1/pets HTTP/1.1\r\nHost: gateway\r\n${auth}X-Folded: one\r\n two\r\n\r\n`,
+    );
 
-    const ids = [expectRefusal(oversized, 431, 'headers_too_large'), expectRefusal(duplicateLength, 400, 'malformed_request'), expectRefusal(obsFold, 400, 'malformed_request')];
+    const ids = [
+      expectRefusal(oversized, 431, 'headers_too_large'),
+      expectRefusal(duplicateLength, 400, 'malformed_request'),
+      expectRefusal(obsFold, 400, 'malformed_request'),
+    ];
     expect(new Set(ids).size).toBe(3);
 
     const after = await scrape(product, 'gateway_http_requests_total');
@@ -77,10 +95,25 @@ describe('requests the HTTP parser refuses are counted and logged (src/shared/un
       .slice(linesBefore)
       .filter((entry) => entry.msg === REFUSED);
     expect(refusals).toEqual([
-      expect.objectContaining({ requestId: ids[0], status: 431, reason: 'HPE_HEADER_OVERFLOW', clientAddress: CLIENT_ADDRESS }),
-      expect.objectContaining({ requestId: ids[1], status: 400, reason: 'HPE_UNEXPECTED_CONTENT_LENGTH', clientAddress: CLIENT_ADDRESS }),
+      expect.objectContaining({
+        requestId: ids[0],
+        status: 431,
+        reason: 'HPE_HEADER_OVERFLOW',
+        clientAddress: CLIENT_ADDRESS,
+      }),
+      expect.objectContaining({
+        requestId: ids[1],
+        status: 400,
+        reason: 'HPE_UNEXPECTED_CONTENT_LENGTH',
+        clientAddress: CLIENT_ADDRESS,
+      }),
       // llhttp names an obs-fold HPE_INVALID_HEADER_TOKEN on Node 24; the name is llhttp's to change.
-      expect.objectContaining({ requestId: ids[2], status: 400, reason: expect.stringMatching(/^HPE_[A-Z_]+$/), clientAddress: CLIENT_ADDRESS }),
+      expect.objectContaining({
+        requestId: ids[2],
+        status: 400,
+        reason: expect.stringMatching(/^HPE_[A-Z_]+$/),
+        clientAddress: CLIENT_ADDRESS,
+      }),
     ]);
     for (const entry of refusals) expect(entry.component).toBeUndefined();
 
@@ -105,7 +138,15 @@ describe('requests the HTTP parser refuses are counted and logged (src/shared/un
     const refusals = logEntries(product)
       .slice(linesBefore)
       .filter((entry) => entry.msg === REFUSED);
-    expect(refusals).toEqual([expect.objectContaining({ component: 'admin', requestId, status: 431, reason: 'HPE_HEADER_OVERFLOW', clientAddress: CLIENT_ADDRESS })]);
+    expect(refusals).toEqual([
+      expect.objectContaining({
+        component: 'admin',
+        requestId,
+        status: 431,
+        reason: 'HPE_HEADER_OVERFLOW',
+        clientAddress: CLIENT_ADDRESS,
+      }),
+    ]);
     expect(product.logs.text()).not.toContain(product.adminToken);
   });
 });

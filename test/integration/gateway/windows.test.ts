@@ -45,7 +45,9 @@ describe('per-key windows through the gateway', () => {
     const { auth } = await createKey(product, { plan: 'free' });
     const served = await sequentially(60, () => get(auth));
     expect(served.map((r) => r.status)).toEqual(Array(60).fill(200));
-    expect(served.map((r) => Number(header(r, 'x-ratelimit-remaining')))).toEqual(Array.from({ length: 60 }, (_, i) => 59 - i));
+    expect(served.map((r) => Number(header(r, 'x-ratelimit-remaining')))).toEqual(
+      Array.from({ length: 60 }, (_, i) => 59 - i),
+    );
 
     const refused = await get(auth);
     expectError(refused, 429, 'rate_limited');
@@ -138,7 +140,10 @@ describe('per-key windows through the gateway', () => {
 
     clock.advance(60_000);
     const served = await get(auth).expect(200);
-    expect(parseRateLimit(header(served, 'ratelimit')!)).toMatchObject({ minute: { remaining: 2 }, day: { remaining: 996 } });
+    expect(parseRateLimit(header(served, 'ratelimit')!)).toMatchObject({
+      minute: { remaining: 2 },
+      day: { remaining: 996 },
+    });
     expect((await usageOf(product, id)).day.remaining).toBe(996);
   });
 
@@ -156,7 +161,11 @@ describe('per-key windows through the gateway', () => {
     clock.advance(60_000);
     const nextMinute = expectRateLimitHeaders(await get(auth));
     // Minute: 9 left; day: 12 − 5 = 7 left: the day binds and its reset is midnight.
-    expect([nextMinute.limit, nextMinute.remaining, nextMinute.reset]).toEqual([12, 7, Math.ceil(start / 86_400_000) * 86_400]);
+    expect([nextMinute.limit, nextMinute.remaining, nextMinute.reset]).toEqual([
+      12,
+      7,
+      Math.ceil(start / 86_400_000) * 86_400,
+    ]);
   });
 
   it('a tie shows the minute window', async () => {

@@ -4,7 +4,16 @@ import Database from 'better-sqlite3';
 import { loadConfig } from '../../../src/shared/config';
 import type { Pet } from '../../../src/inventory/pet';
 import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
-import { TEST_SIGNING_SECRET, makeTempDir, rawRequest, spawnInventoryProcess, stopInventoryProcess, tokenSigner, type InventoryProcess, type RawResponse } from '../../support/inventory-harness';
+import {
+  TEST_SIGNING_SECRET,
+  makeTempDir,
+  rawRequest,
+  spawnInventoryProcess,
+  stopInventoryProcess,
+  tokenSigner,
+  type InventoryProcess,
+  type RawResponse,
+} from '../../support/inventory-harness';
 import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
 
 /**
@@ -29,7 +38,11 @@ async function postPet(proc: InventoryProcess, name: string): Promise<RawRespons
 }
 
 /** POSTs `count` pets one after another; each answer must be 201 with the pet or 503 with the Error body. */
-async function postMany(proc: InventoryProcess, prefix: string, count: number): Promise<{ stored: Pet[]; refused: number }> {
+async function postMany(
+  proc: InventoryProcess,
+  prefix: string,
+  count: number,
+): Promise<{ stored: Pet[]; refused: number }> {
   const stored: Pet[] = [];
   let refused = 0;
   for (let i = 0; i < count; i += 1) {
@@ -75,7 +88,12 @@ function storedPets(dataDir: string): Pet[] {
 }
 
 /** SIGKILL, restart on the same data dir, and the database holds exactly `acknowledged`, each id once. */
-async function expectExactlyAfterCrash(proc: InventoryProcess, dataDir: string, acknowledged: Pet[], env: Record<string, string>): Promise<InventoryProcess> {
+async function expectExactlyAfterCrash(
+  proc: InventoryProcess,
+  dataDir: string,
+  acknowledged: Pet[],
+  env: Record<string, string>,
+): Promise<InventoryProcess> {
   proc.child.kill('SIGKILL');
   expect((await proc.exited).signal).toBe('SIGKILL');
   const revived = await spawnInventoryProcess({ dataDir, env });
@@ -83,7 +101,11 @@ async function expectExactlyAfterCrash(proc: InventoryProcess, dataDir: string, 
   expect(storedPets(dataDir)).toEqual([...acknowledged].sort(byId));
   expect(new Set(acknowledged.map((p) => p.id)).size).toBe(acknowledged.length);
   const last = acknowledged.at(-1)!;
-  const res = await rawRequest(revived.url, { method: 'GET', path: `/v1/pets/${last.id}`, headers: { [UPSTREAM_TOKEN_HEADER]: await token() } });
+  const res = await rawRequest(revived.url, {
+    method: 'GET',
+    path: `/v1/pets/${last.id}`,
+    headers: { [UPSTREAM_TOKEN_HEADER]: await token() },
+  });
   expect(res.body).toEqual(last);
   return revived;
 }
@@ -115,11 +137,23 @@ describe('standalone inventory on a failing disk', () => {
     expect(full.refused).toBeGreaterThan(0);
     const notReady = await readyzBecomes(proc, 503);
     expect(notReady.status).toBe(503);
-    expect(notReady.body).toMatchObject({ code: 'service_unavailable', status: 503, message: expect.stringContaining('SQLITE_FULL') });
+    expect(notReady.body).toMatchObject({
+      code: 'service_unavailable',
+      status: 503,
+      message: expect.stringContaining('SQLITE_FULL'),
+    });
     const metrics = (await rawRequest(proc.url, { method: 'GET', path: '/metrics' })).text;
     expect(metrics).toMatch(/^inventory_sqlite_errors_total\{statement="insert_pet",code="SQLITE_FULL"\} [1-9]\d*$/m);
     // Reads go on while writes cannot.
-    expect((await rawRequest(proc.url, { method: 'GET', path: `/v1/pets/${before.stored[0]!.id}`, headers: { [UPSTREAM_TOKEN_HEADER]: await token() } })).status).toBe(200);
+    expect(
+      (
+        await rawRequest(proc.url, {
+          method: 'GET',
+          path: `/v1/pets/${before.stored[0]!.id}`,
+          headers: { [UPSTREAM_TOKEN_HEADER]: await token() },
+        })
+      ).status,
+    ).toBe(200);
 
     fs.rmSync(filler);
     const after = await postMany(proc, 'After', 3);
@@ -128,7 +162,9 @@ describe('standalone inventory on a failing disk', () => {
 
     const acknowledged = [...before.stored, ...full.stored, ...after.stored];
     // No id handed out twice, and every id after the outage beyond every id acknowledged before it.
-    expect(Math.min(...after.stored.map((p) => p.id))).toBeGreaterThan(Math.max(...before.stored.map((p) => p.id), ...full.stored.map((p) => p.id)));
+    expect(Math.min(...after.stored.map((p) => p.id))).toBeGreaterThan(
+      Math.max(...before.stored.map((p) => p.id), ...full.stored.map((p) => p.id)),
+    );
     running.push(await expectExactlyAfterCrash(proc, disk.dir, acknowledged, env));
   });
 
@@ -147,7 +183,9 @@ describe('standalone inventory on a failing disk', () => {
     const refused = await spawnInventoryProcess({ dataDir: disk.dir, waitUntilReady: false });
     running.push(refused);
     expect((await refused.exited).code).toBe(1);
-    expect(refused.stderr().trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^DATA_DIR ${disk.dir} is on a read-only file system`))]);
+    expect(refused.stderr().trim().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^DATA_DIR ${disk.dir} is on a read-only file system`)),
+    ]);
 
     disk.remount('rw');
     const revived = await spawnInventoryProcess({ dataDir: disk.dir });

@@ -35,7 +35,8 @@ function parseMetrics(text: string): Sample[] {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[pair[1]!] = pair[2]!;
     samples.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
   return samples;
@@ -65,7 +66,8 @@ describe('inventory observability: metrics and one log line per request', () => 
   const forgedToken = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmb3JnZWQifQ.' + 'A'.repeat(43);
   const presentedKey = 'asg_dev_' + 'K'.repeat(32);
   /** What each scripted request sent as X-Request-Id, and the line it must produce. */
-  const expected: Array<{ requestId: string; method: string; route: string; status: number; keyId: string | null }> = [];
+  const expected: Array<{ requestId: string; method: string; route: string; status: number; keyId: string | null }> =
+    [];
 
   beforeAll(async () => {
     // debug, so the probes' request lines are written too and their level can be checked.
@@ -85,21 +87,35 @@ describe('inventory observability: metrics and one log line per request', () => 
     const withId = (requestId: string) => ({ 'X-Request-Id': requestId });
     const url = inventory.url;
 
-    await send('obs-list', () => inventory.get('/v1/pets', withId('obs-list')), { method: 'GET', route: '/v1/pets', status: 200, keyId: 'test-key' });
+    await send('obs-list', () => inventory.get('/v1/pets', withId('obs-list')), {
+      method: 'GET',
+      route: '/v1/pets',
+      status: 200,
+      keyId: 'test-key',
+    });
     await send('obs-list-sold', () => inventory.get('/v1/pets?status=sold&limit=5', withId('obs-list-sold')), {
       method: 'GET',
       route: '/v1/pets',
       status: 200,
       keyId: 'test-key',
     });
-    const created = await send('obs-create', () => inventory.post('/v1/pets', { name: 'Rex', categoryId: 1 }, withId('obs-create')), {
-      method: 'POST',
-      route: '/v1/pets',
-      status: 201,
+    const created = await send(
+      'obs-create',
+      () => inventory.post('/v1/pets', { name: 'Rex', categoryId: 1 }, withId('obs-create')),
+      {
+        method: 'POST',
+        route: '/v1/pets',
+        status: 201,
+        keyId: 'test-key',
+      },
+    );
+    const petId = (created.body as { id: number }).id;
+    await send('obs-get', () => inventory.get(`/v1/pets/${petId}`, withId('obs-get')), {
+      method: 'GET',
+      route: '/v1/pets/{petId}',
+      status: 200,
       keyId: 'test-key',
     });
-    const petId = (created.body as { id: number }).id;
-    await send('obs-get', () => inventory.get(`/v1/pets/${petId}`, withId('obs-get')), { method: 'GET', route: '/v1/pets/{petId}', status: 200, keyId: 'test-key' });
     await send('obs-get-404', () => inventory.get('/v1/pets/987654', withId('obs-get-404')), {
       method: 'GET',
       route: '/v1/pets/{petId}',
@@ -116,35 +132,68 @@ describe('inventory observability: metrics and one log line per request', () => 
     // gateway would have stripped: none of it may reach a log line.
     await send(
       'obs-no-token',
-      () => request(url).get('/v1/pets').set(withId('obs-no-token')).set('Authorization', `Bearer ${presentedKey}`).set('Cookie', 'session=cookie-secret-value'),
+      () =>
+        request(url)
+          .get('/v1/pets')
+          .set(withId('obs-no-token'))
+          .set('Authorization', `Bearer ${presentedKey}`)
+          .set('Cookie', 'session=cookie-secret-value'),
       { method: 'GET', route: '/v1/pets', status: 401, keyId: null },
     );
     await send(
       'obs-forged',
-      () => request(url).get('/v1/pets/1').set(withId('obs-forged')).set(UPSTREAM_TOKEN_HEADER, forgedToken).set('Authorization', `Bearer ${presentedKey}`),
+      () =>
+        request(url)
+          .get('/v1/pets/1')
+          .set(withId('obs-forged'))
+          .set(UPSTREAM_TOKEN_HEADER, forgedToken)
+          .set('Authorization', `Bearer ${presentedKey}`),
       { method: 'GET', route: '/v1/pets/{petId}', status: 401, keyId: null },
     );
-    await send('obs-bad-body', () => inventory.post('/v1/pets', { name: '', categoryId: 0, id: 3 }, withId('obs-bad-body')), {
-      method: 'POST',
-      route: '/v1/pets',
-      status: 400,
+    await send(
+      'obs-bad-body',
+      () => inventory.post('/v1/pets', { name: '', categoryId: 0, id: 3 }, withId('obs-bad-body')),
+      {
+        method: 'POST',
+        route: '/v1/pets',
+        status: 400,
+        keyId: 'test-key',
+      },
+    );
+    await send(
+      'obs-405',
+      () => request(url).delete('/v1/pets').set(withId('obs-405')).set(UPSTREAM_TOKEN_HEADER, token),
+      {
+        method: 'DELETE',
+        route: '/v1/pets',
+        status: 405,
+        keyId: 'test-key',
+      },
+    );
+    await send('obs-unmatched', () => inventory.get('/v1/owners/4242', withId('obs-unmatched')), {
+      method: 'GET',
+      route: UNMATCHED_ROUTE,
+      status: 404,
       keyId: 'test-key',
     });
-    await send('obs-405', () => request(url).delete('/v1/pets').set(withId('obs-405')).set(UPSTREAM_TOKEN_HEADER, token), {
-      method: 'DELETE',
-      route: '/v1/pets',
-      status: 405,
-      keyId: 'test-key',
-    });
-    await send('obs-unmatched', () => inventory.get('/v1/owners/4242', withId('obs-unmatched')), { method: 'GET', route: UNMATCHED_ROUTE, status: 404, keyId: 'test-key' });
     await send('obs-trailing-slash', () => inventory.get('/v1/pets/', withId('obs-trailing-slash')), {
       method: 'GET',
       route: UNMATCHED_ROUTE,
       status: 404,
       keyId: 'test-key',
     });
-    await send('obs-healthz', () => request(url).get('/healthz').set(withId('obs-healthz')), { method: 'GET', route: '/healthz', status: 200, keyId: null });
-    await send('obs-readyz', () => request(url).get('/readyz').set(withId('obs-readyz')), { method: 'GET', route: '/readyz', status: 200, keyId: null });
+    await send('obs-healthz', () => request(url).get('/healthz').set(withId('obs-healthz')), {
+      method: 'GET',
+      route: '/healthz',
+      status: 200,
+      keyId: null,
+    });
+    await send('obs-readyz', () => request(url).get('/readyz').set(withId('obs-readyz')), {
+      method: 'GET',
+      route: '/readyz',
+      status: 200,
+      keyId: null,
+    });
 
     const scrape = await request(url).get('/metrics').set(withId('obs-metrics'));
     expect(scrape.status).toBe(200);
@@ -180,15 +229,21 @@ describe('inventory observability: metrics and one log line per request', () => 
 
   it('times each prepared statement under its fixed name', () => {
     const counts = Object.fromEntries(
-      samples.filter((s) => s.name === 'inventory_sqlite_query_duration_seconds_count').map((s) => [s.labels.statement, s.value]),
+      samples
+        .filter((s) => s.name === 'inventory_sqlite_query_duration_seconds_count')
+        .map((s) => [s.labels.statement, s.value]),
     );
     // The 404 looked; the 400s, the 401s and the 405 never reached the database.
     expect(counts).toEqual({ insert_pet: 1, get_pet: 2, list_pets: 1, list_pets_by_status: 1, ping: 1 });
     expect(Object.keys(counts).sort()).toEqual([...sqliteStatements].sort());
     // Sub-millisecond statements land in the microsecond buckets, not all in the first one.
-    const smallest = samples.find((s) => s.name === 'inventory_sqlite_query_duration_seconds_bucket' && s.labels.le === '0.00001');
+    const smallest = samples.find(
+      (s) => s.name === 'inventory_sqlite_query_duration_seconds_bucket' && s.labels.le === '0.00001',
+    );
     expect(smallest).toBeDefined();
-    const sums = samples.filter((s) => s.name === 'inventory_sqlite_query_duration_seconds_sum' && counts[s.labels.statement!]! > 0);
+    const sums = samples.filter(
+      (s) => s.name === 'inventory_sqlite_query_duration_seconds_sum' && counts[s.labels.statement!]! > 0,
+    );
     expect(sums.every((s) => s.value > 0)).toBe(true);
   });
 
@@ -221,13 +276,25 @@ describe('inventory observability: metrics and one log line per request', () => 
       expect(typeof line.durationMs).toBe('number');
       expect(line.durationMs as number).toBeGreaterThanOrEqual(0);
       // Only these fields: no req, res, headers or url.
-      expect(Object.keys(line).sort()).toEqual(['durationMs', 'keyId', 'level', 'method', 'msg', 'requestId', 'route', 'service', 'status', 'time']);
+      expect(Object.keys(line).sort()).toEqual([
+        'durationMs',
+        'keyId',
+        'level',
+        'method',
+        'msg',
+        'requestId',
+        'route',
+        'service',
+        'status',
+        'time',
+      ]);
     }
     expect(lines).toHaveLength(expected.length);
   });
 
   it('logs the probes at debug and the API at info', () => {
-    const levelOf = (requestId: string) => parseLines(logs).find((line) => line.msg === 'request' && line.requestId === requestId)?.level;
+    const levelOf = (requestId: string) =>
+      parseLines(logs).find((line) => line.msg === 'request' && line.requestId === requestId)?.level;
     expect(levelOf('obs-healthz')).toBe(20);
     expect(levelOf('obs-readyz')).toBe(20);
     expect(levelOf('obs-metrics')).toBe(20);
@@ -280,10 +347,20 @@ describe('inventory /readyz and metrics when the database fails', () => {
     const dir = makeTempDir('inventory-obs-broken');
     const config = testConfig(dir);
     const metrics = createInventoryMetrics(new Registry());
-    const repository = new SqlitePetRepository(openInventoryDatabase(path.join(dir, 'inventory.sqlite')), systemClock, metrics);
+    const repository = new SqlitePetRepository(
+      openInventoryDatabase(path.join(dir, 'inventory.sqlite')),
+      systemClock,
+      metrics,
+    );
     repository.close();
     const verifier = new UpstreamTokenVerifier({ ...config.signing, secret: config.signing.secret! }, systemClock);
-    const app = createInventoryApp({ repository, verifier, logger: createLogger('silent'), maxBodyBytes: () => config.server.maxBodyBytes, metrics });
+    const app = createInventoryApp({
+      repository,
+      verifier,
+      logger: createLogger('silent'),
+      maxBodyBytes: () => config.server.maxBodyBytes,
+      metrics,
+    });
 
     const res = await request(app).get('/readyz');
     expect(res.status).toBe(503);
@@ -291,7 +368,10 @@ describe('inventory /readyz and metrics when the database fails', () => {
 
     const samples = parseMetrics((await request(app).get('/metrics')).text);
     expect(byRequest(samples, 'inventory_http_requests_total')).toEqual({ 'GET /readyz 503': 1 });
-    expect(samples.find((s) => s.name === 'inventory_sqlite_query_duration_seconds_count' && s.labels.statement === 'ping')?.value).toBe(1);
+    expect(
+      samples.find((s) => s.name === 'inventory_sqlite_query_duration_seconds_count' && s.labels.statement === 'ping')
+        ?.value,
+    ).toBe(1);
   });
 
   it('a 500 still writes one request line, at error, with the same fields', async () => {
@@ -301,7 +381,12 @@ describe('inventory /readyz and metrics when the database fails', () => {
     repository.close();
     const verifier = new UpstreamTokenVerifier({ ...config.signing, secret: config.signing.secret! }, systemClock);
     const logs = new LogCapture();
-    const app = createInventoryApp({ repository, verifier, logger: createLogger('info', logs), maxBodyBytes: () => config.server.maxBodyBytes });
+    const app = createInventoryApp({
+      repository,
+      verifier,
+      logger: createLogger('info', logs),
+      maxBodyBytes: () => config.server.maxBodyBytes,
+    });
     const token = await tokenSigner(config).sign({ keyId: 'key-500', plan: 'free' });
 
     const res = await request(app).get('/v1/pets').set(UPSTREAM_TOKEN_HEADER, token).set('X-Request-Id', 'obs-500');
@@ -353,14 +438,22 @@ describe('the gateway never serves or forwards the inventory metrics', () => {
     ['/v1//metrics', true],
     ['/v1/metrics', true],
   ])('%s (with key: %s) is a 404 from the gateway', async (rawPath, withKey) => {
-    const res = await rawRequest(product.gatewayUrl, { method: 'GET', path: rawPath, headers: withKey ? { Authorization: auth } : {} });
+    const res = await rawRequest(product.gatewayUrl, {
+      method: 'GET',
+      path: rawPath,
+      headers: withKey ? { Authorization: auth } : {},
+    });
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ code: 'not_found', message: expect.any(String), status: 404 });
     expect(res.text).not.toContain('inventory_');
   });
 
   it('an encoded slash reaches the inventory only as a pets id, which it refuses', async () => {
-    const res = await rawRequest(product.gatewayUrl, { method: 'GET', path: '/v1/pets/..%2F..%2Fmetrics', headers: { Authorization: auth } });
+    const res = await rawRequest(product.gatewayUrl, {
+      method: 'GET',
+      path: '/v1/pets/..%2F..%2Fmetrics',
+      headers: { Authorization: auth },
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: 'invalid_parameter', message: expect.any(String), status: 400 });
   });
@@ -372,14 +465,18 @@ describe('the gateway never serves or forwards the inventory metrics', () => {
     const inventoryText = await inventory.metrics.metrics();
     const counts = byRequest(parseMetrics(inventoryText), 'inventory_http_requests_total');
     expect(counts).toEqual({ 'GET /v1/pets/{petId} 400': 1 });
-    const inventoryLines = parseLines(product.logs).filter((line) => line.component === 'inventory' && line.msg === 'request');
+    const inventoryLines = parseLines(product.logs).filter(
+      (line) => line.component === 'inventory' && line.msg === 'request',
+    );
     expect(inventoryLines.map((line) => [line.route, line.status])).toEqual([['/v1/pets/{petId}', 400]]);
 
     // The admin /metrics serves the embedded inventory's metrics beside the gateway's, each name once.
     const adminText = (await request(product.adminUrl).get('/metrics')).text;
     const typeLines = (text: string) => [...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]);
     for (const name of typeLines(inventoryText)) expect(typeLines(adminText).filter((n) => n === name)).toEqual([name]);
-    expect(adminText).toMatch(/^inventory_http_requests_total\{method="GET",route="\/v1\/pets\/\{petId\}",status_code="400"\} 1$/m);
+    expect(adminText).toMatch(
+      /^inventory_http_requests_total\{method="GET",route="\/v1\/pets\/\{petId\}",status_code="400"\} 1$/m,
+    );
     expect(adminText).toMatch(/^gateway_http_requests_total\{/m);
     expect(inventoryText).not.toMatch(/^process_/m);
   });

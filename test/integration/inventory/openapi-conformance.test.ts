@@ -23,10 +23,18 @@ describe('inventory responses match openapi.yaml', () => {
   });
 
   const send = async (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
-    rawRequest(inventory.url, { method, path, headers: { [UPSTREAM_TOKEN_HEADER]: await inventory.token(), ...headers }, body });
+    rawRequest(inventory.url, {
+      method,
+      path,
+      headers: { [UPSTREAM_TOKEN_HEADER]: await inventory.token(), ...headers },
+      body,
+    });
 
   it('200 listPets, with and without a next Link', async () => {
-    const withLink = await send('GET', '/v1/pets?limit=1', { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'api.animalstore.example' });
+    const withLink = await send('GET', '/v1/pets?limit=1', {
+      'X-Forwarded-Proto': 'https',
+      'X-Forwarded-Host': 'api.animalstore.example',
+    });
     expect(withLink.headers.link).toBeDefined();
     expectMatchesOpenApi('GET', '/pets', withLink, inventoryOnly);
     const lastPage = await send('GET', '/v1/pets?status=sold');
@@ -35,7 +43,12 @@ describe('inventory responses match openapi.yaml', () => {
   });
 
   it('201 createPet', async () => {
-    const res = await send('POST', '/v1/pets', { 'Content-Type': 'application/json' }, '{"name":"New","categoryId":4,"status":"pending"}');
+    const res = await send(
+      'POST',
+      '/v1/pets',
+      { 'Content-Type': 'application/json' },
+      '{"name":"New","categoryId":4,"status":"pending"}',
+    );
     expect(res.status).toBe(201);
     expectMatchesOpenApi('POST', '/pets', res, inventoryOnly);
   });
@@ -54,7 +67,14 @@ describe('inventory responses match openapi.yaml', () => {
     ['POST', '/pets', '/v1/pets', { 'Content-Type': 'application/json' }, '{"name":', 400],
     ['POST', '/pets', '/v1/pets', {}, undefined, 400],
     ['GET', '/pets/{petId}', '/v1/pets/987654', {}, undefined, 404],
-    ['POST', '/pets', '/v1/pets', { 'Content-Type': 'application/json' }, `{"name":"${'x'.repeat(20_000)}","categoryId":1}`, 413],
+    [
+      'POST',
+      '/pets',
+      '/v1/pets',
+      { 'Content-Type': 'application/json' },
+      `{"name":"${'x'.repeat(20_000)}","categoryId":1}`,
+      413,
+    ],
     ['POST', '/pets', '/v1/pets', { 'Content-Type': 'text/plain' }, 'Rex', 415],
   ] as const)('%s %s (%s) → %d', async (method, template, path, headers, body, status) => {
     const res = await send(method, path, headers, body);
@@ -67,7 +87,12 @@ describe('inventory responses match openapi.yaml', () => {
     ['POST', '/pets', '/v1/pets'],
     ['GET', '/pets/{petId}', '/v1/pets/1'],
   ] as const)('401 %s %s without a token', async (method, template, path) => {
-    const res = await rawRequest(inventory.url, { method, path, headers: { 'Content-Type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+    const res = await rawRequest(inventory.url, {
+      method,
+      path,
+      headers: { 'Content-Type': 'application/json' },
+      body: method === 'POST' ? '{}' : undefined,
+    });
     expect(res.status).toBe(401);
     expectMatchesOpenApi(method, template, res, inventoryOnly);
   });
@@ -90,6 +115,8 @@ describe('inventory responses match openapi.yaml', () => {
 
   it('without skipping gateway headers, the bare inventory is (rightly) reported as missing them', async () => {
     const res = await send('GET', `/v1/pets/${pet.id}`);
-    expect(() => expectMatchesOpenApi('GET', '/pets/{petId}', res)).toThrow(/X-RateLimit-Limit: required but missing[\s\S]*/);
+    expect(() => expectMatchesOpenApi('GET', '/pets/{petId}', res)).toThrow(
+      /X-RateLimit-Limit: required but missing[\s\S]*/,
+    );
   });
 });

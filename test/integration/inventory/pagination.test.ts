@@ -16,7 +16,11 @@ function nextUrl(link: string | undefined): string | null {
 function allIdsInDatabase(inventory: TestInventory, status?: PetStatus): number[] {
   const db = new Database(inventory.databaseFile, { readonly: true });
   try {
-    const rows = (status ? db.prepare('SELECT id FROM pets WHERE status = ? ORDER BY id').all(status) : db.prepare('SELECT id FROM pets ORDER BY id').all()) as { id: number }[];
+    const rows = (
+      status
+        ? db.prepare('SELECT id FROM pets WHERE status = ? ORDER BY id').all(status)
+        : db.prepare('SELECT id FROM pets ORDER BY id').all()
+    ) as { id: number }[];
     return rows.map((r) => r.id);
   } finally {
     db.close();
@@ -27,7 +31,11 @@ function allIdsInDatabase(inventory: TestInventory, status?: PetStatus): number[
  * Follows `Link: rel="next"` from `firstPath` to the last page, calling `between` after each page
  * (to add pets mid-walk). Returns every pet seen, in order, and the number of pages.
  */
-async function walk(inventory: TestInventory, firstPath: string, between: (page: number) => Promise<void> = async () => {}): Promise<{ pets: Pet[]; pages: number; links: string[] }> {
+async function walk(
+  inventory: TestInventory,
+  firstPath: string,
+  between: (page: number) => Promise<void> = async () => {},
+): Promise<{ pets: Pet[]; pages: number; links: string[] }> {
   const pets: Pet[] = [];
   const links: string[] = [];
   let path: string | null = firstPath;
@@ -56,7 +64,11 @@ describe('inventory: keyset pagination over GET /v1/pets', () => {
   let created = 0;
   const addPets = async (n: number) => {
     for (let i = 0; i < n; i += 1) {
-      await inventory.createPet({ name: `Pet ${created}`, categoryId: 1 + (created % 4), status: statusCycle[created % statusCycle.length] });
+      await inventory.createPet({
+        name: `Pet ${created}`,
+        categoryId: 1 + (created % 4),
+        status: statusCycle[created % statusCycle.length],
+      });
       created += 1;
     }
   };
@@ -137,7 +149,10 @@ describe('inventory: keyset pagination over GET /v1/pets', () => {
   });
 
   it('the Link uses X-Forwarded-Proto and X-Forwarded-Host when the gateway sets them', async () => {
-    const res = await inventory.get('/v1/pets?limit=1', { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'api.animalstore.example' });
+    const res = await inventory.get('/v1/pets?limit=1', {
+      'X-Forwarded-Proto': 'https',
+      'X-Forwarded-Host': 'api.animalstore.example',
+    });
     const url = new URL(nextUrl(res.headers.link as string)!);
     expect(url.origin).toBe('https://api.animalstore.example');
     expect(url.pathname).toBe('/v1/pets');

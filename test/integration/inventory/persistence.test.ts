@@ -32,7 +32,11 @@ async function createPet(proc: InventoryProcess, name: string): Promise<Pet> {
 }
 
 async function getPet(proc: InventoryProcess, id: number) {
-  return rawRequest(proc.url, { method: 'GET', path: `/v1/pets/${id}`, headers: { [UPSTREAM_TOKEN_HEADER]: await token() } });
+  return rawRequest(proc.url, {
+    method: 'GET',
+    path: `/v1/pets/${id}`,
+    headers: { [UPSTREAM_TOKEN_HEADER]: await token() },
+  });
 }
 
 describe('inventory process: durability', () => {
@@ -108,7 +112,11 @@ describe('inventory process: durability', () => {
   });
 
   it('a bad setting stops startup with one line naming it, exit code 1 and no stack trace', async () => {
-    const proc = await spawnInventoryProcess({ dataDir: newDataDir(), env: { SIGNING_SECRET: 'too-short' }, waitUntilReady: false });
+    const proc = await spawnInventoryProcess({
+      dataDir: newDataDir(),
+      env: { SIGNING_SECRET: 'too-short' },
+      waitUntilReady: false,
+    });
     const exit = await proc.exited;
     expect(exit.code).toBe(1);
     const lines = proc.stderr().trim().split('\n');

@@ -32,7 +32,12 @@ describe('inventory: add, get and list pets', () => {
   it('round-trips Unicode names up to 200 characters and the largest safe categoryId', async () => {
     const name = '🐈'.repeat(199) + 'é';
     const pet = await inventory.createPet({ name, categoryId: Number.MAX_SAFE_INTEGER, status: 'sold' });
-    expect((await inventory.get(`/v1/pets/${pet.id}`)).body).toEqual({ id: pet.id, name, categoryId: Number.MAX_SAFE_INTEGER, status: 'sold' });
+    expect((await inventory.get(`/v1/pets/${pet.id}`)).body).toEqual({
+      id: pet.id,
+      name,
+      categoryId: Number.MAX_SAFE_INTEGER,
+      status: 'sold',
+    });
   });
 
   it('accepts application/json with charset=utf-8', async () => {
@@ -70,7 +75,9 @@ describe('inventory: add, get and list pets', () => {
 
   it('answers concurrent creates with distinct ids, all stored', async () => {
     const before = inventory.countPets();
-    const pets = await Promise.all(Array.from({ length: 20 }, (_, i) => inventory.createPet({ name: `Burst ${i}`, categoryId: 1 })));
+    const pets = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => inventory.createPet({ name: `Burst ${i}`, categoryId: 1 })),
+    );
     expect(new Set(pets.map((p) => p.id)).size).toBe(20);
     expect(inventory.countPets()).toBe(before + 20);
   });

@@ -7,7 +7,14 @@ import { SqlitePetRepository, type PetRepository } from '../../../src/inventory/
 import { systemClock } from '../../../src/shared/clock';
 import { createLogger } from '../../../src/shared/logger';
 import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/upstream-token';
-import { makeTempDir, rawRequest, startTestInventory, testConfig, tokenSigner, type TestInventory } from '../../support/inventory-harness';
+import {
+  makeTempDir,
+  rawRequest,
+  startTestInventory,
+  testConfig,
+  tokenSigner,
+  type TestInventory,
+} from '../../support/inventory-harness';
 
 describe('inventory: routes, methods and error shapes', () => {
   let inventory: TestInventory;
@@ -74,7 +81,11 @@ describe('inventory: routes, methods and error shapes', () => {
     ['/pets', false],
     ['/index.html', false],
   ])('unknown path %s → 404 JSON (token sent: %s)', async (path, withToken) => {
-    const res = await rawRequest(inventory.url, { method: 'GET', path, headers: withToken ? { [UPSTREAM_TOKEN_HEADER]: token } : {} });
+    const res = await rawRequest(inventory.url, {
+      method: 'GET',
+      path,
+      headers: withToken ? { [UPSTREAM_TOKEN_HEADER]: token } : {},
+    });
     expect(res.status).toBe(404);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.body).toEqual({ code: 'not_found', message: expect.any(String), status: 404 });
@@ -104,7 +115,12 @@ describe('inventory: routes, methods and error shapes', () => {
     });
 
     it('is on every kind of response and differs between requests', async () => {
-      const responses = await Promise.all([send('GET', '/v1/pets'), send('GET', '/nope'), send('DELETE', '/v1/pets'), rawRequest(inventory.url, { method: 'GET', path: '/v1/pets' })]);
+      const responses = await Promise.all([
+        send('GET', '/v1/pets'),
+        send('GET', '/nope'),
+        send('DELETE', '/v1/pets'),
+        rawRequest(inventory.url, { method: 'GET', path: '/v1/pets' }),
+      ]);
       const ids = responses.map((r) => r.headers['x-request-id']);
       expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
       expect(new Set(ids).size).toBe(ids.length);
@@ -123,18 +139,31 @@ describe('inventory: failures inside the service', () => {
     });
     return {
       logger: createLogger('warn', sink),
-      lines: () => chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>),
+      lines: () =>
+        chunks
+          .join('')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, unknown>),
     };
   }
 
   async function appWithClosedDatabase() {
     const dir = makeTempDir('inventory-broken');
     const config = testConfig(dir);
-    const repository: PetRepository = new SqlitePetRepository(openInventoryDatabase(path.join(dir, 'inventory.sqlite')), systemClock);
+    const repository: PetRepository = new SqlitePetRepository(
+      openInventoryDatabase(path.join(dir, 'inventory.sqlite')),
+      systemClock,
+    );
     repository.close();
     const logs = captureLogs();
     const verifier = new UpstreamTokenVerifier({ ...config.signing, secret: config.signing.secret! }, systemClock);
-    const app = createInventoryApp({ repository, verifier, logger: logs.logger, maxBodyBytes: () => config.server.maxBodyBytes });
+    const app = createInventoryApp({
+      repository,
+      verifier,
+      logger: logs.logger,
+      maxBodyBytes: () => config.server.maxBodyBytes,
+    });
     return { app, logs, token: await tokenSigner(config).sign({ keyId: 'k', plan: 'free' }) };
   }
 
@@ -142,7 +171,11 @@ describe('inventory: failures inside the service', () => {
     const { app } = await appWithClosedDatabase();
     const res = await request(app).get('/readyz');
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ code: 'service_unavailable', message: expect.stringContaining('database'), status: 503 });
+    expect(res.body).toEqual({
+      code: 'service_unavailable',
+      message: expect.stringContaining('database'),
+      status: 503,
+    });
   });
 
   it('a thrown bug is a 500 internal_error with a generic message; the details go to the log only', async () => {
@@ -153,6 +186,11 @@ describe('inventory: failures inside the service', () => {
     expect(res.body).toEqual({ code: 'internal_error', message: 'An internal error occurred.', status: 500 });
     expect(res.text).not.toMatch(/database connection is not open|\bat\b.*\.ts/);
     const logged = logs.lines().find((line) => line.msg === 'request failed');
-    expect(logged).toMatchObject({ requestId: 'trace-me', method: 'GET', path: '/v1/pets', err: { message: expect.stringContaining('not open') } });
+    expect(logged).toMatchObject({
+      requestId: 'trace-me',
+      method: 'GET',
+      path: '/v1/pets',
+      err: { message: expect.stringContaining('not open') },
+    });
   });
 });

@@ -60,7 +60,11 @@ describe('IssuedKeys on Redis', () => {
 
   beforeEach(async () => {
     sourceB = new DelayedSource(storeB);
-    issuedB = new IssuedKeys(sourceB, { checkIntervalMs: 20, catchUpTimeoutMs: 300, onRebuilt: (hashes) => rebuilds.push(hashes) });
+    issuedB = new IssuedKeys(sourceB, {
+      checkIntervalMs: 20,
+      catchUpTimeoutMs: 300,
+      onRebuilt: (hashes) => rebuilds.push(hashes),
+    });
     await issuedB.ready();
   });
 
@@ -83,7 +87,8 @@ describe('IssuedKeys on Redis', () => {
     issuedB = new IssuedKeys(sourceB, { checkIntervalMs: 20 });
     await issuedB.ready();
     expect(issuedB.current).toBe(true);
-    for (const hash of [active.record.hash, revoked.record.hash, rotated.record.hash]) expect(await issuedB.neverIssued(hash)).toBe(false);
+    for (const hash of [active.record.hash, revoked.record.hash, rotated.record.hash])
+      expect(await issuedB.neverIssued(hash)).toBe(false);
     const after = await storeA.get(rotated.record.id);
     expect(await issuedB.neverIssued(after!.hash)).toBe(false);
     expect(await issuedB.neverIssued(randomHash())).toBe(true);
@@ -124,7 +129,10 @@ describe('IssuedKeys on Redis', () => {
   it('rebuilds on a gap in the change stream, deciding nothing locally meanwhile', async () => {
     const { epoch, seq } = await storeA.issuedMark();
     const before = rebuilds.length;
-    await redisA.publish(redisKeyLayout(namespace).channel, JSON.stringify({ id: 'key_x', hash: randomHash(), epoch, seq: seq + 5 }));
+    await redisA.publish(
+      redisKeyLayout(namespace).channel,
+      JSON.stringify({ id: 'key_x', hash: randomHash(), epoch, seq: seq + 5 }),
+    );
     await eventually(() => rebuilds.length > before && issuedB.current, { what: 'rebuild after the gap' });
   });
 

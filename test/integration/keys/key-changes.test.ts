@@ -80,12 +80,18 @@ describe('key changes across instances', () => {
     expect(before.status === 'valid' && before.record.plan).toBe('free');
 
     await serviceA.update(record.id, { plan: 'pro' });
-    await eventually(async () => {
-      const now = await resolverB.resolve(key);
-      return now.status === 'valid' && now.record.plan === 'pro';
-    }, { timeoutMs: 1000 });
+    await eventually(
+      async () => {
+        const now = await resolverB.resolve(key);
+        return now.status === 'valid' && now.record.plan === 'pro';
+      },
+      { timeoutMs: 1000 },
+    );
     const after = await resolverB.resolve(key);
-    expect(after.status === 'valid' && serviceA.effectiveLimits(after.record)).toEqual({ perMinute: 300, perDay: 10000 });
+    expect(after.status === 'valid' && serviceA.effectiveLimits(after.record)).toEqual({
+      perMinute: 300,
+      perDay: 10000,
+    });
   });
 
   it('a key inserted on A after B remembered it as unknown is accepted by B within 1 s', async () => {
@@ -96,7 +102,19 @@ describe('key changes across instances', () => {
     expect(storeB.findByHashCalls).toBe(calls); // remembered as unknown, and the clock never moves
 
     const now = new Date().toISOString();
-    await storeA.insert({ id: generateKeyId(), name: 'late', plan: 'free', limits: null, hash: hashApiKey(key), createdAt: now, updatedAt: now, revokedAt: null, expiresAt: null, previousHash: null, previousKeyExpiresAt: null });
+    await storeA.insert({
+      id: generateKeyId(),
+      name: 'late',
+      plan: 'free',
+      limits: null,
+      hash: hashApiKey(key),
+      createdAt: now,
+      updatedAt: now,
+      revokedAt: null,
+      expiresAt: null,
+      previousHash: null,
+      previousKeyExpiresAt: null,
+    });
     await eventually(async () => (await resolverB.resolve(key)).status === 'valid', { timeoutMs: 1000 });
     expect(storeB.findByHashCalls).toBeGreaterThan(calls);
   });
@@ -115,7 +133,10 @@ describe('startStores, the one place that chooses the store', () => {
   it('opens every store on Redis when Redis is configured', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-stores-redis-'));
     const options = startOptions();
-    const config = loadConfig({ env: { REDIS_URL: testRedisUrl() }, overrides: { dataDir, redis: { namespace: uniqueNamespace('factory') } } });
+    const config = loadConfig({
+      env: { REDIS_URL: testRedisUrl() },
+      overrides: { dataDir, redis: { namespace: uniqueNamespace('factory') } },
+    });
     try {
       const stores = await startStores(config, options);
       expect(stores.redis).not.toBeNull();

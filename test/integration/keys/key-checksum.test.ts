@@ -64,7 +64,10 @@ describe.each([
   let product: ProductHarness;
 
   beforeAll(async () => {
-    product = await startTestProduct({ ...(onRedis ? { redisUrl: redis.url } : { redis: false }), overrides: { anonymous: { perMinute: 10_000 } } });
+    product = await startTestProduct({
+      ...(onRedis ? { redisUrl: redis.url } : { redis: false }),
+      overrides: { anonymous: { perMinute: 10_000 } },
+    });
     // Keys exist, so the issued-key filter (on Redis) has something in it.
     for (let i = 0; i < 3; i++) await createKey(product, { plan: 'pro' });
   });
@@ -84,7 +87,11 @@ describe.each([
     for (let i = 0; i < MADE_UP; i++) answers.push(await get(product, forged(prefix)));
 
     expect(answers.filter((a) => a.status !== 401 || a.code !== 'invalid_api_key')).toEqual([]);
-    expect({ redisFindByHash: redisFindByHash.mock.calls.length, sqliteFindByHash: sqliteFindByHash.mock.calls.length, filterAsked: filterAsked.mock.calls.length }).toEqual({
+    expect({
+      redisFindByHash: redisFindByHash.mock.calls.length,
+      sqliteFindByHash: sqliteFindByHash.mock.calls.length,
+      filterAsked: filterAsked.mock.calls.length,
+    }).toEqual({
       redisFindByHash: 0,
       sqliteFindByHash: 0,
       filterAsked: 0,
@@ -99,7 +106,10 @@ describe.each([
   test('a key with a good checksum that was never issued is still looked up, and refused the same way', async () => {
     const findByHash = jest.spyOn(onRedis ? RedisKeyStore.prototype : SqliteKeyStore.prototype, 'findByHash');
     const filterAsked = jest.spyOn(IssuedKeys.prototype, 'neverIssued');
-    expect(await get(product, generateApiKey(product.config.keys.prefix))).toEqual({ status: 401, code: 'invalid_api_key' });
+    expect(await get(product, generateApiKey(product.config.keys.prefix))).toEqual({
+      status: 401,
+      code: 'invalid_api_key',
+    });
     // On Redis the filter answers it; in process the store does.
     expect(onRedis ? filterAsked.mock.calls.length : findByHash.mock.calls.length).toBe(1);
   });
@@ -107,7 +117,12 @@ describe.each([
   test('a key issued before checksums (32 characters, imported by its hash) keeps working; a new key carries its checksum', async () => {
     const prefix = product.config.keys.prefix;
     const legacy = generateLegacyApiKey(prefix);
-    const record = keyRecordFixture({ id: generateKeyId(), name: 'issued before checksums', plan: 'pro', hash: hashApiKey(legacy) });
+    const record = keyRecordFixture({
+      id: generateKeyId(),
+      name: 'issued before checksums',
+      plan: 'pro',
+      hash: hashApiKey(legacy),
+    });
     const imported = await fetch(`${product.adminUrl}/admin/keys/import`, {
       method: 'POST',
       headers: { authorization: `Bearer ${product.adminToken}`, 'content-type': 'application/x-ndjson' },

@@ -36,7 +36,11 @@ interface Scenario {
 }
 
 async function startPair(namespace: string, redis: Record<string, unknown>): Promise<[ProductHarness, ProductHarness]> {
-  const overrides = { redis, store: { failMode: 'local' }, keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1, lossCheckSeconds: 1 } };
+  const overrides = {
+    redis,
+    store: { failMode: 'local' },
+    keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1, lossCheckSeconds: 1 },
+  };
   return Promise.all([startTestProduct({ namespace, overrides }), startTestProduct({ namespace, overrides })]);
 }
 
@@ -55,7 +59,10 @@ async function wrongAnswers(s: Scenario, known: Known[]): Promise<string[]> {
 
 async function lossCount(p: ProductHarness): Promise<number> {
   const text = await (await fetch(`${p.adminUrl}/metrics`)).text();
-  return [...text.matchAll(/^gateway_store_data_loss_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  return [...text.matchAll(/^gateway_store_data_loss_total\{[^}]*\} (\d+)/gm)].reduce(
+    (sum, m) => sum + Number(m[1]),
+    0,
+  );
 }
 
 /** Three active keys, one revoked, on the pair; every instance has learned them before the wipe. */
@@ -96,7 +103,13 @@ async function wipeAndWatch(s: Scenario, known: Known[], wipe: () => Promise<voi
     if (backAfterMs !== null && Date.now() - wiped > backAfterMs + 1000) break;
   }
   const lines = [...logRecords(s.a), ...logRecords(s.b)].filter((line) => line.event === 'store_data_loss');
-  return { wrong, requests, backAfterMs, lines, losses: (await lossCount(s.a)) + (await lossCount(s.b)) - lossesBefore };
+  return {
+    wrong,
+    requests,
+    backAfterMs,
+    lines,
+    losses: (await lossCount(s.a)) + (await lossCount(s.b)) - lossesBefore,
+  };
 }
 
 describe('three-master Cluster', () => {
@@ -126,7 +139,9 @@ describe('three-master Cluster', () => {
         await node.flushall().finally(() => node.disconnect());
       }
     });
-    console.log(`Cluster FLUSHALL: ${result.requests} requests for known keys, ${result.wrong.length} wrong; records back after ${result.backAfterMs} ms`);
+    console.log(
+      `Cluster FLUSHALL: ${result.requests} requests for known keys, ${result.wrong.length} wrong; records back after ${result.backAfterMs} ms`,
+    );
     expect(result.wrong).toEqual([]);
     expect(result.backAfterMs).not.toBeNull();
     expect(result.lines).toHaveLength(1);
@@ -145,7 +160,12 @@ describe('behind Sentinel', () => {
     primary = new Redis(setup.primary.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     primary.on('error', () => {});
     const namespace = uniqueNamespace('loss-sentinel');
-    const [a, b] = await startPair(namespace, { url: null, sentinels: setup.sentinels, sentinelName: setup.name, replicationWaitMs: 1000 });
+    const [a, b] = await startPair(namespace, {
+      url: null,
+      sentinels: setup.sentinels,
+      sentinelName: setup.name,
+      replicationWaitMs: 1000,
+    });
     s = { a, b, data: () => primary as unknown as RedisClient, layout: redisKeyLayout(namespace) };
   }, 60_000);
 
@@ -160,7 +180,9 @@ describe('behind Sentinel', () => {
     const result = await wipeAndWatch(s, known, async () => {
       await primary.flushall();
     });
-    console.log(`Sentinel FLUSHALL: ${result.requests} requests for known keys, ${result.wrong.length} wrong; records back after ${result.backAfterMs} ms`);
+    console.log(
+      `Sentinel FLUSHALL: ${result.requests} requests for known keys, ${result.wrong.length} wrong; records back after ${result.backAfterMs} ms`,
+    );
     expect(result.wrong).toEqual([]);
     expect(result.backAfterMs).not.toBeNull();
     expect(result.lines).toHaveLength(1);
@@ -169,35 +191,50 @@ describe('behind Sentinel', () => {
 
   test('a burst of creations, the primary killed right after the last answer: every key answered X-Replicated: true is on the promoted replica', async () => {
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => adminRequest(i % 2 ? s.a : s.b, 'post', '/admin/keys').send({ name: `burst ${i}`, plan: 'free' })),
+      Array.from({ length: 40 }, (_, i) =>
+        adminRequest(i % 2 ? s.a : s.b, 'post', '/admin/keys').send({ name: `burst ${i}`, plan: 'free' }),
+      ),
     );
     // SIGKILL at once, before anything else can reach the replica.
     await setup.primary.stop();
     expect(answers.map((res) => res.status)).toEqual(answers.map(() => 201));
-    const replicated = answers.filter((res) => res.headers['x-replicated'] === 'true').map((res) => (res.body as { id: string }).id);
+    const replicated = answers
+      .filter((res) => res.headers['x-replicated'] === 'true')
+      .map((res) => (res.body as { id: string }).id);
     const notReplicated = answers.filter((res) => res.headers['x-replicated'] !== 'true');
     // What the replica holds now is what it will serve once promoted (nothing can write to it before).
     const replica = new Redis(setup.replica.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     try {
       const onReplica = new Set(await replica.hkeys(s.layout.byId));
       const lost = replicated.filter((id) => !onReplica.has(id));
-      console.log(`Sentinel burst: ${answers.length} creations acknowledged, ${replicated.length} X-Replicated: true, ${notReplicated.length} false; ${lost.length} of the replicated missing on the replica`);
+      console.log(
+        `Sentinel burst: ${answers.length} creations acknowledged, ${replicated.length} X-Replicated: true, ${notReplicated.length} false; ${lost.length} of the replicated missing on the replica`,
+      );
       expect(notReplicated.map((res) => res.headers['x-replicated'])).toEqual(notReplicated.map(() => 'false'));
       expect(replicated.length).toBeGreaterThan(0);
       expect(lost).toEqual([]);
       // Sentinel's election: third-party timing, a hang guard (docs/testing.md, rule 3).
-      await eventually(async () => (await setup.currentPrimary()) === `127.0.0.1:${setup.replica.port}`, { timeoutMs: 120_000, what: 'the replica promoted' });
+      await eventually(async () => (await setup.currentPrimary()) === `127.0.0.1:${setup.replica.port}`, {
+        timeoutMs: 120_000,
+        what: 'the replica promoted',
+      });
       const onNewPrimary = new Set(await replica.hkeys(s.layout.byId));
       expect(replicated.filter((id) => !onNewPrimary.has(id))).toEqual([]);
       // The audit trail says the same as the answers.
       let auditAnswer = await adminRequest(s.a, 'get', '/admin/audit?limit=100');
       // The audit is read from the promoted replica once the instance is back on it: a hang guard, not a
       // promise (10 s ran out at load 20-27); what is promised is what the audit says.
-      await eventually(async () => (auditAnswer = await adminRequest(s.a, 'get', '/admin/audit?limit=100')).status === 200, {
-        timeoutMs: 60_000,
-        what: () => `the audit answers after the promotion (last: ${auditAnswer.status} ${JSON.stringify(auditAnswer.body)})`,
-      });
-      const audit = auditAnswer.body as { entries: Array<{ action: string; keyId: string; details: { replicated?: boolean } }> };
+      await eventually(
+        async () => (auditAnswer = await adminRequest(s.a, 'get', '/admin/audit?limit=100')).status === 200,
+        {
+          timeoutMs: 60_000,
+          what: () =>
+            `the audit answers after the promotion (last: ${auditAnswer.status} ${JSON.stringify(auditAnswer.body)})`,
+        },
+      );
+      const audit = auditAnswer.body as {
+        entries: Array<{ action: string; keyId: string; details: { replicated?: boolean } }>;
+      };
       const audited = audit.entries.filter((e) => e.action === 'create' && replicated.includes(e.keyId));
       expect(audited.map((e) => e.details.replicated)).toEqual(audited.map(() => true));
     } finally {

@@ -26,7 +26,10 @@ async function startInstance(): Promise<ProductHarness> {
   return startTestProduct({
     namespace,
     // Short caches: a key's answer must come from the store (or the copy), not from a cache entry.
-    overrides: { redis: { url: redis.url }, keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1, lossCheckSeconds: 1 } },
+    overrides: {
+      redis: { url: redis.url },
+      keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1, lossCheckSeconds: 1 },
+    },
   });
 }
 
@@ -82,7 +85,10 @@ function dataLossLines(): Array<Record<string, unknown>> {
 
 async function lossCount(p: ProductHarness): Promise<number> {
   const text = await (await fetch(`${p.adminUrl}/metrics`)).text();
-  return [...text.matchAll(/^gateway_store_data_loss_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  return [...text.matchAll(/^gateway_store_data_loss_total\{[^}]*\} (\d+)/gm)].reduce(
+    (sum, m) => sum + Number(m[1]),
+    0,
+  );
 }
 
 const known: Known[] = [];
@@ -97,7 +103,10 @@ test('FLUSHALL: every known key keeps its answer with no gap, the records come b
   await adminRequest(b, 'delete', `/admin/keys/${revoked.id}`).expect(204);
   known.push({ key: revoked.key, id: revoked.id, expect: 401 });
   const rotated = await createKey(a, { name: 'rotated', plan: 'enterprise', limits: BIG }, { overApi: true });
-  const newSecret = ((await adminRequest(a, 'post', `/admin/keys/${rotated.id}/rotate`).send({ graceSeconds: 3600 }).expect(201)).body as { key: string }).key;
+  const newSecret = (
+    (await adminRequest(a, 'post', `/admin/keys/${rotated.id}/rotate`).send({ graceSeconds: 3600 }).expect(201))
+      .body as { key: string }
+  ).key;
   known.push({ key: rotated.key, id: rotated.id, expect: 200 }, { key: newSecret, id: rotated.id, expect: 200 });
   expect(await answersOf(known)).toEqual([]);
   // Each instance's copy learned every record (b of a's through the change stream).
@@ -108,7 +117,11 @@ test('FLUSHALL: every known key keeps its answer with no gap, the records come b
   // During the loss: a key revoked (lost from Redis, known to the copy) and a key created.
   await adminRequest(a, 'delete', `/admin/keys/${known[0]!.id}`).expect(204);
   known[0]!.expect = 401;
-  const during = await createKey(b, { name: 'created during the loss', plan: 'enterprise', limits: BIG }, { overApi: true });
+  const during = await createKey(
+    b,
+    { name: 'created during the loss', plan: 'enterprise', limits: BIG },
+    { overApi: true },
+  );
   known.push({ key: during.key, id: during.id, expect: 200 });
 
   const { wrong, requests } = await hammer(known, 3000);
@@ -120,7 +133,9 @@ test('FLUSHALL: every known key keeps its answer with no gap, the records come b
   // 5 or 6: the key created during the loss reaches the restorer's copy by its write or the change stream.
   expect(lines[0]!.knownKeyRecords).toBeGreaterThanOrEqual(5);
   // The revoked-during-the-loss key was written back by its revocation; the monitor restored the rest.
-  expect((lines[0]!.restoredIds as string[]).sort()).toEqual([known[1]!.id, known[2]!.id, revoked.id, rotated.id].sort());
+  expect((lines[0]!.restoredIds as string[]).sort()).toEqual(
+    [known[1]!.id, known[2]!.id, revoked.id, rotated.id].sort(),
+  );
   expect((await lossCount(a)) + (await lossCount(b))).toBe(1);
   const shown = await adminRequest(b, 'get', `/admin/keys/${known[0]!.id}`).expect(200);
   expect((shown.body as { revokedAt: string | null }).revokedAt).toEqual(expect.any(String));
@@ -134,19 +149,26 @@ test('restart without persistence on the same port: no gap once Redis answers, r
   await eventually(async () => (await gatewayGet(a, known[1]!.key)).status === 200, { timeoutMs: 10_000 });
   const { wrong } = await hammer(known, 3000);
   expect(wrong).toEqual([]);
-  await eventually(async () => {
-    try {
-      return (await client.hlen(layout.byId)) === known.length - 1 && (await client.exists(layout.epoch)) === 1;
-    } catch {
-      return false;
-    }
-  }, { timeoutMs: 10_000 });
+  await eventually(
+    async () => {
+      try {
+        return (await client.hlen(layout.byId)) === known.length - 1 && (await client.exists(layout.epoch)) === 1;
+      } catch {
+        return false;
+      }
+    },
+    { timeoutMs: 10_000 },
+  );
   expect(dataLossLines().length - before).toBe(1);
   expect((await lossCount(a)) + (await lossCount(b))).toBe(2);
 }, 60_000);
 
 test('a rollback made up in number (a record gone, another there instead): the writes counter tells, the record comes back', async () => {
-  const created = await createKey(a, { name: 'lost in a rollback', plan: 'enterprise', limits: BIG }, { overApi: true });
+  const created = await createKey(
+    a,
+    { name: 'lost in a rollback', plan: 'enterprise', limits: BIG },
+    { overApi: true },
+  );
   // Both instances' copies hold it and their checks (every second) have read the counter after it.
   await new Promise((resolve) => setTimeout(resolve, 1500));
   const recordsBefore = await client.hlen(layout.byId);

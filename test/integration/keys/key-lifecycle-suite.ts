@@ -58,17 +58,27 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
     }
 
     function call(product: ProductHarness, key: string, address = freshAddress()): request.Test {
-      return request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', `Bearer ${key}`).set('X-Forwarded-For', address);
+      return request(product.gatewayUrl)
+        .get('/v1/pets?limit=1')
+        .set('Authorization', `Bearer ${key}`)
+        .set('X-Forwarded-For', address);
     }
 
-    async function rotate(product: ProductHarness, id: string, body?: object): Promise<{ key: string; previousKeyExpiresAt: string }> {
+    async function rotate(
+      product: ProductHarness,
+      id: string,
+      body?: object,
+    ): Promise<{ key: string; previousKeyExpiresAt: string }> {
       const req = adminOf(product, 'post', `/admin/keys/${id}/rotate`);
       const res = await (body === undefined ? req : req.send(body));
       expect(res.status).toBe(201);
       return res.body as { key: string; previousKeyExpiresAt: string };
     }
 
-    async function shown(product: ProductHarness, id: string): Promise<Record<string, unknown> & { usage: { minute: { remaining: number }; day: { remaining: number } } }> {
+    async function shown(
+      product: ProductHarness,
+      id: string,
+    ): Promise<Record<string, unknown> & { usage: { minute: { remaining: number }; day: { remaining: number } } }> {
       return (await adminOf(product, 'get', `/admin/keys/${id}`).expect(200)).body as never;
     }
 
@@ -92,13 +102,18 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         for (const product of [b, a, b, a]) {
           const res = await call(product, created.key, address);
           expectError(res, 401, 'expired_api_key');
-          expect(res.headers['www-authenticate']).toBe('Bearer realm="animal-store", error="invalid_token", error_description="This API key has expired."');
+          expect(res.headers['www-authenticate']).toBe(
+            'Bearer realm="animal-store", error="invalid_token", error_description="This API key has expired."',
+          );
           expect(res.headers['x-ratelimit-limit']).toBe('2');
         }
         const metrics = await request(b.adminUrl).get('/metrics').expect(200);
         const expiredRefusals = /^gateway_auth_failures_total\{reason="expired"\} (\d+)$/m.exec(metrics.text);
         expect(Number(expiredRefusals?.[1])).toBeGreaterThanOrEqual(2);
-        const listed = (await adminOf(b, 'get', '/admin/keys').expect(200)).body as Array<{ id: string; expiresAt: string | null }>;
+        const listed = (await adminOf(b, 'get', '/admin/keys').expect(200)).body as Array<{
+          id: string;
+          expiresAt: string | null;
+        }>;
         expect(listed.find((k) => k.id === created.id)?.expiresAt).toBe(expiresAt);
       });
 
@@ -135,20 +150,35 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         ['not a date', () => 'friday'],
         ['a number', () => 1_900_000_000],
         ['an impossible date', () => '2030-02-31T00:00:00Z'],
-      ])('400 validation_failed for expiresAt as %s, on create and on PATCH, and nothing written', async (_what, value) => {
-        const before = ((await adminOf(a, 'get', '/admin/keys').expect(200)).body as unknown[]).length;
-        expectError(await adminOf(a, 'post', '/admin/keys').send({ name: 'bad expiry', plan: 'free', expiresAt: value() }), 400, 'validation_failed');
-        expect(((await adminOf(a, 'get', '/admin/keys').expect(200)).body as unknown[]).length).toBe(before);
+      ])(
+        '400 validation_failed for expiresAt as %s, on create and on PATCH, and nothing written',
+        async (_what, value) => {
+          const before = ((await adminOf(a, 'get', '/admin/keys').expect(200)).body as unknown[]).length;
+          expectError(
+            await adminOf(a, 'post', '/admin/keys').send({ name: 'bad expiry', plan: 'free', expiresAt: value() }),
+            400,
+            'validation_failed',
+          );
+          expect(((await adminOf(a, 'get', '/admin/keys').expect(200)).body as unknown[]).length).toBe(before);
 
-        const created = await createKey(a, { name: 'patched badly', plan: 'free' }, { overApi: true });
-        expectError(await adminOf(a, 'patch', `/admin/keys/${created.id}`).send({ expiresAt: value() }), 400, 'validation_failed');
-        expect((await shown(a, created.id)).expiresAt).toBeNull();
-      });
+          const created = await createKey(a, { name: 'patched badly', plan: 'free' }, { overApi: true });
+          expectError(
+            await adminOf(a, 'patch', `/admin/keys/${created.id}`).send({ expiresAt: value() }),
+            400,
+            'validation_failed',
+          );
+          expect((await shown(a, created.id)).expiresAt).toBeNull();
+        },
+      );
     });
 
     describe('rotation', () => {
       it('201 with the new secret once; the same id, plan, limits and windows; the old secret works until previousKeyExpiresAt, then expired_api_key', async () => {
-        const created = await createKey(a, { name: 'rotated', plan: 'pro', limits: { perMinute: 100, perDay: 1000 } }, { overApi: true });
+        const created = await createKey(
+          a,
+          { name: 'rotated', plan: 'pro', limits: { perMinute: 100, perDay: 1000 } },
+          { overApi: true },
+        );
         await awayFromMinuteEnd();
         for (let i = 0; i < 3; i++) await call(i % 2 === 0 ? a : b, created.key).expect(200);
 
@@ -230,11 +260,19 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
             expectError(await call(product, key), 401, 'revoked_api_key');
           }
         }
-        expectError(await adminOf(b, 'post', `/admin/keys/${created.id}/rotate`).send({ graceSeconds: 10 }), 409, 'conflict');
+        expectError(
+          await adminOf(b, 'post', `/admin/keys/${created.id}/rotate`).send({ graceSeconds: 10 }),
+          409,
+          'conflict',
+        );
       });
 
       it('keeps a running ban', async () => {
-        const created = await createKey(a, { name: 'banned', plan: 'free', limits: { perMinute: 1, perDay: 1000 } }, { overApi: true });
+        const created = await createKey(
+          a,
+          { name: 'banned', plan: 'free', limits: { perMinute: 1, perDay: 1000 } },
+          { overApi: true },
+        );
         await awayFromMinuteEnd();
         await call(a, created.key).expect(200);
         // Refusals past ban.threshold (10) ban the key.
@@ -248,7 +286,11 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
       it('under concurrent traffic on both secrets and both instances, a rotation neither resets nor double-counts the windows', async () => {
         const limit = 50;
-        const created = await createKey(a, { name: 'busy', plan: 'free', limits: { perMinute: limit, perDay: 1000 } }, { overApi: true });
+        const created = await createKey(
+          a,
+          { name: 'busy', plan: 'free', limits: { perMinute: limit, perDay: 1000 } },
+          { overApi: true },
+        );
         await awayFromMinuteEnd();
         const send = (key: string, i: number) => call(i % 2 === 0 ? a : b, key).then((res) => res.status);
         const before = await Promise.all(Array.from({ length: 20 }, (_, i) => send(created.key, i)));
@@ -257,7 +299,9 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           rotate(b, created.id, { graceSeconds: 3600 }),
           Promise.all(Array.from({ length: 20 }, (_, i) => send(created.key, i))),
         ]);
-        const after = await Promise.all(Array.from({ length: 20 }, (_, i) => send(i % 2 === 0 ? rotated.key : created.key, i)));
+        const after = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => send(i % 2 === 0 ? rotated.key : created.key, i)),
+        );
         const statuses = [...before, ...during, ...after];
         expect(statuses.filter((s) => s === 200)).toHaveLength(limit);
         expect(statuses.filter((s) => s === 429)).toHaveLength(60 - limit);
@@ -276,7 +320,11 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         ['an array', [60]],
       ])('400 validation_failed for %s, and the secret is unchanged', async (_what, body) => {
         const created = await createKey(a, { name: 'bad rotation', plan: 'free' }, { overApi: true });
-        expectError(await adminOf(a, 'post', `/admin/keys/${created.id}/rotate`).send(body as object), 400, 'validation_failed');
+        expectError(
+          await adminOf(a, 'post', `/admin/keys/${created.id}/rotate`).send(body as object),
+          400,
+          'validation_failed',
+        );
         expect((await shown(a, created.id)).previousKeyExpiresAt).toBeNull();
         await call(b, created.key).expect(200);
       });
@@ -284,17 +332,36 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       it('415 for a body that is not JSON, 400 for malformed JSON, 404 for an unknown key', async () => {
         const created = await createKey(a, { name: 'rotation body', plan: 'free' }, { overApi: true });
         const path = `/admin/keys/${created.id}/rotate`;
-        expectError(await adminOf(a, 'post', path).set('Content-Type', 'text/plain').send('graceSeconds=5'), 415, 'unsupported_media_type');
-        expectError(await adminOf(a, 'post', path).set('Content-Type', 'application/json').send('{"graceSeconds":'), 400, 'invalid_json');
-        expectError(await adminOf(a, 'post', '/admin/keys/key_000000000000000000000000/rotate').send({}), 404, 'not_found');
+        expectError(
+          await adminOf(a, 'post', path).set('Content-Type', 'text/plain').send('graceSeconds=5'),
+          415,
+          'unsupported_media_type',
+        );
+        expectError(
+          await adminOf(a, 'post', path).set('Content-Type', 'application/json').send('{"graceSeconds":'),
+          400,
+          'invalid_json',
+        );
+        expectError(
+          await adminOf(a, 'post', '/admin/keys/key_000000000000000000000000/rotate').send({}),
+          404,
+          'not_found',
+        );
         expect((await shown(a, created.id)).previousKeyExpiresAt).toBeNull();
       });
     });
 
     describe('usage history and last use', () => {
       it('counts admitted, rate-limited and banned requests per UTC day, from every instance exactly; lastUsedAt follows', async () => {
-        const created = await createKey(a, { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 1000 } }, { overApi: true });
-        const listedBefore = (await adminOf(a, 'get', '/admin/keys').expect(200)).body as Array<{ id: string; lastUsedAt: string | null }>;
+        const created = await createKey(
+          a,
+          { name: 'counted', plan: 'free', limits: { perMinute: 5, perDay: 1000 } },
+          { overApi: true },
+        );
+        const listedBefore = (await adminOf(a, 'get', '/admin/keys').expect(200)).body as Array<{
+          id: string;
+          lastUsedAt: string | null;
+        }>;
         expect(listedBefore.find((k) => k.id === created.id)?.lastUsedAt).toBeNull();
         await awayFromMinuteEnd();
         // 5 admitted, 11 rate-limited (the 11th bans), then 4 banned: split over both instances.
@@ -304,11 +371,17 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
         const expectedToday = { admitted: 5, rateLimited: 11, banned: 4 };
         // B flushes on its own timer (every 5 s): the history may lag by that much, no more.
-        await eventually(async () => {
-          const res = await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=3`).expect(200);
-          const days = (res.body as { days: Array<Record<string, unknown>> }).days;
-          return JSON.stringify(days[2]) === JSON.stringify({ date: new Date(clock.now()).toISOString().slice(0, 10), ...expectedToday });
-        }, { timeoutMs: 7000 });
+        await eventually(
+          async () => {
+            const res = await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=3`).expect(200);
+            const days = (res.body as { days: Array<Record<string, unknown>> }).days;
+            return (
+              JSON.stringify(days[2]) ===
+              JSON.stringify({ date: new Date(clock.now()).toISOString().slice(0, 10), ...expectedToday })
+            );
+          },
+          { timeoutMs: 7000 },
+        );
         const res = await adminOf(b, 'get', `/admin/keys/${created.id}/usage?days=3`).expect(200);
         const today = new Date(clock.now()).toISOString().slice(0, 10);
         const dayBefore = (n: number) => new Date(clock.now() - n * 86_400_000).toISOString().slice(0, 10);
@@ -320,10 +393,18 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
             { date: today, ...expectedToday },
           ],
         });
-        expect(((await adminOf(a, 'get', `/admin/keys/${created.id}/usage`).expect(200)).body as { days: unknown[] }).days).toHaveLength(30);
-        expect(((await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=90`).expect(200)).body as { days: unknown[] }).days).toHaveLength(90);
+        expect(
+          ((await adminOf(a, 'get', `/admin/keys/${created.id}/usage`).expect(200)).body as { days: unknown[] }).days,
+        ).toHaveLength(30);
+        expect(
+          ((await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=90`).expect(200)).body as { days: unknown[] })
+            .days,
+        ).toHaveLength(90);
 
-        const listed = (await adminOf(b, 'get', '/admin/keys').expect(200)).body as Array<{ id: string; lastUsedAt: string | null }>;
+        const listed = (await adminOf(b, 'get', '/admin/keys').expect(200)).body as Array<{
+          id: string;
+          lastUsedAt: string | null;
+        }>;
         expect(listed.find((k) => k.id === created.id)?.lastUsedAt).toBe(new Date(clock.now()).toISOString());
         expect((await shown(a, created.id)).lastUsedAt).toBe(new Date(clock.now()).toISOString());
 
@@ -342,10 +423,13 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
         const rotated = await rotate(b, created.id, { graceSeconds: 60 });
         await call(b, created.key).expect(200);
         await call(a, rotated.key).expect(200);
-        await eventually(async () => {
-          const res = await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=1`).expect(200);
-          return (res.body as { days: Array<{ admitted: number }> }).days[0]!.admitted === 3;
-        }, { timeoutMs: 7000 });
+        await eventually(
+          async () => {
+            const res = await adminOf(a, 'get', `/admin/keys/${created.id}/usage?days=1`).expect(200);
+            return (res.body as { days: Array<{ admitted: number }> }).days[0]!.admitted === 3;
+          },
+          { timeoutMs: 7000 },
+        );
       });
 
       it.each(['0', '91', '-1', '1.5', 'x', '', '30&days=2'])('400 invalid_parameter for days=%s', async (days) => {
@@ -360,7 +444,11 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
     describe('audit trail', () => {
       it('holds every admin write from every instance, newest first, never a key or hash', async () => {
-        const created = await createKey(a, { name: 'audited', plan: 'free', expiresAt: new Date(clock.now() + 86_400_000).toISOString() }, { overApi: true });
+        const created = await createKey(
+          a,
+          { name: 'audited', plan: 'free', expiresAt: new Date(clock.now() + 86_400_000).toISOString() },
+          { overApi: true },
+        );
         await adminOf(b, 'patch', `/admin/keys/${created.id}`).send({ plan: 'pro', name: 'audited 2' }).expect(200);
         const rotated = await rotate(a, created.id, { graceSeconds: 30 });
         await adminOf(b, 'delete', `/admin/keys/${created.id}/ban`).expect(204);
@@ -368,7 +456,11 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
 
         for (const product of [a, b]) {
           const res = await adminOf(product, 'get', '/admin/audit?limit=5').expect(200);
-          const entries = (res.body as { entries: Array<{ at: string; action: string; keyId: string; details: Record<string, unknown> }> }).entries;
+          const entries = (
+            res.body as {
+              entries: Array<{ at: string; action: string; keyId: string; details: Record<string, unknown> }>;
+            }
+          ).entries;
           expect(entries.map((e) => e.action)).toEqual(['revoke', 'unban', 'rotate', 'update', 'create']);
           for (const entry of entries) {
             expect(entry.keyId).toBe(created.id);

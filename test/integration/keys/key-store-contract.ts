@@ -6,7 +6,13 @@ import { eventually } from '../../support/eventually';
 /** A record as the key service would build it, with the key it was hashed from. */
 export function newRecord(overrides: Partial<ApiKeyRecord> = {}): { key: string; record: ApiKeyRecord } {
   const key = generateApiKey('asg_test_');
-  const record = keyRecordFixture({ id: generateKeyId(), name: 'billing service', plan: 'pro', hash: hashApiKey(key), ...overrides });
+  const record = keyRecordFixture({
+    id: generateKeyId(),
+    name: 'billing service',
+    plan: 'pro',
+    hash: hashApiKey(key),
+    ...overrides,
+  });
   return { key, record };
 }
 
@@ -39,7 +45,11 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       const plain = newRecord({ limits: { perMinute: 5, perDay: 50 } }).record;
       for (const record of [shadowed, enforced, plain]) await store.insert(record);
       for (const record of [shadowed, enforced, plain]) expect(await store.findByHash(record.hash)).toEqual(record);
-      const updated = await store.update(plain.id, { limits: { perMinute: 6, perDay: 60, shadow: true } }, '2026-01-02T00:00:00.000Z');
+      const updated = await store.update(
+        plain.id,
+        { limits: { perMinute: 6, perDay: 60, shadow: true } },
+        '2026-01-02T00:00:00.000Z',
+      );
       expect(updated?.limits).toEqual({ perMinute: 6, perDay: 60, shadow: true });
       expect((await store.get(plain.id))?.limits).toEqual({ perMinute: 6, perDay: 60, shadow: true });
     });
@@ -52,7 +62,11 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       expect((await store.get(plain.id))?.billingDay).toBeUndefined();
       const updated = await store.update(metered.id, { name: 'renamed' }, '2026-01-02T00:00:00.000Z');
       expect(updated).toMatchObject({ billingDay: 17, limits: { perMinute: 5, perDay: 50, perMonth: 500 } });
-      await store.rotate(metered.id, { hash: 'f'.repeat(64), previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z');
+      await store.rotate(
+        metered.id,
+        { hash: 'f'.repeat(64), previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' },
+        '2026-01-02T00:00:00.000Z',
+      );
       expect((await store.get(metered.id))?.billingDay).toBe(17);
     });
 
@@ -83,7 +97,11 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       const renamed = await store.update(record.id, { name: 'renamed' }, '2026-01-03T00:00:00.000Z');
       expect(renamed).toEqual({ ...record, name: 'renamed', updatedAt: '2026-01-03T00:00:00.000Z' });
 
-      const moved = await store.update(record.id, { plan: 'enterprise', limits: { perMinute: 9, perDay: 99 } }, '2026-01-04T00:00:00.000Z');
+      const moved = await store.update(
+        record.id,
+        { plan: 'enterprise', limits: { perMinute: 9, perDay: 99 } },
+        '2026-01-04T00:00:00.000Z',
+      );
       expect(moved).toMatchObject({ name: 'renamed', plan: 'enterprise', limits: { perMinute: 9, perDay: 99 } });
       expect(await store.findByHash(record.hash)).toEqual(moved);
 
@@ -114,23 +132,44 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       copy.name = 'tampered';
       copy.limits!.perDay = 1000;
       record.name = 'tampered too';
-      expect(await store.findByHash(record.hash)).toMatchObject({ name: 'billing service', limits: { perMinute: 1, perDay: 2 } });
+      expect(await store.findByHash(record.hash)).toMatchObject({
+        name: 'billing service',
+        limits: { perMinute: 1, perDay: 2 },
+      });
     });
 
     it('rotation: the record resolves by its new and its previous hash, is listed once, and keeps both through an update', async () => {
       const { record } = newRecord();
       await store.insert(record);
       const newHash = hashApiKey('asg_test_second');
-      const rotated = await store.rotate(record.id, { hash: newHash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T12:00:00.000Z');
-      const expected = { ...record, hash: newHash, previousHash: record.hash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z', updatedAt: '2026-01-01T12:00:00.000Z' };
+      const rotated = await store.rotate(
+        record.id,
+        { hash: newHash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' },
+        '2026-01-01T12:00:00.000Z',
+      );
+      const expected = {
+        ...record,
+        hash: newHash,
+        previousHash: record.hash,
+        previousKeyExpiresAt: '2026-01-02T00:00:00.000Z',
+        updatedAt: '2026-01-01T12:00:00.000Z',
+      };
       expect(rotated).toEqual(expected);
       expect(await store.findByHash(newHash)).toEqual(expected);
       expect(await store.findByHash(record.hash)).toEqual(expected);
       expect(await store.get(record.id)).toEqual(expected);
       expect(await store.list()).toEqual([expected]);
 
-      const updated = await store.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-01T13:00:00.000Z');
-      expect(updated).toEqual({ ...expected, expiresAt: '2027-01-01T00:00:00.000Z', updatedAt: '2026-01-01T13:00:00.000Z' });
+      const updated = await store.update(
+        record.id,
+        { expiresAt: '2027-01-01T00:00:00.000Z' },
+        '2026-01-01T13:00:00.000Z',
+      );
+      expect(updated).toEqual({
+        ...expected,
+        expiresAt: '2027-01-01T00:00:00.000Z',
+        updatedAt: '2026-01-01T13:00:00.000Z',
+      });
       expect(await store.findByHash(record.hash)).toEqual(updated);
       expect(await store.findByHash(newHash)).toEqual(updated);
       expect((await store.update(record.id, { expiresAt: null }, '2026-01-01T14:00:00.000Z'))?.expiresAt).toBeNull();
@@ -141,19 +180,41 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       await store.insert(record);
       const second = hashApiKey('asg_test_second');
       const third = hashApiKey('asg_test_third');
-      await store.rotate(record.id, { hash: second, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T01:00:00.000Z');
-      const again = await store.rotate(record.id, { hash: third, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-01T02:00:00.000Z');
-      expect(again).toMatchObject({ hash: third, previousHash: second, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' });
+      await store.rotate(
+        record.id,
+        { hash: second, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' },
+        '2026-01-01T01:00:00.000Z',
+      );
+      const again = await store.rotate(
+        record.id,
+        { hash: third, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' },
+        '2026-01-01T02:00:00.000Z',
+      );
+      expect(again).toMatchObject({
+        hash: third,
+        previousHash: second,
+        previousKeyExpiresAt: '2026-01-03T00:00:00.000Z',
+      });
       expect(await store.findByHash(record.hash)).toBeNull();
       expect((await store.findByHash(second))?.hash).toBe(third);
 
       const revoked = await store.revoke(record.id, '2026-01-01T03:00:00.000Z');
       expect((await store.findByHash(second))?.revokedAt).toBe('2026-01-01T03:00:00.000Z');
       expect((await store.findByHash(third))?.revokedAt).toBe('2026-01-01T03:00:00.000Z');
-      const refused = await store.rotate(record.id, { hash: hashApiKey('asg_test_fourth'), previousKeyExpiresAt: '2026-01-04T00:00:00.000Z' }, '2026-01-01T04:00:00.000Z');
+      const refused = await store.rotate(
+        record.id,
+        { hash: hashApiKey('asg_test_fourth'), previousKeyExpiresAt: '2026-01-04T00:00:00.000Z' },
+        '2026-01-01T04:00:00.000Z',
+      );
       expect(refused).toEqual(revoked);
       expect(await store.findByHash(hashApiKey('asg_test_fourth'))).toBeNull();
-      expect(await store.rotate(generateKeyId(), { hash: hashApiKey('asg_test_fifth'), previousKeyExpiresAt: '2026-01-04T00:00:00.000Z' }, '2026-01-01T04:00:00.000Z')).toBeNull();
+      expect(
+        await store.rotate(
+          generateKeyId(),
+          { hash: hashApiKey('asg_test_fifth'), previousKeyExpiresAt: '2026-01-04T00:00:00.000Z' },
+          '2026-01-01T04:00:00.000Z',
+        ),
+      ).toBeNull();
     });
 
     it('rotation: refuses a hash another key has, and changes nothing', async () => {
@@ -161,7 +222,13 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       const b = newRecord().record;
       await store.insert(a);
       await store.insert(b);
-      await expect(store.rotate(a.id, { hash: b.hash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T01:00:00.000Z')).rejects.toThrow(/exists/);
+      await expect(
+        store.rotate(
+          a.id,
+          { hash: b.hash, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' },
+          '2026-01-01T01:00:00.000Z',
+        ),
+      ).rejects.toThrow(/exists/);
       expect(await store.get(a.id)).toEqual(a);
       expect(await store.findByHash(b.hash)).toEqual(b);
     });
@@ -171,11 +238,22 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       await store.insert(record);
       const second = hashApiKey('asg_test_second');
       const third = hashApiKey('asg_test_third');
-      await store.rotate(record.id, { hash: second, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' }, '2026-01-01T01:00:00.000Z');
+      await store.rotate(
+        record.id,
+        { hash: second, previousKeyExpiresAt: '2026-01-02T00:00:00.000Z' },
+        '2026-01-01T01:00:00.000Z',
+      );
       const changes: KeyChange[] = [];
       const off = store.onChange((change) => changes.push(change));
-      await store.rotate(record.id, { hash: third, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-01T02:00:00.000Z');
-      await eventually(() => [record.hash, second, third].every((h) => changes.some((c) => c.hash === h)), { timeoutMs: 2000, what: 'a change per hash' });
+      await store.rotate(
+        record.id,
+        { hash: third, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' },
+        '2026-01-01T02:00:00.000Z',
+      );
+      await eventually(() => [record.hash, second, third].every((h) => changes.some((c) => c.hash === h)), {
+        timeoutMs: 2000,
+        what: 'a change per hash',
+      });
       off();
       expect(changes.every((c) => c.id === record.id)).toBe(true);
     });
@@ -214,11 +292,16 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
 
       const refused = newRecord({ consumerId }).record;
       await expect(store.insert(refused)).rejects.toEqual(new ConsumerClosed(consumerId));
-      await expect(store.update(outside.id, { consumerId }, '2026-01-02T00:00:00.000Z')).rejects.toEqual(new ConsumerClosed(consumerId));
+      await expect(store.update(outside.id, { consumerId }, '2026-01-02T00:00:00.000Z')).rejects.toEqual(
+        new ConsumerClosed(consumerId),
+      );
       expect(await store.get(refused.id)).toBeNull();
       expect((await store.get(outside.id))?.consumerId).toBeUndefined();
       // A key already in it is not moved into it: it may still be renamed and revoked.
-      expect(await store.update(inside.id, { name: 'renamed' }, '2026-01-02T00:00:00.000Z')).toMatchObject({ name: 'renamed', consumerId });
+      expect(await store.update(inside.id, { name: 'renamed' }, '2026-01-02T00:00:00.000Z')).toMatchObject({
+        name: 'renamed',
+        consumerId,
+      });
       expect((await store.revoke(inside.id, '2026-01-02T00:00:00.000Z'))?.revokedAt).toBe('2026-01-02T00:00:00.000Z');
 
       // One holder gone, the other still holds it; then it opens.
@@ -233,7 +316,14 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       await store.closeConsumer!(other, 'gone', 50);
       await expect(store.insert(newRecord({ consumerId: other }).record)).rejects.toEqual(new ConsumerClosed(other));
       const later = newRecord({ consumerId: other }).record;
-      await eventually(async () => store.insert(later).then(() => true, () => false), { timeoutMs: 5000, what: 'the hold to run out' });
+      await eventually(
+        async () =>
+          store.insert(later).then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 5000, what: 'the hold to run out' },
+      );
       expect(await store.closeConsumer!(other, 'gone', 60_000)).toBe(false);
     });
 
@@ -245,7 +335,10 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       await store.closeConsumer!(closed, 'deleting', 60_000);
       const fresh = newRecord({ consumerId: closed }).record;
       for (const entering of [fresh, { ...outside, consumerId: closed }]) {
-        await expect(store.importRecords([{ ...already, name: 'renamed' }, entering])).rejects.toMatchObject({ name: 'KeyImportConflict', message: expect.stringContaining(`consumer ${closed}, which is being deleted`) });
+        await expect(store.importRecords([{ ...already, name: 'renamed' }, entering])).rejects.toMatchObject({
+          name: 'KeyImportConflict',
+          message: expect.stringContaining(`consumer ${closed}, which is being deleted`),
+        });
         expect(await store.get(already.id)).toEqual(already);
       }
       expect(await store.get(fresh.id)).toBeNull();
@@ -265,7 +358,13 @@ export function describeKeyStoreContract(name: string, open: () => Promise<KeySt
       for (const record of [staying, moving, joining, leaving]) await store.insert(record);
       const fresh = newRecord({ consumerId: b }).record;
       const { consumerId: _left, ...left } = leaving;
-      const result = await store.importRecords([{ ...staying, name: 'renamed' }, { ...moving, consumerId: b }, { ...joining, consumerId: a }, left, fresh]);
+      const result = await store.importRecords([
+        { ...staying, name: 'renamed' },
+        { ...moving, consumerId: b },
+        { ...joining, consumerId: a },
+        left,
+        fresh,
+      ]);
       expect(result.imported).toBe(5);
       expect(result.moved).toEqual(
         expect.arrayContaining([

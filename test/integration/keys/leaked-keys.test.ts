@@ -65,7 +65,10 @@ describe.each([
   });
 
   function gateway(method: string, path: string, key?: string): Promise<Response> {
-    return fetch(`${product.gatewayUrl}${path}`, { method, headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
+    return fetch(`${product.gatewayUrl}${path}`, {
+      method,
+      headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
+    });
   }
 
   async function statusAndCode(res: Response): Promise<{ status: number; code?: string }> {
@@ -74,12 +77,18 @@ describe.each([
   }
 
   async function auditOf(keyId: string): Promise<AuditEntry[]> {
-    const res = await fetch(`${product.adminUrl}/admin/audit?limit=1000`, { headers: { authorization: `Bearer ${product.adminToken}` } });
+    const res = await fetch(`${product.adminUrl}/admin/audit?limit=1000`, {
+      headers: { authorization: `Bearer ${product.adminToken}` },
+    });
     return ((await res.json()) as { entries: AuditEntry[] }).entries.filter((entry) => entry.keyId === keyId);
   }
 
-  async function revokedWebhook(keyId: string): Promise<{ id: string; body: { type: string; data: Record<string, unknown> } }> {
-    await eventually(() => hooks.deliveries.some((d) => d.body.data.keyId === keyId), { what: `key.revoked of ${keyId}` });
+  async function revokedWebhook(
+    keyId: string,
+  ): Promise<{ id: string; body: { type: string; data: Record<string, unknown> } }> {
+    await eventually(() => hooks.deliveries.some((d) => d.body.data.keyId === keyId), {
+      what: `key.revoked of ${keyId}`,
+    });
     const deliveries = hooks.deliveries.filter((d) => d.body.data.keyId === keyId);
     expect(deliveries).toHaveLength(1);
     return deliveries[0]!;
@@ -87,8 +96,14 @@ describe.each([
 
   /** The key's 401 once the revocation is seen (at once on this instance; eventually covers the change notification). */
   async function expectRevoked(key: string): Promise<void> {
-    await eventually(async () => (await statusAndCode(await gateway('GET', '/v1/pets', key))).code === 'revoked_api_key', { what: 'revoked_api_key' });
-    expect(await statusAndCode(await gateway('GET', '/v1/pets', key))).toEqual({ status: 401, code: 'revoked_api_key' });
+    await eventually(
+      async () => (await statusAndCode(await gateway('GET', '/v1/pets', key))).code === 'revoked_api_key',
+      { what: 'revoked_api_key' },
+    );
+    expect(await statusAndCode(await gateway('GET', '/v1/pets', key))).toEqual({
+      status: 401,
+      code: 'revoked_api_key',
+    });
   }
 
   describe('POST /v1/keys/revoke', () => {
@@ -103,31 +118,56 @@ describe.each([
       expect(res.headers.get('x-request-id')).toBeTruthy();
       await expectRevoked(key);
       // Revoking it again: its 401 like on any path, nothing more revoked.
-      expect(await statusAndCode(await gateway('POST', '/v1/keys/revoke', key))).toEqual({ status: 401, code: 'revoked_api_key' });
+      expect(await statusAndCode(await gateway('POST', '/v1/keys/revoke', key))).toEqual({
+        status: 401,
+        code: 'revoked_api_key',
+      });
 
       const record = await product.keyService.get(id);
       expect(record!.revokedAt).not.toBeNull();
       const entries = await auditOf(id);
       expect(entries).toHaveLength(1);
-      expect(entries[0]).toMatchObject({ action: 'revoke', keyId: id, details: { revokedAt: record!.revokedAt, by: 'holder', clientAddress: expect.any(String), requestId: res.headers.get('x-request-id') } });
+      expect(entries[0]).toMatchObject({
+        action: 'revoke',
+        keyId: id,
+        details: {
+          revokedAt: record!.revokedAt,
+          by: 'holder',
+          clientAddress: expect.any(String),
+          requestId: res.headers.get('x-request-id'),
+        },
+      });
       expect(JSON.stringify(entries[0])).not.toContain(key);
 
       const delivery = await revokedWebhook(id);
       expect(delivery.id).toBe(eventId('key.revoked', id, Date.parse(record!.revokedAt!)));
-      expect(delivery.body).toMatchObject({ type: 'key.revoked', data: { keyId: id, consumerId: null, revokedAt: record!.revokedAt, by: 'holder' } });
+      expect(delivery.body).toMatchObject({
+        type: 'key.revoked',
+        data: { keyId: id, consumerId: null, revokedAt: record!.revokedAt, by: 'holder' },
+      });
       expect(hooks.rejected).toEqual([]);
     });
 
     test('a key whose access policy does not list it, and a key out of units, can still revoke itself', async () => {
-      const listed = await createKey(product, { plan: 'pro', allowedOperations: ['listPets'], allowedAddresses: ['192.0.2.0/24'] });
+      const listed = await createKey(product, {
+        plan: 'pro',
+        allowedOperations: ['listPets'],
+        allowedAddresses: ['192.0.2.0/24'],
+      });
       // The policy is in force: this address is not allowed, for any operation.
-      expect(await statusAndCode(await gateway('GET', '/v1/pets', listed.key))).toEqual({ status: 403, code: 'address_not_allowed' });
+      expect(await statusAndCode(await gateway('GET', '/v1/pets', listed.key))).toEqual({
+        status: 403,
+        code: 'address_not_allowed',
+      });
       expect((await gateway('POST', '/v1/keys/revoke', listed.key)).status).toBe(204);
       await expectRevoked(listed.key);
 
       const limited = await createKey(product, { plan: 'enterprise', limits: { perMinute: 1, perDay: 100 } });
       expect((await gateway('GET', '/v1/pets', limited.key)).status).toBe(200);
-      expect(await statusAndCode(await gateway('GET', '/v1/pets', limited.key))).toEqual({ status: 429, code: 'rate_limited' });
+      expect(await statusAndCode(await gateway('GET', '/v1/pets', limited.key))).toEqual({
+        status: 429,
+        code: 'rate_limited',
+      });
       expect((await gateway('POST', '/v1/keys/revoke', limited.key)).status).toBe(204);
       await expectRevoked(limited.key);
     });
@@ -145,7 +185,10 @@ describe.each([
       ] as const) {
         const res = await gateway('POST', '/v1/keys/revoke', presented);
         const text = await res.text();
-        expect({ status: res.status, code: (JSON.parse(text) as { code: string }).code }).toEqual({ status: 401, code });
+        expect({ status: res.status, code: (JSON.parse(text) as { code: string }).code }).toEqual({
+          status: 401,
+          code,
+        });
         expectMatchesOpenApi('POST', '/keys/revoke', { status: res.status, headers: res.headers, text });
       }
       // The key that asked for 405 still works.
@@ -154,7 +197,10 @@ describe.each([
 
     test('an admin revocation sends key.revoked too, by admin, and its audit entry says so', async () => {
       const { id } = await createKey(product, { plan: 'pro' });
-      const res = await fetch(`${product.adminUrl}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${product.adminToken}` } });
+      const res = await fetch(`${product.adminUrl}/admin/keys/${id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${product.adminToken}` },
+      });
       expect(res.status).toBe(204);
       const delivery = await revokedWebhook(id);
       expect(delivery.body.data).toMatchObject({ keyId: id, by: 'admin' });
@@ -164,11 +210,18 @@ describe.each([
 
   describe('POST /admin/secret-scanning', () => {
     function report(body: string, headers: Record<string, string>): Promise<Response> {
-      return fetch(`${product.adminUrl}/admin/secret-scanning`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+      return fetch(`${product.adminUrl}/admin/secret-scanning`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
     }
 
     function signedReport(body: string, privateKey = partner.privateKey, keyId = PARTNER_KEY_ID): Promise<Response> {
-      return report(body, { 'Github-Public-Key-Identifier': keyId, 'Github-Public-Key-Signature': signatureOf(body, privateKey) });
+      return report(body, {
+        'Github-Public-Key-Identifier': keyId,
+        'Github-Public-Key-Signature': signatureOf(body, privateKey),
+      });
     }
 
     test('real keys are revoked and answered true_positive, others false_positive; the same report again changes nothing', async () => {
@@ -179,14 +232,28 @@ describe.each([
       const neverIssued = generateApiKey(prefix);
       const badChecksum = leaked.key.slice(0, -1) + (leaked.key.endsWith('a') ? 'b' : 'a');
       const tokens = [
-        { token: leaked.key, type: 'animal_store_api_key', url: 'https://github.com/octo/repo/blob/abc/config.js', source: 'content' },
-        { token: neverIssued, type: 'animal_store_api_key', url: 'https://github.com/octo/repo/blob/abc/a.js', source: 'content' },
+        {
+          token: leaked.key,
+          type: 'animal_store_api_key',
+          url: 'https://github.com/octo/repo/blob/abc/config.js',
+          source: 'content',
+        },
+        {
+          token: neverIssued,
+          type: 'animal_store_api_key',
+          url: 'https://github.com/octo/repo/blob/abc/a.js',
+          source: 'content',
+        },
         { token: alreadyRevoked.key, type: 'animal_store_api_key', source: 'commit' },
         { token: badChecksum, type: 'animal_store_api_key' },
         { token: 'asg_other_0000', type: 'animal_store_api_key' },
       ];
       const body = JSON.stringify(tokens);
-      const labels = tokens.map((t, i) => ({ token_hash: sha256(t.token), token_type: 'animal_store_api_key', label: i === 0 || i === 2 ? 'true_positive' : 'false_positive' }));
+      const labels = tokens.map((t, i) => ({
+        token_hash: sha256(t.token),
+        token_type: 'animal_store_api_key',
+        label: i === 0 || i === 2 ? 'true_positive' : 'false_positive',
+      }));
 
       const first = await signedReport(body);
       expect(first.status).toBe(200);
@@ -194,7 +261,10 @@ describe.each([
       await expectRevoked(leaked.key);
       const entries = await auditOf(leaked.id);
       expect(entries).toHaveLength(1);
-      expect(entries[0]).toMatchObject({ action: 'revoke', details: { by: 'secret-scanning', tokenType: 'animal_store_api_key', url: tokens[0]!.url, source: 'content' } });
+      expect(entries[0]).toMatchObject({
+        action: 'revoke',
+        details: { by: 'secret-scanning', tokenType: 'animal_store_api_key', url: tokens[0]!.url, source: 'content' },
+      });
       expect(JSON.stringify(entries[0])).not.toContain(leaked.key);
       expect((await revokedWebhook(leaked.id)).body.data).toMatchObject({ keyId: leaked.id, by: 'secret-scanning' });
 
@@ -213,8 +283,14 @@ describe.each([
       const body = JSON.stringify([{ token: key, type: 'animal_store_api_key' }]);
       const refusals = [
         await signedReport(body, stranger.privateKey),
-        await report(body, { 'Github-Public-Key-Identifier': PARTNER_KEY_ID, 'Github-Public-Key-Signature': signatureOf('[]', partner.privateKey) }),
-        await report(body, { 'Github-Public-Key-Identifier': PARTNER_KEY_ID, 'Github-Public-Key-Signature': 'bm90IGEgc2lnbmF0dXJl' }),
+        await report(body, {
+          'Github-Public-Key-Identifier': PARTNER_KEY_ID,
+          'Github-Public-Key-Signature': signatureOf('[]', partner.privateKey),
+        }),
+        await report(body, {
+          'Github-Public-Key-Identifier': PARTNER_KEY_ID,
+          'Github-Public-Key-Signature': 'bm90IGEgc2lnbmF0dXJl',
+        }),
         await report(body, {}),
         await report(body, { 'Github-Public-Key-Signature': signatureOf(body, partner.privateKey) }),
       ];
@@ -241,7 +317,11 @@ describe.each([
       ['not JSON', 'invalid_json', 'nonsense'],
       ['not a list', 'validation_failed', JSON.stringify({ token: 'x', type: 'y' })],
       ['a token that is not a string', 'validation_failed', JSON.stringify([{ token: 7, type: 'y' }])],
-      ['more than 1,000 tokens', 'validation_failed', JSON.stringify(Array.from({ length: 1001 }, () => ({ token: 'x', type: 'y' })))],
+      [
+        'more than 1,000 tokens',
+        'validation_failed',
+        JSON.stringify(Array.from({ length: 1001 }, () => ({ token: 'x', type: 'y' }))),
+      ],
     ])('a signed body that is %s: 400 %s', async (_label, code, body) => {
       const res = await signedReport(body);
       expect(res.status).toBe(400);

@@ -162,7 +162,12 @@ describe('RedisKeyStore scan', () => {
         // Every record the scan has not given yet gets a new secret: its former hash becomes its previous one.
         const seen = new Set(given);
         const rest = records.filter((record) => !seen.has(record.id));
-        for (const record of rest) await store.rotate(record.id, { hash: newRecord().record.hash, previousKeyExpiresAt: '2026-06-02T00:00:00.000Z' }, '2026-06-01T00:00:00.000Z');
+        for (const record of rest)
+          await store.rotate(
+            record.id,
+            { hash: newRecord().record.hash, previousKeyExpiresAt: '2026-06-02T00:00:00.000Z' },
+            '2026-06-01T00:00:00.000Z',
+          );
       });
       expect(given.length).toBe(records.length);
       expect(new Set(given)).toEqual(new Set(records.map((record) => record.id)));
@@ -228,8 +233,15 @@ describe('RedisKeyStore subscription', () => {
       await eventually(() => resyncs >= 1, { what: 'resync after reconnect' });
       const { record } = newRecord();
       await writer.insert(record);
-      await eventually(() => changes.some((c) => c.id === record.id), { timeoutMs: 2000, what: 'change after reconnect' });
-      expect(changes.find((c) => c.id === record.id)).toEqual({ id: record.id, hash: record.hash, mark: await writer.issuedMark().then(({ epoch, seq }) => ({ epoch, seq })) });
+      await eventually(() => changes.some((c) => c.id === record.id), {
+        timeoutMs: 2000,
+        what: 'change after reconnect',
+      });
+      expect(changes.find((c) => c.id === record.id)).toEqual({
+        id: record.id,
+        hash: record.hash,
+        mark: await writer.issuedMark().then(({ epoch, seq }) => ({ epoch, seq })),
+      });
     } finally {
       await writer.close();
       await store.close();

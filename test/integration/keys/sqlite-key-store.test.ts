@@ -27,7 +27,11 @@ describe('SqliteKeyStore persistence', () => {
     const second = new SqliteKeyStore({ dataDir });
     try {
       expect(await second.list()).toEqual(before);
-      expect(await second.findByHash(kept.hash)).toMatchObject({ name: 'renamed', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 } });
+      expect(await second.findByHash(kept.hash)).toMatchObject({
+        name: 'renamed',
+        plan: 'enterprise',
+        limits: { perMinute: 3, perDay: 30 },
+      });
       expect((await second.findByHash(revoked.hash))?.revokedAt).toBe('2026-01-04T00:00:00.000Z');
     } finally {
       await second.close();
@@ -41,14 +45,22 @@ describe('SqliteKeyStore persistence', () => {
     await first.insert(record);
     await first.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z');
     const newHash = hashApiKey('asg_test_rotated');
-    const rotated = await first.rotate(record.id, { hash: newHash, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' }, '2026-01-02T01:00:00.000Z');
+    const rotated = await first.rotate(
+      record.id,
+      { hash: newHash, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' },
+      '2026-01-02T01:00:00.000Z',
+    );
     await first.close();
 
     const second = new SqliteKeyStore({ dataDir });
     try {
       expect(await second.findByHash(newHash)).toEqual(rotated);
       expect(await second.findByHash(record.hash)).toEqual(rotated);
-      expect(rotated).toMatchObject({ expiresAt: '2027-01-01T00:00:00.000Z', previousHash: record.hash, previousKeyExpiresAt: '2026-01-03T00:00:00.000Z' });
+      expect(rotated).toMatchObject({
+        expiresAt: '2027-01-01T00:00:00.000Z',
+        previousHash: record.hash,
+        previousKeyExpiresAt: '2026-01-03T00:00:00.000Z',
+      });
     } finally {
       await second.close();
     }
@@ -61,13 +73,18 @@ describe('SqliteKeyStore persistence', () => {
       per_minute INTEGER, per_day INTEGER, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, revoked_at TEXT,
       CHECK ((per_minute IS NULL) = (per_day IS NULL))) STRICT`);
     const { record } = newRecord();
-    old.prepare('INSERT INTO api_keys VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, NULL)').run(record.id, record.hash, record.name, record.plan, record.createdAt, record.updatedAt);
+    old
+      .prepare('INSERT INTO api_keys VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, NULL)')
+      .run(record.id, record.hash, record.name, record.plan, record.createdAt, record.updatedAt);
     old.close();
 
     const store = new SqliteKeyStore({ dataDir });
     try {
       expect(await store.findByHash(record.hash)).toEqual(record);
-      expect((await store.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z'))?.expiresAt).toBe('2027-01-01T00:00:00.000Z');
+      expect(
+        (await store.update(record.id, { expiresAt: '2027-01-01T00:00:00.000Z' }, '2026-01-02T00:00:00.000Z'))
+          ?.expiresAt,
+      ).toBe('2027-01-01T00:00:00.000Z');
     } finally {
       await store.close();
     }
@@ -75,7 +92,6 @@ describe('SqliteKeyStore persistence', () => {
 
   it('adds the shadow column to a database made before shadow mode, keys following their plan', async () => {
     const dataDir = tempDir();
-    const Database = require('better-sqlite3') as typeof import('better-sqlite3');
     const old = new Database(path.join(dataDir, KEYS_DATABASE_FILE));
     old.exec(`CREATE TABLE api_keys (
       id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL, plan TEXT NOT NULL,
@@ -106,7 +122,9 @@ describe('SqliteKeyStore persistence', () => {
       CHECK ((per_minute IS NULL) = (per_day IS NULL))) STRICT`);
     const { record } = newRecord({ limits: { perMinute: 3, perDay: 30 } });
     old
-      .prepare('INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare(
+        'INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      )
       .run(record.id, record.hash, record.name, record.plan, 3, 30, record.createdAt, record.updatedAt);
     old.close();
     let store = new SqliteKeyStore({ dataDir });

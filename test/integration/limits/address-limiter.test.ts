@@ -29,7 +29,10 @@ async function consumeTimes(limiter: AddressLimiter, address: string, times: num
 
 const stores: Array<[string, (perMinute: number, clock: ManualClock) => AddressLimiter]> = [
   ['in-process store', (perMinute, clock) => createMemoryAddressLimiter({ perMinute, clock })],
-  ['Redis store', (perMinute, clock) => createRedisAddressLimiter(client, { namespace: uniqueNamespace('addr'), perMinute, clock })],
+  [
+    'Redis store',
+    (perMinute, clock) => createRedisAddressLimiter(client, { namespace: uniqueNamespace('addr'), perMinute, clock }),
+  ],
 ];
 
 describe.each(stores)('address limiter, %s', (_name, create) => {

@@ -1,7 +1,13 @@
 import type Redis from 'ioredis';
 import { ManualClock, systemClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { FallbackKeyLimiter, MemoryKeyLimiter, RedisKeyLimiter, createLimiters, keyLimiterRedisKey } from '../../../src/limits';
+import {
+  FallbackKeyLimiter,
+  MemoryKeyLimiter,
+  RedisKeyLimiter,
+  createLimiters,
+  keyLimiterRedisKey,
+} from '../../../src/limits';
 import { uniqueNamespace } from '../../support/test-redis';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 
@@ -26,7 +32,13 @@ afterAll(async () => {
 describe('createLimiters', () => {
   it('builds in-process limiters without Redis, on the given clock', async () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
-    const { keyLimiter: keys, addressLimiter: addresses } = createLimiters({ redis: null, namespace: 'unused', ban, anonymousPerMinute: 2, clock });
+    const { keyLimiter: keys, addressLimiter: addresses } = createLimiters({
+      redis: null,
+      namespace: 'unused',
+      ban,
+      anonymousPerMinute: 2,
+      clock,
+    });
     expect(keys).toBeInstanceOf(MemoryKeyLimiter);
     expect(await keys.consume('k1', limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
     await addresses.consume('203.0.113.7');
@@ -38,7 +50,11 @@ describe('createLimiters', () => {
   it('builds Redis limiters sharing the client and namespace', async () => {
     const namespace = uniqueNamespace('factory');
     const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
-    const { keyLimiter: keys, addressLimiter: addresses, health } = createLimiters({ redis: client, namespace, ban, anonymousPerMinute: 30, clock, failMode: 'closed' });
+    const {
+      keyLimiter: keys,
+      addressLimiter: addresses,
+      health,
+    } = createLimiters({ redis: client, namespace, ban, anonymousPerMinute: 30, clock, failMode: 'closed' });
     expect(keys).toBeInstanceOf(RedisKeyLimiter);
     expect(health).toBeNull();
     // An injected clock other than the system's reaches the script (tests drive Redis windows with it).
@@ -52,7 +68,13 @@ describe('createLimiters', () => {
 
   it('wraps the Redis limiters with the in-process fallback in modes local (the default) and open', async () => {
     for (const failMode of [undefined, 'local', 'open'] as const) {
-      const limiters = createLimiters({ redis: client, namespace: uniqueNamespace('factory-fallback'), ban, anonymousPerMinute: 30, failMode });
+      const limiters = createLimiters({
+        redis: client,
+        namespace: uniqueNamespace('factory-fallback'),
+        ban,
+        anonymousPerMinute: 30,
+        failMode,
+      });
       expect(limiters.keyLimiter).toBeInstanceOf(FallbackKeyLimiter);
       expect(limiters.health?.degraded).toBe(false);
       expect((await limiters.keyLimiter.consume('k1', limits)).fallback).toBeUndefined();
@@ -62,7 +84,13 @@ describe('createLimiters', () => {
 
   it('leaves time to Redis when given the system clock, so every instance decides on one clock', async () => {
     const namespace = uniqueNamespace('factory-time');
-    const { keyLimiter: keys } = createLimiters({ redis: client, namespace, ban, anonymousPerMinute: 30, clock: systemClock });
+    const { keyLimiter: keys } = createLimiters({
+      redis: client,
+      namespace,
+      ban,
+      anonymousPerMinute: 30,
+      clock: systemClock,
+    });
     const monitor = await (client as Redis).monitor();
     const sent = new Promise<string[]>((resolve) => {
       monitor.on('monitor', (_time: string, args: string[], source: string) => {

@@ -38,12 +38,14 @@ describeKeyLimiterBehaviours('RedisKeyLimiter on a Redis Cluster', {
 
 // The sliding minute's log sits beside the hash under the same hash tag: one slot, one script.
 describeMinuteWindowBehaviours('RedisKeyLimiter on a Redis Cluster', {
-  create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl-shape'), ban, clock, minuteWindow: shape }),
+  create: (clock, ban, shape) =>
+    new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl-shape'), ban, clock, minuteWindow: shape }),
 });
 
 // The month hash sits beside the key's hash under the same hash tag: one slot, one script.
 describeMonthWindowBehaviours('RedisKeyLimiter on a Redis Cluster', {
-  create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl-month'), ban, clock, minuteWindow: shape }),
+  create: (clock, ban, shape) =>
+    new RedisKeyLimiter(client, { namespace: uniqueNamespace('cl-month'), ban, clock, minuteWindow: shape }),
 });
 
 describe('RedisKeyLimiter on a Redis Cluster: exactness', () => {
@@ -74,7 +76,11 @@ describe('RedisKeyLimiter on a Redis Cluster: exactness', () => {
 
 describe('address limiter on a Redis Cluster', () => {
   it('allows the limit and refuses the next', async () => {
-    const limiter = createRedisAddressLimiter(client, { namespace: uniqueNamespace('cl-addr'), perMinute: 3, clock: new ManualClock() });
+    const limiter = createRedisAddressLimiter(client, {
+      namespace: uniqueNamespace('cl-addr'),
+      perMinute: 3,
+      clock: new ManualClock(),
+    });
     const decisions = [];
     for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('203.0.113.7'));
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false]);

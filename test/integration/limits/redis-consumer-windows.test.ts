@@ -9,6 +9,7 @@ import { startRedisCluster, type RedisCluster } from '../../support/redis-cluste
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { uniqueNamespace } from '../../support/test-redis';
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- cluster-key-slot ships no types
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
 
 // A consumer's windows and every window of its keys, decided in one script: on one Redis and on a
@@ -35,18 +36,22 @@ afterAll(async () => {
 for (const where of ['single', 'cluster'] as const) {
   const label = where === 'single' ? 'RedisKeyLimiter on one Redis' : 'RedisKeyLimiter on a Redis Cluster';
   describeConsumerWindowBehaviours(label, {
-    create: (clock, ban, shape) => new RedisKeyLimiter(clients[where][0]!, { namespace: uniqueNamespace('cw'), ban, clock, minuteWindow: shape }),
+    create: (clock, ban, shape) =>
+      new RedisKeyLimiter(clients[where][0]!, { namespace: uniqueNamespace('cw'), ban, clock, minuteWindow: shape }),
   });
 
   describe(`${label}: exact across instances`, () => {
     for (const shape of ['fixed', 'sliding'] as const) {
       it(`three keys of a consumer with perMinute 50, 200 concurrent requests over two clients: exactly 50 (${shape}, Redis TIME)`, async () => {
         const namespace = uniqueNamespace('cw-exact');
-        const [a, b] = clients[where].map((client) => new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, minuteWindow: shape }));
+        const [a, b] = clients[where].map(
+          (client) => new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, minuteWindow: shape }),
+        );
         const consumer: ConsumerShare = { id: 'con_' + 'e'.repeat(24), limits: { perMinute: 50 }, billingDay: 1 };
         const keys = ['key_1', 'key_2', 'key_3'].map((k) => windowsIdOf(k, consumer.id));
         const calls: Promise<KeyDecision>[] = [];
-        for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a! : b!).consume(keys[i % 3]!, { perMinute: 1000, perDay: 1000 }, { consumer }));
+        for (let i = 0; i < 200; i++)
+          calls.push((i % 2 === 0 ? a! : b!).consume(keys[i % 3]!, { perMinute: 1000, perDay: 1000 }, { consumer }));
         const decisions = await Promise.all(calls);
         expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(50);
         expect((await a!.consumerUsage(consumer)).minute).toMatchObject({ limit: 50, remaining: 0 });
@@ -66,6 +71,8 @@ describe('hash tags', () => {
     expect(calculateSlot(keyWindows + ':mo')).toBe(slot);
     expect(calculateSlot(keyWindows + ':log')).toBe(slot);
     expect(calculateSlot(keyLimiterRedisKey(ns, windowsIdOf('key_bbbbbbbbbbbbbbbbbbbbbbbb', consumerId)))).toBe(slot);
-    expect(keyLimiterRedisKey(ns, windowsIdOf('key_aaaaaaaaaaaaaaaaaaaaaaaa', null))).toBe('asg:prod:rl:{key_aaaaaaaaaaaaaaaaaaaaaaaa}');
+    expect(keyLimiterRedisKey(ns, windowsIdOf('key_aaaaaaaaaaaaaaaaaaaaaaaa', null))).toBe(
+      'asg:prod:rl:{key_aaaaaaaaaaaaaaaaaaaaaaaa}',
+    );
   });
 });

@@ -1,7 +1,12 @@
 import type Redis from 'ioredis';
 import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyLimiter, keyLimiterRedisKey, activeBansRedisKey, monthRedisKey } from '../../../src/limits/redis-key-limiter';
+import {
+  RedisKeyLimiter,
+  keyLimiterRedisKey,
+  activeBansRedisKey,
+  monthRedisKey,
+} from '../../../src/limits/redis-key-limiter';
 import type { KeyDecision, WindowLimits } from '../../../src/limits/types';
 import { DAY_MS, minuteIndex, windowEnd } from '../../../src/limits/windows';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
@@ -9,6 +14,7 @@ import { uniqueNamespace } from '../../support/test-redis';
 import { eventually } from '../../support/eventually';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- cluster-key-slot ships no types
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
 
 // A Redis of this file's own: MONITOR on the shared test Redis, busy with the other suites, trips
@@ -265,7 +271,11 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
   it('touches only keys in the key id’s slot, on every path of the script', async () => {
     const namespace = uniqueNamespace('slots');
     const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
-    const limiter = new RedisKeyLimiter(client, { namespace, ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 }, clock });
+    const limiter = new RedisKeyLimiter(client, {
+      namespace,
+      ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 },
+      clock,
+    });
     const limits = { perMinute: 1, perDay: 100 };
     const keyId = 'key-7f3a';
     const seen = await commandsSeenByRedis(namespace, async () => {
@@ -297,7 +307,11 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     }
     // The month hash and the in-flight leases are declared to every consume (read only when the
     // limits have perMonth, the request a maxInFlight).
-    expect([...touched]).toEqual([keyLimiterRedisKey(namespace, keyId), monthRedisKey(namespace, keyId), `${keyLimiterRedisKey(namespace, keyId)}:if`]);
+    expect([...touched]).toEqual([
+      keyLimiterRedisKey(namespace, keyId),
+      monthRedisKey(namespace, keyId),
+      `${keyLimiterRedisKey(namespace, keyId)}:if`,
+    ]);
     for (const key of touched) expect(calculateSlot(key)).toBe(slot);
     expect(gaugeCommands).toEqual(['zadd', 'zrem']);
   });
@@ -305,7 +319,11 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
   it('counts active bans for the gauge: added when a ban starts, gone when lifted or over', async () => {
     const namespace = uniqueNamespace('active-bans');
     const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
-    const limiter = new RedisKeyLimiter(client, { namespace, ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 }, clock });
+    const limiter = new RedisKeyLimiter(client, {
+      namespace,
+      ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 },
+      clock,
+    });
     const limits = { perMinute: 1, perDay: 100 };
     expect(await limiter.activeBans()).toBe(0);
     for (const keyId of ['a', 'b']) {
@@ -338,8 +356,19 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     expect(seen).toHaveLength(2);
     // key count 3, the key, its month hash and its in-flight leases, then ARGV: limits, ban,
     // retention, shadow, now, cost, and the lease (three empty places without maxInFlight).
-    expect(seen[0]!.args.slice(3, 6)).toEqual([keyLimiterRedisKey(namespace, 'a'), monthRedisKey(namespace, 'a'), `${keyLimiterRedisKey(namespace, 'a')}:if`]);
-    expect(seen[0]!.args.slice(6)).toEqual([...seen[0]!.args.slice(6, 13), String(Date.UTC(2026, 0, 1, 12)), '1', '', '', '']);
+    expect(seen[0]!.args.slice(3, 6)).toEqual([
+      keyLimiterRedisKey(namespace, 'a'),
+      monthRedisKey(namespace, 'a'),
+      `${keyLimiterRedisKey(namespace, 'a')}:if`,
+    ]);
+    expect(seen[0]!.args.slice(6)).toEqual([
+      ...seen[0]!.args.slice(6, 13),
+      String(Date.UTC(2026, 0, 1, 12)),
+      '1',
+      '',
+      '',
+      '',
+    ]);
     // With Redis TIME, `now` is empty.
     expect(seen[1]!.args.slice(6)).toEqual([...seen[1]!.args.slice(6, 13), '', '1', '', '', '']);
   });
@@ -355,13 +384,22 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
 
   for (const shape of [
     { name: 'fixed minute', minuteWindow: 'fixed' as const, limits },
-    { name: 'fixed minute with a month window', minuteWindow: 'fixed' as const, limits: { ...limits, perMonth: 10_000_000 } },
+    {
+      name: 'fixed minute with a month window',
+      minuteWindow: 'fixed' as const,
+      limits: { ...limits, perMonth: 10_000_000 },
+    },
     { name: 'sliding minute', minuteWindow: 'sliding' as const, limits },
   ]) {
     it(`admits every request of a one-at-a-time client below half of maxInFlight (4), each release carried by its next consume in the same script (${shape.name})`, async () => {
       const namespace = uniqueNamespace('if-serial');
       // The timed batch far away, so that the last release (no consume after it) waits for close().
-      const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, minuteWindow: shape.minuteWindow, releaseFlushMs: 600_000 });
+      const limiter = new RedisKeyLimiter(client, {
+        namespace,
+        ban: DEFAULT_BAN,
+        minuteWindow: shape.minuteWindow,
+        releaseFlushMs: 600_000,
+      });
       const REQUESTS = 40;
       const outcomes: string[] = [];
       const seen = await commandsSeenByRedis(namespace, async () => {
@@ -374,7 +412,9 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
       // One script call per request and nothing else from the client: the release went inside the next script.
       // (EVAL the first time on a connection, as ioredis sends a script Redis has not cached yet.)
-      expect(fromClient(seen).map((c) => (isScriptCall(c) ? 'script' : c.args[0]!.toLowerCase()))).toEqual(Array(REQUESTS).fill('script'));
+      expect(fromClient(seen).map((c) => (isScriptCall(c) ? 'script' : c.args[0]!.toLowerCase()))).toEqual(
+        Array(REQUESTS).fill('script'),
+      );
       expect(insideScripts(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem')).toHaveLength(REQUESTS - 1);
       // The last release waits for the batch (or close); it is in Redis once sent.
       await limiter.close();
@@ -397,7 +437,12 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       }
     };
     const seen = await commandsSeenByRedis(namespace, () =>
-      Promise.all(Array.from({ length: CLIENTS }, (_, c) => [runClient('plain', c, {}), runClient(`${consumer.id}}:k:{of-consumer`, c, { consumer })]).flat()),
+      Promise.all(
+        Array.from({ length: CLIENTS }, (_, c) => [
+          runClient('plain', c, {}),
+          runClient(`${consumer.id}}:k:{of-consumer`, c, { consumer }),
+        ]).flat(),
+      ),
     );
     const requests = 2 * CLIENTS * EACH;
     expect(outcomes).toEqual(Array(requests).fill('allowed'));
@@ -414,22 +459,33 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
     const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
     const keys = ['k1', 'k2', 'k3'];
     // maxInFlight 4, one lease held: below half, so its release waits for a consume or the batch.
-    for (const keyId of keys) expect((await limiter.consume(keyId, limits, lease(4, `${keyId}-lease`))).outcome).toBe('allowed');
+    for (const keyId of keys)
+      expect((await limiter.consume(keyId, limits, lease(4, `${keyId}-lease`))).outcome).toBe('allowed');
     for (const keyId of keys) expect(await client.zcard(leasesKey(namespace, keyId))).toBe(1);
     const seen = await commandsSeenByRedis(namespace, async () => {
       for (const keyId of keys) limiter.release(keyId, `${keyId}-lease`);
       // No consume follows: the batch timer alone takes the releases to Redis (the ttl is ten minutes away).
-      await eventually(async () => (await Promise.all(keys.map((keyId) => client.zcard(leasesKey(namespace, keyId))))).every((n) => n === 0), { timeoutMs: 10_000, pollMs: 5, what: 'the released leases are gone from Redis' });
+      await eventually(
+        async () =>
+          (await Promise.all(keys.map((keyId) => client.zcard(leasesKey(namespace, keyId))))).every((n) => n === 0),
+        { timeoutMs: 10_000, pollMs: 5, what: 'the released leases are gone from Redis' },
+      );
     });
     const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');
-    expect(sent.map((c) => [c.args[0]!.toLowerCase(), c.args[1], c.args[2]])).toEqual(keys.map((keyId) => ['zrem', leasesKey(namespace, keyId), `${keyId}-lease`]));
+    expect(sent.map((c) => [c.args[0]!.toLowerCase(), c.args[1], c.args[2]])).toEqual(
+      keys.map((keyId) => ['zrem', leasesKey(namespace, keyId), `${keyId}-lease`]),
+    );
     // The freed slot admits the next request.
     expect((await limiter.consume('k1', limits, lease(4, 'next'))).outcome).toBe('allowed');
   });
 
   for (const owner of [
     { name: 'a plain key', keyId: 'k', extra: {} },
-    { name: 'a key of a consumer', keyId: 'con_now}:k:{k', extra: { consumer: { id: 'con_now', limits: { perMinute: 100_000, perDay: 1_000_000 }, billingDay: 1 } } },
+    {
+      name: 'a key of a consumer',
+      keyId: 'con_now}:k:{k',
+      extra: { consumer: { id: 'con_now', limits: { perMinute: 100_000, perDay: 1_000_000 }, billingDay: 1 } },
+    },
   ]) {
     it(`releases at once, in a ZREM of its own not waited for, a lease taken at maxInFlight 1: one round trip on the request path, the slot free in Redis before the next request (${owner.name})`, async () => {
       const namespace = uniqueNamespace('if-now');
@@ -446,7 +502,9 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       });
       expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
       const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');
-      expect(sent.map((c) => (isScriptCall(c) ? 'script' : `${c.args[0]!.toLowerCase()} ${c.args[2]}`))).toEqual(Array.from({ length: REQUESTS }, (_, i) => ['script', `zrem l${i}`]).flat());
+      expect(sent.map((c) => (isScriptCall(c) ? 'script' : `${c.args[0]!.toLowerCase()} ${c.args[2]}`))).toEqual(
+        Array.from({ length: REQUESTS }, (_, i) => ['script', `zrem l${i}`]).flat(),
+      );
       expect(insideScripts(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem')).toEqual([]);
     });
   }
@@ -460,7 +518,11 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       limiter.release('k', 'first');
       limiter.release('k', 'second');
       // No consume follows and the batch is ten minutes away: only the release sent at once can empty the set.
-      await eventually(async () => (await client.zcard(leasesKey(namespace, 'k'))) === 0, { timeoutMs: 10_000, pollMs: 5, what: 'both leases gone from Redis' });
+      await eventually(async () => (await client.zcard(leasesKey(namespace, 'k'))) === 0, {
+        timeoutMs: 10_000,
+        pollMs: 5,
+        what: 'both leases gone from Redis',
+      });
     });
     // The first release waited (not sent alone); the second went at once and took the first along.
     const zrems = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() === 'zrem');

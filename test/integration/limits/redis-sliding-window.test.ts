@@ -1,12 +1,22 @@
 import type Redis from 'ioredis';
 import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyLimiter, keyLimiterRedisKey, monthRedisKey, slidingLogRedisKey } from '../../../src/limits/redis-key-limiter';
+import {
+  RedisKeyLimiter,
+  keyLimiterRedisKey,
+  monthRedisKey,
+  slidingLogRedisKey,
+} from '../../../src/limits/redis-key-limiter';
 import type { KeyDecision, MinuteWindowShape, WindowLimits } from '../../../src/limits/types';
-import { describeMinuteWindowBehaviours, mostAdmittedInAnyMinute, NO_BAN } from '../../unit/limits/minute-window-behaviours';
+import {
+  describeMinuteWindowBehaviours,
+  mostAdmittedInAnyMinute,
+  NO_BAN,
+} from '../../unit/limits/minute-window-behaviours';
 import { describeMonthWindowBehaviours } from '../../unit/limits/month-window-behaviours';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- cluster-key-slot ships no types
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
 
 function connect(): Promise<RedisClient> {
@@ -27,11 +37,13 @@ afterAll(async () => {
 });
 
 describeMinuteWindowBehaviours('RedisKeyLimiter (injected clock)', {
-  create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('shape'), ban, clock, minuteWindow: shape }),
+  create: (clock, ban, shape) =>
+    new RedisKeyLimiter(client, { namespace: uniqueNamespace('shape'), ban, clock, minuteWindow: shape }),
 });
 
 describeMonthWindowBehaviours('RedisKeyLimiter (injected clock)', {
-  create: (clock, ban, shape) => new RedisKeyLimiter(client, { namespace: uniqueNamespace('month'), ban, clock, minuteWindow: shape }),
+  create: (clock, ban, shape) =>
+    new RedisKeyLimiter(client, { namespace: uniqueNamespace('month'), ban, clock, minuteWindow: shape }),
 });
 
 describe('RedisKeyLimiter, sliding minute: exactness across instances', () => {
@@ -95,7 +107,12 @@ describe('RedisKeyLimiter, sliding minute: one round trip, one slot', () => {
     });
     try {
       const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
-      const limiter = new RedisKeyLimiter(fresh, { namespace, ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 }, clock, minuteWindow: 'sliding' });
+      const limiter = new RedisKeyLimiter(fresh, {
+        namespace,
+        ban: { threshold: 1, windowSeconds: 60, durationSeconds: 60 },
+        clock,
+        minuteWindow: 'sliding',
+      });
       const limits = { perMinute: 1, perDay: 100 };
       await limiter.consume('key-9', limits); // allowed
       await limiter.consume('key-9', limits); // limited
@@ -119,7 +136,14 @@ describe('RedisKeyLimiter, sliding minute: one round trip, one slot', () => {
       const keys = name === 'eval' || name === 'evalsha' ? c.args.slice(3, 3 + Number(c.args[2])) : [c.args[1]!];
       if (!isGaugeWrite(c)) for (const key of keys) touched.add(key);
     }
-    expect([...touched].sort()).toEqual([keyLimiterRedisKey(namespace, 'key-9'), slidingLogRedisKey(namespace, 'key-9'), monthRedisKey(namespace, 'key-9'), `${keyLimiterRedisKey(namespace, 'key-9')}:if`].sort());
+    expect([...touched].sort()).toEqual(
+      [
+        keyLimiterRedisKey(namespace, 'key-9'),
+        slidingLogRedisKey(namespace, 'key-9'),
+        monthRedisKey(namespace, 'key-9'),
+        `${keyLimiterRedisKey(namespace, 'key-9')}:if`,
+      ].sort(),
+    );
     for (const key of touched) expect(calculateSlot(key)).toBe(calculateSlot('key-9'));
   });
 
@@ -156,7 +180,10 @@ describe('RedisKeyLimiter: memory per key at each plan’s limit (MEMORY USAGE)'
   it('fixed keeps one small hash; sliding adds a log that grows with the limit', async () => {
     const measured: Record<string, { fixed: number; sliding: number }> = {};
     for (const [plan, perMinute] of Object.entries(plans)) {
-      measured[plan] = { fixed: await bytesAtLimit('fixed', perMinute), sliding: await bytesAtLimit('sliding', perMinute) };
+      measured[plan] = {
+        fixed: await bytesAtLimit('fixed', perMinute),
+        sliding: await bytesAtLimit('sliding', perMinute),
+      };
     }
     process.stdout.write(`MEMORY USAGE per key at the plan's limit (bytes): ${JSON.stringify(measured)}\n`);
     for (const { fixed, sliding } of Object.values(measured)) {

@@ -15,7 +15,8 @@ const clients: RedisClient[] = [];
 beforeAll(async () => {
   redis = await startRedisServer();
   // Exactness across two clients needs Redis answering (docs/testing.md, rule 5).
-  for (let i = 0; i < 2; i++) clients.push(await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 }));
+  for (let i = 0; i < 2; i++)
+    clients.push(await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 }));
 }, 60_000);
 
 afterAll(async () => {
@@ -24,16 +25,30 @@ afterAll(async () => {
 });
 
 describeWindowResetBehaviours('RedisKeyLimiter', {
-  create: (clock, ban, shape) => new RedisKeyLimiter(clients[0]!, { namespace: uniqueNamespace('reset'), ban, clock, minuteWindow: shape }),
+  create: (clock, ban, shape) =>
+    new RedisKeyLimiter(clients[0]!, { namespace: uniqueNamespace('reset'), ban, clock, minuteWindow: shape }),
 });
 
 /** Units used of each window, from what the limiter answers now. */
-async function usedNow(limiter: KeyLimiter, keyId: string, limits: WindowLimits, consumer?: ConsumerShare): Promise<WindowsHeld & { consumer?: WindowsHeld }> {
+async function usedNow(
+  limiter: KeyLimiter,
+  keyId: string,
+  limits: WindowLimits,
+  consumer?: ConsumerShare,
+): Promise<WindowsHeld & { consumer?: WindowsHeld }> {
   const usage = await limiter.usage(keyId, limits);
-  const used: WindowsHeld & { consumer?: WindowsHeld } = { minute: usage.minute.limit - usage.minute.remaining, day: usage.day.limit - usage.day.remaining, month: usage.month!.limit - usage.month!.remaining };
+  const used: WindowsHeld & { consumer?: WindowsHeld } = {
+    minute: usage.minute.limit - usage.minute.remaining,
+    day: usage.day.limit - usage.day.remaining,
+    month: usage.month!.limit - usage.month!.remaining,
+  };
   if (consumer) {
     const windows = await limiter.consumerUsage!(consumer);
-    used.consumer = { minute: windows.minute!.limit - windows.minute!.remaining, day: windows.day!.limit - windows.day!.remaining, month: windows.month!.limit - windows.month!.remaining };
+    used.consumer = {
+      minute: windows.minute!.limit - windows.minute!.remaining,
+      day: windows.day!.limit - windows.day!.remaining,
+      month: windows.month!.limit - windows.month!.remaining,
+    };
   }
   return used;
 }
@@ -42,8 +57,14 @@ describe('RedisKeyLimiter: a reset among concurrent requests of two instances', 
   for (const shape of ['fixed', 'sliding'] as const) {
     it(`every admitted request is counted wholly before the reset or wholly after it, in every window (${shape} minute, Redis TIME)`, async () => {
       const namespace = uniqueNamespace('reset-race');
-      const [a, b] = clients.map((client) => new RedisKeyLimiter(client, { namespace, ban: NO_BAN, minuteWindow: shape }));
-      const consumer: ConsumerShare = { id: 'con_' + 'r'.repeat(24), limits: { perMinute: 100_000, perDay: 100_000, perMonth: 100_000 }, billingDay: 1 };
+      const [a, b] = clients.map(
+        (client) => new RedisKeyLimiter(client, { namespace, ban: NO_BAN, minuteWindow: shape }),
+      );
+      const consumer: ConsumerShare = {
+        id: 'con_' + 'r'.repeat(24),
+        limits: { perMinute: 100_000, perDay: 100_000, perMonth: 100_000 },
+        billingDay: 1,
+      };
       const keyId = windowsIdOf('key_race', consumer.id);
       const limits: WindowLimits = { perMinute: 100_000, perDay: 100_000, perMonth: 100_000 };
       const calls: Promise<KeyDecision>[] = [];

@@ -94,14 +94,23 @@ test('a period is sent once it has ended and its grace passed, one event per met
     ['gateway.usage.units', 'con_1', 4, 2, 0],
     ['gateway.usage.requests', 'con_1', 4, 2, 0],
   ]);
-  expect(events[0]!.id).toBe(usageEventId({ source: 'closer-test', keyId: 'key_a', meter: 'units', periodMs: PERIOD_MS, periodStart: START, revision: 0 }));
+  expect(events[0]!.id).toBe(
+    usageEventId({
+      source: 'closer-test',
+      keyId: 'key_a',
+      meter: 'units',
+      periodMs: PERIOD_MS,
+      periodStart: START,
+      revision: 0,
+    }),
+  );
   // Closed again later: nothing new is due, nothing is added.
   clock.advance(PERIOD_MS);
   await closing.tick();
   expect(await waiting()).toHaveLength(2);
 });
 
-test("a late flush of a closed period is a correction: a new revision, its own id, the difference", async () => {
+test('a late flush of a closed period is a correction: a new revision, its own id, the difference', async () => {
   const late = new KeyActivityRecorder(ledger, clock, 3_600_000, undefined, undefined, () => PERIOD_MS);
   admit(recorder, 'key_b', 2, 2);
   admit(late, 'key_b', 5, 7);

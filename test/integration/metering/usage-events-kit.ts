@@ -19,7 +19,16 @@ export const COSTS = [{ method: 'POST', path: '/pets', cost: 3 }];
 export const UNITS = 'gateway.usage.units';
 
 export function usageEventsBlock(sinkUrl: string, source: string) {
-  return { enabled: true, url: sinkUrl, source, period: 'minute', periodSeconds: PERIOD_SECONDS, graceSeconds: GRACE_SECONDS, meters: ['units', 'requests', 'refusals'], headers: { 'x-sink-tenant': 'scenario' } };
+  return {
+    enabled: true,
+    url: sinkUrl,
+    source,
+    period: 'minute',
+    periodSeconds: PERIOD_SECONDS,
+    graceSeconds: GRACE_SECONDS,
+    meters: ['units', 'requests', 'refusals'],
+    headers: { 'x-sink-tenant': 'scenario' },
+  };
 }
 
 /** The same as a config file for spawned instances (JSON is YAML). */
@@ -34,10 +43,18 @@ export interface Admin {
   token: string;
 }
 
-export async function adminCall<T>(admin: Admin, method: string, route: string, body?: unknown): Promise<{ status: number; body: T; text: string }> {
+export async function adminCall<T>(
+  admin: Admin,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<{ status: number; body: T; text: string }> {
   const res = await fetch(`${admin.url}${route}`, {
     method,
-    headers: { authorization: `Bearer ${admin.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${admin.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -61,12 +78,20 @@ export async function createKeys(admin: Admin): Promise<{ consumers: string[]; k
   const consumers: string[] = [];
   const keys: ScenarioKey[] = [];
   for (let c = 0; c < 5; c++) {
-    const consumer = await adminCall<{ id: string }>(admin, 'POST', '/admin/consumers', { name: `consumer ${c}`, limits: { perMonth: 1_000_000 } });
+    const consumer = await adminCall<{ id: string }>(admin, 'POST', '/admin/consumers', {
+      name: `consumer ${c}`,
+      limits: { perMonth: 1_000_000 },
+    });
     expect(consumer.status).toBe(201);
     consumers.push(consumer.body.id);
     for (let k = 0; k < 4; k++) {
       const limits = { perMinute: k === 0 ? 9 : 10_000, perDay: 100_000, perMonth: 1_000_000 };
-      const created = await adminCall<{ id: string; key: string }>(admin, 'POST', '/admin/keys', { name: `key ${c}.${k}`, plan: 'free', limits, consumerId: consumer.body.id });
+      const created = await adminCall<{ id: string; key: string }>(admin, 'POST', '/admin/keys', {
+        name: `key ${c}.${k}`,
+        plan: 'free',
+        limits,
+        consumerId: consumer.body.id,
+      });
       expect(created.status).toBe(201);
       keys.push({ id: created.body.id, key: created.body.key, consumerId: consumer.body.id });
     }
@@ -113,25 +138,41 @@ export async function usageExport(admin: Admin): Promise<ExportLine[]> {
   const today = new Date().toISOString().slice(0, 10);
   const res = await adminCall<unknown>(admin, 'GET', `/admin/usage/export?from=${today}&to=${today}`);
   expect(res.status).toBe(200);
-  return res.text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as ExportLine);
+  return res.text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as ExportLine);
 }
 
 /** What a key's month window has counted (GET /admin/keys/{id}). */
 export async function keyMonthUsed(admin: Admin, keyId: string): Promise<number> {
-  const res = await adminCall<{ usage: { month: { limit: number; remaining: number } } }>(admin, 'GET', `/admin/keys/${keyId}`);
+  const res = await adminCall<{ usage: { month: { limit: number; remaining: number } } }>(
+    admin,
+    'GET',
+    `/admin/keys/${keyId}`,
+  );
   expect(res.status).toBe(200);
   return res.body.usage.month.limit - res.body.usage.month.remaining;
 }
 
 /** What each consumer's month window has counted (GET /admin/consumers/{id}). */
 export async function monthUsed(admin: Admin, consumerId: string): Promise<number> {
-  const res = await adminCall<{ usage: { month: { limit: number; remaining: number } } }>(admin, 'GET', `/admin/consumers/${consumerId}`);
+  const res = await adminCall<{ usage: { month: { limit: number; remaining: number } } }>(
+    admin,
+    'GET',
+    `/admin/consumers/${consumerId}`,
+  );
   expect(res.status).toBe(200);
   return res.body.usage.month.limit - res.body.usage.month.remaining;
 }
 
 /** Where the sink's sums (after de-duplication) differ from the export per key and day, and from each consumer's month window. */
-async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly string[], consumerMonths: boolean): Promise<{ lines: ExportLine[]; differences: string[] }> {
+async function mismatches(
+  sink: UsageSink,
+  admin: Admin,
+  consumers: readonly string[],
+  consumerMonths: boolean,
+): Promise<{ lines: ExportLine[]; differences: string[] }> {
   const lines = await usageExport(admin);
   const differences: string[] = [];
   const exported = new Map(lines.map((l) => [`${l.keyId} ${l.date}`, l]));
@@ -140,9 +181,14 @@ async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly str
   const refused = sink.sumsByKeyAndDay('gateway.usage.refusals', 'refused');
   for (const name of new Set([...exported.keys(), ...units.keys()])) {
     const line = exported.get(name);
-    const want = { units: line?.units, admitted: line?.admitted, refused: line ? line.rateLimited + line.banned : undefined };
+    const want = {
+      units: line?.units,
+      admitted: line?.admitted,
+      refused: line ? line.rateLimited + line.banned : undefined,
+    };
     const got = { units: units.get(name), admitted: admitted.get(name), refused: refused.get(name) ?? 0 };
-    if (JSON.stringify(want) !== JSON.stringify(got)) differences.push(`${name}: export ${JSON.stringify(want)}, sink ${JSON.stringify(got)}`);
+    if (JSON.stringify(want) !== JSON.stringify(got))
+      differences.push(`${name}: export ${JSON.stringify(want)}, sink ${JSON.stringify(got)}`);
     // One day of traffic: the key's month window counted what the day did.
     const month = line ? await keyMonthUsed(admin, line.keyId) : undefined;
     if (month !== got.units) differences.push(`${name}: sink ${got.units}, key month window ${month}`);
@@ -152,7 +198,8 @@ async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly str
     const exportedUnits = lines.filter((l) => l.consumerId === consumerId).reduce((sum, l) => sum + l.units, 0);
     const month = consumerMonths ? await monthUsed(admin, consumerId) : exportedUnits;
     const sunk = bySubject.get(consumerId) ?? 0;
-    if (sunk !== exportedUnits || month !== exportedUnits) differences.push(`${consumerId}: sink ${sunk}, export ${exportedUnits}, month window ${month}`);
+    if (sunk !== exportedUnits || month !== exportedUnits)
+      differences.push(`${consumerId}: sink ${sunk}, export ${exportedUnits}, month window ${month}`);
   }
   return { lines, differences };
 }
@@ -162,14 +209,23 @@ async function mismatches(sink: UsageSink, admin: Admin, consumers: readonly str
  * each key's month window and (`consumerMonths`) each consumer's: waited for, as periods close
  * GRACE_SECONDS after they end.
  */
-export async function expectSinkMatchesExport(sink: UsageSink, admin: Admin, consumers: readonly string[], consumerMonths = true): Promise<ExportLine[]> {
+export async function expectSinkMatchesExport(
+  sink: UsageSink,
+  admin: Admin,
+  consumers: readonly string[],
+  consumerMonths = true,
+): Promise<ExportLine[]> {
   let last: { lines: ExportLine[]; differences: string[] } = { lines: [], differences: ['not compared yet'] };
   await eventually(
     async () => {
       last = await mismatches(sink, admin, consumers, consumerMonths);
       return last.differences.length === 0;
     },
-    { timeoutMs: 90_000, pollMs: 500, what: () => `sink and export agree; still differing:\n${last.differences.join('\n')}` },
+    {
+      timeoutMs: 90_000,
+      pollMs: 500,
+      what: () => `sink and export agree; still differing:\n${last.differences.join('\n')}`,
+    },
   );
   expect(last.differences).toEqual([]);
   expect(sink.rejected).toEqual([]);

@@ -3,7 +3,20 @@ import { uniqueNamespace, testRedisUrl } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { UsageSink, type SinkMode } from '../../support/usage-sink';
 import { eventually } from '../../support/eventually';
-import { awayFromMidnight, configFile, COSTS, createKeys, expectSinkMatchesExport, GRACE_SECONDS, nextPeriod, PERIOD_SECONDS, PERIODS, send, usageEventsBlock, type Admin } from './usage-events-kit';
+import {
+  awayFromMidnight,
+  configFile,
+  COSTS,
+  createKeys,
+  expectSinkMatchesExport,
+  GRACE_SECONDS,
+  nextPeriod,
+  PERIOD_SECONDS,
+  PERIODS,
+  send,
+  usageEventsBlock,
+  type Admin,
+} from './usage-events-kit';
 
 /**
  * Issue 53 item 3 on Redis: usage events from 2 instances (one with WORKERS=2) and a third killed
@@ -42,12 +55,19 @@ function sinkModeIn(period: number): SinkMode {
 test('the sink sums, after de-duplication, what the usage export and the month windows count: outage, 500s and a SIGKILL included', async () => {
   await sink.start();
   const usageEvents = usageEventsBlock(sink.url, 'scenario-redis');
-  a = await startTestProduct({ namespace, overrides: { costs: COSTS, ban: BAN, usageEvents, redis: { commandTimeoutMs: 10_000 } } });
+  a = await startTestProduct({
+    namespace,
+    overrides: { costs: COSTS, ban: BAN, usageEvents, redis: { commandTimeoutMs: 10_000 } },
+  });
   const file = configFile({ redis: { namespace, commandTimeoutMs: 10_000 }, costs: COSTS, ban: BAN, usageEvents });
   const common = { CONFIG_FILE: file, HOST: '127.0.0.1', INVENTORY_URL: a.inventory!.url, SIGNING_SECRET };
   // Development, as A: the same key prefix (staging's differs), so A's keys are B's too.
   const bEnv = await twoWorkersEnv(testRedisUrl(), { ...common, APP_ENV: 'development' });
-  const cEnv = await isolatedEnv({ ...common, REDIS_URL: testRedisUrl(), ADMIN_TOKEN: 'doomed-instance-admin-token-0123456789abcdef' });
+  const cEnv = await isolatedEnv({
+    ...common,
+    REDIS_URL: testRedisUrl(),
+    ADMIN_TOKEN: 'doomed-instance-admin-token-0123456789abcdef',
+  });
   const b = startMain(bEnv);
   const c = startMain(cEnv);
   spawned.push(b, c);
@@ -69,7 +89,8 @@ test('the sink sums, after de-duplication, what the usage export and the month w
         gateways.pop();
       }
       const gateway = gateways[(period + j) % gateways.length]!;
-      const requests: Array<'GET' | 'POST'> = j % 4 === 0 ? ['GET', 'GET', 'GET', 'GET'] : j % 3 === 0 ? ['GET', 'POST'] : ['POST'];
+      const requests: Array<'GET' | 'POST'> =
+        j % 4 === 0 ? ['GET', 'GET', 'GET', 'GET'] : j % 3 === 0 ? ['GET', 'POST'] : ['POST'];
       for (const method of requests) {
         const status = await send(gateway, k.key, method);
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -91,11 +112,16 @@ test('the sink sums, after de-duplication, what the usage export and the month w
     expect({ name, early: sink.firstSeenAt.get(name)! < end + GRACE_SECONDS * 1000 }).toEqual({ name, early: false });
   }
   // What the instance saw of the outage, and an outbox left empty.
-  await eventually(async () => /gateway_usage_events_outbox_events 0\b/.test(await metricsOf(a)), { timeoutMs: 20_000, what: 'the usage outbox is empty' });
+  await eventually(async () => /gateway_usage_events_outbox_events 0\b/.test(await metricsOf(a)), {
+    timeoutMs: 20_000,
+    what: 'the usage outbox is empty',
+  });
   expect(await metricsOf(a)).toMatch(/gateway_usage_events_total\{result="success"\} [1-9]/);
 });
 
 async function metricsOf(product: ProductHarness): Promise<string> {
-  const res = await fetch(`${product.adminUrl}/metrics`, { headers: { authorization: `Bearer ${product.adminToken}` } });
+  const res = await fetch(`${product.adminUrl}/metrics`, {
+    headers: { authorization: `Bearer ${product.adminToken}` },
+  });
   return res.text();
 }

@@ -38,15 +38,27 @@ test('turned on by a reload: the next closed period is sent, with the bearer tok
   // Off: traffic is counted by the usage history only.
   expect(await send(product.gatewayUrl, key, 'GET')).toBe(200);
 
-  fs.writeFileSync(configFile, JSON.stringify({ usageEvents: { enabled: true, url: sink.url, source: 'reloaded', period: 'minute', graceSeconds: 15, tokenFile } }));
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      usageEvents: { enabled: true, url: sink.url, source: 'reloaded', period: 'minute', graceSeconds: 15, tokenFile },
+    }),
+  );
   const reload = await adminCall<{ result: string; restartNeeded: string[] }>(admin, 'POST', '/admin/reload');
-  expect({ status: reload.status, result: reload.body.result, restartNeeded: reload.body.restartNeeded }).toEqual({ status: 200, result: 'success', restartNeeded: [] });
+  expect({ status: reload.status, result: reload.body.result, restartNeeded: reload.body.restartNeeded }).toEqual({
+    status: 200,
+    result: 'success',
+    restartNeeded: [],
+  });
   clock.set(Date.UTC(2026, 2, 10, 12, 1, 10));
   for (let i = 0; i < 3; i++) expect(await send(product.gatewayUrl, key, 'GET')).toBe(200);
   // The minute 12:01 ends at 12:02; sent once 15 s more have passed (and the history flushed; the
   // closer's own suite shows nothing is sent a millisecond sooner).
   clock.set(Date.UTC(2026, 2, 10, 12, 2, 15));
-  await eventually(() => sink.events.size === 2, { timeoutMs: 20_000, what: () => `2 events at the sink, got ${sink.events.size}` });
+  await eventually(() => sink.events.size === 2, {
+    timeoutMs: 20_000,
+    what: () => `2 events at the sink, got ${sink.events.size}`,
+  });
   const events = [...sink.events.values()];
   // Units: the day window's count by then, 4, the request made before the reload included (so the
   // day's events add up to the export's units); requests: the 3 of the period.
@@ -55,7 +67,9 @@ test('turned on by a reload: the next closed period is sent, with the bearer tok
     ['gateway.usage.requests', record.id, '2026-03-10T12:01:00.000Z', 4, 3],
   ]);
   const exported = await adminCall<unknown>(admin, 'GET', '/admin/usage/export?from=2026-03-10&to=2026-03-10');
-  expect(JSON.parse(exported.text.trim())).toEqual(expect.objectContaining({ keyId: record.id, units: 4, admitted: 4 }));
+  expect(JSON.parse(exported.text.trim())).toEqual(
+    expect.objectContaining({ keyId: record.id, units: 4, admitted: 4 }),
+  );
   expect(sink.lastHeaders.authorization).toBe('Bearer om_secret_token');
   expect(sink.lastHeaders['content-type']).toBe('application/cloudevents-batch+json');
 });

@@ -4,7 +4,21 @@ import { startMain, isolatedEnv, type MainProcess } from '../startup/startup-kit
 import { MONTHS_DATABASE_FILE } from '../../../src/limits/sqlite-month-ledger';
 import { UsageSink, type SinkMode } from '../../support/usage-sink';
 import { eventually } from '../../support/eventually';
-import { adminCall, keyMonthUsed, awayFromMidnight, configFile, COSTS, createKeys, expectSinkMatchesExport, nextPeriod, PERIODS, send, usageEventsBlock, type Admin, type ScenarioKey } from './usage-events-kit';
+import {
+  adminCall,
+  keyMonthUsed,
+  awayFromMidnight,
+  configFile,
+  COSTS,
+  createKeys,
+  expectSinkMatchesExport,
+  nextPeriod,
+  PERIODS,
+  send,
+  usageEventsBlock,
+  type Admin,
+  type ScenarioKey,
+} from './usage-events-kit';
 
 /**
  * Issue 53 item 3 in process (SQLite, no Redis): one instance, so no second one and no workers; it
@@ -37,16 +51,28 @@ function sinkModeIn(period: number): SinkMode {
  * The usage history has every admitted request the test saw answered (it flushes every 5 s), and
  * months.sqlite every unit the keys' month windows counted (written every second).
  */
-async function flushed(admin: Admin, dataDir: string, keys: readonly ScenarioKey[], admitted: ReadonlyMap<string, number>): Promise<boolean> {
+async function flushed(
+  admin: Admin,
+  dataDir: string,
+  keys: readonly ScenarioKey[],
+  admitted: ReadonlyMap<string, number>,
+): Promise<boolean> {
   let monthUnits = 0;
   for (const k of keys) {
-    const res = await adminCall<{ days: Array<{ admitted: number }> }>(admin, 'GET', `/admin/keys/${k.id}/usage?days=1`);
+    const res = await adminCall<{ days: Array<{ admitted: number }> }>(
+      admin,
+      'GET',
+      `/admin/keys/${k.id}/usage?days=1`,
+    );
     if (res.status !== 200 || res.body.days[0]!.admitted !== (admitted.get(k.id) ?? 0)) return false;
     monthUnits += await keyMonthUsed(admin, k.id);
   }
   const db = new Database(path.join(dataDir, MONTHS_DATABASE_FILE), { readonly: true });
   try {
-    return (db.prepare('SELECT coalesce(sum(count), 0) AS units FROM key_months').get() as { units: number }).units === monthUnits;
+    return (
+      (db.prepare('SELECT coalesce(sum(count), 0) AS units FROM key_months').get() as { units: number }).units ===
+      monthUnits
+    );
   } finally {
     db.close();
   }
@@ -74,13 +100,18 @@ test("killed and restarted on its data dir: the sink sums what the usage export 
     for (const [j, k] of keys.entries()) {
       if (period === 5 && j === keys.length / 2) {
         // Mid-period, the sink down and events waiting in the outbox: killed once the history has the counts.
-        await eventually(() => flushed(admin, env.DATA_DIR!, keys, admitted), { timeoutMs: 30_000, pollMs: 250, what: 'the usage history and month ledger flushed' });
+        await eventually(() => flushed(admin, env.DATA_DIR!, keys, admitted), {
+          timeoutMs: 30_000,
+          pollMs: 250,
+          what: 'the usage history and month ledger flushed',
+        });
         main.child.kill('SIGKILL');
         await main.exited;
         main = startMain(env);
         await main.waitForStdout(/is ready on/);
       }
-      const requests: Array<'GET' | 'POST'> = j % 4 === 0 ? ['GET', 'GET', 'GET', 'GET'] : j % 3 === 0 ? ['GET', 'POST'] : ['POST'];
+      const requests: Array<'GET' | 'POST'> =
+        j % 4 === 0 ? ['GET', 'GET', 'GET', 'GET'] : j % 3 === 0 ? ['GET', 'POST'] : ['POST'];
       for (const method of requests) {
         const status = await send(gateway, k.key, method);
         if (status < 300) admitted.set(k.id, (admitted.get(k.id) ?? 0) + 1);

@@ -4,17 +4,27 @@ import type { WebhookReceiver } from '../../support/webhook-receiver';
 export { startTestProduct, type ProductHarness };
 
 /** Config `notifications` sending to these receivers (all events unless given). */
-export function webhooksTo(receivers: Array<WebhookReceiver | { url: string; secret: string; events?: string[] }>, more: Record<string, unknown> = {}) {
+export function webhooksTo(
+  receivers: Array<WebhookReceiver | { url: string; secret: string; events?: string[] }>,
+  more: Record<string, unknown> = {},
+) {
   return {
     notifications: {
-      webhooks: receivers.map((r) => ({ url: r.url, secret: r.secret, ...('events' in r && r.events ? { events: r.events } : {}) })),
+      webhooks: receivers.map((r) => ({
+        url: r.url,
+        secret: r.secret,
+        ...('events' in r && r.events ? { events: r.events } : {}),
+      })),
       ...more,
     },
   };
 }
 
 /** A product whose webhooks go to `receivers`; other options as startTestProduct's. */
-export function startWithWebhooks(receivers: Parameters<typeof webhooksTo>[0], options: ProductHarnessOptions & { notifications?: Record<string, unknown> } = {}): Promise<ProductHarness> {
+export function startWithWebhooks(
+  receivers: Parameters<typeof webhooksTo>[0],
+  options: ProductHarnessOptions & { notifications?: Record<string, unknown> } = {},
+): Promise<ProductHarness> {
   const { notifications, ...rest } = options;
   return startTestProduct({ ...rest, overrides: { ...rest.overrides, ...webhooksTo(receivers, notifications) } });
 }
@@ -22,7 +32,9 @@ export function startWithWebhooks(receivers: Parameters<typeof webhooksTo>[0], o
 /** gateway_webhook_deliveries_total{event,result} as this instance's /metrics says. */
 export async function deliveriesCounted(product: ProductHarness, event: string, result: string): Promise<number> {
   const text = await (await fetch(new URL('/metrics', product.adminUrl))).text();
-  const line = text.split('\n').find((l) => l.startsWith(`gateway_webhook_deliveries_total{event="${event}",result="${result}"}`));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`gateway_webhook_deliveries_total{event="${event}",result="${result}"}`));
   return line === undefined ? Number.NaN : Number(line.split(' ').pop());
 }
 

@@ -9,11 +9,20 @@ import type { Outbox, OutboxEvent } from '../../../src/notifications/outbox';
 const T0 = Date.UTC(2026, 2, 10, 12);
 const LEASE = 30_000;
 
-function event(id: string, endpoints: string[], createdAt = T0, type: OutboxEvent['type'] = 'quota.threshold'): OutboxEvent {
+function event(
+  id: string,
+  endpoints: string[],
+  createdAt = T0,
+  type: OutboxEvent['type'] = 'quota.threshold',
+): OutboxEvent {
   return { id, type, body: `{"id":"${id}"}`, createdAt, seenUntil: T0 + 86_400_000, endpoints };
 }
 
-export function describeOutbox(name: string, open: () => Promise<Outbox>, close: (outbox: Outbox) => Promise<void>): void {
+export function describeOutbox(
+  name: string,
+  open: () => Promise<Outbox>,
+  close: (outbox: Outbox) => Promise<void>,
+): void {
   describe(`${name} outbox`, () => {
     let outbox: Outbox;
     beforeEach(async () => {
@@ -28,7 +37,15 @@ export function describeOutbox(name: string, open: () => Promise<Outbox>, close:
       expect(await outbox.add([event('msg_1', ['ep1', 'ep2'])], T0 + 1, 100)).toEqual([]);
       expect(await outbox.size()).toBe(1);
       const [one] = await outbox.claim('ep1', 10, T0, T0 + LEASE);
-      expect(one).toEqual({ endpoint: 'ep1', eventId: 'msg_1', type: 'quota.threshold', body: '{"id":"msg_1"}', createdAt: T0, attempts: 0, leaseUntil: T0 + LEASE });
+      expect(one).toEqual({
+        endpoint: 'ep1',
+        eventId: 'msg_1',
+        type: 'quota.threshold',
+        body: '{"id":"msg_1"}',
+        createdAt: T0,
+        attempts: 0,
+        leaseUntil: T0 + LEASE,
+      });
       expect(await outbox.claim('ep1', 10, T0, T0 + LEASE)).toEqual([]);
       expect((await outbox.claim('ep2', 10, T0, T0 + LEASE)).map((d) => d.eventId)).toEqual(['msg_1']);
     });
@@ -74,15 +91,28 @@ export function describeOutbox(name: string, open: () => Promise<Outbox>, close:
 
     test('past the bound the oldest events are dropped, their deliveries with them, and their types returned', async () => {
       await outbox.add([event('msg_1', ['ep1'], T0, 'key.banned'), event('msg_2', ['ep1'], T0 + 1)], T0, 3);
-      expect(await outbox.add([event('msg_3', ['ep1'], T0 + 2), event('msg_4', ['ep1'], T0 + 3), event('msg_5', ['ep1'], T0 + 4)], T0, 3)).toEqual(['key.banned', 'quota.threshold']);
+      expect(
+        await outbox.add(
+          [event('msg_3', ['ep1'], T0 + 2), event('msg_4', ['ep1'], T0 + 3), event('msg_5', ['ep1'], T0 + 4)],
+          T0,
+          3,
+        ),
+      ).toEqual(['key.banned', 'quota.threshold']);
       expect(await outbox.size()).toBe(3);
-      expect((await outbox.claim('ep1', 10, T0, T0 + LEASE)).map((d) => d.eventId).sort()).toEqual(['msg_3', 'msg_4', 'msg_5']);
+      expect((await outbox.claim('ep1', 10, T0, T0 + LEASE)).map((d) => d.eventId).sort()).toEqual([
+        'msg_3',
+        'msg_4',
+        'msg_5',
+      ]);
     });
 
     // Issue 48: a receiver removed from the config leaves nothing waiting for ever.
     test('a receiver no instance names loses its deliveries (one type each); an event stays for the receivers still named', async () => {
       await outbox.add([event('msg_1', ['ep1', 'ep2']), event('msg_2', ['ep2'], T0 + 1, 'key.banned')], T0, 100);
-      expect((await outbox.keepReceivers('a', ['ep1'], T0, T0 + LEASE, 100)).sort()).toEqual(['key.banned', 'quota.threshold']);
+      expect((await outbox.keepReceivers('a', ['ep1'], T0, T0 + LEASE, 100)).sort()).toEqual([
+        'key.banned',
+        'quota.threshold',
+      ]);
       expect(await outbox.size()).toBe(1);
       expect(await outbox.claim('ep2', 10, T0, T0 + LEASE)).toEqual([]);
       const [kept] = await outbox.claim('ep1', 10, T0, T0 + LEASE);
@@ -111,7 +141,11 @@ export function describeOutbox(name: string, open: () => Promise<Outbox>, close:
     });
 
     test('at most maxDrops deliveries go per call; the next call takes the rest', async () => {
-      await outbox.add([event('msg_1', ['ep1', 'ep2']), event('msg_2', ['ep1'], T0 + 1), event('msg_3', ['ep1'], T0 + 2)], T0, 100);
+      await outbox.add(
+        [event('msg_1', ['ep1', 'ep2']), event('msg_2', ['ep1'], T0 + 1), event('msg_3', ['ep1'], T0 + 2)],
+        T0,
+        100,
+      );
       expect(await outbox.keepReceivers('a', ['ep2'], T0, T0 + LEASE, 2)).toHaveLength(2);
       expect(await outbox.size()).toBe(2);
       expect(await outbox.keepReceivers('a', ['ep2'], T0, T0 + LEASE, 2)).toHaveLength(1);

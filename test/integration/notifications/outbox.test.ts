@@ -16,14 +16,35 @@ afterAll(() => {
   redis?.disconnect();
 });
 
-describeOutbox('Redis', async () => new RedisOutbox(redis, uniqueNamespace('outbox')), async (outbox) => outbox.close());
-describeOutbox('SQLite', async () => new SqliteOutbox(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-outbox-'))), async (outbox) => outbox.close());
+describeOutbox(
+  'Redis',
+  async () => new RedisOutbox(redis, uniqueNamespace('outbox')),
+  async (outbox) => outbox.close(),
+);
+describeOutbox(
+  'SQLite',
+  async () => new SqliteOutbox(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-outbox-'))),
+  async (outbox) => outbox.close(),
+);
 
 test('Redis: an outbox written before receivers were named (no receivers hash) is indexed once, so its removed receivers are dropped too', async () => {
   const namespace = uniqueNamespace('outbox-legacy');
   const now = Date.UTC(2026, 2, 10, 12);
   const before = new RedisOutbox(redis, namespace);
-  await before.add([{ id: 'msg_1', type: 'key.banned', body: '{}', createdAt: now, seenUntil: now + 86_400_000, endpoints: ['gone', 'kept'] }], now, 100);
+  await before.add(
+    [
+      {
+        id: 'msg_1',
+        type: 'key.banned',
+        body: '{}',
+        createdAt: now,
+        seenUntil: now + 86_400_000,
+        endpoints: ['gone', 'kept'],
+      },
+    ],
+    now,
+    100,
+  );
   // What the code before this index wrote: the events and their due sets, no receivers hash.
   await redis.del(`${namespace}:webhooks:{outbox}:receivers`);
   const after = new RedisOutbox(redis, namespace);

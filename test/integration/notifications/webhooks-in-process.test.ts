@@ -27,11 +27,18 @@ test('an event survives the gateway restart while its receiver is down, and is d
   const first = await startWithWebhooks([receiver], options);
   let keyId: string;
   try {
-    const { key, record } = await first.keyService.create({ name: 'metered', plan: 'free', limits: { perMinute: 100, perDay: 5 } });
+    const { key, record } = await first.keyService.create({
+      name: 'metered',
+      plan: 'free',
+      limits: { perMinute: 100, perDay: 5 },
+    });
     keyId = record.id;
     for (let i = 0; i < 4; i++) expect(await call(first, key)).toBe(200);
     // The receiver is down: the first attempt fails and the event stays.
-    await waitUntil('a failed attempt', async () => (await deliveriesCounted(first, 'quota.threshold', 'failure')) === 1);
+    await waitUntil(
+      'a failed attempt',
+      async () => (await deliveriesCounted(first, 'quota.threshold', 'failure')) === 1,
+    );
     expect(await outboxEvents(first)).toBe(1);
   } finally {
     await first.close();
@@ -44,7 +51,10 @@ test('an event survives the gateway restart while its receiver is down, and is d
     await waitUntil('the delivery after the restart', () => back.deliveredIds().length === 1);
     const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
     expect(back.deliveries.map((d) => ({ id: d.id, data: d.body.data }))).toEqual([
-      { id: eventId('quota.threshold', 'key', keyId, 'day', dayStart, 80), data: expect.objectContaining({ keyId, threshold: 80, used: 4, limit: 5 }) },
+      {
+        id: eventId('quota.threshold', 'key', keyId, 'day', dayStart, 80),
+        data: expect.objectContaining({ keyId, threshold: 80, used: 4, limit: 5 }),
+      },
     ]);
     await waitUntil('an empty outbox', async () => (await outboxEvents(second)) === 0);
   } finally {

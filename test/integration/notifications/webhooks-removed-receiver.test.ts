@@ -15,23 +15,34 @@ import { call, deliveriesCounted, outboxEvents, startTestProduct, type ProductHa
 jest.setTimeout(60_000);
 
 function webhooks(...receivers: WebhookReceiver[]): string {
-  return stringify({ notifications: { webhooks: receivers.map((r) => ({ url: r.url, secret: r.secret, events: ['quota.threshold'] })) } });
+  return stringify({
+    notifications: { webhooks: receivers.map((r) => ({ url: r.url, secret: r.secret, events: ['quota.threshold'] })) },
+  });
 }
 
 async function reload(product: ProductHarness): Promise<number> {
-  const res = await fetch(new URL('/admin/reload', product.adminUrl), { method: 'POST', headers: { authorization: `Bearer ${product.adminToken}` } });
+  const res = await fetch(new URL('/admin/reload', product.adminUrl), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${product.adminToken}` },
+  });
   await res.arrayBuffer();
   return res.status;
 }
 
 /** A key whose 4th request of 5 a day crosses 80 %: one quota.threshold event. */
 async function crossEightyPercent(product: ProductHarness): Promise<void> {
-  const { key } = await product.keyService.create({ name: 'crossing', plan: 'free', limits: { perMinute: 100, perDay: 5 } });
+  const { key } = await product.keyService.create({
+    name: 'crossing',
+    plan: 'free',
+    limits: { perMinute: 100, perDay: 5 },
+  });
   for (let i = 0; i < 4; i++) expect(await call(product, key)).toBe(200);
 }
 
 function droppedLines(product: ProductHarness): Array<{ deliveries: number }> {
-  return product.logs.lines.map((line) => JSON.parse(line) as { msg: string; deliveries: number }).filter((l) => l.msg === 'webhook deliveries to receivers no longer in the config dropped from the outbox');
+  return product.logs.lines
+    .map((line) => JSON.parse(line) as { msg: string; deliveries: number })
+    .filter((l) => l.msg === 'webhook deliveries to receivers no longer in the config dropped from the outbox');
 }
 
 describe.each([
@@ -79,9 +90,13 @@ describe.each([
 
     fs.writeFileSync(configFile, webhooks(kept));
     expect(await reload(product)).toBe(200);
-    await eventually(async () => (await outboxEvents(product)) === 0, { what: 'the outbox emptied of the removed receiver' });
+    await eventually(async () => (await outboxEvents(product)) === 0, {
+      what: 'the outbox emptied of the removed receiver',
+    });
     expect(await deliveriesCounted(product, 'quota.threshold', 'dropped')).toBe(1);
-    expect(droppedLines(product)).toEqual([expect.objectContaining({ deliveries: 1, byEvent: { 'quota.threshold': 1 } })]);
+    expect(droppedLines(product)).toEqual([
+      expect.objectContaining({ deliveries: 1, byEvent: { 'quota.threshold': 1 } }),
+    ]);
 
     const attemptsAtRemoved = removed.deliveries.length;
     await crossEightyPercent(product);
@@ -98,7 +113,10 @@ describe.each([
     products.splice(products.indexOf(first), 1);
 
     fs.writeFileSync(configFile, webhooks(kept));
-    const second = await start({ dataDir: first.dataDir, ...(redis ? { namespace: first.config.redis.namespace } : {}) });
+    const second = await start({
+      dataDir: first.dataDir,
+      ...(redis ? { namespace: first.config.redis.namespace } : {}),
+    });
     await eventually(async () => (await outboxEvents(second)) === 0, { what: 'the outbox emptied at start' });
     expect(await deliveriesCounted(second, 'quota.threshold', 'dropped')).toBe(1);
   });

@@ -45,7 +45,11 @@ test('a day limit of 10 used up over two instances: exactly one webhook-id for e
   const namespace = uniqueNamespace('webhooks-pair');
   const a = await product([hooks], { namespace, clock });
   const b = await product([hooks], { namespace, clock, overrides: { upstream: { url: a.inventory!.url } } });
-  const { key, record } = await a.keyService.create({ name: 'ten a day', plan: 'free', limits: { perMinute: 100, perDay: 10 } });
+  const { key, record } = await a.keyService.create({
+    name: 'ten a day',
+    plan: 'free',
+    limits: { perMinute: 100, perDay: 10 },
+  });
 
   const sentAt = Date.now();
   const statuses = await Promise.all(Array.from({ length: 12 }, (_, i) => call(i % 2 === 0 ? a : b, key)));
@@ -57,7 +61,9 @@ test('a day limit of 10 used up over two instances: exactly one webhook-id for e
   await waitUntil('an empty outbox', async () => (await outboxEvents(a)) === 0);
   expect(hooks.rejected).toEqual([]);
   expect(hooks.deliveries).toHaveLength(3);
-  const byThreshold = [...hooks.deliveries].sort((x, y) => Number(x.body.data.threshold) - Number(y.body.data.threshold));
+  const byThreshold = [...hooks.deliveries].sort(
+    (x, y) => Number(x.body.data.threshold) - Number(y.body.data.threshold),
+  );
   const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
   const periodEnd = new Date(dayStart + DAY_MS).toISOString();
   expect(byThreshold.map((d) => ({ id: d.id, type: d.body.type, data: d.body.data }))).toEqual(
@@ -69,14 +75,21 @@ test('a day limit of 10 used up over two instances: exactly one webhook-id for e
     })),
   );
   for (const d of hooks.deliveries) {
-    expect({ id: d.id, timestamp: d.body.timestamp }).toEqual({ id: d.id, timestamp: new Date(clock.now()).toISOString() });
+    expect({ id: d.id, timestamp: d.body.timestamp }).toEqual({
+      id: d.id,
+      timestamp: new Date(clock.now()).toISOString(),
+    });
     // The product's promise, on the real clock: from before the first request to the receiver.
     expect({ id: d.id, withinMs: d.receivedAt - sentAt }).toEqual({ id: d.id, withinMs: expect.any(Number) });
     expect(d.receivedAt - sentAt).toBeLessThanOrEqual(5000);
   }
-  const successes = (await deliveriesCounted(a, 'quota.threshold', 'success')) + (await deliveriesCounted(b, 'quota.threshold', 'success'));
+  const successes =
+    (await deliveriesCounted(a, 'quota.threshold', 'success')) +
+    (await deliveriesCounted(b, 'quota.threshold', 'success'));
   expect(successes).toBe(3);
-  console.log(`webhooks 80/90/100 %: received ${byThreshold.map((d) => `${d.receivedAt - sentAt} ms`).join(', ')} after the first of the 12 requests`);
+  console.log(
+    `webhooks 80/90/100 %: received ${byThreshold.map((d) => `${d.receivedAt - sentAt} ms`).join(', ')} after the first of the 12 requests`,
+  );
 });
 
 test('a receiver answering 500 twice gets the same webhook-id again, retried on the backoff (5 s, then 30 s)', async () => {
@@ -84,22 +97,38 @@ test('a receiver answering 500 twice gets the same webhook-id again, retried on 
   hooks.behaviour = (n) => (n < 2 ? 500 : 200);
   const clock = new ManualClock(Date.now());
   const gateway = await product([hooks], { clock });
-  const { key, record } = await gateway.keyService.create({ name: 'flaky receiver', plan: 'free', limits: { perMinute: 100, perDay: 5 } });
+  const { key, record } = await gateway.keyService.create({
+    name: 'flaky receiver',
+    plan: 'free',
+    limits: { perMinute: 100, perDay: 5 },
+  });
   for (let i = 0; i < 4; i++) expect(await call(gateway, key)).toBe(200);
 
   await waitUntil('the first attempt', () => hooks.deliveries.length === 1);
-  await waitUntil('its failure counted', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1);
+  await waitUntil(
+    'its failure counted',
+    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1,
+  );
   // Due again after its first backoff: 5 s, give or take 10 %.
   clock.advance(6000);
   await waitUntil('the second attempt', () => hooks.deliveries.length === 2);
-  await waitUntil('its failure counted', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 2);
+  await waitUntil(
+    'its failure counted',
+    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 2,
+  );
   clock.advance(34_000);
   await waitUntil('the third attempt', () => hooks.deliveries.length === 3);
-  await waitUntil('its success counted', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'success')) === 1);
+  await waitUntil(
+    'its success counted',
+    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'success')) === 1,
+  );
 
   const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
   expect(hooks.deliveries.map((d) => ({ id: d.id, answered: d.answered }))).toEqual(
-    [500, 500, 200].map((answered) => ({ id: eventId('quota.threshold', 'key', record.id, 'day', dayStart, 80), answered })),
+    [500, 500, 200].map((answered) => ({
+      id: eventId('quota.threshold', 'key', record.id, 'day', dayStart, 80),
+      answered,
+    })),
   );
   expect(hooks.rejected).toEqual([]);
   expect(await outboxEvents(gateway)).toBe(0);
@@ -112,19 +141,39 @@ test('key.banned for the refusal that bans a key, and key.expiring for a key tha
     clock,
     overrides: { ban: { threshold: 2, windowSeconds: 60, durationSeconds: 900 } },
   });
-  const banned = await gateway.keyService.create({ name: 'to be banned', plan: 'free', limits: { perMinute: 1, perDay: 100 } });
+  const banned = await gateway.keyService.create({
+    name: 'to be banned',
+    plan: 'free',
+    limits: { perMinute: 1, perDay: 100 },
+  });
   const codes: number[] = [];
   for (let i = 0; i < 4; i++) codes.push(await call(gateway, banned.key));
   expect(codes).toEqual([200, 429, 429, 429]);
   const expiresAt = new Date(clock.now() + 3 * DAY_MS).toISOString();
   const expiring = await gateway.keyService.create({ name: 'expiring soon', plan: 'free', expiresAt });
-  await gateway.keyService.create({ name: 'expiring later', plan: 'free', expiresAt: new Date(clock.now() + 30 * DAY_MS).toISOString() });
+  await gateway.keyService.create({
+    name: 'expiring later',
+    plan: 'free',
+    expiresAt: new Date(clock.now() + 30 * DAY_MS).toISOString(),
+  });
 
   await waitUntil('both events delivered', () => hooks.deliveredIds().length === 2);
   const bannedUntil = new Date(clock.now() + 900_000).toISOString();
-  expect(hooks.deliveries.map((d) => ({ id: d.id, type: d.body.type, data: d.body.data })).sort((x, y) => x.type.localeCompare(y.type))).toEqual([
-    { id: eventId('key.banned', banned.record.id, Date.parse(bannedUntil)), type: 'key.banned', data: { keyId: banned.record.id, consumerId: null, bannedUntil } },
-    { id: eventId('key.expiring', expiring.record.id, Date.parse(expiresAt)), type: 'key.expiring', data: { keyId: expiring.record.id, consumerId: null, expiresAt } },
+  expect(
+    hooks.deliveries
+      .map((d) => ({ id: d.id, type: d.body.type, data: d.body.data }))
+      .sort((x, y) => x.type.localeCompare(y.type)),
+  ).toEqual([
+    {
+      id: eventId('key.banned', banned.record.id, Date.parse(bannedUntil)),
+      type: 'key.banned',
+      data: { keyId: banned.record.id, consumerId: null, bannedUntil },
+    },
+    {
+      id: eventId('key.expiring', expiring.record.id, Date.parse(expiresAt)),
+      type: 'key.expiring',
+      data: { keyId: expiring.record.id, consumerId: null, expiresAt },
+    },
   ]);
   // No quota.threshold: this receiver did not ask for it (the banned key used 1 of its minute's 1).
   expect(hooks.rejected).toEqual([]);
@@ -140,7 +189,11 @@ test('a hanging receiver and one that redirects hold nothing up: requests are se
   const clock = new ManualClock(Date.now());
   const gateway = await product([hanging, redirecting, healthy], { clock, notifications: { timeoutMs: 1000 } });
   // Five keys crossing 80 % each: more events than the hanging receiver's four attempts at once.
-  const keys = await Promise.all(Array.from({ length: 5 }, (_, i) => gateway.keyService.create({ name: `key ${i}`, plan: 'free', limits: { perMinute: 100, perDay: 5 } })));
+  const keys = await Promise.all(
+    Array.from({ length: 5 }, (_, i) =>
+      gateway.keyService.create({ name: `key ${i}`, plan: 'free', limits: { perMinute: 100, perDay: 5 } }),
+    ),
+  );
   // The promise (CONTRACT: within 5 s when the receiver answers) is timed per event, from the request
   // that crossed 80 % (each key's 4th): from before all 20, a crowded machine's time to send the
   // other requests counted too (6,969 ms at load 20-27).
@@ -158,7 +211,10 @@ test('a hanging receiver and one that redirects hold nothing up: requests are se
   }
 
   // Meanwhile the hanging receiver holds at most four attempts, each cut at notifications.timeoutMs and retried.
-  await waitUntil('the hanging attempts timed out', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) >= 4 + 5);
+  await waitUntil(
+    'the hanging attempts timed out',
+    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) >= 4 + 5,
+  );
   expect(hanging.deliveries.length).toBeGreaterThanOrEqual(4);
   // A redirect is a failed attempt and is not followed: the signed body goes nowhere else.
   expect(redirecting.deliveries.length).toBe(5);
@@ -182,12 +238,19 @@ test('the outbox is bounded: past outboxMaxEvents the oldest events are dropped 
   // A limit of 1: one request passes 80, 90 and 100 % at once, three events.
   const keys = [];
   for (let i = 0; i < 4; i++) {
-    const created = await gateway.keyService.create({ name: `one a day ${i}`, plan: 'free', limits: { perMinute: 100, perDay: 1 } });
+    const created = await gateway.keyService.create({
+      name: `one a day ${i}`,
+      plan: 'free',
+      limits: { perMinute: 100, perDay: 1 },
+    });
     keys.push(created);
     expect(await call(gateway, created.key)).toBe(200);
     clock.advance(1);
   }
-  await waitUntil('two events dropped', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'dropped')) === 2);
+  await waitUntil(
+    'two events dropped',
+    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'dropped')) === 2,
+  );
   expect(await outboxEvents(gateway)).toBe(10);
 
   // The receiver comes back on the same port; the next attempt (5 s later) finds it.
@@ -210,15 +273,27 @@ test('a receiver down for more than an hour: the attempts fail on the backoff, r
   const STEP = 20 * 60_000;
   const clock = new ManualClock(Date.now() - 5 * STEP);
   const gateway = await product([{ url: down.url, secret: down.secret }], { clock });
-  const { key, record } = await gateway.keyService.create({ name: 'waits an hour', plan: 'free', limits: { perMinute: 100, perDay: 5 } });
+  const { key, record } = await gateway.keyService.create({
+    name: 'waits an hour',
+    plan: 'free',
+    limits: { perMinute: 100, perDay: 5 },
+  });
   const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
   for (let i = 0; i < 4; i++) expect(await call(gateway, key)).toBe(200);
-  await waitUntil('the first failed attempt', async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1);
+  await waitUntil(
+    'the first failed attempt',
+    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1,
+  );
   // Four times 20 minutes: each time the next attempt is due (5 s, 30 s, 2 min, 5 min later) and fails.
   for (let failed = 2; failed <= 5; failed++) {
     clock.advance(STEP);
-    await waitUntil(`failed attempt ${failed}`, async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === failed);
-    expect(await call(gateway, (await gateway.keyService.create({ name: `served ${failed}`, plan: 'free' })).key)).toBe(200);
+    await waitUntil(
+      `failed attempt ${failed}`,
+      async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === failed,
+    );
+    expect(await call(gateway, (await gateway.keyService.create({ name: `served ${failed}`, plan: 'free' })).key)).toBe(
+      200,
+    );
   }
   expect(await outboxEvents(gateway)).toBe(1);
 
@@ -237,7 +312,7 @@ test('a receiver down for more than an hour: the attempts fail on the backoff, r
  * (DNS): each connection is checked where it landed, before the request is sent. A real listener
  * on loopback stands for the admin listener and counts what reaches it.
  */
-test('a delivery never reaches this gateway\'s admin listener, whatever form or name its URL gives at the moment it is sent', async () => {
+test("a delivery never reaches this gateway's admin listener, whatever form or name its URL gives at the moment it is sent", async () => {
   let hits = 0;
   const adminListener = http.createServer((_req, res) => {
     hits++;
@@ -245,7 +320,10 @@ test('a delivery never reaches this gateway\'s admin listener, whatever form or 
   });
   await new Promise<void>((resolve) => adminListener.listen(0, '127.0.0.1', resolve));
   const port = (adminListener.address() as AddressInfo).port;
-  const guarded = new WebhookSender(() => 5000, () => ({ host: '127.0.0.1', port }));
+  const guarded = new WebhookSender(
+    () => 5000,
+    () => ({ host: '127.0.0.1', port }),
+  );
   const unguarded = new WebhookSender(() => 5000);
   const running = new AbortController().signal;
   try {
@@ -264,9 +342,15 @@ test('a delivery never reaches this gateway\'s admin listener, whatever form or 
     }
     expect(hits).toBe(0);
     const refused = await guarded.post(`http://127.0.0.1:${port}/admin/reload`, {}, '{}', running);
-    expect(refused).toEqual({ delivered: false, reason: `refused: 127.0.0.1:${port} is this gateway's admin listener` });
+    expect(refused).toEqual({
+      delivered: false,
+      reason: `refused: 127.0.0.1:${port} is this gateway's admin listener`,
+    });
     // The same listener, when it is not this gateway's admin listener, is a receiver like any other.
-    expect(await unguarded.post(`http://127.0.0.1:${port}/hooks`, {}, '{}', running)).toEqual({ delivered: true, status: 200 });
+    expect(await unguarded.post(`http://127.0.0.1:${port}/hooks`, {}, '{}', running)).toEqual({
+      delivered: true,
+      status: 200,
+    });
     expect(hits).toBe(1);
   } finally {
     await guarded.close();
@@ -274,4 +358,3 @@ test('a delivery never reaches this gateway\'s admin listener, whatever form or 
     await new Promise((resolve) => adminListener.close(resolve));
   }
 });
-

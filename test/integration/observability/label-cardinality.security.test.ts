@@ -51,7 +51,11 @@ afterAll(async () => {
 const methodToken = (round: string, i: number) => `X${round}${i.toString(36).toUpperCase()}`;
 
 /** One HTTP/2 request with the headers exactly as given (pseudo-headers included); resolves with its status, 0 for a reset stream. */
-function h2Request(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: string): Promise<number> {
+function h2Request(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body?: string,
+): Promise<number> {
   return new Promise((resolve) => {
     const stream = session.request(headers, { endStream: body === undefined });
     let status = 0;
@@ -65,7 +69,10 @@ function h2Request(session: http2.ClientHttp2Session, headers: http2.OutgoingHtt
 
 function h2Session(): Promise<http2.ClientHttp2Session> {
   return new Promise((resolve, reject) => {
-    const session = http2.connect(product.gatewayUrl, { ca: fs.readFileSync(certs.caCert), peerMaxConcurrentStreams: 1000 });
+    const session = http2.connect(product.gatewayUrl, {
+      ca: fs.readFileSync(certs.caCert),
+      peerMaxConcurrentStreams: 1000,
+    });
     session.on('error', () => undefined);
     session.once('connect', () => resolve(session));
     session.once('error', reject);
@@ -83,7 +90,10 @@ async function inBatches(count: number, parallel: number, send: (i: number) => P
 function rawTls(bytes: string): Promise<string> {
   const url = new URL(product.gatewayUrl);
   return new Promise((resolve) => {
-    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: fs.readFileSync(certs.caCert), ALPNProtocols: ['http/1.1'] }, () => socket.end(bytes));
+    const socket = tls.connect(
+      { host: url.hostname, port: Number(url.port), ca: fs.readFileSync(certs.caCert), ALPNProtocols: ['http/1.1'] },
+      () => socket.end(bytes),
+    );
     let received = '';
     socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
     socket.on('error', () => undefined);
@@ -93,7 +103,12 @@ function rawTls(bytes: string): Promise<string> {
 }
 
 /** A plain HTTP/1.1 request to `baseUrl` (the inventory's or the admin listener). */
-function plainRequest(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}): Promise<number> {
+function plainRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
   return new Promise((resolve) => {
     const req = http.request(new URL(path, baseUrl), { method, headers, agent: false }, (res) => {
       res.resume();
@@ -105,7 +120,9 @@ function plainRequest(baseUrl: string, method: string, path: string, headers: Re
 }
 
 /** HTTP/1.1 methods Node's parser knows, without the ones the routes serve: each reaches the handler. */
-const PARSED_METHODS = http.METHODS.filter((m) => !['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT'].includes(m));
+const PARSED_METHODS = http.METHODS.filter(
+  (m) => !['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT'].includes(m),
+);
 
 /**
  * One round of client-controlled values. `round` makes every value of this round new; `n` is how
@@ -137,12 +154,28 @@ async function sendRound(round: string, n: number, methods: number): Promise<voi
         h2Request(session, { ':path': `/v1/pets?limit=${i % 100}&status=${v}&cursor=${v}`, ...key }),
         h2Request(session, { ':path': `/v1/pets/%2e%2e/${v}`, ...key }),
         // Header names and values, keys of every shape, origins, forwarded addresses, request ids.
-        h2Request(session, { ':path': '/v1/pets', ...key, [`x-${v}`]: v, 'user-agent': v, 'x-request-id': `id-${v}`, 'x-forwarded-for': `10.${i % 250}.0.1`, origin: `https://${v}.example` }),
+        h2Request(session, {
+          ':path': '/v1/pets',
+          ...key,
+          [`x-${v}`]: v,
+          'user-agent': v,
+          'x-request-id': `id-${v}`,
+          'x-forwarded-for': `10.${i % 250}.0.1`,
+          origin: `https://${v}.example`,
+        }),
         h2Request(session, { ':path': '/v1/pets', authorization: `Bearer asg_test_${v}AAAAAAAAAAAAAAAAAAAAAAAA` }),
         h2Request(session, { ':path': '/v1/pets', authorization: `Bearer ${v}` }),
         h2Request(session, { ':path': '/v1/pets', authorization: `Basic ${v}` }),
-        h2Request(session, { ':method': 'POST', ':path': '/v1/pets', ...key, 'content-type': `application/${v}` }, '{}'),
-        h2Request(session, { ':method': 'POST', ':path': '/v1/pets', ...key, 'content-type': 'application/json' }, `{"name":"${v}","categoryId":1,"x${v}":1}`),
+        h2Request(
+          session,
+          { ':method': 'POST', ':path': '/v1/pets', ...key, 'content-type': `application/${v}` },
+          '{}',
+        ),
+        h2Request(
+          session,
+          { ':method': 'POST', ':path': '/v1/pets', ...key, 'content-type': 'application/json' },
+          `{"name":"${v}","categoryId":1,"x${v}":1}`,
+        ),
         // The authority (and a host that differs from it).
         h2Request(session, { ':path': '/v1/pets', ':authority': `${v}.example`, ...key }),
         h2Request(session, { ':path': '/v1/pets', host: `${v}.example`, ...key }),
@@ -156,7 +189,11 @@ async function sendRound(round: string, n: number, methods: number): Promise<voi
   const http1 = new TlsClient(product.gatewayUrl, certs.caCert, 'http/1.1');
   try {
     for (const [i, method] of PARSED_METHODS.entries()) {
-      await http1.request({ method, path: i % 2 === 0 ? '/v1/pets' : `/v1/${round}${i}`, headers: i % 2 === 0 ? key : {} });
+      await http1.request({
+        method,
+        path: i % 2 === 0 ? '/v1/pets' : `/v1/${round}${i}`,
+        headers: i % 2 === 0 ? key : {},
+      });
     }
     await inBatches(n, 20, async (i) => {
       const v = `${round}${i}`;
@@ -185,12 +222,17 @@ async function sendRound(round: string, n: number, methods: number): Promise<voi
 
   // The inventory's own listener, reached directly: its methods, paths, tokens.
   const inventoryUrl = product.inventory!.url;
-  for (const [i, method] of PARSED_METHODS.entries()) await plainRequest(inventoryUrl, method, i % 2 === 0 ? '/v1/pets' : `/${round}${i}`);
-  await inBatches(n, 20, (i) => plainRequest(inventoryUrl, 'GET', `/v1/pets/${round}${i}`, { 'x-gateway-token': `${round}${i}` }));
+  for (const [i, method] of PARSED_METHODS.entries())
+    await plainRequest(inventoryUrl, method, i % 2 === 0 ? '/v1/pets' : `/${round}${i}`);
+  await inBatches(n, 20, (i) =>
+    plainRequest(inventoryUrl, 'GET', `/v1/pets/${round}${i}`, { 'x-gateway-token': `${round}${i}` }),
+  );
 
   // The admin listener: paths and methods, with the right token (a wrong one is the lockout's business).
   const admin = { authorization: `Bearer ${product.adminToken}` };
-  await inBatches(Math.min(n, 50), 10, (i) => plainRequest(product.adminUrl, PARSED_METHODS[i % PARSED_METHODS.length]!, `/admin/${round}${i}`, admin));
+  await inBatches(Math.min(n, 50), 10, (i) =>
+    plainRequest(product.adminUrl, PARSED_METHODS[i % PARSED_METHODS.length]!, `/admin/${round}${i}`, admin),
+  );
 }
 
 async function series(): Promise<Series[]> {
@@ -211,8 +253,14 @@ test('5,000 distinct HTTP/2 methods, and every other value a client controls, ad
   // And the rounds did reach the listeners: the unknown methods were counted, under `other`.
   const other = after.filter((s) => s.name === 'gateway_http_requests_total' && s.labels.method === 'other');
   expect(other.reduce((sum, s) => sum + s.value, 0)).toBeGreaterThanOrEqual(5000);
-  expect(after.filter((s) => s.name === 'inventory_http_requests_total' && s.labels.method === 'other').length).toBeGreaterThan(0);
+  expect(
+    after.filter((s) => s.name === 'inventory_http_requests_total' && s.labels.method === 'other').length,
+  ).toBeGreaterThan(0);
   // Whatever the protocol and listener, a method label holds a method HTTP defines, `unparsed` or `other`.
   const methods = new Set(after.flatMap((s) => (s.labels.method === undefined ? [] : [s.labels.method])));
-  expect([...methods].filter((m) => !['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'unparsed', 'other'].includes(m))).toEqual([]);
+  expect(
+    [...methods].filter(
+      (m) => !['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'unparsed', 'other'].includes(m),
+    ),
+  ).toEqual([]);
 });

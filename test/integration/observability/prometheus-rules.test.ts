@@ -38,23 +38,34 @@ describe('config/prometheus rules', () => {
 
   it('pass promtool check rules', () => {
     const check = promtool('check', 'rules', ...ruleFiles);
-    expect({ status: check.status, output: check.output }).toEqual({ status: 0, output: expect.stringContaining('SUCCESS') });
+    expect({ status: check.status, output: check.output }).toEqual({
+      status: 0,
+      output: expect.stringContaining('SUCCESS'),
+    });
   });
 
   it('and the compose scrape config that loads them pass promtool check config', () => {
     const check = promtool('check', 'config', path.join(prometheusFolder, 'prometheus.yml'));
-    expect({ status: check.status, output: check.output }).toEqual({ status: 0, output: expect.stringContaining('SUCCESS') });
+    expect({ status: check.status, output: check.output }).toEqual({
+      status: 0,
+      output: expect.stringContaining('SUCCESS'),
+    });
   });
 
   it('pass their promtool unit tests', () => {
     const run = promtool('test', 'rules', ...ruleTestFiles);
-    expect({ status: run.status, output: run.output }).toEqual({ status: 0, output: expect.stringContaining('SUCCESS') });
+    expect({ status: run.status, output: run.output }).toEqual({
+      status: 0,
+      output: expect.stringContaining('SUCCESS'),
+    });
   });
 
   it('have a unit test where each alert fires and one where it does not', () => {
     const cases = ruleTestFiles.flatMap((file) => {
       const tests = parseYaml(fs.readFileSync(file, 'utf8')) as RuleTestFile;
-      expect(tests.rule_files.map((ruleFile) => path.resolve(path.dirname(file), ruleFile)).sort()).toEqual([...ruleFiles].sort());
+      expect(tests.rule_files.map((ruleFile) => path.resolve(path.dirname(file), ruleFile)).sort()).toEqual(
+        [...ruleFiles].sort(),
+      );
       return tests.tests.flatMap((t) => t.alert_rule_test ?? []);
     });
     for (const alert of alertRules().map((rule) => rule.alert!)) {
@@ -71,10 +82,19 @@ describe('config/prometheus rules', () => {
     expect(alerts.length).toBeGreaterThanOrEqual(8);
     for (const rule of alerts) {
       const alert = rule.alert!;
-      expect({ alert, severity: rule.labels?.severity }).toEqual({ alert, severity: expect.stringMatching(/^(critical|warning|info)$/) });
+      expect({ alert, severity: rule.labels?.severity }).toEqual({
+        alert,
+        severity: expect.stringMatching(/^(critical|warning|info)$/),
+      });
       expect({ alert, summary: rule.annotations?.summary }).toEqual({ alert, summary: expect.any(String) });
-      expect({ alert, description: rule.annotations?.description }).toEqual({ alert, description: expect.stringContaining('Check first') });
-      expect({ alert, runbook: rule.annotations?.runbook_url }).toEqual({ alert, runbook: `docs/runbook.md#${alert.toLowerCase()}` });
+      expect({ alert, description: rule.annotations?.description }).toEqual({
+        alert,
+        description: expect.stringContaining('Check first'),
+      });
+      expect({ alert, runbook: rule.annotations?.runbook_url }).toEqual({
+        alert,
+        runbook: `docs/runbook.md#${alert.toLowerCase()}`,
+      });
       expect({ alert, inRunbook: runbookSection.includes(`\n## ${alert}\n`) }).toEqual({ alert, inRunbook: true });
     }
   });
@@ -107,7 +127,10 @@ describe('config/grafana dashboard', () => {
     const variable = dashboard.templating.list.find((v) => v.type === 'datasource');
     expect(variable).toEqual(expect.objectContaining({ name: 'datasource', query: 'prometheus' }));
     for (const panel of dashboardPanels(dashboard).filter((p) => p.type !== 'row')) {
-      expect({ panel: panel.title, datasource: panel.datasource }).toEqual({ panel: panel.title, datasource: { type: 'prometheus', uid: '${datasource}' } });
+      expect({ panel: panel.title, datasource: panel.datasource }).toEqual({
+        panel: panel.title,
+        datasource: { type: 'prometheus', uid: '${datasource}' },
+      });
     }
   });
 
@@ -120,7 +143,11 @@ describe('config/grafana dashboard', () => {
     const recorded = new Set(recordingRules().map((rule) => rule.record!));
     for (const target of dashboardTargets(dashboard)) {
       for (const name of recordedMetricNames(target.expr)) {
-        expect({ panel: target.panel, name, defined: recorded.has(name) }).toEqual({ panel: target.panel, name, defined: true });
+        expect({ panel: target.panel, name, defined: recorded.has(name) }).toEqual({
+          panel: target.panel,
+          name,
+          defined: true,
+        });
       }
     }
   });

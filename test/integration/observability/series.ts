@@ -21,7 +21,8 @@ export function seriesOf(text: string): Series[] {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$/.exec(line);
     if (!match || RUNTIME_METRIC.test(match[1]!)) continue;
     const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[pair[1]!] = pair[2]!;
     series.push({ id: `${match[1]}${match[2] ?? ''}`, name: match[1]!, labels, value: Number(match[3]) });
   }
   return series;

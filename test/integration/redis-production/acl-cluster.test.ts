@@ -22,7 +22,10 @@ function refusedCommands(log: unknown): unknown[] {
  */
 
 const CONFIG = path.join(__dirname, '..', '..', '..', 'config', 'redis');
-const RULES = [fs.readFileSync(path.join(CONFIG, 'gateway-acl.txt'), 'utf8'), fs.readFileSync(path.join(CONFIG, 'gateway-acl-cluster.txt'), 'utf8')]
+const RULES = [
+  fs.readFileSync(path.join(CONFIG, 'gateway-acl.txt'), 'utf8'),
+  fs.readFileSync(path.join(CONFIG, 'gateway-acl-cluster.txt'), 'utf8'),
+]
   .join(' ')
   .trim()
   .replaceAll('{namespace}', 'asg:prod')
@@ -31,7 +34,10 @@ const RULES = [fs.readFileSync(path.join(CONFIG, 'gateway-acl.txt'), 'utf8'), fs
 let cluster: RedisCluster;
 
 beforeAll(async () => {
-  cluster = await startRedisCluster({ masters: 3, extraArgs: ['--user', 'asg-prod', 'on', '>cluster-password-0123456789', ...RULES] });
+  cluster = await startRedisCluster({
+    masters: 3,
+    extraArgs: ['--user', 'asg-prod', 'on', '>cluster-password-0123456789', ...RULES],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -42,16 +48,24 @@ it('serves, limits, bans and revokes on a Cluster as the ACL user of REDIS_USERN
   const product = await startTestProduct({
     redis: false,
     namespace: 'asg:prod',
-    env: { REDIS_CLUSTER_NODES: cluster.nodes.join(','), REDIS_USERNAME: 'asg-prod', REDIS_PASSWORD: 'cluster-password-0123456789' },
+    env: {
+      REDIS_CLUSTER_NODES: cluster.nodes.join(','),
+      REDIS_USERNAME: 'asg-prod',
+      REDIS_PASSWORD: 'cluster-password-0123456789',
+    },
     overrides: { redis: { namespace: 'asg:prod', commandTimeoutMs: 2000 }, ban: { threshold: 1 } },
   });
   try {
     const { id, auth } = await createKey(product, { plan: 'free', limits: { perMinute: 2, perDay: 100 } });
-    const statuses = (await sequentially(5, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth))).map((r) => r.status);
+    const statuses = (
+      await sequentially(5, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth))
+    ).map((r) => r.status);
     expect(statuses).toEqual([200, 200, 429, 429, 429]);
     await admin(product).delete(`/admin/keys/${id}/ban`).expect(204);
     await admin(product).delete(`/admin/keys/${id}`).expect(204);
-    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).body.code).toBe('revoked_api_key');
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).body.code).toBe(
+      'revoked_api_key',
+    );
     await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown').expect(401);
     const second = await createKey(product, { plan: 'pro' });
     await request(product.gatewayUrl).get('/v1/pets/1').set('Authorization', second.auth).expect(404);

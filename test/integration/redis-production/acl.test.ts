@@ -27,7 +27,9 @@ function refusedCommands(log: unknown): unknown[] {
  * staging user can neither read nor write production's keys.
  */
 
-const ACL_RULES = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'config', 'redis', 'gateway-acl.txt'), 'utf8').trim();
+const ACL_RULES = fs
+  .readFileSync(path.join(__dirname, '..', '..', '..', 'config', 'redis', 'gateway-acl.txt'), 'utf8')
+  .trim();
 const PRODUCTION = { user: 'asg-prod', password: 'prod-password-0123456789', namespace: 'asg:prod' };
 const STAGING = { user: 'asg-staging', password: 'staging-password-0123456789', namespace: 'asg:staging' };
 
@@ -44,10 +46,23 @@ let receiver: WebhookReceiver;
 
 beforeAll(async () => {
   // The default user keeps a password only this test knows: it reads the ACL LOG and looks at keys.
-  redis = await startRedisServer(['--requirepass', 'test-superuser-password', ...userArgs(PRODUCTION), ...userArgs(STAGING)]);
+  redis = await startRedisServer([
+    '--requirepass',
+    'test-superuser-password',
+    ...userArgs(PRODUCTION),
+    ...userArgs(STAGING),
+  ]);
   superuser = new Redis(redis.port, '127.0.0.1', { password: 'test-superuser-password' });
-  replica = await startRedisServer(['--replicaof', '127.0.0.1', String(redis.port), '--masterauth', 'test-superuser-password']);
-  await eventually(async () => /^slave0:.*state=online/m.test(await superuser.info('replication')), { timeoutMs: 15_000 });
+  replica = await startRedisServer([
+    '--replicaof',
+    '127.0.0.1',
+    String(redis.port),
+    '--masterauth',
+    'test-superuser-password',
+  ]);
+  await eventually(async () => /^slave0:.*state=online/m.test(await superuser.info('replication')), {
+    timeoutMs: 15_000,
+  });
   receiver = await new WebhookReceiver().start();
   const passwordFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'asg-acl-')), 'redis-password');
   fs.writeFileSync(passwordFile, `${PRODUCTION.password}\n`);
@@ -74,32 +89,45 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
   it('is the ACL docs/redis.md prints for production', () => {
     const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'redis.md'), 'utf8');
     const line = readme.split('\n').find((l) => l.startsWith('user asg-prod '))!;
-    expect(line.replace(/^user asg-prod\s+on\s+>PRODUCTION-PASSWORD\s+/, '').split(/\s+/)).toEqual(ACL_RULES.replaceAll('{namespace}', PRODUCTION.namespace).split(/\s+/));
+    expect(line.replace(/^user asg-prod\s+on\s+>PRODUCTION-PASSWORD\s+/, '').split(/\s+/)).toEqual(
+      ACL_RULES.replaceAll('{namespace}', PRODUCTION.namespace).split(/\s+/),
+    );
   });
 
   it('serves, limits, bans, revokes, counts deprecated calls and usage, and keeps the audit trail, with no command refused', async () => {
     const product = production!;
     const { id, auth } = await createKey(product, { plan: 'free', limits: { perMinute: 3, perDay: 100 } });
-    const statuses = (await sequentially(7, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth))).map((r) => r.status);
+    const statuses = (
+      await sequentially(7, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth))
+    ).map((r) => r.status);
     expect(statuses).toEqual([200, 200, 200, 429, 429, 429, 429]);
-    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).body.code).toBe('temporarily_banned');
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).body.code).toBe(
+      'temporarily_banned',
+    );
     const unban = await admin(product).delete(`/admin/keys/${id}/ban`).expect(204);
     // The write waited for the replica (SET of the probe, WAIT) under the ACL.
     expect(unban.headers['x-replicated']).toBe('true');
     const second = await createKey(product, { plan: 'pro' });
     expect((await request(product.gatewayUrl).get('/v1/pets/1').set('Authorization', second.auth)).status).toBe(404);
-    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
+    expect(
+      (await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status,
+    ).toBe(401);
     await admin(product).delete(`/admin/keys/${second.id}`).expect(204);
-    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', second.auth)).body.code).toBe('revoked_api_key');
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', second.auth)).body.code).toBe(
+      'revoked_api_key',
+    );
     await request(product.adminUrl).get('/readyz').expect(200);
     await request(product.adminUrl).get('/metrics').expect(200);
     await admin(product).get('/admin/audit').expect(200);
     await admin(product).get(`/admin/keys/${id}/usage`).expect(200);
     await admin(product).get('/admin/deprecations').expect(200);
     // A consumer's delete closes it to keys in the key store first (hash commands under the ACL too).
-    const post = (path: string, body: object) => request(product.adminUrl).post(path).set('Authorization', `Bearer ${product.adminToken}`).send(body);
+    const post = (path: string, body: object) =>
+      request(product.adminUrl).post(path).set('Authorization', `Bearer ${product.adminToken}`).send(body);
     const consumer = await post('/admin/consumers', { name: 'acl' }).expect(201);
-    const ofConsumer = await post('/admin/keys', { name: 'acl', plan: 'pro', consumerId: consumer.body.id }).expect(201);
+    const ofConsumer = await post('/admin/keys', { name: 'acl', plan: 'pro', consumerId: consumer.body.id }).expect(
+      201,
+    );
     await admin(product).delete(`/admin/consumers/${consumer.body.id}`).expect(409);
     await admin(product).delete(`/admin/keys/${ofConsumer.body.id}`).expect(204);
     await admin(product).delete(`/admin/consumers/${consumer.body.id}`).expect(204);
@@ -124,8 +152,12 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
     expect(keys.filter((key) => !key.startsWith(`${PRODUCTION.namespace}:`))).toEqual([]);
   });
 
-  it('the staging user can neither read nor write production\'s keys, nor hear its channel', async () => {
-    const staging = new Redis(redis.port, '127.0.0.1', { username: STAGING.user, password: STAGING.password, maxRetriesPerRequest: 0 });
+  it("the staging user can neither read nor write production's keys, nor hear its channel", async () => {
+    const staging = new Redis(redis.port, '127.0.0.1', {
+      username: STAGING.user,
+      password: STAGING.password,
+      maxRetriesPerRequest: 0,
+    });
     try {
       const productionKey = ((await superuser.keys(`${PRODUCTION.namespace}:*`)) as string[])[0]!;
       await expect(staging.hgetall(productionKey)).rejects.toThrow(/NOPERM/);
@@ -144,7 +176,10 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
       overrides: { redis: { url: `redis://${PRODUCTION.user}:${PRODUCTION.password}@127.0.0.1:${redis.port}/0` } },
     });
     try {
-      const shown = (await admin(product).get('/admin/config').expect(200)).body as { hash: string; config: { redis: { url: string } } };
+      const shown = (await admin(product).get('/admin/config').expect(200)).body as {
+        hash: string;
+        config: { redis: { url: string } };
+      };
       expect(shown.config.redis.url).toBe(`redis://${PRODUCTION.user}:[redacted]@127.0.0.1:${redis.port}/0`);
       expect(JSON.stringify(shown)).not.toContain(PRODUCTION.password);
       // The hash anyone can scrape is the sha256 of what the token holder sees: nothing to test guesses against.
@@ -159,8 +194,14 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
 
   it('a wrong password stops startup with one line naming the settings to check', async () => {
     await expect(
-      startTestProduct({ namespace: PRODUCTION.namespace, env: { REDIS_PASSWORD: 'wrong' }, overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` } } }),
-    ).rejects.toThrow(/^Redis refused the user or password \(WRONGPASS\); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD$/);
+      startTestProduct({
+        namespace: PRODUCTION.namespace,
+        env: { REDIS_PASSWORD: 'wrong' },
+        overrides: { redis: { url: `redis://${PRODUCTION.user}@127.0.0.1:${redis.port}` } },
+      }),
+    ).rejects.toThrow(
+      /^Redis refused the user or password \(WRONGPASS\); check the user in REDIS_URL or REDIS_USERNAME, and REDIS_PASSWORD$/,
+    );
   });
 
   it('a password changed after startup is an outage like any other: the fail mode serves, /readyz says so, and the gateway returns by itself', async () => {
@@ -176,8 +217,13 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
       await superuser.call('ACL', 'SETUSER', PRODUCTION.user, 'resetpass', '>rotated-password-0123456789');
       await superuser.call('CLIENT', 'KILL', 'USER', PRODUCTION.user);
       // /readyz stays 200 for a shared store's fault (CONTRACT §5) and names it in its body.
-      await eventually(async () => { const ready = await request(product.adminUrl).get('/readyz'); return ready.status === 200 && ready.body.status === 'degraded'; });
-      const during = await sequentially(5, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth));
+      await eventually(async () => {
+        const ready = await request(product.adminUrl).get('/readyz');
+        return ready.status === 200 && ready.body.status === 'degraded';
+      });
+      const during = await sequentially(5, () =>
+        request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth),
+      );
       expect(during.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
       expect(/^gateway_store_degraded 1$/m.test((await request(product.adminUrl).get('/metrics')).text)).toBe(true);
       // The old password is valid again: the reconnect loop gets in without a restart.

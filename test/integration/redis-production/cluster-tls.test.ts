@@ -26,18 +26,32 @@ afterAll(async () => {
 });
 
 function clusterSettings(namespace: string, caFile: string) {
-  return { url: null, clusterNodes: cluster.tlsNodes, tls: { caFile, certFile: null, keyFile: null }, namespace, commandTimeoutMs: 2000 };
+  return {
+    url: null,
+    clusterNodes: cluster.tlsNodes,
+    tls: { caFile, certFile: null, keyFile: null },
+    namespace,
+    commandTimeoutMs: 2000,
+  };
 }
 
 it('serves, limits and revokes on a TLS Cluster, and keeps its keys on the cluster', async () => {
   const namespace = uniqueNamespace('cluster-tls');
-  const product = await startTestProduct({ redis: false, namespace, overrides: { redis: clusterSettings(namespace, certs.caCert) } });
+  const product = await startTestProduct({
+    redis: false,
+    namespace,
+    overrides: { redis: clusterSettings(namespace, certs.caCert) },
+  });
   try {
     const { id, auth } = await createKey(product, { plan: 'free', limits: { perMinute: 2, perDay: 100 } });
-    const statuses = (await sequentially(3, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth))).map((r) => r.status);
+    const statuses = (
+      await sequentially(3, () => request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth))
+    ).map((r) => r.status);
     expect(statuses).toEqual([200, 200, 429]);
     await admin(product).delete(`/admin/keys/${id}`).expect(204);
-    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).body.code).toBe('revoked_api_key');
+    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).body.code).toBe(
+      'revoked_api_key',
+    );
   } finally {
     await product.close();
   }
@@ -57,7 +71,7 @@ it('serves, limits and revokes on a TLS Cluster, and keeps its keys on the clust
 
 it('a CA that did not sign the certificates: startup stops with one line naming REDIS_TLS_CA_FILE', async () => {
   const namespace = uniqueNamespace('cluster-tls');
-  await expect(startTestProduct({ redis: false, namespace, overrides: { redis: clusterSettings(namespace, certs.otherCaCert) } })).rejects.toThrow(
-    /^Redis's TLS certificate failed verification \(.*\); check REDIS_TLS_CA_FILE$/,
-  );
+  await expect(
+    startTestProduct({ redis: false, namespace, overrides: { redis: clusterSettings(namespace, certs.otherCaCert) } }),
+  ).rejects.toThrow(/^Redis's TLS certificate failed verification \(.*\); check REDIS_TLS_CA_FILE$/);
 }, 120_000);

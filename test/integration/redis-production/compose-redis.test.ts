@@ -27,11 +27,21 @@ function writeSecrets(prod: string, staging: string): void {
 }
 
 function runScript(): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
-  const env = { ...process.env, ACL_RULES_FILE: RULES, SECRETS_DIR: dir, ACL_FILE: path.join(dir, 'users.acl'), REDIS_ENTRYPOINT: '' };
-  const child = spawn('sh', [SCRIPT, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'no', '--save', ''], {
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const env = {
+    ...process.env,
+    ACL_RULES_FILE: RULES,
+    SECRETS_DIR: dir,
+    ACL_FILE: path.join(dir, 'users.acl'),
+    REDIS_ENTRYPOINT: '',
+  };
+  const child = spawn(
+    'sh',
+    [SCRIPT, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'no', '--save', ''],
+    {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -40,7 +50,13 @@ function runScript(): { child: ChildProcess; stderr: () => string; exited: Promi
 
 function client(options: { username?: string; password?: string } = {}): Redis {
   // No ready check: it sends INFO, which the default user may not run.
-  const c = new Redis(port, '127.0.0.1', { ...options, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const c = new Redis(port, '127.0.0.1', {
+    ...options,
+    lazyConnect: true,
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   c.on('error', () => {});
   clients.push(c);
   return c;
@@ -102,7 +118,8 @@ it('starts Redis with the gateway users of the secret files, each confined to it
 });
 
 it('runs on the secrets scripts/compose-secrets.sh makes, which it makes once and then leaves alone', async () => {
-  const make = () => execFileSync('sh', [MAKE_SECRETS], { env: { ...process.env, SECRETS_DIR: dir }, encoding: 'utf8' });
+  const make = () =>
+    execFileSync('sh', [MAKE_SECRETS], { env: { ...process.env, SECRETS_DIR: dir }, encoding: 'utf8' });
   expect(make().trim().split('\n')).toHaveLength(7);
   const files = fs.readdirSync(dir).sort();
   const values = files.map((f) => fs.readFileSync(path.join(dir, f), 'utf8'));

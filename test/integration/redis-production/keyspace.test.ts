@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import request from 'supertest';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import {  } from '../gateway/gateway-kit';
+import {} from '../gateway/gateway-kit';
 import { adminRequest, gatewayGet } from '../admin/admin-kit';
 import { MAX_AUDIT_ENTRIES, RedisAuditLog } from '../../../src/admin/audit-log';
 import { LOOKBACK_DAYS, MAX_CALLERS_PER_ROUTE } from '../../../src/keys/activity/deprecation-usage';
@@ -162,14 +162,17 @@ function outboxRules(ns: string): KeyRule[] {
   const events = (key: string) => key.replace(/:[^:]+$/, ':events');
   const atMostEvents = async (key: string, count: number) => {
     const waiting = await superuser.hlen(events(key));
-    return count <= Math.max(waiting, 0) && waiting <= OUTBOX_MAX_EVENTS ? [] : [`${key}: ${count} entries for ${waiting} waiting events (bound ${OUTBOX_MAX_EVENTS})`];
+    return count <= Math.max(waiting, 0) && waiting <= OUTBOX_MAX_EVENTS
+      ? []
+      : [`${key}: ${count} entries for ${waiting} waiting events (bound ${OUTBOX_MAX_EVENTS})`];
   };
   return [
     {
       pattern: '<ns>:webhooks:{outbox}:events',
       match: new RegExp(`^${prefix}:events$`),
       type: 'hash',
-      forever: 'webhook events waiting for a receiver: at most notifications.outboxMaxEvents (the oldest dropped past it), each removed once delivered or given up',
+      forever:
+        'webhook events waiting for a receiver: at most notifications.outboxMaxEvents (the oldest dropped past it), each removed once delivered or given up',
       bound: async (key) => atMostEvents(key, await superuser.hlen(key)),
     },
     {
@@ -201,7 +204,8 @@ function outboxRules(ns: string): KeyRule[] {
       pattern: '<ns>:webhooks:{outbox}:seen',
       match: new RegExp(`^${prefix}:seen$`),
       type: 'zset',
-      forever: 'ids of the events added, each until its period ends plus a day (a month and a day at most), pruned on every add',
+      forever:
+        'ids of the events added, each until its period ends plus a day (a month and a day at most), pruned on every add',
       bound: async (key) => {
         const late = await superuser.zcount(key, `(${Date.now() + 33 * DAY_MS}`, '+inf');
         return late === 0 ? [] : [`${key}: ${late} ids kept more than a month and a day`];
@@ -222,21 +226,31 @@ function outboxRules(ns: string): KeyRule[] {
       pattern: '<ns>:webhooks:{outbox}:receivers',
       match: new RegExp(`^${prefix}:receivers$`),
       type: 'hash',
-      forever: 'the receivers that have (or had, until the next naming) a due set: one field per receiver, so at most the receivers configured',
+      forever:
+        'the receivers that have (or had, until the next naming) a due set: one field per receiver, so at most the receivers configured',
       bound: async (key) => {
-        const strays = Object.entries(await superuser.hgetall(key)).filter(([field, value]) => !/^[0-9a-f]{16}$/.test(field) || value !== '1');
-        return strays.length === 0 ? [] : [`${key}: fields that name no receiver: ${strays.map(([f]) => f).join(', ')}`];
+        const strays = Object.entries(await superuser.hgetall(key)).filter(
+          ([field, value]) => !/^[0-9a-f]{16}$/.test(field) || value !== '1',
+        );
+        return strays.length === 0
+          ? []
+          : [`${key}: fields that name no receiver: ${strays.map(([f]) => f).join(', ')}`];
       },
     },
     {
       pattern: '<ns>:webhooks:{outbox}:instances',
       match: new RegExp(`^${prefix}:instances$`),
       type: 'hash',
-      forever: 'the receivers each running process names: one field per process, removed when it stops or 60 s after its last word',
+      forever:
+        'the receivers each running process names: one field per process, removed when it stops or 60 s after its last word',
       absentAfterTheDrive: 'the products stopped before the audit, and a process that stops removes its field',
       bound: async (key) => {
-        const late = Object.entries(await superuser.hgetall(key)).filter(([, value]) => !(Number(value.split(' ')[0]) <= Date.now() + 61_000));
-        return late.length === 0 ? [] : [`${key}: processes named for more than 60 s: ${late.map(([f]) => f).join(', ')}`];
+        const late = Object.entries(await superuser.hgetall(key)).filter(
+          ([, value]) => !(Number(value.split(' ')[0]) <= Date.now() + 61_000),
+        );
+        return late.length === 0
+          ? []
+          : [`${key}: processes named for more than 60 s: ${late.map(([f]) => f).join(', ')}`];
       },
     },
     {
@@ -273,10 +287,13 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
           const record = JSON.parse(json) as { id: string; hash: string; previousHash: string | null };
           if (!ids.has(record.id)) violations.push(`${key}: record ${record.id} is not in by-id`);
           if (record.hash === hash) current.add(record.id);
-          else if (record.previousHash !== hash) violations.push(`${key}: ${record.id} sits under a hash that is neither its current nor its previous one`);
+          else if (record.previousHash !== hash)
+            violations.push(`${key}: ${record.id} sits under a hash that is neither its current nor its previous one`);
         }
-        if (current.size !== ids.size) violations.push(`${key}: ${current.size} records under their current hash, ${ids.size} key ids`);
-        if (Object.keys(entries).length > 2 * ids.size) violations.push(`${key}: ${Object.keys(entries).length} entries for ${ids.size} keys`);
+        if (current.size !== ids.size)
+          violations.push(`${key}: ${current.size} records under their current hash, ${ids.size} key ids`);
+        if (Object.keys(entries).length > 2 * ids.size)
+          violations.push(`${key}: ${Object.keys(entries).length} entries for ${ids.size} keys`);
         return violations;
       },
     },
@@ -291,7 +308,8 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       pattern: '<ns>:keys:{k}:epoch',
       match: new RegExp(`^${ns}:keys:\\{k\\}:epoch$`),
       type: 'string',
-      forever: 'the marker that tells an empty Redis from a new one (docs/disaster-recovery.md): one short string per namespace',
+      forever:
+        'the marker that tells an empty Redis from a new one (docs/disaster-recovery.md): one short string per namespace',
       bound: async (key) => {
         const length = await superuser.strlen(key);
         return length <= 64 ? [] : [`${key}: ${length} bytes`];
@@ -311,7 +329,8 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       pattern: '<ns>:keys:{k}:writes',
       match: new RegExp(`^${ns}:keys:\\{k\\}:writes$`),
       type: 'string',
-      forever: 'the loss check\'s counter of records ever written (docs/disaster-recovery.md): one integer per namespace',
+      forever:
+        "the loss check's counter of records ever written (docs/disaster-recovery.md): one integer per namespace",
       bound: async (key) => {
         const value = await superuser.get(key);
         return /^\d{1,15}$/.test(value ?? '') ? [] : [`${key}: ${value} is not a counter`];
@@ -328,7 +347,8 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       pattern: '<ns>:rl:bans',
       match: new RegExp(`^${ns}:rl:bans$`),
       type: 'zset',
-      forever: 'the gateway_active_bans gauge: one member per banned key id; ended bans are dropped on every scrape and on unban',
+      forever:
+        'the gateway_active_bans gauge: one member per banned key id; ended bans are dropped on every scrape and on unban',
       bound: (key) => membersAreKeyIds(namespace, key),
     },
     {
@@ -381,7 +401,9 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
         const oldest = dayOf(Date.now()) - USAGE_HISTORY_DAYS + 1;
         const fields = (await superuser.hkeys(key)).filter((field) => field !== 'pruned');
         const stale = fields.filter((field) => !/^\d+:[arb]$/.test(field) || Number(field.split(':')[0]) < oldest);
-        return stale.length === 0 ? [] : [`${key}: fields outside the ${USAGE_HISTORY_DAYS}-day history: ${stale.join(', ')}`];
+        return stale.length === 0
+          ? []
+          : [`${key}: fields outside the ${USAGE_HISTORY_DAYS}-day history: ${stale.join(', ')}`];
       },
     },
     {
@@ -395,9 +417,12 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
         const month = key.slice(-7);
         const fields = await superuser.hgetall(key);
         const stray = Object.entries(fields).filter(
-          ([day, value]) => new Date(Number(day) * DAY_MS).toISOString().slice(0, 7) !== month || !/^\d+ \d+ \d+ \d+ \d+$/.test(value),
+          ([day, value]) =>
+            new Date(Number(day) * DAY_MS).toISOString().slice(0, 7) !== month || !/^\d+ \d+ \d+ \d+ \d+$/.test(value),
         );
-        return stray.length === 0 ? [] : [`${key}: fields of another month or not five counts: ${stray.map(([d, v]) => `${d}=${v}`).join(', ')}`];
+        return stray.length === 0
+          ? []
+          : [`${key}: fields of another month or not five counts: ${stray.map(([d, v]) => `${d}=${v}`).join(', ')}`];
       },
     },
     ...[':limited', ''].map((suffix) => ({
@@ -408,7 +433,10 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       maxTtlMs: () => TOP_KEYS_KEPT_MINUTES * MINUTE_MS,
       bound: async (key: string) => {
         const count = await superuser.zcard(key);
-        return [...(count > MAX_KEYS_PER_MINUTE ? [`${key}: ${count} members, more than ${MAX_KEYS_PER_MINUTE}`] : []), ...(await membersAreKeyIds(namespace, key))];
+        return [
+          ...(count > MAX_KEYS_PER_MINUTE ? [`${key}: ${count} members, more than ${MAX_KEYS_PER_MINUTE}`] : []),
+          ...(await membersAreKeyIds(namespace, key)),
+        ];
       },
     })),
     ...outboxRules(ns),
@@ -419,7 +447,9 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       maxTtlMs: () => (LOOKBACK_DAYS + 1) * DAY_MS,
       bound: async (key) => {
         const callers = await superuser.zcard(key);
-        return callers <= MAX_CALLERS_PER_ROUTE ? [] : [`${key}: ${callers} callers, more than ${MAX_CALLERS_PER_ROUTE}`];
+        return callers <= MAX_CALLERS_PER_ROUTE
+          ? []
+          : [`${key}: ${callers} callers, more than ${MAX_CALLERS_PER_ROUTE}`];
       },
     },
     {
@@ -460,7 +490,9 @@ async function auditKeyspace(namespaces: string[], ban: BanSettings = BAN): Prom
       const rule = rules.find((r) => r.match.test(key));
       const type = await superuser.type(key);
       if (!rule) {
-        audit.violations.push(`${key}: no rule names this key (type ${type}, PTTL ${await superuser.pttl(key)}): give it a TTL, or a reason and a bound here`);
+        audit.violations.push(
+          `${key}: no rule names this key (type ${type}, PTTL ${await superuser.pttl(key)}): give it a TTL, or a reason and a bound here`,
+        );
         continue;
       }
       if (type !== rule.type) audit.violations.push(`${key}: a ${type}, expected a ${rule.type}`);
@@ -468,7 +500,8 @@ async function auditKeyspace(namespaces: string[], ban: BanSettings = BAN): Prom
       const pttl = await superuser.pttl(key);
       if (maxTtlMs !== undefined) {
         if (pttl < 0) audit.violations.push(`${key}: no TTL (PTTL ${pttl}); its design bound is ${maxTtlMs} ms`);
-        else if (pttl > maxTtlMs + CLOCK_READ_TOLERANCE_MS) audit.violations.push(`${key}: PTTL ${pttl} ms, longer than its design bound ${maxTtlMs} ms`);
+        else if (pttl > maxTtlMs + CLOCK_READ_TOLERANCE_MS)
+          audit.violations.push(`${key}: PTTL ${pttl} ms, longer than its design bound ${maxTtlMs} ms`);
       } else if (pttl !== -1) {
         audit.violations.push(`${key}: allow-listed to live forever (${rule.forever}) but has PTTL ${pttl}`);
       }
@@ -504,9 +537,15 @@ const FLOW_BILLING_DAY = 15;
 /** Every flow that writes to Redis, through the admin API and the gateway as a client would use them. */
 async function driveEveryFlow(product: ProductHarness): Promise<void> {
   // Key A: created, renamed, rotated (both secrets count on one key), limited, banned, unbanned.
-  const a = await createKey(product, { name: 'keyspace a', plan: 'free', limits: { perMinute: 2, perDay: 100 } }, { overApi: true });
+  const a = await createKey(
+    product,
+    { name: 'keyspace a', plan: 'free', limits: { perMinute: 2, perDay: 100 } },
+    { overApi: true },
+  );
   await adminRequest(product, 'patch', `/admin/keys/${a.id}`).send({ name: 'keyspace a, renamed' }).expect(200);
-  const rotated = (await adminRequest(product, 'post', `/admin/keys/${a.id}/rotate`).send({ graceSeconds: 3600 }).expect(201)).body as { key: string };
+  const rotated = (
+    await adminRequest(product, 'post', `/admin/keys/${a.id}/rotate`).send({ graceSeconds: 3600 }).expect(201)
+  ).body as { key: string };
   await gatewayGet(product, a.key).expect(200);
   const codesA = await driveUntilBanned(product, rotated.key);
   expect(codesA).toContain('rate_limited');
@@ -514,7 +553,11 @@ async function driveEveryFlow(product: ProductHarness): Promise<void> {
   expect((await adminRequest(product, 'get', `/admin/keys/${a.id}`).expect(200)).body.bannedUntil).toBeNull();
 
   // Key B: banned, and left banned, so the active-bans set holds a member.
-  const b = await createKey(product, { name: 'keyspace b', plan: 'pro', limits: { perMinute: 1, perDay: 100 } }, { overApi: true });
+  const b = await createKey(
+    product,
+    { name: 'keyspace b', plan: 'pro', limits: { perMinute: 1, perDay: 100 } },
+    { overApi: true },
+  );
   expect(await driveUntilBanned(product, b.key)).toContain('ok');
   const bansKey = `${product.config.redis.namespace}:rl:bans`;
   await eventually(async () => (await superuser.zscore(bansKey, b.id)) !== null, { timeoutMs: 2000 });
@@ -527,28 +570,57 @@ async function driveEveryFlow(product: ProductHarness): Promise<void> {
   expect((await gatewayGet(product, c.key).expect(401)).body.code).toBe('revoked_api_key');
 
   // Key D: a month quota of its own, billed on the 15th, used and given credits.
-  const d = (await adminRequest(product, 'post', '/admin/keys').send({ name: 'keyspace d', plan: 'enterprise', limits: { perMinute: 50, perDay: 100, perMonth: 1000 }, billingDay: FLOW_BILLING_DAY }).expect(201)).body as { id: string; key: string };
+  const d = (
+    await adminRequest(product, 'post', '/admin/keys')
+      .send({
+        name: 'keyspace d',
+        plan: 'enterprise',
+        limits: { perMinute: 50, perDay: 100, perMonth: 1000 },
+        billingDay: FLOW_BILLING_DAY,
+      })
+      .expect(201)
+  ).body as { id: string; key: string };
   await gatewayGet(product, d.key).expect(200);
   await adminRequest(product, 'post', `/admin/keys/${d.id}/credits`).send({ units: 10 }).expect(200);
 
   // Key E: one a day, so its one request passes 80, 90 and 100 % at once: three webhook events,
   // each refused by the receiver and left waiting in the outbox with its attempt counted.
-  const e = await createKey(product, { name: 'keyspace e', plan: 'free', limits: { perMinute: 10, perDay: 1 } }, { overApi: true });
+  const e = await createKey(
+    product,
+    { name: 'keyspace e', plan: 'free', limits: { perMinute: 10, perDay: 1 } },
+    { overApi: true },
+  );
   await gatewayGet(product, e.key).expect(200);
   const attemptsKey = `${product.config.redis.namespace}:webhooks:{outbox}:attempts`;
   await eventually(async () => (await superuser.hlen(attemptsKey)) >= 3, { timeoutMs: 10_000 });
 
   // An unknown key: counted per client address.
-  expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
+  expect(
+    (await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status,
+  ).toBe(401);
 
   // The admin reads that touch Redis: last use, usage history, audit, deprecations, the bans gauge.
-  const listed = (await adminRequest(product, 'get', '/admin/keys').expect(200)).body as Array<{ id: string; lastUsedAt: string | null }>;
+  const listed = (await adminRequest(product, 'get', '/admin/keys').expect(200)).body as Array<{
+    id: string;
+    lastUsedAt: string | null;
+  }>;
   expect(listed.find((k) => k.id === a.id)?.lastUsedAt).toEqual(expect.any(String));
-  const usage = (await adminRequest(product, 'get', `/admin/keys/${a.id}/usage?days=1`).expect(200)).body as { days: Array<{ admitted: number; rateLimited: number; banned: number }> };
-  expect(usage.days[0]).toEqual({ date: expect.any(String), admitted: expect.any(Number), rateLimited: expect.any(Number), banned: expect.any(Number) });
+  const usage = (await adminRequest(product, 'get', `/admin/keys/${a.id}/usage?days=1`).expect(200)).body as {
+    days: Array<{ admitted: number; rateLimited: number; banned: number }>;
+  };
+  expect(usage.days[0]).toEqual({
+    date: expect.any(String),
+    admitted: expect.any(Number),
+    rateLimited: expect.any(Number),
+    banned: expect.any(Number),
+  });
   expect(usage.days[0]!.rateLimited).toBeGreaterThan(0);
-  const audit = (await adminRequest(product, 'get', '/admin/audit').expect(200)).body as { entries: Array<{ action: string }> };
-  expect(new Set(audit.entries.map((e) => e.action))).toEqual(new Set(['create', 'update', 'rotate', 'unban', 'revoke', 'credits']));
+  const audit = (await adminRequest(product, 'get', '/admin/audit').expect(200)).body as {
+    entries: Array<{ action: string }>;
+  };
+  expect(new Set(audit.entries.map((e) => e.action))).toEqual(
+    new Set(['create', 'update', 'rotate', 'unban', 'revoke', 'credits']),
+  );
   const report = (await adminRequest(product, 'get', '/admin/deprecations').expect(200)).text;
   expect(report).toContain(c.id);
   expect((await request(product.adminUrl).get('/metrics').expect(200)).text).toMatch(/^gateway_active_bans 1$/m);
@@ -576,7 +648,12 @@ describe('the Redis keyspace', () => {
     );
     expect(audit.violations).toEqual([]);
     // The drive reached every writer: each rule names at least one key it wrote.
-    expect(keyRules('<ns>', BAN).filter((r) => r.absentAfterTheDrive === undefined).map((r) => r.pattern).filter((p) => !audit.seen.has(p))).toEqual([]);
+    expect(
+      keyRules('<ns>', BAN)
+        .filter((r) => r.absentAfterTheDrive === undefined)
+        .map((r) => r.pattern)
+        .filter((p) => !audit.seen.has(p)),
+    ).toEqual([]);
     // Nothing outside the two namespaces.
     expect(((await superuser.keys('*')) as string[]).sort()).toEqual(audit.keys.sort());
   }, 240_000);
@@ -588,7 +665,9 @@ describe('the Redis keyspace', () => {
     const store = new RedisKeyActivityStore(superuser, HISTORY);
     const keyId = 'key_000000000000000000000001';
     const usageKey = `${HISTORY}:key-usage:{${keyId}}`;
-    const gaps = [20, 20, 20, 20, 20, 20, 14, 14, 14, 14, 11, 11, 11, 17, 17, 17, 91, 0, 1, 45, 91, 3, 25, 25, 25, 25, 0];
+    const gaps = [
+      20, 20, 20, 20, 20, 20, 14, 14, 14, 14, 11, 11, 11, 17, 17, 17, 91, 0, 1, 45, 91, 3, 25, 25, 25, 25, 0,
+    ];
     let day = dayOf(Date.now()) - gaps.reduce((sum, gap) => sum + gap, 0);
     const tally: KeyTally = { admitted: 2, rateLimited: 1, banned: 1, lastUsedAt: 0, units: 2, dayCount: 2 };
     const flushedDays: number[] = [];
@@ -598,13 +677,16 @@ describe('the Redis keyspace', () => {
       await store.add(day, new Map([[keyId, { ...tally, lastUsedAt: day * DAY_MS }]]));
       flushedDays.push(day);
       for (const field of await superuser.hkeys(usageKey)) {
-        if (/^\d+:/.test(field) && Number(field.split(':')[0]) <= day - USAGE_HISTORY_DAYS) stale.add(`${field} (still there on day ${day})`);
+        if (/^\d+:/.test(field) && Number(field.split(':')[0]) <= day - USAGE_HISTORY_DAYS)
+          stale.add(`${field} (still there on day ${day})`);
       }
     }
     expect([...stale]).toEqual([]);
     // What is left is exactly the days of the history that had traffic, and the day they were cleared through.
     const kept = [...new Set(flushedDays)].filter((d) => d > day - USAGE_HISTORY_DAYS);
-    expect((await superuser.hkeys(usageKey)).sort()).toEqual([...kept.flatMap((d) => [`${d}:a`, `${d}:b`, `${d}:r`]), 'pruned'].sort());
+    expect((await superuser.hkeys(usageKey)).sort()).toEqual(
+      [...kept.flatMap((d) => [`${d}:a`, `${d}:b`, `${d}:r`]), 'pruned'].sort(),
+    );
     expect(await superuser.hget(usageKey, 'pruned')).toBe(String(day - USAGE_HISTORY_DAYS));
     const history = await store.days(keyId, day - USAGE_HISTORY_DAYS + 1, day);
     expect(history.filter((d) => d.admitted > 0)).toHaveLength(kept.length);
@@ -619,20 +701,26 @@ describe('the Redis keyspace', () => {
 
     // 1,000 keys, no traffic yet: the records and their two indexes.
     let product = await startProduct(ns);
-    const created = await inParallel(KEYS, 50, (i) => product.keyService.create({ name: `sizing key ${i}`, plan: 'free' }));
+    const created = await inParallel(KEYS, 50, (i) =>
+      product.keyService.create({ name: `sizing key ${i}`, plan: 'free' }),
+    );
     await stop(product);
     const memoryAtCreation = await usedMemory();
 
     // One admitted request per key: its limiter hash, its first day of history, its last use.
     product = await startProduct(ns);
     const statuses = await inParallel(KEYS, 50, async (i) => {
-      const res = await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${created[i]!.key}` } });
+      const res = await fetch(`${product.gatewayUrl}/v1/pets`, {
+        headers: { authorization: `Bearer ${created[i]!.key}` },
+      });
       await res.arrayBuffer();
       return res.status;
     });
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     // An anonymous request, and one admin write for a real audit entry.
-    expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status).toBe(401);
+    expect(
+      (await request(product.gatewayUrl).get('/v1/pets').set('Authorization', 'Bearer asg_dev_unknown')).status,
+    ).toBe(401);
     await createKey(product, { name: 'sizing audit entry', plan: 'pro' }, { overApi: true });
     await stop(product);
     const memoryAfterTraffic = await usedMemory();
@@ -640,7 +728,9 @@ describe('the Redis keyspace', () => {
     const records = (await memoryUsage(`${ns}:keys:{k}:by-hash`)) / (KEYS + 1);
     const byId = (await memoryUsage(`${ns}:keys:{k}:by-id`)) / (KEYS + 1);
     const lastUsed = (await memoryUsage(`${ns}:keys:{k}:last-used`)) / KEYS;
-    const recordJson = average(Object.values(await superuser.hgetall(`${ns}:keys:{k}:by-hash`)).map((json) => Buffer.byteLength(json)));
+    const recordJson = average(
+      Object.values(await superuser.hgetall(`${ns}:keys:{k}:by-hash`)).map((json) => Buffer.byteLength(json)),
+    );
     const keys = await scanNamespace(ns);
     const limiterHashes = keys.filter((key) => /:rl:\{key_[0-9a-f]+\}$/.test(key));
     const usageHashes = keys.filter((key) => /:key-usage:\{[^}]+\}$/.test(key));
@@ -656,10 +746,13 @@ describe('the Redis keyspace', () => {
     const today = dayOf(Date.now());
     const [admittedOnly, allOutcomes] = [created[0]!.record.id, created[1]!.record.id];
     for (let day = today - USAGE_HISTORY_DAYS + 1; day < today; day++) {
-      await history.add(day, new Map([
-        [admittedOnly, { admitted: 500, rateLimited: 0, banned: 0, lastUsedAt: 0, units: 500, dayCount: 500 }],
-        [allOutcomes, { admitted: 500, rateLimited: 20, banned: 3, lastUsedAt: 0, units: 500, dayCount: 500 }],
-      ]));
+      await history.add(
+        day,
+        new Map([
+          [admittedOnly, { admitted: 500, rateLimited: 0, banned: 0, lastUsedAt: 0, units: 500, dayCount: 500 }],
+          [allOutcomes, { admitted: 500, rateLimited: 20, banned: 3, lastUsedAt: 0, units: 500, dayCount: 500 }],
+        ]),
+      );
     }
     const usage90Admitted = await memoryUsage(`${ns}:key-usage:{${admittedOnly}}`);
     const usage90All = await memoryUsage(`${ns}:key-usage:{${allOutcomes}}`);
@@ -670,7 +763,12 @@ describe('the Redis keyspace', () => {
 
     // The sliding minute: the hash plus one log entry per admission of the last 60 s.
     const clock = new ManualClock(Date.now());
-    const slidingLimiter = new RedisKeyLimiter(superuser, { namespace: SIZING_SLIDING, ban: BAN, minuteWindow: 'sliding', clock });
+    const slidingLimiter = new RedisKeyLimiter(superuser, {
+      namespace: SIZING_SLIDING,
+      ban: BAN,
+      minuteWindow: 'sliding',
+      clock,
+    });
     const sliding: Array<{ perMinute: number; hash: number; log: number; encoding: string }> = [];
     for (const [i, perMinute] of [60, 300, 1000].entries()) {
       const keyId = fakeKeyId(i);
@@ -680,7 +778,12 @@ describe('the Redis keyspace', () => {
       }
       const base = `${SIZING_SLIDING}:rl:{${keyId}}`;
       expect(await superuser.zcard(`${base}:log`)).toBe(perMinute);
-      sliding.push({ perMinute, hash: await memoryUsage(base), log: await memoryUsage(`${base}:log`), encoding: await encodingOf(`${base}:log`) });
+      sliding.push({
+        perMinute,
+        hash: await memoryUsage(base),
+        log: await memoryUsage(`${base}:log`),
+        encoding: await encodingOf(`${base}:log`),
+      });
     }
 
     // The capped structures at their caps: the audit stream (copies of a real entry) and one
@@ -692,7 +795,12 @@ describe('the Redis keyspace', () => {
     expect(await superuser.xlen(`${ns}:audit`)).toBe(MAX_AUDIT_ENTRIES);
     const auditStream = await memoryUsage(`${ns}:audit`);
     const deprecations = new RedisDeprecationUsageStore(superuser, ns);
-    const callers = new Map(Array.from({ length: MAX_CALLERS_PER_ROUTE + 5 }, (_, i) => [fakeKeyId(i), { count: 3, lastCallAt: Date.now() - i }]));
+    const callers = new Map(
+      Array.from({ length: MAX_CALLERS_PER_ROUTE + 5 }, (_, i) => [
+        fakeKeyId(i),
+        { count: 3, lastCallAt: Date.now() - i },
+      ]),
+    );
     await deprecations.add(DEPRECATED_ROUTE, callers, today);
     expect(await superuser.zcard(`${ns}:deprecated:{${DEPRECATED_ROUTE}}:last`)).toBe(MAX_CALLERS_PER_ROUTE);
     const deprecatedLast = await memoryUsage(`${ns}:deprecated:{${DEPRECATED_ROUTE}}:last`);

@@ -119,8 +119,10 @@ afterAll(async () => {
 });
 
 const adminOf = (product: ProductHarness) => ({
-  post: (path: string, body: object) => request(product.adminUrl).post(path).set('Authorization', `Bearer ${product.adminToken}`).send(body),
-  patch: (path: string, body: object) => request(product.adminUrl).patch(path).set('Authorization', `Bearer ${product.adminToken}`).send(body),
+  post: (path: string, body: object) =>
+    request(product.adminUrl).post(path).set('Authorization', `Bearer ${product.adminToken}`).send(body),
+  patch: (path: string, body: object) =>
+    request(product.adminUrl).patch(path).set('Authorization', `Bearer ${product.adminToken}`).send(body),
   get: (path: string) => request(product.adminUrl).get(path).set('Authorization', `Bearer ${product.adminToken}`),
   delete: (path: string) => request(product.adminUrl).delete(path).set('Authorization', `Bearer ${product.adminToken}`),
 });
@@ -128,8 +130,17 @@ const adminOf = (product: ProductHarness) => ({
 /** Requests, admin writes of keys and consumers, credits, resets, moves, webhooks, an import and an export. */
 async function driveProduct(product: ProductHarness, webhooks: boolean): Promise<void> {
   const admin = adminOf(product);
-  const get = (key: string) => request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', `Bearer ${key}`);
-  const own = (await admin.post('/admin/keys', { name: 'own', plan: 'enterprise', limits: { perMinute: 2, perDay: webhooks ? 1 : 100, perMonth: 1000 } }).expect(201)).body as { id: string; key: string };
+  const get = (key: string) =>
+    request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', `Bearer ${key}`);
+  const own = (
+    await admin
+      .post('/admin/keys', {
+        name: 'own',
+        plan: 'enterprise',
+        limits: { perMinute: 2, perDay: webhooks ? 1 : 100, perMonth: 1000 },
+      })
+      .expect(201)
+  ).body as { id: string; key: string };
   await get(own.key).expect(200);
   await get(own.key);
   await admin.post(`/admin/keys/${own.id}/credits`, { units: 5 }).expect(200);
@@ -139,13 +150,21 @@ async function driveProduct(product: ProductHarness, webhooks: boolean): Promise
   await admin.get(`/admin/keys/${own.id}`).expect(200);
   await admin.delete(`/admin/keys/${own.id}/ban`).expect(204);
 
-  const consumer = (await admin.post('/admin/consumers', { name: 'shared', limits: { perMinute: 50, perDay: 500, perMonth: 5000 } }).expect(201)).body as { id: string };
-  const other = (await admin.post('/admin/consumers', { name: 'other', limits: { perMinute: 50 } }).expect(201)).body as { id: string };
-  const member = (await admin.post('/admin/keys', { name: 'member', plan: 'pro', consumerId: consumer.id }).expect(201)).body as { id: string; key: string };
+  const consumer = (
+    await admin
+      .post('/admin/consumers', { name: 'shared', limits: { perMinute: 50, perDay: 500, perMonth: 5000 } })
+      .expect(201)
+  ).body as { id: string };
+  const other = (await admin.post('/admin/consumers', { name: 'other', limits: { perMinute: 50 } }).expect(201))
+    .body as { id: string };
+  const member = (await admin.post('/admin/keys', { name: 'member', plan: 'pro', consumerId: consumer.id }).expect(201))
+    .body as { id: string; key: string };
   await get(member.key).expect(200);
   await admin.get(`/admin/consumers/${consumer.id}`).expect(200);
   await admin.post(`/admin/consumers/${consumer.id}/credits`, { units: 5 }).expect(200);
-  await admin.post(`/admin/consumers/${consumer.id}/windows/reset`, { windows: ['minute', 'day', 'month'] }).expect(200);
+  await admin
+    .post(`/admin/consumers/${consumer.id}/windows/reset`, { windows: ['minute', 'day', 'month'] })
+    .expect(200);
   // Moves the key's windows to the other consumer's slot, then deletes the first consumer (closed, then gone).
   await admin.patch(`/admin/keys/${member.id}`, { consumerId: other.id }).expect(200);
   await admin.delete(`/admin/consumers/${consumer.id}`).expect(204);
@@ -153,8 +172,16 @@ async function driveProduct(product: ProductHarness, webhooks: boolean): Promise
 
   // A backup and its import: every record written again (a name changed), one batch of the import script.
   const exported = await admin.get('/admin/keys/export').expect(200);
-  const renamed = exported.text.split('\n').filter(Boolean).map((line) => line.replace('"name":"member"', '"name":"member again"'));
-  await request(product.adminUrl).post('/admin/keys/import').set('Authorization', `Bearer ${product.adminToken}`).set('Content-Type', 'application/x-ndjson').send(renamed.join('\n') + '\n').expect(200);
+  const renamed = exported.text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.replace('"name":"member"', '"name":"member again"'));
+  await request(product.adminUrl)
+    .post('/admin/keys/import')
+    .set('Authorization', `Bearer ${product.adminToken}`)
+    .set('Content-Type', 'application/x-ndjson')
+    .send(renamed.join('\n') + '\n')
+    .expect(200);
   await admin.delete(`/admin/keys/${member.id}`).expect(204);
 }
 
@@ -165,10 +192,22 @@ async function driveStoresDirectly(namespace: string): Promise<void> {
     const records = await store.list();
     expect(records.length).toBeGreaterThanOrEqual(2);
     // The second batch of an import holds a hash another key holds: the first batch is undone.
-    const batch = Array.from({ length: 251 }, (_, i) => ({ ...records[0]!, id: `key_${randomBytes(12).toString('hex')}`, hash: createHash('sha256').update(`import ${i}`).digest('hex'), previousHash: null }));
+    const batch = Array.from({ length: 251 }, (_, i) => ({
+      ...records[0]!,
+      id: `key_${randomBytes(12).toString('hex')}`,
+      hash: createHash('sha256').update(`import ${i}`).digest('hex'),
+      previousHash: null,
+    }));
     batch[250] = { ...batch[250]!, hash: records[1]!.hash };
     await expect(store.importRecords(batch)).rejects.toThrow();
-    await store.restoreMissing([{ ...records[0]!, id: `key_${randomBytes(12).toString('hex')}`, hash: createHash('sha256').update('restored').digest('hex'), previousHash: null }]);
+    await store.restoreMissing([
+      {
+        ...records[0]!,
+        id: `key_${randomBytes(12).toString('hex')}`,
+        hash: createHash('sha256').update('restored').digest('hex'),
+        previousHash: null,
+      },
+    ]);
     await store.health();
     expect(await store.lockRestore('script-keys', 10_000)).toBe(true);
     await store.unlockRestore('script-keys');
@@ -179,19 +218,52 @@ async function driveStoresDirectly(namespace: string): Promise<void> {
     await store.close();
   }
   const outbox = new RedisOutbox(client, namespace);
-  await outbox.add([{ id: 'evt_direct', type: 'key.revoked', body: '{}', createdAt: Date.now(), seenUntil: Date.now() + 60_000, endpoints: ['https://a.example/hook'] }], Date.now(), 1);
+  await outbox.add(
+    [
+      {
+        id: 'evt_direct',
+        type: 'key.revoked',
+        body: '{}',
+        createdAt: Date.now(),
+        seenUntil: Date.now() + 60_000,
+        endpoints: ['https://a.example/hook'],
+      },
+    ],
+    Date.now(),
+    1,
+  );
   const [claimed] = await outbox.claim('https://a.example/hook', 1, Date.now(), Date.now() + 30_000);
   await outbox.release(claimed!, Date.now());
   // Another instance (which has heard of no receiver) adds a second event over a bound of one: the
   // oldest is dropped, from the due set of an endpoint it learns of from the script's first answer.
   const another = new RedisOutbox(client, namespace);
-  expect(await another.add([{ id: 'evt_direct_2', type: 'key.banned', body: '{}', createdAt: Date.now() + 1, seenUntil: Date.now() + 60_000, endpoints: ['https://b.example/hook'] }], Date.now(), 1)).toEqual(['key.revoked']);
+  expect(
+    await another.add(
+      [
+        {
+          id: 'evt_direct_2',
+          type: 'key.banned',
+          body: '{}',
+          createdAt: Date.now() + 1,
+          seenUntil: Date.now() + 60_000,
+          endpoints: ['https://b.example/hook'],
+        },
+      ],
+      Date.now(),
+      1,
+    ),
+  ).toEqual(['key.revoked']);
   await new RedisOutbox(client, namespace).keepReceivers('script-keys', [], Date.now(), Date.now() + 60_000, 1000);
   // Usage events (src/metering, off unless configured): a key-day's sent state, the closer's lease, the touched set.
   const sent = new RedisSentStateStore(client, namespace);
   expect(await sent.write('key_usage_events', 60_000, 1, 0, { periods: new Map(), pending: [] })).toBe(true);
   expect(await sent.lease('script-keys', Date.now(), 10_000)).toBe(true);
-  await new RedisKeyActivityStore(client, namespace).untouch({ periodMs: 60_000, day: 1, keyId: 'key_usage_events', mark: Date.now() });
+  await new RedisKeyActivityStore(client, namespace).untouch({
+    periodMs: 60_000,
+    day: 1,
+    keyId: 'key_usage_events',
+    mark: Date.now(),
+  });
 }
 
 /** A sliding limiter of its own for what a product with a sliding minute runs only now and then. */
@@ -230,7 +302,11 @@ function scriptCalls(lines: readonly Monitored[]): ScriptCall[] {
     }
     const sha = verb === 'eval' ? createHash('sha1').update(raw[1]!).digest('hex') : args[1]!;
     const numberOfKeys = Number(args[2]);
-    current = { name: bySha.get(sha) ?? `unknown script ${sha}`, declared: new Set(args.slice(3, 3 + numberOfKeys)), commands: [] };
+    current = {
+      name: bySha.get(sha) ?? `unknown script ${sha}`,
+      declared: new Set(args.slice(3, 3 + numberOfKeys)),
+      commands: [],
+    };
     calls.push(current);
   }
   return calls;
@@ -267,7 +343,10 @@ test('every script declares in KEYS each key it touches, and every script the pr
   // Everything sent has reached the monitor once a marker sent after it has.
   const marker = `script-keys-${randomBytes(4).toString('hex')}`;
   await observer.echo(marker);
-  await eventually(() => monitored.some((m) => m.args[0]?.toLowerCase() === 'echo' && m.args[1] === marker), { timeoutMs: 30_000, what: 'the monitor to catch up' });
+  await eventually(() => monitored.some((m) => m.args[0]?.toLowerCase() === 'echo' && m.args[1] === marker), {
+    timeoutMs: 30_000,
+    what: 'the monitor to catch up',
+  });
 
   const calls = scriptCalls(monitored);
   const undeclared = new Set<string>();
@@ -282,6 +361,11 @@ test('every script declares in KEYS each key it touches, and every script the pr
   }
   expect([...undeclared].sort()).toEqual([]);
   const ran = new Set(calls.map((c) => c.name));
-  expect(definedLuaScripts().map((s) => s.name).filter((name) => !ran.has(name)).sort()).toEqual([]);
+  expect(
+    definedLuaScripts()
+      .map((s) => s.name)
+      .filter((name) => !ran.has(name))
+      .sort(),
+  ).toEqual([]);
   expect([...ran].filter((name) => name.startsWith('unknown script'))).toEqual([]);
 });

@@ -14,7 +14,13 @@ let setup: SentinelSetup;
 const opened: Redis[] = [];
 
 async function sentinelClient(): Promise<Redis> {
-  const client = (await connectRedis({ url: null, clusterNodes: [], commandTimeoutMs: 2000, sentinels: setup.sentinels, sentinelName: setup.name })) as Redis;
+  const client = (await connectRedis({
+    url: null,
+    clusterNodes: [],
+    commandTimeoutMs: 2000,
+    sentinels: setup.sentinels,
+    sentinelName: setup.name,
+  })) as Redis;
   client.on('error', () => {});
   opened.push(client);
   return client;
@@ -43,12 +49,17 @@ test('a disconnect during an attempt to find the primary is one more attempt, no
   await attempt;
   let ends = 0;
   client.on('end', () => ends++);
-  const aborted = new Promise<void>((resolve) => client.on('error', (err: Error) => err.message === 'Connection is closed.' && resolve()));
+  const aborted = new Promise<void>((resolve) =>
+    client.on('error', (err: Error) => err.message === 'Connection is closed.' && resolve()),
+  );
   client.disconnect(true);
   // The attempt gives up ("Connection is closed."); plain ioredis 6 then ends the client for good.
   await aborted;
   // Hang guard: the retry comes after retryStrategy's delay (at most 1 s).
-  await eventually(() => client.status === 'ready', { timeoutMs: 30_000, what: () => `the client back (status ${client.status})` });
+  await eventually(() => client.status === 'ready', {
+    timeoutMs: 30_000,
+    what: () => `the client back (status ${client.status})`,
+  });
   expect(await client.set('sentinel-client:after-abort', '1')).toBe('OK');
   // Its owners were not told it ended: to the stores' subscribers that means "replace me".
   expect(ends).toBe(0);
@@ -78,11 +89,24 @@ test('after a promotion, the command connection and a duplicate both write on th
   subscriber.on('message', (_channel, message) => heard.push(message));
   await setup.primary.stop();
   // Sentinel's election: third-party timing, a hang guard (docs/testing.md, rule 3).
-  await eventually(async () => (await setup.currentPrimary()) === `127.0.0.1:${setup.replica.port}`, { timeoutMs: 120_000, what: 'the replica promoted' });
-  const write = async () => client.set('sentinel-client:after-promotion', '1').then(() => true, () => false);
-  await eventually(write, { timeoutMs: 30_000, what: () => `the command connection on the new primary (status ${client.status})` });
-  await eventually(async () => {
-    await client.publish('sentinel-client:channel', 'after');
-    return heard.includes('after');
-  }, { timeoutMs: 30_000, pollMs: 200, what: () => `the subscriber on the new primary (status ${subscriber.status})` });
+  await eventually(async () => (await setup.currentPrimary()) === `127.0.0.1:${setup.replica.port}`, {
+    timeoutMs: 120_000,
+    what: 'the replica promoted',
+  });
+  const write = async () =>
+    client.set('sentinel-client:after-promotion', '1').then(
+      () => true,
+      () => false,
+    );
+  await eventually(write, {
+    timeoutMs: 30_000,
+    what: () => `the command connection on the new primary (status ${client.status})`,
+  });
+  await eventually(
+    async () => {
+      await client.publish('sentinel-client:channel', 'after');
+      return heard.includes('after');
+    },
+    { timeoutMs: 30_000, pollMs: 200, what: () => `the subscriber on the new primary (status ${subscriber.status})` },
+  );
 }, 180_000);

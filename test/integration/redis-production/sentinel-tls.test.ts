@@ -25,7 +25,12 @@ afterAll(async () => {
 });
 
 function sentinelSettings(caFile: string) {
-  return { url: null, sentinels: setup.sentinels, sentinelName: setup.name, tls: { caFile, certFile: null, keyFile: null } };
+  return {
+    url: null,
+    sentinels: setup.sentinels,
+    sentinelName: setup.name,
+    tls: { caFile, certFile: null, keyFile: null },
+  };
 }
 
 it('finds the primary through the sentinels over TLS and keeps its keys there', async () => {
@@ -51,7 +56,10 @@ it('finds the primary through the sentinels over TLS and keeps its keys there', 
 });
 
 it('a CA that did not sign the certificates: startup stops with one line naming REDIS_TLS_CA_FILE', async () => {
-  await expect(startTestProduct({ namespace: uniqueNamespace('sentinel-tls'), overrides: { redis: sentinelSettings(certs.otherCaCert) } })).rejects.toThrow(
-    /^Redis's TLS certificate failed verification \(.*\); check REDIS_TLS_CA_FILE$/,
-  );
+  await expect(
+    startTestProduct({
+      namespace: uniqueNamespace('sentinel-tls'),
+      overrides: { redis: sentinelSettings(certs.otherCaCert) },
+    }),
+  ).rejects.toThrow(/^Redis's TLS certificate failed verification \(.*\); check REDIS_TLS_CA_FILE$/);
 });

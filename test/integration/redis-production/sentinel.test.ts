@@ -39,7 +39,8 @@ afterAll(async () => {
   await setup?.stop();
 });
 
-const degraded = async (product: ProductHarness) => /^gateway_store_degraded 1$/m.test((await request(product.adminUrl).get('/metrics')).text);
+const degraded = async (product: ProductHarness) =>
+  /^gateway_store_degraded 1$/m.test((await request(product.adminUrl).get('/metrics')).text);
 
 it('a failover under traffic: bounded answers meanwhile, everything on the new primary afterwards', async () => {
   const unlimited = { plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } };
@@ -57,7 +58,12 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
   let measuredAcknowledged = 2; // the two requests above
   let killedAt = Number.POSITIVE_INFINITY;
   let running = true;
-  const drive = async (product: ProductHarness, key: { auth: string }, until: () => boolean, onAnswer: (status: number, at: number) => void) => {
+  const drive = async (
+    product: ProductHarness,
+    key: { auth: string },
+    until: () => boolean,
+    onAnswer: (status: number, at: number) => void,
+  ) => {
     while (until()) {
       const started = Date.now();
       const res = await request(product.gatewayUrl).get('/v1/pets').set('Authorization', key.auth).timeout(10_000);
@@ -69,8 +75,18 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
     if (status === 200 && at < killedAt) measuredAcknowledged++;
   };
   const traffic = Promise.all([
-    drive(a, busy, () => running, () => {}),
-    drive(b, busy, () => running, () => {}),
+    drive(
+      a,
+      busy,
+      () => running,
+      () => {},
+    ),
+    drive(
+      b,
+      busy,
+      () => running,
+      () => {},
+    ),
     drive(a, measured, () => Date.now() < killedAt, onMeasured),
     drive(b, measured, () => Date.now() < killedAt, onMeasured),
   ]);
@@ -85,7 +101,11 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
   await eventually(async () => (await setup.currentPrimary()) !== oldPrimary, { timeoutMs: 120_000 });
   const promotedAfterMs = Date.now() - killedAt;
   expect(await setup.currentPrimary()).toBe(`127.0.0.1:${setup.replica.port}`);
-  await eventually(async () => !(await degraded(a)) && !(await degraded(b)) && (await request(a.adminUrl).get('/readyz')).status === 200, { timeoutMs: 20_000 });
+  await eventually(
+    async () =>
+      !(await degraded(a)) && !(await degraded(b)) && (await request(a.adminUrl).get('/readyz')).status === 200,
+    { timeoutMs: 20_000 },
+  );
   const recoveredAt = Date.now();
   await new Promise((r) => setTimeout(r, 300));
   running = false;
@@ -102,7 +122,9 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
   // on the local fallback while degraded.
   // The day window: a minute boundary may fall between the kill and this read.
   const dayCount = async (id: string) => {
-    const { usage } = (await admin(a).get(`/admin/keys/${id}`).expect(200)).body as { usage: { day: { limit: number; remaining: number } } };
+    const { usage } = (await admin(a).get(`/admin/keys/${id}`).expect(200)).body as {
+      usage: { day: { limit: number; remaining: number } };
+    };
     return usage.day.limit - usage.day.remaining;
   };
   const measuredCounted = await dayCount(measured.id);
@@ -123,17 +145,32 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
   // limits shared by both instances, and a ban (refused more than ban.threshold = 2 times),
   expect((await request(a.gatewayUrl).get('/v1/pets').set('Authorization', fresh.auth)).status).toBe(200);
   const refused = [];
-  for (let i = 0; i < 4; i++) refused.push((await request(i % 2 ? a.gatewayUrl : b.gatewayUrl).get('/v1/pets').set('Authorization', fresh.auth)).body.code);
+  for (let i = 0; i < 4; i++)
+    refused.push(
+      (
+        await request(i % 2 ? a.gatewayUrl : b.gatewayUrl)
+          .get('/v1/pets')
+          .set('Authorization', fresh.auth)
+      ).body.code,
+    );
   expect(refused).toEqual(['rate_limited', 'rate_limited', 'rate_limited', 'temporarily_banned']);
   // revocation reaching the other instance by pub/sub,
   const revoked = await createKey(a, { plan: 'pro' });
   expect((await request(b.gatewayUrl).get('/v1/pets').set('Authorization', revoked.auth)).status).toBe(200);
   await admin(a).delete(`/admin/keys/${revoked.id}`).expect(204);
-  await eventually(async () => (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', revoked.auth)).status === 401, { timeoutMs: 1500 });
+  await eventually(
+    async () => (await request(b.gatewayUrl).get('/v1/pets').set('Authorization', revoked.auth)).status === 401,
+    { timeoutMs: 1500 },
+  );
   // and the deprecated-callers report, written every 5 s.
   await request(b.gatewayUrl).get('/v1/pets/1').set('Authorization', busy.auth);
-  await eventually(async () => {
-    const report = (await admin(a).get('/admin/deprecations').expect(200)).body as { routes: Array<{ callers: Array<{ keyId: string }> }> };
-    return report.routes.some((route) => route.callers.some((caller) => caller.keyId === busy.id));
-  }, { timeoutMs: 8000 });
+  await eventually(
+    async () => {
+      const report = (await admin(a).get('/admin/deprecations').expect(200)).body as {
+        routes: Array<{ callers: Array<{ keyId: string }> }>;
+      };
+      return report.routes.some((route) => route.callers.some((caller) => caller.keyId === busy.id));
+    },
+    { timeoutMs: 8000 },
+  );
 }, 240_000);

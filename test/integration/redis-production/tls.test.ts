@@ -30,7 +30,9 @@ afterAll(async () => {
 });
 
 async function startOn(url: string, tls: Record<string, string | null>): Promise<ProductHarness> {
-  return startTestProduct({ overrides: { redis: { url, tls: { caFile: null, certFile: null, keyFile: null, ...tls } } } });
+  return startTestProduct({
+    overrides: { redis: { url, tls: { caFile: null, certFile: null, keyFile: null, ...tls } } },
+  });
 }
 
 async function startupFailure(url: string, tls: Record<string, string | null>): Promise<string> {
@@ -56,14 +58,16 @@ describe('Redis over TLS', () => {
     }
   });
 
-  it('a CA that did not sign the server\'s certificate: startup stops with one line naming REDIS_TLS_CA_FILE', async () => {
+  it("a CA that did not sign the server's certificate: startup stops with one line naming REDIS_TLS_CA_FILE", async () => {
     expect(await startupFailure(`rediss://127.0.0.1:${oneWayTlsPort}`, { caFile: certs.otherCaCert })).toMatch(
       /^Redis's TLS certificate failed verification \([A-Z_]+\); check REDIS_TLS_CA_FILE$/,
     );
   });
 
-  it('no CA given: the system\'s CAs do not know ours, so startup stops the same way (there is no unverified mode)', async () => {
-    expect(await startupFailure(`rediss://127.0.0.1:${oneWayTlsPort}`, {})).toMatch(/^Redis's TLS certificate failed verification/);
+  it("no CA given: the system's CAs do not know ours, so startup stops the same way (there is no unverified mode)", async () => {
+    expect(await startupFailure(`rediss://127.0.0.1:${oneWayTlsPort}`, {})).toMatch(
+      /^Redis's TLS certificate failed verification/,
+    );
   });
 
   it('the certificate names localhost too: rediss://localhost works with the same CA', async () => {
@@ -72,7 +76,11 @@ describe('Redis over TLS', () => {
   });
 
   it('mutual TLS: with the client certificate the product works; without it startup stops with one line', async () => {
-    const product = await startOn(`rediss://127.0.0.1:${mutualTlsPort}`, { caFile: certs.caCert, certFile: certs.clientCert, keyFile: certs.clientKey });
+    const product = await startOn(`rediss://127.0.0.1:${mutualTlsPort}`, {
+      caFile: certs.caCert,
+      certFile: certs.clientCert,
+      keyFile: certs.clientKey,
+    });
     try {
       const { auth } = await createKey(product, { plan: 'free' });
       expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', auth)).status).toBe(200);

@@ -1,7 +1,16 @@
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { chunkedBody, contractProblems, describeOutcome, inputErrorLogLines, outcomeOf, sendRaw, type HeaderList, type RawRequestSpec } from './raw-http';
+import {
+  chunkedBody,
+  contractProblems,
+  describeOutcome,
+  inputErrorLogLines,
+  outcomeOf,
+  sendRaw,
+  type HeaderList,
+  type RawRequestSpec,
+} from './raw-http';
 
 /**
  * Property-based bad input against the whole running product (real Redis, real inventory), over raw
@@ -24,16 +33,30 @@ const LIMIT = 16 * 1024;
 /** No anonymous 429 for the many keyless runs: the anonymous limit is not what this suite tests. */
 const QUIET_ANONYMOUS_LIMIT = { anonymous: { perMinute: 1_000_000 } };
 
-
 /** Bytes a client could put on the wire, minus CR and LF, which would end the line and make a different request. */
 const wireByte = fc.integer({ min: 0, max: 255 }).filter((b) => b !== 0x0a && b !== 0x0d);
-const wireText = (maxLength: number) => fc.array(wireByte, { minLength: 1, maxLength }).map((bytes) => Buffer.from(bytes).toString('latin1'));
+const wireText = (maxLength: number) =>
+  fc.array(wireByte, { minLength: 1, maxLength }).map((bytes) => Buffer.from(bytes).toString('latin1'));
 
 // ---- request lines -------------------------------------------------------------------------------
 
 const methodArb = fc.oneof(
   { weight: 5, arbitrary: fc.constantFrom('GET', 'HEAD', 'POST') },
-  { weight: 2, arbitrary: fc.constantFrom('PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'QUERY', 'PURGE', 'M-SEARCH', 'CONNECT') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      'PUT',
+      'DELETE',
+      'PATCH',
+      'OPTIONS',
+      'TRACE',
+      'PROPFIND',
+      'QUERY',
+      'PURGE',
+      'M-SEARCH',
+      'CONNECT',
+    ),
+  },
   { weight: 2, arbitrary: fc.constantFrom('get', 'post', 'Get', 'hEAD', 'FOO', 'BREW', 'G ET', 'GET\t', '') },
   { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z!#$%&'*+.^_`|~-]{1,12}$/) },
 );
@@ -42,8 +65,41 @@ const segmentArb = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.constantFrom(
-      'v1', 'pets', '1', '42', '0', '-1', '..', '.', '', '%2e%2e', '%2E.', '.%2e', '%2f', '%5c', '%00', '%ff', '%c0%af', '%e2%82', '%zz', '%',
-      '..\\..', ';x=1', 'PETS', '9'.repeat(25), '9007199254740991', '9007199254740992', '1e3', '0x1', '+1', '1.0', '~', '@', ':', 'healthz', 'readyz',
+      'v1',
+      'pets',
+      '1',
+      '42',
+      '0',
+      '-1',
+      '..',
+      '.',
+      '',
+      '%2e%2e',
+      '%2E.',
+      '.%2e',
+      '%2f',
+      '%5c',
+      '%00',
+      '%ff',
+      '%c0%af',
+      '%e2%82',
+      '%zz',
+      '%',
+      '..\\..',
+      ';x=1',
+      'PETS',
+      '9'.repeat(25),
+      '9007199254740991',
+      '9007199254740992',
+      '1e3',
+      '0x1',
+      '+1',
+      '1.0',
+      '~',
+      '@',
+      ':',
+      'healthz',
+      'readyz',
     ),
   },
   { weight: 2, arbitrary: fc.integer({ min: 0, max: 255 }).map((b) => `%${b.toString(16).padStart(2, '0')}`) },
@@ -52,13 +108,19 @@ const segmentArb = fc.oneof(
 );
 
 const pathArb = fc.oneof(
-  { weight: 2, arbitrary: fc.constantFrom('/v1/pets', '/v1/pets/1', '/v1/pets/', '/v1', '/', '*', '/v1/pets?', '/v1/pets#x') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom('/v1/pets', '/v1/pets/1', '/v1/pets/', '/v1', '/', '*', '/v1/pets?', '/v1/pets#x'),
+  },
   // One odd segment as the pet id: what the gateway forwards and the inventory must refuse cleanly.
   { weight: 3, arbitrary: segmentArb.map((segment) => `/v1/pets/${segment}`) },
   {
     weight: 6,
     arbitrary: fc
-      .tuple(fc.constantFrom('/', '//', '/v1/', '/v1/pets/', '/v1//', '/v1/pets/1/'), fc.array(segmentArb, { maxLength: 5 }))
+      .tuple(
+        fc.constantFrom('/', '//', '/v1/', '/v1/pets/', '/v1//', '/v1/pets/1/'),
+        fc.array(segmentArb, { maxLength: 5 }),
+      )
       .map(([prefix, segments]) => prefix + segments.join('/')),
   },
   { weight: 1, arbitrary: fc.integer({ min: 1000, max: 14_000 }).map((n) => '/v1/pets/' + '1'.repeat(n)) },
@@ -68,7 +130,15 @@ const pathArb = fc.oneof(
     weight: 1,
     arbitrary: fc
       .tuple(
-        fc.constantFrom('http://127.0.0.1', 'https://pets.example', 'http://x:1', 'HTTP://127.0.0.1', 'foo://x', 'file://', 'http://[::1'),
+        fc.constantFrom(
+          'http://127.0.0.1',
+          'https://pets.example',
+          'http://x:1',
+          'HTTP://127.0.0.1',
+          'foo://x',
+          'file://',
+          'http://[::1',
+        ),
         fc.array(segmentArb, { maxLength: 3 }),
       )
       .map(([origin, segments]) => `${origin}/v1/pets/${segments.join('/')}`),
@@ -80,8 +150,25 @@ const queryArb = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom(
-      '?limit[]=1', '?limit=1e2', '?limit=-1', '?limit=0', '?limit=101', '?limit=1&limit=2', '?limit=', '?limit', '?cursor=garbage', '?cursor=',
-      '?cursor=djE6MQ&cursor=djE6MQ', '?status=sold&status=sold', '?status=SOLD', '?status[]=sold', '?%', '?&&&', '?limit=%ff', '?__proto__=1', '?limit=%31',
+      '?limit[]=1',
+      '?limit=1e2',
+      '?limit=-1',
+      '?limit=0',
+      '?limit=101',
+      '?limit=1&limit=2',
+      '?limit=',
+      '?limit',
+      '?cursor=garbage',
+      '?cursor=',
+      '?cursor=djE6MQ&cursor=djE6MQ',
+      '?status=sold&status=sold',
+      '?status=SOLD',
+      '?status[]=sold',
+      '?%',
+      '?&&&',
+      '?limit=%ff',
+      '?__proto__=1',
+      '?limit=%31',
     ),
   },
   {
@@ -92,7 +179,21 @@ const queryArb = fc.oneof(
           fc.constantFrom('limit', 'status', 'cursor', 'limit[]', 'status[x]', '%6cimit', 'x', ''),
           fc.oneof(
             fc.integer({ min: -5, max: 200 }).map(String),
-            fc.constantFrom('available', 'pending', 'sold', '', '%00', '%ff', '1e2', '1.5', 'djE6MQ', 'djE6MA', 'garbage', '+1', '%2B1'),
+            fc.constantFrom(
+              'available',
+              'pending',
+              'sold',
+              '',
+              '%00',
+              '%ff',
+              '1e2',
+              '1.5',
+              'djE6MQ',
+              'djE6MA',
+              'garbage',
+              '+1',
+              '%2B1',
+            ),
             fc.stringMatching(/^[A-Za-z0-9%._~-]{0,20}$/),
           ),
         ),
@@ -113,14 +214,25 @@ const authArb: fc.Arbitrary<AuthHeaders> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .tuple(fc.constantFrom('', ' ', '\t'), fc.constantFrom('Bearer', 'bearer', 'BEARER', 'Bearer:', 'Token', 'Basic'), fc.constantFrom('', ' ', '  ', '\t', ' \t '), fc.constantFrom('', ' ', ' \t'))
-      .map(([lead, scheme, gap, trail]) => (key: string) => [['Authorization', `${lead}${scheme}${gap}${key}${trail}`]] as const),
+      .tuple(
+        fc.constantFrom('', ' ', '\t'),
+        fc.constantFrom('Bearer', 'bearer', 'BEARER', 'Bearer:', 'Token', 'Basic'),
+        fc.constantFrom('', ' ', '  ', '\t', ' \t '),
+        fc.constantFrom('', ' ', ' \t'),
+      )
+      .map(
+        ([lead, scheme, gap, trail]) =>
+          (key: string) =>
+            [['Authorization', `${lead}${scheme}${gap}${key}${trail}`]] as const,
+      ),
   },
   {
     weight: 2,
     arbitrary: fc
       .constantFrom('asg_live_', 'asg_test_', 'asg_prod_', 'ASG_DEV_', 'asg_dev', '')
-      .map((prefix) => (key: string) => [['Authorization', `Bearer ${prefix}${key.slice('asg_dev_'.length)}`]] as const),
+      .map(
+        (prefix) => (key: string) => [['Authorization', `Bearer ${prefix}${key.slice('asg_dev_'.length)}`]] as const,
+      ),
   },
   {
     weight: 1,
@@ -133,11 +245,17 @@ const authArb: fc.Arbitrary<AuthHeaders> = fc.oneof(
     weight: 2,
     arbitrary: fc
       .array(fc.constantFrom('valid', 'invalid', 'empty', 'other-environment'), { minLength: 2, maxLength: 4 })
-      .map((kinds) => (key: string) =>
-        kinds.map((kind) => {
-          const value = { valid: `Bearer ${key}`, invalid: 'Bearer asg_dev_0000000000000000000000', empty: '', 'other-environment': `Bearer asg_live_${key.slice(8)}` }[kind];
-          return ['Authorization', value] as const;
-        }),
+      .map(
+        (kinds) => (key: string) =>
+          kinds.map((kind) => {
+            const value = {
+              valid: `Bearer ${key}`,
+              invalid: 'Bearer asg_dev_0000000000000000000000',
+              empty: '',
+              'other-environment': `Bearer asg_live_${key.slice(8)}`,
+            }[kind];
+            return ['Authorization', value] as const;
+          }),
       ),
   },
   {
@@ -148,25 +266,62 @@ const authArb: fc.Arbitrary<AuthHeaders> = fc.oneof(
   },
   {
     weight: 2,
-    arbitrary: fc
-      .tuple(wireText(3), fc.nat())
-      .map(([inserted, at]) => (key: string) => {
-        const valid = `Bearer ${key}`;
-        const position = at % (valid.length + 1);
-        return [['Authorization', Buffer.from(valid.slice(0, position) + inserted + valid.slice(position), 'latin1')]] as const;
-      }),
+    arbitrary: fc.tuple(wireText(3), fc.nat()).map(([inserted, at]) => (key: string) => {
+      const valid = `Bearer ${key}`;
+      const position = at % (valid.length + 1);
+      return [
+        ['Authorization', Buffer.from(valid.slice(0, position) + inserted + valid.slice(position), 'latin1')],
+      ] as const;
+    }),
   },
 );
 
 const extraHeaderArb: fc.Arbitrary<HeaderList> = fc.oneof(
-  fc.tuple(fc.constant('X-Request-Id'), fc.oneof(wireText(40), fc.stringMatching(/^[A-Za-z0-9._:-]{1,200}$/))).map((h) => [h]),
-  fc.tuple(fc.constant('X-Forwarded-For'), fc.oneof(wireText(40), fc.constantFrom('127.0.0.1', '::1, 10.0.0.1', 'garbage', ', ,', '999.1.1.1'))).map((h) => [h]),
-  fc.tuple(fc.constantFrom('Host', 'Content-Type', 'Accept', 'Cookie', 'Forwarded', 'X-Gateway-Token', 'X-Real-Ip', 'Proxy-Authorization'), wireText(40)).map((h) => [h]),
-  fc.tuple(fc.constant('Connection'), fc.constantFrom('close', 'keep-alive', 'close, authorization', 'close, host, x-request-id', 'Upgrade', 'close, content-length')).map((h) => [h]),
+  fc
+    .tuple(fc.constant('X-Request-Id'), fc.oneof(wireText(40), fc.stringMatching(/^[A-Za-z0-9._:-]{1,200}$/)))
+    .map((h) => [h]),
+  fc
+    .tuple(
+      fc.constant('X-Forwarded-For'),
+      fc.oneof(wireText(40), fc.constantFrom('127.0.0.1', '::1, 10.0.0.1', 'garbage', ', ,', '999.1.1.1')),
+    )
+    .map((h) => [h]),
+  fc
+    .tuple(
+      fc.constantFrom(
+        'Host',
+        'Content-Type',
+        'Accept',
+        'Cookie',
+        'Forwarded',
+        'X-Gateway-Token',
+        'X-Real-Ip',
+        'Proxy-Authorization',
+      ),
+      wireText(40),
+    )
+    .map((h) => [h]),
+  fc
+    .tuple(
+      fc.constant('Connection'),
+      fc.constantFrom(
+        'close',
+        'keep-alive',
+        'close, authorization',
+        'close, host, x-request-id',
+        'Upgrade',
+        'close, content-length',
+      ),
+    )
+    .map((h) => [h]),
   fc.tuple(fc.constant('Upgrade'), fc.constantFrom('websocket', 'h2c', 'garbage')).map((h) => [h]),
-  fc.oneof(fc.integer({ min: 100, max: 14_000 }), fc.integer({ min: 17_500, max: 30_000 })).map((n) => [['X-Pad', 'p'.repeat(n)] as const]),
+  fc
+    .oneof(fc.integer({ min: 100, max: 14_000 }), fc.integer({ min: 17_500, max: 30_000 }))
+    .map((n) => [['X-Pad', 'p'.repeat(n)] as const]),
   // Many small headers: up to 2,500, past node's default count limits.
-  fc.oneof(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 400, max: 2500 })).map((n) => Array.from({ length: n }, (_, i) => [`X-H${i}`, 'v'] as const)),
+  fc
+    .oneof(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 400, max: 2500 }))
+    .map((n) => Array.from({ length: n }, (_, i) => [`X-H${i}`, 'v'] as const)),
   fc.tuple(fc.stringMatching(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,20}$/), wireText(20)).map((h) => [h]),
 );
 
@@ -225,13 +380,32 @@ const bodyTextArb: fc.Arbitrary<Buffer> = fc.oneof(
       .tuple(fc.integer({ min: 1, max: 9000 }), fc.constantFrom(['[', ']'], ['{"a":', '}'], ['{"name":', '}']))
       .map(([depth, [open, close]]) => Buffer.from(open!.repeat(depth) + '1' + close!.repeat(depth))),
   },
-  { weight: 1, arbitrary: fc.integer({ min: 15_000, max: 70_000 }).map((n) => Buffer.from(JSON.stringify({ name: 'n'.repeat(n), categoryId: 1 }))) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 15_000, max: 70_000 })
+      .map((n) => Buffer.from(JSON.stringify({ name: 'n'.repeat(n), categoryId: 1 }))),
+  },
   {
     weight: 2,
-    arbitrary: fc.oneof(
-      fc.constantFrom('{', '{"name":', "{'name':'Rex'}", 'NaN', '[1,]', '{"name":"Rex","categoryId":1}}', '/* */{}', '', ' ', 'nul', '"'),
-      fc.string({ unit: 'binary', maxLength: 100 }),
-    ).map((s) => Buffer.from(s)),
+    arbitrary: fc
+      .oneof(
+        fc.constantFrom(
+          '{',
+          '{"name":',
+          "{'name':'Rex'}",
+          'NaN',
+          '[1,]',
+          '{"name":"Rex","categoryId":1}}',
+          '/* */{}',
+          '',
+          ' ',
+          'nul',
+          '"',
+        ),
+        fc.string({ unit: 'binary', maxLength: 100 }),
+      )
+      .map((s) => Buffer.from(s)),
   },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)) },
 );
@@ -242,15 +416,32 @@ const contentTypeArb = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom<string | null>(
-      'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json; charset="UTF-8"', 'application/json; charset=latin1', 'application/json;;',
-      'application/json; charset', 'text/plain', 'application/x-www-form-urlencoded', 'application/json-patch+json', 'multipart/form-data; boundary=x', '*/*', '',
+      'application/json; charset=utf-8',
+      'APPLICATION/JSON',
+      'application/json; charset="UTF-8"',
+      'application/json; charset=latin1',
+      'application/json;;',
+      'application/json; charset',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/json-patch+json',
+      'multipart/form-data; boundary=x',
+      '*/*',
+      '',
     ),
   },
   { weight: 1, arbitrary: fc.stringMatching(/^[a-z]{1,10}\/[a-z+.-]{1,15}(; ?[a-z]{1,8}=[a-z0-9-]{0,10})?$/) },
 );
 
 type Framing = 'length' | 'chunked' | 'declared-over-limit' | 'gzip' | 'unknown-encoding';
-const framingArb = fc.constantFrom<Framing>('length', 'length', 'chunked', 'declared-over-limit', 'gzip', 'unknown-encoding');
+const framingArb = fc.constantFrom<Framing>(
+  'length',
+  'length',
+  'chunked',
+  'declared-over-limit',
+  'gzip',
+  'unknown-encoding',
+);
 
 function framedBody(body: Buffer, framing: Framing, pieceSize: number): { headers: HeaderList; body: Buffer } {
   switch (framing) {
@@ -266,10 +457,22 @@ function framedBody(body: Buffer, framing: Framing, pieceSize: number): { header
       return { headers: [['Content-Length', String(Math.max(body.length, LIMIT + 1 + pieceSize))]], body };
     case 'gzip': {
       const compressed = gzipSync(body);
-      return { headers: [['Content-Encoding', 'gzip'], ['Content-Length', String(compressed.length)]], body: compressed };
+      return {
+        headers: [
+          ['Content-Encoding', 'gzip'],
+          ['Content-Length', String(compressed.length)],
+        ],
+        body: compressed,
+      };
     }
     case 'unknown-encoding':
-      return { headers: [['Content-Encoding', 'x-unknown'], ['Content-Length', String(body.length)]], body };
+      return {
+        headers: [
+          ['Content-Encoding', 'x-unknown'],
+          ['Content-Length', String(body.length)],
+        ],
+        body,
+      };
   }
 }
 
@@ -283,7 +486,13 @@ describe.each(['undici', 'http-proxy'] as const)('bad input properties through t
 
   beforeAll(async () => {
     product = await startTestProduct({ overrides: { ...QUIET_ANONYMOUS_LIMIT, upstream: { forwarder } } });
-    key = (await product.keyService.create({ name: 'bad input property', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } })).key;
+    key = (
+      await product.keyService.create({
+        name: 'bad input property',
+        plan: 'enterprise',
+        limits: { perMinute: 1_000_000, perDay: 10_000_000 },
+      })
+    ).key;
   });
 
   afterAll(async () => {
@@ -302,8 +511,13 @@ describe.each(['undici', 'http-proxy'] as const)('bad input properties through t
       forbidden: [product.dataDir, process.cwd()],
       mayCloseWithoutAnswer: spec.method === 'CONNECT',
     });
-    const after = await sendRaw(product.gatewayUrl, { method: 'GET', target: '/v1/pets?limit=1', headers: [['Authorization', `Bearer ${key}`]] });
-    if (after.response?.status !== 200) problems.push(`a normal GET /v1/pets afterwards got ${describeOutcome(outcomeOf(after))}`);
+    const after = await sendRaw(product.gatewayUrl, {
+      method: 'GET',
+      target: '/v1/pets?limit=1',
+      headers: [['Authorization', `Bearer ${key}`]],
+    });
+    if (after.response?.status !== 200)
+      problems.push(`a normal GET /v1/pets afterwards got ${describeOutcome(outcomeOf(after))}`);
     if (problems.length > 0) throw new Error(`${describeOutcome(outcome)}\n${problems.join('\n')}`);
   }
 
@@ -314,7 +528,7 @@ describe.each(['undici', 'http-proxy'] as const)('bad input properties through t
 
   const params = { numRuns: NUM_RUNS, seed: SEED };
 
-  it('any method, path and query string: never 5xx, always the contract\'s answer', async () => {
+  it("any method, path and query string: never 5xx, always the contract's answer", async () => {
     await fc.assert(
       fc.asyncProperty(methodArb, pathArb, queryArb, async (method, path, query) => {
         await check({ method, target: path + query, headers: [['Authorization', `Bearer ${key}`]] }, 'request line');
@@ -325,7 +539,7 @@ describe.each(['undici', 'http-proxy'] as const)('bad input properties through t
     expect(gatewayAnswered('request line')).toBeGreaterThan(NUM_RUNS / 3);
   }, 120_000);
 
-  it('any Authorization and other headers: never 5xx, always the contract\'s answer', async () => {
+  it("any Authorization and other headers: never 5xx, always the contract's answer", async () => {
     await fc.assert(
       fc.asyncProperty(
         // Mostly requests the gateway forwards, where the inventory sees what the gateway passes on.
@@ -342,20 +556,34 @@ describe.each(['undici', 'http-proxy'] as const)('bad input properties through t
     expect(gatewayAnswered('headers')).toBeGreaterThan(NUM_RUNS / 3);
   }, 120_000);
 
-  it('any body, content type and framing for POST /v1/pets: never 5xx, always the contract\'s answer', async () => {
+  it("any body, content type and framing for POST /v1/pets: never 5xx, always the contract's answer", async () => {
     await fc.assert(
-      fc.asyncProperty(bodyTextArb, contentTypeArb, framingArb, fc.integer({ min: 1, max: 4096 }), async (body, contentType, framing, pieceSize) => {
-        const framed = framedBody(body, framing, pieceSize);
-        const headers: HeaderList = [['Authorization', `Bearer ${key}`], ...(contentType === null ? [] : ([['Content-Type', contentType]] as const)), ...framed.headers];
-        await check({ method: 'POST', target: '/v1/pets', headers, body: framed.body }, 'body');
-      }),
+      fc.asyncProperty(
+        bodyTextArb,
+        contentTypeArb,
+        framingArb,
+        fc.integer({ min: 1, max: 4096 }),
+        async (body, contentType, framing, pieceSize) => {
+          const framed = framedBody(body, framing, pieceSize);
+          const headers: HeaderList = [
+            ['Authorization', `Bearer ${key}`],
+            ...(contentType === null ? [] : ([['Content-Type', contentType]] as const)),
+            ...framed.headers,
+          ];
+          await check({ method: 'POST', target: '/v1/pets', headers, body: framed.body }, 'body');
+        },
+      ),
       params,
     );
     expect(gatewayAnswered('body')).toBeGreaterThan(NUM_RUNS / 2);
   }, 120_000);
 
   it('afterwards the gateway still serves GET /v1/pets with 200 and has logged nothing at error level', async () => {
-    const exchange = await sendRaw(product.gatewayUrl, { method: 'GET', target: '/v1/pets', headers: [['Authorization', `Bearer ${key}`]] });
+    const exchange = await sendRaw(product.gatewayUrl, {
+      method: 'GET',
+      target: '/v1/pets',
+      headers: [['Authorization', `Bearer ${key}`]],
+    });
     expect(exchange.response?.status).toBe(200);
     expect(inputErrorLogLines(product.logs.lines)).toEqual([]);
   });

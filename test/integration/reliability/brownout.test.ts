@@ -1,6 +1,14 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { jsonBody, metricValue, scrapeMetrics, sendToGateway, startFaultyUpstream, type FaultyUpstream, type GatewayReply } from './fake-upstreams';
+import {
+  jsonBody,
+  metricValue,
+  scrapeMetrics,
+  sendToGateway,
+  startFaultyUpstream,
+  type FaultyUpstream,
+  type GatewayReply,
+} from './fake-upstreams';
 import { eventually } from '../../support/eventually';
 
 /**
@@ -39,129 +47,180 @@ const CONCURRENT = 200;
  */
 const BREAKER = { failureRatio: 0.5, minimumRequests: 5, windowMs: 10_000, cooldownMs: 8000, halfOpenProbes: 2 };
 
-describe.each(['undici', 'http-proxy'] as const)('an inventory brown-out through the product, upstream.forwarder = %s', (forwarder) => {
-  let upstream: FaultyUpstream;
-  let product: ProductHarness;
-  let auth: string;
-  const clock = new ManualClock(Date.now());
+describe.each(['undici', 'http-proxy'] as const)(
+  'an inventory brown-out through the product, upstream.forwarder = %s',
+  (forwarder) => {
+    let upstream: FaultyUpstream;
+    let product: ProductHarness;
+    let auth: string;
+    const clock = new ManualClock(Date.now());
 
-  beforeAll(async () => {
-    upstream = await startFaultyUpstream();
-    const started = performance.now();
-    await Promise.all(Array.from({ length: CONCURRENT }, async () => (await fetch(`${upstream.url}/healthz`)).arrayBuffer()));
-    TIMEOUT_MS = Math.max(400, Math.ceil(2 * (performance.now() - started)));
-    BOUND_MS = TIMEOUT_MS + 1000;
-    process.stdout.write(`brown-out (${forwarder}): upstream timeout ${TIMEOUT_MS} ms\n`);
-    product = await startTestProduct({
-      clock,
-      overrides: { upstream: { url: upstream.url, timeoutMs: TIMEOUT_MS, maxSockets: MAX_SOCKETS, maxPending: MAX_PENDING, circuitBreaker: BREAKER, forwarder } },
+    beforeAll(async () => {
+      upstream = await startFaultyUpstream();
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENT }, async () => (await fetch(`${upstream.url}/healthz`)).arrayBuffer()),
+      );
+      TIMEOUT_MS = Math.max(400, Math.ceil(2 * (performance.now() - started)));
+      BOUND_MS = TIMEOUT_MS + 1000;
+      process.stdout.write(`brown-out (${forwarder}): upstream timeout ${TIMEOUT_MS} ms\n`);
+      product = await startTestProduct({
+        clock,
+        overrides: {
+          upstream: {
+            url: upstream.url,
+            timeoutMs: TIMEOUT_MS,
+            maxSockets: MAX_SOCKETS,
+            maxPending: MAX_PENDING,
+            circuitBreaker: BREAKER,
+            forwarder,
+          },
+        },
+      });
+      const { key } = await product.keyService.create({ name: 'brownout', plan: 'business' });
+      auth = `Bearer ${key}`;
     });
-    const { key } = await product.keyService.create({ name: 'brownout', plan: 'business' });
-    auth = `Bearer ${key}`;
-  });
-  afterAll(async () => {
-    await product?.close();
-    await upstream?.close();
-  });
-
-  const pets = (fault: string) => sendToGateway(`${product.gatewayUrl}/v1/pets?fault=${fault}`, { headers: { authorization: auth } });
-
-  async function readyz(): Promise<{ status: number; body: { upstreamCircuit?: string } }> {
-    const res = await fetch(`${product.adminUrl}/readyz`);
-    return { status: res.status, body: (await res.json()) as { upstreamCircuit?: string } };
-  }
-
-  /** durationMs of each request's log line, once all are written. */
-  async function gatewayDurations(requestIds: readonly string[]): Promise<number[]> {
-    const wanted = new Set(requestIds);
-    const found = () =>
-      product.logs.lines
-        .map((line) => JSON.parse(line) as { msg: string; requestId?: string; durationMs?: number })
-        .filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
-    await eventually(() => found().length === requestIds.length, { what: 'every request is logged' });
-    return found().map((entry) => entry.durationMs!);
-  }
-
-  function expectErrorBody(reply: GatewayReply): void {
-    const body = jsonBody(reply) as { code: string; status: number };
-    expect({ complete: reply.complete, bodyStatus: body.status, requestId: typeof reply.headers['x-request-id'] }).toEqual({
-      complete: true,
-      bodyStatus: reply.status,
-      requestId: 'string',
+    afterAll(async () => {
+      await product?.close();
+      await upstream?.close();
     });
-    expect(reply.status === 504 ? 'upstream_timeout' : 'upstream_unavailable').toBe(body.code);
-  }
 
-  it(`${CONCURRENT} concurrent requests to a hanging inventory: each a 503 or 504 Error body within timeoutMs + 1 s; the breaker opens`, async () => {
-    expect((await readyz()).body.upstreamCircuit).toBe('closed');
-    const ids = Array.from({ length: CONCURRENT }, (_, i) => `brownout-${forwarder}-${i}`);
-    const replies = await Promise.all(
-      ids.map((id) => sendToGateway(`${product.gatewayUrl}/v1/pets?fault=silent`, { headers: { authorization: auth, 'x-request-id': id } })),
-    );
-    for (const reply of replies) expectErrorBody(reply);
-    const statuses: Record<string, number> = {};
-    for (const reply of replies) statuses[reply.status] = (statuses[reply.status] ?? 0) + 1;
-    expect(Object.keys(statuses).sort()).toEqual(['503', '504']);
-    expect(statuses['504']).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING + BREAKER.minimumRequests - 1);
-    for (const reply of replies.filter((r) => r.status === 503)) expect(Number(reply.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    // Within the bound as the gateway timed each (its request log, arrival to answer); the client's
-    // own figures also hold the accept queue of 2 cores shared with other suites: a looser hang guard.
-    const durations = await gatewayDurations(ids);
-    expect(Math.max(...durations)).toBeLessThan(BOUND_MS);
-    expect(Math.max(...replies.map((r) => r.elapsedMs))).toBeLessThan(CLIENT_HANG_GUARD_MS);
-    // What reached the inventory is bounded by the guard, whatever the clients do (one more for a
-    // request the deadline abandoned as node:http's agent handed it a socket).
-    expect(upstream.received.filter((r) => r.fault === 'silent').length).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING + BREAKER.minimumRequests);
+    const pets = (fault: string) =>
+      sendToGateway(`${product.gatewayUrl}/v1/pets?fault=${fault}`, { headers: { authorization: auth } });
 
-    const metrics = await scrapeMetrics(product.adminUrl);
-    expect(metricValue(metrics, 'gateway_upstream_circuit_state', { upstream: 'inventory' })).toBe(2);
-    expect(metricValue(metrics, 'gateway_upstream_circuit_transitions_total', { upstream: 'inventory', to: 'open' })).toBe(1);
-    const byReason = (reason: string) => metricValue(metrics, 'gateway_upstream_errors_total', { reason });
-    expect(byReason('timeout')).toBe(statuses['504']);
-    expect(byReason('overloaded') + byReason('circuit_open')).toBe(statuses['503']);
-    // This inventory's /healthz still answers: readiness holds, and says the circuit is open.
-    expect(await readyz()).toEqual({ status: 200, body: expect.objectContaining({ status: 'ready', upstreamCircuit: 'open' }) });
-    expect(product.logs.text()).toMatch(/"circuit":"open".*upstream circuit open/);
-  });
+    async function readyz(): Promise<{ status: number; body: { upstreamCircuit?: string } }> {
+      const res = await fetch(`${product.adminUrl}/readyz`);
+      return { status: res.status, body: (await res.json()) as { upstreamCircuit?: string } };
+    }
 
-  it('while it is open: refused at once without reaching the inventory; /healthz, /metrics, /v1/usage and 401 stay fast', async () => {
-    const sentBefore = upstream.received.length;
-    const refused = await pets('none');
-    expectErrorBody(refused);
-    expect({ status: refused.status, retryAfter: Number(refused.headers['retry-after']) > 0 }).toEqual({ status: 503, retryAfter: true });
-    // Only this request asks for fault=none (a silent one written just before its deadline may be read
-    // by this busy upstream only as its connection closes, after the answer).
-    expect(upstream.received.slice(sentBefore).filter((r) => r.fault === 'none')).toEqual([]);
+    /** durationMs of each request's log line, once all are written. */
+    async function gatewayDurations(requestIds: readonly string[]): Promise<number[]> {
+      const wanted = new Set(requestIds);
+      const found = () =>
+        product.logs.lines
+          .map((line) => JSON.parse(line) as { msg: string; requestId?: string; durationMs?: number })
+          .filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
+      await eventually(() => found().length === requestIds.length, { what: 'every request is logged' });
+      return found().map((entry) => entry.durationMs!);
+    }
 
-    const timed = async (request: Promise<Response>) => {
-      const started = Date.now();
-      const res = await request;
-      await res.arrayBuffer();
-      return { status: res.status, fast: Date.now() - started < 500 };
-    };
-    expect(await timed(fetch(`${product.adminUrl}/healthz`))).toEqual({ status: 200, fast: true });
-    expect(await timed(fetch(`${product.adminUrl}/metrics`))).toEqual({ status: 200, fast: true });
-    expect(await timed(fetch(`${product.gatewayUrl}/v1/usage`, { headers: { authorization: auth } }))).toEqual({ status: 200, fast: true });
-    expect(await timed(fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: 'Bearer nope' } }))).toEqual({ status: 401, fast: true });
-  });
+    function expectErrorBody(reply: GatewayReply): void {
+      const body = jsonBody(reply) as { code: string; status: number };
+      expect({
+        complete: reply.complete,
+        bodyStatus: body.status,
+        requestId: typeof reply.headers['x-request-id'],
+      }).toEqual({
+        complete: true,
+        bodyStatus: reply.status,
+        requestId: 'string',
+      });
+      expect(reply.status === 504 ? 'upstream_timeout' : 'upstream_unavailable').toBe(body.code);
+    }
 
-  it('the inventory answering again: probes after the cool-down close the circuit by itself, and traffic is back', async () => {
-    expect((await readyz()).body.upstreamCircuit).toBe('open');
-    // The cool-down is moved on at once on the test's clock, where real time would have let the hung
-    // requests' connections close first: wait for that, or a probe can queue behind them (a 504 with
-    // http-proxy beside a busy core).
-    await eventually(() => upstream.openSocketsThatCarriedRequests() === 0, { timeoutMs: 60_000, what: "the hung requests' connections closed" });
-    clock.advance(BREAKER.cooldownMs);
-    await eventually(async () => (await readyz()).body.upstreamCircuit === 'half_open', { what: 'the circuit is half-open' });
-    for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++) expect((await pets('none')).status).toBe(200);
-    await eventually(async () => (await readyz()).body.upstreamCircuit === 'closed', { what: 'the circuit is closed' });
-    // As many at once as there are connections: a 400 ms timeout leaves no room for a queue on a busy machine.
-    const replies = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => pets('none')));
-    expect(replies.map((r) => r.status)).toEqual(Array(MAX_SOCKETS).fill(200));
-    expect(await readyz()).toEqual({ status: 200, body: expect.objectContaining({ status: 'ready', upstreamCircuit: 'closed' }) });
-    const metrics = await scrapeMetrics(product.adminUrl);
-    expect(metricValue(metrics, 'gateway_upstream_circuit_state', { upstream: 'inventory' })).toBe(0);
-    expect(metricValue(metrics, 'gateway_upstream_circuit_transitions_total', { upstream: 'inventory', to: 'closed' })).toBe(1);
-    expect(product.logs.text()).toMatch(/upstream circuit closed: sending again/);
-  });
-});
+    it(`${CONCURRENT} concurrent requests to a hanging inventory: each a 503 or 504 Error body within timeoutMs + 1 s; the breaker opens`, async () => {
+      expect((await readyz()).body.upstreamCircuit).toBe('closed');
+      const ids = Array.from({ length: CONCURRENT }, (_, i) => `brownout-${forwarder}-${i}`);
+      const replies = await Promise.all(
+        ids.map((id) =>
+          sendToGateway(`${product.gatewayUrl}/v1/pets?fault=silent`, {
+            headers: { authorization: auth, 'x-request-id': id },
+          }),
+        ),
+      );
+      for (const reply of replies) expectErrorBody(reply);
+      const statuses: Record<string, number> = {};
+      for (const reply of replies) statuses[reply.status] = (statuses[reply.status] ?? 0) + 1;
+      expect(Object.keys(statuses).sort()).toEqual(['503', '504']);
+      expect(statuses['504']).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING + BREAKER.minimumRequests - 1);
+      for (const reply of replies.filter((r) => r.status === 503))
+        expect(Number(reply.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // Within the bound as the gateway timed each (its request log, arrival to answer); the client's
+      // own figures also hold the accept queue of 2 cores shared with other suites: a looser hang guard.
+      const durations = await gatewayDurations(ids);
+      expect(Math.max(...durations)).toBeLessThan(BOUND_MS);
+      expect(Math.max(...replies.map((r) => r.elapsedMs))).toBeLessThan(CLIENT_HANG_GUARD_MS);
+      // What reached the inventory is bounded by the guard, whatever the clients do (one more for a
+      // request the deadline abandoned as node:http's agent handed it a socket).
+      expect(upstream.received.filter((r) => r.fault === 'silent').length).toBeLessThanOrEqual(
+        MAX_SOCKETS + MAX_PENDING + BREAKER.minimumRequests,
+      );
+
+      const metrics = await scrapeMetrics(product.adminUrl);
+      expect(metricValue(metrics, 'gateway_upstream_circuit_state', { upstream: 'inventory' })).toBe(2);
+      expect(
+        metricValue(metrics, 'gateway_upstream_circuit_transitions_total', { upstream: 'inventory', to: 'open' }),
+      ).toBe(1);
+      const byReason = (reason: string) => metricValue(metrics, 'gateway_upstream_errors_total', { reason });
+      expect(byReason('timeout')).toBe(statuses['504']);
+      expect(byReason('overloaded') + byReason('circuit_open')).toBe(statuses['503']);
+      // This inventory's /healthz still answers: readiness holds, and says the circuit is open.
+      expect(await readyz()).toEqual({
+        status: 200,
+        body: expect.objectContaining({ status: 'ready', upstreamCircuit: 'open' }),
+      });
+      expect(product.logs.text()).toMatch(/"circuit":"open".*upstream circuit open/);
+    });
+
+    it('while it is open: refused at once without reaching the inventory; /healthz, /metrics, /v1/usage and 401 stay fast', async () => {
+      const sentBefore = upstream.received.length;
+      const refused = await pets('none');
+      expectErrorBody(refused);
+      expect({ status: refused.status, retryAfter: Number(refused.headers['retry-after']) > 0 }).toEqual({
+        status: 503,
+        retryAfter: true,
+      });
+      // Only this request asks for fault=none (a silent one written just before its deadline may be read
+      // by this busy upstream only as its connection closes, after the answer).
+      expect(upstream.received.slice(sentBefore).filter((r) => r.fault === 'none')).toEqual([]);
+
+      const timed = async (request: Promise<Response>) => {
+        const started = Date.now();
+        const res = await request;
+        await res.arrayBuffer();
+        return { status: res.status, fast: Date.now() - started < 500 };
+      };
+      expect(await timed(fetch(`${product.adminUrl}/healthz`))).toEqual({ status: 200, fast: true });
+      expect(await timed(fetch(`${product.adminUrl}/metrics`))).toEqual({ status: 200, fast: true });
+      expect(await timed(fetch(`${product.gatewayUrl}/v1/usage`, { headers: { authorization: auth } }))).toEqual({
+        status: 200,
+        fast: true,
+      });
+      expect(
+        await timed(fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: 'Bearer nope' } })),
+      ).toEqual({ status: 401, fast: true });
+    });
+
+    it('the inventory answering again: probes after the cool-down close the circuit by itself, and traffic is back', async () => {
+      expect((await readyz()).body.upstreamCircuit).toBe('open');
+      // The cool-down is moved on at once on the test's clock, where real time would have let the hung
+      // requests' connections close first: wait for that, or a probe can queue behind them (a 504 with
+      // http-proxy beside a busy core).
+      await eventually(() => upstream.openSocketsThatCarriedRequests() === 0, {
+        timeoutMs: 60_000,
+        what: "the hung requests' connections closed",
+      });
+      clock.advance(BREAKER.cooldownMs);
+      await eventually(async () => (await readyz()).body.upstreamCircuit === 'half_open', {
+        what: 'the circuit is half-open',
+      });
+      for (let probe = 0; probe < BREAKER.halfOpenProbes; probe++) expect((await pets('none')).status).toBe(200);
+      await eventually(async () => (await readyz()).body.upstreamCircuit === 'closed', {
+        what: 'the circuit is closed',
+      });
+      // As many at once as there are connections: a 400 ms timeout leaves no room for a queue on a busy machine.
+      const replies = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => pets('none')));
+      expect(replies.map((r) => r.status)).toEqual(Array(MAX_SOCKETS).fill(200));
+      expect(await readyz()).toEqual({
+        status: 200,
+        body: expect.objectContaining({ status: 'ready', upstreamCircuit: 'closed' }),
+      });
+      const metrics = await scrapeMetrics(product.adminUrl);
+      expect(metricValue(metrics, 'gateway_upstream_circuit_state', { upstream: 'inventory' })).toBe(0);
+      expect(
+        metricValue(metrics, 'gateway_upstream_circuit_transitions_total', { upstream: 'inventory', to: 'closed' }),
+      ).toBe(1);
+      expect(product.logs.text()).toMatch(/upstream circuit closed: sending again/);
+    });
+  },
+);

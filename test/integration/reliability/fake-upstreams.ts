@@ -47,7 +47,8 @@ function faultOf(target: string): Fault {
   return (FAULTS as readonly string[]).includes(value) ? (value as Fault) : 'none';
 }
 
-const HEALTHY_ANSWER = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-Fake-Upstream: healthy\r\n\r\n[]';
+const HEALTHY_ANSWER =
+  'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-Fake-Upstream: healthy\r\n\r\n[]';
 const HEALTHZ_ANSWER = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"status":"ok"}';
 
 /**
@@ -105,7 +106,8 @@ export async function startFaultyUpstream(): Promise<FaultyUpstream> {
           case 'cut-mid-body':
             stopped = true;
             socket.write(
-              `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${PROMISED_BODY_BYTES}\r\n\r\n` + '['.padEnd(SENT_BODY_BYTES, ' '),
+              `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${PROMISED_BODY_BYTES}\r\n\r\n` +
+                '['.padEnd(SENT_BODY_BYTES, ' '),
               // FIN after the bytes, so they all arrive before the close does.
               () => socket.destroy(),
             );
@@ -156,7 +158,8 @@ export function metricValue(text: string, name: string, labels: Record<string, s
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? ([^ ]+)$/.exec(line);
     if (!match || match[1] !== name) continue;
     const sampleLabels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) sampleLabels[pair[1]!] = pair[2]!;
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      sampleLabels[pair[1]!] = pair[2]!;
     if (Object.entries(labels).every(([key, value]) => sampleLabels[key] === value)) total += Number(match[3]);
   }
   return total;
@@ -197,7 +200,13 @@ export function sendToGateway(
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', () => {});
       res.on('close', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), complete: res.complete, elapsedMs: Date.now() - started }),
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks),
+          complete: res.complete,
+          elapsedMs: Date.now() - started,
+        }),
       );
     });
     req.on('error', reject);

@@ -36,8 +36,15 @@ beforeAll(async () => {
   // A one-second key cache: after the restart, answers must come from Redis or the copy, not the cache.
   // A killed Redis fails commands at once; the command timeout only bounds a slow one, and at 200 ms
   // a crowded machine failed the start itself ("Command timed out"): the harness's 2 s.
-  const overrides = { redis: { url: redis.url, commandTimeoutMs: 2000 }, store: { failMode: 'local' }, keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1 } };
-  products = await Promise.all([startTestProduct({ namespace, overrides }), startTestProduct({ namespace, overrides })]);
+  const overrides = {
+    redis: { url: redis.url, commandTimeoutMs: 2000 },
+    store: { failMode: 'local' },
+    keys: { cacheTtlSeconds: 1, negativeCacheTtlSeconds: 1 },
+  };
+  products = await Promise.all([
+    startTestProduct({ namespace, overrides }),
+    startTestProduct({ namespace, overrides }),
+  ]);
 }, 30_000);
 
 afterAll(async () => {
@@ -49,7 +56,8 @@ type Phase = 'before' | 'down' | 'after';
 
 test('Redis restarted empty under traffic on two instances: no answer other than 200 for a known key', async () => {
   const keys: string[] = [];
-  for (const name of ['load one', 'load two', 'load three']) keys.push((await createKey(products[0]!, { name, plan: 'enterprise', limits: BIG }, { overApi: true })).key);
+  for (const name of ['load one', 'load two', 'load three'])
+    keys.push((await createKey(products[0]!, { name, plan: 'enterprise', limits: BIG }, { overApi: true })).key);
   // The second instance's copy learns the first's records through the change stream.
   await new Promise((resolve) => setTimeout(resolve, 300));
 
@@ -60,13 +68,17 @@ test('Redis restarted empty under traffic on two instances: no answer other than
     after: { total: 0, other: new Map() },
   };
   let afterSince = 0;
-  const done = () => phase === 'after' && Date.now() - afterSince >= AFTER_MIN_MS && counts.after.total >= MIN_PER_PHASE;
+  const done = () =>
+    phase === 'after' && Date.now() - afterSince >= AFTER_MIN_MS && counts.after.total >= MIN_PER_PHASE;
   const loop = async (product: ProductHarness, key: string) => {
     while (!done()) {
       const sentIn = phase;
       let outcome: string;
       try {
-        const res = await fetch(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(CLIENT_HANG_GUARD_MS) });
+        const res = await fetch(`${product.gatewayUrl}/v1/pets`, {
+          headers: { authorization: `Bearer ${key}` },
+          signal: AbortSignal.timeout(CLIENT_HANG_GUARD_MS),
+        });
         outcome = res.status === 200 ? '200' : `${res.status} ${((await res.json()) as { code?: string }).code}`;
         if (res.status === 200) await res.arrayBuffer().catch(() => {});
       } catch (err) {
@@ -78,7 +90,9 @@ test('Redis restarted empty under traffic on two instances: no answer other than
       if (outcome !== '200') bucket.other.set(outcome, (bucket.other.get(outcome) ?? 0) + 1);
     }
   };
-  const traffic = Promise.all(products.flatMap((p) => Array.from({ length: LOOPS_PER_INSTANCE }, (_, i) => loop(p, keys[i % keys.length]!))));
+  const traffic = Promise.all(
+    products.flatMap((p) => Array.from({ length: LOOPS_PER_INSTANCE }, (_, i) => loop(p, keys[i % keys.length]!))),
+  );
 
   // Bounded by the test's own timeout only: how soon 60 answers come is this machine's speed.
   await eventually(async () => counts.before.total >= MIN_PER_PHASE, { timeoutMs: 120_000 });
@@ -92,7 +106,8 @@ test('Redis restarted empty under traffic on two instances: no answer other than
   phase = 'after';
   await traffic;
 
-  const summary = (p: Phase) => `${counts[p].total} requests, ${[...counts[p].other.values()].reduce((a, b) => a + b, 0)} not 200 ${JSON.stringify(Object.fromEntries(counts[p].other))}`;
+  const summary = (p: Phase) =>
+    `${counts[p].total} requests, ${[...counts[p].other.values()].reduce((a, b) => a + b, 0)} not 200 ${JSON.stringify(Object.fromEntries(counts[p].other))}`;
   console.log(
     `Redis restarted empty under load (2 instances x ${LOOPS_PER_INSTANCE} loops, Redis down ${DOWN_MS} ms, ${Date.now() - afterSince} ms after it answered again):\n` +
       `  before the kill: ${summary('before')}\n  while Redis was down: ${summary('down')}\n  after Redis answered again: ${summary('after')}`,

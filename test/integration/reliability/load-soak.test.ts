@@ -1,6 +1,13 @@
 import fs from 'node:fs';
 import autocannon from 'autocannon';
-import { LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, isolatedEnv, startMain, tempFile, type MainProcess } from '../startup/startup-kit';
+import {
+  LONG_ADMIN_TOKEN,
+  LONG_SIGNING_SECRET,
+  isolatedEnv,
+  startMain,
+  tempFile,
+  type MainProcess,
+} from '../startup/startup-kit';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct } from '../../support/product-harness';
 import { MIB, metricValue, rssBytesOf, scrapeMetrics, sendToGateway, startStallingRedisRelay } from './fake-upstreams';
@@ -61,7 +68,12 @@ interface Hammered {
  * use it: how many requests fit in a fixed time is the machine's speed (a crowded run made 62 a
  * second and never reached an 80-unit limit); a count of twice the limit always uses it up.
  */
-function hammer(url: string, key: string, connections: number, extra: { method?: string; body?: string; headers?: Record<string, string>; amount?: number } = {}): Promise<Hammered> {
+function hammer(
+  url: string,
+  key: string,
+  connections: number,
+  extra: { method?: string; body?: string; headers?: Record<string, string>; amount?: number } = {},
+): Promise<Hammered> {
   // `body` is part of autocannon's options, missing from bench/autocannon.d.ts.
   const options = {
     url,
@@ -75,14 +87,11 @@ function hammer(url: string, key: string, connections: number, extra: { method?:
     headers: { authorization: `Bearer ${key}`, ...extra.headers },
   };
   return new Promise((resolve, reject) => {
-    autocannon(options as Parameters<typeof autocannon>[0]).then(
-      (result) => {
-        const statuses: Record<string, number> = {};
-        for (const [code, { count }] of Object.entries(result.statusCodeStats)) statuses[code] = count;
-        resolve({ statuses, errors: result.errors, timeouts: result.timeouts });
-      },
-      reject,
-    );
+    autocannon(options as Parameters<typeof autocannon>[0]).then((result) => {
+      const statuses: Record<string, number> = {};
+      for (const [code, { count }] of Object.entries(result.statusCodeStats)) statuses[code] = count;
+      resolve({ statuses, errors: result.errors, timeouts: result.timeouts });
+    }, reject);
   });
 }
 
@@ -112,11 +121,19 @@ async function instanceEnv(configFile: string, extra: Record<string, string> = {
 async function startInstance(name: 'A' | 'B', env: Record<string, string>): Promise<Instance> {
   const main = startMain(env);
   await main.waitForStdout(/is ready on/);
-  return { name, main, gatewayUrl: `http://127.0.0.1:${env.PORT}`, adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`, dataDir: env.DATA_DIR! };
+  return {
+    name,
+    main,
+    gatewayUrl: `http://127.0.0.1:${env.PORT}`,
+    adminUrl: `http://127.0.0.1:${env.ADMIN_PORT}`,
+    dataDir: env.DATA_DIR!,
+  };
 }
 
 async function dayUsage(instance: Instance, id: string): Promise<{ limit: number; remaining: number }> {
-  const res = await fetch(`${instance.adminUrl}/admin/keys/${id}`, { headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}` } });
+  const res = await fetch(`${instance.adminUrl}/admin/keys/${id}`, {
+    headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}` },
+  });
   return ((await res.json()) as { usage: { day: { limit: number; remaining: number } } }).usage.day;
 }
 
@@ -129,7 +146,10 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
     // own (store.failMode local) for a moment. The fallback starts each key from Redis's last answer
     // (the stall test below), but it cannot see what the other instance admits meanwhile; this run
     // measures the shared counts, so it keeps the store answering in time.
-    const configFile = tempFile('load-soak.json', JSON.stringify({ redis: { namespace: uniqueNamespace('soak'), commandTimeoutMs: 1000 } }));
+    const configFile = tempFile(
+      'load-soak.json',
+      JSON.stringify({ redis: { namespace: uniqueNamespace('soak'), commandTimeoutMs: 1000 } }),
+    );
     const envA = await instanceEnv(configFile);
     const envB = await instanceEnv(configFile, { INVENTORY_URL: `http://127.0.0.1:${envA.INVENTORY_PORT}` });
     // Side by side: B needs A's inventory only once requests arrive.
@@ -150,8 +170,18 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
     const toMidnight = 86_400_000 - (Date.now() % 86_400_000);
     if (toMidnight < (RUN_SECONDS + 5) * 1000) await new Promise((resolve) => setTimeout(resolve, toMidnight + 1000));
 
-    const open = await createKey({ adminUrl: a.adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: 'soak open', plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: OUT_OF_REACH } });
-    const limited = await Promise.all(DAY_LIMITS.map((perDay, i) => createKey({ adminUrl: a.adminUrl, adminToken: LONG_ADMIN_TOKEN }, { name: `soak limited ${i}`, plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: perDay } })));
+    const open = await createKey(
+      { adminUrl: a.adminUrl, adminToken: LONG_ADMIN_TOKEN },
+      { name: 'soak open', plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: OUT_OF_REACH } },
+    );
+    const limited = await Promise.all(
+      DAY_LIMITS.map((perDay, i) =>
+        createKey(
+          { adminUrl: a.adminUrl, adminToken: LONG_ADMIN_TOKEN },
+          { name: `soak limited ${i}`, plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: perDay } },
+        ),
+      ),
+    );
 
     const inspectors = await Promise.all(instances.map((instance) => inspectorUrl(instance.main.stderr)));
     const heapBefore = await Promise.all(inspectors.map((url) => retainedHeapBytes(url)));
@@ -159,7 +189,8 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
     const idle = Object.fromEntries(instances.map((instance) => [instance.name, rssBytesOf(instance.main.child.pid!)]));
     const startedAt = Date.now();
     const sampler = setInterval(() => {
-      for (const instance of instances) rss.get(instance.name)!.push({ atMs: Date.now() - startedAt, bytes: rssBytesOf(instance.main.child.pid!) });
+      for (const instance of instances)
+        rss.get(instance.name)!.push({ atMs: Date.now() - startedAt, bytes: rssBytesOf(instance.main.child.pid!) });
     }, SAMPLE_EVERY_MS);
 
     const pet = JSON.stringify({ name: 'Soak', categoryId: 3 });
@@ -167,8 +198,16 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
     const limitedRuns: Array<Array<Promise<Hammered>>> = limited.map(() => []);
     for (const instance of [a, b]) {
       openRuns.push(hammer(`${instance.gatewayUrl}/v1/pets?limit=5`, open.key, 3));
-      openRuns.push(hammer(`${instance.gatewayUrl}/v1/pets`, open.key, 1, { method: 'POST', body: pet, headers: { 'content-type': 'application/json' } }));
-      limited.forEach((key, i) => limitedRuns[i]!.push(hammer(`${instance.gatewayUrl}/v1/pets?limit=1`, key.key, 1, { amount: DAY_LIMITS[i] })));
+      openRuns.push(
+        hammer(`${instance.gatewayUrl}/v1/pets`, open.key, 1, {
+          method: 'POST',
+          body: pet,
+          headers: { 'content-type': 'application/json' },
+        }),
+      );
+      limited.forEach((key, i) =>
+        limitedRuns[i]!.push(hammer(`${instance.gatewayUrl}/v1/pets?limit=1`, key.key, 1, { amount: DAY_LIMITS[i] })),
+      );
     }
     const openResults = await Promise.all(openRuns);
     const limitedResults = await Promise.all(limitedRuns.map((runs) => Promise.all(runs)));
@@ -215,15 +254,33 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
       const peak = Math.max(...samples.map((s) => s.bytes));
       const last = samples[samples.length - 1]!.bytes;
       const i = instances.indexOf(instance);
-      return { instance: instance.name, idle: idle[instance.name]!, first, peak, last, samples: samples.length, heapBefore: heapBefore[i]!, heapAfter: heapAfter[i]! };
+      return {
+        instance: instance.name,
+        idle: idle[instance.name]!,
+        first,
+        peak,
+        last,
+        samples: samples.length,
+        heapBefore: heapBefore[i]!,
+        heapAfter: heapAfter[i]!,
+      };
     });
     const mib = (bytes: number) => `${(bytes / MIB).toFixed(1)} MiB`;
     console.log(
       [
-        `load-soak: ${RUN_SECONDS} s, ${report.responses} responses (${((report.responses / RUN_SECONDS) | 0)}/s over both), by status ${JSON.stringify(report.byStatus)}, 5xx ${report.fivexx}, errors ${report.errors}`,
-        ...admission.map((r) => `  key perDay ${r.limit}: admitted ${r.admitted} (A ${r.admittedViaA}, B ${r.admittedViaB}), refused ${r.refused}`),
-        ...memory.map((m) => `  RSS ${m.instance}: idle ${mib(m.idle)}, first after warm-up ${mib(m.first)}, peak ${mib(m.peak)}, last ${mib(m.last)} (${m.samples} samples)`),
-        ...memory.map((m) => `  retained heap ${m.instance}: before ${mib(m.heapBefore)}, after ${mib(m.heapAfter)} (${mib(m.heapAfter - m.heapBefore)})`),
+        `load-soak: ${RUN_SECONDS} s, ${report.responses} responses (${(report.responses / RUN_SECONDS) | 0}/s over both), by status ${JSON.stringify(report.byStatus)}, 5xx ${report.fivexx}, errors ${report.errors}`,
+        ...admission.map(
+          (r) =>
+            `  key perDay ${r.limit}: admitted ${r.admitted} (A ${r.admittedViaA}, B ${r.admittedViaB}), refused ${r.refused}`,
+        ),
+        ...memory.map(
+          (m) =>
+            `  RSS ${m.instance}: idle ${mib(m.idle)}, first after warm-up ${mib(m.first)}, peak ${mib(m.peak)}, last ${mib(m.last)} (${m.samples} samples)`,
+        ),
+        ...memory.map(
+          (m) =>
+            `  retained heap ${m.instance}: before ${mib(m.heapBefore)}, after ${mib(m.heapAfter)} (${mib(m.heapAfter - m.heapBefore)})`,
+        ),
         `  store: ${JSON.stringify(store)}`,
       ].join('\n'),
     );
@@ -238,7 +295,11 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
 
     // (b) Exactly the limit admitted per key, over both instances together; the rest refused.
     for (const row of admission) {
-      expect({ limit: row.limit, admitted: row.admitted, other: row.other }).toEqual({ limit: row.limit, admitted: row.limit, other: 0 });
+      expect({ limit: row.limit, admitted: row.admitted, other: row.other }).toEqual({
+        limit: row.limit,
+        admitted: row.limit,
+        other: 0,
+      });
       expect(row.refused).toBeGreaterThan(0);
     }
     // The counts really were shared: both instances admitted some of the limited keys' units.
@@ -256,7 +317,9 @@ describe('load and soak: two gateway processes on one Redis and one inventory', 
     // Both processes are still up and serving.
     for (const instance of instances) {
       expect(instance.main.child.exitCode).toBeNull();
-      const res = await fetch(`${instance.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${open.key}` } });
+      const res = await fetch(`${instance.gatewayUrl}/v1/pets?limit=1`, {
+        headers: { authorization: `Bearer ${open.key}` },
+      });
       expect(res.status).toBe(200);
       await res.arrayBuffer();
     }
@@ -268,8 +331,14 @@ describe('a gateway process that stalls (a long GC pause, a starved CPU) while R
     const relay = await startStallingRedisRelay(testRedisUrl());
     const product = await startTestProduct({ overrides: { redis: { url: relay.url } } });
     try {
-      const { key, record } = await product.keyService.create({ name: 'stalled', plan: 'enterprise', limits: { perMinute: OUT_OF_REACH, perDay: 3 } });
-      const get = async () => (await sendToGateway(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })).status;
+      const { key, record } = await product.keyService.create({
+        name: 'stalled',
+        plan: 'enterprise',
+        limits: { perMinute: OUT_OF_REACH, perDay: 3 },
+      });
+      const get = async () =>
+        (await sendToGateway(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }))
+          .status;
       const before = [await get(), await get(), await get(), await get()];
       expect(before).toEqual([200, 200, 200, 429]);
 

@@ -32,7 +32,10 @@ async function startSlowInventory(): Promise<SlowInventory> {
   const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     req.resume();
-    const timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'), INVENTORY_DELAY_MS);
+    const timer = setTimeout(
+      () => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'),
+      INVENTORY_DELAY_MS,
+    );
     res.on('close', () => clearTimeout(timer));
   });
   server.on('connection', (socket) => {
@@ -93,7 +96,9 @@ describe.each([
     inventory = await startSlowInventory();
     product = await startTestProduct({
       redis,
-      overrides: { upstream: { url: inventory.url, timeoutMs: 5000, maxSockets: MAX_SOCKETS, maxPending: MAX_PENDING } },
+      overrides: {
+        upstream: { url: inventory.url, timeoutMs: 5000, maxSockets: MAX_SOCKETS, maxPending: MAX_PENDING },
+      },
     });
   });
   afterAll(async () => {
@@ -103,12 +108,21 @@ describe.each([
 
   // 180 s: a hang guard (docs/testing.md), 10 quiet requests of 1 s each per key after the flood reaches the bound (60 s ran out at load 18).
   it(`the quiet keys' one-at-a-time requests are all answered 200 within the inventory's time + 1 s while the loud key holds ${LOUD_CONNECTIONS} connections`, async () => {
-    const loudKey = await product.keyService.create({ name: 'loud', plan: 'enterprise', limits: { perMinute: 10_000_000, perDay: 100_000_000 } });
-    const quietKeys = await Promise.all(Array.from({ length: QUIET_KEYS }, (_, i) => product.keyService.create({ name: `quiet-${i}`, plan: 'pro' })));
+    const loudKey = await product.keyService.create({
+      name: 'loud',
+      plan: 'enterprise',
+      limits: { perMinute: 10_000_000, perDay: 100_000_000 },
+    });
+    const quietKeys = await Promise.all(
+      Array.from({ length: QUIET_KEYS }, (_, i) => product.keyService.create({ name: `quiet-${i}`, plan: 'pro' })),
+    );
     const loud = flood(`${product.gatewayUrl}/v1/pets`, `Bearer ${loudKey.key}`);
     try {
       // The flood has reached the bound: the loud key is being refused.
-      await eventually(() => (loud.statuses.get(503) ?? 0) > 0, { timeoutMs: 15_000, what: 'the loud key is refused at the bound' });
+      await eventually(() => (loud.statuses.get(503) ?? 0) > 0, {
+        timeoutMs: 15_000,
+        what: 'the loud key is refused at the bound',
+      });
       // The gateway shares this process's event loop with the 200 loud clients: time the loop could
       // not run (the machine's CPU, not the queue's order) is measured and added to the promise.
       const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -118,8 +132,13 @@ describe.each([
           const replies: Array<{ id: string; status: number; code: string }> = [];
           for (let i = 0; i < REQUESTS_PER_QUIET_KEY; i++) {
             const id = `quiet-${redis ? 'redis' : 'memory'}-${k}-${i}`;
-            const reply = await sendToGateway(`${product.gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': id } });
-            const error = reply.status === 200 ? {} : (JSON.parse(reply.body.toString() || '{}') as { code?: string; message?: string });
+            const reply = await sendToGateway(`${product.gatewayUrl}/v1/pets`, {
+              headers: { authorization: `Bearer ${key}`, 'x-request-id': id },
+            });
+            const error =
+              reply.status === 200
+                ? {}
+                : (JSON.parse(reply.body.toString() || '{}') as { code?: string; message?: string });
             const code = reply.status === 200 ? '' : `${error.code}: ${error.message}`;
             replies.push({ id, status: reply.status, code });
           }
@@ -130,11 +149,18 @@ describe.each([
       const answered200 = replies.filter((reply) => reply.status === 200).length;
       // What each refused quiet request got (its status and code), so that a failure says why.
       const refused = replies.filter((reply) => reply.status !== 200).map((reply) => `${reply.status} ${reply.code}`);
-      expect({ answered200, of: replies.length, refused, loudAdmitted: (loud.statuses.get(200) ?? 0) > 0 }).toEqual({ answered200: replies.length, of: replies.length, refused: [], loudAdmitted: true });
+      expect({ answered200, of: replies.length, refused, loudAdmitted: (loud.statuses.get(200) ?? 0) > 0 }).toEqual({
+        answered200: replies.length,
+        of: replies.length,
+        refused: [],
+        loudAdmitted: true,
+      });
       loopDelay.disable();
       const stalledMs = loopDelay.max / 1e6;
       const durations = await gatewayDurations(replies.map((reply) => reply.id));
-      process.stdout.write(`noisy neighbour (${redis ? 'Redis' : 'in process'}): quiet max ${Math.max(...durations)} ms, event loop stalled at most ${stalledMs.toFixed(0)} ms\n`);
+      process.stdout.write(
+        `noisy neighbour (${redis ? 'Redis' : 'in process'}): quiet max ${Math.max(...durations)} ms, event loop stalled at most ${stalledMs.toFixed(0)} ms\n`,
+      );
       expect(Math.max(...durations)).toBeLessThanOrEqual(INVENTORY_DELAY_MS + 1000 + stalledMs);
     } finally {
       await loud.stop();

@@ -65,7 +65,11 @@ export function buildRequest(spec: RawRequestSpec, authority: string): Buffer {
     Buffer.from(` ${spec.version ?? 'HTTP/1.1'}\r\n`, 'latin1'),
   ];
   for (const [name, value] of headers) {
-    lines.push(Buffer.from(`${name}: `, 'latin1'), typeof value === 'string' ? Buffer.from(value, 'latin1') : value, Buffer.from('\r\n'));
+    lines.push(
+      Buffer.from(`${name}: `, 'latin1'),
+      typeof value === 'string' ? Buffer.from(value, 'latin1') : value,
+      Buffer.from('\r\n'),
+    );
   }
   lines.push(Buffer.from('\r\n'));
   if (spec.body !== undefined) lines.push(typeof spec.body === 'string' ? Buffer.from(spec.body, 'utf8') : spec.body);
@@ -89,7 +93,10 @@ export function chunkedBody(pieces: ReadonlyArray<string | Buffer>): Buffer {
  * `closed`: the server has closed, so an answer without framing ends here. `bodiless`: the answer
  * to a HEAD request, which has no body whatever its headers say.
  */
-export function parseResponse(raw: Buffer, { closed = true, bodiless = false }: { closed?: boolean; bodiless?: boolean } = {}): RawResponse | null {
+export function parseResponse(
+  raw: Buffer,
+  { closed = true, bodiless = false }: { closed?: boolean; bodiless?: boolean } = {},
+): RawResponse | null {
   return parseResponseAt(raw, 0, closed, bodiless)?.response ?? null;
 }
 
@@ -106,7 +113,12 @@ export function parseResponses(raw: Buffer): RawResponse[] {
   }
 }
 
-function parseResponseAt(raw: Buffer, start: number, closed: boolean, bodiless: boolean): { response: RawResponse; end: number } | null {
+function parseResponseAt(
+  raw: Buffer,
+  start: number,
+  closed: boolean,
+  bodiless: boolean,
+): { response: RawResponse; end: number } | null {
   let offset = start;
   for (;;) {
     const headEnd = raw.indexOf('\r\n\r\n', offset);
@@ -140,7 +152,10 @@ function parseResponseAt(raw: Buffer, start: number, closed: boolean, bodiless: 
       framed = closed ? { body: rest, length: rest.length } : null;
     }
     if (framed === null) return null;
-    return { response: { status, statusText: statusLine[2] ?? '', headers, body: framed.body, raw }, end: bodyStart + framed.length };
+    return {
+      response: { status, statusText: statusLine[2] ?? '', headers, body: framed.body, raw },
+      end: bodyStart + framed.length,
+    };
   }
 }
 
@@ -170,7 +185,11 @@ function decodeChunked(data: Buffer): { body: Buffer; length: number } | null {
  * exchange ends with the first complete final answer, when the server closes the connection, or at
  * the deadline. Never rejects: what happened is in the result.
  */
-export function sendRaw(baseUrl: string, request: RawRequestSpec | Buffer, options: RawSendOptions = {}): Promise<RawExchange> {
+export function sendRaw(
+  baseUrl: string,
+  request: RawRequestSpec | Buffer,
+  options: RawSendOptions = {},
+): Promise<RawExchange> {
   const url = new URL(baseUrl);
   const bytes = Buffer.isBuffer(request) ? request : buildRequest(request, url.host);
   const pieces = [bytes, ...(options.more ?? [])];
@@ -207,7 +226,11 @@ export function sendRaw(baseUrl: string, request: RawRequestSpec | Buffer, optio
  * Writes `bytes` (several requests back to back, say) on one connection and collects every answer
  * until the server closes it or the deadline passes. The last request should ask to close.
  */
-export function sendRawPipeline(baseUrl: string, bytes: Buffer, timeoutMs = 10_000): Promise<{ responses: RawResponse[]; closed: boolean }> {
+export function sendRawPipeline(
+  baseUrl: string,
+  bytes: Buffer,
+  timeoutMs = 10_000,
+): Promise<{ responses: RawResponse[]; closed: boolean }> {
   const url = new URL(baseUrl);
   return new Promise((resolve) => {
     const received: Buffer[] = [];
@@ -344,13 +367,16 @@ export function contractProblems(exchange: RawExchange, options: ContractCheckOp
   const res = exchange.response;
   if (!res) {
     if (exchange.timedOut) problems.push('no answer and no close before the deadline (hang)');
-    else if (!options.mayCloseWithoutAnswer) problems.push(`closed without an answer (socket error: ${exchange.socketError ?? 'none'})`);
+    else if (!options.mayCloseWithoutAnswer)
+      problems.push(`closed without an answer (socket error: ${exchange.socketError ?? 'none'})`);
     return problems;
   }
   const bodyText = res.body.toString('utf8');
   if (res.status >= 500) problems.push(`answered ${res.status}: ${bodyText.slice(0, 200)}`);
-  for (const pattern of LEAK_PATTERNS) if (pattern.test(bodyText)) problems.push(`body matches ${pattern}: ${bodyText.slice(0, 200)}`);
-  for (const text of options.forbidden ?? []) if (text && bodyText.includes(text)) problems.push(`body contains ${JSON.stringify(text)}`);
+  for (const pattern of LEAK_PATTERNS)
+    if (pattern.test(bodyText)) problems.push(`body matches ${pattern}: ${bodyText.slice(0, 200)}`);
+  for (const text of options.forbidden ?? [])
+    if (text && bodyText.includes(text)) problems.push(`body contains ${JSON.stringify(text)}`);
 
   const requestId = res.headers['x-request-id'];
   if (requestId === undefined) {
@@ -358,13 +384,16 @@ export function contractProblems(exchange: RawExchange, options: ContractCheckOp
     problems.push(`answer without X-Request-Id: ${res.status} ${bodyText.slice(0, 200)}`);
     return problems;
   }
-  if (requestId.length !== 1 || !SANE_REQUEST_ID.test(requestId[0]!)) problems.push(`X-Request-Id is not one sane value: ${JSON.stringify(requestId)}`);
+  if (requestId.length !== 1 || !SANE_REQUEST_ID.test(requestId[0]!))
+    problems.push(`X-Request-Id is not one sane value: ${JSON.stringify(requestId)}`);
   if (res.status < 400) return problems;
 
   const contentType = res.headers['content-type']?.[0] ?? '';
-  if (!/^application\/json\b/.test(contentType)) problems.push(`${res.status} with content type ${JSON.stringify(contentType)}, not application/json`);
+  if (!/^application\/json\b/.test(contentType))
+    problems.push(`${res.status} with content type ${JSON.stringify(contentType)}, not application/json`);
   if (res.status === 405 && !res.headers['allow']?.[0]) problems.push('405 without Allow');
-  if (res.status === 429 && !/^[1-9]\d*$/.test(res.headers['retry-after']?.[0] ?? '')) problems.push('429 without a Retry-After of whole seconds ≥ 1');
+  if (res.status === 429 && !/^[1-9]\d*$/.test(res.headers['retry-after']?.[0] ?? ''))
+    problems.push('429 without a Retry-After of whole seconds ≥ 1');
   if (options.head) return problems;
   let body: unknown;
   try {
@@ -376,13 +405,18 @@ export function contractProblems(exchange: RawExchange, options: ContractCheckOp
   const error = body as { code?: unknown; message?: unknown; status?: unknown } | null;
   const keys = error && typeof error === 'object' ? Object.keys(error).sort().join(',') : typeof error;
   // A 429 rate_limited names the window that refused it (CONTRACT §3): the one field an Error body adds.
-  const expected = (error as { code?: unknown } | null)?.code === 'rate_limited' ? 'code,message,status,window' : 'code,message,status';
+  const expected =
+    (error as { code?: unknown } | null)?.code === 'rate_limited'
+      ? 'code,message,status,window'
+      : 'code,message,status';
   if (keys !== expected) problems.push(`Error body has fields ${keys}, not ${expected}`);
-  if (error?.status !== res.status) problems.push(`Error body status ${String(error?.status)} differs from HTTP ${res.status}`);
+  if (error?.status !== res.status)
+    problems.push(`Error body status ${String(error?.status)} differs from HTTP ${res.status}`);
   if (typeof error?.message !== 'string' || error.message.length === 0) problems.push('Error body without a message');
   const codes = CONTRACT_CODES[res.status];
   if (!codes) problems.push(`status ${res.status} is not one the contract names`);
-  else if (!codes.includes(String(error?.code))) problems.push(`code ${String(error?.code)} is not one of ${codes.join(', ')} for ${res.status}`);
+  else if (!codes.includes(String(error?.code)))
+    problems.push(`code ${String(error?.code)} is not one of ${codes.join(', ')} for ${res.status}`);
   return problems;
 }
 

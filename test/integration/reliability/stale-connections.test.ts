@@ -84,7 +84,11 @@ describe('an inventory closing idle keep-alive connections without a hint', () =
   async function burst(method: 'GET' | 'POST'): Promise<number[]> {
     const body = method === 'POST' ? JSON.stringify({ name: 'Rex', categoryId: 1 }) : undefined;
     const headers = { authorization: auth, ...(body ? { 'content-type': 'application/json' } : {}) };
-    const replies = await Promise.all(Array.from({ length: PER_BURST }, () => sendToGateway(`${product.gatewayUrl}/v1/pets`, { method, headers, body })));
+    const replies = await Promise.all(
+      Array.from({ length: PER_BURST }, () =>
+        sendToGateway(`${product.gatewayUrl}/v1/pets`, { method, headers, body }),
+      ),
+    );
     return replies.map((reply) => reply.status);
   }
 

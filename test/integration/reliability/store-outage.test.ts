@@ -23,18 +23,30 @@ interface Answer {
   ms: number;
 }
 
-async function call(product: ProductHarness, key: string | null, pathname = '/v1/pets', requestId?: string): Promise<Answer> {
+async function call(
+  product: ProductHarness,
+  key: string | null,
+  pathname = '/v1/pets',
+  requestId?: string,
+): Promise<Answer> {
   const started = Date.now();
   const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   if (requestId) headers['x-request-id'] = requestId;
   const res = await fetch(product.gatewayUrl + pathname, { headers });
   const body = (await res.json()) as { code?: string };
-  return { status: res.status, code: Array.isArray(body) ? undefined : body.code, headers: res.headers, ms: Date.now() - started };
+  return {
+    status: res.status,
+    code: Array.isArray(body) ? undefined : body.code,
+    headers: res.headers,
+    ms: Date.now() - started,
+  };
 }
 
 async function metricValue(product: ProductHarness, name: string, labels = ''): Promise<number> {
   const text = await (await fetch(product.adminUrl + '/metrics')).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `) || (labels === '' && l.startsWith(`${name} `)));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}${labels} `) || (labels === '' && l.startsWith(`${name} `)));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -82,7 +94,10 @@ async function startWith(failMode: 'local' | 'open' | 'closed', specs: KeySpec[]
     overrides: { store: { failMode }, redis: { commandTimeoutMs: 200 } },
   };
   // The creator only writes the keys: a Redis that answers is its premise (5 s, not the 200 ms under test).
-  const creator = await startTestProduct({ ...options, overrides: { ...options.overrides, redis: { commandTimeoutMs: 5000 } } });
+  const creator = await startTestProduct({
+    ...options,
+    overrides: { ...options.overrides, redis: { commandTimeoutMs: 5000 } },
+  });
   const keys: string[] = [];
   try {
     for (const spec of specs) keys.push((await creator.keyService.create(spec)).key);
@@ -139,10 +154,16 @@ describe('store.failMode local (the default)', () => {
     expect(anonymous).toMatchObject({ status: 401, code: 'missing_api_key' });
     expect(anonymous.headers.get('x-ratelimit-limit')).toBe('30');
     // The admin API's reads of the store: 503 with the Error body and Retry-After, never 500 (CONTRACT §3).
-    const audit = await fetch(`${product.adminUrl}/admin/audit`, { headers: { authorization: `Bearer ${product.adminToken}` } });
+    const audit = await fetch(`${product.adminUrl}/admin/audit`, {
+      headers: { authorization: `Bearer ${product.adminToken}` },
+    });
     expect([audit.status, await audit.json(), audit.headers.get('retry-after')]).toEqual([
       503,
-      { code: 'service_unavailable', message: 'The gateway cannot reach its store right now. Retry shortly.', status: 503 },
+      {
+        code: 'service_unavailable',
+        message: 'The gateway cannot reach its store right now. Retry shortly.',
+        status: 503,
+      },
       '1',
     ]);
     expect(product.logs.text()).toContain('admin request refused: the store is unreachable');
@@ -155,7 +176,10 @@ describe('store.failMode local (the default)', () => {
     expect(after.status).toBe(200);
     expect(after.headers.get('x-ratelimit-remaining')).toBe('1');
     expect((await call(product, uncached!)).status).toBe(200);
-    expect((await fetch(`${product.adminUrl}/admin/audit`, { headers: { authorization: `Bearer ${product.adminToken}` } })).status).toBe(200);
+    expect(
+      (await fetch(`${product.adminUrl}/admin/audit`, { headers: { authorization: `Bearer ${product.adminToken}` } }))
+        .status,
+    ).toBe(200);
   });
 
   test('a frozen Redis: each decision falls back within the command timeout, not a minute of retries', async () => {
@@ -184,7 +208,9 @@ describe('store.failMode local (the default)', () => {
 
 describe('store.failMode open', () => {
   test('serves every request of a cached key without limits while Redis is down, and counts them', async () => {
-    const [key] = await startWith('open', [{ name: 'open', plan: 'enterprise', limits: { perMinute: 2, perDay: 1000 } }]);
+    const [key] = await startWith('open', [
+      { name: 'open', plan: 'enterprise', limits: { perMinute: 2, perDay: 1000 } },
+    ]);
     expect((await call(product, key!)).status).toBe(200);
     await redis!.stop();
     redis = null;

@@ -45,6 +45,8 @@ test('a server that forgot the script (SCRIPT FLUSH, as after a restart) is sent
 test('a call with another number of keys than the script declares is refused before Redis is asked', async () => {
   const key = uniqueNamespace('lua') + ':n';
   const increment = INCREMENT.on(client);
-  await expect(increment([key, key + ':other'], [1])).rejects.toThrow('Lua script asgTestIncrement takes 1 keys, was given 2');
+  await expect(increment([key, key + ':other'], [1])).rejects.toThrow(
+    'Lua script asgTestIncrement takes 1 keys, was given 2',
+  );
   expect(await client.exists(key)).toBe(0);
 });

@@ -34,8 +34,13 @@ function settingsOf(file: string): { version: number; journal: string; columns: 
     const version = db.pragma('user_version', { simple: true }) as number;
     const journal = db.pragma('journal_mode', { simple: true }) as string;
     const tables = new Map<string, string[]>();
-    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>) {
-      tables.set(name, (db.pragma(`table_info(${name})`) as Array<{ name: string }>).map((c) => c.name));
+    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{
+      name: string;
+    }>) {
+      tables.set(
+        name,
+        (db.pragma(`table_info(${name})`) as Array<{ name: string }>).map((c) => c.name),
+      );
     }
     return { version, journal, columns: (table) => tables.get(table) ?? [] };
   } finally {
@@ -54,7 +59,9 @@ test('keys.sqlite of the code before: its key kept, every column added, version 
       CHECK ((per_minute IS NULL) = (per_day IS NULL))) STRICT; ${WRITE_PROBE}`,
     (db) =>
       db
-        .prepare('INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at) VALUES (?, ?, ?, ?, 3, 30, ?, ?)')
+        .prepare(
+          'INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, created_at, updated_at) VALUES (?, ?, ?, ?, 3, 30, ?, ?)',
+        )
         .run(record.id, record.hash, record.name, record.plan, record.createdAt, record.updatedAt),
   );
   const store = new SqliteKeyStore({ dataDir });
@@ -66,7 +73,18 @@ test('keys.sqlite of the code before: its key kept, every column added, version 
   }
   const file = settingsOf(path.join(dataDir, KEYS_DATABASE_FILE));
   expect(file.version).toBe(8);
-  expect(file.columns('api_keys')).toEqual(expect.arrayContaining(['expires_at', 'shadow', 'per_month', 'billing_day', 'access_policy', 'max_in_flight', 'consumer_id', 'hidden_windows']));
+  expect(file.columns('api_keys')).toEqual(
+    expect.arrayContaining([
+      'expires_at',
+      'shadow',
+      'per_month',
+      'billing_day',
+      'access_policy',
+      'max_in_flight',
+      'consumer_id',
+      'hidden_windows',
+    ]),
+  );
 });
 
 test('key-usage.sqlite from before the usage export: its counts kept, units and day_count added as 0, usage-event periods added, version 3', async () => {
@@ -82,13 +100,24 @@ test('key-usage.sqlite from before the usage export: its counts kept, units and 
   const store = new SqliteKeyActivityStore(dataDir);
   try {
     expect(await store.days('key_a', day, day)).toEqual([{ admitted: 7, rateLimited: 2, banned: 1 }]);
-    expect(await store.usageDays(['key_a'], day, day)).toEqual([expect.objectContaining({ keyId: 'key_a', day, units: 0 })]);
+    expect(await store.usageDays(['key_a'], day, day)).toEqual([
+      expect.objectContaining({ keyId: 'key_a', day, units: 0 }),
+    ]);
   } finally {
     store.close();
   }
   const settings = settingsOf(path.join(dataDir, KEY_USAGE_DATABASE_FILE));
   expect(settings.version).toBe(3);
-  expect(settings.columns('key_usage_periods')).toEqual(['key_id', 'period_ms', 'start', 'day', 'units', 'day_count', 'admitted', 'refused']);
+  expect(settings.columns('key_usage_periods')).toEqual([
+    'key_id',
+    'period_ms',
+    'start',
+    'day',
+    'units',
+    'day_count',
+    'admitted',
+    'refused',
+  ]);
   expect(settings.columns('usage_periods_touched')).toEqual(['period_ms', 'day', 'key_id', 'mark']);
 });
 
@@ -120,8 +149,10 @@ test('months.sqlite, audit.sqlite, webhook-outbox.sqlite and the key replica of 
     },
   );
   const replicated = keyRecordFixture({ id: 'key_r' });
-  oldFile(path.join(dataDir, replicaFileName('ns')), 'CREATE TABLE key_records (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT', (db) =>
-    db.prepare('INSERT INTO key_records VALUES (?, ?)').run(replicated.id, encodeRecord(replicated)),
+  oldFile(
+    path.join(dataDir, replicaFileName('ns')),
+    'CREATE TABLE key_records (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT',
+    (db) => db.prepare('INSERT INTO key_records VALUES (?, ?)').run(replicated.id, encodeRecord(replicated)),
   );
 
   const ledger = new SqliteMonthLedger(dataDir);
@@ -129,9 +160,13 @@ test('months.sqlite, audit.sqlite, webhook-outbox.sqlite and the key replica of 
   const outbox = new SqliteOutbox(dataDir);
   const replica = new KeyReplica(dataDir, 'ns');
   try {
-    expect(ledger.load(now)).toEqual([{ keyId: 'key_m', monthStart: now - 1000, monthEnd: now + 1000, count: 5, credits: 10 }]);
+    expect(ledger.load(now)).toEqual([
+      { keyId: 'key_m', monthStart: now - 1000, monthEnd: now + 1000, count: 5, credits: 10 },
+    ]);
     expect(await audit.recent(10)).toEqual([entry]);
-    expect(await outbox.claim('https://r.example/hook', 10, now, now + 60_000)).toEqual([expect.objectContaining({ eventId: 'evt_1', type: 'key.banned' })]);
+    expect(await outbox.claim('https://r.example/hook', 10, now, now + 60_000)).toEqual([
+      expect.objectContaining({ eventId: 'evt_1', type: 'key.banned' }),
+    ]);
     expect(replica.get(replicated.id)).toEqual(replicated);
   } finally {
     ledger.close();
@@ -140,15 +175,27 @@ test('months.sqlite, audit.sqlite, webhook-outbox.sqlite and the key replica of 
     replica.close();
   }
   // The outbox's step 2 names the receivers of each process (issue 48: deliveries to a removed one are dropped).
-  for (const [name, version] of [[MONTHS_DATABASE_FILE, 1], [AUDIT_DATABASE_FILE, 1], [WEBHOOK_OUTBOX_DATABASE_FILE, 2], [replicaFileName('ns'), 1]] as const) {
-    expect({ name, ...settingsOf(path.join(dataDir, name)), columns: undefined }).toEqual({ name, version, journal: 'wal', columns: undefined });
+  for (const [name, version] of [
+    [MONTHS_DATABASE_FILE, 1],
+    [AUDIT_DATABASE_FILE, 1],
+    [WEBHOOK_OUTBOX_DATABASE_FILE, 2],
+    [replicaFileName('ns'), 1],
+  ] as const) {
+    expect({ name, ...settingsOf(path.join(dataDir, name)), columns: undefined }).toEqual({
+      name,
+      version,
+      journal: 'wal',
+      columns: undefined,
+    });
   }
 });
 
 test('a file of a newer version than this build knows is refused, not opened', () => {
   const dataDir = tempDir();
   oldFile(path.join(dataDir, MONTHS_DATABASE_FILE), 'PRAGMA user_version = 9', () => {});
-  expect(() => new SqliteMonthLedger(dataDir)).toThrow('database schema version 9 is newer than this build knows (1); refusing to open it');
+  expect(() => new SqliteMonthLedger(dataDir)).toThrow(
+    'database schema version 9 is newer than this build knows (1); refusing to open it',
+  );
 });
 
 test('the inventory opens in WAL, fsyncs every commit and enforces foreign keys', () => {

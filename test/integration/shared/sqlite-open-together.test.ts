@@ -42,7 +42,10 @@ function opener(dir: string, t0: number): Promise<{ wal: number; failures: strin
       process.execPath,
       ['-r', './test/support/ts-register.js', '-e', OPENER, dir, String(t0), String(FILES), String(STEP_MS)],
       { cwd: path.resolve(__dirname, '../../..') },
-      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout) as { wal: number; failures: string[] })),
+      (err, stdout, stderr) =>
+        err
+          ? reject(new Error(`${err.message}\n${stderr}`))
+          : resolve(JSON.parse(stdout) as { wal: number; failures: string[] }),
     );
   });
 }

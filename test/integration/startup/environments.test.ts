@@ -73,7 +73,7 @@ test('staging keys start asg_test_, production keys asg_live_', () => {
   expect(productionKey.key).toMatch(/^asg_live_[0-9A-Za-z]{22,}$/);
 });
 
-test('each gateway serves its own keys and refuses the other\'s with 401 invalid_api_key', async () => {
+test("each gateway serves its own keys and refuses the other's with 401 invalid_api_key", async () => {
   await gatewayGet(staging, stagingKey.key).expect(200);
   await gatewayGet(production, productionKey.key).expect(200);
   expectError(await gatewayGet(staging, productionKey.key), 401, 'invalid_api_key');
@@ -81,14 +81,22 @@ test('each gateway serves its own keys and refuses the other\'s with 401 invalid
 });
 
 test('each admin API knows only its own keys and its own token', async () => {
-  const stagingIds = ((await adminRequest(staging, 'get', '/admin/keys').expect(200)).body as Array<{ id: string }>).map((k) => k.id);
-  const productionIds = ((await adminRequest(production, 'get', '/admin/keys').expect(200)).body as Array<{ id: string }>).map((k) => k.id);
+  const stagingIds = (
+    (await adminRequest(staging, 'get', '/admin/keys').expect(200)).body as Array<{ id: string }>
+  ).map((k) => k.id);
+  const productionIds = (
+    (await adminRequest(production, 'get', '/admin/keys').expect(200)).body as Array<{ id: string }>
+  ).map((k) => k.id);
   expect(stagingIds).toContain(stagingKey.id);
   expect(stagingIds).not.toContain(productionKey.id);
   expect(productionIds).toContain(productionKey.id);
   expect(productionIds).not.toContain(stagingKey.id);
   expectError(await adminRequest(staging, 'get', `/admin/keys/${productionKey.id}`), 404, 'not_found');
-  expectError(await request(production.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${staging.adminToken}`), 401, 'invalid_api_key');
+  expectError(
+    await request(production.adminUrl).get('/admin/keys').set('Authorization', `Bearer ${staging.adminToken}`),
+    401,
+    'invalid_api_key',
+  );
 });
 
 test('key records and counters of each environment live only under its own namespace', async () => {
@@ -119,8 +127,12 @@ test('key records and counters of each environment live only under its own names
   expect(await holdsRecordOf(productionRedisKeys, stagingKey.id)).toBe(false);
 
   // Counters are per namespace: spending production's key leaves staging's count where it was.
-  const stagingBefore = (await adminRequest(staging, 'get', `/admin/keys/${stagingKey.id}`).expect(200)).body as { usage: { day: { remaining: number } } };
+  const stagingBefore = (await adminRequest(staging, 'get', `/admin/keys/${stagingKey.id}`).expect(200)).body as {
+    usage: { day: { remaining: number } };
+  };
   await gatewayGet(production, productionKey.key).expect(200);
-  const stagingAfter = (await adminRequest(staging, 'get', `/admin/keys/${stagingKey.id}`).expect(200)).body as { usage: { day: { remaining: number } } };
+  const stagingAfter = (await adminRequest(staging, 'get', `/admin/keys/${stagingKey.id}`).expect(200)).body as {
+    usage: { day: { remaining: number } };
+  };
   expect(stagingAfter.usage.day.remaining).toBe(stagingBefore.usage.day.remaining);
 });

@@ -19,7 +19,9 @@ export interface FakeUpstream {
 }
 
 /** What the fake upstream answers to `path`: each in-flight request gets its own body back. */
-export function heldAnswer(pathAndQuery: string): Array<{ id: number; name: string; status: string; categoryId: number }> {
+export function heldAnswer(
+  pathAndQuery: string,
+): Array<{ id: number; name: string; status: string; categoryId: number }> {
   return [{ id: 1, name: `answer to ${pathAndQuery}`, status: 'available', categoryId: 1 }];
 }
 
@@ -93,7 +95,12 @@ export type Outcome = { status: number; body: unknown } | { error: string };
  * after the answer, as browsers, load balancers and most HTTP clients do. A cut connection is an
  * outcome, not a failure.
  */
-export function getThrough(agent: http.Agent | false, baseUrl: string, pathAndQuery: string, key: string): Promise<Outcome> {
+export function getThrough(
+  agent: http.Agent | false,
+  baseUrl: string,
+  pathAndQuery: string,
+  key: string,
+): Promise<Outcome> {
   const url = new URL(pathAndQuery, baseUrl);
   return new Promise((resolve) => {
     const req = http.get(url, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
@@ -114,4 +121,3 @@ export function getThrough(agent: http.Agent | false, baseUrl: string, pathAndQu
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
   });
 }
-

@@ -1,6 +1,13 @@
 import fs from 'node:fs';
 import http from 'node:http';
-import { isolatedEnv, LONG_ADMIN_TOKEN, LONG_SIGNING_SECRET, startMain, tempFile, type MainProcess } from './startup-kit';
+import {
+  isolatedEnv,
+  LONG_ADMIN_TOKEN,
+  LONG_SIGNING_SECRET,
+  startMain,
+  tempFile,
+  type MainProcess,
+} from './startup-kit';
 
 /**
  * Issue 42: a 12 MB config reload froze the public listener 11 s (YAML parsing on the event loop,
@@ -57,13 +64,24 @@ function pinger(gatewayUrl: string): { stop(): Promise<number[]> } {
 
 test('the public listener keeps answering while a reload reads and validates a 1 MiB config; over 1 MiB is refused naming CONFIG_FILE', async () => {
   const configFile = tempFile('reloaded.yaml', 'cors:\n  allowedOrigins: []\n');
-  const env = await isolatedEnv({ APP_ENV: 'staging', ADMIN_TOKEN: LONG_ADMIN_TOKEN, SIGNING_SECRET: LONG_SIGNING_SECRET, CONFIG_FILE: configFile });
+  const env = await isolatedEnv({
+    APP_ENV: 'staging',
+    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
+    SIGNING_SECRET: LONG_SIGNING_SECRET,
+    CONFIG_FILE: configFile,
+  });
   main = startMain(env);
   await main.waitForStdout(/"msg":"listening/);
   const gatewayUrl = `http://127.0.0.1:${env.PORT}`;
   const reload = async () => {
-    const res = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}` } });
-    return { status: res.status, body: (await res.json()) as { result?: string; errors?: Array<{ setting: string; message: string }> } };
+    const res = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/reload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}` },
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as { result?: string; errors?: Array<{ setting: string; message: string }> },
+    };
   };
 
   fs.writeFileSync(configFile, bigConfig());
@@ -80,7 +98,9 @@ test('the public listener keeps answering while a reload reads and validates a 1
   const during = [startedAt, ...answeredAt.filter((at) => at > startedAt && at < endedAt), endedAt];
   const longestGap = Math.max(...during.slice(1).map((at, i) => at - during[i]!));
   const reloadMs = endedAt - startedAt;
-  process.stdout.write(`reload of a 1 MiB config: ${reloadMs.toFixed(0)} ms; ${during.length - 2} answers meanwhile, longest gap ${longestGap.toFixed(0)} ms\n`);
+  process.stdout.write(
+    `reload of a 1 MiB config: ${reloadMs.toFixed(0)} ms; ${during.length - 2} answers meanwhile, longest gap ${longestGap.toFixed(0)} ms\n`,
+  );
   expect(during.length - 2).toBeGreaterThanOrEqual(5);
   expect(longestGap).toBeLessThan(reloadMs / 3);
 
@@ -88,6 +108,15 @@ test('the public listener keeps answering while a reload reads and validates a 1
   fs.writeFileSync(configFile, `# ${'x'.repeat(1024 * 1024)}\n`);
   const refused = await reload();
   expect(refused.status).toBe(400);
-  expect(refused.body.errors).toEqual([{ setting: 'CONFIG_FILE', message: expect.stringMatching(/ is \d+ bytes: a config file is at most 1 MiB \(1048576 bytes\)$/) }]);
-  expect((await fetch(`${gatewayUrl}/v1/pets`, { headers: { origin: 'https://app-7.example' } })).headers.get('access-control-allow-origin')).toBe('https://app-7.example');
+  expect(refused.body.errors).toEqual([
+    {
+      setting: 'CONFIG_FILE',
+      message: expect.stringMatching(/ is \d+ bytes: a config file is at most 1 MiB \(1048576 bytes\)$/),
+    },
+  ]);
+  expect(
+    (await fetch(`${gatewayUrl}/v1/pets`, { headers: { origin: 'https://app-7.example' } })).headers.get(
+      'access-control-allow-origin',
+    ),
+  ).toBe('https://app-7.example');
 });

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import Redis from 'ioredis';
 import request from 'supertest';
@@ -97,7 +96,9 @@ function tryConnect(port: number): Promise<string> {
       socket.destroy();
       resolve('accepted');
     });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? err.message)));
+    socket.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? err.message)),
+    );
   });
 }
 
@@ -107,7 +108,8 @@ async function waitUntilRefused(port: number, timeoutMs = 5000): Promise<void> {
   for (;;) {
     const result = await tryConnect(port);
     if (result === 'refused') return;
-    if (Date.now() > deadline) throw new Error(`port ${port} still answered (${result}) ${timeoutMs} ms after the signal`);
+    if (Date.now() > deadline)
+      throw new Error(`port ${port} still answered (${result}) ${timeoutMs} ms after the signal`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -159,7 +161,14 @@ async function startGateway(upstream: FakeUpstream, configYaml: string): Promise
     .set('Authorization', `Bearer ${LONG_ADMIN_TOKEN}`)
     .send({ name: 'shutdown test', plan: 'pro' })
     .expect(201);
-  return { main, env, gatewayUrl, gatewayPort: Number(env.PORT), adminPort: Number(env.ADMIN_PORT), key: (created.body as { key: string }).key };
+  return {
+    main,
+    env,
+    gatewayUrl,
+    gatewayPort: Number(env.PORT),
+    adminPort: Number(env.ADMIN_PORT),
+    key: (created.body as { key: string }).key,
+  };
 }
 
 type ClientConnections = 'close' | 'keep-alive';
@@ -170,9 +179,17 @@ type ClientConnections = 'close' | 'keep-alive';
  * 200, and only then may the process exit, with 0 and no Redis connection left. server.shutdownTimeoutMs
  * is the default (10 s): the exit must come from the last answer, well before that bound.
  */
-async function shutdownWithRequestsInFlight(signal: NodeJS.Signals, count: number, forwarder: 'undici' | 'http-proxy', clients: ClientConnections): Promise<void> {
+async function shutdownWithRequestsInFlight(
+  signal: NodeJS.Signals,
+  count: number,
+  forwarder: 'undici' | 'http-proxy',
+  clients: ClientConnections,
+): Promise<void> {
   // No earlier process of this file is still connected: every client counted below is this one's.
-  await eventually(async () => (await productRedisClients()) === 0, { timeoutMs: 3000, what: 'no other client on the private Redis' });
+  await eventually(async () => (await productRedisClients()) === 0, {
+    timeoutMs: 3000,
+    what: 'no other client on the private Redis',
+  });
   const upstream = await startHeldUpstream();
   const gateway = await startGateway(upstream, `upstream:\n  timeoutMs: 60000\n  forwarder: ${forwarder}\n`);
   const { main } = gateway;
@@ -215,7 +232,10 @@ async function shutdownWithRequestsInFlight(signal: NodeJS.Signals, count: numbe
     expect(main.stdout()).not.toContain('shutdown did not finish');
     expect(main.stderr()).toBe('');
     // Redis notices a closed socket on its next loop turn: poll briefly.
-    await eventually(async () => (await productRedisClients()) === 0, { timeoutMs: 3000, what: "the process's Redis connections are gone" });
+    await eventually(async () => (await productRedisClients()) === 0, {
+      timeoutMs: 3000,
+      what: "the process's Redis connections are gone",
+    });
   } finally {
     if (agent) agent.destroy();
   }
@@ -265,7 +285,10 @@ test('server.shutdownTimeoutMs bounds the wait: a request the upstream never ans
     expect(main.stdout()).not.toContain('shutdown did not finish');
     expect(main.stderr()).toBe('');
     // Redis notices a closed socket on its next loop turn: poll briefly.
-    await eventually(async () => (await productRedisClients()) === 0, { timeoutMs: 3000, what: "the process's Redis connections are gone" });
+    await eventually(async () => (await productRedisClients()) === 0, {
+      timeoutMs: 3000,
+      what: "the process's Redis connections are gone",
+    });
   } finally {
     agent.destroy();
   }
@@ -399,7 +422,9 @@ test('standalone inventory: a POST in flight at SIGTERM on a keep-alive connecti
       post.on('response', (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown }),
+        );
       });
       post.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
     });
@@ -416,7 +441,10 @@ test('standalone inventory: a POST in flight at SIGTERM on a keep-alive connecti
     const sentAt = Date.now();
     post.end(body);
     const outcome = await answered;
-    expect(outcome).toEqual({ status: 201, body: expect.objectContaining({ name: 'In flight at SIGTERM', categoryId: 5 }) });
+    expect(outcome).toEqual({
+      status: 201,
+      body: expect.objectContaining({ name: 'In flight at SIGTERM', categoryId: 5 }),
+    });
 
     const { code, signal, at } = await exit;
     expect({ code, signal }).toEqual({ code: 0, signal: null });

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
-import {  } from '../admin/admin-kit';
+import {} from '../admin/admin-kit';
 import { isolatedEnv, startMain, tempFile, type MainProcess } from './startup-kit';
 import { eventually } from '../../support/eventually';
 
@@ -12,7 +12,8 @@ import { eventually } from '../../support/eventually';
  * store (said in a warning), a ready key and a curl line, a working gateway, a clean exit on SIGTERM.
  */
 
-const READY = /created API key (key_[0-9a-f]{24}) on plan pro \(shown once\):\n {4}(asg_dev_[0-9A-Za-z]{22,})\n {2}try it:\n {4}curl -H "Authorization: Bearer (asg_dev_[0-9A-Za-z]{22,})" (http:\/\/\S+)\/v1\/pets\n/;
+const READY =
+  /created API key (key_[0-9a-f]{24}) on plan pro \(shown once\):\n {4}(asg_dev_[0-9A-Za-z]{22,})\n {2}try it:\n {4}curl -H "Authorization: Bearer (asg_dev_[0-9A-Za-z]{22,})" (http:\/\/\S+)\/v1\/pets\n/;
 
 let env: Record<string, string>;
 /** The key the first start printed; the second start (same DATA_DIR) must still honour it. */
@@ -50,11 +51,19 @@ test('first start: single-instance warning, ready key and curl line that work; e
   expect(adminUrl).toBe(`http://127.0.0.1:${env.ADMIN_PORT}`);
   expect(main.stdout()).toMatch(/REDIS_URL is not set: using the in-process store.*do not run several/);
   // It says which Node it runs on: the one npm brings (the child runs on the same binary as this test).
-  expect(main.stdout()).toContain(`animal-store-gateway (development, Node ${process.version}) is ready on http://127.0.0.1:${env.PORT}`);
-  const listening = JSON.parse((await main.waitForStdout(/^(\{.*"msg":"listening.*\})$/m))[1]!) as Record<string, unknown>;
+  expect(main.stdout()).toContain(
+    `animal-store-gateway (development, Node ${process.version}) is ready on http://127.0.0.1:${env.PORT}`,
+  );
+  const listening = JSON.parse((await main.waitForStdout(/^(\{.*"msg":"listening.*\})$/m))[1]!) as Record<
+    string,
+    unknown
+  >;
   expect(listening).toMatchObject({ node: process.version, msg: `listening on Node ${process.version}` });
   // The key is printed once (the curl line repeats it on purpose), and never logged.
-  const logLines = main.stdout().split('\n').filter((line) => line.startsWith('{'));
+  const logLines = main
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'));
   expect(logLines.join('\n')).not.toContain(key!);
   expect(logLines.join('\n')).not.toContain(adminToken);
 
@@ -77,7 +86,10 @@ test('second start on the same DATA_DIR: no new key, the first key still works',
   expect(main.stdout()).not.toContain('curl');
 
   const adminToken = fs.readFileSync(path.join(env.DATA_DIR!, 'admin-token'), 'utf8').trim();
-  const listed = await request(`http://127.0.0.1:${env.ADMIN_PORT}`).get('/admin/keys').set('Authorization', `Bearer ${adminToken}`).expect(200);
+  const listed = await request(`http://127.0.0.1:${env.ADMIN_PORT}`)
+    .get('/admin/keys')
+    .set('Authorization', `Bearer ${adminToken}`)
+    .expect(200);
   expect(listed.body).toHaveLength(1);
   expect(firstKey).not.toBeNull();
   await request(`http://127.0.0.1:${env.PORT}`).get('/v1/pets').set('Authorization', `Bearer ${firstKey}`).expect(200);
@@ -95,11 +107,16 @@ test('SIGTERM with a request held open by the upstream exits 0 within server.shu
   const config = tempFile('slow-upstream.yaml', 'upstream:\n  timeoutMs: 60000\nserver:\n  shutdownTimeoutMs: 500\n');
   try {
     const main = (running = startMain(await isolatedEnv({ INVENTORY_URL: upstreamUrl, CONFIG_FILE: config })));
-    const [, key, gatewayUrl] = await main.waitForStdout(/Bearer (asg_dev_[0-9A-Za-z]{22,})" (http:\/\/\S+)\/v1\/pets\n/);
-    const pending = request(gatewayUrl!).get('/v1/pets').set('Authorization', `Bearer ${key}`).then(
-      (res) => res.status,
-      () => 'connection closed',
+    const [, key, gatewayUrl] = await main.waitForStdout(
+      /Bearer (asg_dev_[0-9A-Za-z]{22,})" (http:\/\/\S+)\/v1\/pets\n/,
     );
+    const pending = request(gatewayUrl!)
+      .get('/v1/pets')
+      .set('Authorization', `Bearer ${key}`)
+      .then(
+        (res) => res.status,
+        () => 'connection closed',
+      );
     await eventually(async () => held.length === 1);
 
     const signalledAt = Date.now();

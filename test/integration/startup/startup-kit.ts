@@ -31,7 +31,10 @@ export interface MainProcess {
 }
 
 /** `prefix`: a command to run the entry point under, e.g. `['taskset', '-c', '0']`; `nodeArgs`: more options for node. */
-export function startMain(env: Record<string, string>, { prefix = [], nodeArgs = [] }: { prefix?: string[]; nodeArgs?: string[] } = {}): MainProcess {
+export function startMain(
+  env: Record<string, string>,
+  { prefix = [], nodeArgs = [] }: { prefix?: string[]; nodeArgs?: string[] } = {},
+): MainProcess {
   const command = [...prefix, process.execPath, ...nodeArgs, '-r', './test/support/ts-register.js', 'src/main.ts'];
   const child = spawn(command[0]!, command.slice(1), {
     cwd: REPO_ROOT,
@@ -85,7 +88,10 @@ export function startMain(env: Record<string, string>, { prefix = [], nodeArgs =
 }
 
 /** Runs the entry point to its end (bounded), for settings that must stop it. */
-export async function runMain(env: Record<string, string>, timeoutMs = START_HANG_GUARD_MS): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runMain(
+  env: Record<string, string>,
+  timeoutMs = START_HANG_GUARD_MS,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const main = startMain(env);
   const timer = setTimeout(() => main.child.kill('SIGKILL'), timeoutMs);
   const code = await main.exited;
@@ -116,5 +122,12 @@ export const LONG_SIGNING_SECRET = 'startup-signing-secret-0123456789abcdef-long
 
 /** `npm start` as production runs it with two workers on `redisUrl`, on free ports and a fresh DATA_DIR; `extra` adds or overrides. */
 export function twoWorkersEnv(redisUrl: string, extra: Record<string, string>): Promise<Record<string, string>> {
-  return isolatedEnv({ APP_ENV: 'staging', ADMIN_TOKEN: LONG_ADMIN_TOKEN, SIGNING_SECRET: LONG_SIGNING_SECRET, REDIS_URL: redisUrl, WORKERS: '2', ...extra });
+  return isolatedEnv({
+    APP_ENV: 'staging',
+    ADMIN_TOKEN: LONG_ADMIN_TOKEN,
+    SIGNING_SECRET: LONG_SIGNING_SECRET,
+    REDIS_URL: redisUrl,
+    WORKERS: '2',
+    ...extra,
+  });
 }

@@ -32,19 +32,47 @@ const refusals: Array<[string, () => Record<string, string>, string | RegExp]> =
     'invalid setting SIGNING_SECRET (signing.secret): must be at least 32 characters',
   ],
   ['PORT=abc', () => ({ PORT: 'abc' }), 'invalid setting PORT (server.port): must be a whole number from 0 to 65535'],
-  ['PORT=70000', () => ({ PORT: '70000' }), 'invalid setting PORT (server.port): must be a whole number from 0 to 65535'],
+  [
+    'PORT=70000',
+    () => ({ PORT: '70000' }),
+    'invalid setting PORT (server.port): must be a whole number from 0 to 65535',
+  ],
   ['PORT=80.5', () => ({ PORT: '80.5' }), 'invalid setting PORT (server.port): must be a whole number from 0 to 65535'],
-  ['ADMIN_PORT=-1', () => ({ ADMIN_PORT: '-1' }), 'invalid setting ADMIN_PORT (server.adminPort): must be a whole number from 0 to 65535'],
-  ['APP_ENV=bogus', () => ({ APP_ENV: 'bogus' }), 'invalid setting APP_ENV: must be development, staging or production (got "bogus")'],
-  ['REDIS_URL=http://x', () => ({ REDIS_URL: 'http://x' }), 'invalid setting REDIS_URL (redis.url): must look like redis://host:port/db'],
+  [
+    'ADMIN_PORT=-1',
+    () => ({ ADMIN_PORT: '-1' }),
+    'invalid setting ADMIN_PORT (server.adminPort): must be a whole number from 0 to 65535',
+  ],
+  [
+    'APP_ENV=bogus',
+    () => ({ APP_ENV: 'bogus' }),
+    'invalid setting APP_ENV: must be development, staging or production (got "bogus")',
+  ],
+  [
+    'REDIS_URL=http://x',
+    () => ({ REDIS_URL: 'http://x' }),
+    'invalid setting REDIS_URL (redis.url): must look like redis://host:port/db',
+  ],
   [
     'REDIS_CLUSTER_NODES without ports',
     () => ({ REDIS_CLUSTER_NODES: 'redis-a,redis-b' }),
     'invalid setting REDIS_CLUSTER_NODES (redis.clusterNodes.0): must be host:port',
   ],
-  ['INVENTORY_URL=ftp://x', () => ({ INVENTORY_URL: 'ftp://inventory' }), 'invalid setting INVENTORY_URL (upstream.url): must be an http:// or https:// URL'],
-  ['LOG_LEVEL=loud', () => ({ LOG_LEVEL: 'loud' }), 'invalid setting LOG_LEVEL (logLevel): must be one of fatal, error, warn, info, debug, trace, silent'],
-  ['CONFIG_FILE naming a missing file', () => ({ CONFIG_FILE: missingFile }), `invalid setting CONFIG_FILE: ${missingFile} does not exist`],
+  [
+    'INVENTORY_URL=ftp://x',
+    () => ({ INVENTORY_URL: 'ftp://inventory' }),
+    'invalid setting INVENTORY_URL (upstream.url): must be an http:// or https:// URL',
+  ],
+  [
+    'LOG_LEVEL=loud',
+    () => ({ LOG_LEVEL: 'loud' }),
+    'invalid setting LOG_LEVEL (logLevel): must be one of fatal, error, warn, info, debug, trace, silent',
+  ],
+  [
+    'CONFIG_FILE naming a missing file',
+    () => ({ CONFIG_FILE: missingFile }),
+    `invalid setting CONFIG_FILE: ${missingFile} does not exist`,
+  ],
   [
     'CONFIG_FILE with invalid JSON',
     () => ({ CONFIG_FILE: tempFile('broken.json', '{"server": {"port": 8080,}}') }),
@@ -91,8 +119,16 @@ const refusals: Array<[string, () => Record<string, string>, string | RegExp]> =
     }),
     'invalid setting deprecations.0.sunset: must be after deprecatedAt',
   ],
-  ['WORKERS=many', () => ({ WORKERS: 'many' }), 'invalid setting WORKERS (workers): must be a whole number from 1 to 256, or auto'],
-  ['WORKERS=0', () => ({ WORKERS: '0' }), 'invalid setting WORKERS (workers): must be a whole number from 1 to 256, or auto'],
+  [
+    'WORKERS=many',
+    () => ({ WORKERS: 'many' }),
+    'invalid setting WORKERS (workers): must be a whole number from 1 to 256, or auto',
+  ],
+  [
+    'WORKERS=0',
+    () => ({ WORKERS: '0' }),
+    'invalid setting WORKERS (workers): must be a whole number from 1 to 256, or auto',
+  ],
   [
     'WORKERS=2 without Redis',
     () => ({ WORKERS: '2' }),
@@ -106,20 +142,23 @@ const refusals: Array<[string, () => Record<string, string>, string | RegExp]> =
 ];
 
 describe('refused settings', () => {
-  test.each(refusals)('%s: non-zero exit, one line naming the setting, no stack trace', async (_label, settings, line) => {
-    const { code, stdout, stderr } = await runMain(await isolatedEnv(settings()));
-    expect(code).not.toBeNull();
-    expect(code).not.toBe(0);
-    const lines = stderr.trimEnd().split('\n');
-    expect(lines).toHaveLength(1);
-    const [program, ...rest] = lines[0]!.split(': ');
-    expect(program).toBe('animal-store-gateway');
-    if (typeof line === 'string') expect(rest.join(': ')).toBe(line);
-    else expect(rest.join(': ')).toMatch(line);
-    expect(`${stdout}\n${stderr}`).not.toMatch(/^\s+at /m);
-    // Refused before anything started: nothing was logged or printed.
-    expect(stdout).toBe('');
-  });
+  test.each(refusals)(
+    '%s: non-zero exit, one line naming the setting, no stack trace',
+    async (_label, settings, line) => {
+      const { code, stdout, stderr } = await runMain(await isolatedEnv(settings()));
+      expect(code).not.toBeNull();
+      expect(code).not.toBe(0);
+      const lines = stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      const [program, ...rest] = lines[0]!.split(': ');
+      expect(program).toBe('animal-store-gateway');
+      if (typeof line === 'string') expect(rest.join(': ')).toBe(line);
+      else expect(rest.join(': ')).toMatch(line);
+      expect(`${stdout}\n${stderr}`).not.toMatch(/^\s+at /m);
+      // Refused before anything started: nothing was logged or printed.
+      expect(stdout).toBe('');
+    },
+  );
 });
 
 /** [label, environment, every stderr line (after the program name), in order] */
@@ -127,7 +166,10 @@ const severalRefusals: Array<[string, () => Record<string, string>, string[]]> =
   [
     'PORT=eighty and ADMIN_PORT=x',
     () => ({ PORT: 'eighty', ADMIN_PORT: 'x' }),
-    ['invalid setting PORT (server.port): must be a whole number from 0 to 65535', 'invalid setting ADMIN_PORT (server.adminPort): must be a whole number from 0 to 65535'],
+    [
+      'invalid setting PORT (server.port): must be a whole number from 0 to 65535',
+      'invalid setting ADMIN_PORT (server.adminPort): must be a whole number from 0 to 65535',
+    ],
   ],
   [
     'production with neither ADMIN_TOKEN nor SIGNING_SECRET',
@@ -148,15 +190,31 @@ const severalRefusals: Array<[string, () => Record<string, string>, string[]]> =
   ],
   [
     'two unknown keys and a bad value in one CONFIG_FILE',
-    () => ({ CONFIG_FILE: tempFile('several.json', JSON.stringify({ colour: 'blue', ban: { thresold: 3, threshold: 0 } })) }),
-    ['unknown setting colour: config/default.yaml lists every setting', 'unknown setting ban.thresold: config/default.yaml lists every setting', 'invalid setting ban.threshold: must be a whole number of at least 1'],
+    () => ({
+      CONFIG_FILE: tempFile('several.json', JSON.stringify({ colour: 'blue', ban: { thresold: 3, threshold: 0 } })),
+    }),
+    [
+      'unknown setting colour: config/default.yaml lists every setting',
+      'unknown setting ban.thresold: config/default.yaml lists every setting',
+      'invalid setting ban.threshold: must be a whole number of at least 1',
+    ],
   ],
   [
     'webhooks: one to the admin listener, one over ftp, one without a secret',
     () => {
       const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
-      const hooks = [`{ url: "http://localhost:18181/hooks", secret: "${secret}" }`, `{ url: "ftp://hooks.example/x", secret: "${secret}" }`, '{ url: "https://hooks.example/x" }'];
-      return { ADMIN_PORT: '18181', CONFIG_FILE: tempFile('webhooks.yaml', `notifications:\n  webhooks:\n${hooks.map((h) => `    - ${h}\n`).join('')}`) };
+      const hooks = [
+        `{ url: "http://localhost:18181/hooks", secret: "${secret}" }`,
+        `{ url: "ftp://hooks.example/x", secret: "${secret}" }`,
+        '{ url: "https://hooks.example/x" }',
+      ];
+      return {
+        ADMIN_PORT: '18181',
+        CONFIG_FILE: tempFile(
+          'webhooks.yaml',
+          `notifications:\n  webhooks:\n${hooks.map((h) => `    - ${h}\n`).join('')}`,
+        ),
+      };
     },
     [
       "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:18181); a receiver must be another service",
@@ -167,15 +225,18 @@ const severalRefusals: Array<[string, () => Record<string, string>, string[]]> =
 ];
 
 describe('several bad settings at once', () => {
-  test.each(severalRefusals)('%s: every one named, one line each, non-zero exit', async (_label, settings, expected) => {
-    const { code, stdout, stderr } = await runMain(await isolatedEnv(settings()));
-    expect(code).not.toBe(0);
-    expect(code).not.toBeNull();
-    const lines = stderr.trimEnd().split('\n');
-    expect(lines.map((line) => line.replace(/^animal-store-gateway: /, '')).sort()).toEqual([...expected].sort());
-    expect(lines.every((line) => line.startsWith('animal-store-gateway: '))).toBe(true);
-    expect(stdout).toBe('');
-  });
+  test.each(severalRefusals)(
+    '%s: every one named, one line each, non-zero exit',
+    async (_label, settings, expected) => {
+      const { code, stdout, stderr } = await runMain(await isolatedEnv(settings()));
+      expect(code).not.toBe(0);
+      expect(code).not.toBeNull();
+      const lines = stderr.trimEnd().split('\n');
+      expect(lines.map((line) => line.replace(/^animal-store-gateway: /, '')).sort()).toEqual([...expected].sort());
+      expect(lines.every((line) => line.startsWith('animal-store-gateway: '))).toBe(true);
+      expect(stdout).toBe('');
+    },
+  );
 });
 
 test('a port already in use stops startup with one line and a non-zero exit', async () => {
@@ -201,5 +262,7 @@ test('an unreachable Redis stops startup with one line naming REDIS_URL and no s
   expect(code).not.toBe(0);
   expect(code).not.toBeNull();
   const lines = stderr.trimEnd().split('\n');
-  expect(lines).toEqual(['animal-store-gateway: cannot start: Redis is unreachable (ECONNREFUSED); check REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS']);
+  expect(lines).toEqual([
+    'animal-store-gateway: cannot start: Redis is unreachable (ECONNREFUSED); check REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS',
+  ]);
 });

@@ -62,13 +62,20 @@ function plainStatus(url: string, method: string): Promise<number> {
 }
 
 /** `perSession` distinct methods on each of `sessions` new sessions (new connections: both workers get some). */
-async function distinctMethods(gatewayUrl: string, round: string, sessions: number, perSession: number): Promise<number[]> {
+async function distinctMethods(
+  gatewayUrl: string,
+  round: string,
+  sessions: number,
+  perSession: number,
+): Promise<number[]> {
   const statuses: number[] = [];
   await Promise.all(
     Array.from({ length: sessions }, async (_, s) => {
       const session = await h2Session(gatewayUrl);
       for (let start = 0; start < perSession; start += 50) {
-        const batch = Array.from({ length: Math.min(50, perSession - start) }, (_, i) => h2Status(session, `X${round}S${s}N${start + i}`));
+        const batch = Array.from({ length: Math.min(50, perSession - start) }, (_, i) =>
+          h2Status(session, `X${round}S${s}N${start + i}`),
+        );
         statuses.push(...(await Promise.all(batch)));
       }
       session.close();
@@ -82,7 +89,10 @@ test('WORKERS=2: distinct HTTP/2 methods over both workers and distinct methods 
     TLS_CERT_FILE: certs.serverCert,
     TLS_KEY_FILE: certs.serverKey,
     // Redis answering is this test's premise: 2 s commands (the 200 ms default timed out the start at load 20).
-    CONFIG_FILE: tempFile('workers-labels.yaml', `redis:\n  namespace: "asg:workers-labels:${process.pid}:${Date.now()}"\n  commandTimeoutMs: 2000\nanonymous:\n  perMinute: 1000000\n`),
+    CONFIG_FILE: tempFile(
+      'workers-labels.yaml',
+      `redis:\n  namespace: "asg:workers-labels:${process.pid}:${Date.now()}"\n  commandTimeoutMs: 2000\nanonymous:\n  perMinute: 1000000\n`,
+    ),
   });
   dataDir = env.DATA_DIR;
   main = startMain(env);
@@ -103,9 +113,12 @@ test('WORKERS=2: distinct HTTP/2 methods over both workers and distinct methods 
   const before = new Set((await scrape()).map((s) => s.id));
 
   expect(new Set(await distinctMethods(gatewayUrl, 'b', 6, 250))).toEqual(new Set([401]));
-  for (const method of http.METHODS.filter((m) => m !== 'CONNECT' && !warmUpMethods.includes(m))) await plainStatus(inventoryUrl, method);
+  for (const method of http.METHODS.filter((m) => m !== 'CONNECT' && !warmUpMethods.includes(m)))
+    await plainStatus(inventoryUrl, method);
   const after = await scrape();
   expect(after.filter((s) => !before.has(s.id)).map((s) => s.id)).toEqual([]);
-  const counted = after.filter((s) => s.name === 'gateway_http_requests_total' && s.labels.method === 'other').reduce((sum, s) => sum + s.value, 0);
+  const counted = after
+    .filter((s) => s.name === 'gateway_http_requests_total' && s.labels.method === 'other')
+    .reduce((sum, s) => sum + s.value, 0);
   expect(counted).toBeGreaterThanOrEqual(1500 + 12);
 });

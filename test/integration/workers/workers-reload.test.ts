@@ -32,7 +32,10 @@ const adminHeaders = { authorization: `Bearer ${LONG_ADMIN_TOKEN}`, 'content-typ
 
 /** As a Kubernetes secret update lands: new files renamed over the old ones. */
 function install(cert: string, key: string): void {
-  for (const [from, to] of [[cert, 'tls.crt'], [key, 'tls.key']] as const) {
+  for (const [from, to] of [
+    [cert, 'tls.crt'],
+    [key, 'tls.key'],
+  ] as const) {
     fs.copyFileSync(from, file(`${to}.new`));
     fs.renameSync(file(`${to}.new`), file(to));
   }
@@ -55,7 +58,10 @@ const namespace = `asg:workers-reload:${process.pid}:${Date.now()}`;
 const OLD_BODY_LIMIT = 1024;
 const NEW_BODY_LIMIT = 4096;
 const configWith = (origins: string, maxBodyBytes = OLD_BODY_LIMIT) =>
-  fs.writeFileSync(file('extra.yaml'), `redis:\n  namespace: "${namespace}"\nserver:\n  maxBodyBytes: ${maxBodyBytes}\ncors:\n  allowedOrigins: ${origins}\n`);
+  fs.writeFileSync(
+    file('extra.yaml'),
+    `redis:\n  namespace: "${namespace}"\nserver:\n  maxBodyBytes: ${maxBodyBytes}\ncors:\n  allowedOrigins: ${origins}\n`,
+  );
 
 /** POST /v1/pets with a NewPet padded to 2 KiB (between the two limits), on a connection of its own: the kernel spreads them over the workers (SO_REUSEPORT). */
 function postPaddedPet(gatewayUrl: string, auth: string): Promise<number> {
@@ -63,9 +69,18 @@ function postPaddedPet(gatewayUrl: string, auth: string): Promise<number> {
   const body = json + ' '.repeat(2048 - json.length);
   return new Promise((resolve, reject) => {
     https
-      .request(`${gatewayUrl}/v1/pets`, { method: 'POST', agent: false, ca, headers: { authorization: auth, 'content-type': 'application/json', 'content-length': String(body.length) } }, (res) => {
-        res.resume().on('end', () => resolve(res.statusCode ?? 0));
-      })
+      .request(
+        `${gatewayUrl}/v1/pets`,
+        {
+          method: 'POST',
+          agent: false,
+          ca,
+          headers: { authorization: auth, 'content-type': 'application/json', 'content-length': String(body.length) },
+        },
+        (res) => {
+          res.resume().on('end', () => resolve(res.statusCode ?? 0));
+        },
+      )
       .on('error', reject)
       .end(body);
   });
@@ -74,7 +89,9 @@ function postPaddedPet(gatewayUrl: string, auth: string): Promise<number> {
 function h2Get(session: http2.ClientHttp2Session, auth: string): Promise<{ status: number; cors: string | undefined }> {
   return new Promise((resolve, reject) => {
     const stream = session.request({ ':path': '/v1/pets', authorization: auth, origin: ORIGIN });
-    stream.on('response', (headers) => resolve({ status: headers[':status'] ?? 0, cors: headers['access-control-allow-origin'] as string | undefined }));
+    stream.on('response', (headers) =>
+      resolve({ status: headers[':status'] ?? 0, cors: headers['access-control-allow-origin'] as string | undefined }),
+    );
     stream.on('error', reject);
     stream.resume();
   });
@@ -102,7 +119,11 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
   await main.waitForStdout(/"msg":"listening on Node v[\d.]+ with 2 workers"/);
   const gatewayUrl = `https://127.0.0.1:${env.PORT}`;
   const adminUrl = `http://127.0.0.1:${env.ADMIN_PORT}`;
-  const created = await fetch(`${adminUrl}/admin/keys`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'reload', plan: 'business' }) });
+  const created = await fetch(`${adminUrl}/admin/keys`, {
+    method: 'POST',
+    headers: adminHeaders,
+    body: JSON.stringify({ name: 'reload', plan: 'business' }),
+  });
   const auth = `Bearer ${((await created.json()) as { key: string }).key}`;
 
   // Two HTTP/2 sessions and two HTTP/1.1 keep-alive connections: the kernel spreads them over the workers (SO_REUSEPORT).
@@ -119,7 +140,11 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
             http1Sockets.add(res.socket);
             res.socket.once('close', () => closedConnections++);
           }
-          res.resume().on('end', () => resolve({ status: res.statusCode ?? 0, cors: res.headers['access-control-allow-origin'] }));
+          res
+            .resume()
+            .on('end', () =>
+              resolve({ status: res.statusCode ?? 0, cors: res.headers['access-control-allow-origin'] }),
+            );
         })
         .on('error', reject);
     });
@@ -138,7 +163,11 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
       }
     }
   };
-  const traffic = Promise.all([...sessions.map((s) => client(() => h2Get(s, auth))), client(http1Get), client(http1Get)]);
+  const traffic = Promise.all([
+    ...sessions.map((s) => client(() => h2Get(s, auth))),
+    client(http1Get),
+    client(http1Get),
+  ]);
   try {
     await eventually(async () => answers.length >= 50, { timeoutMs: 10_000, what: 'traffic flowing' });
     expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(first.serverCert));
@@ -149,26 +178,38 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
     main.child.kill('SIGHUP');
     await main.waitForStdout(/"msg":"config reloaded"/);
     const afterReload = answers.length;
-    await eventually(async () => answers.length > afterReload + 100 && answers.slice(-20).every((a) => a.cors === ORIGIN), { timeoutMs: 10_000, what: 'every client sees the new config' });
+    await eventually(
+      async () => answers.length > afterReload + 100 && answers.slice(-20).every((a) => a.cors === ORIGIN),
+      { timeoutMs: 10_000, what: 'every client sees the new config' },
+    );
     expect(await newHandshakeFingerprint(gatewayUrl)).toBe(fingerprintOf(second.serverCert));
     // Both workers' gateways and the supervisor's inventory take the body the old limit refused: 201 is the inventory's.
     const created = await Promise.all([0, 1, 2, 3].map(() => postPaddedPet(gatewayUrl, auth)));
     expect(created).toEqual([201, 201, 201, 201]);
 
-    const shown = (await (await fetch(`${adminUrl}/admin/config`, { headers: adminHeaders })).json()) as { hash: string };
+    const shown = (await (await fetch(`${adminUrl}/admin/config`, { headers: adminHeaders })).json()) as {
+      hash: string;
+    };
     configWith('["not an origin"]\nplans:\n  business: { perMinute: 0, perDay: 10 }', NEW_BODY_LIMIT);
     const refused = await fetch(`${adminUrl}/admin/reload`, { method: 'POST', headers: adminHeaders });
     expect(refused.status).toBe(400);
     const body = (await refused.json()) as { code: string; errors: Array<{ setting: string }> };
     expect(body.code).toBe('invalid_config');
-    expect(body.errors.map((e) => e.setting)).toEqual(expect.arrayContaining(['cors.allowedOrigins.0', 'plans.business.perMinute']));
+    expect(body.errors.map((e) => e.setting)).toEqual(
+      expect.arrayContaining(['cors.allowedOrigins.0', 'plans.business.perMinute']),
+    );
     const stillAnswering = answers.length;
-    await eventually(async () => answers.length > stillAnswering + 50, { timeoutMs: 10_000, what: 'traffic still flowing' });
+    await eventually(async () => answers.length > stillAnswering + 50, {
+      timeoutMs: 10_000,
+      what: 'traffic still flowing',
+    });
     expect(answers.slice(-20).every((a) => a.cors === ORIGIN)).toBe(true);
 
     // Each worker shows the same hash, and /metrics names it once.
     for (let i = 0; i < 4; i++) {
-      const again = (await (await fetch(`${adminUrl}/admin/config`, { headers: adminHeaders })).json()) as { hash: string };
+      const again = (await (await fetch(`${adminUrl}/admin/config`, { headers: adminHeaders })).json()) as {
+        hash: string;
+      };
       expect(again.hash).toBe(shown.hash);
     }
     const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
@@ -179,18 +220,26 @@ test('WORKERS=2 over HTTPS: certificate and config reloaded under traffic, nothi
     // Issue 42: the supervisor holds no key store; it asks a worker whether a key uses a plan the reload removes.
     configWith(`["${ORIGIN}"]\nplans:\n  gold: { perMinute: 100, perDay: 1000 }`);
     expect((await fetch(`${adminUrl}/admin/reload`, { method: 'POST', headers: adminHeaders })).status).toBe(200);
-    const gold = await fetch(`${adminUrl}/admin/keys`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'gold', plan: 'gold' }) });
+    const gold = await fetch(`${adminUrl}/admin/keys`, {
+      method: 'POST',
+      headers: adminHeaders,
+      body: JSON.stringify({ name: 'gold', plan: 'gold' }),
+    });
     expect(gold.status).toBe(201);
     configWith(`["${ORIGIN}"]`);
     const removal = await fetch(`${adminUrl}/admin/reload`, { method: 'POST', headers: adminHeaders });
     expect(removal.status).toBe(400);
-    expect(((await removal.json()) as { errors: unknown }).errors).toEqual([{ setting: 'plans.gold', message: expect.stringMatching(/used by 1 key/) }]);
+    expect(((await removal.json()) as { errors: unknown }).errors).toEqual([
+      { setting: 'plans.gold', message: expect.stringMatching(/used by 1 key/) },
+    ]);
   } finally {
     running = false;
     await traffic;
     for (const session of sessions) session.removeAllListeners('close');
     for (const socket of http1Sockets) (socket as { removeAllListeners(e: string): void }).removeAllListeners('close');
-    process.stdout.write(`WORKERS=2 reload under traffic: ${answers.length} requests, ${failures} failed, ${closedConnections} connections closed\n`);
+    process.stdout.write(
+      `WORKERS=2 reload under traffic: ${answers.length} requests, ${failures} failed, ${closedConnections} connections closed\n`,
+    );
     for (const session of sessions) session.close();
     agent.destroy();
   }

@@ -32,7 +32,10 @@ async function requestsCounted(adminUrl: string): Promise<number> {
 
 test('WORKERS=2: /admin/stats sums the recent traffic of every worker, whichever one answers', async () => {
   const env = await twoWorkersEnv(redis.url, {
-    CONFIG_FILE: tempFile('workers-stats.yaml', `redis:\n  namespace: "asg:workers-stats:${process.pid}:${Date.now()}"\n`),
+    CONFIG_FILE: tempFile(
+      'workers-stats.yaml',
+      `redis:\n  namespace: "asg:workers-stats:${process.pid}:${Date.now()}"\n`,
+    ),
   });
   dataDir = env.DATA_DIR;
   main = startMain(env);
@@ -64,7 +67,8 @@ test('WORKERS=2: /admin/stats sums the recent traffic of every worker, whichever
 
   // Each worker samples its counters once a second; then every answer (from either worker) counts all 40.
   const deadline = Date.now() + 5000;
-  while ((await requestsCounted(adminUrl)) !== 40 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  while ((await requestsCounted(adminUrl)) !== 40 && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 100));
   const answers = [];
   for (let i = 0; i < 6; i++) answers.push(await requestsCounted(adminUrl));
   expect(answers).toEqual(Array(6).fill(40));

@@ -33,7 +33,10 @@ afterAll(async () => {
 
 test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond the idle rate); keys created through the admin API are served at once by any worker', async () => {
   const env = await twoWorkersEnv(redis.url, {
-    CONFIG_FILE: tempFile('workers-unknown.yaml', `redis:\n  namespace: "asg:unknown:${process.pid}"\nanonymous:\n  perMinute: 30\n`),
+    CONFIG_FILE: tempFile(
+      'workers-unknown.yaml',
+      `redis:\n  namespace: "asg:unknown:${process.pid}"\nanonymous:\n  perMinute: 30\n`,
+    ),
   });
   dataDir = env.DATA_DIR!;
   main = startMain(env);
@@ -43,7 +46,9 @@ test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond t
 
   // Fresh connections each time, so the kernel spreads the requests over both workers (SO_REUSEPORT, by address hash).
   const get = async (key: string) => {
-    const res = await fetch(`${gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: 'close' } });
+    const res = await fetch(`${gatewayUrl}/v1/pets`, {
+      headers: { authorization: `Bearer ${key}`, connection: 'close' },
+    });
     await res.arrayBuffer();
     return res.status;
   };
@@ -56,7 +61,9 @@ test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond t
     Array.from({ length: 200 }, async () => {
       while (sent < 3000) {
         sent++;
-        const res = await fetch(`${gatewayUrl}/v1/pets`, { headers: { authorization: `Bearer ${generateApiKey('asg_test_')}` } });
+        const res = await fetch(`${gatewayUrl}/v1/pets`, {
+          headers: { authorization: `Bearer ${generateApiKey('asg_test_')}` },
+        });
         await res.arrayBuffer();
         statuses.push(res.status);
       }
@@ -66,7 +73,9 @@ test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond t
   const background = Math.ceil(idleRate * (Date.now() - startedAt));
   expect(statuses.filter((status) => status === 401 || status === 429)).toHaveLength(3000);
   expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(30);
-  process.stdout.write(`WORKERS=2: ${commands} Redis commands for 3000 made-up keys (${background} of them the idle rate's)\n`);
+  process.stdout.write(
+    `WORKERS=2: ${commands} Redis commands for 3000 made-up keys (${background} of them the idle rate's)\n`,
+  );
   expect(commands - background).toBeLessThan(150);
 
   const firstAnswers: number[] = [];

@@ -42,21 +42,31 @@ describe('validAccessList: allowedOperations', () => {
 
 describe('validAccessList: allowedAddresses', () => {
   it('keeps addresses and ranges of both families, canonical', () => {
-    expect(validAccessList('allowedAddresses', ['10.0.0.0/8', ' 192.0.2.7 ', '2001:DB8::/32', '::1', '0.0.0.0/0', '::/0'])).toEqual([
-      '10.0.0.0/8',
-      '192.0.2.7',
-      '2001:db8::/32',
-      '::1',
-      '0.0.0.0/0',
-      '::/0',
-    ]);
+    expect(
+      validAccessList('allowedAddresses', ['10.0.0.0/8', ' 192.0.2.7 ', '2001:DB8::/32', '::1', '0.0.0.0/0', '::/0']),
+    ).toEqual(['10.0.0.0/8', '192.0.2.7', '2001:db8::/32', '::1', '0.0.0.0/0', '::/0']);
   });
 
   it('stores an IPv4-mapped IPv6 address or range as the IPv4 one', () => {
-    expect(validAccessList('allowedAddresses', ['::ffff:10.1.2.3', '::ffff:10.0.0.0/104'])).toEqual(['10.1.2.3', '10.0.0.0/8']);
+    expect(validAccessList('allowedAddresses', ['::ffff:10.1.2.3', '::ffff:10.0.0.0/104'])).toEqual([
+      '10.1.2.3',
+      '10.0.0.0/8',
+    ]);
   });
 
-  it.each(['300.1.1.1/8', '10.0.0.0/33', '::1/129', 'api.example.com', '10.0.0.0/', '10.0.0.0/-1', '10.0.0.0/8/8', 'fe80::1%eth0', '1.2.3', '10.0.0.0/ 8', ''])('refuses %j with 400 naming it', (entry) => {
+  it.each([
+    '300.1.1.1/8',
+    '10.0.0.0/33',
+    '::1/129',
+    'api.example.com',
+    '10.0.0.0/',
+    '10.0.0.0/-1',
+    '10.0.0.0/8/8',
+    'fe80::1%eth0',
+    '1.2.3',
+    '10.0.0.0/ 8',
+    '',
+  ])('refuses %j with 400 naming it', (entry) => {
     const err = refusal(() => validAccessList('allowedAddresses', ['192.0.2.0/24', entry]));
     expect(err.status).toBe(400);
     expect(err.message).toContain(JSON.stringify(entry));
@@ -97,6 +107,9 @@ describe('accessListsPatch, accessListsOf, accessListsView', () => {
 
   it('the admin view shows null for no list', () => {
     expect(accessListsView({})).toEqual({ allowedOperations: null, allowedAddresses: null });
-    expect(accessListsView({ allowedAddresses: ['::1'] })).toEqual({ allowedOperations: null, allowedAddresses: ['::1'] });
+    expect(accessListsView({ allowedAddresses: ['::1'] })).toEqual({
+      allowedOperations: null,
+      allowedAddresses: ['::1'],
+    });
   });
 });

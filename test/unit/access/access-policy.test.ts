@@ -33,7 +33,9 @@ describe('accessDenial: one policy', () => {
   });
 
   it('lets a request that names no listable operation through the operation list (404/405 later)', () => {
-    expect(accessDenial(attempt(null, '127.0.0.1'), compileAccessPolicy({ allowedOperations: ['listPets'] }))).toBeNull();
+    expect(
+      accessDenial(attempt(null, '127.0.0.1'), compileAccessPolicy({ allowedOperations: ['listPets'] })),
+    ).toBeNull();
   });
 
   it('matches IPv4 addresses and ranges', () => {
@@ -67,7 +69,10 @@ describe('accessDenial: one policy', () => {
 
 describe('accessDenial: a key and its consumer', () => {
   const readOnlyKey = compileAccessPolicy({ allowedOperations: ['listPets', 'getPet'] });
-  const officeConsumer = compileAccessPolicy({ allowedAddresses: ['10.0.0.0/8'], allowedOperations: ['listPets', 'createPet'] });
+  const officeConsumer = compileAccessPolicy({
+    allowedAddresses: ['10.0.0.0/8'],
+    allowedOperations: ['listPets', 'createPet'],
+  });
 
   it('must satisfy both lists', () => {
     expect(accessDenial(attempt('listPets', '10.0.0.1'), readOnlyKey, officeConsumer)).toBeNull();

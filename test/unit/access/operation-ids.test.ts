@@ -23,7 +23,10 @@ describe('operation ids', () => {
       expect(operationIdOf(where!.method, matchRoute(concrete)?.template)).toBe(id);
     }
     // Every operation of the document but the gateway's own answers (usage, a key revoking itself) can be listed.
-    expect([...found.keys()].filter((id) => !(POLICY_OPERATION_IDS as readonly string[]).includes(id)).sort()).toEqual(['getUsage', 'revokeKey']);
+    expect([...found.keys()].filter((id) => !(POLICY_OPERATION_IDS as readonly string[]).includes(id)).sort()).toEqual([
+      'getUsage',
+      'revokeKey',
+    ]);
   });
 
   it('HEAD names the GET operation; unknown methods, routes and the usage answer name none', () => {

@@ -20,12 +20,31 @@ const TAGS: Record<string, string | null> = {
 };
 
 const lookups = modules.flatMap((name) =>
-  [...fs.readFileSync(path.join(publicDir, name), 'utf8').matchAll(/byId\('([^']+)', (\w+)\)/g)].map((m) => ({ module: name, id: m[1]!, kind: m[2]! })),
+  [...fs.readFileSync(path.join(publicDir, name), 'utf8').matchAll(/byId\('([^']+)', (\w+)\)/g)].map((m) => ({
+    module: name,
+    id: m[1]!,
+    kind: m[2]!,
+  })),
 );
 
 test('the modules look up elements by id (the scan below is not empty)', () => {
   expect(lookups.length).toBeGreaterThan(50);
-  expect(new Set(lookups.map((l) => l.module))).toEqual(new Set(['dom.js', 'secret.js', 'overview.js', 'keys-list.js', 'key-page.js', 'deprecations.js', 'audit.js', 'sign-in.js', 'router.js', 'consumers.js', 'access-fields.js', 'window-reset.js']));
+  expect(new Set(lookups.map((l) => l.module))).toEqual(
+    new Set([
+      'dom.js',
+      'secret.js',
+      'overview.js',
+      'keys-list.js',
+      'key-page.js',
+      'deprecations.js',
+      'audit.js',
+      'sign-in.js',
+      'router.js',
+      'consumers.js',
+      'access-fields.js',
+      'window-reset.js',
+    ]),
+  );
 });
 
 test('each id is in index.html exactly once, as the kind of element the module expects', () => {
@@ -43,11 +62,14 @@ test('index.html loads the entry module as a module script, and no module is lef
   expect(html).toContain('<script type="module" src="/console/main.js"></script>');
   const imported = new Set(['main.js', 'types.js']);
   for (const name of modules) {
-    for (const m of fs.readFileSync(path.join(publicDir, name), 'utf8').matchAll(/from '\.\/([\w-]+\.js)'/g)) imported.add(m[1]!);
+    for (const m of fs.readFileSync(path.join(publicDir, name), 'utf8').matchAll(/from '\.\/([\w-]+\.js)'/g))
+      imported.add(m[1]!);
   }
   expect(modules.filter((name) => !imported.has(name))).toEqual([]);
 });
 
 test('every module is type-checked: // @ts-check on its first line', () => {
-  expect(modules.filter((name) => !fs.readFileSync(path.join(publicDir, name), 'utf8').startsWith('// @ts-check\n'))).toEqual([]);
+  expect(
+    modules.filter((name) => !fs.readFileSync(path.join(publicDir, name), 'utf8').startsWith('// @ts-check\n')),
+  ).toEqual([]);
 });

@@ -1,4 +1,12 @@
-import { attribute, callgrindTotals, lookupPerfMap, parseCallgrind, parsePerfMap, perfMapResolver, UNATTRIBUTED } from '../../../bench/callgrind';
+import {
+  attribute,
+  callgrindTotals,
+  lookupPerfMap,
+  parseCallgrind,
+  parsePerfMap,
+  perfMapResolver,
+  UNATTRIBUTED,
+} from '../../../bench/callgrind';
 import { classifyStep } from '../../../bench/instruction-steps';
 
 // A callgrind dump as valgrind 3.19 writes it (name compression, relative positions, calls).
@@ -47,14 +55,22 @@ fn=(5) start_thread
 totals: 1000
 `;
 
-describe('parseCallgrind: each function\'s own instructions and the calls between them', () => {
-  it('sums a function\'s cost lines, leaving out the line after calls= (the call\'s inclusive cost)', () => {
+describe("parseCallgrind: each function's own instructions and the calls between them", () => {
+  it("sums a function's cost lines, leaving out the line after calls= (the call's inclusive cost)", () => {
     const profile = parseCallgrind(DUMP);
     const byName = new Map([...profile.functions.values()].map((fn) => [fn.name, fn]));
     expect(profile.totals).toBe(1000);
-    expect(byName.get('0x0000000028100000')).toEqual({ name: '0x0000000028100000', object: '/usr/bin/node', self: 120 });
+    expect(byName.get('0x0000000028100000')).toEqual({
+      name: '0x0000000028100000',
+      object: '/usr/bin/node',
+      self: 120,
+    });
     expect(byName.get('Builtins_LoadIC')!.self).toBe(250);
-    expect(byName.get('start_thread')).toEqual({ name: 'start_thread', object: '/usr/lib/x86_64-linux-gnu/libc.so.6', self: 180 });
+    expect(byName.get('start_thread')).toEqual({
+      name: 'start_thread',
+      object: '/usr/lib/x86_64-linux-gnu/libc.so.6',
+      self: 180,
+    });
     const selves = [...profile.functions.values()].reduce((sum, fn) => sum + fn.self, 0);
     expect(selves).toBe(1000);
   });
@@ -76,8 +92,16 @@ describe('parseCallgrind: each function\'s own instructions and the calls betwee
   });
 });
 
-describe('parsePerfMap and lookupPerfMap: V8\'s names for JIT code addresses', () => {
-  const map = parsePerfMap(['280fff00 400 JS:*freed /app/old.js:1:1', '28100000 80 JS:*handle /app/dist-bench/src/gateway/handler.js:10:3', '28100100 40 JS:^emit node:events:450:43', 'not a line', '28100000 20 JS:*later /app/x.js:1:1'].join('\n'));
+describe("parsePerfMap and lookupPerfMap: V8's names for JIT code addresses", () => {
+  const map = parsePerfMap(
+    [
+      '280fff00 400 JS:*freed /app/old.js:1:1',
+      '28100000 80 JS:*handle /app/dist-bench/src/gateway/handler.js:10:3',
+      '28100100 40 JS:^emit node:events:450:43',
+      'not a line',
+      '28100000 20 JS:*later /app/x.js:1:1',
+    ].join('\n'),
+  );
 
   it('finds the entry holding an address, the latest written of those holding it, and nothing past them', () => {
     expect(lookupPerfMap(map, 0x28100010)!.name).toBe('JS:*later /app/x.js:1:1');
@@ -100,7 +124,9 @@ describe('parsePerfMap and lookupPerfMap: V8\'s names for JIT code addresses', (
 describe('attribute: instructions by row, functions without a row charged to their callers', () => {
   it('charges a builtin to the JS function that called it and keeps GC on its own row', () => {
     const profile = parseCallgrind(DUMP);
-    const rows = attribute(profile, (name) => (name.startsWith('0x') ? 'handler' : name.includes('Heap::') ? 'gc' : null));
+    const rows = attribute(profile, (name) =>
+      name.startsWith('0x') ? 'handler' : name.includes('Heap::') ? 'gc' : null,
+    );
     // handler: its own 120 + LoadIC's 250 + GetProperty's 50 (called by LoadIC, called by handler).
     expect(rows.get('handler')).toBe(420);
     expect(rows.get('gc')).toBe(400);
@@ -149,23 +175,33 @@ totals: 10
   });
 });
 
-describe('classifyStep: the per-step table\'s rows', () => {
+describe("classifyStep: the per-step table's rows", () => {
   it('puts JS functions in rows by their file', () => {
-    expect(classifyStep('JS:*forward /w/dist-bench/src/gateway/upstream/undici-forwarder.js:40:3', '???')).toMatch(/^forwarding/);
+    expect(classifyStep('JS:*forward /w/dist-bench/src/gateway/upstream/undici-forwarder.js:40:3', '???')).toMatch(
+      /^forwarding/,
+    );
     expect(classifyStep('JS:*write /w/node_modules/sonic-boom/index.js:200:1', '???')).toMatch(/^log line/);
     expect(classifyStep('JS:~request /w/node_modules/undici/lib/dispatcher/client.js:1:1', '???')).toMatch(/^undici/);
     expect(classifyStep('JS:^parserOnIncoming node:_http_server:1100:27', '???')).toMatch(/HTTP parser/);
     expect(classifyStep('JS:*_writeRaw node:_http_outgoing:400:19', '???')).toMatch(/HTTP writer/);
-    expect(classifyStep('JS:*authenticate /w/dist-bench/src/gateway/steps/authenticate.js:9:1', '???')).toMatch(/^steps/);
-    expect(classifyStep('JS:*preHandler /w/node_modules/@fastify/rate-limit/index.js:1:1', '???')).toMatch(/^fastify plugins/);
+    expect(classifyStep('JS:*authenticate /w/dist-bench/src/gateway/steps/authenticate.js:9:1', '???')).toMatch(
+      /^steps/,
+    );
+    expect(classifyStep('JS:*preHandler /w/node_modules/@fastify/rate-limit/index.js:1:1', '???')).toMatch(
+      /^fastify plugins/,
+    );
     // npm start's build: dist/ holds src/'s tree without the src/ level.
     expect(classifyStep('JS:*limitKey /w/dist/gateway/steps/limit-key.js:9:1', '???')).toMatch(/^steps/);
     expect(classifyStep('JS:*write /w/dist/gateway/request-log-line.js:9:1', '???')).toMatch(/^log line/);
-    expect(classifyStep('JS:*countedSendCommand /w/dist-bench/bench/children/gateway.js:80:1', '???')).toMatch(/^bench harness/);
+    expect(classifyStep('JS:*countedSendCommand /w/dist-bench/bench/children/gateway.js:80:1', '???')).toMatch(
+      /^bench harness/,
+    );
   });
 
-  it('gives V8\'s collector, its compilers, llhttp and libuv rows of their own, and none to builtins', () => {
-    expect(classifyStep('v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)', '/n/node')).toMatch(/^garbage collector/);
+  it("gives V8's collector, its compilers, llhttp and libuv rows of their own, and none to builtins", () => {
+    expect(classifyStep('v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)', '/n/node')).toMatch(
+      /^garbage collector/,
+    );
     expect(classifyStep('v8::internal::compiler::GraphReducer::ReduceTop()', '/n/node')).toMatch(/^V8 compilers/);
     expect(classifyStep('llhttp__internal__run', '/n/node')).toMatch(/HTTP parser/);
     expect(classifyStep('uv__io_poll', '/n/node')).toMatch(/^event loop/);

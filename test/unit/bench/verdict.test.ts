@@ -1,7 +1,14 @@
-import { judgeRatio, median, pairedRatios, pairedRatioTarget, spreadPercent, verdictText } from '../../../bench/verdict';
+import {
+  judgeRatio,
+  median,
+  pairedRatios,
+  pairedRatioTarget,
+  spreadPercent,
+  verdictText,
+} from '../../../bench/verdict';
 import { checkTargets, type BenchReport, type VariantSummary } from '../../../bench/report';
 
-describe('spreadPercent: (max − min) ÷ median of a row\'s rounds', () => {
+describe("spreadPercent: (max − min) ÷ median of a row's rounds", () => {
   it('is the range over the median, in percent', () => {
     expect(spreadPercent([100, 110, 90])).toBeCloseTo(20, 10);
     expect(spreadPercent([300, 330])).toBeCloseTo((30 / 315) * 100, 10);
@@ -19,7 +26,11 @@ describe('spreadPercent: (max − min) ÷ median of a row\'s rounds', () => {
 
 describe('judgeRatio: holds, missed, or undecided when the rows scatter more than the margin', () => {
   it('holds within the margin when the spreads are narrower than it', () => {
-    expect(judgeRatio({ ratio: 1.03, limit: 1.05, spreadsPercent: [2, 4] })).toEqual({ verdict: 'holds', spreadPercent: 4, marginPercent: 5 });
+    expect(judgeRatio({ ratio: 1.03, limit: 1.05, spreadsPercent: [2, 4] })).toEqual({
+      verdict: 'holds',
+      spreadPercent: 4,
+      marginPercent: 5,
+    });
   });
 
   it('is missed past the limit when the spreads are narrower than the margin', () => {
@@ -28,7 +39,11 @@ describe('judgeRatio: holds, missed, or undecided when the rows scatter more tha
 
   it('is undecided when the widest spread of the rows compared exceeds the margin, whichever side the ratio fell', () => {
     for (const ratio of [0.98, 1.2]) {
-      expect(judgeRatio({ ratio, limit: 1.05, spreadsPercent: [2, 7.5] })).toEqual({ verdict: 'undecided', spreadPercent: 7.5, marginPercent: 5 });
+      expect(judgeRatio({ ratio, limit: 1.05, spreadsPercent: [2, 7.5] })).toEqual({
+        verdict: 'undecided',
+        spreadPercent: 7.5,
+        marginPercent: 5,
+      });
     }
   });
 
@@ -37,7 +52,11 @@ describe('judgeRatio: holds, missed, or undecided when the rows scatter more tha
   });
 
   it('takes |limit − 1| as the margin of a target below parity (≤ 0.90×: 10 %)', () => {
-    expect(judgeRatio({ ratio: 0.85, limit: 0.9, spreadsPercent: [9] })).toEqual({ verdict: 'holds', spreadPercent: 9, marginPercent: 10 });
+    expect(judgeRatio({ ratio: 0.85, limit: 0.9, spreadsPercent: [9] })).toEqual({
+      verdict: 'holds',
+      spreadPercent: 9,
+      marginPercent: 10,
+    });
     expect(judgeRatio({ ratio: 0.95, limit: 0.9, spreadsPercent: [9] }).verdict).toBe('missed');
     expect(judgeRatio({ ratio: 0.85, limit: 0.9, spreadsPercent: [11] }).verdict).toBe('undecided');
   });
@@ -64,7 +83,9 @@ describe('verdictText', () => {
   it('says holds or missed as such, and why a verdict is undecided', () => {
     expect(verdictText({ verdict: 'holds', spreadPercent: 1, marginPercent: 5 })).toBe('holds');
     expect(verdictText({ verdict: 'missed', spreadPercent: 1, marginPercent: 5 })).toBe('missed');
-    expect(verdictText({ verdict: 'undecided', spreadPercent: 7.25, marginPercent: 5 })).toBe('undecided (spread 7.3 % > margin 5.0 %)');
+    expect(verdictText({ verdict: 'undecided', spreadPercent: 7.25, marginPercent: 5 })).toBe(
+      'undecided (spread 7.3 % > margin 5.0 %)',
+    );
   });
 });
 
@@ -79,14 +100,26 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
       p99Ms: 2,
       ratioToBaseline: 1,
       ratioToNginx: null,
-      rounds: cpuPerRound.map((cpu) => ({ requestsPerSecond: 1000, p50Ms: 1, p99Ms: 2, requests: 1000, serverCpuMicrosPerRequest: cpu })),
+      rounds: cpuPerRound.map((cpu) => ({
+        requestsPerSecond: 1000,
+        p50Ms: 1,
+        p99Ms: 2,
+        requests: 1000,
+        serverCpuMicrosPerRequest: cpu,
+      })),
       requests: 1000 * cpuPerRound.length,
       serverCpuMicrosPerRequest: median(cpuPerRound),
       cpuSpreadPercent: spreadPercent(sorted),
       redisCpuMicrosPerRequest: 20,
       expectedStatus: 200,
       unexpectedResponses: 0,
-      redis: { commandsPerRequest: 4, roundTripsPerRequest: roundTrips, roundTripsOverReceived, keyLookupsPerRequest: 0, byCommand: {} },
+      redis: {
+        commandsPerRequest: 4,
+        roundTripsPerRequest: roundTrips,
+        roundTripsOverReceived,
+        keyLookupsPerRequest: 0,
+        byCommand: {},
+      },
     };
   };
   const report = (variants: VariantSummary[], fairQueueIdle: BenchReport['fairQueueIdle'] = null): BenchReport => ({
@@ -101,7 +134,8 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
     soak: null,
     fairQueueIdle,
   });
-  const line = (checks: ReturnType<typeof checkTargets>, start: string) => checks.find((c) => c.target.startsWith(start))!;
+  const line = (checks: ReturnType<typeof checkTargets>, start: string) =>
+    checks.find((c) => c.target.startsWith(start))!;
 
   it('judges each new row within its margin of the plain row, and the consumer on one round trip', () => {
     const checks = checkTargets(
@@ -118,29 +152,51 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
 
   it('reads a round trip count as one when the excess is the requests cut off at the ends of the rounds', () => {
     // 3 rounds of 32 connections over 3,000 requests: up to 96 requests sent but not counted by wrk.
-    const checks = checkTargets(report([row('gateway-redis-undici', [300, 303, 306], 1.03), row('gateway-redis-undici-consumer-100', [300, 303, 306], 1.04)]));
+    const checks = checkTargets(
+      report([
+        row('gateway-redis-undici', [300, 303, 306], 1.03),
+        row('gateway-redis-undici-consumer-100', [300, 303, 306], 1.04),
+      ]),
+    );
     expect(line(checks, 'gateway-redis-undici: ≤ 1 Redis round trip').says).toBe('holds');
     expect(line(checks, 'gateway-redis-undici-consumer-100: ≤ 1 Redis round trip').says).toBe('missed');
   });
 
-  it('allows only the timers\' few commands when the server counted its requests itself', () => {
-    const checks = checkTargets(report([row('gateway-redis-undici', [300, 303, 306], 1.001, true), row('gateway-redis-undici-consumer-1', [300, 303, 306], 1.01, true)]));
+  it("allows only the timers' few commands when the server counted its requests itself", () => {
+    const checks = checkTargets(
+      report([
+        row('gateway-redis-undici', [300, 303, 306], 1.001, true),
+        row('gateway-redis-undici-consumer-1', [300, 303, 306], 1.01, true),
+      ]),
+    );
     expect(line(checks, 'gateway-redis-undici: ≤ 1 Redis round trip').says).toBe('holds');
     expect(line(checks, 'gateway-redis-undici-consumer-1: ≤ 1 Redis round trip').says).toBe('missed');
   });
 
   it('says undecided, with the spread and the margin, when the rounds paired scatter more than the margin', () => {
-    const checks = checkTargets(report([row('gateway-redis-undici', [280, 303, 330]), row('gateway-redis-undici-max-in-flight', [300, 301, 302], 2)]));
+    const checks = checkTargets(
+      report([
+        row('gateway-redis-undici', [280, 303, 330]),
+        row('gateway-redis-undici-max-in-flight', [300, 301, 302], 2),
+      ]),
+    );
     const cpu = line(checks, 'gateway-redis-undici-max-in-flight within 5 %');
     expect(cpu.verdict).toBe('undecided');
     // Per round 300/280, 301/303, 302/330: (1.0714 − 0.9152) ÷ 0.9934.
     const ratios = [300 / 280, 301 / 303, 302 / 330];
-    expect(cpu.says).toBe(`undecided (spread ${(((ratios[0]! - ratios[2]!) / ratios[1]!) * 100).toFixed(1)} % > margin 5.0 %)`);
+    expect(cpu.says).toBe(
+      `undecided (spread ${(((ratios[0]! - ratios[2]!) / ratios[1]!) * 100).toFixed(1)} % > margin 5.0 %)`,
+    );
   });
 
   it('decides on the rounds paired when both rows drift alike over the run', () => {
     // Each row moves 40 % over the run (undecided on their own spreads); round by round the row stays 1.204-1.207× the plain one.
-    const checks = checkTargets(report([row('gateway-redis-undici', [200, 250, 280]), row('gateway-redis-undici-allowlist-100', [241, 301, 338])]));
+    const checks = checkTargets(
+      report([
+        row('gateway-redis-undici', [200, 250, 280]),
+        row('gateway-redis-undici-allowlist-100', [241, 301, 338]),
+      ]),
+    );
     const cpu = line(checks, 'gateway-redis-undici-allowlist-100 within 5 %');
     expect(cpu.says).toBe('missed');
     expect(cpu.figures).toMatch(/^1\.21× paired by round \(1\.21 1\.20 1\.21\)/);
@@ -148,7 +204,12 @@ describe('checkTargets: the new rows of issue 41 beside the plain key', () => {
 
   it('judges the fair queue idle as a share of the plain row', () => {
     const checks = checkTargets(
-      report([row('gateway-redis-undici', [300, 303, 306])], { inFlight: 32, manyKeys: 100, oneKeyMicros: [0.1, 0.11, 0.12], manyKeysMicros: [30, 31, 32] }),
+      report([row('gateway-redis-undici', [300, 303, 306])], {
+        inFlight: 32,
+        manyKeys: 100,
+        oneKeyMicros: [0.1, 0.11, 0.12],
+        manyKeysMicros: [30, 31, 32],
+      }),
     );
     expect(line(checks, 'fair queue idle (one key').says).toBe('holds');
     expect(line(checks, 'fair queue idle (100 keys').says).toBe('missed');
@@ -163,7 +224,11 @@ describe('pairedRatios and pairedRatioTarget: a row judged against its reference
 
   it('takes the median and the spread of the paired ratios; with fewer than two, the fallback', () => {
     const fallback = { ratio: 1.5, limit: 1.05, spreadsPercent: [40, 30] };
-    expect(pairedRatioTarget([100, 210, 330], [100, 200, 300], fallback)).toEqual({ ratio: 1.05, limit: 1.05, spreadsPercent: [spreadPercent([1, 1.05, 1.1])] });
+    expect(pairedRatioTarget([100, 210, 330], [100, 200, 300], fallback)).toEqual({
+      ratio: 1.05,
+      limit: 1.05,
+      spreadsPercent: [spreadPercent([1, 1.05, 1.1])],
+    });
     expect(pairedRatioTarget([100], [100], fallback)).toBe(fallback);
   });
 });

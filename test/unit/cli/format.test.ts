@@ -16,7 +16,14 @@ describe('formatKeyTable', () => {
   test('a header and one aligned row a key; revoked keys show when', () => {
     const table = formatKeyTable([
       key,
-      { ...key, id: 'key_fedcba9876543210fedcba98', name: 'old', plan: 'enterprise', limits: { perMinute: 5000, perDay: 500000 }, revokedAt: '2026-03-11T00:00:00.000Z' },
+      {
+        ...key,
+        id: 'key_fedcba9876543210fedcba98',
+        name: 'old',
+        plan: 'enterprise',
+        limits: { perMinute: 5000, perDay: 500000 },
+        revokedAt: '2026-03-11T00:00:00.000Z',
+      },
     ]);
     expect(table.split('\n')).toEqual([
       'ID                            NAME        PLAN        LIMITS                CREATED                   REVOKED                   EXPIRES  LAST USED',
@@ -56,7 +63,10 @@ describe('formatKey', () => {
   test('a shown key with usage and a ban', () => {
     const text = formatKey({
       ...key,
-      usage: { minute: { limit: 60, remaining: 58, reset: 1773145860 }, day: { limit: 1000, remaining: 998, reset: 1773187200 } },
+      usage: {
+        minute: { limit: 60, remaining: 58, reset: 1773145860 },
+        day: { limit: 1000, remaining: 998, reset: 1773187200 },
+      },
       bannedUntil: '2026-03-10T12:45:30.000Z',
     });
     expect(text.split('\n').slice(-3)).toEqual([
@@ -103,7 +113,17 @@ describe('formatUsage', () => {
 
 describe('formatAudit', () => {
   test('one line per entry, details as JSON', () => {
-    expect(formatAudit([{ at: '2026-03-10T12:30:30.000Z', action: 'rotate', keyId: 'key_0123456789abcdef01234567', details: { graceSeconds: 60 } }, { at: '2026-03-10T12:00:00.000Z', action: 'unban', keyId: 'key_0123456789abcdef01234567', details: {} }]).split('\n')).toEqual([
+    expect(
+      formatAudit([
+        {
+          at: '2026-03-10T12:30:30.000Z',
+          action: 'rotate',
+          keyId: 'key_0123456789abcdef01234567',
+          details: { graceSeconds: 60 },
+        },
+        { at: '2026-03-10T12:00:00.000Z', action: 'unban', keyId: 'key_0123456789abcdef01234567', details: {} },
+      ]).split('\n'),
+    ).toEqual([
       'AT                        ACTION  KEY                           DETAILS',
       '2026-03-10T12:30:30.000Z  rotate  key_0123456789abcdef01234567  {"graceSeconds":60}',
       '2026-03-10T12:00:00.000Z  unban   key_0123456789abcdef01234567  -',

@@ -10,7 +10,11 @@ import { hiddenWindowsFrom } from '../../../src/cli/hidden-window-flags';
 async function run(...argv: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(argv, { ADMIN_URL: 'http://127.0.0.1:9', ADMIN_TOKEN: 'unused' }, { out: (t) => out.push(t), err: (t) => err.push(t) });
+  const code = await runCli(
+    argv,
+    { ADMIN_URL: 'http://127.0.0.1:9', ADMIN_TOKEN: 'unused' },
+    { out: (t) => out.push(t), err: (t) => err.push(t) },
+  );
   return { code, out, err };
 }
 
@@ -23,10 +27,22 @@ test('a comma-separated list in canonical order without repeats; none is the emp
 });
 
 test.each([
-  [['create', '--name', 'x', '--plan', 'free', '--hidden-windows', 'minute'], 'error: --per-month, --max-in-flight and --hidden-windows need --per-minute and --per-day'],
-  [['create', '--name', 'x', '--plan', 'free', '--per-minute', '1', '--per-day', '2', '--hidden-windows', 'hour'], 'error: --hidden-windows: unknown window "hour" (minute, day, month)'],
-  [['consumers', 'create', '--name', 'x', '--hidden-windows', 'minute'], 'error: --hidden-windows needs --per-minute, --per-day or --per-month'],
-  [['consumers', 'update', 'con_x', '--per-minute', '5', '--hidden-windows', 'week'], 'error: --hidden-windows: unknown window "week" (minute, day, month)'],
+  [
+    ['create', '--name', 'x', '--plan', 'free', '--hidden-windows', 'minute'],
+    'error: --per-month, --max-in-flight and --hidden-windows need --per-minute and --per-day',
+  ],
+  [
+    ['create', '--name', 'x', '--plan', 'free', '--per-minute', '1', '--per-day', '2', '--hidden-windows', 'hour'],
+    'error: --hidden-windows: unknown window "hour" (minute, day, month)',
+  ],
+  [
+    ['consumers', 'create', '--name', 'x', '--hidden-windows', 'minute'],
+    'error: --hidden-windows needs --per-minute, --per-day or --per-month',
+  ],
+  [
+    ['consumers', 'update', 'con_x', '--per-minute', '5', '--hidden-windows', 'week'],
+    'error: --hidden-windows: unknown window "week" (minute, day, month)',
+  ],
 ])('%j: exit 2 before any admin call', async (argv, line) => {
   const { code, out, err } = await run(...argv);
   expect({ code, out, first: err.join('\n').split('\n')[0] }).toEqual({ code: 2, out: [], first: line });
@@ -34,6 +50,10 @@ test.each([
 
 test('a key shows its hidden windows with its limits', () => {
   const key = { id: 'key_1', name: 'n', plan: 'free', createdAt: '2026-03-10T12:30:30.000Z', revokedAt: null };
-  expect(formatKey({ ...key, limits: { perMinute: 5, perDay: 50, hiddenWindows: ['minute'] } })).toContain('limits:     5/min, 50/day, hidden: minute');
-  expect(formatKey({ ...key, limits: { perMinute: 5, perDay: 50, hiddenWindows: [] } })).toContain('limits:     5/min, 50/day, hidden: none');
+  expect(formatKey({ ...key, limits: { perMinute: 5, perDay: 50, hiddenWindows: ['minute'] } })).toContain(
+    'limits:     5/min, 50/day, hidden: minute',
+  );
+  expect(formatKey({ ...key, limits: { perMinute: 5, perDay: 50, hiddenWindows: [] } })).toContain(
+    'limits:     5/min, 50/day, hidden: none',
+  );
 });

@@ -2,10 +2,13 @@ import { ConfigError, loadConfig } from '../../../src/shared/config';
 
 /** `plans.<name>.hiddenWindows` (CONTRACT §4): window names only, each refusal naming the setting. */
 
-const withPlan = (plan: Record<string, unknown>) => () => loadConfig({ env: {}, overrides: { plans: { gold: plan } } as never });
+const withPlan = (plan: Record<string, unknown>) => () =>
+  loadConfig({ env: {}, overrides: { plans: { gold: plan } } as never });
 
 test('a plan may hide any of minute, day and month', () => {
-  expect(withPlan({ perMinute: 5, perDay: 50, hiddenWindows: ['minute', 'month'] })().plans.gold!.hiddenWindows).toEqual(['minute', 'month']);
+  expect(
+    withPlan({ perMinute: 5, perDay: 50, hiddenWindows: ['minute', 'month'] })().plans.gold!.hiddenWindows,
+  ).toEqual(['minute', 'month']);
 });
 
 test.each([

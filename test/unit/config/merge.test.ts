@@ -15,7 +15,10 @@ const { tempDir } = useTempDirs('asg-config-unit-');
 
 function writeFile(dir: string, name: string, content: unknown): string {
   const file = path.join(dir, name);
-  fs.writeFileSync(file, typeof content === 'string' ? content : name.endsWith('.json') ? JSON.stringify(content) : toYaml(content));
+  fs.writeFileSync(
+    file,
+    typeof content === 'string' ? content : name.endsWith('.json') ? JSON.stringify(content) : toYaml(content),
+  );
   return file;
 }
 
@@ -41,14 +44,23 @@ describe('merge order', () => {
     const dir = tempDir();
     fs.copyFileSync(path.join(REAL_CONFIG_DIR, 'default.yaml'), path.join(dir, 'default.yaml'));
     const config = loadConfig({ env: {}, configDir: dir });
-    expect(config.server).toEqual(expect.objectContaining({ host: '0.0.0.0', port: 8080, adminPort: 8081, trustedProxies: [] }));
+    expect(config.server).toEqual(
+      expect.objectContaining({ host: '0.0.0.0', port: 8080, adminPort: 8081, trustedProxies: [] }),
+    );
     expect(config.ban).toEqual({ threshold: 10, windowSeconds: 60, durationSeconds: 900 });
     expect(config.logLevel).toBe('info');
   });
 
   test('the APP_ENV file over default, key by key', () => {
     const config = loadConfig({ env: {}, configDir: configDirWithDevelopmentFile() });
-    expect(config.server).toEqual(expect.objectContaining({ host: '0.0.0.0', port: 1111, adminPort: 8081, trustedProxies: ['10.0.0.1', '10.0.0.2'] }));
+    expect(config.server).toEqual(
+      expect.objectContaining({
+        host: '0.0.0.0',
+        port: 1111,
+        adminPort: 8081,
+        trustedProxies: ['10.0.0.1', '10.0.0.2'],
+      }),
+    );
     expect(config.ban).toEqual({ threshold: 11, windowSeconds: 60, durationSeconds: 900 });
     expect(config.logLevel).toBe('warn');
   });
@@ -60,22 +72,33 @@ describe('merge order', () => {
   test.each(['extra.yaml', 'extra.json'])('CONFIG_FILE (%s) over the APP_ENV file; arrays replaced whole', (name) => {
     const file = writeFile(tempDir(), name, configFileContent);
     const config = loadConfig({ env: { CONFIG_FILE: file }, configDir: configDirWithDevelopmentFile() });
-    expect(config.server).toEqual(expect.objectContaining({ host: '0.0.0.0', port: 2222, trustedProxies: ['10.9.9.9'] }));
+    expect(config.server).toEqual(
+      expect.objectContaining({ host: '0.0.0.0', port: 2222, trustedProxies: ['10.9.9.9'] }),
+    );
     expect(config.ban).toEqual({ threshold: 11, windowSeconds: 22, durationSeconds: 900 });
     expect(config.logLevel).toBe('warn');
   });
 
   test('environment variables over CONFIG_FILE', () => {
     const file = writeFile(tempDir(), 'extra.json', { ...configFileContent, logLevel: 'error' });
-    const config = loadConfig({ env: { CONFIG_FILE: file, PORT: '3333', LOG_LEVEL: 'debug' }, configDir: configDirWithDevelopmentFile() });
+    const config = loadConfig({
+      env: { CONFIG_FILE: file, PORT: '3333', LOG_LEVEL: 'debug' },
+      configDir: configDirWithDevelopmentFile(),
+    });
     expect(config.server.port).toBe(3333);
     expect(config.server.trustedProxies).toEqual(['10.9.9.9']);
     expect(config.logLevel).toBe('debug');
   });
 
   test('overrides (tests, embedded runs) over the environment', () => {
-    const config = loadConfig({ env: { PORT: '3333' }, configDir: configDirWithDevelopmentFile(), overrides: { server: { port: 4444 } } });
-    expect(config.server).toEqual(expect.objectContaining({ port: 4444, host: '0.0.0.0', trustedProxies: ['10.0.0.1', '10.0.0.2'] }));
+    const config = loadConfig({
+      env: { PORT: '3333' },
+      configDir: configDirWithDevelopmentFile(),
+      overrides: { server: { port: 4444 } },
+    });
+    expect(config.server).toEqual(
+      expect.objectContaining({ port: 4444, host: '0.0.0.0', trustedProxies: ['10.0.0.1', '10.0.0.2'] }),
+    );
   });
 
   test('a relative CONFIG_FILE is read from the working directory', () => {
@@ -91,7 +114,9 @@ describe('merge order', () => {
   });
 
   test('plans merge key by key: a new plan joins, a changed limit keeps its sibling', () => {
-    const file = writeFile(tempDir(), 'plans.yaml', { plans: { gold: { perMinute: 5000, perDay: 5_000_000 }, free: { perMinute: 10 } } });
+    const file = writeFile(tempDir(), 'plans.yaml', {
+      plans: { gold: { perMinute: 5000, perDay: 5_000_000 }, free: { perMinute: 10 } },
+    });
     const { plans } = loadConfig({ env: { CONFIG_FILE: file } });
     expect(plans).toEqual({
       free: { perMinute: 10, perDay: 1000 },
@@ -117,7 +142,9 @@ describe('merge order', () => {
 
   test('a CONFIG_FILE that is not a mapping is refused', () => {
     const file = writeFile(tempDir(), 'list.yaml', '- a\n- b\n');
-    expect(() => loadConfig({ env: { CONFIG_FILE: file } })).toThrow(new ConfigError(`invalid setting CONFIG_FILE: ${file} must hold a mapping of settings at the top level`));
+    expect(() => loadConfig({ env: { CONFIG_FILE: file } })).toThrow(
+      new ConfigError(`invalid setting CONFIG_FILE: ${file} must hold a mapping of settings at the top level`),
+    );
   });
 });
 
@@ -128,31 +155,34 @@ describe('the real config files', () => {
     ['development', {}, 'asg_dev_', 'asg:dev', 'info', null],
     ['staging', secrets, 'asg_test_', 'asg:staging', 'debug', 'https://staging-api.animalstore.example'],
     ['production', secrets, 'asg_live_', 'asg:prod', 'info', 'https://api.animalstore.example'],
-  ])('%s: its prefix, namespace, log level and base URL over the defaults', (appEnv, env, prefix, namespace, logLevel, publicBaseUrl) => {
-    const config = loadConfig({ env: { APP_ENV: appEnv, ...env } });
-    expect({
-      env: config.env,
-      prefix: config.keys.prefix,
-      namespace: config.redis.namespace,
-      logLevel: config.logLevel,
-      publicBaseUrl: config.server.publicBaseUrl,
-      port: config.server.port,
-      plans: config.plans,
-    }).toEqual({
-      env: appEnv,
-      prefix,
-      namespace,
-      logLevel,
-      publicBaseUrl,
-      port: 8080,
-      plans: {
-        free: { perMinute: 60, perDay: 1000 },
-        pro: { perMinute: 300, perDay: 10000 },
-        business: { perMinute: 1000, perDay: 100000 },
-        enterprise: {},
-      },
-    });
-  });
+  ])(
+    '%s: its prefix, namespace, log level and base URL over the defaults',
+    (appEnv, env, prefix, namespace, logLevel, publicBaseUrl) => {
+      const config = loadConfig({ env: { APP_ENV: appEnv, ...env } });
+      expect({
+        env: config.env,
+        prefix: config.keys.prefix,
+        namespace: config.redis.namespace,
+        logLevel: config.logLevel,
+        publicBaseUrl: config.server.publicBaseUrl,
+        port: config.server.port,
+        plans: config.plans,
+      }).toEqual({
+        env: appEnv,
+        prefix,
+        namespace,
+        logLevel,
+        publicBaseUrl,
+        port: 8080,
+        plans: {
+          free: { perMinute: 60, perDay: 1000 },
+          pro: { perMinute: 300, perDay: 10000 },
+          business: { perMinute: 1000, perDay: 100000 },
+          enterprise: {},
+        },
+      });
+    },
+  );
 
   test('the contract keys have their documented defaults', () => {
     const config = loadConfig({ env: {} });
@@ -177,7 +207,12 @@ describe('mergeConfig', () => {
     const base = { a: { b: 1, c: [1, 2, 3], d: { e: 'x', f: 'y' } }, g: 'keep', h: { i: 1 } };
     const override = { a: { c: [9], d: { f: 'z' } }, h: null, j: true };
     const snapshot = JSON.stringify([base, override]);
-    expect(mergeConfig(base, override)).toEqual({ a: { b: 1, c: [9], d: { e: 'x', f: 'z' } }, g: 'keep', h: null, j: true });
+    expect(mergeConfig(base, override)).toEqual({
+      a: { b: 1, c: [9], d: { e: 'x', f: 'z' } },
+      g: 'keep',
+      h: null,
+      j: true,
+    });
     expect(JSON.stringify([base, override])).toBe(snapshot);
   });
 

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, changedSettings, configHash, loadConfig, planReload, redactedConfig, type Config } from '../../../src/shared/config';
+import {
+  canonicalJson,
+  changedSettings,
+  configHash,
+  loadConfig,
+  planReload,
+  redactedConfig,
+  type Config,
+} from '../../../src/shared/config';
 import { failedReload, problemEntry } from '../../../src/shared/config/reload-outcome';
 import { ConfigError } from '../../../src/shared/config/errors';
 
@@ -19,7 +27,11 @@ describe('planReload', () => {
     expect(plan.restartNeeded.sort()).toEqual(['ban.threshold', 'redis.namespace', 'server.port']);
     expect(plan.inForce.cors.allowedOrigins).toEqual(['https://app.example']);
     expect(plan.inForce.plans.pro).toEqual({ perMinute: 1, perDay: 2 });
-    expect([plan.inForce.server.port, plan.inForce.redis.namespace, plan.inForce.ban.threshold]).toEqual([current.server.port, current.redis.namespace, current.ban.threshold]);
+    expect([plan.inForce.server.port, plan.inForce.redis.namespace, plan.inForce.ban.threshold]).toEqual([
+      current.server.port,
+      current.redis.namespace,
+      current.ban.threshold,
+    ]);
     // The current config is not touched: requests in flight keep it.
     expect(current.cors.allowedOrigins).toEqual([]);
   });
@@ -49,7 +61,13 @@ describe('redaction and hash', () => {
     config.signing.previousSecrets = ['p'.repeat(40)];
     config.redis.password = 'redis-pass';
     const shown = redactedConfig(config);
-    expect([shown.admin.token, shown.signing.secret, shown.signing.previousSecrets, shown.redis.password, shown.redis.sentinelPassword]).toEqual(['[redacted]', '[redacted]', ['[redacted]'], '[redacted]', null]);
+    expect([
+      shown.admin.token,
+      shown.signing.secret,
+      shown.signing.previousSecrets,
+      shown.redis.password,
+      shown.redis.sentinelPassword,
+    ]).toEqual(['[redacted]', '[redacted]', ['[redacted]'], '[redacted]', null]);
     expect(configHash(config)).toBe(createHash('sha256').update(canonicalJson(shown)).digest('hex'));
     const other = structuredClone(config);
     other.admin.token = 'b'.repeat(40);
@@ -78,20 +96,31 @@ describe('redaction and hash', () => {
   });
 
   it('canonical JSON does not depend on key order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { f: 2, e: 1 }], c: null } })).toBe(canonicalJson({ a: { c: null, d: [1, { e: 1, f: 2 }] }, b: 1 }));
+    expect(canonicalJson({ b: 1, a: { d: [1, { f: 2, e: 1 }], c: null } })).toBe(
+      canonicalJson({ a: { c: null, d: [1, { e: 1, f: 2 }] }, b: 1 }),
+    );
   });
 });
 
 describe('the refused reload answer', () => {
   it('names each bad setting from the ConfigError lines', () => {
-    expect(problemEntry('invalid setting PORT (server.port): must be a whole number from 0 to 65535')).toEqual({ setting: 'PORT (server.port)', message: 'must be a whole number from 0 to 65535' });
-    expect(problemEntry('unknown setting cors.origins: config/default.yaml lists every setting')).toEqual({ setting: 'cors.origins', message: 'config/default.yaml lists every setting' });
+    expect(problemEntry('invalid setting PORT (server.port): must be a whole number from 0 to 65535')).toEqual({
+      setting: 'PORT (server.port)',
+      message: 'must be a whole number from 0 to 65535',
+    });
+    expect(problemEntry('unknown setting cors.origins: config/default.yaml lists every setting')).toEqual({
+      setting: 'cors.origins',
+      message: 'config/default.yaml lists every setting',
+    });
     expect(failedReload(new ConfigError(['invalid setting a.b: x', 'missing setting c: y']))).toEqual({
       result: 'failure',
       code: 'invalid_config',
       status: 400,
       message: 'The configuration was refused (2 problems); the config in force is unchanged.',
-      errors: [{ setting: 'a.b', message: 'x' }, { setting: 'c', message: 'y' }],
+      errors: [
+        { setting: 'a.b', message: 'x' },
+        { setting: 'c', message: 'y' },
+      ],
     });
   });
 });

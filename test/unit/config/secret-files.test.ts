@@ -67,24 +67,38 @@ describe('secrets from files', () => {
   });
 
   test('a secret from a file is checked like one from the environment', () => {
-    const problems = problemsOf({ ...production, ADMIN_TOKEN_FILE: secretFile('short', 'short\n'), SIGNING_SECRET: 's'.repeat(40) });
-    expect(problems).toEqual([expect.stringMatching(/^invalid setting ADMIN_TOKEN \(admin\.token\): is required in production and must be at least 32 characters$/)]);
+    const problems = problemsOf({
+      ...production,
+      ADMIN_TOKEN_FILE: secretFile('short', 'short\n'),
+      SIGNING_SECRET: 's'.repeat(40),
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^invalid setting ADMIN_TOKEN \(admin\.token\): is required in production and must be at least 32 characters$/,
+      ),
+    ]);
     expect(problems.join('\n')).not.toContain('short\n');
   });
 
   test('a password in REDIS_URL and in REDIS_PASSWORD: refused', () => {
     expect(problemsOf({ REDIS_URL: 'redis://gw:secret@127.0.0.1:6379', REDIS_PASSWORD: 'other' })).toEqual([
-      expect.stringMatching(/^invalid setting REDIS_PASSWORD \(redis\.password\): REDIS_URL holds a password too; give it in one place$/),
+      expect.stringMatching(
+        /^invalid setting REDIS_PASSWORD \(redis\.password\): REDIS_URL holds a password too; give it in one place$/,
+      ),
     ]);
   });
 
   test('a user in REDIS_URL and in REDIS_USERNAME: refused; a user name with a space or "@": refused', () => {
     expect(problemsOf({ REDIS_URL: 'redis://gw@127.0.0.1:6379', REDIS_USERNAME: 'other' })).toEqual([
-      expect.stringMatching(/^invalid setting REDIS_USERNAME \(redis\.username\): REDIS_URL names a user too; give it in one place$/),
+      expect.stringMatching(
+        /^invalid setting REDIS_USERNAME \(redis\.username\): REDIS_URL names a user too; give it in one place$/,
+      ),
     ]);
     expect(problemsOf({ REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_USERNAME: 'a user@x' })).toEqual([
       expect.stringMatching(/^invalid setting REDIS_USERNAME \(redis\.username\): must be an ACL user name/),
     ]);
-    expect(loadConfig({ env: { REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_USERNAME: 'asg-prod' } }).redis.username).toBe('asg-prod');
+    expect(
+      loadConfig({ env: { REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_USERNAME: 'asg-prod' } }).redis.username,
+    ).toBe('asg-prod');
   });
 });

@@ -9,7 +9,11 @@ import { loadConfig, webhookTargetProblems, type HostLookup } from '../../../src
 const SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
 const ADMIN = { host: '127.0.0.1', port: 9100 };
 
-const notificationsTo = (...urls: string[]) => loadConfig({ env: {}, overrides: { notifications: { webhooks: urls.map((url) => ({ url, secret: SECRET })) } } as never }).notifications;
+const notificationsTo = (...urls: string[]) =>
+  loadConfig({
+    env: {},
+    overrides: { notifications: { webhooks: urls.map((url) => ({ url, secret: SECRET })) } } as never,
+  }).notifications;
 
 /** A resolver answering from a table, counting what it is asked. */
 function resolverOf(table: Record<string, string[]>): HostLookup & { asked: string[] } {
@@ -22,8 +26,16 @@ function resolverOf(table: Record<string, string[]>): HostLookup & { asked: stri
 }
 
 test('a name resolving to loopback (either family, mapped included) on the admin port is refused, naming the setting and the address', async () => {
-  const lookup = resolverOf({ 'hooks.internal': ['10.0.0.9', '127.0.0.1'], 'v6.internal': ['::1'], 'mapped.internal': ['::ffff:127.0.0.5'] });
-  const problems = await webhookTargetProblems(notificationsTo('http://hooks.internal:9100/x', 'http://v6.internal:9100/y', 'http://mapped.internal:9100/z'), ADMIN, lookup);
+  const lookup = resolverOf({
+    'hooks.internal': ['10.0.0.9', '127.0.0.1'],
+    'v6.internal': ['::1'],
+    'mapped.internal': ['::ffff:127.0.0.5'],
+  });
+  const problems = await webhookTargetProblems(
+    notificationsTo('http://hooks.internal:9100/x', 'http://v6.internal:9100/y', 'http://mapped.internal:9100/z'),
+    ADMIN,
+    lookup,
+  );
   expect(problems).toEqual([
     "invalid setting notifications.webhooks.0.url: points at this gateway's admin listener (127.0.0.1:9100) (hooks.internal resolves to 127.0.0.1); a receiver must be another service",
     "invalid setting notifications.webhooks.1.url: points at this gateway's admin listener (127.0.0.1:9100) (v6.internal resolves to ::1); a receiver must be another service",
@@ -33,14 +45,33 @@ test('a name resolving to loopback (either family, mapped included) on the admin
 
 test('an admin listener on a wildcard: a name resolving to any address of this machine is refused; on its own address, that address', async () => {
   const lookup = resolverOf({ 'self.internal': ['127.0.0.1'], 'admin.internal': ['192.0.2.10'] });
-  expect(await webhookTargetProblems(notificationsTo('https://self.internal:9100/'), { host: '0.0.0.0', port: 9100 }, lookup)).toHaveLength(1);
-  expect(await webhookTargetProblems(notificationsTo('http://admin.internal:9100/'), { host: '192.0.2.10', port: 9100 }, lookup)).toHaveLength(1);
+  expect(
+    await webhookTargetProblems(
+      notificationsTo('https://self.internal:9100/'),
+      { host: '0.0.0.0', port: 9100 },
+      lookup,
+    ),
+  ).toHaveLength(1);
+  expect(
+    await webhookTargetProblems(
+      notificationsTo('http://admin.internal:9100/'),
+      { host: '192.0.2.10', port: 9100 },
+      lookup,
+    ),
+  ).toHaveLength(1);
 });
 
-test('the port the admin listener listens on counts, not the config\'s (a literal address too); another port, another address, or no answer passes without a lookup where none is needed', async () => {
+test("the port the admin listener listens on counts, not the config's (a literal address too); another port, another address, or no answer passes without a lookup where none is needed", async () => {
   const lookup = resolverOf({ 'hooks.internal': ['127.0.0.1'], 'far.internal': ['198.51.100.7'] });
-  expect(await webhookTargetProblems(notificationsTo('http://[::ffff:127.0.0.1]:9100/admin/reload'), ADMIN, lookup)).toHaveLength(1);
-  const passing = notificationsTo('http://hooks.internal:9101/x', 'http://far.internal:9100/y', 'http://gone.internal:9100/z', 'http://[::ffff:127.0.0.1]:9101/');
+  expect(
+    await webhookTargetProblems(notificationsTo('http://[::ffff:127.0.0.1]:9100/admin/reload'), ADMIN, lookup),
+  ).toHaveLength(1);
+  const passing = notificationsTo(
+    'http://hooks.internal:9101/x',
+    'http://far.internal:9100/y',
+    'http://gone.internal:9100/z',
+    'http://[::ffff:127.0.0.1]:9101/',
+  );
   expect(await webhookTargetProblems(passing, ADMIN, lookup)).toEqual([]);
   // A receiver on another port than the admin listener's is not looked up at all.
   expect(lookup.asked).toEqual(['far.internal', 'gone.internal']);

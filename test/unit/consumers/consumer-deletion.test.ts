@@ -1,6 +1,10 @@
 import { SqliteKeyStore } from '../../../src/keys/stores/sqlite-key-store';
 import { ConsumerClosed, type ApiKeyRecord } from '../../../src/keys/types';
-import { AFTER_DELETION_HOLD_MS, deleteUnusedConsumer, type ConsumerKeys } from '../../../src/consumers/consumer-deletion';
+import {
+  AFTER_DELETION_HOLD_MS,
+  deleteUnusedConsumer,
+  type ConsumerKeys,
+} from '../../../src/consumers/consumer-deletion';
 import { newRecord } from '../../integration/keys/key-store-contract';
 
 /**
@@ -16,11 +20,19 @@ describe('deleteUnusedConsumer', () => {
   });
   afterEach(() => store.close());
 
-  const tryInsert = (record: ApiKeyRecord) => store.insert(record).then(() => 'inserted', (err: unknown) => (err instanceof ConsumerClosed ? 'closed' : String(err)));
+  const tryInsert = (record: ApiKeyRecord) =>
+    store.insert(record).then(
+      () => 'inserted',
+      (err: unknown) => (err instanceof ConsumerClosed ? 'closed' : String(err)),
+    );
 
   it('deleted: the consumer stays closed to keys a while after, for a write that found it a moment before', async () => {
     const closes: number[] = [];
-    const keys: ConsumerKeys = { list: () => store.list(), closeConsumer: (id, token, ms) => (closes.push(ms), store.closeConsumer(id, token, ms)), reopenConsumer: (id, token) => store.reopenConsumer(id, token) };
+    const keys: ConsumerKeys = {
+      list: () => store.list(),
+      closeConsumer: (id, token, ms) => (closes.push(ms), store.closeConsumer(id, token, ms)),
+      reopenConsumer: (id, token) => store.reopenConsumer(id, token),
+    };
     expect(await deleteUnusedConsumer(CONSUMER, keys, async () => true)).toBe(true);
     expect(closes.at(-1)).toBe(AFTER_DELETION_HOLD_MS);
     expect(await tryInsert(newRecord({ consumerId: CONSUMER }).record)).toBe('closed');
@@ -43,7 +55,9 @@ describe('deleteUnusedConsumer', () => {
       reopenConsumer: (id, token) => store.reopenConsumer(id, token),
     };
     let removed = false;
-    await expect(deleteUnusedConsumer(CONSUMER, keys, async () => (removed = true))).rejects.toMatchObject({ code: 'conflict' });
+    await expect(deleteUnusedConsumer(CONSUMER, keys, async () => (removed = true))).rejects.toMatchObject({
+      code: 'conflict',
+    });
     expect(removed).toBe(false);
     expect(await tryInsert(newRecord({ consumerId: CONSUMER }).record)).toBe('inserted');
   });
@@ -56,12 +70,19 @@ describe('deleteUnusedConsumer', () => {
       reopenConsumer: (id, token) => store.reopenConsumer(id, token),
     };
     let removed = false;
-    await expect(deleteUnusedConsumer(CONSUMER, keys, async () => (removed = true))).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/longer than its hold/) });
+    await expect(deleteUnusedConsumer(CONSUMER, keys, async () => (removed = true))).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringMatching(/longer than its hold/),
+    });
     expect(removed).toBe(false);
   });
 
   it('the record was gone already: false, and this delete no longer holds the consumer closed', async () => {
-    const keys: ConsumerKeys = { list: () => store.list(), closeConsumer: (id, token, ms) => store.closeConsumer(id, token, ms), reopenConsumer: (id, token) => store.reopenConsumer(id, token) };
+    const keys: ConsumerKeys = {
+      list: () => store.list(),
+      closeConsumer: (id, token, ms) => store.closeConsumer(id, token, ms),
+      reopenConsumer: (id, token) => store.reopenConsumer(id, token),
+    };
     expect(await deleteUnusedConsumer(CONSUMER, keys, async () => false)).toBe(false);
     expect(await tryInsert(newRecord({ consumerId: CONSUMER }).record)).toBe('inserted');
   });

@@ -80,7 +80,11 @@ describe('ClientAddressResolver', () => {
     });
 
     it('matches a non-canonical IPv6 entry, and an IPv4-mapped one, against the socket as it comes', () => {
-      const resolver = new ClientAddressResolver(['0:0:0:0:0:0:0:1', '::FFFF:192.0.2.10', '2001:0DB8:0000:0000:0000:0000:0000:0001']);
+      const resolver = new ClientAddressResolver([
+        '0:0:0:0:0:0:0:1',
+        '::FFFF:192.0.2.10',
+        '2001:0DB8:0000:0000:0000:0000:0000:0001',
+      ]);
       expect(resolver.resolve('::1', '203.0.113.5')).toBe('203.0.113.5');
       expect(resolver.resolve('192.0.2.10', '203.0.113.6')).toBe('203.0.113.6');
       expect(resolver.resolve('2001:db8::1', '203.0.113.7')).toBe('203.0.113.7');

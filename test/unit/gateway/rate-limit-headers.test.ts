@@ -45,7 +45,11 @@ describe('keyRateLimitHeaders', () => {
 
   it('shows the day in X-RateLimit-* when it has fewer left', () => {
     const headers = keyRateLimitHeaders({ minute: minute(50, 100), day: day(3, 5), now: NOW });
-    expect([headers['X-RateLimit-Limit'], headers['X-RateLimit-Remaining'], headers['X-RateLimit-Reset']]).toEqual(['5', '3', String(DAY_END / 1000)]);
+    expect([headers['X-RateLimit-Limit'], headers['X-RateLimit-Remaining'], headers['X-RateLimit-Reset']]).toEqual([
+      '5',
+      '3',
+      String(DAY_END / 1000),
+    ]);
   });
 
   it('on a refusal by the day, X-RateLimit-Reset is midnight', () => {
@@ -55,7 +59,11 @@ describe('keyRateLimitHeaders', () => {
   });
 
   it('rounds a reset instant inside a second up', () => {
-    const headers = keyRateLimitHeaders({ minute: { limit: 1, remaining: 0, resetAt: 1_000_500 }, day: day(10), now: 999_000 });
+    const headers = keyRateLimitHeaders({
+      minute: { limit: 1, remaining: 0, resetAt: 1_000_500 },
+      day: day(10),
+      now: 999_000,
+    });
     expect(headers['X-RateLimit-Reset']).toBe('1001');
     expect(headers.RateLimit).toMatch(/^"minute";r=0;t=2,/);
   });
@@ -95,19 +103,40 @@ describe('keyRateLimitHeaders with a month window', () => {
   const now = Date.UTC(2026, 2, 15, 12, 0, 30);
   const w = (limit: number, remaining: number, resetAt: number) => ({ limit, remaining, resetAt });
   // Billing day 20: February 20 to March 20, 28 days.
-  const month = (remaining: number) => ({ ...w(5000, remaining, Date.UTC(2026, 2, 20)), startAt: Date.UTC(2026, 1, 20), credits: 0 });
+  const month = (remaining: number) => ({
+    ...w(5000, remaining, Date.UTC(2026, 2, 20)),
+    startAt: Date.UTC(2026, 1, 20),
+    credits: 0,
+  });
 
   it('adds "month" to both RateLimit headers, with the seconds of this billing month', () => {
-    const h = keyRateLimitHeaders({ minute: w(60, 59, Date.UTC(2026, 2, 15, 12, 1)), day: w(1000, 999, Date.UTC(2026, 2, 16)), now, month: month(4999) });
+    const h = keyRateLimitHeaders({
+      minute: w(60, 59, Date.UTC(2026, 2, 15, 12, 1)),
+      day: w(1000, 999, Date.UTC(2026, 2, 16)),
+      now,
+      month: month(4999),
+    });
     expect(h['RateLimit-Policy']).toBe('"minute";q=60;w=60, "day";q=1000;w=86400, "month";q=5000;w=2419200');
-    expect(h.RateLimit).toBe(`"minute";r=59;t=30, "day";r=999;t=43170, "month";r=4999;t=${(Date.UTC(2026, 2, 20) - now) / 1000}`);
+    expect(h.RateLimit).toBe(
+      `"minute";r=59;t=30, "day";r=999;t=43170, "month";r=4999;t=${(Date.UTC(2026, 2, 20) - now) / 1000}`,
+    );
     expect(h['X-RateLimit-Limit']).toBe('60');
   });
 
   it('shows the month in X-RateLimit-* when it has the fewest remaining, or refused', () => {
     const h = keyRateLimitHeaders({ minute: w(60, 59, 0), day: w(1000, 999, 0), now, month: month(3) });
-    expect([h['X-RateLimit-Limit'], h['X-RateLimit-Remaining'], h['X-RateLimit-Reset']]).toEqual(['5000', '3', String(Date.UTC(2026, 2, 20) / 1000)]);
-    const refused = keyRateLimitHeaders({ minute: w(60, 59, 0), day: w(1000, 999, 0), now, refusedBy: 'month', month: month(0) });
+    expect([h['X-RateLimit-Limit'], h['X-RateLimit-Remaining'], h['X-RateLimit-Reset']]).toEqual([
+      '5000',
+      '3',
+      String(Date.UTC(2026, 2, 20) / 1000),
+    ]);
+    const refused = keyRateLimitHeaders({
+      minute: w(60, 59, 0),
+      day: w(1000, 999, 0),
+      now,
+      refusedBy: 'month',
+      month: month(0),
+    });
     expect(refused['X-RateLimit-Remaining']).toBe('0');
     expect(refused['X-RateLimit-Reset']).toBe(String(Date.UTC(2026, 2, 20) / 1000));
     // A tie goes to the shorter window.
@@ -122,7 +151,14 @@ describe('jitteredRetryAfterSeconds', () => {
   });
 
   it('adds floor(random * (N + 1)) whole seconds: 0 to N, each equally likely', () => {
-    expect([0, 0.16, 0.17, 0.5, 0.84, 0.999999].map((r) => jitteredRetryAfterSeconds(10_000, 5, () => r))).toEqual(['10', '10', '11', '13', '15', '15']);
+    expect([0, 0.16, 0.17, 0.5, 0.84, 0.999999].map((r) => jitteredRetryAfterSeconds(10_000, 5, () => r))).toEqual([
+      '10',
+      '10',
+      '11',
+      '13',
+      '15',
+      '15',
+    ]);
   });
 
   it('never undercuts the wait and never exceeds it by more than N, even for a source that returns 1 or less than 0', () => {

@@ -2,7 +2,7 @@ import { keyOf } from '../../../src/gateway/request-context';
 import { gatewayRequest, incoming, keyRecord } from './steps/step-kit';
 
 describe('GatewayRequest', () => {
-  it('starts with Node\'s request and response, its method, and nothing learned yet', () => {
+  it("starts with Node's request and response, its method, and nothing learned yet", () => {
     const req = incoming('POST', '/v1/pets?limit=2');
     const request = gatewayRequest(req);
     expect(request.req).toBe(req);

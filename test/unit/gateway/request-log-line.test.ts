@@ -24,7 +24,9 @@ const request = (overrides: Partial<RequestContext> = {}): RequestContext => ({
 
 describe('requestLogLine', () => {
   it('an answered request: its id, method, route, protocol, status, timings, plan, key id, address and limiter outcome', () => {
-    expect(requestLogLine(request(), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 4.125, protocol: 'h2' })).toEqual({
+    expect(
+      requestLogLine(request(), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 4.125, protocol: 'h2' }),
+    ).toEqual({
       requestId: 'req-log',
       method: 'GET',
       route: '/v1/pets',
@@ -41,24 +43,59 @@ describe('requestLogLine', () => {
   });
 
   it('has no cutOff field when answered, and says why when cut off', () => {
-    expect(requestLogLine(request(), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 1, protocol: 'http/1.1' })).not.toHaveProperty('cutOff');
-    expect(requestLogLine(request(), { method: 'POST', route: '/v1/pets', status: null, cutOff: 'ERR_HTTP_REQUEST_TIMEOUT', durationMs: 1, protocol: 'http/1.1' })).toMatchObject({
+    expect(
+      requestLogLine(request(), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 1, protocol: 'http/1.1' }),
+    ).not.toHaveProperty('cutOff');
+    expect(
+      requestLogLine(request(), {
+        method: 'POST',
+        route: '/v1/pets',
+        status: null,
+        cutOff: 'ERR_HTTP_REQUEST_TIMEOUT',
+        durationMs: 1,
+        protocol: 'http/1.1',
+      }),
+    ).toMatchObject({
       status: null,
       cutOff: 'ERR_HTTP_REQUEST_TIMEOUT',
     });
   });
 
   it('names the fallback a decision was taken on', () => {
-    expect(requestLogLine(request({ storeFallback: 'open' }), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 1, protocol: 'http/1.1' }).storeFallback).toBe('open');
+    expect(
+      requestLogLine(request({ storeFallback: 'open' }), {
+        method: 'GET',
+        route: '/v1/pets',
+        status: 200,
+        durationMs: 1,
+        protocol: 'http/1.1',
+      }).storeFallback,
+    ).toBe('open');
   });
 
   it('carries the trace ids of a traced request', () => {
-    const span = { logFields: () => ({ trace_id: 'c'.repeat(32), span_id: 'd'.repeat(16) }) } as unknown as GatewayRequestSpan;
-    expect(requestLogLine(request({ span }), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 1, protocol: 'http/1.1' })).toMatchObject({ trace_id: 'c'.repeat(32), span_id: 'd'.repeat(16) });
+    const span = {
+      logFields: () => ({ trace_id: 'c'.repeat(32), span_id: 'd'.repeat(16) }),
+    } as unknown as GatewayRequestSpan;
+    expect(
+      requestLogLine(request({ span }), {
+        method: 'GET',
+        route: '/v1/pets',
+        status: 200,
+        durationMs: 1,
+        protocol: 'http/1.1',
+      }),
+    ).toMatchObject({ trace_id: 'c'.repeat(32), span_id: 'd'.repeat(16) });
   });
 
   it('never holds more of the caller than the key id: no header, no path with a query', () => {
-    const line = requestLogLine(request({ originForm: '/v1/pets?api_key=asg_test_secret' }), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 1, protocol: 'http/1.1' });
+    const line = requestLogLine(request({ originForm: '/v1/pets?api_key=asg_test_secret' }), {
+      method: 'GET',
+      route: '/v1/pets',
+      status: 200,
+      durationMs: 1,
+      protocol: 'http/1.1',
+    });
     expect(JSON.stringify(line)).not.toContain('asg_test_secret');
     for (const field of ['headers', 'authorization', 'originForm', 'path']) expect(line).not.toHaveProperty(field);
   });

@@ -67,7 +67,9 @@ describe('openInventoryDatabase', () => {
       ];
       expect(() => migrate(db, steps)).toThrow('boom');
       expect(db.pragma('user_version', { simple: true })).toBe(0);
-      expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('pets', 'half_done')").get()).toEqual({ n: 0 });
+      expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('pets', 'half_done')").get()).toEqual({
+        n: 0,
+      });
     } finally {
       db.close();
     }
@@ -95,7 +97,9 @@ describe('SqlitePetRepository', () => {
     const b = repository.create({ name: 'B', categoryId: 2, status: 'sold' });
     expect(a).toEqual({ id: 1, name: 'A', categoryId: 1, status: 'available' });
     expect(b.id).toBe(2);
-    expect(db.prepare('SELECT created_at FROM pets WHERE id = 1').get()).toEqual({ created_at: '2026-05-01T00:00:00.000Z' });
+    expect(db.prepare('SELECT created_at FROM pets WHERE id = 1').get()).toEqual({
+      created_at: '2026-05-01T00:00:00.000Z',
+    });
   });
 
   it('never reuses an id, even after the highest row is deleted', () => {
@@ -115,7 +119,9 @@ describe('SqlitePetRepository', () => {
   });
 
   it('uses the (status, id) index for a filtered page', () => {
-    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT id FROM pets WHERE status = 'sold' AND id > 5 ORDER BY id LIMIT 10").all() as { detail: string }[];
+    const plan = db
+      .prepare("EXPLAIN QUERY PLAN SELECT id FROM pets WHERE status = 'sold' AND id > 5 ORDER BY id LIMIT 10")
+      .all() as { detail: string }[];
     expect(plan.map((row) => row.detail).join(' ')).toContain('pets_status_id');
   });
 

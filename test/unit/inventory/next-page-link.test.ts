@@ -7,13 +7,19 @@ describe('publicOrigin', () => {
   });
 
   it('prefers X-Forwarded-Proto and X-Forwarded-Host (first value of a list)', () => {
-    expect(publicOrigin({ host: 'inventory:8090', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.animalstore.example, proxy' })).toBe(
-      'https://api.animalstore.example',
-    );
+    expect(
+      publicOrigin({
+        host: 'inventory:8090',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'api.animalstore.example, proxy',
+      }),
+    ).toBe('https://api.animalstore.example');
   });
 
   it('falls back to Host when X-Forwarded-Host is not a host name, and to http for an odd proto', () => {
-    expect(publicOrigin({ host: 'inventory:8090', 'x-forwarded-proto': 'gopher', 'x-forwarded-host': 'evil.example/path?' })).toBe('http://inventory:8090');
+    expect(
+      publicOrigin({ host: 'inventory:8090', 'x-forwarded-proto': 'gopher', 'x-forwarded-host': 'evil.example/path?' }),
+    ).toBe('http://inventory:8090');
   });
 
   it('accepts a bracketed IPv6 host', () => {

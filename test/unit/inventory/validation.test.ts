@@ -18,7 +18,11 @@ describe('parseListQuery', () => {
   });
 
   it('reads limit, status and cursor, and ignores parameters it does not define', () => {
-    expect(parseListQuery(`limit=5&status=sold&cursor=${encodeCursor(42)}&page=3&utm=x`)).toEqual({ limit: 5, status: 'sold', afterId: 42 });
+    expect(parseListQuery(`limit=5&status=sold&cursor=${encodeCursor(42)}&page=3&utm=x`)).toEqual({
+      limit: 5,
+      status: 'sold',
+      afterId: 42,
+    });
   });
 
   it.each(['1', '100', '020'])('accepts limit=%s', (limit) => {
@@ -63,14 +67,21 @@ describe('parsePetId', () => {
     expect(parsePetId(raw)).toBe(id);
   });
 
-  it.each(['0', '-1', '1.5', '1e3', 'abc', '', ' 1', '9007199254740992', '99999999999999999999999', '0x10'])('refuses %j', (raw) => {
-    expect(errorOf(() => parsePetId(raw)).code).toBe('invalid_parameter');
-  });
+  it.each(['0', '-1', '1.5', '1e3', 'abc', '', ' 1', '9007199254740992', '99999999999999999999999', '0x10'])(
+    'refuses %j',
+    (raw) => {
+      expect(errorOf(() => parsePetId(raw)).code).toBe('invalid_parameter');
+    },
+  );
 });
 
 describe('parseNewPet', () => {
   it('trims the name and defaults status to available', () => {
-    expect(parseNewPet({ name: '  Rex \n', categoryId: 3 })).toEqual({ name: 'Rex', categoryId: 3, status: 'available' });
+    expect(parseNewPet({ name: '  Rex \n', categoryId: 3 })).toEqual({
+      name: 'Rex',
+      categoryId: 3,
+      status: 'available',
+    });
   });
 
   it('counts code points, not UTF-16 units: 200 emoji are 200 characters', () => {
@@ -84,7 +95,9 @@ describe('parseNewPet', () => {
   });
 
   it('accepts the largest safe categoryId', () => {
-    expect(parseNewPet({ name: 'a', categoryId: Number.MAX_SAFE_INTEGER, status: 'sold' }).categoryId).toBe(Number.MAX_SAFE_INTEGER);
+    expect(parseNewPet({ name: 'a', categoryId: Number.MAX_SAFE_INTEGER, status: 'sold' }).categoryId).toBe(
+      Number.MAX_SAFE_INTEGER,
+    );
   });
 
   it.each([
@@ -117,17 +130,26 @@ describe('parseNewPet', () => {
 });
 
 describe('isJsonContentType', () => {
-  it.each(['application/json', 'Application/JSON', 'application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/json; charset=utf-8;'])(
-    'accepts %j',
-    (header) => {
-      expect(isJsonContentType(header)).toBe(true);
-    },
-  );
+  it.each([
+    'application/json',
+    'Application/JSON',
+    'application/json; charset=utf-8',
+    'application/json;charset="UTF-8"',
+    'application/json; charset=utf-8;',
+  ])('accepts %j', (header) => {
+    expect(isJsonContentType(header)).toBe(true);
+  });
 
-  it.each([undefined, '', 'text/plain', 'application/xml', 'application/json-patch+json', 'application/jsonx', 'application/json; charset=latin1', 'application/json; charset=utf-16'])(
-    'refuses %j',
-    (header) => {
-      expect(isJsonContentType(header)).toBe(false);
-    },
-  );
+  it.each([
+    undefined,
+    '',
+    'text/plain',
+    'application/xml',
+    'application/json-patch+json',
+    'application/jsonx',
+    'application/json; charset=latin1',
+    'application/json; charset=utf-16',
+  ])('refuses %j', (header) => {
+    expect(isJsonContentType(header)).toBe(false);
+  });
 });

@@ -2,7 +2,12 @@ import { ManualClock } from '../../../src/shared/clock';
 import { UpstreamTokenSigner, UpstreamTokenVerifier, type UpstreamClaims } from '../../../src/shared/upstream-token';
 import { VerifiedTokenCache } from '../../../src/inventory/verified-token-cache';
 
-const settings = { secret: 'cache-test-secret-0123456789abcdefghij', issuer: 'gw', audience: 'inv', tokenTtlSeconds: 60 };
+const settings = {
+  secret: 'cache-test-secret-0123456789abcdefghij',
+  issuer: 'gw',
+  audience: 'inv',
+  tokenTtlSeconds: 60,
+};
 
 describe('VerifiedTokenCache', () => {
   let clock: ManualClock;

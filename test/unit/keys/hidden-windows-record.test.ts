@@ -21,10 +21,16 @@ const record: ApiKeyRecord = {
 };
 
 test('a key record keeps its hidden windows in canonical order through its encoding; an empty list stays empty', () => {
-  expect(decodeRecord(encodeRecord(record)).limits).toEqual({ perMinute: 5, perDay: 50, hiddenWindows: ['minute', 'day'] });
+  expect(decodeRecord(encodeRecord(record)).limits).toEqual({
+    perMinute: 5,
+    perDay: 50,
+    hiddenWindows: ['minute', 'day'],
+  });
   const cleared = { ...record, limits: limitsOf(5, 50, undefined, undefined, undefined, []) };
   expect(decodeRecord(encodeRecord(cleared)).limits).toEqual({ perMinute: 5, perDay: 50, hiddenWindows: [] });
-  expect(decodeRecord(encodeRecord({ ...record, limits: limitsOf(5, 50, undefined) })).limits).not.toHaveProperty('hiddenWindows');
+  expect(decodeRecord(encodeRecord({ ...record, limits: limitsOf(5, 50, undefined) })).limits).not.toHaveProperty(
+    'hiddenWindows',
+  );
 });
 
 test('a stored key whose hidden windows are not window names is a corrupt record', () => {
@@ -33,7 +39,11 @@ test('a stored key whose hidden windows are not window names is a corrupt record
 });
 
 test('validLimits (admin API and import alike) refuses what is not a list of window names, with 400', () => {
-  expect(validLimits({ perMinute: 5, perDay: 50, hiddenWindows: ['month', 'month'] }, 1)).toEqual({ perMinute: 5, perDay: 50, hiddenWindows: ['month'] });
+  expect(validLimits({ perMinute: 5, perDay: 50, hiddenWindows: ['month', 'month'] }, 1)).toEqual({
+    perMinute: 5,
+    perDay: 50,
+    hiddenWindows: ['month'],
+  });
   for (const hiddenWindows of [['hour'], 'minute', [null], {}]) {
     let thrown: unknown;
     try {
@@ -42,13 +52,29 @@ test('validLimits (admin API and import alike) refuses what is not a list of win
       thrown = err;
     }
     expect(thrown).toBeInstanceOf(ApiError);
-    expect(thrown).toMatchObject({ status: 400, message: 'limits.hiddenWindows must be a list of window names: minute, day, month.' });
+    expect(thrown).toMatchObject({
+      status: 400,
+      message: 'limits.hiddenWindows must be a list of window names: minute, day, month.',
+    });
   }
 });
 
 test('a consumer keeps a list that hides something, in canonical order; a bad one is a corrupt record', () => {
-  const consumer = { id: 'con_0123456789abcdef01234567', name: 'c', limits: { perMinute: 5, hiddenWindows: ['month' as const, 'minute' as const] }, billingDay: 1, allowedOperations: null, allowedAddresses: null, createdAt: 'x', updatedAt: 'x' };
+  const consumer = {
+    id: 'con_0123456789abcdef01234567',
+    name: 'c',
+    limits: { perMinute: 5, hiddenWindows: ['month' as const, 'minute' as const] },
+    billingDay: 1,
+    allowedOperations: null,
+    allowedAddresses: null,
+    createdAt: 'x',
+    updatedAt: 'x',
+  };
   expect(decodeConsumer(encodeConsumer(consumer)).limits).toEqual({ perMinute: 5, hiddenWindows: ['minute', 'month'] });
-  expect(decodeConsumer(encodeConsumer({ ...consumer, limits: { perMinute: 5, hiddenWindows: [] } })).limits).toEqual({ perMinute: 5 });
-  expect(() => decodeConsumer(encodeConsumer(consumer).replace('"month"', '"week"'))).toThrow('corrupt consumer record: limits');
+  expect(decodeConsumer(encodeConsumer({ ...consumer, limits: { perMinute: 5, hiddenWindows: [] } })).limits).toEqual({
+    perMinute: 5,
+  });
+  expect(() => decodeConsumer(encodeConsumer(consumer).replace('"month"', '"week"'))).toThrow(
+    'corrupt consumer record: limits',
+  );
 });

@@ -76,7 +76,7 @@ describe('key checksum (CONTRACT §4)', () => {
       for (let i = 0; i < 300; i++) {
         const key = generateApiKey(prefix);
         expect(failsChecksum(key, prefix)).toBe(false);
-            expect(isWellFormedKey(prefix, key)).toBe(true);
+        expect(isWellFormedKey(prefix, key)).toBe(true);
       }
     }
   });

@@ -7,7 +7,12 @@ import { CountingKeyStore } from './counting-key-store';
 import { keyRecordFixture } from '../../support/key-record';
 
 const PREFIX = 'asg_live_';
-const OPTIONS: KeyResolverOptions = { prefix: PREFIX, cacheTtlSeconds: 60, negativeCacheTtlSeconds: 5, maxEntries: 100 };
+const OPTIONS: KeyResolverOptions = {
+  prefix: PREFIX,
+  cacheTtlSeconds: 60,
+  negativeCacheTtlSeconds: 5,
+  maxEntries: 100,
+};
 
 let clock: ManualClock;
 let store: CountingKeyStore;
@@ -74,8 +79,12 @@ describe('KeyResolver key checksum (CONTRACT §4)', () => {
   it('a key of the new length whose checksum fails is never issued, without the store', async () => {
     const key = generateApiKey(PREFIX);
     const forged = key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a');
-    for (let i = 0; i < 20; i++) expect(await resolver.resolve(forged)).toEqual({ status: 'invalid', neverIssued: true });
-    expect(await resolver.resolve(generateLegacyApiKey(PREFIX) + 'zzzzzz')).toEqual({ status: 'invalid', neverIssued: true });
+    for (let i = 0; i < 20; i++)
+      expect(await resolver.resolve(forged)).toEqual({ status: 'invalid', neverIssued: true });
+    expect(await resolver.resolve(generateLegacyApiKey(PREFIX) + 'zzzzzz')).toEqual({
+      status: 'invalid',
+      neverIssued: true,
+    });
     expect(store.findByHashCalls).toBe(0);
   });
 
@@ -312,7 +321,11 @@ describe('KeyResolver and the key lifecycle', () => {
     makeResolver({ cacheTtlSeconds: 3600 });
     const { key, record } = await addKey();
     const newKey = generateApiKey(PREFIX);
-    await store.rotate(record.id, { hash: hashApiKey(newKey), previousKeyExpiresAt: new Date(clock.now() + 60_000).toISOString() }, new Date(clock.now()).toISOString());
+    await store.rotate(
+      record.id,
+      { hash: hashApiKey(newKey), previousKeyExpiresAt: new Date(clock.now() + 60_000).toISOString() },
+      new Date(clock.now()).toISOString(),
+    );
     for (let i = 0; i < 3; i++) {
       expect(await resolver.resolve(key)).toMatchObject({ status: 'valid', record: { id: record.id } });
       expect(await resolver.resolve(newKey)).toMatchObject({ status: 'valid', record: { id: record.id } });

@@ -74,11 +74,27 @@ describe('KeyService.create', () => {
     ['a blank name', { name: '   ', plan: 'free' }, /name must be 1 to 200 characters/],
     ['a 201-character name', { name: 'n'.repeat(201), plan: 'free' }, /name must be 1 to 200 characters/],
     ['a name that is not a string', { name: 42, plan: 'free' }, /name must be a string/],
-    ['perMinute 0', { name: 'x', plan: 'free', limits: { perMinute: 0, perDay: 10 } }, /limits.perMinute must be a positive integer/],
-    ['a fractional perDay', { name: 'x', plan: 'free', limits: { perMinute: 1, perDay: 1.5 } }, /limits.perDay must be a positive integer/],
-    ['perDay as a string', { name: 'x', plan: 'free', limits: { perMinute: 1, perDay: '10' } }, /limits.perDay must be a positive integer/],
+    [
+      'perMinute 0',
+      { name: 'x', plan: 'free', limits: { perMinute: 0, perDay: 10 } },
+      /limits.perMinute must be a positive integer/,
+    ],
+    [
+      'a fractional perDay',
+      { name: 'x', plan: 'free', limits: { perMinute: 1, perDay: 1.5 } },
+      /limits.perDay must be a positive integer/,
+    ],
+    [
+      'perDay as a string',
+      { name: 'x', plan: 'free', limits: { perMinute: 1, perDay: '10' } },
+      /limits.perDay must be a positive integer/,
+    ],
     ['limits missing perDay', { name: 'x', plan: 'free', limits: { perMinute: 1 } }, /limits.perDay/],
-    ['limits with an unknown field', { name: 'x', plan: 'free', limits: { perMinute: 1, perDay: 2, perHour: 3 } }, /unknown field perHour/],
+    [
+      'limits with an unknown field',
+      { name: 'x', plan: 'free', limits: { perMinute: 1, perDay: 2, perHour: 3 } },
+      /unknown field perHour/,
+    ],
     ['limits that are not an object', { name: 'x', plan: 'free', limits: [1, 2] }, /limits must be an object/],
   ])('refuses %s with validation_failed', async (_label, input, message) => {
     await expectValidationError(service.create(input as never), message);
@@ -96,7 +112,12 @@ describe('KeyService.update', () => {
     const { record } = await service.create({ name: 'a', plan: 'free' });
     clock.advance(1000);
     const updated = await service.update(record.id, { name: 'b', plan: 'pro', limits: { perMinute: 1, perDay: 2 } });
-    expect(updated).toMatchObject({ name: 'b', plan: 'pro', limits: { perMinute: 1, perDay: 2 }, updatedAt: '2026-03-01T12:00:01.000Z' });
+    expect(updated).toMatchObject({
+      name: 'b',
+      plan: 'pro',
+      limits: { perMinute: 1, perDay: 2 },
+      updatedAt: '2026-03-01T12:00:01.000Z',
+    });
     expect(await service.get(record.id)).toEqual(updated);
   });
 
@@ -109,7 +130,9 @@ describe('KeyService.update', () => {
 
   it('moves a key to enterprise when the patch brings limits, or the key already has them', async () => {
     const a = await service.create({ name: 'a', plan: 'pro' });
-    expect((await service.update(a.record.id, { plan: 'enterprise', limits: { perMinute: 9, perDay: 99 } }))?.plan).toBe('enterprise');
+    expect(
+      (await service.update(a.record.id, { plan: 'enterprise', limits: { perMinute: 9, perDay: 99 } }))?.plan,
+    ).toBe('enterprise');
     const b = await service.create({ name: 'b', plan: 'pro', limits: { perMinute: 9, perDay: 99 } });
     expect((await service.update(b.record.id, { plan: 'enterprise' }))?.plan).toBe('enterprise');
   });
@@ -173,8 +196,14 @@ describe('KeyService.revoke, get and list', () => {
 describe('effectiveLimits', () => {
   it('takes the key’s own limits over the plan’s', () => {
     expect(effectiveLimits({ plan: 'free', limits: null }, plans)).toEqual({ perMinute: 60, perDay: 1000 });
-    expect(effectiveLimits({ plan: 'free', limits: { perMinute: 2, perDay: 3 } }, plans)).toEqual({ perMinute: 2, perDay: 3 });
-    expect(effectiveLimits({ plan: 'enterprise', limits: { perMinute: 7, perDay: 8 } }, plans)).toEqual({ perMinute: 7, perDay: 8 });
+    expect(effectiveLimits({ plan: 'free', limits: { perMinute: 2, perDay: 3 } }, plans)).toEqual({
+      perMinute: 2,
+      perDay: 3,
+    });
+    expect(effectiveLimits({ plan: 'enterprise', limits: { perMinute: 7, perDay: 8 } }, plans)).toEqual({
+      perMinute: 7,
+      perDay: 8,
+    });
   });
 
   it('is null when neither the key nor its plan has limits (enterprise without, or a plan gone from config)', () => {

@@ -23,10 +23,25 @@ describe('keyStatusAt', () => {
     ['a key expiring later', { expiresAt: iso(NOW + 1) }, 'current', 'valid'],
     ['a key at its expiry instant', { expiresAt: iso(NOW) }, 'current', 'expired'],
     ['a revoked key, even expired', { revokedAt: iso(NOW - 1), expiresAt: iso(NOW - 1) }, 'current', 'revoked'],
-    ['the previous secret in its grace period', { previousHash: 'old', previousKeyExpiresAt: iso(NOW + 1) }, 'old', 'valid'],
+    [
+      'the previous secret in its grace period',
+      { previousHash: 'old', previousKeyExpiresAt: iso(NOW + 1) },
+      'old',
+      'valid',
+    ],
     ['the previous secret at its end', { previousHash: 'old', previousKeyExpiresAt: iso(NOW) }, 'old', 'expired'],
-    ['the previous secret of an expired key', { previousHash: 'old', previousKeyExpiresAt: iso(NOW + 1), expiresAt: iso(NOW) }, 'old', 'expired'],
-    ['the previous secret of a revoked key', { previousHash: 'old', previousKeyExpiresAt: iso(NOW + 1), revokedAt: iso(NOW - 1) }, 'old', 'revoked'],
+    [
+      'the previous secret of an expired key',
+      { previousHash: 'old', previousKeyExpiresAt: iso(NOW + 1), expiresAt: iso(NOW) },
+      'old',
+      'expired',
+    ],
+    [
+      'the previous secret of a revoked key',
+      { previousHash: 'old', previousKeyExpiresAt: iso(NOW + 1), revokedAt: iso(NOW - 1) },
+      'old',
+      'revoked',
+    ],
     ['a hash that is neither', { previousHash: 'old', previousKeyExpiresAt: iso(NOW + 1) }, 'other', 'unknown'],
   ])('%s', (_what, overrides, hash, expected) => {
     expect(keyStatusAt({ ...record, ...overrides }, hash, NOW)).toBe(expected);

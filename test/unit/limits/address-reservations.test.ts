@@ -1,5 +1,9 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { AddressReservations, type Reservation, type ReservationSource } from '../../../src/limits/address-reservations';
+import {
+  AddressReservations,
+  type Reservation,
+  type ReservationSource,
+} from '../../../src/limits/address-reservations';
 
 /** A shared window as Redis would keep it: one count per address, `perMinute` units a window. */
 class SharedWindow implements ReservationSource {

@@ -1,5 +1,12 @@
 import { ManualClock } from '../../../src/shared/clock';
-import type { BanSettings, ConsumerShare, KeyDecision, KeyLimiter, MinuteWindowShape, WindowLimits } from '../../../src/limits/types';
+import type {
+  BanSettings,
+  ConsumerShare,
+  KeyDecision,
+  KeyLimiter,
+  MinuteWindowShape,
+  WindowLimits,
+} from '../../../src/limits/types';
 import { windowsIdOf } from '../../../src/limits/windows-id';
 import { eventually } from '../../support/eventually';
 
@@ -50,9 +57,17 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         for (let i = 0; i < 20; i++) decisions.push(await limiter.consume(i % 2 === 0 ? a : b, ROOMY, { consumer: c }));
         expect(allowed(decisions)).toBe(10);
         const refused = decisions[10]!;
-        expect(refused).toMatchObject({ outcome: 'limited', refusedBy: 'consumer-minute', consumer: { minute: { limit: 10, remaining: 0 } } });
+        expect(refused).toMatchObject({
+          outcome: 'limited',
+          refusedBy: 'consumer-minute',
+          consumer: { minute: { limit: 10, remaining: 0 } },
+        });
         // The key's own minute counted only its own five.
-        expect(decisions[9]).toMatchObject({ outcome: 'allowed', minute: { remaining: 1000 - 5 }, consumer: { minute: { remaining: 0 } } });
+        expect(decisions[9]).toMatchObject({
+          outcome: 'allowed',
+          minute: { remaining: 1000 - 5 },
+          consumer: { minute: { remaining: 0 } },
+        });
         if (refused.outcome === 'limited') expect(refused.retryAfterMs).toBeGreaterThan(0);
         clock.advance(60_000);
         expect(await limiter.consume(a, ROOMY, { consumer: c })).toMatchObject({ outcome: 'allowed' });
@@ -80,16 +95,22 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         expect(refusals[BAN.threshold]).toMatchObject({ outcome: 'limited', bannedNow: true });
         expect(await limiter.consume(ids[0]!, ROOMY, { consumer: c })).toMatchObject({ outcome: 'banned' });
         // Bans stay per key: the other keys are refused by the consumer's day, not banned.
-        expect(await limiter.consume(ids[1]!, ROOMY, { consumer: c })).toMatchObject({ outcome: 'limited', refusedBy: 'consumer-day' });
+        expect(await limiter.consume(ids[1]!, ROOMY, { consumer: c })).toMatchObject({
+          outcome: 'limited',
+          refusedBy: 'consumer-day',
+        });
       });
 
       it('shadowed, a consumer window refusal is reported and never leads to a ban', async () => {
         const c = share({ perMinute: 1 });
         const id = windowsIdOf('key_a', c.id);
         const decisions: KeyDecision[] = [];
-        for (let i = 0; i < BAN.threshold + 5; i++) decisions.push(await limiter.consume(id, ROOMY, { consumer: c, shadow: true }));
+        for (let i = 0; i < BAN.threshold + 5; i++)
+          decisions.push(await limiter.consume(id, ROOMY, { consumer: c, shadow: true }));
         expect(allowed(decisions)).toBe(1);
-        expect(decisions.slice(1).every((d) => d.outcome === 'limited' && d.refusedBy === 'consumer-minute' && !d.bannedNow)).toBe(true);
+        expect(
+          decisions.slice(1).every((d) => d.outcome === 'limited' && d.refusedBy === 'consumer-minute' && !d.bannedNow),
+        ).toBe(true);
       });
 
       it("a consumer's key keeps its own maxInFlight in the same decision: a refusal consumes nothing of either, and a release frees the slot", async () => {
@@ -100,20 +121,40 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         expect(await limiter.consume(a, ROOMY, lease('l2'))).toMatchObject({ outcome: 'allowed' });
         const refused = await limiter.consume(a, ROOMY, lease('l3'));
         // Its windows and its consumer's as the two admitted left them.
-        expect(refused).toMatchObject({ outcome: 'concurrency_limited', minute: { remaining: 1000 - 2 }, consumer: { minute: { limit: 10, remaining: 8 } } });
+        expect(refused).toMatchObject({
+          outcome: 'concurrency_limited',
+          minute: { remaining: 1000 - 2 },
+          consumer: { minute: { limit: 10, remaining: 8 } },
+        });
         // Another key of the same consumer has slots of its own.
-        expect(await limiter.consume(windowsIdOf('key_b', c.id), ROOMY, lease('l4'))).toMatchObject({ outcome: 'allowed', consumer: { minute: { remaining: 7 } } });
+        expect(await limiter.consume(windowsIdOf('key_b', c.id), ROOMY, lease('l4'))).toMatchObject({
+          outcome: 'allowed',
+          consumer: { minute: { remaining: 7 } },
+        });
         limiter.release!(a, 'l1');
         // A release is fire and forget (on Redis one command not awaited): the slot is free again soon after.
-        await eventually(async () => (await limiter.consume(a, ROOMY, lease('l5'))).outcome === 'allowed', { timeoutMs: 5000, what: 'the released slot' });
+        await eventually(async () => (await limiter.consume(a, ROOMY, lease('l5'))).outcome === 'allowed', {
+          timeoutMs: 5000,
+          what: 'the released slot',
+        });
       });
 
       it('costs take units of every window of the key and its consumer', async () => {
         const c = share({ perMinute: 10, perDay: 10 });
         const id = windowsIdOf('key_a', c.id);
-        expect(await limiter.consume(id, ROOMY, { consumer: c, cost: 4 })).toMatchObject({ outcome: 'allowed', minute: { remaining: 996 }, consumer: { minute: { remaining: 6 }, day: { remaining: 6 } } });
-        expect(await limiter.consume(id, ROOMY, { consumer: c, cost: 4 })).toMatchObject({ outcome: 'allowed', consumer: { minute: { remaining: 2 } } });
-        expect(await limiter.consume(id, ROOMY, { consumer: c, cost: 4 })).toMatchObject({ outcome: 'limited', consumer: { minute: { remaining: 2 } } });
+        expect(await limiter.consume(id, ROOMY, { consumer: c, cost: 4 })).toMatchObject({
+          outcome: 'allowed',
+          minute: { remaining: 996 },
+          consumer: { minute: { remaining: 6 }, day: { remaining: 6 } },
+        });
+        expect(await limiter.consume(id, ROOMY, { consumer: c, cost: 4 })).toMatchObject({
+          outcome: 'allowed',
+          consumer: { minute: { remaining: 2 } },
+        });
+        expect(await limiter.consume(id, ROOMY, { consumer: c, cost: 4 })).toMatchObject({
+          outcome: 'limited',
+          consumer: { minute: { remaining: 2 } },
+        });
       });
 
       it("a consumer's month with credits behaves as a key's: its limit plus the month's credits, on its own billing day", async () => {
@@ -123,7 +164,11 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         for (let i = 0; i < 7; i++) decisions.push(await limiter.consume(ids[i % 2]!, ROOMY, { consumer: c }));
         expect(allowed(decisions)).toBe(5);
         const refused = decisions[5]!;
-        expect(refused).toMatchObject({ outcome: 'limited', refusedBy: 'consumer-month', consumer: { month: { limit: 5, remaining: 0, credits: 0 } } });
+        expect(refused).toMatchObject({
+          outcome: 'limited',
+          refusedBy: 'consumer-month',
+          consumer: { month: { limit: 5, remaining: 0, credits: 0 } },
+        });
         // The month started on the 10th at 00:00 UTC and ends on the 10th of the next month.
         if (refused.outcome === 'limited') {
           expect(refused.consumer!.month!.startAt).toBe(Date.UTC(2026, 0, 10));
@@ -133,10 +178,17 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         const more: KeyDecision[] = [];
         for (let i = 0; i < 4; i++) more.push(await limiter.consume(ids[i % 2]!, ROOMY, { consumer: c }));
         expect(allowed(more)).toBe(3);
-        expect(more[3]).toMatchObject({ outcome: 'limited', refusedBy: 'consumer-month', consumer: { month: { limit: 8, remaining: 0, credits: 3 } } });
+        expect(more[3]).toMatchObject({
+          outcome: 'limited',
+          refusedBy: 'consumer-month',
+          consumer: { month: { limit: 8, remaining: 0, credits: 3 } },
+        });
         // The next billing month starts afresh, credits gone.
         clock.set(Date.UTC(2026, 1, 10, 0, 0, 1));
-        expect(await limiter.consume(ids[0]!, ROOMY, { consumer: c })).toMatchObject({ outcome: 'allowed', consumer: { month: { limit: 5, remaining: 4, credits: 0 } } });
+        expect(await limiter.consume(ids[0]!, ROOMY, { consumer: c })).toMatchObject({
+          outcome: 'allowed',
+          consumer: { month: { limit: 5, remaining: 4, credits: 0 } },
+        });
       });
 
       it('moving a key to another consumer keeps its own windows', async () => {
@@ -146,12 +198,16 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         for (let i = 0; i < 3; i++) await limiter.consume(windowsIdOf('key_m', from.id), limits, { consumer: from });
         await limiter.moveWindows!(windowsIdOf('key_m', from.id), windowsIdOf('key_m', to.id));
         const decisions: KeyDecision[] = [];
-        for (let i = 0; i < 3; i++) decisions.push(await limiter.consume(windowsIdOf('key_m', to.id), limits, { consumer: to }));
+        for (let i = 0; i < 3; i++)
+          decisions.push(await limiter.consume(windowsIdOf('key_m', to.id), limits, { consumer: to }));
         expect(allowed(decisions)).toBe(2);
         expect(decisions[0]).toMatchObject({ minute: { remaining: 1 }, day: { remaining: 96 } });
         // Moving back to no consumer keeps them too.
         await limiter.moveWindows!(windowsIdOf('key_m', to.id), 'key_m');
-        expect(await limiter.usage('key_m', limits)).toMatchObject({ minute: { remaining: 0 }, day: { remaining: 95 } });
+        expect(await limiter.usage('key_m', limits)).toMatchObject({
+          minute: { remaining: 0 },
+          day: { remaining: 95 },
+        });
       });
     });
   }
@@ -174,11 +230,13 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         expect(refused).toMatchObject({ outcome: 'limited', refusedBy: 'consumer-minute' });
         if (refused.outcome === 'limited') expect(refused.retryAfterMs).toBe(10_000);
         clock.advance(10_001);
-        expect(await limiter.consume(b, ROOMY, { consumer: c })).toMatchObject({ outcome: 'allowed', consumer: { minute: { remaining: 0 } } });
+        expect(await limiter.consume(b, ROOMY, { consumer: c })).toMatchObject({
+          outcome: 'allowed',
+          consumer: { minute: { remaining: 0 } },
+        });
       } finally {
         await limiter.close();
       }
     });
   });
 }
-

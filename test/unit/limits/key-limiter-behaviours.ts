@@ -17,7 +17,12 @@ const MINUTE = 60_000;
 /** Noon UTC, 17.5 s into a minute: minute and day boundaries are both some way off. */
 const NOON_PLUS = Date.UTC(2026, 0, 1, 12, 0, 17, 500);
 
-export async function consumeTimes(limiter: KeyLimiter, keyId: string, limits: WindowLimits, times: number): Promise<KeyDecision[]> {
+export async function consumeTimes(
+  limiter: KeyLimiter,
+  keyId: string,
+  limits: WindowLimits,
+  times: number,
+): Promise<KeyDecision[]> {
   const decisions: KeyDecision[] = [];
   for (let i = 0; i < times; i++) decisions.push(await limiter.consume(keyId, limits));
   return decisions;
@@ -175,7 +180,9 @@ export function describeKeyLimiterBehaviours(name: string, harness: KeyLimiterHa
         const refused = expectLimited(await limiter.consume('k1', { perMinute: 5, perDay: 1000 }));
         expect(refused.refusedBy).toBe('minute');
         expect(refused.minute).toEqual({ limit: 5, remaining: 0, resetAt: Date.UTC(2026, 0, 1, 12, 1) });
-        expect(expectAllowed(await limiter.consume('k1', { perMinute: 300, perDay: 10_000 })).minute.remaining).toBe(289);
+        expect(expectAllowed(await limiter.consume('k1', { perMinute: 300, perDay: 10_000 })).minute.remaining).toBe(
+          289,
+        );
       });
     });
 
@@ -269,14 +276,25 @@ export function describeKeyLimiterBehaviours(name: string, harness: KeyLimiterHa
         await consumeTimes(limiter, 'k1', dayLimited, 5);
         clock.advance(59_999);
         const later = await consumeTimes(limiter, 'k1', dayLimited, 6);
-        expect(later.map((d) => d.outcome === 'limited' && d.bannedNow)).toEqual([false, false, false, false, false, true]);
+        expect(later.map((d) => d.outcome === 'limited' && d.bannedNow)).toEqual([
+          false,
+          false,
+          false,
+          false,
+          false,
+          true,
+        ]);
       });
 
       it('bans by the settings given: threshold, window and duration', async () => {
         await setUp(NOON_PLUS, { threshold: 2, windowSeconds: 10, durationSeconds: 30 });
         const refusals = await exhaustAndRefuse(3);
         expect(refusals.map((d) => d.outcome === 'limited' && d.bannedNow)).toEqual([false, false, true]);
-        expect(await limiter.consume('k1', limits)).toEqual({ outcome: 'banned', bannedUntil: NOON_PLUS + 30_000, now: NOON_PLUS });
+        expect(await limiter.consume('k1', limits)).toEqual({
+          outcome: 'banned',
+          bannedUntil: NOON_PLUS + 30_000,
+          now: NOON_PLUS,
+        });
         clock.advance(30_000);
         expect((await limiter.consume('k1', limits)).outcome).not.toBe('banned');
       });
@@ -286,7 +304,11 @@ export function describeKeyLimiterBehaviours(name: string, harness: KeyLimiterHa
         await setUp(lateStart);
         await exhaustAndRefuse(11);
         clock.set(Date.UTC(2026, 0, 2, 0, 10));
-        expect(await limiter.consume('k1', limits)).toEqual({ outcome: 'banned', bannedUntil: lateStart + 900_000, now: clock.now() });
+        expect(await limiter.consume('k1', limits)).toEqual({
+          outcome: 'banned',
+          bannedUntil: lateStart + 900_000,
+          now: clock.now(),
+        });
         clock.set(lateStart + 900_000);
         expectAllowed(await limiter.consume('k1', limits));
       });

@@ -1,4 +1,10 @@
-import { consumeKeyState, currentDayCount, currentMinuteCount, emptyKeyState, unbanKeyState } from '../../../src/limits/key-state';
+import {
+  consumeKeyState,
+  currentDayCount,
+  currentMinuteCount,
+  emptyKeyState,
+  unbanKeyState,
+} from '../../../src/limits/key-state';
 import {
   DAY_MS,
   OUTCOME_ALLOWED,
@@ -16,7 +22,12 @@ describe('consumeKeyState', () => {
   it('counts both windows of an allowed request and remembers which windows they are', () => {
     const state = emptyKeyState();
     expect(consumeKeyState(state, { limits: { perMinute: 2, perDay: 10 }, ban, now: T })).toBe(OUTCOME_ALLOWED);
-    expect(state).toMatchObject({ minuteCount: 1, dayCount: 1, minuteIndex: Math.floor(T / 60_000), dayIndex: Math.floor(T / DAY_MS) });
+    expect(state).toMatchObject({
+      minuteCount: 1,
+      dayCount: 1,
+      minuteIndex: Math.floor(T / 60_000),
+      dayIndex: Math.floor(T / DAY_MS),
+    });
     expect(state.keepUntil).toBe(windowEnd(T, DAY_MS) + ban.retainMs);
   });
 
@@ -42,7 +53,13 @@ describe('consumeKeyState', () => {
     expect(consumeKeyState(state, { limits, ban, now: T + 1 })).toBe(OUTCOME_LIMITED);
     expect(state.refusalsResetAt).toBe(T + 60_000);
     expect(consumeKeyState(state, { limits, ban, now: T + 2 })).toBe(OUTCOME_LIMITED_BANNED_NOW);
-    expect(state).toMatchObject({ bannedUntil: T + 2 + 900_000, refusalCount: 0, refusalsResetAt: 0, minuteCount: 1, dayCount: 1 });
+    expect(state).toMatchObject({
+      bannedUntil: T + 2 + 900_000,
+      refusalCount: 0,
+      refusalsResetAt: 0,
+      minuteCount: 1,
+      dayCount: 1,
+    });
     expect(consumeKeyState(state, { limits, ban, now: T + 3 })).toBe(OUTCOME_BANNED);
     expect(state.refusalCount).toBe(0);
   });

@@ -63,8 +63,12 @@ describe('MemoryKeyLimiter: memory', () => {
   });
 
   it('refuses ban settings that are not positive integers', () => {
-    expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, threshold: 0 }, sweepIntervalMs: 0 })).toThrow(/ban.threshold/);
-    expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, windowSeconds: 1.5 }, sweepIntervalMs: 0 })).toThrow(/ban.windowSeconds/);
+    expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, threshold: 0 }, sweepIntervalMs: 0 })).toThrow(
+      /ban.threshold/,
+    );
+    expect(() => new MemoryKeyLimiter({ ban: { ...DEFAULT_BAN, windowSeconds: 1.5 }, sweepIntervalMs: 0 })).toThrow(
+      /ban.windowSeconds/,
+    );
   });
 });
 
@@ -80,7 +84,11 @@ describe('MemoryKeyLimiter: a sliding minute seeded from the store’s last answ
     const limits = { perMinute: 3, perDay: 100 };
     limiter.seed('k1', { at, minuteCount: 3, dayCount: 10, bannedUntil: 0 });
     // Past the UTC minute boundary, a fixed window would start afresh; the sliding one still holds the 3.
-    expect(await limiter.consume('k1', limits)).toMatchObject({ outcome: 'limited', refusedBy: 'minute', retryAfterMs: 56_000 });
+    expect(await limiter.consume('k1', limits)).toMatchObject({
+      outcome: 'limited',
+      refusedBy: 'minute',
+      retryAfterMs: 56_000,
+    });
     clock.set(at + 60_000);
     expect(await limiter.consume('k1', limits)).toMatchObject({ outcome: 'allowed', day: { remaining: 89 } });
     await limiter.close();

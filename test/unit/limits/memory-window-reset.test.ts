@@ -18,7 +18,13 @@ describe('MemoryKeyLimiter: a month reset outlives a restart', () => {
     const limits = { perMinute: 100, perDay: 100, perMonth: 10 };
     const first = new SqliteMonthLedger(dataDir);
     // No timer: what the ledger holds after the reset was written by the reset itself.
-    const before = new MemoryKeyLimiter({ ban: NO_BAN, clock, monthLedger: first, monthFlushIntervalMs: 0, sweepIntervalMs: 0 });
+    const before = new MemoryKeyLimiter({
+      ban: NO_BAN,
+      clock,
+      monthLedger: first,
+      monthFlushIntervalMs: 0,
+      sweepIntervalMs: 0,
+    });
     await before.addCredits('key_m', 3);
     for (let i = 0; i < 4; i++) await before.consume('key_m', limits);
     before.flushMonths();
@@ -26,7 +32,13 @@ describe('MemoryKeyLimiter: a month reset outlives a restart', () => {
     // A crash: nothing flushed after the reset.
     first.close();
     const second = new SqliteMonthLedger(dataDir);
-    const after = new MemoryKeyLimiter({ ban: NO_BAN, clock, monthLedger: second, monthFlushIntervalMs: 0, sweepIntervalMs: 0 });
+    const after = new MemoryKeyLimiter({
+      ban: NO_BAN,
+      clock,
+      monthLedger: second,
+      monthFlushIntervalMs: 0,
+      sweepIntervalMs: 0,
+    });
     try {
       expect((await after.usage('key_m', limits)).month).toMatchObject({ limit: 13, remaining: 13, credits: 3 });
     } finally {

@@ -45,7 +45,11 @@ export function mostAdmittedInAnyMinute(admissionTimes: number[]): number {
 export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimiterHarness): void {
   describe(`${name}: minute window shapes and shadow mode`, () => {
     const limiters: KeyLimiter[] = [];
-    async function create(clock: ManualClock, shape: MinuteWindowShape, ban: BanSettings = NO_BAN): Promise<KeyLimiter> {
+    async function create(
+      clock: ManualClock,
+      shape: MinuteWindowShape,
+      ban: BanSettings = NO_BAN,
+    ): Promise<KeyLimiter> {
       const limiter = await harness.create(clock, ban, shape);
       limiters.push(limiter);
       return limiter;
@@ -77,12 +81,20 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       const second = await limiter.consume('k1', limits);
       await limiter.consume('k1', limits);
       // Room frees when the first admission (at :58) is a minute old.
-      expect(second.outcome === 'allowed' && second.minute).toEqual({ limit: 3, remaining: 1, resetAt: AT_58 + MINUTE });
+      expect(second.outcome === 'allowed' && second.minute).toEqual({
+        limit: 3,
+        remaining: 1,
+        resetAt: AT_58 + MINUTE,
+      });
 
       clock.set(AT_58 + 30 * SECOND);
       const refused = await limiter.consume('k1', limits);
       expect(refused).toMatchObject({ outcome: 'limited', refusedBy: 'minute', retryAfterMs: 30 * SECOND });
-      expect(refused.outcome === 'limited' && refused.minute).toEqual({ limit: 3, remaining: 0, resetAt: AT_58 + MINUTE });
+      expect(refused.outcome === 'limited' && refused.minute).toEqual({
+        limit: 3,
+        remaining: 0,
+        resetAt: AT_58 + MINUTE,
+      });
 
       clock.set(AT_58 + MINUTE - 1);
       expect((await limiter.consume('k1', limits)).outcome).toBe('limited');
@@ -90,7 +102,11 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       const served = await limiter.consume('k1', limits);
       expect(served.outcome).toBe('allowed');
       // Now the oldest in the interval is the one admitted at :08.
-      expect(served.outcome === 'allowed' && served.minute).toEqual({ limit: 3, remaining: 0, resetAt: AT_58 + 10 * SECOND + MINUTE });
+      expect(served.outcome === 'allowed' && served.minute).toEqual({
+        limit: 3,
+        remaining: 0,
+        resetAt: AT_58 + 10 * SECOND + MINUTE,
+      });
     });
 
     it('sliding: over random traffic no 60-second interval admits more than the limit, and nothing is refused that fits', async () => {
@@ -107,9 +123,13 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
         const decision = await limiter.consume('k1', limits);
         const inInterval = admissions.filter((t) => t > now - MINUTE).length;
         // Exact, not approximate: admitted if and only if the last 60 s hold fewer than the limit.
-        expect({ i, outcome: decision.outcome }).toEqual({ i, outcome: inInterval < limits.perMinute ? 'allowed' : 'limited' });
+        expect({ i, outcome: decision.outcome }).toEqual({
+          i,
+          outcome: inInterval < limits.perMinute ? 'allowed' : 'limited',
+        });
         if (decision.outcome === 'allowed') admissions.push(now);
-        if (decision.outcome === 'limited') expect(decision.retryAfterMs).toBe(admissions.find((t) => t > now - MINUTE)! + MINUTE - now);
+        if (decision.outcome === 'limited')
+          expect(decision.retryAfterMs).toBe(admissions.find((t) => t > now - MINUTE)! + MINUTE - now);
       }
       expect(mostAdmittedInAnyMinute(admissions)).toBe(limits.perMinute);
       // The walk both fills the window and lets it drain: many admissions and many refusals.
@@ -125,7 +145,11 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       clock.set(Date.UTC(2026, 0, 2, 0, 0, 1));
       const decisions = await burst(limiter, 'k1', limits, 3);
       expect(admitted(decisions)).toBe(3);
-      expect(decisions[2]!.outcome === 'allowed' && decisions[2]!.day).toEqual({ limit: 5, remaining: 2, resetAt: Date.UTC(2026, 0, 3) });
+      expect(decisions[2]!.outcome === 'allowed' && decisions[2]!.day).toEqual({
+        limit: 5,
+        remaining: 2,
+        resetAt: Date.UTC(2026, 0, 3),
+      });
       // The sliding minute still holds the 5 of 23:59:30.
       expect(decisions[2]!.outcome === 'allowed' && decisions[2]!.minute.remaining).toBe(92);
     });
@@ -147,7 +171,11 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
         });
       }
       clock.set(AT_58 + MINUTE);
-      expect((await limiter.usage('k1', limits)).minute).toEqual({ limit: 3, remaining: 3, resetAt: AT_58 + 2 * MINUTE });
+      expect((await limiter.usage('k1', limits)).minute).toEqual({
+        limit: 3,
+        remaining: 3,
+        resetAt: AT_58 + 2 * MINUTE,
+      });
     });
 
     for (const shape of ['fixed', 'sliding'] as const) {
@@ -162,7 +190,11 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
         expect((await limiter.usage('k1', limits)).bannedUntil).toBeNull();
         // The same refusals unshadowed ban the key after the threshold (10) + 1.
         const unshadowed = await burst(limiter, 'k2', limits, 14);
-        expect(unshadowed.map((d) => d.outcome)).toEqual([...Array(2).fill('allowed'), ...Array(11).fill('limited'), 'banned']);
+        expect(unshadowed.map((d) => d.outcome)).toEqual([
+          ...Array(2).fill('allowed'),
+          ...Array(11).fill('limited'),
+          'banned',
+        ]);
       });
     }
   });

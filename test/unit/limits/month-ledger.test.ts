@@ -22,7 +22,14 @@ class FakeLedger implements MonthLedger {
 }
 
 const limiterOn = (ledger: MonthLedger, clock: ManualClock, errors: unknown[] = []) =>
-  new MemoryKeyLimiter({ ban, clock, sweepIntervalMs: 0, monthLedger: ledger, monthFlushIntervalMs: 0, onMonthLedgerError: (err) => errors.push(err) });
+  new MemoryKeyLimiter({
+    ban,
+    clock,
+    sweepIntervalMs: 0,
+    monthLedger: ledger,
+    monthFlushIntervalMs: 0,
+    onMonthLedgerError: (err) => errors.push(err),
+  });
 
 describe('MemoryKeyLimiter with a month ledger', () => {
   it('writes nothing on the request path, the changed months together on close, and starts from them again', async () => {
@@ -34,10 +41,17 @@ describe('MemoryKeyLimiter with a month ledger', () => {
     expect(ledger.saves).toEqual([]);
     await first.close();
     expect(ledger.saves).toHaveLength(1);
-    expect(ledger.saves[0]!.map((e) => [e.keyId, e.count])).toEqual([['key_a', 4], ['key_b', 3]]);
+    expect(ledger.saves[0]!.map((e) => [e.keyId, e.count])).toEqual([
+      ['key_a', 4],
+      ['key_b', 3],
+    ]);
 
     const second = limiterOn(ledger, clock);
-    expect((await second.usage('key_a', limits)).month).toMatchObject({ remaining: 6, credits: 0, resetAt: Date.UTC(2026, 3, 1) });
+    expect((await second.usage('key_a', limits)).month).toMatchObject({
+      remaining: 6,
+      credits: 0,
+      resetAt: Date.UTC(2026, 3, 1),
+    });
     expect(await second.consume('key_b', limits)).toMatchObject({ outcome: 'allowed', month: { remaining: 6 } });
   });
 
@@ -45,7 +59,11 @@ describe('MemoryKeyLimiter with a month ledger', () => {
     const ledger = new FakeLedger();
     const limiter = limiterOn(ledger, new ManualClock(NOW));
     await limiter.addCredits('key_a', 5);
-    expect(ledger.rows.get('key_a')).toMatchObject({ credits: 5, monthStart: Date.UTC(2026, 2, 1), monthEnd: Date.UTC(2026, 3, 1) });
+    expect(ledger.rows.get('key_a')).toMatchObject({
+      credits: 5,
+      monthStart: Date.UTC(2026, 2, 1),
+      monthEnd: Date.UTC(2026, 3, 1),
+    });
     ledger.failing = true;
     await expect(limiter.addCredits('key_a', 7)).rejects.toThrow('disk full');
     expect((await limiter.usage('key_a', limits)).month).toMatchObject({ credits: 5, limit: 15 });

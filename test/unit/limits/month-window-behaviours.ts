@@ -43,31 +43,34 @@ export function describeMonthWindowBehaviours(name: string, harness: ShapedLimit
       [20, Date.UTC(2026, 1, 20), Date.UTC(2026, 2, 20)],
       // The default, the 1st.
       [1, Date.UTC(2026, 2, 1), Date.UTC(2026, 3, 1)],
-    ])('spends a month quota of 5 with billing day %i, refuses until the next billing day, then serves again', async (billingDay, start, end) => {
-      await setUp();
-      const limits: WindowLimits = { ...ROOMY, perMonth: 5 };
-      const options = { billingDay };
-      for (let i = 0; i < 5; i++) {
-        const d = allowed(await limiter.consume('m1', limits, options));
-        expect(d.month).toEqual({ limit: 5, remaining: 4 - i, resetAt: end, startAt: start, credits: 0 });
-      }
-      const refused = limited(await limiter.consume('m1', limits, options));
-      expect(refused.refusedBy).toBe('month');
-      expect(refused.retryAfterMs).toBe(end - NOW);
-      expect(refused.month).toEqual({ limit: 5, remaining: 0, resetAt: end, startAt: start, credits: 0 });
-      // Nothing consumed by the refusal.
-      expect(refused.minute.remaining).toBe(995);
-      expect(refused.day.remaining).toBe(9995);
+    ])(
+      'spends a month quota of 5 with billing day %i, refuses until the next billing day, then serves again',
+      async (billingDay, start, end) => {
+        await setUp();
+        const limits: WindowLimits = { ...ROOMY, perMonth: 5 };
+        const options = { billingDay };
+        for (let i = 0; i < 5; i++) {
+          const d = allowed(await limiter.consume('m1', limits, options));
+          expect(d.month).toEqual({ limit: 5, remaining: 4 - i, resetAt: end, startAt: start, credits: 0 });
+        }
+        const refused = limited(await limiter.consume('m1', limits, options));
+        expect(refused.refusedBy).toBe('month');
+        expect(refused.retryAfterMs).toBe(end - NOW);
+        expect(refused.month).toEqual({ limit: 5, remaining: 0, resetAt: end, startAt: start, credits: 0 });
+        // Nothing consumed by the refusal.
+        expect(refused.minute.remaining).toBe(995);
+        expect(refused.day.remaining).toBe(9995);
 
-      clock.set(end - 1);
-      expect(limited(await limiter.consume('m1', limits, options)).refusedBy).toBe('month');
-      clock.set(end);
-      const again = allowed(await limiter.consume('m1', limits, options));
-      expect(again.month!.remaining).toBe(4);
-      expect(again.month!.startAt).toBe(end);
-      const usage = await limiter.usage('m1', limits, billingDay);
-      expect(usage.month).toEqual(again.month);
-    });
+        clock.set(end - 1);
+        expect(limited(await limiter.consume('m1', limits, options)).refusedBy).toBe('month');
+        clock.set(end);
+        const again = allowed(await limiter.consume('m1', limits, options));
+        expect(again.month!.remaining).toBe(4);
+        expect(again.month!.startAt).toBe(end);
+        const usage = await limiter.usage('m1', limits, billingDay);
+        expect(usage.month).toEqual(again.month);
+      },
+    );
 
     it('keeps the month of each billing day apart: a key billed on the 20th starts afresh on 20 March', async () => {
       await setUp();
@@ -78,7 +81,13 @@ export function describeMonthWindowBehaviours(name: string, harness: ShapedLimit
       clock.set(Date.UTC(2026, 2, 19, 23, 59, 59, 999));
       expect((await limiter.usage('m2', limits, 20)).month!.remaining).toBe(0);
       clock.set(Date.UTC(2026, 2, 20));
-      expect((await limiter.usage('m2', limits, 20)).month).toEqual({ limit: 2, remaining: 2, resetAt: Date.UTC(2026, 3, 20), startAt: Date.UTC(2026, 2, 20), credits: 0 });
+      expect((await limiter.usage('m2', limits, 20)).month).toEqual({
+        limit: 2,
+        remaining: 2,
+        resetAt: Date.UTC(2026, 3, 20),
+        startAt: Date.UTC(2026, 2, 20),
+        credits: 0,
+      });
     });
 
     it('adds exactly the credited units to this month only', async () => {
@@ -110,25 +119,28 @@ export function describeMonthWindowBehaviours(name: string, harness: ShapedLimit
       limited(await limiter.consume('c2', limits));
     });
 
-    it.each(['fixed', 'sliding'] as const)('takes 4 units of every window for a cost-4 request, and refuses it whole when 3 are left (%s minute)', async (shape) => {
-      await setUp(shape);
-      const limits: WindowLimits = { perMinute: 7, perDay: 100, perMonth: 1000 };
-      const first = allowed(await limiter.consume('cost', limits, { cost: 4 }));
-      expect([first.minute.remaining, first.day.remaining, first.month!.remaining]).toEqual([3, 96, 996]);
+    it.each(['fixed', 'sliding'] as const)(
+      'takes 4 units of every window for a cost-4 request, and refuses it whole when 3 are left (%s minute)',
+      async (shape) => {
+        await setUp(shape);
+        const limits: WindowLimits = { perMinute: 7, perDay: 100, perMonth: 1000 };
+        const first = allowed(await limiter.consume('cost', limits, { cost: 4 }));
+        expect([first.minute.remaining, first.day.remaining, first.month!.remaining]).toEqual([3, 96, 996]);
 
-      clock.advance(1000);
-      const refused = limited(await limiter.consume('cost', limits, { cost: 4 }));
-      expect(refused.refusedBy).toBe('minute');
-      expect([refused.minute.remaining, refused.day.remaining, refused.month!.remaining]).toEqual([3, 96, 996]);
-      // The minute frees its units when the first request leaves it: the UTC minute's end (fixed), or
-      // 60 s after the first request (sliding).
-      const expectedReset = shape === 'fixed' ? Date.UTC(2026, 2, 15, 12, 1) : NOW + 60_000;
-      expect(refused.retryAfterMs).toBe(expectedReset - (NOW + 1000));
+        clock.advance(1000);
+        const refused = limited(await limiter.consume('cost', limits, { cost: 4 }));
+        expect(refused.refusedBy).toBe('minute');
+        expect([refused.minute.remaining, refused.day.remaining, refused.month!.remaining]).toEqual([3, 96, 996]);
+        // The minute frees its units when the first request leaves it: the UTC minute's end (fixed), or
+        // 60 s after the first request (sliding).
+        const expectedReset = shape === 'fixed' ? Date.UTC(2026, 2, 15, 12, 1) : NOW + 60_000;
+        expect(refused.retryAfterMs).toBe(expectedReset - (NOW + 1000));
 
-      // Three units are left, so a cost-3 request still fits.
-      const three = allowed(await limiter.consume('cost', limits, { cost: 3 }));
-      expect([three.minute.remaining, three.day.remaining, three.month!.remaining]).toEqual([0, 93, 993]);
-    });
+        // Three units are left, so a cost-3 request still fits.
+        const three = allowed(await limiter.consume('cost', limits, { cost: 3 }));
+        expect([three.minute.remaining, three.day.remaining, three.month!.remaining]).toEqual([0, 93, 993]);
+      },
+    );
 
     it('refuses a cost-4 request whole when the month has 3 units left, with Retry-After to the billing day', async () => {
       await setUp();

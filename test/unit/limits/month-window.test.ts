@@ -2,10 +2,28 @@ import { MonthBoundaries, isBillingDay, monthSpan } from '../../../src/limits/mo
 
 describe('monthSpan', () => {
   it.each([
-    ['a billing day already passed this month', Date.UTC(2026, 2, 15, 12), 10, Date.UTC(2026, 2, 10), Date.UTC(2026, 3, 10)],
-    ['a billing day still ahead this month', Date.UTC(2026, 2, 15, 12), 20, Date.UTC(2026, 1, 20), Date.UTC(2026, 2, 20)],
+    [
+      'a billing day already passed this month',
+      Date.UTC(2026, 2, 15, 12),
+      10,
+      Date.UTC(2026, 2, 10),
+      Date.UTC(2026, 3, 10),
+    ],
+    [
+      'a billing day still ahead this month',
+      Date.UTC(2026, 2, 15, 12),
+      20,
+      Date.UTC(2026, 1, 20),
+      Date.UTC(2026, 2, 20),
+    ],
     ['the billing day itself, at 00:00 UTC', Date.UTC(2026, 2, 20), 20, Date.UTC(2026, 2, 20), Date.UTC(2026, 3, 20)],
-    ['the last millisecond before the billing day', Date.UTC(2026, 2, 20) - 1, 20, Date.UTC(2026, 1, 20), Date.UTC(2026, 2, 20)],
+    [
+      'the last millisecond before the billing day',
+      Date.UTC(2026, 2, 20) - 1,
+      20,
+      Date.UTC(2026, 1, 20),
+      Date.UTC(2026, 2, 20),
+    ],
     ['across the new year (ahead)', Date.UTC(2027, 0, 5), 28, Date.UTC(2026, 11, 28), Date.UTC(2027, 0, 28)],
     ['across the new year (passed)', Date.UTC(2026, 11, 30), 28, Date.UTC(2026, 11, 28), Date.UTC(2027, 0, 28)],
     ['February, 28 days long', Date.UTC(2026, 1, 27), 28, Date.UTC(2026, 0, 28), Date.UTC(2026, 1, 28)],
@@ -25,7 +43,9 @@ describe('MonthBoundaries', () => {
   it('gives the month before, this month and the next month end, recomputed only when the clock leaves the month', () => {
     const months = new MonthBoundaries();
     const first = months.argv(Date.UTC(2026, 2, 15), 10);
-    expect(first).toEqual([Date.UTC(2026, 1, 10), Date.UTC(2026, 2, 10), Date.UTC(2026, 3, 10), Date.UTC(2026, 4, 10)].map(String));
+    expect(first).toEqual(
+      [Date.UTC(2026, 1, 10), Date.UTC(2026, 2, 10), Date.UTC(2026, 3, 10), Date.UTC(2026, 4, 10)].map(String),
+    );
     expect(months.argv(Date.UTC(2026, 3, 9), 10)).toBe(first);
     expect(months.argv(Date.UTC(2026, 3, 10), 10)[1]).toBe(String(Date.UTC(2026, 3, 10)));
   });

@@ -1,7 +1,10 @@
 import { PendingReleases } from '../../../src/limits/pending-releases';
 import { eventually } from '../../support/eventually';
 
-function recorder(): { batches: Array<Record<string, string[]>>; send: (batch: Map<string, string[]>) => Promise<void> } {
+function recorder(): {
+  batches: Array<Record<string, string[]>>;
+  send: (batch: Map<string, string[]>) => Promise<void>;
+} {
   const batches: Array<Record<string, string[]>> = [];
   return { batches, send: async (batch) => void batches.push(Object.fromEntries(batch)) };
 }
@@ -44,10 +47,14 @@ describe('PendingReleases', () => {
   it('puts back the releases of a consume that failed, to go with the next batch; a failed batch is dropped (the lease ttl frees those)', async () => {
     const batches: Array<Record<string, string[]>> = [];
     let fail = true;
-    const pending = new PendingReleases(async (batch) => {
-      batches.push(Object.fromEntries(batch));
-      if (fail) throw new Error('Redis is down');
-    }, 600_000, 64);
+    const pending = new PendingReleases(
+      async (batch) => {
+        batches.push(Object.fromEntries(batch));
+        if (fail) throw new Error('Redis is down');
+      },
+      600_000,
+      64,
+    );
     pending.add('k1', 'a');
     const carried = pending.take('k1')!;
     pending.putBack('k1', carried);

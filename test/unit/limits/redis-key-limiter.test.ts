@@ -1,6 +1,7 @@
 import { keyLimiterRedisKey } from '../../../src/limits/redis-key-limiter';
 
 // The slot function ioredis itself routes Cluster commands with.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- cluster-key-slot ships no types
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
 
 /** The part of a key Redis Cluster hashes: the first non-empty {…} section, else the whole key. */
@@ -23,7 +24,9 @@ describe('Redis key layout of the key limiter', () => {
   it('puts one key id in the same slot under every namespace, and different ids apart', () => {
     const ids = ['a', 'key-1', 'key-2', '0b8e5c1e-33f2-4c7a-9a51-5a0e0f7d9d11'];
     for (const id of ids) {
-      expect(calculateSlot(keyLimiterRedisKey('asg:prod', id))).toBe(calculateSlot(keyLimiterRedisKey('asg:staging', id)));
+      expect(calculateSlot(keyLimiterRedisKey('asg:prod', id))).toBe(
+        calculateSlot(keyLimiterRedisKey('asg:staging', id)),
+      );
     }
     const slots = new Set(ids.map((id) => calculateSlot(keyLimiterRedisKey('asg:prod', id))));
     expect(slots.size).toBe(ids.length);

@@ -42,7 +42,12 @@ function setUp(mode: Exclude<FailMode, 'closed'>, ban = DEFAULT_BAN) {
     mode,
     health,
     onStoreError: () => (events.storeErrors += 1),
-    createFallback: () => new MemoryKeyLimiter({ ban: mode === 'open' ? { ...ban, threshold: Number.MAX_SAFE_INTEGER } : ban, clock, sweepIntervalMs: 0 }),
+    createFallback: () =>
+      new MemoryKeyLimiter({
+        ban: mode === 'open' ? { ...ban, threshold: Number.MAX_SAFE_INTEGER } : ban,
+        clock,
+        sweepIntervalMs: 0,
+      }),
   });
   return { clock, store, events, health, limiter };
 }

@@ -1,5 +1,11 @@
 import { ManualClock } from '../../../src/shared/clock';
-import type { ConsumerShare, KeyDecision, KeyLimiter, MinuteWindowShape, WindowLimits } from '../../../src/limits/types';
+import type {
+  ConsumerShare,
+  KeyDecision,
+  KeyLimiter,
+  MinuteWindowShape,
+  WindowLimits,
+} from '../../../src/limits/types';
 import { windowsIdOf } from '../../../src/limits/windows-id';
 import { NO_BAN, type ShapedLimiterHarness } from './minute-window-behaviours';
 
@@ -12,9 +18,16 @@ import { NO_BAN, type ShapedLimiterHarness } from './minute-window-behaviours';
 /** 15 March 2026, 12:00:17.5 UTC. */
 const NOW = Date.UTC(2026, 2, 15, 12, 0, 17, 500);
 
-async function consumeTimes(limiter: KeyLimiter, keyId: string, limits: WindowLimits, times: number, consumer?: ConsumerShare): Promise<KeyDecision[]> {
+async function consumeTimes(
+  limiter: KeyLimiter,
+  keyId: string,
+  limits: WindowLimits,
+  times: number,
+  consumer?: ConsumerShare,
+): Promise<KeyDecision[]> {
   const decisions: KeyDecision[] = [];
-  for (let i = 0; i < times; i++) decisions.push(await limiter.consume(keyId, limits, consumer ? { consumer } : undefined));
+  for (let i = 0; i < times; i++)
+    decisions.push(await limiter.consume(keyId, limits, consumer ? { consumer } : undefined));
   return decisions;
 }
 
@@ -38,7 +51,14 @@ export function describeWindowResetBehaviours(name: string, harness: ShapedLimit
 
       it('a full minute reset answers the 5 it held and admits 5 more at once; the day and month keep counting', async () => {
         const limits: WindowLimits = { perMinute: 5, perDay: 100, perMonth: 1000 };
-        expect(outcomes(await consumeTimes(limiter, keyId, limits, 6))).toEqual(['allowed', 'allowed', 'allowed', 'allowed', 'allowed', 'limited']);
+        expect(outcomes(await consumeTimes(limiter, keyId, limits, 6))).toEqual([
+          'allowed',
+          'allowed',
+          'allowed',
+          'allowed',
+          'allowed',
+          'limited',
+        ]);
         expect(await limiter.resetWindows!(keyId, ['minute'])).toEqual({ minute: 5 });
         const after = await consumeTimes(limiter, keyId, limits, 6);
         expect(outcomes(after)).toEqual(['allowed', 'allowed', 'allowed', 'allowed', 'allowed', 'limited']);
@@ -56,11 +76,15 @@ export function describeWindowResetBehaviours(name: string, harness: ShapedLimit
         expect(usage.day.remaining).toBe(4);
         expect(usage.minute.remaining).toBe(46);
         // Counted in the minute too, in the same instant as those before the reset.
-        expect(await limiter.consume(keyId, limits)).toMatchObject({ outcome: 'allowed', minute: { remaining: 45 }, day: { remaining: 3 } });
+        expect(await limiter.consume(keyId, limits)).toMatchObject({
+          outcome: 'allowed',
+          minute: { remaining: 45 },
+          day: { remaining: 3 },
+        });
         expect((await limiter.usage(keyId, limits)).minute.remaining).toBe(45);
       });
 
-      it('a month reset sets its count to zero and keeps the month\'s credits', async () => {
+      it("a month reset sets its count to zero and keeps the month's credits", async () => {
         const limits: WindowLimits = { perMinute: 1000, perDay: 1000, perMonth: 3 };
         await limiter.addCredits(keyId, 2);
         expect(outcomes(await consumeTimes(limiter, keyId, limits, 6)).at(-1)).toBe('limited');
@@ -72,7 +96,11 @@ export function describeWindowResetBehaviours(name: string, harness: ShapedLimit
 
       it('all three at once; a key never used held nothing', async () => {
         const limits: WindowLimits = { perMinute: 10, perDay: 10, perMonth: 10 };
-        expect(await limiter.resetWindows!('key_never_used', ['minute', 'day', 'month'])).toEqual({ minute: 0, day: 0, month: 0 });
+        expect(await limiter.resetWindows!('key_never_used', ['minute', 'day', 'month'])).toEqual({
+          minute: 0,
+          day: 0,
+          month: 0,
+        });
         await consumeTimes(limiter, keyId, limits, 3);
         clock.advance(61_000);
         await consumeTimes(limiter, keyId, limits, 2);
@@ -87,7 +115,12 @@ export function describeWindowResetBehaviours(name: string, harness: ShapedLimit
         const banning = await harness.create(clock, ban, shape);
         try {
           const limits: WindowLimits = { perMinute: 1, perDay: 100 };
-          expect(outcomes(await consumeTimes(banning, keyId, limits, 4))).toEqual(['allowed', 'limited', 'limited', 'banned']);
+          expect(outcomes(await consumeTimes(banning, keyId, limits, 4))).toEqual([
+            'allowed',
+            'limited',
+            'limited',
+            'banned',
+          ]);
           expect(await banning.resetWindows!(keyId, ['minute', 'day'])).toEqual({ minute: 1, day: 1 });
           expect((await banning.consume(keyId, limits)).outcome).toBe('banned');
         } finally {
@@ -95,8 +128,12 @@ export function describeWindowResetBehaviours(name: string, harness: ShapedLimit
         }
       });
 
-      it('a consumer\'s minute reset: its keys are admitted again, their own windows keep their counts', async () => {
-        const consumer: ConsumerShare = { id: `con_reset_${counter}_${shape}`, limits: { perMinute: 4, perDay: 100, perMonth: 50 }, billingDay: 1 };
+      it("a consumer's minute reset: its keys are admitted again, their own windows keep their counts", async () => {
+        const consumer: ConsumerShare = {
+          id: `con_reset_${counter}_${shape}`,
+          limits: { perMinute: 4, perDay: 100, perMonth: 50 },
+          billingDay: 1,
+        };
         const a = windowsIdOf('key_a', consumer.id);
         const b = windowsIdOf('key_b', consumer.id);
         const roomy: WindowLimits = { perMinute: 100, perDay: 100 };
@@ -106,9 +143,21 @@ export function describeWindowResetBehaviours(name: string, harness: ShapedLimit
         await limiter.addConsumerCredits!(consumer, 7);
         expect(await limiter.resetConsumerWindows!(consumer, ['minute', 'month'])).toEqual({ minute: 4, month: 4 });
         const again = await limiter.consume(a, roomy, { consumer });
-        expect(again).toMatchObject({ outcome: 'allowed', minute: { remaining: 97 }, consumer: { minute: { remaining: 3 }, day: { remaining: 95 }, month: { limit: 57, remaining: 56, credits: 7 } } });
+        expect(again).toMatchObject({
+          outcome: 'allowed',
+          minute: { remaining: 97 },
+          consumer: {
+            minute: { remaining: 3 },
+            day: { remaining: 95 },
+            month: { limit: 57, remaining: 56, credits: 7 },
+          },
+        });
         expect(await limiter.resetConsumerWindows!(consumer, ['day'])).toEqual({ day: 5 });
-        expect(await limiter.consumerUsage!(consumer)).toMatchObject({ minute: { remaining: 3 }, day: { remaining: 100 }, month: { remaining: 56 } });
+        expect(await limiter.consumerUsage!(consumer)).toMatchObject({
+          minute: { remaining: 3 },
+          day: { remaining: 100 },
+          month: { remaining: 56 },
+        });
       });
     });
   }

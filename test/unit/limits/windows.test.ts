@@ -55,7 +55,9 @@ describe('refusingWindow', () => {
 
 describe('keyDecision', () => {
   it('shapes an allowed answer with both windows after counting', () => {
-    expect(keyDecision({ outcome: OUTCOME_ALLOWED, now: T, minuteCount: 1, dayCount: 41, bannedUntil: 0, limits })).toEqual({
+    expect(
+      keyDecision({ outcome: OUTCOME_ALLOWED, now: T, minuteCount: 1, dayCount: 41, bannedUntil: 0, limits }),
+    ).toEqual({
       outcome: 'allowed',
       minute: { limit: 60, remaining: 59, resetAt: Date.UTC(2026, 2, 14, 9, 27) },
       day: { limit: 1000, remaining: 959, resetAt: Date.UTC(2026, 2, 15) },
@@ -70,27 +72,57 @@ describe('keyDecision', () => {
 
   it('waits for midnight when the day binds, alone or with the minute', () => {
     const wait = Date.UTC(2026, 2, 15) - T;
-    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 3, dayCount: 1000, bannedUntil: 0, limits })).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
-    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 60, dayCount: 1000, bannedUntil: 0, limits })).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
+    expect(
+      keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 3, dayCount: 1000, bannedUntil: 0, limits }),
+    ).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
+    expect(
+      keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 60, dayCount: 1000, bannedUntil: 0, limits }),
+    ).toMatchObject({ refusedBy: 'day', retryAfterMs: wait });
   });
 
   it('always gives a positive wait, even at the last millisecond of a window', () => {
     const last = Date.UTC(2026, 2, 14, 23, 59, 59, 999);
-    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: last, minuteCount: 60, dayCount: 1, bannedUntil: 0, limits })).toMatchObject({ retryAfterMs: 1 });
-    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: last, minuteCount: 1, dayCount: 1000, bannedUntil: 0, limits })).toMatchObject({ retryAfterMs: 1 });
-    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: Date.UTC(2026, 2, 14), minuteCount: 60, dayCount: 1, bannedUntil: 0, limits })).toMatchObject({ retryAfterMs: 60_000 });
+    expect(
+      keyDecision({ outcome: OUTCOME_LIMITED, now: last, minuteCount: 60, dayCount: 1, bannedUntil: 0, limits }),
+    ).toMatchObject({ retryAfterMs: 1 });
+    expect(
+      keyDecision({ outcome: OUTCOME_LIMITED, now: last, minuteCount: 1, dayCount: 1000, bannedUntil: 0, limits }),
+    ).toMatchObject({ retryAfterMs: 1 });
+    expect(
+      keyDecision({
+        outcome: OUTCOME_LIMITED,
+        now: Date.UTC(2026, 2, 14),
+        minuteCount: 60,
+        dayCount: 1,
+        bannedUntil: 0,
+        limits,
+      }),
+    ).toMatchObject({ retryAfterMs: 60_000 });
   });
 
   it('marks the refusal that bans', () => {
-    expect(keyDecision({ outcome: OUTCOME_LIMITED_BANNED_NOW, now: T, minuteCount: 60, dayCount: 100, bannedUntil: T + 900_000, limits })).toMatchObject({ outcome: 'limited', bannedNow: true });
+    expect(
+      keyDecision({
+        outcome: OUTCOME_LIMITED_BANNED_NOW,
+        now: T,
+        minuteCount: 60,
+        dayCount: 100,
+        bannedUntil: T + 900_000,
+        limits,
+      }),
+    ).toMatchObject({ outcome: 'limited', bannedNow: true });
   });
 
   it('shapes a ban with its end and nothing else', () => {
-    expect(keyDecision({ outcome: OUTCOME_BANNED, now: T, minuteCount: 0, dayCount: 0, bannedUntil: T + 1234, limits })).toEqual({ outcome: 'banned', bannedUntil: T + 1234, now: T });
+    expect(
+      keyDecision({ outcome: OUTCOME_BANNED, now: T, minuteCount: 0, dayCount: 0, bannedUntil: T + 1234, limits }),
+    ).toEqual({ outcome: 'banned', bannedUntil: T + 1234, now: T });
   });
 
   it('falls back to the minute if a refusal meets limits that have since grown', () => {
-    expect(keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 10, dayCount: 10, bannedUntil: 0, limits })).toMatchObject({ refusedBy: 'minute', retryAfterMs: 6_411 });
+    expect(
+      keyDecision({ outcome: OUTCOME_LIMITED, now: T, minuteCount: 10, dayCount: 10, bannedUntil: 0, limits }),
+    ).toMatchObject({ refusedBy: 'minute', retryAfterMs: 6_411 });
   });
 });
 
@@ -118,7 +150,11 @@ describe('banPolicy', () => {
   });
 
   it('refuses settings that are not positive integers', () => {
-    expect(() => banPolicy({ threshold: -1, windowSeconds: 60, durationSeconds: 900 })).toThrow('ban.threshold must be a positive integer (got -1)');
-    expect(() => banPolicy({ threshold: 1, windowSeconds: 60, durationSeconds: Number.NaN })).toThrow(/ban.durationSeconds/);
+    expect(() => banPolicy({ threshold: -1, windowSeconds: 60, durationSeconds: 900 })).toThrow(
+      'ban.threshold must be a positive integer (got -1)',
+    );
+    expect(() => banPolicy({ threshold: 1, windowSeconds: 60, durationSeconds: Number.NaN })).toThrow(
+      /ban.durationSeconds/,
+    );
   });
 });

@@ -4,7 +4,12 @@ import type { PeriodTally } from '../../../src/keys/activity/key-activity';
 const P = 60_000;
 const DAY0 = Date.UTC(2026, 2, 10);
 const at = (i: number) => DAY0 + i * P;
-const tally = (units: number, dayCount: number, admitted = 1, refused = 0): PeriodTally => ({ units, dayCount, admitted, refused });
+const tally = (units: number, dayCount: number, admitted = 1, refused = 0): PeriodTally => ({
+  units,
+  dayCount,
+  admitted,
+  refused,
+});
 const unitsOf = (sent: Map<number, SentPeriod>) => [...sent.values()].reduce((sum, p) => sum + p.units, 0);
 
 test('each closed period is owed what the day count rose by in it; open periods wait', () => {
@@ -55,9 +60,28 @@ test('a late flush the day count already carried adds no unit twice; nothing sen
 });
 
 test('a late flush beyond the day count so far is a correction of its own period, with the difference', () => {
-  const sent = afterSending(new Map(), duePeriods(new Map([[at(0), tally(3, 3)], [at(1), tally(1, 4)]]), new Map(), P, at(2)));
+  const sent = afterSending(
+    new Map(),
+    duePeriods(
+      new Map([
+        [at(0), tally(3, 3)],
+        [at(1), tally(1, 4)],
+      ]),
+      new Map(),
+      P,
+      at(2),
+    ),
+  );
   // Another instance's 5 units of period 0 (the count went 4 → 9 by its requests, never reported by a flushed one).
-  const due = duePeriods(new Map([[at(0), tally(8, 3, 2)], [at(1), tally(1, 4)]]), sent, P, at(2));
+  const due = duePeriods(
+    new Map([
+      [at(0), tally(8, 3, 2)],
+      [at(1), tally(1, 4)],
+    ]),
+    sent,
+    P,
+    at(2),
+  );
   expect(due).toEqual([{ start: at(0), revision: 1, units: 5, admitted: 1, refused: 0 }]);
   expect(unitsOf(afterSending(sent, due))).toBe(9);
 });
@@ -74,7 +98,12 @@ test('the units sent for a day equal max(units flushed, highest count) whatever 
   ];
   for (const [i, t] of flushes) {
     const held = ledger.get(at(i)) ?? tally(0, 0, 0);
-    ledger.set(at(i), { units: held.units + t.units, dayCount: Math.max(held.dayCount, t.dayCount), admitted: held.admitted + t.admitted, refused: held.refused + t.refused });
+    ledger.set(at(i), {
+      units: held.units + t.units,
+      dayCount: Math.max(held.dayCount, t.dayCount),
+      admitted: held.admitted + t.admitted,
+      refused: held.refused + t.refused,
+    });
     sent = afterSending(sent, duePeriods(ledger, sent, P, at(4)));
   }
   const flushed = [...ledger.values()].reduce((s, t) => s + t.units, 0);

@@ -9,7 +9,14 @@ describe('the retry schedule', () => {
     const second = nextAttemptAt(2, T0, first, middle)!;
     expect([first - T0, second - T0]).toEqual([5_000, 35_000]);
     // Even with the most jitter either way.
-    expect(nextAttemptAt(2, T0, nextAttemptAt(1, T0, T0, () => 0.9999)!, () => 0.9999)! - T0).toBeLessThan(60_000);
+    expect(
+      nextAttemptAt(
+        2,
+        T0,
+        nextAttemptAt(1, T0, T0, () => 0.9999)!,
+        () => 0.9999,
+      )! - T0,
+    ).toBeLessThan(60_000);
   });
 
   test('waits grow to 8 hours and stay there', () => {
@@ -22,7 +29,12 @@ describe('the retry schedule', () => {
     for (const random of [() => 0, middle, () => 0.9999]) {
       let now = T0;
       let attempts = 1;
-      for (let next = nextAttemptAt(attempts, T0, now, random); next !== null; next = nextAttemptAt(++attempts, T0, now, random)) now = next;
+      for (
+        let next = nextAttemptAt(attempts, T0, now, random);
+        next !== null;
+        next = nextAttemptAt(++attempts, T0, now, random)
+      )
+        now = next;
       expect(now - T0).toBeGreaterThanOrEqual(RETRY_FOR_MS);
       // And not for days on end: the last attempt is within one 8 h wait past the day.
       expect(now - T0).toBeLessThan(RETRY_FOR_MS + 9 * 3_600_000);

@@ -5,8 +5,12 @@ import { webhookSecretBytes } from '../../../src/shared/config';
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 describe('Standard Webhooks signing', () => {
-  test("the reference library verifies what we sign, and returns the body", () => {
-    const body = JSON.stringify({ type: 'quota.threshold', timestamp: '2026-03-10T12:00:00.000Z', data: { keyId: 'key_1', threshold: 80 } });
+  test('the reference library verifies what we sign, and returns the body', () => {
+    const body = JSON.stringify({
+      type: 'quota.threshold',
+      timestamp: '2026-03-10T12:00:00.000Z',
+      data: { keyId: 'key_1', threshold: 80 },
+    });
     const headers = webhookHeaders(webhookSecretBytes(SECRET)!, 'msg_1', Date.now(), body);
     expect(new Webhook(SECRET).verify(body, headers)).toEqual(JSON.parse(body));
     expect(headers['content-type']).toBe('application/json');
@@ -14,7 +18,12 @@ describe('Standard Webhooks signing', () => {
 
   test("the specification's example signature", () => {
     // From the Standard Webhooks specification: id msg_p5jXN8AQM9LWM0D4loKWxJek, timestamp 1614265330.
-    const signature = webhookSignature(webhookSecretBytes(SECRET)!, 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+    const signature = webhookSignature(
+      webhookSecretBytes(SECRET)!,
+      'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      1614265330,
+      '{"test": 2432232314}',
+    );
     expect(signature).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
   });
 
@@ -25,7 +34,11 @@ describe('Standard Webhooks signing', () => {
     const verifier = new Webhook(SECRET);
     expect(() => verifier.verify('{"type":"key.expiring"}', headers)).toThrow('No matching signature found');
     expect(() => verifier.verify(body, { ...headers, 'webhook-id': 'msg_3' })).toThrow('No matching signature found');
-    expect(() => verifier.verify(body, { ...headers, 'webhook-timestamp': String(Math.floor(now / 1000) + 1) })).toThrow('No matching signature found');
-    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(body, headers)).toThrow('No matching signature found');
+    expect(() =>
+      verifier.verify(body, { ...headers, 'webhook-timestamp': String(Math.floor(now / 1000) + 1) }),
+    ).toThrow('No matching signature found');
+    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(body, headers)).toThrow(
+      'No matching signature found',
+    );
   });
 });

@@ -28,18 +28,22 @@ describe('crossedThresholds', () => {
 
   test('whatever the costs, each threshold is passed exactly once on the way to the limit', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 10_000 }), fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 400 }), (limit, costs) => {
-        const passed: number[] = [];
-        let used = 0;
-        for (const cost of costs) {
-          // The limiter admits only what fits.
-          if (used + cost > limit) continue;
-          used += cost;
-          passed.push(...crossedThresholds(limit, used, cost));
-        }
-        const reached = QUOTA_THRESHOLDS.filter((p) => used >= thresholdUnits(limit, p));
-        expect(passed).toEqual(reached);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 400 }),
+        (limit, costs) => {
+          const passed: number[] = [];
+          let used = 0;
+          for (const cost of costs) {
+            // The limiter admits only what fits.
+            if (used + cost > limit) continue;
+            used += cost;
+            passed.push(...crossedThresholds(limit, used, cost));
+          }
+          const reached = QUOTA_THRESHOLDS.filter((p) => used >= thresholdUnits(limit, p));
+          expect(passed).toEqual(reached);
+        },
+      ),
     );
   });
 });

@@ -20,11 +20,21 @@ test("a refusal reports the day window's count to the usage history (and its per
   const store = new MemoryKeyActivityStore();
   const recorder = new KeyActivityRecorder(store, new ManualClock(NOW), 3_600_000, undefined, undefined, () => 60_000);
   const listen = keyDecisionListener(recorder, notifier);
-  const limited = { outcome: 'limited', refusedBy: 'minute', minute: window(9, 0), day: window(1000, 982), retryAfterMs: 1000, bannedNow: false, now: NOW } as unknown as KeyDecision;
+  const limited = {
+    outcome: 'limited',
+    refusedBy: 'minute',
+    minute: window(9, 0),
+    day: window(1000, 982),
+    retryAfterMs: 1000,
+    bannedNow: false,
+    now: NOW,
+  } as unknown as KeyDecision;
   listen(record, limited, 1);
   await recorder.flush();
   const day = Math.floor(NOW / 86_400_000);
   expect(await store.usageDays(['key_r'], day, day)).toEqual([expect.objectContaining({ units: 0, dayCount: 18 })]);
-  expect([...(await store.periodsOf('key_r', 60_000, day)).values()]).toEqual([{ units: 0, dayCount: 18, admitted: 0, refused: 0 }]);
+  expect([...(await store.periodsOf('key_r', 60_000, day)).values()]).toEqual([
+    { units: 0, dayCount: 18, admitted: 0, refused: 0 },
+  ]);
   await recorder.close();
 });

@@ -71,21 +71,50 @@ describe('KeyRevocations.revokeReported (secret scanning)', () => {
     expect(await revocations.revokeReported(key, REPORT)).toBe(true);
     expect(records.byId.get('key_000000000000000000000001')!.revokedAt).toBe(new Date(NOW).toISOString());
     expect(entries).toEqual([
-      { at: new Date(NOW).toISOString(), action: 'revoke', keyId: 'key_000000000000000000000001', details: { revokedAt: new Date(NOW).toISOString(), by: 'secret-scanning', tokenType: REPORT.type, url: REPORT.url, source: REPORT.source } },
+      {
+        at: new Date(NOW).toISOString(),
+        action: 'revoke',
+        keyId: 'key_000000000000000000000001',
+        details: {
+          revokedAt: new Date(NOW).toISOString(),
+          by: 'secret-scanning',
+          tokenType: REPORT.type,
+          url: REPORT.url,
+          source: REPORT.source,
+        },
+      },
     ]);
     expect(announced).toEqual([{ keyId: 'key_000000000000000000000001', by: 'secret-scanning' }]);
 
     expect(await revocations.revokeReported(key, REPORT)).toBe(true);
-    expect({ revocations: records.revocations, entries: entries.length, announced: announced.length }).toEqual({ revocations: 1, entries: 1, announced: 1 });
+    expect({ revocations: records.revocations, entries: entries.length, announced: announced.length }).toEqual({
+      revocations: 1,
+      entries: 1,
+      announced: 1,
+    });
   });
 
   it('a previous secret still in its grace period revokes the key; one past it is ours but leaves the key alone', async () => {
     const { clock, records, revocations } = setup();
     const previous = generateApiKey(PREFIX);
     const graceEnds = new Date(NOW + 60_000).toISOString();
-    records.add(keyRecordFixture({ id: 'key_000000000000000000000002', hash: hashApiKey(generateApiKey(PREFIX)), previousHash: hashApiKey(previous), previousKeyExpiresAt: graceEnds }));
+    records.add(
+      keyRecordFixture({
+        id: 'key_000000000000000000000002',
+        hash: hashApiKey(generateApiKey(PREFIX)),
+        previousHash: hashApiKey(previous),
+        previousKeyExpiresAt: graceEnds,
+      }),
+    );
     const other = generateApiKey(PREFIX);
-    records.add(keyRecordFixture({ id: 'key_000000000000000000000003', hash: hashApiKey(generateApiKey(PREFIX)), previousHash: hashApiKey(other), previousKeyExpiresAt: graceEnds }));
+    records.add(
+      keyRecordFixture({
+        id: 'key_000000000000000000000003',
+        hash: hashApiKey(generateApiKey(PREFIX)),
+        previousHash: hashApiKey(other),
+        previousKeyExpiresAt: graceEnds,
+      }),
+    );
 
     expect(await revocations.revokeReported(previous, REPORT)).toBe(true);
     expect(records.byId.get('key_000000000000000000000002')!.revokedAt).not.toBeNull();
@@ -106,7 +135,12 @@ describe('KeyRevocations.revokeReported (secret scanning)', () => {
   it('another environment, a failing checksum or garbage: false_positive without a store lookup; an unknown key after one', async () => {
     const { records, revocations } = setup();
     const key = generateApiKey(PREFIX);
-    for (const token of [generateApiKey('asg_live_'), key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a'), 'hello', '']) {
+    for (const token of [
+      generateApiKey('asg_live_'),
+      key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a'),
+      'hello',
+      '',
+    ]) {
       expect(await revocations.revokeReported(token, REPORT)).toBe(false);
     }
     expect(records.lookups).toBe(0);
@@ -121,7 +155,12 @@ describe('KeyRevocations.revokeOwn (POST /v1/keys/revoke)', () => {
     const record = keyRecordFixture({ id: 'key_000000000000000000000005', consumerId: 'con_000000000000000000000001' });
     records.add(record);
     await revocations.revokeOwn(record, { requestId: 'req-1', clientAddress: '203.0.113.7' });
-    expect(entries[0]!.details).toEqual({ revokedAt: new Date(NOW).toISOString(), by: 'holder', clientAddress: '203.0.113.7', requestId: 'req-1' });
+    expect(entries[0]!.details).toEqual({
+      revokedAt: new Date(NOW).toISOString(),
+      by: 'holder',
+      clientAddress: '203.0.113.7',
+      requestId: 'req-1',
+    });
     expect(announced).toEqual([{ keyId: record.id, by: 'holder' }]);
   });
 
@@ -129,7 +168,9 @@ describe('KeyRevocations.revokeOwn (POST /v1/keys/revoke)', () => {
     const { records, announced, revocations } = setup(true);
     const record = keyRecordFixture({ id: 'key_000000000000000000000006' });
     records.add(record);
-    await expect(revocations.revokeOwn(record, { requestId: 'req-2', clientAddress: '203.0.113.8' })).resolves.toBeUndefined();
+    await expect(
+      revocations.revokeOwn(record, { requestId: 'req-2', clientAddress: '203.0.113.8' }),
+    ).resolves.toBeUndefined();
     expect(records.byId.get(record.id)!.revokedAt).not.toBeNull();
     expect(announced).toEqual([{ keyId: record.id, by: 'holder' }]);
   });

@@ -2,7 +2,13 @@ import { listenOptions } from '../../../src/product/listen';
 
 describe('listenOptions', () => {
   it('gives a cluster worker its own socket on the port, shared with the other workers through SO_REUSEPORT', () => {
-    expect(listenOptions(8080, '127.0.0.1', true)).toEqual({ port: 8080, host: '127.0.0.1', backlog: 4096, exclusive: true, reusePort: true });
+    expect(listenOptions(8080, '127.0.0.1', true)).toEqual({
+      port: 8080,
+      host: '127.0.0.1',
+      backlog: 4096,
+      exclusive: true,
+      reusePort: true,
+    });
   });
 
   it('leaves port 0 to the cluster, which gives every worker the same port', () => {

@@ -31,7 +31,17 @@ describe('canonicalAddress', () => {
 
 describe('isLocalAddress', () => {
   it('is loopback and the unspecified addresses in every form', () => {
-    for (const address of ['127.0.0.1', '127.8.9.10', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', '::ffff:7f00:2', '::127.0.0.1', '0.0.0.0', '::']) {
+    for (const address of [
+      '127.0.0.1',
+      '127.8.9.10',
+      '::1',
+      '0:0:0:0:0:0:0:1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:2',
+      '::127.0.0.1',
+      '0.0.0.0',
+      '::',
+    ]) {
       expect({ address, local: isLocalAddress(address) }).toEqual({ address, local: true });
     }
     for (const address of ['10.0.0.1', '::2', '2001:db8::1', '::ffff:10.0.0.1', 'localhost']) {

@@ -10,7 +10,13 @@ function split(chunks: Buffer[], maxLineBytes: number): string[] {
 describe('LineSplitter: bytes into lines in one pass, no line over its cap', () => {
   it('splits at each newline, joins a line and a character cut across chunks, keeps empty lines and a last line without newline', () => {
     const euro = Buffer.from('€');
-    const chunks = [Buffer.from('ab'), Buffer.concat([Buffer.from('c\nd'), euro.subarray(0, 1)]), euro.subarray(1), Buffer.from('\n\n'), Buffer.from('last')];
+    const chunks = [
+      Buffer.from('ab'),
+      Buffer.concat([Buffer.from('c\nd'), euro.subarray(0, 1)]),
+      euro.subarray(1),
+      Buffer.from('\n\n'),
+      Buffer.from('last'),
+    ];
     expect(split(chunks, 100)).toEqual(['abc', 'd€', '', 'last']);
     expect(split([Buffer.from('one\n')], 100)).toEqual(['one']);
     expect(split([], 100)).toEqual([]);

@@ -18,7 +18,10 @@ const key = 'asg_live_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z';
 describe('logger redaction', () => {
   it('blanks the Authorization header and token fields', () => {
     const { logger, text } = capture();
-    logger.info({ req: { headers: { authorization: `Bearer ${key}`, cookie: 'session=1' } }, token: 'secret-token' }, 'request');
+    logger.info(
+      { req: { headers: { authorization: `Bearer ${key}`, cookie: 'session=1' } }, token: 'secret-token' },
+      'request',
+    );
     expect(text()).not.toContain(key);
     expect(text()).not.toContain('secret-token');
     expect(text()).not.toContain('session=1');
@@ -92,9 +95,26 @@ describe('the flat-line logger (the request line, written without pino’s redac
 
   it('writes an ordinary request line as it is, with the parent’s bindings', () => {
     const { logger, text } = captureFlat();
-    logger.info({ requestId: 'req-1', route: '/v1/pets/{petId}', status: 200, keyId: 'key_0123456789abcdef01234567', upstreamMs: null }, 'request');
+    logger.info(
+      {
+        requestId: 'req-1',
+        route: '/v1/pets/{petId}',
+        status: 200,
+        keyId: 'key_0123456789abcdef01234567',
+        upstreamMs: null,
+      },
+      'request',
+    );
     const line = JSON.parse(text());
-    expect(line).toMatchObject({ worker: 1, requestId: 'req-1', route: '/v1/pets/{petId}', status: 200, keyId: 'key_0123456789abcdef01234567', upstreamMs: null, msg: 'request' });
+    expect(line).toMatchObject({
+      worker: 1,
+      requestId: 'req-1',
+      route: '/v1/pets/{petId}',
+      status: 200,
+      keyId: 'key_0123456789abcdef01234567',
+      upstreamMs: null,
+      msg: 'request',
+    });
   });
 
   it('still blanks key-shaped text in any field and in the message', () => {
@@ -106,11 +126,19 @@ describe('the flat-line logger (the request line, written without pino’s redac
 
   it('blanks fields named like a credential and any object a flat line should not have', () => {
     const { logger, text } = captureFlat();
-    logger.info({ requestId: 'req-1', token: 'secret-token', authorization: 'Basic c2VjcmV0', nested: { token: 'deep-secret' } }, 'request');
+    logger.info(
+      { requestId: 'req-1', token: 'secret-token', authorization: 'Basic c2VjcmV0', nested: { token: 'deep-secret' } },
+      'request',
+    );
     expect(text()).not.toContain('secret-token');
     expect(text()).not.toContain('c2VjcmV0');
     expect(text()).not.toContain('deep-secret');
-    expect(JSON.parse(text())).toMatchObject({ requestId: 'req-1', token: '[redacted]', authorization: '[redacted]', nested: '[redacted]' });
+    expect(JSON.parse(text())).toMatchObject({
+      requestId: 'req-1',
+      token: '[redacted]',
+      authorization: '[redacted]',
+      nested: '[redacted]',
+    });
   });
 
   it('follows keys.prefix like the logger it was made from', () => {
@@ -138,7 +166,10 @@ describe('the time field', () => {
     } finally {
       now.mockRestore();
     }
-    const times = text().trim().split('\n').map((line) => (JSON.parse(line) as { time: string }).time);
+    const times = text()
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { time: string }).time);
     expect(times).toEqual(['2026-11-23T12:00:00.005Z', '2026-11-23T12:00:00.005Z', '2026-11-23T12:00:00.006Z']);
   });
 });

@@ -11,8 +11,18 @@ describe('LabelAllowlist', () => {
   const allowlist = new LabelAllowlist({ plan: ['free', 'pro'], route: ['/v1/pets'] });
 
   it('keeps the values of each closed set and counts anything else as other', () => {
-    expect(allowlist.close({ method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toEqual({ method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' });
-    expect(allowlist.close({ method: 'BREW', route: '/v1/pets/123', status_code: '299', plan: 'gold' })).toEqual({ method: OTHER, route: OTHER, status_code: OTHER, plan: OTHER });
+    expect(allowlist.close({ method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toEqual({
+      method: 'GET',
+      route: '/v1/pets',
+      status_code: '200',
+      plan: 'pro',
+    });
+    expect(allowlist.close({ method: 'BREW', route: '/v1/pets/123', status_code: '299', plan: 'gold' })).toEqual({
+      method: OTHER,
+      route: OTHER,
+      status_code: OTHER,
+      plan: OTHER,
+    });
     expect(allowlist.value('method', 'get')).toBe(OTHER);
     expect(allowlist.value('method', 'PROPFIND')).toBe(OTHER);
     expect(allowlist.value('plan', 'anonymous')).toBe('anonymous');
@@ -51,7 +61,8 @@ describe('LabelAllowlist', () => {
 });
 
 describe('enforceLabelAllowlist', () => {
-  const sampleLines = async (registry: Registry, name: string) => (await registry.getSingleMetricAsString(name)).split('\n').filter((line) => line.startsWith(name));
+  const sampleLines = async (registry: Registry, name: string) =>
+    (await registry.getSingleMetricAsString(name)).split('\n').filter((line) => line.startsWith(name));
 
   it('knows every label of every metric the gateway, its key store, its reloads, its webhooks and the inventory register', () => {
     const registry = new Registry();
@@ -63,20 +74,31 @@ describe('enforceLabelAllowlist', () => {
     expect(() => enforceLabelAllowlist(metrics.registry, new LabelAllowlist())).not.toThrow();
     expect(() => enforceLabelAllowlist(inventory.registry, new LabelAllowlist())).not.toThrow();
     // Every delivery series is made at 0 at start: each must be its own, none `other`.
-    expect(new LabelAllowlist().close({ event: 'key.expiring', result: 'dropped' })).toEqual({ event: 'key.expiring', result: 'dropped' });
+    expect(new LabelAllowlist().close({ event: 'key.expiring', result: 'dropped' })).toEqual({
+      event: 'key.expiring',
+      result: 'dropped',
+    });
   });
 
   it('refuses, at start, a metric with a label that has no closed set', () => {
     const registry = new Registry();
     new Counter({ name: 'made_up_total', help: 'x', labelNames: ['customer'] as const, registers: [registry] });
-    expect(() => enforceLabelAllowlist(registry, new LabelAllowlist())).toThrow(/made_up_total has labels with no closed set.*customer/);
+    expect(() => enforceLabelAllowlist(registry, new LabelAllowlist())).toThrow(
+      /made_up_total has labels with no closed set.*customer/,
+    );
   });
 
   it('closes what counters, gauges and histograms are given, by object and by position, timers included', async () => {
     const registry = new Registry();
     const counter = new Counter({ name: 'c_total', help: 'x', labelNames: ['method'] as const, registers: [registry] });
     const gauge = new Gauge({ name: 'g', help: 'x', labelNames: ['method'] as const, registers: [registry] });
-    const histogram = new Histogram({ name: 'h_seconds', help: 'x', labelNames: ['method'] as const, buckets: [1], registers: [registry] });
+    const histogram = new Histogram({
+      name: 'h_seconds',
+      help: 'x',
+      labelNames: ['method'] as const,
+      buckets: [1],
+      registers: [registry],
+    });
     enforceLabelAllowlist(registry, new LabelAllowlist());
     enforceLabelAllowlist(registry, new LabelAllowlist());
     for (let i = 0; i < 50; i++) {
@@ -93,6 +115,9 @@ describe('enforceLabelAllowlist', () => {
     counter.inc({ method: 'GET' });
     expect(await sampleLines(registry, 'c_total')).toEqual(['c_total{method="other"} 100', 'c_total{method="GET"} 1']);
     expect(await sampleLines(registry, 'g')).toEqual(['g{method="other"} 50']);
-    expect((await sampleLines(registry, 'h_seconds')).filter((line) => line.startsWith('h_seconds_count'))).toEqual(['h_seconds_count{method="other"} 150', 'h_seconds_count{method="HEAD"} 0']);
+    expect((await sampleLines(registry, 'h_seconds')).filter((line) => line.startsWith('h_seconds_count'))).toEqual([
+      'h_seconds_count{method="other"} 150',
+      'h_seconds_count{method="HEAD"} 0',
+    ]);
   });
 });

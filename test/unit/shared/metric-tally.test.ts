@@ -17,11 +17,24 @@ describe('metric tallies', () => {
 
   it('a histogram tally exports what prom-client observe() does, byte for byte', async () => {
     const direct = new Registry();
-    const histogram = new Histogram({ name: 'h', help: 'h.', labelNames: ['method', 'route', 'status_code'] as const, buckets: BUCKETS, registers: [direct] });
-    for (const [method, route, status_code, value] of observations) histogram.observe({ method, route, status_code }, value);
+    const histogram = new Histogram({
+      name: 'h',
+      help: 'h.',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: BUCKETS,
+      registers: [direct],
+    });
+    for (const [method, route, status_code, value] of observations)
+      histogram.observe({ method, route, status_code }, value);
 
     const tallied = new Registry();
-    const tally = new HistogramTally({ name: 'h', help: 'h.', labelNames: ['method', 'route', 'status_code'] as const, buckets: BUCKETS, registers: [tallied] });
+    const tally = new HistogramTally({
+      name: 'h',
+      help: 'h.',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: BUCKETS,
+      registers: [tallied],
+    });
     for (const [method, route, status, value] of observations) tally.observe([method, route, status], value);
 
     expect(await tallied.metrics()).toBe(await direct.metrics());
@@ -35,7 +48,12 @@ describe('metric tallies', () => {
     const direct = new Registry();
     const counter = new Counter({ name: 'c', help: 'c.', labelNames: ['route', 'plan'] as const, registers: [direct] });
     const tallied = new Registry();
-    const tally = new CounterTally({ name: 'c', help: 'c.', labelNames: ['route', 'plan'] as const, registers: [tallied] });
+    const tally = new CounterTally({
+      name: 'c',
+      help: 'c.',
+      labelNames: ['route', 'plan'] as const,
+      registers: [tallied],
+    });
     const counts: Array<[string, string, number]> = [
       ['/v1/pets', 'pro', 2],
       ['/v1/pets/{id}', 'free', 1],
@@ -59,7 +77,12 @@ describe('metric tallies', () => {
 
   it('closes values outside their sets as the allowlist does, without indexing them', async () => {
     const registry = new Registry();
-    const tally = new CounterTally({ name: 'c', help: 'c.', labelNames: ['method', 'plan'] as const, registers: [registry] });
+    const tally = new CounterTally({
+      name: 'c',
+      help: 'c.',
+      labelNames: ['method', 'plan'] as const,
+      registers: [registry],
+    });
     let plans = { plan: ['pro'] };
     enforceLabelAllowlist(registry, new LabelAllowlist(() => plans));
     tally.add(['GET', 'pro']);

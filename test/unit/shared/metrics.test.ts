@@ -17,7 +17,10 @@ describe('gateway_deprecation_sunset_timestamp_seconds', () => {
   });
 
   it('exports one sample per deprecation in force: its sunset in Unix seconds, under the route template the request metrics use', async () => {
-    let inForce = [deprecation('GET', '/pets/{petId}', '2030-12-05T00:00:00Z'), deprecation('POST', '/pets', '2031-01-01T12:00:00Z')];
+    let inForce = [
+      deprecation('GET', '/pets/{petId}', '2030-12-05T00:00:00Z'),
+      deprecation('POST', '/pets', '2031-01-01T12:00:00Z'),
+    ];
     const metrics = createGatewayMetrics(new Registry(), {
       deprecations: () => inForce,
     });
@@ -30,7 +33,9 @@ describe('gateway_deprecation_sunset_timestamp_seconds', () => {
     // A reload that removes one: the next scrape no longer has it.
     inForce = [inForce[1]!];
     const after = await metrics.registry.getSingleMetricAsString('gateway_deprecation_sunset_timestamp_seconds');
-    expect(after.split('\n').filter((line) => line.startsWith('gateway_deprecation_sunset_timestamp_seconds{'))).toEqual([
+    expect(
+      after.split('\n').filter((line) => line.startsWith('gateway_deprecation_sunset_timestamp_seconds{')),
+    ).toEqual([
       `gateway_deprecation_sunset_timestamp_seconds{method="POST",route="/v1/pets"} ${Date.UTC(2031, 0, 1, 12) / 1000}`,
     ]);
   });
@@ -38,6 +43,8 @@ describe('gateway_deprecation_sunset_timestamp_seconds', () => {
   it('exports no sample without deprecations', async () => {
     const metrics = createGatewayMetrics(new Registry(), {});
     const text = await metrics.registry.getSingleMetricAsString('gateway_deprecation_sunset_timestamp_seconds');
-    expect(text.split('\n').filter((line) => line.startsWith('gateway_deprecation_sunset_timestamp_seconds{'))).toEqual([]);
+    expect(text.split('\n').filter((line) => line.startsWith('gateway_deprecation_sunset_timestamp_seconds{'))).toEqual(
+      [],
+    );
   });
 });

@@ -5,7 +5,10 @@ describe('redactedUrl', () => {
   it.each([
     ['https://hooks.example/T0KEN/x?token=abc', 'https://hooks.example/[redacted]?token=[redacted]'],
     ['https://hooks.slack.example/services/T000/B000/XXXXSECRET', 'https://hooks.slack.example/[redacted]'],
-    ['https://user:pw@hooks.example:8443/h?a=1&b=&c', 'https://user:[redacted]@hooks.example:8443/[redacted]?a=[redacted]&b=[redacted]&[redacted]'],
+    [
+      'https://user:pw@hooks.example:8443/h?a=1&b=&c',
+      'https://user:[redacted]@hooks.example:8443/[redacted]?a=[redacted]&b=[redacted]&[redacted]',
+    ],
     ['https://:pw@hooks.example/', 'https://:[redacted]@hooks.example/'],
     ['http://[::1]:9000/?sig=abc#frag', 'http://[::1]:9000/?sig=[redacted]#[redacted]'],
     ['https://hooks.example', 'https://hooks.example/'],

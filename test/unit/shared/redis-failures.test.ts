@@ -23,7 +23,9 @@ describe('isRedisUnavailable', () => {
   });
 
   test('a fault of the command or the code is not an outage', () => {
-    expect(isRedisUnavailable(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBe(false);
+    expect(isRedisUnavailable(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBe(
+      false,
+    );
     expect(isRedisUnavailable(new TypeError("Cannot read properties of undefined (reading 'id')"))).toBe(false);
     expect(isRedisUnavailable('Connection is closed.')).toBe(false);
     expect(isRedisUnavailable(null)).toBe(false);
@@ -31,6 +33,10 @@ describe('isRedisUnavailable', () => {
 
   test('answered 503 service_unavailable with Retry-After, the contract Error code', () => {
     const apiError = toApiError(new StoreUnreachableError('Connection is closed.'));
-    expect([apiError.status, apiError.code, apiError.headers['Retry-After']]).toEqual([503, 'service_unavailable', '1']);
+    expect([apiError.status, apiError.code, apiError.headers['Retry-After']]).toEqual([
+      503,
+      'service_unavailable',
+      '1',
+    ]);
   });
 });

@@ -3,9 +3,12 @@ import { requestIdFor } from '../../../src/shared/request-id';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe('requestIdFor', () => {
-  it.each(['a', 'abc-123', 'A.b_c:d-e', '0'.repeat(128), '01HZX3J5Q8K2M4N6P8R0T2V4W6'])('keeps the sane id %s', (id) => {
-    expect(requestIdFor(id)).toBe(id);
-  });
+  it.each(['a', 'abc-123', 'A.b_c:d-e', '0'.repeat(128), '01HZX3J5Q8K2M4N6P8R0T2V4W6'])(
+    'keeps the sane id %s',
+    (id) => {
+      expect(requestIdFor(id)).toBe(id);
+    },
+  );
 
   it.each([
     ['too long', 'x'.repeat(129)],

@@ -17,13 +17,21 @@ describe('tracingRequested: off unless an OTLP endpoint is set (CONTRACT §10)',
 });
 
 describe('readTracingSettings: the standard variables as the specification defines them', () => {
-  it('defaults: http/protobuf, parentbased_always_on, the batch processor\'s own defaults', () => {
-    expect(readTracingSettings({})).toEqual({ settings: { protocol: 'http/protobuf', sampler: { kind: 'parentbased_always_on' }, batch: {} }, problems: [] });
+  it("defaults: http/protobuf, parentbased_always_on, the batch processor's own defaults", () => {
+    expect(readTracingSettings({})).toEqual({
+      settings: { protocol: 'http/protobuf', sampler: { kind: 'parentbased_always_on' }, batch: {} },
+      problems: [],
+    });
   });
 
   it('reads the protocol, the traces-specific variable first', () => {
     expect(readTracingSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }).settings.protocol).toBe('http/json');
-    expect(readTracingSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }).settings.protocol).toBe('http/protobuf');
+    expect(
+      readTracingSettings({
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+      }).settings.protocol,
+    ).toBe('http/protobuf');
   });
 
   it.each([
@@ -39,7 +47,14 @@ describe('readTracingSettings: the standard variables as the specification defin
   });
 
   it('reads the batch span processor variables', () => {
-    expect(readTracingSettings({ OTEL_BSP_SCHEDULE_DELAY: '0', OTEL_BSP_MAX_QUEUE_SIZE: '4096', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '256', OTEL_BSP_EXPORT_TIMEOUT: '1000' }).settings.batch).toEqual({
+    expect(
+      readTracingSettings({
+        OTEL_BSP_SCHEDULE_DELAY: '0',
+        OTEL_BSP_MAX_QUEUE_SIZE: '4096',
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '256',
+        OTEL_BSP_EXPORT_TIMEOUT: '1000',
+      }).settings.batch,
+    ).toEqual({
       scheduledDelayMillis: 0,
       maxQueueSize: 4096,
       maxExportBatchSize: 256,

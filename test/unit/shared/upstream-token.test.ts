@@ -1,6 +1,10 @@
 import { SignJWT } from 'jose';
 import { ManualClock } from '../../../src/shared/clock';
-import { UpstreamTokenSigner, UpstreamTokenVerifier, type UpstreamTokenSettings } from '../../../src/shared/upstream-token';
+import {
+  UpstreamTokenSigner,
+  UpstreamTokenVerifier,
+  type UpstreamTokenSettings,
+} from '../../../src/shared/upstream-token';
 
 const settings: UpstreamTokenSettings = {
   secret: 'current-secret-current-secret-current-secret',
@@ -37,7 +41,10 @@ describe('upstream token', () => {
 
   it('refuses a token signed with another secret', async () => {
     const clock = new ManualClock();
-    const forged = await new UpstreamTokenSigner({ ...settings, secret: 'attacker-secret-attacker-secret-attacker' }, clock).sign(claims);
+    const forged = await new UpstreamTokenSigner(
+      { ...settings, secret: 'attacker-secret-attacker-secret-attacker' },
+      clock,
+    ).sign(claims);
     expect(await new UpstreamTokenVerifier(settings, clock).verify(forged)).toBeNull();
   });
 
@@ -82,7 +89,9 @@ describe('upstream token', () => {
     const clock = new ManualClock();
     const oldSecret = 'previous-secret-previous-secret-previous';
     const signedWithOld = await new UpstreamTokenSigner({ ...settings, secret: oldSecret }, clock).sign(claims);
-    expect(await new UpstreamTokenVerifier({ ...settings, previousSecrets: [oldSecret] }, clock).verify(signedWithOld)).toEqual(claims);
+    expect(
+      await new UpstreamTokenVerifier({ ...settings, previousSecrets: [oldSecret] }, clock).verify(signedWithOld),
+    ).toEqual(claims);
     expect(await new UpstreamTokenVerifier(settings, clock).verify(signedWithOld)).toBeNull();
   });
 });

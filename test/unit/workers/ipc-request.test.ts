@@ -17,7 +17,12 @@ afterEach(() => jest.useRealTimers());
 
 test('each request gets its own id and the answer carrying that id, whatever the order of answers', async () => {
   const other = channel();
-  const requests = ipcRequests<Answer>({ answerType: 'asg:answer', listen: other.listen, timeoutMs: 1000, timeoutMessage: 'no answer' });
+  const requests = ipcRequests<Answer>({
+    answerType: 'asg:answer',
+    listen: other.listen,
+    timeoutMs: 1000,
+    timeoutMessage: 'no answer',
+  });
   const sent: number[] = [];
   const first = requests.ask((id) => sent.push(id));
   const second = requests.ask((id) => sent.push(id));
@@ -30,9 +35,20 @@ test('each request gets its own id and the answer carrying that id, whatever the
 
 test('other messages on the channel, and answers to no pending request, pass by', async () => {
   const other = channel();
-  const requests = ipcRequests<Answer>({ answerType: 'asg:answer', listen: other.listen, timeoutMs: 1000, timeoutMessage: 'no answer' });
+  const requests = ipcRequests<Answer>({
+    answerType: 'asg:answer',
+    listen: other.listen,
+    timeoutMs: 1000,
+    timeoutMessage: 'no answer',
+  });
   const asked = requests.ask(() => {});
-  for (const message of [null, 'text', { type: 'prom-client:getMetricsReq', id: 0 }, { type: 'asg:answer', id: 7, value: 'x' }, { type: 'asg:answer', value: 'no id' }]) {
+  for (const message of [
+    null,
+    'text',
+    { type: 'prom-client:getMetricsReq', id: 0 },
+    { type: 'asg:answer', id: 7, value: 'x' },
+    { type: 'asg:answer', value: 'no id' },
+  ]) {
     other.deliver(message);
   }
   other.deliver({ type: 'asg:answer', id: 0, value: 'mine' });
@@ -42,7 +58,12 @@ test('other messages on the channel, and answers to no pending request, pass by'
 test('a request nobody answers rejects after the timeout, and its late answer is dropped', async () => {
   jest.useFakeTimers();
   const other = channel();
-  const requests = ipcRequests<Answer>({ answerType: 'asg:answer', listen: other.listen, timeoutMs: 5000, timeoutMessage: 'the supervisor did not answer' });
+  const requests = ipcRequests<Answer>({
+    answerType: 'asg:answer',
+    listen: other.listen,
+    timeoutMs: 5000,
+    timeoutMessage: 'the supervisor did not answer',
+  });
   const asked = requests.ask(() => {});
   jest.advanceTimersByTime(4999);
   other.deliver({ type: 'asg:other', id: 0 });
@@ -53,7 +74,12 @@ test('a request nobody answers rejects after the timeout, and its late answer is
 
 test('a send that throws (the channel is closed) rejects the request at once', async () => {
   const other = channel();
-  const requests = ipcRequests<Answer>({ answerType: 'asg:answer', listen: other.listen, timeoutMs: 60_000, timeoutMessage: 'no answer' });
+  const requests = ipcRequests<Answer>({
+    answerType: 'asg:answer',
+    listen: other.listen,
+    timeoutMs: 60_000,
+    timeoutMessage: 'no answer',
+  });
   await expect(
     requests.ask(() => {
       throw new Error('channel closed');

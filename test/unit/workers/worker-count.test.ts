@@ -17,6 +17,8 @@ describe('restartDelayMs: replacing workers that keep dying', () => {
   });
 
   it('doubles from 100 ms while they keep dying young, up to 10 s', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map(restartDelayMs)).toEqual([100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map(restartDelayMs)).toEqual([
+      100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000,
+    ]);
   });
 });

@@ -72,7 +72,10 @@ export async function signIn(candidate) {
   }
   if (res.status === 401) return { ok: false, problem: 'That admin token is not valid.' };
   if (res.status === 429) {
-    return { ok: false, problem: `Too many wrong tokens from this address. Try again in ${res.headers.get('Retry-After') || 'a few'} seconds.` };
+    return {
+      ok: false,
+      problem: `Too many wrong tokens from this address. Try again in ${res.headers.get('Retry-After') || 'a few'} seconds.`,
+    };
   }
   if (!res.ok) return { ok: false, problem: `The admin API answered ${res.status}.` };
   token = candidate;
@@ -94,7 +97,12 @@ async function call(method, path, body) {
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+    });
   } catch {
     throw new ApiFailure(0, { message: 'The gateway does not answer. Is it running?' });
   }
@@ -115,7 +123,8 @@ export const getPlans = () => call('GET', '/admin/plans');
 /** @returns {Promise<StatsReport>} */
 export const getStats = () => call('GET', '/admin/stats');
 /** @returns {Promise<TopKeys>} */
-export const getTopKeys = (minutes = 5, limit = 10) => call('GET', `/admin/stats/top-keys?minutes=${minutes}&limit=${limit}`);
+export const getTopKeys = (minutes = 5, limit = 10) =>
+  call('GET', `/admin/stats/top-keys?minutes=${minutes}&limit=${limit}`);
 /** @returns {Promise<ConfigView>} */
 export const getConfig = () => call('GET', '/admin/config');
 /** @returns {Promise<Key[]>} */
@@ -129,18 +138,22 @@ export const createKey = (/** @type {NewKey} */ body) => call('POST', '/admin/ke
 /** @returns {Promise<Key>} */
 export const updateKey = (/** @type {string} */ id, /** @type {KeyChange} */ body) => call('PATCH', keyPath(id), body);
 /** @returns {Promise<RotatedKey>} */
-export const rotateKey = (/** @type {string} */ id, /** @type {number} */ graceSeconds) => call('POST', `${keyPath(id)}/rotate`, { graceSeconds });
+export const rotateKey = (/** @type {string} */ id, /** @type {number} */ graceSeconds) =>
+  call('POST', `${keyPath(id)}/rotate`, { graceSeconds });
 /** @returns {Promise<unknown>} */
-export const addCredits = (/** @type {string} */ id, /** @type {number} */ units) => call('POST', `${keyPath(id)}/credits`, { units });
+export const addCredits = (/** @type {string} */ id, /** @type {number} */ units) =>
+  call('POST', `${keyPath(id)}/credits`, { units });
 /** @returns {Promise<null>} */
 export const revokeKey = (/** @type {string} */ id) => call('DELETE', keyPath(id));
 /** @returns {Promise<null>} */
 export const liftBan = (/** @type {string} */ id) => call('DELETE', `${keyPath(id)}/ban`);
 /** @returns {Promise<WindowsReset>} */
-export const resetKeyWindows = (/** @type {string} */ id, /** @type {string[]} */ windows) => call('POST', `${keyPath(id)}/windows/reset`, { windows });
+export const resetKeyWindows = (/** @type {string} */ id, /** @type {string[]} */ windows) =>
+  call('POST', `${keyPath(id)}/windows/reset`, { windows });
 const consumerPath = (/** @type {string} */ id) => `/admin/consumers/${encodeURIComponent(id)}`;
 /** @returns {Promise<WindowsReset>} */
-export const resetConsumerWindows = (/** @type {string} */ id, /** @type {string[]} */ windows) => call('POST', `${consumerPath(id)}/windows/reset`, { windows });
+export const resetConsumerWindows = (/** @type {string} */ id, /** @type {string[]} */ windows) =>
+  call('POST', `${consumerPath(id)}/windows/reset`, { windows });
 /** @returns {Promise<Consumer[]>} */
 export const listConsumers = () => call('GET', '/admin/consumers');
 /** @returns {Promise<ConsumerDetail>} */
@@ -148,7 +161,8 @@ export const getConsumer = (/** @type {string} */ id) => call('GET', consumerPat
 /** @returns {Promise<Consumer>} */
 export const createConsumer = (/** @type {NewConsumer} */ body) => call('POST', '/admin/consumers', body);
 /** @returns {Promise<Consumer>} */
-export const updateConsumer = (/** @type {string} */ id, /** @type {Partial<NewConsumer>} */ body) => call('PATCH', consumerPath(id), body);
+export const updateConsumer = (/** @type {string} */ id, /** @type {Partial<NewConsumer>} */ body) =>
+  call('PATCH', consumerPath(id), body);
 /** @returns {Promise<null>} */
 export const deleteConsumer = (/** @type {string} */ id) => call('DELETE', consumerPath(id));
 

@@ -25,13 +25,25 @@ export async function loadAudit() {
  * @param {string | undefined} name
  */
 function entryRow(e, name) {
-  const when = new Date(e.at).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  const when = new Date(e.at).toLocaleString(undefined, {
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
   return el(
     'tr',
     {},
     el('td', { class: 'when', text: when }),
     el('td', { text: e.action }),
-    el('td', {}, el('a', { href: keyHref(e.keyId), text: name || e.keyId }), el('br'), el('span', { class: 'mono muted', text: e.keyId })),
+    el(
+      'td',
+      {},
+      el('a', { href: keyHref(e.keyId), text: name || e.keyId }),
+      el('br'),
+      el('span', { class: 'mono muted', text: e.keyId }),
+    ),
     el('td', { text: describeDetails(e.details) }),
   );
 }

@@ -6,7 +6,15 @@ import { el, svg } from './dom.js';
 import { fmtNumber, fmtRate, niceScale } from './format.js';
 
 /** The chart colours; the legend's swatch classes (swatch-0 …) in console.css follow this order. */
-export const PALETTE = /** @type {const} */ (['#1a7f37', '#0a58ca', '#bf8700', '#b42318', '#8250df', '#57606a', '#0e7490']);
+export const PALETTE = /** @type {const} */ ([
+  '#1a7f37',
+  '#0a58ca',
+  '#bf8700',
+  '#b42318',
+  '#8250df',
+  '#57606a',
+  '#0e7490',
+]);
 const COLOURS = /** @type {readonly string[]} */ (PALETTE);
 
 /**
@@ -51,11 +59,19 @@ export function drawStackedBars(container, legend, points, series, options) {
   const plotH = height - MARGIN.top - MARGIN.bottom;
   const totals = points.map((p) => series.reduce((sum, s) => sum + valueOf(p, s), 0));
   const { max, step } = niceScale(Math.max(0, ...totals), integers);
-  const root = svg('svg', { width, height, viewBox: `0 0 ${width} ${height}`, 'aria-hidden': 'true', focusable: 'false' });
+  const root = svg('svg', {
+    width,
+    height,
+    viewBox: `0 0 ${width} ${height}`,
+    'aria-hidden': 'true',
+    focusable: 'false',
+  });
   for (let v = 0; v <= max + step / 2; v += step) {
     const y = MARGIN.top + plotH - (plotH * v) / max;
     root.append(svg('line', { x1: MARGIN.left, x2: width - MARGIN.right, y1: y, y2: y, class: 'grid' }));
-    root.append(text({ x: MARGIN.left - 6, y: y + 4, 'text-anchor': 'end' }, integers ? fmtNumber(Math.round(v)) : fmtRate(v)));
+    root.append(
+      text({ x: MARGIN.left - 6, y: y + 4, 'text-anchor': 'end' }, integers ? fmtNumber(Math.round(v)) : fmtRate(v)),
+    );
   }
   const slot = plotW / Math.max(points.length, 1);
   const barW = Math.max(1, slot * 0.8);
@@ -66,7 +82,13 @@ export function drawStackedBars(container, legend, points, series, options) {
       if (value <= 0) return;
       const h = (value / max) * plotH;
       y -= h;
-      const rect = svg('rect', { x: MARGIN.left + i * slot + (slot - barW) / 2, y, width: barW, height: h, fill: colours[j] ?? PALETTE[5] });
+      const rect = svg('rect', {
+        x: MARGIN.left + i * slot + (slot - barW) / 2,
+        y,
+        width: barW,
+        height: h,
+        fill: colours[j] ?? PALETTE[5],
+      });
       const title = svg('title');
       title.textContent = `${labelOf(point)} · ${s}: ${fmtRate(value)} ${unit}`;
       rect.append(title);
@@ -80,10 +102,14 @@ export function drawStackedBars(container, legend, points, series, options) {
     root.append(text({ x: MARGIN.left + i * slot + slot / 2, y: height - 6, 'text-anchor': anchor }, labelOf(point)));
   }
   if (totals.every((t) => t === 0)) {
-    root.append(text({ x: MARGIN.left + plotW / 2, y: MARGIN.top + plotH / 2, 'text-anchor': 'middle', class: 'empty' }, empty));
+    root.append(
+      text({ x: MARGIN.left + plotW / 2, y: MARGIN.top + plotH / 2, 'text-anchor': 'middle', class: 'empty' }, empty),
+    );
   }
   container.replaceChildren(root);
-  legend.replaceChildren(...series.map((s, j) => el('li', { class: `swatch-${COLOURS.indexOf(colours[j] ?? '')}`, text: s })));
+  legend.replaceChildren(
+    ...series.map((s, j) => el('li', { class: `swatch-${COLOURS.indexOf(colours[j] ?? '')}`, text: s })),
+  );
 }
 
 /** An SVG text at these attributes. */

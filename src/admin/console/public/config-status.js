@@ -9,7 +9,11 @@ import { getConfig } from './api.js';
 export function describeConfig(/** @type {ConfigView} */ view) {
   const last = view.lastReload;
   const when = last ? new Date(last.at).toLocaleTimeString() : '';
-  const reload = !last ? 'not reloaded since start' : last.result === 'success' ? `reloaded ${when} (${last.trigger})` : `last reload refused ${when} (${last.trigger}): the config in force is unchanged`;
+  const reload = !last
+    ? 'not reloaded since start'
+    : last.result === 'success'
+      ? `reloaded ${when} (${last.trigger})`
+      : `last reload refused ${when} (${last.trigger}): the config in force is unchanged`;
   return `Config ${view.hash.slice(0, 12)} · ${reload}`;
 }
 

@@ -39,7 +39,8 @@ function limitsText(/** @type {ConsumerLimits} */ limits) {
   if (limits.perMinute !== undefined) parts.push(`${fmtNumber(limits.perMinute)}/min`);
   if (limits.perDay !== undefined) parts.push(`${fmtNumber(limits.perDay)}/day`);
   if (limits.perMonth !== undefined) parts.push(`${fmtNumber(limits.perMonth)}/month`);
-  if (limits.hiddenWindows !== undefined && limits.hiddenWindows.length > 0) parts.push(`hidden: ${limits.hiddenWindows.join(', ')}`);
+  if (limits.hiddenWindows !== undefined && limits.hiddenWindows.length > 0)
+    parts.push(`hidden: ${limits.hiddenWindows.join(', ')}`);
   return parts.join(' · ') || 'none';
 }
 
@@ -51,7 +52,19 @@ export async function loadConsumers() {
   }
   ui.body.replaceChildren(
     ...consumers.map((c) =>
-      el('tr', {}, el('td', {}, el('a', { href: consumerHref(c.id), text: c.name }), el('br'), el('span', { class: 'mono muted', text: c.id })), el('td', { text: limitsText(c.limits) }), el('td', { text: fmtTime(c.createdAt) })),
+      el(
+        'tr',
+        {},
+        el(
+          'td',
+          {},
+          el('a', { href: consumerHref(c.id), text: c.name }),
+          el('br'),
+          el('span', { class: 'mono muted', text: c.id }),
+        ),
+        el('td', { text: limitsText(c.limits) }),
+        el('td', { text: fmtTime(c.createdAt) }),
+      ),
     ),
   );
 }
@@ -67,20 +80,43 @@ export async function loadConsumer(/** @type {string} */ id) {
     ['Billing day', `${consumer.billingDay} of each month, 00:00 UTC`],
     ['Created', fmtTime(consumer.createdAt)],
   ];
-  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), el('dd', { text: value }))));
+  ui.facts.replaceChildren(
+    ...facts.map(([name, value]) => el('div', {}, el('dt', { text: name }), el('dd', { text: value }))),
+  );
   const windows = /** @type {const} */ (['minute', 'day', 'month']).flatMap((name) => {
     const w = consumer.usage[name];
     if (!w) return [];
     const used = w.limit - w.remaining;
-    return [el('div', { class: 'window' }, el('span', { text: name }), el('meter', { min: 0, max: w.limit, value: used, high: w.limit * 0.8 }), el('span', { class: 'muted', text: `${fmtNumber(used)} of ${fmtNumber(w.limit)} used` }))];
+    return [
+      el(
+        'div',
+        { class: 'window' },
+        el('span', { text: name }),
+        el('meter', { min: 0, max: w.limit, value: used, high: w.limit * 0.8 }),
+        el('span', { class: 'muted', text: `${fmtNumber(used)} of ${fmtNumber(w.limit)} used` }),
+      ),
+    ];
   });
-  ui.windows.replaceChildren(...(windows.length ? windows : [el('p', { class: 'muted', text: 'No limits: nothing is shared.' })]));
-  shown = { name: consumer.name, windows: /** @type {const} */ (['minute', 'day', 'month']).filter((name) => consumer.usage[name] !== undefined) };
+  ui.windows.replaceChildren(
+    ...(windows.length ? windows : [el('p', { class: 'muted', text: 'No limits: nothing is shared.' })]),
+  );
+  shown = {
+    name: consumer.name,
+    windows: /** @type {const} */ (['minute', 'day', 'month']).filter((name) => consumer.usage[name] !== undefined),
+  };
   ui.resetWindows.hidden = shown.windows.length === 0;
   const mine = keys.filter((k) => consumer.keyIds.includes(k.id));
   ui.keys.replaceChildren(
     ...(mine.length
-      ? mine.map((k) => el('tr', {}, el('td', {}, el('a', { href: keyHref(k.id), text: k.name || k.id })), el('td', { text: k.plan }), el('td', { text: keyState(k) })))
+      ? mine.map((k) =>
+          el(
+            'tr',
+            {},
+            el('td', {}, el('a', { href: keyHref(k.id), text: k.name || k.id })),
+            el('td', { text: k.plan }),
+            el('td', { text: keyState(k) }),
+          ),
+        )
       : [el('tr', {}, el('td', { colspan: 3, class: 'muted', text: 'No keys.' }))]),
   );
 }

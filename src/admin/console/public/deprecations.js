@@ -28,9 +28,19 @@ export async function loadDeprecations() {
 /** One operation: its heading with the sunset, and a table of its callers. */
 function routePanel(/** @type {DeprecatedRoute} */ r, /** @type {number} */ now) {
   const daysLeft = daysUntil(r.sunset, now);
-  const sunset = daysLeft > 0 ? ` · sunset ${fmtTime(r.sunset)}, ${fmtNumber(daysLeft)} days left` : ` · past its sunset (${fmtTime(r.sunset)})`;
-  const head = el('h3', {}, el('code', { text: `${r.method} ${r.route}` }), el('span', { class: 'muted', text: sunset }));
-  const rows = r.callers.length ? r.callers.map(callerRow) : [el('tr', {}, el('td', { colspan: 4, class: 'muted', text: 'No key called it.' }))];
+  const sunset =
+    daysLeft > 0
+      ? ` · sunset ${fmtTime(r.sunset)}, ${fmtNumber(daysLeft)} days left`
+      : ` · past its sunset (${fmtTime(r.sunset)})`;
+  const head = el(
+    'h3',
+    {},
+    el('code', { text: `${r.method} ${r.route}` }),
+    el('span', { class: 'muted', text: sunset }),
+  );
+  const rows = r.callers.length
+    ? r.callers.map(callerRow)
+    : [el('tr', {}, el('td', { colspan: 4, class: 'muted', text: 'No key called it.' }))];
   const columns = el(
     'tr',
     {},

@@ -13,7 +13,8 @@
 export function byId(id, kind) {
   const node = document.getElementById(id);
   if (!node) throw new Error(`console: the page has no element #${id}`);
-  if (!(node instanceof kind)) throw new Error(`console: #${id} is a <${node.tagName.toLowerCase()}>, not a ${kind.name}`);
+  if (!(node instanceof kind))
+    throw new Error(`console: #${id} is a <${node.tagName.toLowerCase()}>, not a ${kind.name}`);
   return node;
 }
 

@@ -15,7 +15,13 @@ export function fmtNumber(/** @type {number | null | undefined} */ n) {
 /** An instant in the operator's time zone and locale, to the minute; none → "–". */
 export function fmtTime(/** @type {string | null | undefined} */ iso) {
   if (!iso) return '–';
-  return new Date(iso).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return new Date(iso).toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+  });
 }
 
 /** A rate with the digits that matter: 12 → "12", 1.25 → "1.3", 0.125 → "0.13". */
@@ -88,7 +94,8 @@ export function keyLimitsText(limits) {
   const parts = [`${fmtNumber(limits.perMinute)}/min`, `${fmtNumber(limits.perDay)}/day`];
   if (limits.perMonth !== undefined) parts.push(`${fmtNumber(limits.perMonth)}/month`);
   if (limits.maxInFlight !== undefined) parts.push(`${fmtNumber(limits.maxInFlight)} at once`);
-  if (limits.hiddenWindows !== undefined) parts.push(`hidden: ${limits.hiddenWindows.length > 0 ? limits.hiddenWindows.join(', ') : 'none'}`);
+  if (limits.hiddenWindows !== undefined)
+    parts.push(`hidden: ${limits.hiddenWindows.length > 0 ? limits.hiddenWindows.join(', ') : 'none'}`);
   return parts.join(' · ');
 }
 

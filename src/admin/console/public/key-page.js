@@ -5,7 +5,17 @@
 import { addCredits, getKey, getKeyUsage, liftBan, resetKeyWindows, revokeKey, rotateKey, updateKey } from './api.js';
 import { drawStackedBars, PALETTE } from './charts.js';
 import { byId, el, say } from './dom.js';
-import { fmtNumber, fmtTime, isoToLocal, keyLimitsText, keyState, limitsFrom, localToIso, messageOf, withKeptLimits } from './format.js';
+import {
+  fmtNumber,
+  fmtTime,
+  isoToLocal,
+  keyLimitsText,
+  keyState,
+  limitsFrom,
+  localToIso,
+  messageOf,
+  withKeptLimits,
+} from './format.js';
 import { fillPlanSelects } from './plan-select.js';
 import { consumerHref } from './routes.js';
 import { showSecret } from './secret.js';
@@ -25,7 +35,11 @@ const ui = {
     minute: { meter: byId('window-minute', HTMLMeterElement), text: byId('window-minute-text', HTMLElement) },
     day: { meter: byId('window-day', HTMLMeterElement), text: byId('window-day-text', HTMLElement) },
   },
-  month: { row: byId('window-month-row', HTMLElement), meter: byId('window-month', HTMLMeterElement), text: byId('window-month-text', HTMLElement) },
+  month: {
+    row: byId('window-month-row', HTMLElement),
+    meter: byId('window-month', HTMLMeterElement),
+    text: byId('window-month-text', HTMLElement),
+  },
   creditsForm: byId('credits-form', HTMLFormElement),
   creditsUnits: byId('credits-units', HTMLInputElement),
   usageChart: byId('chart-usage', HTMLElement),
@@ -89,13 +103,18 @@ function renderKey(/** @type {KeyDetail} */ key) {
     ['Expires', key.expiresAt ? fmtTime(key.expiresAt) : 'never'],
     ['Last used', key.lastUsedAt ? fmtTime(key.lastUsedAt) : 'never'],
     ['Banned until', key.bannedUntil ? fmtTime(key.bannedUntil) : 'not banned'],
-    ['Previous secret works until', key.previousKeyExpiresAt && !key.revokedAt ? fmtTime(key.previousKeyExpiresAt) : '–'],
+    [
+      'Previous secret works until',
+      key.previousKeyExpiresAt && !key.revokedAt ? fmtTime(key.previousKeyExpiresAt) : '–',
+    ],
     ['Revoked', key.revokedAt ? fmtTime(key.revokedAt) : '–'],
     ...accessFacts(key),
   ];
   // One line per fact (console.css), the whole value in its title: a value that arrives on a later
   // refresh ("Last used" once the usage batch is written) must not wrap and push the page down.
-  ui.facts.replaceChildren(...facts.map(([name, value]) => el('div', {}, el('dt', { text: name, title: name }), factValue(name, value))));
+  ui.facts.replaceChildren(
+    ...facts.map(([name, value]) => el('div', {}, el('dt', { text: name, title: name }), factValue(name, value))),
+  );
   for (const name of /** @type {const} */ (['minute', 'day'])) {
     const w = key.usage[name];
     const { meter, text } = ui.windows[name];
@@ -152,7 +171,10 @@ function renderUsage(/** @type {KeyUsage} */ usage) {
     integers: true,
   });
   const total = usage.days.reduce((sum, d) => sum + d.admitted, 0);
-  ui.usageChart.setAttribute('aria-label', `Requests per day over the last ${usage.days.length} days: ${total} admitted in all`);
+  ui.usageChart.setAttribute(
+    'aria-label',
+    `Requests per day over the last ${usage.days.length} days: ${total} admitted in all`,
+  );
 }
 
 function limitFields() {
@@ -181,7 +203,8 @@ function keyChange() {
   }
   /** @type {KeyChange} */
   const body = { name: ui.editName.value.trim(), plan: ui.editPlan.value, expiresAt: localToIso(ui.editExpires.value) };
-  if (JSON.stringify(fields) !== limitsAsFilled) body.limits = withKeptLimits(shownKey?.limits, limitsFrom(fields.perMinute, fields.perDay) ?? null);
+  if (JSON.stringify(fields) !== limitsAsFilled)
+    body.limits = withKeptLimits(shownKey?.limits, limitsFrom(fields.perMinute, fields.perDay) ?? null);
   return withAccessChanges(body);
 }
 
@@ -219,7 +242,11 @@ export function setUpKeyPage() {
       const rotated = await rotateKey(key.id, Number(ui.rotateGrace.value));
       await loadKey(key.id);
       // The secret panel's home is the keys section; here it shows above the key's facts.
-      showSecret(`New secret for “${rotated.name}”: the old one works until ${fmtTime(rotated.previousKeyExpiresAt)}`, rotated.key, ui.facts);
+      showSecret(
+        `New secret for “${rotated.name}”: the old one works until ${fmtTime(rotated.previousKeyExpiresAt)}`,
+        rotated.key,
+        ui.facts,
+      );
     });
   });
   ui.creditsForm.addEventListener('submit', (event) => {

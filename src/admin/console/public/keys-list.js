@@ -49,7 +49,9 @@ function renderKeys() {
     .filter((k) => !state || keyState(k, now) === state)
     .sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
   if (shown.length === 0) {
-    ui.body.replaceChildren(el('tr', {}, el('td', { colspan: 7, class: 'muted', text: allKeys.length ? 'No key matches.' : 'No keys yet.' })));
+    ui.body.replaceChildren(
+      el('tr', {}, el('td', { colspan: 7, class: 'muted', text: allKeys.length ? 'No key matches.' : 'No keys yet.' })),
+    );
     return;
   }
   ui.body.replaceChildren(...shown.map((k) => keyRow(k, keyState(k, now))));

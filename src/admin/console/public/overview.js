@@ -16,7 +16,7 @@ import { keyHref } from './routes.js';
 export const REFRESH_MS = 5000;
 const STATUS_ORDER = ['2xx', '3xx', '4xx', '429', '5xx'];
 /** @type {Record<string, string | undefined>} */
-const STATUS_COLOURS = { '2xx': PALETTE[0], '3xx': PALETTE[6], '4xx': PALETTE[2], '429': PALETTE[3], '5xx': PALETTE[4] };
+const STATUS_COLOURS = { '2xx': PALETTE[0], '3xx': PALETTE[6], '4xx': PALETTE[2], 429: PALETTE[3], '5xx': PALETTE[4] };
 const PLAN_COLOURS = [PALETTE[1], PALETTE[2], PALETTE[4], PALETTE[6], PALETTE[5], PALETTE[0], PALETTE[3]];
 const WINDOWS = ['minute', 'day', 'month', 'ban', 'anonymous'];
 
@@ -51,7 +51,8 @@ export async function loadOverview() {
     node.className = `card-value health ${value}`;
   }
   const step = stats.stepSeconds;
-  const labelOf = (/** @type {StatsPoint} */ p) => new Date(p.start).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  const labelOf = (/** @type {StatsPoint} */ p) =>
+    new Date(p.start).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
   const statuses = orderedKeys(stats.totals.byStatus, STATUS_ORDER);
   drawStackedBars(ui.statusChart, ui.statusLegend, stats.points, statuses, {
     valueOf: (p, s) => (p.byStatus[s] ?? 0) / step,
@@ -70,7 +71,9 @@ export async function loadOverview() {
   });
   const byWindow = stats.totals.rejectionsByWindow;
   ui.rejectionsBody.replaceChildren(
-    ...orderedKeys(byWindow, WINDOWS, true).map((w) => el('tr', {}, el('td', { text: w }), el('td', { class: 'num', text: fmtNumber(byWindow[w] ?? 0) }))),
+    ...orderedKeys(byWindow, WINDOWS, true).map((w) =>
+      el('tr', {}, el('td', { text: w }), el('td', { class: 'num', text: fmtNumber(byWindow[w] ?? 0) })),
+    ),
   );
   ui.updated.textContent = `Last 15 minutes · updated ${new Date(stats.generatedAt).toLocaleTimeString()} · refreshed every ${REFRESH_MS / 1000} s while this tab is visible`;
   const failed = await busiest;
@@ -80,7 +83,9 @@ export async function loadOverview() {
 /** The busiest keys, most requests first; each links to its key's page. */
 function showTopKeys(/** @type {BusyKey[]} */ keys) {
   if (keys.length === 0) {
-    ui.topKeysBody.replaceChildren(el('tr', {}, el('td', { colspan: 3, class: 'muted', text: 'No key traffic in the last 5 minutes' })));
+    ui.topKeysBody.replaceChildren(
+      el('tr', {}, el('td', { colspan: 3, class: 'muted', text: 'No key traffic in the last 5 minutes' })),
+    );
     return;
   }
   ui.topKeysBody.replaceChildren(

@@ -15,8 +15,16 @@ const ui = {
   dialog: byId('reset-dialog', HTMLDialogElement),
   text: byId('reset-text', HTMLElement),
   confirm: byId('reset-confirm', HTMLButtonElement),
-  boxes: { minute: byId('reset-minute', HTMLInputElement), day: byId('reset-day', HTMLInputElement), month: byId('reset-month', HTMLInputElement) },
-  rows: { minute: byId('reset-minute-row', HTMLElement), day: byId('reset-day-row', HTMLElement), month: byId('reset-month-row', HTMLElement) },
+  boxes: {
+    minute: byId('reset-minute', HTMLInputElement),
+    day: byId('reset-day', HTMLInputElement),
+    month: byId('reset-month', HTMLInputElement),
+  },
+  rows: {
+    minute: byId('reset-minute-row', HTMLElement),
+    day: byId('reset-day-row', HTMLElement),
+    month: byId('reset-month-row', HTMLElement),
+  },
 };
 
 /**

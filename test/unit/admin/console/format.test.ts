@@ -36,7 +36,9 @@ test('times: none as a dash, an instant in the local zone', () => {
 });
 
 test("a key's state: revoked before expired before active", () => {
-  expect(keyState({ revokedAt: '2026-01-01T00:00:00.000Z', expiresAt: '2026-02-01T00:00:00.000Z' }, NOW)).toBe('revoked');
+  expect(keyState({ revokedAt: '2026-01-01T00:00:00.000Z', expiresAt: '2026-02-01T00:00:00.000Z' }, NOW)).toBe(
+    'revoked',
+  );
   expect(keyState({ revokedAt: null, expiresAt: '2026-03-01T12:00:00.000Z' }, NOW)).toBe('expired');
   expect(keyState({ revokedAt: null, expiresAt: '2026-03-01T12:00:00.001Z' }, NOW)).toBe('active');
   expect(keyState({ revokedAt: null, expiresAt: null }, NOW)).toBe('active');
@@ -66,12 +68,22 @@ test('chart scales: steps of 1, 2 or 5 × 10^n, whole steps for counts, a floor 
 });
 
 test('ordered series: the known names first in their order, then the others sorted; all known ones when asked', () => {
-  expect(orderedKeys({ zeta: 1, pro: 2, alpha: 3, free: 4 }, ['free', 'pro', 'business'])).toEqual(['free', 'pro', 'alpha', 'zeta']);
+  expect(orderedKeys({ zeta: 1, pro: 2, alpha: 3, free: 4 }, ['free', 'pro', 'business'])).toEqual([
+    'free',
+    'pro',
+    'alpha',
+    'zeta',
+  ]);
   expect(orderedKeys({ ban: 1 }, ['minute', 'day', 'ban'], true)).toEqual(['minute', 'day', 'ban']);
 });
 
 test("plan choices: the server's plans in its order, then others keys are on, each once", () => {
-  expect(planChoices(['free', 'pro', 'trial'], ['pro', 'legacy', 'legacy'])).toEqual(['free', 'pro', 'trial', 'legacy']);
+  expect(planChoices(['free', 'pro', 'trial'], ['pro', 'legacy', 'legacy'])).toEqual([
+    'free',
+    'pro',
+    'trial',
+    'legacy',
+  ]);
   expect(planChoices([])).toEqual([]);
 });
 
@@ -82,9 +94,13 @@ test('days to a sunset, rounded up, zero or less once past', () => {
 });
 
 test("an audit entry's details in a line: limits as rates, null as none, nothing as a dash", () => {
-  expect(describeDetails({ plan: 'pro', limits: { perMinute: 300, perDay: 10000 } })).toBe(`plan: pro · limits: 300/min, ${fmtNumber(10000)}/day`);
+  expect(describeDetails({ plan: 'pro', limits: { perMinute: 300, perDay: 10000 } })).toBe(
+    `plan: pro · limits: 300/min, ${fmtNumber(10000)}/day`,
+  );
   expect(describeDetails({ limits: null, graceSeconds: 60 })).toBe('limits: none · graceSeconds: 60');
-  expect(describeDetails({ revokedAt: '2026-03-01T12:00:00.000Z' })).toBe(`revokedAt: ${fmtTime('2026-03-01T12:00:00.000Z')}`);
+  expect(describeDetails({ revokedAt: '2026-03-01T12:00:00.000Z' })).toBe(
+    `revokedAt: ${fmtTime('2026-03-01T12:00:00.000Z')}`,
+  );
   expect(describeDetails({ other: { a: 1 } })).toBe('other: {"a":1}');
   expect(describeDetails({})).toBe('–');
   expect(describeDetails(null)).toBe('–');

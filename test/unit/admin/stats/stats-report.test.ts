@@ -15,7 +15,12 @@ test('90 zero-filled steps of 10 s, oldest first, the last one holding now', () 
 });
 
 test('seconds fold into their step and into the totals; seconds outside the window are left out', () => {
-  const second = (offset: number, ok: number) => ({ second: nowSecond + offset, byStatus: { '2xx': ok }, byPlan: { free: ok }, rejectionsByWindow: {} });
+  const second = (offset: number, ok: number) => ({
+    second: nowSecond + offset,
+    byStatus: { '2xx': ok },
+    byPlan: { free: ok },
+    rejectionsByWindow: {},
+  });
   const report = buildStatsReport({
     seconds: [second(-7, 1), second(0, 2), second(-8, 4), second(-2000, 100)],
     nowMs: NOW,

@@ -8,7 +8,8 @@ function setUp() {
   const clock = new ManualClock(Date.UTC(2026, 10, 23, 7, 0, 0));
   const recorder = new TrafficRecorder(metrics, clock);
   const answered = (status: string, plan: string, times = 1) => {
-    for (let i = 0; i < times; i++) metrics.httpRequests.inc({ method: 'GET', route: '/v1/pets', status_code: status, plan });
+    for (let i = 0; i < times; i++)
+      metrics.httpRequests.inc({ method: 'GET', route: '/v1/pets', status_code: status, plan });
   };
   return { metrics, clock, recorder, answered };
 }
@@ -47,7 +48,12 @@ test('each second holds the increase since the last sample, by status class, pla
     byPlan: { free: 3, pro: 1, anonymous: 1 },
     rejectionsByWindow: { minute: 1 },
   });
-  expect(second).toEqual({ second: first!.second + 1, byStatus: { '2xx': 1 }, byPlan: { free: 1 }, rejectionsByWindow: {} });
+  expect(second).toEqual({
+    second: first!.second + 1,
+    byStatus: { '2xx': 1 },
+    byPlan: { free: 1 },
+    rejectionsByWindow: {},
+  });
 });
 
 test('seconds older than the 15-minute ring are gone, and a reused slot starts empty', async () => {

@@ -11,15 +11,27 @@ const NGINX_HEADERS = { 'x-original-method': 'POST', 'x-original-uri': '/v1/pets
 
 describe('originalRequestOf', () => {
   it('reads the request line when no X-Original-URI came (Envoy, Gateway API)', () => {
-    expect(originalRequestOf(incoming('DELETE', '/v1/pets/3'), true)).toEqual({ method: 'DELETE', target: '/v1/pets/3', fromHeaders: false });
+    expect(originalRequestOf(incoming('DELETE', '/v1/pets/3'), true)).toEqual({
+      method: 'DELETE',
+      target: '/v1/pets/3',
+      fromHeaders: false,
+    });
   });
 
   it("reads X-Original-Method and X-Original-URI from a trusted proxy (NGINX's auth_request)", () => {
-    expect(originalRequestOf(incoming('GET', '/_authz', NGINX_HEADERS), true)).toEqual({ method: 'POST', target: '/v1/pets?x=1', fromHeaders: true });
+    expect(originalRequestOf(incoming('GET', '/_authz', NGINX_HEADERS), true)).toEqual({
+      method: 'POST',
+      target: '/v1/pets?x=1',
+      fromHeaders: true,
+    });
   });
 
   it("ignores them from any other peer: a client's own X-Original-URI chooses nothing", () => {
-    expect(originalRequestOf(incoming('GET', '/v1/pets', NGINX_HEADERS), false)).toEqual({ method: 'GET', target: '/v1/pets', fromHeaders: false });
+    expect(originalRequestOf(incoming('GET', '/v1/pets', NGINX_HEADERS), false)).toEqual({
+      method: 'GET',
+      target: '/v1/pets',
+      fromHeaders: false,
+    });
   });
 
   it.each([

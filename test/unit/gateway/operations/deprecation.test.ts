@@ -26,7 +26,9 @@ describe('buildDeprecations', () => {
   });
 
   it('reads instants with offsets as the same UTC instant', () => {
-    const [notice] = buildDeprecations([{ ...getPet, deprecatedAt: '2025-12-05T01:00:00+01:00', sunset: '2030-12-04T19:00:00-05:00' }]).values();
+    const [notice] = buildDeprecations([
+      { ...getPet, deprecatedAt: '2025-12-05T01:00:00+01:00', sunset: '2030-12-04T19:00:00-05:00' },
+    ]).values();
     expect(notice!.headers.Deprecation).toBe(`@${Date.UTC(2025, 11, 5) / 1000}`);
     expect(notice!.headers.Sunset).toBe('Thu, 05 Dec 2030 00:00:00 GMT');
     expect(notice!.sunsetAt).toBe(Date.UTC(2030, 11, 5));

@@ -14,12 +14,21 @@ describe('matchRoute', () => {
     expect(matchRoute(path)).toMatchObject({ template, relativeTemplate });
   });
 
-  it.each(['/v1', '/v1/', '/v1/owners', '/v1/pets/1/toys', '/v1/pets//', '/v1/pets/1/', '/v1/PETS', '/v1/petsx', '/pets', '/v2/pets', ''])(
-    '%s matches nothing',
-    (path) => {
-      expect(matchRoute(path)).toBeNull();
-    },
-  );
+  it.each([
+    '/v1',
+    '/v1/',
+    '/v1/owners',
+    '/v1/pets/1/toys',
+    '/v1/pets//',
+    '/v1/pets/1/',
+    '/v1/PETS',
+    '/v1/petsx',
+    '/pets',
+    '/v2/pets',
+    '',
+  ])('%s matches nothing', (path) => {
+    expect(matchRoute(path)).toBeNull();
+  });
 
   it('templates carry the base path; relative templates are what deprecations name', () => {
     const item = matchRoute('/v1/pets/7')!;

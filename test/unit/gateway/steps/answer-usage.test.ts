@@ -18,9 +18,19 @@ function setUp(keyLimiter: KeyLimiter) {
   const env = stepEnvironment();
   const clock = new ManualClock(NOW);
   const plans = new PlanBook(PLANS);
-  const answerUsage = createUsageStep({ keyLimiter, keyLimits: (key) => plans.limitsOf(key), clock, storeCall: env.storeCall });
+  const answerUsage = createUsageStep({
+    keyLimiter,
+    keyLimits: (key) => plans.limitsOf(key),
+    clock,
+    storeCall: env.storeCall,
+  });
   const call = async (method: string, key: ApiKeyRecord = record) => {
-    const request = gatewayRequest(incoming(method, '/v1/usage'), { route: usageRoute, key, keyId: key.id, plan: key.plan });
+    const request = gatewayRequest(incoming(method, '/v1/usage'), {
+      route: usageRoute,
+      key,
+      keyId: key.id,
+      plan: key.plan,
+    });
     const outcome = await answerUsage(request);
     return { outcome, res: request.res, request, sent: () => sentFor(request) };
   };
@@ -74,7 +84,11 @@ describe('usage step (GET /v1/usage)', () => {
     });
     const response = await sent();
     expect(response.statusLine).toBe('HTTP/1.1 200 OK');
-    expect(response.headers).toMatchObject({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(response.body)) });
+    expect(response.headers).toMatchObject({
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      'content-length': String(Buffer.byteLength(response.body)),
+    });
     expect(JSON.parse(response.body)).toEqual({
       plan: 'free',
       windows: [
@@ -88,12 +102,18 @@ describe('usage step (GET /v1/usage)', () => {
 
   it('spends no unit: with the in-process limiter, asking twice leaves the windows where consume left them', async () => {
     const clock = new ManualClock(NOW);
-    const limiter = new MemoryKeyLimiter({ ban: { threshold: 3, windowSeconds: 60, durationSeconds: 300 }, clock, sweepIntervalMs: 0 });
+    const limiter = new MemoryKeyLimiter({
+      ban: { threshold: 3, windowSeconds: 60, durationSeconds: 300 },
+      clock,
+      sweepIntervalMs: 0,
+    });
     await limiter.consume(record.id, { perMinute: 10, perDay: 1000 });
     const { call } = setUp(limiter);
     const remaining = async () => {
       const { sent } = await call('GET');
-      return (JSON.parse((await sent()).body) as { windows: Array<{ remaining: number }> }).windows.map((w) => w.remaining);
+      return (JSON.parse((await sent()).body) as { windows: Array<{ remaining: number }> }).windows.map(
+        (w) => w.remaining,
+      );
     };
     expect(await remaining()).toEqual([9, 999]);
     expect(await remaining()).toEqual([9, 999]);
@@ -116,7 +136,9 @@ describe('usage step (GET /v1/usage)', () => {
     const limiter = fixedUsage(usage());
     const { call } = setUp(limiter);
     const { outcome, res, request } = await call(method);
-    expect(outcome).toEqual(new Refusal('method_not_allowed', `${method} is not allowed here.`, { Allow: 'GET, HEAD' }));
+    expect(outcome).toEqual(
+      new Refusal('method_not_allowed', `${method} is not allowed here.`, { Allow: 'GET, HEAD' }),
+    );
     expect(limiter.usage).not.toHaveBeenCalled();
     expect(request.rateLimitOutcome).toBeNull();
     expect(res.headersSent).toBe(false);
@@ -140,14 +162,22 @@ describe('usage step (GET /v1/usage)', () => {
     const limiter = fixedUsage(usage());
     const { call } = setUp(limiter);
     const { outcome } = await call('GET', keyRecord({ id: 'key_e', plan: 'enterprise' }));
-    expect(outcome).toEqual(new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', { 'Retry-After': '60' }));
+    expect(outcome).toEqual(
+      new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', {
+        'Retry-After': '60',
+      }),
+    );
     expect(limiter.usage).not.toHaveBeenCalled();
   });
 
   it('a store that throws answers 503 service_unavailable and writes nothing', async () => {
     const { call } = setUp(fixedUsage(new Error('store down')));
     const { outcome, res, request } = await call('GET');
-    expect(outcome).toEqual(new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' }));
+    expect(outcome).toEqual(
+      new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', {
+        'Retry-After': '1',
+      }),
+    );
     expect(request.rateLimitOutcome).toBe('store_error');
     expect(res.headersSent).toBe(false);
   });

@@ -25,10 +25,14 @@ function setUp(answer: KeyResolution | Error = { status: 'valid', record }) {
   return { ...env, keys, authenticate };
 }
 
-const withAuthorization = (...values: string[]) => incoming('GET', '/v1/pets', [['Host', 'gw.example'], ...values.map((v) => ['Authorization', v] as const)]);
+const withAuthorization = (...values: string[]) =>
+  incoming('GET', '/v1/pets', [['Host', 'gw.example'], ...values.map((v) => ['Authorization', v] as const)]);
 
 /** Authenticates a request carrying these headers: what it answered, and the request as it stands after. */
-async function authenticated(authenticate: ReturnType<typeof setUp>['authenticate'], req = withAuthorization(`Bearer ${PRESENTED}`)) {
+async function authenticated(
+  authenticate: ReturnType<typeof setUp>['authenticate'],
+  req = withAuthorization(`Bearer ${PRESENTED}`),
+) {
   const request = gatewayRequest(req);
   const outcome = await authenticate(request);
   return { outcome, request };
@@ -39,9 +43,18 @@ const keyless = (refusal: Refusal, known = false, neverIssued = false) => ({ ref
 describe('authenticate step', () => {
   it('a request without Authorization goes on keyless, with missing_api_key and the bare challenge', async () => {
     const { authenticate, keys, metrics } = setUp();
-    const { outcome, request } = await authenticated(authenticate, incoming('GET', '/v1/pets', [['Host', 'gw.example']]));
+    const { outcome, request } = await authenticated(
+      authenticate,
+      incoming('GET', '/v1/pets', [['Host', 'gw.example']]),
+    );
     expect(outcome).toBe(CONTINUE);
-    expect(request.keyless).toEqual(keyless(new Refusal('missing_api_key', 'Send your API key as "Authorization: Bearer <key>".', { 'WWW-Authenticate': REALM })));
+    expect(request.keyless).toEqual(
+      keyless(
+        new Refusal('missing_api_key', 'Send your API key as "Authorization: Bearer <key>".', {
+          'WWW-Authenticate': REALM,
+        }),
+      ),
+    );
     expect(request.key).toBeNull();
     expect(keys.resolve).not.toHaveBeenCalled();
     expect(await counted(metrics.authFailures, { reason: 'missing' })).toBe(1);
@@ -80,7 +93,13 @@ describe('authenticate step', () => {
     async (header) => {
       const { authenticate, keys, metrics } = setUp();
       const { request } = await authenticated(authenticate, withAuthorization(header));
-      expect(request.keyless).toEqual(keyless(new Refusal('invalid_api_key', 'The API key is not valid for this environment.', { 'WWW-Authenticate': REALM })));
+      expect(request.keyless).toEqual(
+        keyless(
+          new Refusal('invalid_api_key', 'The API key is not valid for this environment.', {
+            'WWW-Authenticate': REALM,
+          }),
+        ),
+      );
       expect(keys.resolve).not.toHaveBeenCalled();
       expect(await counted(metrics.authFailures, { reason: 'invalid' })).toBe(1);
     },
@@ -151,20 +170,35 @@ describe('authenticate step', () => {
     const { authenticate, metrics } = setUp();
     const { outcome, request } = await authenticated(authenticate);
     expect(outcome).toBe(CONTINUE);
-    expect(request).toMatchObject({ key: record, keyless: null, keyId: record.id, plan: 'pro', rateLimitOutcome: null });
+    expect(request).toMatchObject({
+      key: record,
+      keyless: null,
+      keyId: record.id,
+      plan: 'pro',
+      rateLimitOutcome: null,
+    });
     expect(await countedInAll(metrics.authFailures)).toBe(0);
   });
 
   it('a store that throws answers 503 service_unavailable with Retry-After 1, counted and logged as a store error', async () => {
     const { authenticate, metrics, lines } = setUp(new Error('connection refused'));
     const { outcome, request } = await authenticated(authenticate);
-    expect(outcome).toEqual(new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' }));
+    expect(outcome).toEqual(
+      new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', {
+        'Retry-After': '1',
+      }),
+    );
     expect(request.rateLimitOutcome).toBe('store_error');
     expect(request).toMatchObject({ key: null, keyless: null, keyId: null });
     expect(await counted(metrics.storeErrors)).toBe(1);
     expect(await countedInAll(metrics.authFailures)).toBe(0);
     const [line] = lines();
-    expect(line).toMatchObject({ level: 50, msg: 'store unavailable', requestId: 'req-0001', err: { message: 'connection refused' } });
+    expect(line).toMatchObject({
+      level: 50,
+      msg: 'store unavailable',
+      requestId: 'req-0001',
+      err: { message: 'connection refused' },
+    });
     expect(JSON.stringify(lines())).not.toContain(PRESENTED);
   });
 });

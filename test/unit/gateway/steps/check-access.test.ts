@@ -10,7 +10,13 @@ function setUp(consumerPolicy?: Parameters<typeof createAccessStep>[0]['consumer
   const env = stepEnvironment();
   const checkAccess = createAccessStep({ metrics: env.metrics, logger: env.logger, consumerPolicy });
   const call = (method: string, path: string, key: ApiKeyRecord | null, clientAddress = '203.0.113.7') => {
-    const request = gatewayRequest(incoming(method, path), { route: matchRoute(path), key, keyId: key?.id ?? null, plan: key?.plan ?? 'anonymous', clientAddress });
+    const request = gatewayRequest(incoming(method, path), {
+      route: matchRoute(path),
+      key,
+      keyId: key?.id ?? null,
+      plan: key?.plan ?? 'anonymous',
+      clientAddress,
+    });
     return { outcome: checkAccess(request), request };
   };
   return { ...env, call };
@@ -31,7 +37,11 @@ describe('check-access step', () => {
     expect(outcome).toBeInstanceOf(Refusal);
     expect((outcome as Refusal).code).toBe('operation_not_allowed');
     expect(await counted(metrics.accessDenied, { reason: 'operation', plan: key.plan })).toBe(1);
-    expect(lines().find((line) => line.msg === 'request refused by access policy')).toMatchObject({ keyId: key.id, reason: 'operation', operationId: 'createPet' });
+    expect(lines().find((line) => line.msg === 'request refused by access policy')).toMatchObject({
+      keyId: key.id,
+      reason: 'operation',
+      operationId: 'createPet',
+    });
   });
 
   it('refuses an address outside the list with 403 address_not_allowed', async () => {
@@ -57,6 +67,8 @@ describe('check-access step', () => {
     expect((call('GET', '/v1/pets/7', key).outcome as Refusal).code).toBe('operation_not_allowed');
     expect((call('GET', '/v1/pets', key, '198.51.100.1').outcome as Refusal).code).toBe('address_not_allowed');
     // A key without lists of its own still meets its consumer's.
-    expect((call('POST', '/v1/pets', keyRecord({ name: 'consumer key' })).outcome as Refusal).code).toBe('operation_not_allowed');
+    expect((call('POST', '/v1/pets', keyRecord({ name: 'consumer key' })).outcome as Refusal).code).toBe(
+      'operation_not_allowed',
+    );
   });
 });

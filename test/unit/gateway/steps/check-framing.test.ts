@@ -17,13 +17,21 @@ describe('HTTP/2 framing step', () => {
   it('refuses CONNECT with 405 and an empty Allow', () => {
     const outcome = checkFraming(framed(2, 'CONNECT', { ':authority': 'db:5432' }));
     expect(outcome).toBe(NO_TUNNEL);
-    expect(outcome).toEqual(new Refusal('method_not_allowed', 'CONNECT is not allowed: the gateway opens no tunnels.', { Allow: '' }));
+    expect(outcome).toEqual(
+      new Refusal('method_not_allowed', 'CONNECT is not allowed: the gateway opens no tunnels.', { Allow: '' }),
+    );
   });
 
   it('refuses a host naming another authority, compared without case', () => {
-    expect(HOST_NOT_AUTHORITY).toEqual(new Refusal('malformed_request', 'The Host header names another authority than :authority.'));
-    expect(checkFraming(framed(2, 'GET', { ':authority': 'api.example:443', host: 'evil.example' }))).toBe(HOST_NOT_AUTHORITY);
-    expect(checkFraming(framed(2, 'GET', { ':authority': 'api.example:443', host: 'api.example' }))).toBe(HOST_NOT_AUTHORITY);
+    expect(HOST_NOT_AUTHORITY).toEqual(
+      new Refusal('malformed_request', 'The Host header names another authority than :authority.'),
+    );
+    expect(checkFraming(framed(2, 'GET', { ':authority': 'api.example:443', host: 'evil.example' }))).toBe(
+      HOST_NOT_AUTHORITY,
+    );
+    expect(checkFraming(framed(2, 'GET', { ':authority': 'api.example:443', host: 'api.example' }))).toBe(
+      HOST_NOT_AUTHORITY,
+    );
     expect(checkFraming(framed(2, 'GET', { ':authority': 'api.example:443', host: 'API.example:443' }))).toBe(CONTINUE);
     expect(checkFraming(framed(2, 'GET', { ':authority': 'api.example:443' }))).toBe(CONTINUE);
     expect(checkFraming(framed(2, 'GET', { host: 'api.example' }))).toBe(CONTINUE);

@@ -18,7 +18,9 @@ describe('route check step', () => {
     ['PUT', '/v1/pets/42', 'GET, HEAD'],
     ['POST', '/v1/pets/42', 'GET, HEAD'],
   ])('%s %s is 405 method_not_allowed with Allow: %s', (method, path, allow) => {
-    expect(checkRoute(routed(method, path))).toEqual(new Refusal('method_not_allowed', `${method} is not allowed here.`, { Allow: allow }));
+    expect(checkRoute(routed(method, path))).toEqual(
+      new Refusal('method_not_allowed', `${method} is not allowed here.`, { Allow: allow }),
+    );
   });
 
   it.each([
@@ -30,5 +32,4 @@ describe('route check step', () => {
   ])('%s %s continues', (method, path) => {
     expect(checkRoute(routed(method, path))).toBe(CONTINUE);
   });
-
 });

@@ -7,18 +7,28 @@ import { gatewayRequest, headersStartingWith, incoming, sentFor } from './step-k
 const APP = 'https://app.example';
 const listed = createCorsPolicy({ allowedOrigins: [APP], maxAgeSeconds: 600 });
 
-function preflight(options: { method?: string; url?: string; origin?: string; requestMethod?: string | null; cors?: ReturnType<typeof createCorsPolicy> | null } = {}) {
+function preflight(
+  options: {
+    method?: string;
+    url?: string;
+    origin?: string;
+    requestMethod?: string | null;
+    cors?: ReturnType<typeof createCorsPolicy> | null;
+  } = {},
+) {
   const url = options.url ?? '/v1/pets/42';
   const headers: Array<[string, string]> = [['Host', 'gw.example']];
   if (options.origin !== undefined) headers.push(['Origin', options.origin]);
   if (options.requestMethod !== null) headers.push(['Access-Control-Request-Method', options.requestMethod ?? 'GET']);
-  const request = gatewayRequest(incoming(options.method ?? 'OPTIONS', url, headers), { path: parseTarget(url)?.path ?? null });
+  const request = gatewayRequest(incoming(options.method ?? 'OPTIONS', url, headers), {
+    path: parseTarget(url)?.path ?? null,
+  });
   const outcome = createPreflightStep(options.cors === undefined ? listed : options.cors)(request);
   return { outcome, res: request.res, request, sent: () => sentFor(request) };
 }
 
 describe('CORS preflight step', () => {
-  it('a preflight from a listed origin for an API path is answered 204 with the route\'s methods, no key needed', async () => {
+  it("a preflight from a listed origin for an API path is answered 204 with the route's methods, no key needed", async () => {
     const { outcome, request, sent } = preflight({ origin: APP });
     expect(outcome).toBe(ANSWERED);
     expect(request.route?.template).toBe('/v1/pets/{petId}');
@@ -42,7 +52,10 @@ describe('CORS preflight step', () => {
   });
 
   it('with origins listed as *, any origin is answered with * and no Vary', () => {
-    const { outcome, res } = preflight({ origin: 'https://elsewhere.example', cors: createCorsPolicy({ allowedOrigins: ['*'], maxAgeSeconds: 60 }) });
+    const { outcome, res } = preflight({
+      origin: 'https://elsewhere.example',
+      cors: createCorsPolicy({ allowedOrigins: ['*'], maxAgeSeconds: 60 }),
+    });
     expect(outcome).toBe(ANSWERED);
     expect(res.getHeader('access-control-allow-origin')).toBe('*');
     expect(res.getHeader('vary')).toBeUndefined();

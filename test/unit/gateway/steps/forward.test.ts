@@ -1,6 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { ManualClock } from '../../../../src/shared/clock';
-import { UpstreamTokenSigner, UpstreamTokenVerifier, type UpstreamTokenSettings } from '../../../../src/shared/upstream-token';
+import {
+  UpstreamTokenSigner,
+  UpstreamTokenVerifier,
+  type UpstreamTokenSettings,
+} from '../../../../src/shared/upstream-token';
 import type { ForwardHandlers, Forwarder, UpstreamRequest } from '../../../../src/gateway/upstream/forward-contract';
 import { cutOffReason } from '../../../../src/gateway/cut-off';
 import type { GatewayRequest } from '../../../../src/gateway/request-context';
@@ -10,7 +14,12 @@ import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { createForwardStep } from '../../../../src/gateway/steps/forward';
 import { NOW, counted, gatewayRequest, incoming, keyRecord, observations, stepEnvironment } from './step-kit';
 
-const SIGNING: UpstreamTokenSettings = { secret: 'unit-test-signing-secret-0123456789', issuer: 'animal-store-gateway', audience: 'animal-store-inventory', tokenTtlSeconds: 60 };
+const SIGNING: UpstreamTokenSettings = {
+  secret: 'unit-test-signing-secret-0123456789',
+  issuer: 'animal-store-gateway',
+  audience: 'animal-store-inventory',
+  tokenTtlSeconds: 60,
+};
 const MAX_BODY = 1024;
 const PRESENTED = 'asg_test_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z';
 const key = keyRecord({ plan: 'pro' });
@@ -31,7 +40,13 @@ function fakeForwarder() {
   const abandon = jest.fn();
   const forwarder: Forwarder = {
     forward(upstream, res, handlers) {
-      const call = { upstream, clientHeaders: { ...upstream.client.headers }, clientUrl: upstream.client.url, handlers, res };
+      const call = {
+        upstream,
+        clientHeaders: { ...upstream.client.headers },
+        clientUrl: upstream.client.url,
+        handlers,
+        res,
+      };
       calls.push(call);
       waiting.shift()?.(call);
       return abandon;
@@ -50,7 +65,14 @@ function setUp(publicBaseUrl: string | null = null) {
   const signer = new UpstreamTokenSigner(SIGNING, clock);
   const sign = jest.spyOn(signer, 'sign');
   const { forwarder, calls, abandon, nextCall } = fakeForwarder();
-  const forward = createForwardStep({ forwarder, signer, metrics: env.metrics, logger: env.logger, maxBodyBytes: MAX_BODY, publicBaseUrl });
+  const forward = createForwardStep({
+    forwarder,
+    signer,
+    metrics: env.metrics,
+    logger: env.logger,
+    maxBodyBytes: MAX_BODY,
+    publicBaseUrl,
+  });
   const verifier = new UpstreamTokenVerifier(SIGNING, clock);
   /** Starts forwarding `request`; resolves once the forwarder has it, with the step's outcome still to come. */
   const started = async (request: GatewayRequest) => {
@@ -88,7 +110,15 @@ const CLIENT_HEADERS: Array<[string, string]> = [
 
 /** A request of `key` to GET /v1/pets?limit=2, as the steps before forward leave it. */
 const petsRequest = (method: string, url: string, headers: Array<[string, string]>) =>
-  gatewayRequest(incoming(method, url, headers), { requestId: 'req-fwd', path: '/v1/pets', originForm: '/v1/pets?limit=2', route: matchRoute('/v1/pets'), key, keyId: key.id, plan: key.plan });
+  gatewayRequest(incoming(method, url, headers), {
+    requestId: 'req-fwd',
+    path: '/v1/pets',
+    originForm: '/v1/pets?limit=2',
+    route: matchRoute('/v1/pets'),
+    key,
+    keyId: key.id,
+    plan: key.plan,
+  });
 
 const TOO_LARGE = new Refusal('payload_too_large', `The request body is larger than ${MAX_BODY} bytes.`);
 
@@ -99,7 +129,12 @@ describe('forward step', () => {
     const { outcome, call } = await started(request);
 
     const { upstream } = call;
-    expect(upstream).toMatchObject({ method: 'POST', path: '/v1/pets?limit=2', client: request.req, receivedAt: request.startedAt });
+    expect(upstream).toMatchObject({
+      method: 'POST',
+      path: '/v1/pets?limit=2',
+      client: request.req,
+      receivedAt: request.startedAt,
+    });
     const headers = upstream.headers;
     expect(await verifier.verify(headers['x-gateway-token'] as string)).toEqual({ keyId: key.id, plan: 'pro' });
     const { ['x-gateway-token']: _token, ...rest } = headers;
@@ -117,7 +152,11 @@ describe('forward step', () => {
     expect(JSON.stringify(headers)).not.toContain(PRESENTED);
     // Node's own request is read, never rewritten.
     expect(call.clientUrl).toBe('http://gw.example:8080/v1/pets?limit=2');
-    expect(call.clientHeaders).toMatchObject({ authorization: `Bearer ${PRESENTED}`, cookie: 'session=abc', 'x-gateway-token': 'forged-token' });
+    expect(call.clientHeaders).toMatchObject({
+      authorization: `Bearer ${PRESENTED}`,
+      cookie: 'session=abc',
+      'x-gateway-token': 'forged-token',
+    });
     expect(request.req.headers).toBe(upstream.client.headers);
     expect(request.req.headers.authorization).toBe(`Bearer ${PRESENTED}`);
 
@@ -125,15 +164,22 @@ describe('forward step', () => {
     expect(await outcome).toBe(ANSWERED);
   });
 
-  it('with server.publicBaseUrl the inventory is told its scheme and host, not the client\'s Host', async () => {
+  it("with server.publicBaseUrl the inventory is told its scheme and host, not the client's Host", async () => {
     const { started } = setUp('https://api.example.com:8443');
     const { call } = await started(petsRequest('GET', '/v1/pets', [['Host', 'internal-lb:8080']]));
-    expect(call.upstream.headers).toMatchObject({ host: 'internal-lb:8080', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com:8443' });
+    expect(call.upstream.headers).toMatchObject({
+      host: 'internal-lb:8080',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'api.example.com:8443',
+    });
   });
 
   it('a declared Content-Length over the limit is refused 413 payload_too_large with Connection: close, never signed nor forwarded', async () => {
     const { forward, calls, sign } = setUp();
-    const request = petsRequest('POST', '/v1/pets', [['Host', 'gw.example'], ['Content-Length', String(MAX_BODY + 1)]]);
+    const request = petsRequest('POST', '/v1/pets', [
+      ['Host', 'gw.example'],
+      ['Content-Length', String(MAX_BODY + 1)],
+    ]);
     expect(await forward(request)).toEqual(TOO_LARGE);
     expect(calls).toHaveLength(0);
     expect(sign).not.toHaveBeenCalled();
@@ -151,13 +197,21 @@ describe('forward step', () => {
 
   it('a declared Content-Length at the limit is forwarded', async () => {
     const { started, calls } = setUp();
-    await started(petsRequest('POST', '/v1/pets', [['Host', 'gw.example'], ['Content-Length', String(MAX_BODY)]]));
+    await started(
+      petsRequest('POST', '/v1/pets', [
+        ['Host', 'gw.example'],
+        ['Content-Length', String(MAX_BODY)],
+      ]),
+    );
     expect(calls).toHaveLength(1);
   });
 
   it('a chunked body is counted as it streams: past the limit the upstream request is abandoned and 413 returned once', async () => {
     const { started, abandon } = setUp();
-    const request = petsRequest('POST', '/v1/pets', [['Host', 'gw.example'], ['Transfer-Encoding', 'chunked']]);
+    const request = petsRequest('POST', '/v1/pets', [
+      ['Host', 'gw.example'],
+      ['Transfer-Encoding', 'chunked'],
+    ]);
     const { outcome, call } = await started(request);
     request.req.emit('data', Buffer.alloc(MAX_BODY));
     expect(abandon).not.toHaveBeenCalled();
@@ -173,7 +227,10 @@ describe('forward step', () => {
 
   it('a chunked body past the limit after the upstream began answering is left to the answer', async () => {
     const { started, abandon } = setUp();
-    const request = petsRequest('POST', '/v1/pets', [['Host', 'gw.example'], ['Transfer-Encoding', 'chunked']]);
+    const request = petsRequest('POST', '/v1/pets', [
+      ['Host', 'gw.example'],
+      ['Transfer-Encoding', 'chunked'],
+    ]);
     const { outcome, call } = await started(request);
     call.handlers.onResponse!(201);
     request.res.writeHead(201, { 'Content-Type': 'application/json' });
@@ -184,7 +241,7 @@ describe('forward step', () => {
     expect(request.res.statusCode).toBe(201);
   });
 
-  it('the upstream\'s answer is timed: upstreamMs on the request, one observation under method, route and status', async () => {
+  it("the upstream's answer is timed: upstreamMs on the request, one observation under method, route and status", async () => {
     const { started, metrics } = setUp();
     const request = petsRequest('GET', '/v1/pets', [['Host', 'gw.example']]);
     const { call } = await started(request);
@@ -192,29 +249,50 @@ describe('forward step', () => {
     call.handlers.onResponse!(200);
     expect(request.upstreamMs).toEqual(expect.any(Number));
     expect(request.upstreamMs).toBeGreaterThanOrEqual(0);
-    expect(await observations(metrics.upstreamDuration, { method: 'GET', route: '/v1/pets', status_code: '200' })).toBe(1);
+    expect(await observations(metrics.upstreamDuration, { method: 'GET', route: '/v1/pets', status_code: '200' })).toBe(
+      1,
+    );
   });
 
   it.each([
-    ['refused', { code: 'upstream_unavailable', reason: 'refused', message: 'The inventory service is unreachable.' }, new Refusal('upstream_unavailable', 'The inventory service is unreachable.')],
-    ['timeout', { code: 'upstream_timeout', reason: 'timeout', message: 'The inventory service did not answer in time.' }, new Refusal('upstream_timeout', 'The inventory service did not answer in time.')],
+    [
+      'refused',
+      { code: 'upstream_unavailable', reason: 'refused', message: 'The inventory service is unreachable.' },
+      new Refusal('upstream_unavailable', 'The inventory service is unreachable.'),
+    ],
+    [
+      'timeout',
+      { code: 'upstream_timeout', reason: 'timeout', message: 'The inventory service did not answer in time.' },
+      new Refusal('upstream_timeout', 'The inventory service did not answer in time.'),
+    ],
     [
       'overloaded',
-      { code: 'upstream_unavailable', reason: 'overloaded', message: 'busy', status: 503, headers: { 'Retry-After': '1' } },
+      {
+        code: 'upstream_unavailable',
+        reason: 'overloaded',
+        message: 'busy',
+        status: 503,
+        headers: { 'Retry-After': '1' },
+      },
       new Refusal('upstream_unavailable', 'busy', { 'Retry-After': '1' }, 503),
     ],
-  ] as const)('a failed upstream (%s) is returned as the refusal for the handler to answer, counted and logged', async (_reason, failure, refusal) => {
-    const { started, metrics, lines } = setUp();
-    const request = petsRequest('GET', '/v1/pets', [['Host', 'gw.example']]);
-    const { outcome, call } = await started(request);
-    call.handlers.onFailure(failure);
-    expect(await outcome).toEqual(refusal);
-    expect(request.res.headersSent).toBe(false);
-    expect(await counted(metrics.upstreamErrors, { reason: failure.reason })).toBe(1);
-    expect(lines()).toEqual([expect.objectContaining({ level: 40, msg: 'upstream failure', requestId: 'req-fwd', reason: failure.reason })]);
-  });
+  ] as const)(
+    'a failed upstream (%s) is returned as the refusal for the handler to answer, counted and logged',
+    async (_reason, failure, refusal) => {
+      const { started, metrics, lines } = setUp();
+      const request = petsRequest('GET', '/v1/pets', [['Host', 'gw.example']]);
+      const { outcome, call } = await started(request);
+      call.handlers.onFailure(failure);
+      expect(await outcome).toEqual(refusal);
+      expect(request.res.headersSent).toBe(false);
+      expect(await counted(metrics.upstreamErrors, { reason: failure.reason })).toBe(1);
+      expect(lines()).toEqual([
+        expect.objectContaining({ level: 40, msg: 'upstream failure', requestId: 'req-fwd', reason: failure.reason }),
+      ]);
+    },
+  );
 
-  it('a failure after the answer began cuts the response off, and the request\'s line is told why', async () => {
+  it("a failure after the answer began cuts the response off, and the request's line is told why", async () => {
     const { started, metrics } = setUp();
     const request = petsRequest('GET', '/v1/pets', [['Host', 'gw.example']]);
     const { outcome, call } = await started(request);
@@ -222,7 +300,11 @@ describe('forward step', () => {
     request.res.writeHead(200, { 'Content-Length': '100' });
     request.res.write('partial');
     expect(await outcome).toBe(ANSWERED);
-    call.handlers.onFailure({ code: 'upstream_unavailable', reason: 'reset', message: 'The inventory service closed the connection.' });
+    call.handlers.onFailure({
+      code: 'upstream_unavailable',
+      reason: 'reset',
+      message: 'The inventory service closed the connection.',
+    });
     expect(cutOffReason(request.res)).toBe('upstream reset');
     expect(request.res.destroyed).toBe(true);
     expect(await counted(metrics.upstreamErrors, { reason: 'reset' })).toBe(1);

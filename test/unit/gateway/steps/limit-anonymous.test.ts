@@ -5,15 +5,27 @@ import { createAnonymousLimitStep } from '../../../../src/gateway/steps/limit-an
 import type { GatewayRequest, KeylessCaller } from '../../../../src/gateway/request-context';
 import { Refusal } from '../../../../src/gateway/refusals';
 import { CONTINUE } from '../../../../src/gateway/step-outcome';
-import { NOW, counted, countedInAll, gatewayRequest, headersStartingWith, keyRecord, stepEnvironment } from './step-kit';
+import {
+  NOW,
+  counted,
+  countedInAll,
+  gatewayRequest,
+  headersStartingWith,
+  keyRecord,
+  stepEnvironment,
+} from './step-kit';
 
 const unknownCaller: KeylessCaller = {
-  refusal: new Refusal('invalid_api_key', 'The API key is not valid for this environment.', { 'WWW-Authenticate': 'Bearer realm="animal-store"' }),
+  refusal: new Refusal('invalid_api_key', 'The API key is not valid for this environment.', {
+    'WWW-Authenticate': 'Bearer realm="animal-store"',
+  }),
   known: false,
   neverIssued: false,
 };
 const revokedCaller: KeylessCaller = {
-  refusal: new Refusal('revoked_api_key', 'This API key has been revoked.', { 'WWW-Authenticate': 'Bearer realm="animal-store"' }),
+  refusal: new Refusal('revoked_api_key', 'This API key has been revoked.', {
+    'WWW-Authenticate': 'Bearer realm="animal-store"',
+  }),
   known: true,
   neverIssued: false,
 };
@@ -21,18 +33,31 @@ const revokedCaller: KeylessCaller = {
 /** A request authenticate found without a usable key. */
 const keylessRequest = (caller: KeylessCaller): GatewayRequest => gatewayRequest(undefined, { keyless: caller });
 
-const STORE_UNAVAILABLE = new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' });
+const STORE_UNAVAILABLE = new Refusal(
+  'service_unavailable',
+  'The gateway cannot reach its store right now. Retry shortly.',
+  { 'Retry-After': '1' },
+);
 
 function setUp(addressLimiter: AddressLimiter) {
   const env = stepEnvironment();
   const clock = new ManualClock(NOW);
   const retryAfter = jest.fn((waitMs: number) => `${Math.ceil(waitMs / 1000)}+jitter`);
-  const limitAnonymous = createAnonymousLimitStep({ addressLimiter, metrics: env.metrics, clock, storeCall: env.storeCall, retryAfter });
+  const limitAnonymous = createAnonymousLimitStep({
+    addressLimiter,
+    metrics: env.metrics,
+    clock,
+    storeCall: env.storeCall,
+    retryAfter,
+  });
   return { ...env, clock, retryAfter, limitAnonymous };
 }
 
 /** An address limiter that answers fixed decisions, and counts what it was asked. */
-function fixedAddressLimiter(decision: AddressDecision | Error, window: WindowState | Error = decision instanceof Error ? decision : decision.window) {
+function fixedAddressLimiter(
+  decision: AddressDecision | Error,
+  window: WindowState | Error = decision instanceof Error ? decision : decision.window,
+) {
   return {
     consume: jest.fn(async () => {
       if (decision instanceof Error) throw decision;
@@ -91,7 +116,15 @@ describe('anonymous limit step', () => {
     const request = keylessRequest(unknownCaller);
     const res = request.res;
     const outcome = await limitAnonymous(request);
-    expect(outcome).toEqual(new Refusal('rate_limited', 'Too many requests without a valid API key from this address.', { 'Retry-After': '13+jitter' }, undefined, { window: 'anonymous' }));
+    expect(outcome).toEqual(
+      new Refusal(
+        'rate_limited',
+        'Too many requests without a valid API key from this address.',
+        { 'Retry-After': '13+jitter' },
+        undefined,
+        { window: 'anonymous' },
+      ),
+    );
     expect(retryAfter).toHaveBeenCalledWith(12_300);
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
     expect(res.getHeader('retry-after')).toBeUndefined();
@@ -103,7 +136,6 @@ describe('anonymous limit step', () => {
     const limiter = fixedAddressLimiter({ allowed: true, window: window(10), retryAfterMs: 0, fallback: 'local' });
     const { limitAnonymous } = setUp(limiter);
     const request = keylessRequest(unknownCaller);
-    const res = request.res;
     await limitAnonymous(request);
     expect(request.storeFallback).toBe('local');
   });
@@ -133,7 +165,8 @@ describe('anonymous limit step', () => {
     };
 
     expect(await call(unknownCaller)).toEqual({ outcome: unknownCaller.refusal, remaining: '1' });
-    for (let i = 0; i < 3; i++) expect(await call(revokedCaller)).toEqual({ outcome: revokedCaller.refusal, remaining: '1' });
+    for (let i = 0; i < 3; i++)
+      expect(await call(revokedCaller)).toEqual({ outcome: revokedCaller.refusal, remaining: '1' });
     expect(await call(unknownCaller)).toEqual({ outcome: unknownCaller.refusal, remaining: '0' });
     const over = await call(unknownCaller);
     expect(over.outcome).toMatchObject({ code: 'rate_limited' });

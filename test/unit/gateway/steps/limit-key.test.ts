@@ -8,7 +8,16 @@ import { Refusal } from '../../../../src/gateway/refusals';
 import { CONTINUE } from '../../../../src/gateway/step-outcome';
 import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { OperationCosts } from '../../../../src/gateway/operations/operation-costs';
-import { NOW, counted, countedInAll, gatewayRequest, headersStartingWith, incoming, keyRecord, stepEnvironment } from './step-kit';
+import {
+  NOW,
+  counted,
+  countedInAll,
+  gatewayRequest,
+  headersStartingWith,
+  incoming,
+  keyRecord,
+  stepEnvironment,
+} from './step-kit';
 import type { CostConfig } from '../../../../src/shared/config';
 
 const PLANS: Plans = {
@@ -43,10 +52,24 @@ function setUp(keyLimiter: KeyLimiter, record: ApiKeyRecord = keyRecord(), costs
   const env = stepEnvironment();
   const retryAfter = jest.fn((waitMs: number) => `${Math.ceil(waitMs / 1000)}+jitter`);
   const plans = new PlanBook(PLANS);
-  const limitKey = createKeyLimitStep({ keyLimiter, keyLimits: (key) => plans.limitsOf(key), plans, metrics: env.metrics, logger: env.logger, storeCall: env.storeCall, retryAfter, costs: new OperationCosts(costs) });
+  const limitKey = createKeyLimitStep({
+    keyLimiter,
+    keyLimits: (key) => plans.limitsOf(key),
+    plans,
+    metrics: env.metrics,
+    logger: env.logger,
+    storeCall: env.storeCall,
+    retryAfter,
+    costs: new OperationCosts(costs),
+  });
   /** A request authenticated with `record`, its operation matched. */
   const fresh = (method = 'GET') => {
-    const request = gatewayRequest(incoming(method, '/v1/pets'), { route: matchRoute('/v1/pets'), key: record, keyId: record.id, plan: record.plan });
+    const request = gatewayRequest(incoming(method, '/v1/pets'), {
+      route: matchRoute('/v1/pets'),
+      key: record,
+      keyId: record.id,
+      plan: record.plan,
+    });
     return { request, res: request.res };
   };
   return { ...env, retryAfter, limitKey, record, fresh, ...fresh() };
@@ -83,11 +106,15 @@ describe('key limit step', () => {
 
   it('counts near_limit once per window: on the request that takes it to 80 %', async () => {
     const clock = new ManualClock(NOW);
-    const limiter = new MemoryKeyLimiter({ ban: { threshold: 5, windowSeconds: 60, durationSeconds: 300 }, clock, sweepIntervalMs: 0 });
-    const { limitKey, record, metrics, fresh } = setUp(limiter);
+    const limiter = new MemoryKeyLimiter({
+      ban: { threshold: 5, windowSeconds: 60, durationSeconds: 300 },
+      clock,
+      sweepIntervalMs: 0,
+    });
+    const { limitKey, metrics, fresh } = setUp(limiter);
     const nearAfter: number[] = [];
     for (let n = 1; n <= 10; n++) {
-      const { res, request } = fresh();
+      const { request } = fresh();
       expect(await limitKey(request)).toBe(CONTINUE);
       nearAfter.push(await counted(metrics.nearLimit, { plan: 'free', window: 'minute' }));
     }
@@ -98,16 +125,24 @@ describe('key limit step', () => {
 
   it('counts near_limit for the day window too', async () => {
     const limiter = fixedKeyLimiter({ outcome: 'allowed', minute: minute(9), day: day(20, 100), now: NOW });
-    const { limitKey, res, request, record, metrics } = setUp(limiter);
+    const { limitKey, request, metrics } = setUp(limiter);
     await limitKey(request);
     expect(await counted(metrics.nearLimit, { plan: 'free', window: 'day' })).toBe(1);
     expect(await counted(metrics.nearLimit, { plan: 'free', window: 'minute' })).toBe(0);
   });
 
   it('a request over the minute limit gets 429 rate_limited with the minute window and a jittered Retry-After', async () => {
-    const { limitKey, res, request, record, metrics, retryAfter } = setUp(fixedKeyLimiter(limited('minute')));
+    const { limitKey, res, request, metrics, retryAfter } = setUp(fixedKeyLimiter(limited('minute')));
     const outcome = await limitKey(request);
-    expect(outcome).toEqual(new Refusal('rate_limited', 'The minute limit of this API key is used up.', { 'Retry-After': '25+jitter' }, undefined, { window: 'minute' }));
+    expect(outcome).toEqual(
+      new Refusal(
+        'rate_limited',
+        'The minute limit of this API key is used up.',
+        { 'Retry-After': '25+jitter' },
+        undefined,
+        { window: 'minute' },
+      ),
+    );
     expect(retryAfter).toHaveBeenCalledWith(25_000);
     expect(res.getHeader('x-ratelimit-limit')).toBe('10');
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
@@ -118,9 +153,17 @@ describe('key limit step', () => {
   });
 
   it('a request over the day limit shows the day window, whose reset is when the key is served again', async () => {
-    const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter(limited('day')));
+    const { limitKey, res, request, metrics } = setUp(fixedKeyLimiter(limited('day')));
     const outcome = await limitKey(request);
-    expect(outcome).toEqual(new Refusal('rate_limited', 'The day limit of this API key is used up.', { 'Retry-After': '3600+jitter' }, undefined, { window: 'day' }));
+    expect(outcome).toEqual(
+      new Refusal(
+        'rate_limited',
+        'The day limit of this API key is used up.',
+        { 'Retry-After': '3600+jitter' },
+        undefined,
+        { window: 'day' },
+      ),
+    );
     expect(res.getHeader('x-ratelimit-limit')).toBe('1000');
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
     expect(res.getHeader('x-ratelimit-reset')).toBe(String(DAY_RESET / 1000));
@@ -128,13 +171,13 @@ describe('key limit step', () => {
   });
 
   it('the refusal that bans the key counts a ban', async () => {
-    const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter(limited('minute', true)));
+    const { limitKey, request, metrics } = setUp(fixedKeyLimiter(limited('minute', true)));
     expect(await limitKey(request)).toMatchObject({ code: 'rate_limited' });
     expect(await counted(metrics.keyBans, { plan: 'free' })).toBe(1);
   });
 
   it('a banned key gets 429 temporarily_banned: nothing remaining until the ban ends', async () => {
-    const { limitKey, res, request, record, metrics, retryAfter } = setUp(fixedKeyLimiter(banned));
+    const { limitKey, res, request, metrics, retryAfter } = setUp(fixedKeyLimiter(banned));
     const outcome = await limitKey(request);
     expect(outcome).toEqual(new Refusal('temporarily_banned', BANNED_MESSAGE, { 'Retry-After': '300+jitter' }));
     expect(retryAfter).toHaveBeenCalledWith(299_500);
@@ -152,15 +195,25 @@ describe('key limit step', () => {
 
   it('with the in-process limiter: refusals past the threshold ban the key, and the next request meets the ban', async () => {
     const clock = new ManualClock(NOW);
-    const limiter = new MemoryKeyLimiter({ ban: { threshold: 2, windowSeconds: 60, durationSeconds: 300 }, clock, sweepIntervalMs: 0 });
-    const { limitKey, record, metrics, fresh } = setUp(limiter);
+    const limiter = new MemoryKeyLimiter({
+      ban: { threshold: 2, windowSeconds: 60, durationSeconds: 300 },
+      clock,
+      sweepIntervalMs: 0,
+    });
+    const { limitKey, metrics, fresh } = setUp(limiter);
     const codes: string[] = [];
     for (let n = 0; n < 14; n++) {
-      const { res, request } = fresh();
+      const { request } = fresh();
       const outcome = await limitKey(request);
       codes.push(outcome instanceof Refusal ? outcome.code : 'continue');
     }
-    expect(codes).toEqual([...Array<string>(10).fill('continue'), 'rate_limited', 'rate_limited', 'rate_limited', 'temporarily_banned']);
+    expect(codes).toEqual([
+      ...Array<string>(10).fill('continue'),
+      'rate_limited',
+      'rate_limited',
+      'rate_limited',
+      'temporarily_banned',
+    ]);
     expect(await counted(metrics.keyBans, { plan: 'free' })).toBe(1);
     expect(await counted(metrics.rejections, { plan: 'free', window: 'minute' })).toBe(3);
     expect(await counted(metrics.rejections, { plan: 'free', window: 'ban' })).toBe(1);
@@ -180,7 +233,14 @@ describe('key limit step', () => {
     expect(await countedInAll(metrics.rejections)).toBe(0);
     expect(await countedInAll(metrics.keyBans)).toBe(0);
     expect(lines()).toEqual([
-      expect.objectContaining({ level: 30, msg: 'shadow limit would have refused; forwarded', requestId: 'req-0001', plan: 'trial', window: 'minute', keyId: request.keyId }),
+      expect.objectContaining({
+        level: 30,
+        msg: 'shadow limit would have refused; forwarded',
+        requestId: 'req-0001',
+        plan: 'trial',
+        window: 'minute',
+        keyId: request.keyId,
+      }),
     ]);
   });
 
@@ -206,23 +266,31 @@ describe('key limit step', () => {
 
   it('takes the units config costs gives the method and route: a POST costs what POST is set to, a GET stays at 1', async () => {
     const limiter = fixedKeyLimiter({ outcome: 'allowed', minute: minute(5), day: day(995), now: NOW });
-    const { limitKey, fresh, record, metrics } = setUp(limiter, keyRecord(), [{ method: 'POST', path: '/pets', cost: 5 }]);
+    const { limitKey, fresh, record, metrics } = setUp(limiter, keyRecord(), [
+      { method: 'POST', path: '/pets', cost: 5 },
+    ]);
     expect(await limitKey(fresh('POST').request)).toBe(CONTINUE);
-    expect(limiter.consume).toHaveBeenLastCalledWith(record.id, FREE_LIMITS, { shadow: false, cost: 5, billingDay: undefined });
+    expect(limiter.consume).toHaveBeenLastCalledWith(record.id, FREE_LIMITS, {
+      shadow: false,
+      cost: 5,
+      billingDay: undefined,
+    });
     expect(await counted(metrics.unitsConsumed, { route: '/v1/pets', plan: 'free' })).toBe(5);
     expect(await limitKey(fresh('GET').request)).toBe(CONTINUE);
     expect(limiter.consume).toHaveBeenLastCalledWith(record.id, FREE_LIMITS, undefined);
   });
 
   it('store.failMode open admits the request, counted as unenforced and written into the request', async () => {
-    const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter({ outcome: 'allowed', minute: minute(9), day: day(999), now: NOW, fallback: 'open' }));
+    const { limitKey, request, metrics } = setUp(
+      fixedKeyLimiter({ outcome: 'allowed', minute: minute(9), day: day(999), now: NOW, fallback: 'open' }),
+    );
     expect(await limitKey(request)).toBe(CONTINUE);
     expect(request.storeFallback).toBe('open');
     expect(await counted(metrics.unenforced, { plan: 'free' })).toBe(1);
   });
 
   it('store.failMode local is written into the request but enforced, so not counted as unenforced', async () => {
-    const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter({ ...limited('minute'), fallback: 'local' }));
+    const { limitKey, request, metrics } = setUp(fixedKeyLimiter({ ...limited('minute'), fallback: 'local' }));
     expect(await limitKey(request)).toMatchObject({ code: 'rate_limited' });
     expect(request.storeFallback).toBe('local');
     expect(await countedInAll(metrics.unenforced)).toBe(0);
@@ -233,7 +301,9 @@ describe('key limit step', () => {
     const record = keyRecord({ id: 'key_enterprise', plan: 'enterprise', limits: null });
     const { limitKey, request, fresh, lines } = setUp(limiter, record);
     expect(await limitKey(request)).toEqual(
-      new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', { 'Retry-After': '60' }),
+      new Refusal('service_unavailable', 'The plan "enterprise" of this API key is not configured on this gateway.', {
+        'Retry-After': '60',
+      }),
     );
     expect(await limitKey(fresh().request)).toMatchObject({ code: 'service_unavailable' });
     // Logged once per plan while this config is in force, not once per request.
@@ -242,9 +312,13 @@ describe('key limit step', () => {
   });
 
   it('a store that throws answers 503 service_unavailable and sets no rate-limit headers', async () => {
-    const { limitKey, res, request, record, metrics } = setUp(fixedKeyLimiter(new Error('store down')));
+    const { limitKey, res, request, metrics } = setUp(fixedKeyLimiter(new Error('store down')));
     const outcome = await limitKey(request);
-    expect(outcome).toEqual(new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', { 'Retry-After': '1' }));
+    expect(outcome).toEqual(
+      new Refusal('service_unavailable', 'The gateway cannot reach its store right now. Retry shortly.', {
+        'Retry-After': '1',
+      }),
+    );
     expect(request.rateLimitOutcome).toBe('store_error');
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({});
     expect(await counted(metrics.storeErrors)).toBe(1);

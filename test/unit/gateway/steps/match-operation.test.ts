@@ -48,19 +48,29 @@ describe('operation step', () => {
     expect(headersStartingWith(res, 'deprecation', 'sunset', 'link')).toEqual({});
   });
 
-  it.each(['/v1', '/v1/owners'])('%s, under /v1 but no route, continues: check-route refuses it once counted', (path) => {
-    const { outcome, request } = run('GET', path);
-    expect(outcome).toBe(CONTINUE);
-    expect(request.route).toBeNull();
-  });
+  it.each(['/v1', '/v1/owners'])(
+    '%s, under /v1 but no route, continues: check-route refuses it once counted',
+    (path) => {
+      const { outcome, request } = run('GET', path);
+      expect(outcome).toBe(CONTINUE);
+      expect(request.route).toBeNull();
+    },
+  );
 
-  it.each(['GET', 'HEAD'])('%s of a deprecated operation sets its Deprecation, Sunset and Link headers and notes it', (method) => {
-    const { outcome, request, res } = run(method, '/v1/pets/42');
-    expect(outcome).toBe(CONTINUE);
-    expect(request.route?.template).toBe('/v1/pets/{petId}');
-    expect(request.deprecation).toMatchObject({ id: 'GET /v1/pets/{petId}', template: '/v1/pets/{petId}', sunsetAt: Date.UTC(2026, 5, 1) });
-    expect(headersStartingWith(res, 'deprecation', 'sunset', 'link')).toEqual(DEPRECATION_HEADERS);
-  });
+  it.each(['GET', 'HEAD'])(
+    '%s of a deprecated operation sets its Deprecation, Sunset and Link headers and notes it',
+    (method) => {
+      const { outcome, request, res } = run(method, '/v1/pets/42');
+      expect(outcome).toBe(CONTINUE);
+      expect(request.route?.template).toBe('/v1/pets/{petId}');
+      expect(request.deprecation).toMatchObject({
+        id: 'GET /v1/pets/{petId}',
+        template: '/v1/pets/{petId}',
+        sunsetAt: Date.UTC(2026, 5, 1),
+      });
+      expect(headersStartingWith(res, 'deprecation', 'sunset', 'link')).toEqual(DEPRECATION_HEADERS);
+    },
+  );
 
   it('another method on the same route is not deprecated', () => {
     const { request, res } = run('PUT', '/v1/pets/42');

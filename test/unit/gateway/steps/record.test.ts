@@ -3,14 +3,27 @@ import { markCutOff } from '../../../../src/gateway/cut-off';
 import type { GatewayRequest, RateLimitOutcome } from '../../../../src/gateway/request-context';
 import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { createRecordStep } from '../../../../src/gateway/steps/record';
-import { counted, countedInAll, gatewayRequest, incoming, keyRecord, observations, sentFor, stepEnvironment } from './step-kit';
+import {
+  counted,
+  countedInAll,
+  gatewayRequest,
+  incoming,
+  keyRecord,
+  observations,
+  sentFor,
+  stepEnvironment,
+} from './step-kit';
 
 const key = keyRecord({ plan: 'pro' });
 
 function setUp(withActivity = true) {
   const env = stepEnvironment();
   const keyActivity = { record: jest.fn() };
-  const recordRequest = createRecordStep({ metrics: env.metrics, logger: env.logger, keyActivity: withActivity ? keyActivity : undefined });
+  const recordRequest = createRecordStep({
+    metrics: env.metrics,
+    logger: env.logger,
+    keyActivity: withActivity ? keyActivity : undefined,
+  });
   return { ...env, keyActivity, recordRequest };
 }
 
@@ -40,7 +53,9 @@ describe('record step', () => {
   it('an answered request is counted under method, route, status and plan, timed, and logged in one line', async () => {
     const { recordRequest, metrics, lines } = setUp();
     recordRequest(await answered(keyedRequest('GET'), 200));
-    expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(1);
+    expect(
+      await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' }),
+    ).toBe(1);
     expect(await countedInAll(metrics.httpRequests)).toBe(1);
     expect(await observations(metrics.httpDuration, { method: 'GET', route: '/v1/pets', status_code: '200' })).toBe(1);
     const [line, ...others] = lines();
@@ -67,10 +82,22 @@ describe('record step', () => {
 
   it('a request that matched no route is labelled unmatched; a fallback decision is in its line', async () => {
     const { recordRequest, metrics, lines } = setUp();
-    const request = gatewayRequest(incoming('GET', '/v1/owners', [['Host', 'gw.example']]), { storeFallback: 'local', rateLimitOutcome: 'anonymous_limited' });
+    const request = gatewayRequest(incoming('GET', '/v1/owners', [['Host', 'gw.example']]), {
+      storeFallback: 'local',
+      rateLimitOutcome: 'anonymous_limited',
+    });
     recordRequest(await answered(request, 404));
-    expect(await counted(metrics.httpRequests, { method: 'GET', route: 'unmatched', status_code: '404', plan: 'anonymous' })).toBe(1);
-    expect(lines()[0]).toMatchObject({ route: 'unmatched', status: 404, keyId: null, plan: 'anonymous', storeFallback: 'local', rateLimit: 'anonymous_limited' });
+    expect(
+      await counted(metrics.httpRequests, { method: 'GET', route: 'unmatched', status_code: '404', plan: 'anonymous' }),
+    ).toBe(1);
+    expect(lines()[0]).toMatchObject({
+      route: 'unmatched',
+      status: 404,
+      keyId: null,
+      plan: 'anonymous',
+      storeFallback: 'local',
+      rateLimit: 'anonymous_limited',
+    });
   });
 
   it.each<[RateLimitOutcome, 'admitted' | 'rateLimited' | 'banned']>([
@@ -80,7 +107,12 @@ describe('record step', () => {
     ['banned', 'banned'],
   ])("a key's %s request is recorded in its usage as %s", async (outcome, usage) => {
     const { recordRequest, keyActivity } = setUp();
-    recordRequest(await answered(keyedRequest('GET', { rateLimitOutcome: outcome }), outcome === 'limited' || outcome === 'banned' ? 429 : 200));
+    recordRequest(
+      await answered(
+        keyedRequest('GET', { rateLimitOutcome: outcome }),
+        outcome === 'limited' || outcome === 'banned' ? 429 : 200,
+      ),
+    );
     expect(keyActivity.record).toHaveBeenCalledTimes(1);
     expect(keyActivity.record).toHaveBeenCalledWith(key.id, usage);
   });
@@ -90,7 +122,7 @@ describe('record step', () => {
     ['a request never limited (404 before the limiter, 401)', { rateLimitOutcome: null }],
     ['an anonymous request', { keyId: null, plan: 'anonymous', rateLimitOutcome: 'anonymous' }],
     ['an anonymous request over the limit', { keyId: null, plan: 'anonymous', rateLimitOutcome: 'anonymous_limited' }],
-  ])('%s is not recorded in any key\'s usage', async (_name, overrides) => {
+  ])("%s is not recorded in any key's usage", async (_name, overrides) => {
     const { recordRequest, keyActivity } = setUp();
     recordRequest(await answered(keyedRequest('GET', overrides), 503));
     expect(keyActivity.record).not.toHaveBeenCalled();
@@ -99,14 +131,25 @@ describe('record step', () => {
   it('records without a key-activity store', async () => {
     const { recordRequest, metrics } = setUp(false);
     recordRequest(await answered(keyedRequest('HEAD'), 200, ''));
-    expect(await counted(metrics.httpRequests, { method: 'HEAD', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(1);
+    expect(
+      await counted(metrics.httpRequests, { method: 'HEAD', route: '/v1/pets', status_code: '200', plan: 'pro' }),
+    ).toBe(1);
   });
 
   it('a request cut off before an answer started is counted under status 0 and logged with status null and why', async () => {
     const { recordRequest, metrics, lines, keyActivity } = setUp();
     recordRequest(keyedRequest('POST', { upstreamMs: null }));
-    expect(await counted(metrics.httpRequests, { method: 'POST', route: '/v1/pets', status_code: '0', plan: 'pro' })).toBe(1);
-    expect(lines()[0]).toMatchObject({ requestId: 'req-rec', method: 'POST', route: '/v1/pets', status: null, cutOff: 'client closed the connection', upstreamMs: null });
+    expect(
+      await counted(metrics.httpRequests, { method: 'POST', route: '/v1/pets', status_code: '0', plan: 'pro' }),
+    ).toBe(1);
+    expect(lines()[0]).toMatchObject({
+      requestId: 'req-rec',
+      method: 'POST',
+      route: '/v1/pets',
+      status: null,
+      cutOff: 'client closed the connection',
+      upstreamMs: null,
+    });
     // It was admitted by the limiter (a unit spent), so the key's usage counts it.
     expect(keyActivity.record).toHaveBeenCalledWith(key.id, 'admitted');
   });
@@ -125,17 +168,34 @@ describe('record step', () => {
     request.res.writeHead(200, { 'Content-Length': '100' });
     request.res.write('partial');
     recordRequest(request);
-    expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '0', plan: 'pro' })).toBe(1);
-    expect(await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' })).toBe(0);
+    expect(
+      await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '0', plan: 'pro' }),
+    ).toBe(1);
+    expect(
+      await counted(metrics.httpRequests, { method: 'GET', route: '/v1/pets', status_code: '200', plan: 'pro' }),
+    ).toBe(0);
     expect(lines()[0]).toMatchObject({ status: null, cutOff: 'client closed the connection' });
   });
 
   it('a traced request ends its span with the outcome, and its log line carries the trace ids', async () => {
     const { recordRequest, lines } = setUp();
     const end = jest.fn();
-    const span = { recording: true, end, logFields: () => ({ trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) }) } as unknown as GatewayRequestSpan;
-    recordRequest(await answered(keyedRequest('GET', { span, rateLimitOutcome: 'limited', refusedWith: 'rate_limited' }), 429));
-    expect(end).toHaveBeenCalledWith({ statusCode: 429, route: '/v1/pets', plan: 'pro', clientAddress: '203.0.113.7', rateLimit: 'limited', refusal: 'rate_limited' });
+    const span = {
+      recording: true,
+      end,
+      logFields: () => ({ trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) }),
+    } as unknown as GatewayRequestSpan;
+    recordRequest(
+      await answered(keyedRequest('GET', { span, rateLimitOutcome: 'limited', refusedWith: 'rate_limited' }), 429),
+    );
+    expect(end).toHaveBeenCalledWith({
+      statusCode: 429,
+      route: '/v1/pets',
+      plan: 'pro',
+      clientAddress: '203.0.113.7',
+      rateLimit: 'limited',
+      refusal: 'rate_limited',
+    });
     expect(lines()[0]).toMatchObject({ trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) });
   });
 

@@ -22,7 +22,11 @@ export const NOW = Date.UTC(2026, 2, 10, 12, 0, 0);
  * with a repeated Authorization or Host keeping its first value and other repeats joined by ", ".
  * Its socket is an in-memory one that keeps what a response writes to it.
  */
-export function incoming(method: string, url: string, rawPairs: ReadonlyArray<readonly [string, string]> = []): http.IncomingMessage {
+export function incoming(
+  method: string,
+  url: string,
+  rawPairs: ReadonlyArray<readonly [string, string]> = [],
+): http.IncomingMessage {
   const req = new http.IncomingMessage(memorySocket());
   req.method = method;
   req.url = url;
@@ -101,11 +105,23 @@ export function headersStartingWith(res: http.ServerResponse, ...prefixes: strin
  * A request as the handler starts it (id req-0001 from 203.0.113.7, its path and origin form read
  * from `req.url`), over `req` and a real response to it; `overrides` stand for what earlier steps learned.
  */
-export function gatewayRequest(req: http.IncomingMessage = incoming('GET', '/v1/pets'), overrides: Partial<GatewayRequest> = {}): GatewayRequest {
+export function gatewayRequest(
+  req: http.IncomingMessage = incoming('GET', '/v1/pets'),
+  overrides: Partial<GatewayRequest> = {},
+): GatewayRequest {
   const { res } = outgoing(req);
   const url = req.url ?? '/';
   const path = url.split('?')[0]!;
-  return Object.assign(newGatewayRequest(req, res, { requestId: 'req-0001', clientAddress: '203.0.113.7', path, originForm: url, span: null }), overrides);
+  return Object.assign(
+    newGatewayRequest(req, res, {
+      requestId: 'req-0001',
+      clientAddress: '203.0.113.7',
+      path,
+      originForm: url,
+      span: null,
+    }),
+    overrides,
+  );
 }
 
 /** What reached the client's connection for this request (see `outgoing`). */
@@ -144,7 +160,12 @@ export function capturedLogger(): { logger: Logger; lines: () => Array<Record<st
 }
 
 /** Metrics on a registry of their own, a captured logger, and the store call the handler builds from them. */
-export function stepEnvironment(): { metrics: GatewayMetrics; logger: Logger; lines: () => Array<Record<string, unknown>>; storeCall: StoreCall } {
+export function stepEnvironment(): {
+  metrics: GatewayMetrics;
+  logger: Logger;
+  lines: () => Array<Record<string, unknown>>;
+  storeCall: StoreCall;
+} {
   const metrics = createGatewayMetrics(new Registry());
   const { logger, lines } = capturedLogger();
   return { metrics, logger, lines, storeCall: createStoreCall({ metrics, logger }) };

@@ -27,12 +27,15 @@ function setUp(now: number, withUsage = true) {
 }
 
 /** A request of the caller `key` whose operation match-operation found deprecated. */
-const deprecatedRequest = () => gatewayRequest(incoming('GET', '/v1/pets/7'), { deprecation: notice, key, keyId: key.id, plan: key.plan });
+const deprecatedRequest = () =>
+  gatewayRequest(incoming('GET', '/v1/pets/7'), { deprecation: notice, key, keyId: key.id, plan: key.plan });
 
 describe('sunset step', () => {
   it('an operation that is not deprecated continues, uncounted', async () => {
     const { applySunset, metrics, deprecationUsage } = setUp(SUNSET + 1);
-    expect(applySunset(gatewayRequest(incoming('GET', '/v1/pets'), { key, keyId: key.id, plan: 'pro' }))).toBe(CONTINUE);
+    expect(applySunset(gatewayRequest(incoming('GET', '/v1/pets'), { key, keyId: key.id, plan: 'pro' }))).toBe(
+      CONTINUE,
+    );
     expect(await countedInAll(metrics.deprecatedRequests)).toBe(0);
     expect(deprecationUsage.record).not.toHaveBeenCalled();
   });
@@ -49,7 +52,9 @@ describe('sunset step', () => {
     ['after', SUNSET + 86_400_000],
   ])('%s its sunset it is 410 gone, and still counted', async (_when, now) => {
     const { applySunset, metrics, deprecationUsage } = setUp(now);
-    expect(applySunset(deprecatedRequest())).toEqual(new Refusal('gone', 'This operation has passed its sunset date. Use the successor version.'));
+    expect(applySunset(deprecatedRequest())).toEqual(
+      new Refusal('gone', 'This operation has passed its sunset date. Use the successor version.'),
+    );
     expect(await counted(metrics.deprecatedRequests, { route: '/v1/pets/{petId}', plan: 'pro' })).toBe(1);
     expect(deprecationUsage.record).toHaveBeenCalledWith('GET /v1/pets/{petId}', key.id);
   });

@@ -1,8 +1,19 @@
 import { ManualClock } from '../../../../src/shared/clock';
-import { CircuitBreaker, POOL_EVENT_MS, type CircuitBreakerSettings, type CircuitState } from '../../../../src/gateway/upstream/circuit-breaker';
+import {
+  CircuitBreaker,
+  POOL_EVENT_MS,
+  type CircuitBreakerSettings,
+  type CircuitState,
+} from '../../../../src/gateway/upstream/circuit-breaker';
 import { DEFAULT_CIRCUIT_BREAKER } from '../../../../src/gateway/upstream/upstream-guard';
 
-const SETTINGS: CircuitBreakerSettings = { failureRatio: 0.5, minimumRequests: 4, windowMs: 10_000, cooldownMs: 5000, halfOpenProbes: 2 };
+const SETTINGS: CircuitBreakerSettings = {
+  failureRatio: 0.5,
+  minimumRequests: 4,
+  windowMs: 10_000,
+  cooldownMs: 5000,
+  halfOpenProbes: 2,
+};
 
 function breakerWithLog(settings = SETTINGS) {
   const clock = new ManualClock();

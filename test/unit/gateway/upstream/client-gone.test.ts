@@ -32,7 +32,14 @@ function exchange(tenant: string) {
   req.complete = true;
   const res = new http.ServerResponse(req);
   res.assignSocket(new Duplex({ write: (_chunk, _encoding, done) => done(), read() {} }) as Socket);
-  const upstream: UpstreamRequest = { method: 'GET', path: '/v1/pets', headers: {}, client: req, receivedAt: process.hrtime.bigint(), tenant };
+  const upstream: UpstreamRequest = {
+    method: 'GET',
+    path: '/v1/pets',
+    headers: {},
+    client: req,
+    receivedAt: process.hrtime.bigint(),
+    tenant,
+  };
   const failures: string[] = [];
   const handlers: ForwardHandlers = { onFailure: (failure) => failures.push(failure.reason) };
   /** Its maxInFlight slot, as limit-key.ts holds it. */
@@ -43,7 +50,13 @@ function exchange(tenant: string) {
 
 function setUp() {
   const { forwarder, calls } = innerForwarder();
-  const guard = new UpstreamGuard(forwarder, { target: 'http://127.0.0.1:1', timeoutMs: 1000, maxSockets: 1, maxPending: 4, clock: new ManualClock(Date.UTC(2026, 2, 10, 12)) });
+  const guard = new UpstreamGuard(forwarder, {
+    target: 'http://127.0.0.1:1',
+    timeoutMs: 1000,
+    maxSockets: 1,
+    maxPending: 4,
+    clock: new ManualClock(Date.UTC(2026, 2, 10, 12)),
+  });
   return { guard, calls };
 }
 

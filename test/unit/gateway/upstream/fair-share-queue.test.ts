@@ -83,7 +83,7 @@ describe('FairShareQueue', () => {
   it('never refuses a key holding fewer than its fair share while another has requests waiting (random traffic)', () => {
     // A seeded generator: the same sequence on every run.
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const { q, offer } = queue(4, 12);
     const active: string[] = [];
     for (let step = 0; step < 20_000; step++) {
@@ -101,7 +101,8 @@ describe('FairShareQueue', () => {
       const waitingElsewhere = q.size() - q.active() > 0;
       const { item, offer: result } = offer(key);
       if (result.outcome === 'start') active.push(item);
-      if (result.outcome === 'refused' && waitingElsewhere) expect(heldBefore).toBeGreaterThanOrEqual(Math.floor(fairShare));
+      if (result.outcome === 'refused' && waitingElsewhere)
+        expect(heldBefore).toBeGreaterThanOrEqual(Math.floor(fairShare));
       expect(q.size()).toBeLessThanOrEqual(12);
       expect(q.active()).toBeLessThanOrEqual(4);
     }

@@ -2,7 +2,12 @@ import http from 'node:http';
 import { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import { ManualClock } from '../../../../src/shared/clock';
-import type { ForwardHandlers, Forwarder, UpstreamFailure, UpstreamRequest } from '../../../../src/gateway/upstream/forward-contract';
+import type {
+  ForwardHandlers,
+  Forwarder,
+  UpstreamFailure,
+  UpstreamRequest,
+} from '../../../../src/gateway/upstream/forward-contract';
 import { UpstreamGuard } from '../../../../src/gateway/upstream/upstream-guard';
 
 /**
@@ -32,13 +37,24 @@ function exchange(bodyComplete = true) {
   res.assignSocket(new Duplex({ write: (_chunk, _encoding, done) => done(), read() {} }) as Socket);
   const failures: UpstreamFailure[] = [];
   const statuses: number[] = [];
-  const upstream: UpstreamRequest = { method: 'GET', path: '/v1/pets', headers: {}, client: req, receivedAt: process.hrtime.bigint() };
-  const handlers: ForwardHandlers = { onFailure: (failure) => failures.push(failure), onResponse: (status) => statuses.push(status) };
+  const upstream: UpstreamRequest = {
+    method: 'GET',
+    path: '/v1/pets',
+    headers: {},
+    client: req,
+    receivedAt: process.hrtime.bigint(),
+  };
+  const handlers: ForwardHandlers = {
+    onFailure: (failure) => failures.push(failure),
+    onResponse: (status) => statuses.push(status),
+  };
   return { upstream, res, handlers, failures, statuses };
 }
 
 /** `minimumRequests`: requests settled before the breaker judges, of which half failing opens it (`failureRatio`: 0.5 unless given). */
-function setUp(options: { maxSockets?: number; maxPending?: number; minimumRequests?: number; failureRatio?: number } = {}) {
+function setUp(
+  options: { maxSockets?: number; maxPending?: number; minimumRequests?: number; failureRatio?: number } = {},
+) {
   const { forwarder, calls } = innerForwarder();
   const clock = new ManualClock(Date.UTC(2026, 2, 10, 12));
   const transitions: string[] = [];
@@ -47,7 +63,13 @@ function setUp(options: { maxSockets?: number; maxPending?: number; minimumReque
     timeoutMs: 1000,
     maxSockets: options.maxSockets ?? 2,
     maxPending: options.maxPending ?? 0,
-    circuitBreaker: { failureRatio: options.failureRatio ?? 0.5, minimumRequests: options.minimumRequests ?? 2, windowMs: 10_000, cooldownMs: 5000, halfOpenProbes: 1 },
+    circuitBreaker: {
+      failureRatio: options.failureRatio ?? 0.5,
+      minimumRequests: options.minimumRequests ?? 2,
+      windowMs: 10_000,
+      cooldownMs: 5000,
+      halfOpenProbes: 1,
+    },
     clock,
     onCircuitChange: (to) => transitions.push(to),
   });
@@ -63,10 +85,22 @@ function setUp(options: { maxSockets?: number; maxPending?: number; minimumReque
   return { guard, calls, clock, transitions, send };
 }
 
-const RESET: UpstreamFailure = { code: 'upstream_unavailable', reason: 'reset', message: 'The inventory service closed the connection.' };
+const RESET: UpstreamFailure = {
+  code: 'upstream_unavailable',
+  reason: 'reset',
+  message: 'The inventory service closed the connection.',
+};
 /** A failure no retry applies to (a reset of a GET is sent once more: see the retry tests). */
-const INVALID: UpstreamFailure = { code: 'upstream_unavailable', reason: 'invalid_response', message: 'The inventory service sent an invalid response.' };
-const REFUSED: UpstreamFailure = { code: 'upstream_unavailable', reason: 'refused', message: 'The inventory service is unreachable.' };
+const INVALID: UpstreamFailure = {
+  code: 'upstream_unavailable',
+  reason: 'invalid_response',
+  message: 'The inventory service sent an invalid response.',
+};
+const REFUSED: UpstreamFailure = {
+  code: 'upstream_unavailable',
+  reason: 'refused',
+  message: 'The inventory service is unreachable.',
+};
 
 describe('UpstreamGuard', () => {
   beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] }));
@@ -81,7 +115,9 @@ describe('UpstreamGuard', () => {
     expect(calls).toHaveLength(1);
     const third = send();
     expect(calls).toHaveLength(1);
-    expect(third.failures).toEqual([expect.objectContaining({ reason: 'overloaded', status: 503, headers: { 'Retry-After': '1' } })]);
+    expect(third.failures).toEqual([
+      expect.objectContaining({ reason: 'overloaded', status: 503, headers: { 'Retry-After': '1' } }),
+    ]);
     first.inner!.handlers.onResponse!(200);
     expect(first.statuses).toEqual([200]);
     first.res.emit('close');
@@ -123,7 +159,9 @@ describe('UpstreamGuard', () => {
     expect(transitions).toEqual(['open']);
     const refused = send();
     expect(calls).toHaveLength(2);
-    expect(refused.failures).toEqual([expect.objectContaining({ reason: 'circuit_open', status: 503, headers: { 'Retry-After': '5' } })]);
+    expect(refused.failures).toEqual([
+      expect.objectContaining({ reason: 'circuit_open', status: 503, headers: { 'Retry-After': '5' } }),
+    ]);
   });
 
   it('a deadline passed while the client was still sending its body says nothing about the upstream', () => {
@@ -156,7 +194,7 @@ describe('UpstreamGuard', () => {
     expect(transitions).toEqual([]);
   });
 
-  it('reports the inner forwarder\'s stats and closes it', async () => {
+  it("reports the inner forwarder's stats and closes it", async () => {
     const { guard, send } = setUp();
     send();
     expect(guard.stats()).toEqual({ activeRequests: 1, openConnections: 1 });

@@ -1,5 +1,11 @@
 import { ManualClock } from '../../../../src/shared/clock';
-import { KeyActivityRecorder, MAX_RETAINED_TALLIES, USAGE_HISTORY_DAYS, type KeyActivityStore, type KeyTally } from '../../../../src/keys/activity/key-activity';
+import {
+  KeyActivityRecorder,
+  MAX_RETAINED_TALLIES,
+  USAGE_HISTORY_DAYS,
+  type KeyActivityStore,
+  type KeyTally,
+} from '../../../../src/keys/activity/key-activity';
 import { MemoryKeyActivityStore } from '../../../../src/keys/activity/memory-key-activity-store';
 
 const DAY = 86_400_000;
@@ -91,7 +97,13 @@ describe('KeyActivityRecorder', () => {
       override readonly retriesAreSafe = false;
     })();
     const dropped: number[] = [];
-    const other = new KeyActivityRecorder(unsafe, clock, 60_000, (err) => errors.push(err), (requests) => dropped.push(requests));
+    const other = new KeyActivityRecorder(
+      unsafe,
+      clock,
+      60_000,
+      (err) => errors.push(err),
+      (requests) => dropped.push(requests),
+    );
     other.record('key_a', 'admitted');
     other.record('key_a', 'rateLimited');
     unsafe.failNext = true;
@@ -111,7 +123,13 @@ describe('KeyActivityRecorder', () => {
       }
     })();
     const dropped: number[] = [];
-    const bounded = new KeyActivityRecorder(refusing, clock, 60_000, () => {}, (requests) => dropped.push(requests));
+    const bounded = new KeyActivityRecorder(
+      refusing,
+      clock,
+      60_000,
+      () => {},
+      (requests) => dropped.push(requests),
+    );
     bounded.record('old_key', 'admitted');
     bounded.record('old_key', 'rateLimited');
     await bounded.flush();

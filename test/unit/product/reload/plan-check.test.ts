@@ -4,7 +4,12 @@ import { planRemovalProblems } from '../../../../src/product/reload/plan-check';
 
 /** Issue 42: a reload may not remove a plan a key uses, nor take its limits from keys that have none of their own. */
 const base = (): Config => loadConfig({ env: { ADMIN_TOKEN: 'a'.repeat(40), SIGNING_SECRET: 's'.repeat(40) } });
-const key = (id: string, plan: string, own = false, revoked = false) => ({ id, plan, limits: own ? { perMinute: 1, perDay: 2 } : null, revokedAt: revoked ? '2026-01-01T00:00:00.000Z' : null });
+const key = (id: string, plan: string, own = false, revoked = false) => ({
+  id,
+  plan,
+  limits: own ? { perMinute: 1, perDay: 2 } : null,
+  revokedAt: revoked ? '2026-01-01T00:00:00.000Z' : null,
+});
 
 function usersOf(records: ReturnType<typeof key>[]): PlanUsers & { asked: string[][] } {
   const asked: string[][] = [];
@@ -30,7 +35,11 @@ describe('planRemovalProblems', () => {
     next.plans.pro = {};
     next.plans.free = {};
     const users = usersOf([key('key_1', 'pro'), key('key_2', 'free', true)]);
-    expect(await planRemovalProblems(current, next, [users])).toEqual([expect.stringMatching(/^invalid setting plans\.pro: 1 key with no limits of its own relies on its limits \(key_1\)/)]);
+    expect(await planRemovalProblems(current, next, [users])).toEqual([
+      expect.stringMatching(
+        /^invalid setting plans\.pro: 1 key with no limits of its own relies on its limits \(key_1\)/,
+      ),
+    ]);
   });
 
   it('asks nobody when no plan is removed or emptied, and refuses when the users cannot be asked', async () => {
@@ -41,6 +50,8 @@ describe('planRemovalProblems', () => {
     const next = structuredClone(current);
     delete next.plans.free;
     const down: PlanUsers = { kind: 'key', plansInUse: () => Promise.reject(new Error('store unreachable')) };
-    expect(await planRemovalProblems(current, next, [down])).toEqual([expect.stringMatching(/^invalid setting plans\.free: .*could not be checked \(store unreachable\)/)]);
+    expect(await planRemovalProblems(current, next, [down])).toEqual([
+      expect.stringMatching(/^invalid setting plans\.free: .*could not be checked \(store unreachable\)/),
+    ]);
   });
 });
