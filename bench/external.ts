@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { MODERN_CIPHERS } from '../src/shared/secure-server';
+import { MODERN_CIPHERS } from '../src/shared/http/secure-server';
 import { freePort } from '../test/support/redis-server';
 import type { BenchChild } from './processes';
 import { treeBytes, treeCpuMs } from './processes';
@@ -126,7 +126,7 @@ export interface BenchTls {
   keyFile: string;
 }
 
-/** The same protocol versions and suites as the gateway's listener (src/shared/secure-server.ts). */
+/** The same protocol versions and suites as the gateway's listener (src/shared/http/secure-server.ts). */
 function nginxTls(tls: BenchTls): string {
   return `
     ssl_certificate ${tls.certFile};

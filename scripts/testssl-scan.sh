@@ -16,7 +16,7 @@
 # testssl's own start, about 8 s): protocols 49 s, standard ciphers 31 s, forward secrecy 15 s,
 # server defaults 24 s, Heartbleed 9 s, CCS 10 s, Ticketbleed 19 s, ROBOT 44 s, renegotiation 74 s
 # (Node allowed 3 client renegotiations, and testssl then sends 4, a second apart; the listener now
-# refuses renegotiation, src/shared/secure-server.ts, and the check ends at the first).
+# refuses renegotiation, src/shared/http/secure-server.ts, and the check ends at the first).
 # --fast skips testssl's slowest variants (one connection per cipher).
 #
 # A report counts only when testssl finished it: it parses and ends with testssl's closing

@@ -1,7 +1,7 @@
 import type { Config } from './shared/config';
 import { exitAfterLogs, type Logger } from './shared/logger';
 import { nodeVersion } from './shared/supported-runtime';
-import { tracing } from './shared/telemetry';
+import { tracing } from './shared/telemetry/telemetry';
 import type { RunningProduct } from './product';
 
 /** How long past server.shutdownTimeoutMs a stop may take before the process exits regardless. */

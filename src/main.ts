@@ -2,7 +2,7 @@ import { nodeVersion } from './shared/supported-runtime';
 import './tracing';
 import cluster from 'node:cluster';
 import { loadConfig, ConfigError, type Config } from './shared/config';
-import { tracing } from './shared/telemetry';
+import { tracing } from './shared/telemetry/telemetry';
 import { createLogger, type Logger } from './shared/logger';
 import { startProduct } from './product';
 import { createStopper, greetDeveloper, startupFailureLine, stopOnSignals } from './lifecycle';

@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { loadConfig } from '../../src/shared/config';
 import { createLogger } from '../../src/shared/logger';
 import { startProduct } from '../../src/product';
-import { startTracing, tracing } from '../../src/shared/telemetry';
+import { startTracing, tracing } from '../../src/shared/telemetry/telemetry';
 import { announceReady, childOptions, countRequestsReceived } from '../processes';
 
 /**

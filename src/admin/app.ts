@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { StorageUnavailableError } from '../shared/sqlite-failures';
+import { StorageUnavailableError } from '../shared/sqlite/sqlite-failures';
 import { errorHandler, sendError } from '../shared/errors';
-import { isRedisUnavailable, StoreUnreachableError } from '../shared/redis-failures';
+import { isRedisUnavailable, StoreUnreachableError } from '../shared/redis/redis-failures';
 import type { Logger } from '../shared/logger';
 import { systemClock, type Clock } from '../shared/clock';
 import type { KeyLimiter } from '../limits/types';
@@ -68,7 +68,7 @@ export interface AdminDependencies {
   maxBodyBytes: () => number;
   /** After each write, before its answer and audit entry: waits for a replica (admin/write-replication-report.ts). */
   confirmWrite?: ConfirmWrite;
-  /** GET /admin/usage/export: the lines of a range of UTC days (src/keys/activity/usage-export.ts). */
+  /** GET /admin/usage/export: the lines of a range of UTC days (src/usage/usage-export.ts). */
   usageExport?: UsageExport;
   /** GET /admin/stats/top-keys: the busiest keys across every instance. */
   topKeys?: TopKeysDependencies;

@@ -1,10 +1,10 @@
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { systemClock } from '../shared/clock';
-import type { RedisClient } from '../shared/redis';
-import { openSqliteDatabase, type Migration } from '../shared/sqlite-database';
-import { sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
-import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
+import type { RedisClient } from '../shared/redis/redis';
+import { openSqliteDatabase, type Migration } from '../shared/sqlite/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../shared/sqlite/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite/sqlite-write-probe';
 
 /** Entries kept: the oldest go first beyond this (CONTRACT §5). */
 export const MAX_AUDIT_ENTRIES = 10_000;

@@ -9,7 +9,7 @@ import type { ConsumerRecord } from '../consumers/types';
 import type { RecordAudit } from './audit-trail';
 import { windowView } from './key-routes';
 import { parseBody, requireJson } from './request-parsing';
-import { bodyParserForLimit } from '../shared/body-limit';
+import { bodyParserForLimit } from '../shared/http/body-limit';
 
 /** The bodies' shapes are shared with a backup's consumer lines (src/consumers/consumer-input.ts). */
 const createSchema = consumerCreateSchema;

@@ -1,13 +1,13 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
-import { windowsIdOfKey } from '../limits/windows-id';
+import { windowsIdOfKey } from '../limits/redis/windows-id';
 import { DEFAULT_BILLING_DAY, MAX_CREDIT_UNITS } from '../shared/constants';
 import type { KeyLimiter } from '../limits/types';
 import type { RecordAudit } from './audit-trail';
 import { usageView, type KeyAdministration } from './key-routes';
 import { parseBody, requireJson } from './request-parsing';
-import { bodyParserForLimit } from '../shared/body-limit';
+import { bodyParserForLimit } from '../shared/http/body-limit';
 
 const creditsSchema = z.strictObject({
   units: z.number().int().min(1).max(MAX_CREDIT_UNITS),

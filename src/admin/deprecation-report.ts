@@ -1,6 +1,6 @@
 import type { DeprecationConfig } from '../shared/config';
 import type { ApiKeyRecord } from '../keys/types';
-import { LOOKBACK_DAYS, type DeprecatedCaller } from '../keys/activity/deprecation-usage';
+import { LOOKBACK_DAYS, type DeprecatedCaller } from '../usage/deprecation-usage';
 import { BASE_PATH, deprecatedOperationId } from '../shared/public-api';
 
 /** One deprecated operation and who called it, as `GET /admin/deprecations` shows it. */

@@ -1,5 +1,5 @@
 import type { Clock } from '../shared/clock';
-import { addressGroup } from '../shared/ip-address';
+import { addressGroup } from '../shared/http/ip-address';
 
 /** A wrong token is answered no sooner than this: never faster than a right one, and slow to guess with. */
 export const FAILED_TOKEN_DELAY_MS = 250;

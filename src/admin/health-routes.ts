@@ -1,5 +1,5 @@
 import express from 'express';
-import { describeWriteFailure, StorageUnavailableError } from '../shared/sqlite-failures';
+import { describeWriteFailure, StorageUnavailableError } from '../shared/sqlite/sqlite-failures';
 
 /** What GET /metrics serves: this process's registry, or every worker's summed (src/workers). */
 export interface MetricsSource {

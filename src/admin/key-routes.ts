@@ -1,13 +1,13 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
-import { windowsIdOfKey } from '../limits/windows-id';
+import { windowsIdOfKey } from '../limits/redis/windows-id';
 import type { ApiKeyRecord, KeyPatchRequest, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, KeyUsage, WindowLimits, WindowState } from '../limits/types';
 import { DEFAULT_BILLING_DAY, MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import type { RecordAudit } from './audit-trail';
 import { hasBody, intParameter, parseBody, requireJson } from './request-parsing';
-import { bodyParserForLimit } from '../shared/body-limit';
+import { bodyParserForLimit } from '../shared/http/body-limit';
 import { accessListsView } from '../access/access-lists';
 
 /** What the key routes need from the key service. */
@@ -22,7 +22,7 @@ export interface KeyAdministration {
   effectiveLimits(record: ApiKeyRecord): WindowLimits | null;
 }
 
-/** Each key's use, as counted off the request path (src/keys/activity/key-activity.ts). */
+/** Each key's use, as counted off the request path (src/usage/key-activity.ts). */
 export interface KeyUsageHistory {
   usage(
     keyId: string,

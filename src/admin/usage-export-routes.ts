@@ -1,7 +1,7 @@
 import express from 'express';
 import { ApiError } from '../shared/errors';
 import { NDJSON_CONTENT_TYPE } from '../keys/key-export';
-import { USAGE_EXPORT_DAYS } from '../keys/activity/key-activity';
+import { USAGE_EXPORT_DAYS } from '../usage/key-activity';
 import { send } from './streamed-response';
 
 const DAY_MS = 86_400_000;

@@ -2,7 +2,7 @@ import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
-import { windowsIdOfKey } from '../limits/windows-id';
+import { windowsIdOfKey } from '../limits/redis/windows-id';
 import { consumerShareOf } from '../consumers/consumer-lookup';
 import type { ConsumerRecord } from '../consumers/types';
 import type { ConsumerWindowLimits, KeyLimiter, WindowLimits, WindowName, WindowsHeld } from '../limits/types';
@@ -10,7 +10,7 @@ import type { RecordAudit } from './audit-trail';
 import { usageView, type KeyAdministration } from './key-routes';
 import { consumerUsageView, consumerView } from './consumer-routes';
 import { parseBody, requireJson } from './request-parsing';
-import { bodyParserForLimit } from '../shared/body-limit';
+import { bodyParserForLimit } from '../shared/http/body-limit';
 
 const WINDOW_NAMES = ['minute', 'day', 'month'] as const satisfies readonly WindowName[];
 

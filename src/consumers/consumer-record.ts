@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { isBillingDay } from '../limits/month-window';
+import { isBillingDay } from '../limits/windows/month-window';
 import { normalisedHiddenWindows } from '../limits/hidden-windows';
 import type { ConsumerLimits, ConsumerRecord } from './types';
 

@@ -1,4 +1,4 @@
-import { Listeners } from '../keys/stores/listeners';
+import { Listeners } from '../shared/listeners';
 import { SqliteConsumerTable } from './sqlite-consumer-table';
 import type { RedisConsumerStore } from './redis-consumer-store';
 import type { ConsumerRecord, ConsumerStore } from './types';

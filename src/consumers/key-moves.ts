@@ -1,5 +1,5 @@
 import type { KeyLimiter } from '../limits/types';
-import { windowsIdOf } from '../limits/windows-id';
+import { windowsIdOf } from '../limits/redis/windows-id';
 
 /**
  * How long after a key's move its windows are moved once more. Every instance learns of the move

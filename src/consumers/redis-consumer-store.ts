@@ -1,6 +1,6 @@
-import { duplicateForSubscribe, type RedisClient } from '../shared/redis';
-import { Listeners } from '../keys/stores/listeners';
-import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
+import { duplicateForSubscribe, type RedisClient } from '../shared/redis/redis';
+import { Listeners } from '../shared/listeners';
+import { defineLuaScript, type LuaCaller } from '../shared/redis/lua-script';
 import { byCreation, decodeConsumer, encodeConsumer } from './consumer-record';
 import type { ConsumerRecord, ConsumerStore } from './types';
 

@@ -1,4 +1,4 @@
-import { Listeners } from '../keys/stores/listeners';
+import { Listeners } from '../shared/listeners';
 import { SqliteConsumerTable, type SqliteTableOptions } from './sqlite-consumer-table';
 import type { ConsumerRecord, ConsumerStore } from './types';
 

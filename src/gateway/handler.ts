@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { tracing } from '../shared/telemetry';
+import { tracing } from '../shared/telemetry/telemetry';
 import { sendError } from '../shared/errors';
 import { requestIdFor } from '../shared/request-id';
 import { ClientAddressResolver } from './client-address';

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApiKeyRecord } from '../keys/types';
 import type { FallbackKind, RefusingWindow } from '../limits/types';
-import type { GatewayRequestSpan } from '../shared/telemetry';
+import type { GatewayRequestSpan } from '../shared/telemetry/telemetry';
 import type { ErrorCode } from '../shared/errors';
 import type { DeprecationNotice } from './operations/deprecation';
 import type { RouteMatch } from './operations/routes';

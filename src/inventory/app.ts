@@ -1,17 +1,17 @@
 import express, { type Express, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { errorHandler, sendError } from '../shared/errors';
-import { describeWriteFailure } from '../shared/sqlite-failures';
+import { describeWriteFailure } from '../shared/sqlite/sqlite-failures';
 import type { Logger } from '../shared/logger';
-import { tracing } from '../shared/telemetry';
-import type { UpstreamTokenVerifier } from '../shared/upstream-token';
+import { tracing } from '../shared/telemetry/telemetry';
+import type { UpstreamTokenVerifier } from '../shared/http/upstream-token';
 import { logInternalErrors, methodNotAllowed, notFound, requestId, requireGatewayToken } from './middleware';
 import { createInventoryMetrics, type InventoryMetrics } from './metrics';
 import { BASE_PATH, UNMATCHED_ROUTE } from '../shared/public-api';
 import type { PetRepository } from './pet-repository';
 import { createPetsRouter, PETS_ROUTE_PATHS } from './pets-routes';
 import { labelRoutes, observeRequests, routeTemplate } from './request-observer';
-import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
+import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metrics/metric-labels';
 
 const PROBE_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
 

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from '../shared/sqlite-failures';
-import { openSqliteDatabase } from '../shared/sqlite-database';
+import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from '../shared/sqlite/sqlite-failures';
+import { openSqliteDatabase } from '../shared/sqlite/sqlite-database';
 import { migrations } from './migrations';
 
 /**

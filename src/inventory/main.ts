@@ -1,10 +1,10 @@
 import { nodeVersion } from '../shared/supported-runtime';
 import './tracing';
-import { tracing } from '../shared/telemetry';
+import { tracing } from '../shared/telemetry/telemetry';
 import { INVENTORY_SERVICE } from '../shared/constants';
 import { ConfigError, loadConfig, type Config } from '../shared/config';
 import { createLogger } from '../shared/logger';
-import { ReadOnlyDataDirError } from '../shared/sqlite-failures';
+import { ReadOnlyDataDirError } from '../shared/sqlite/sqlite-failures';
 import { startInventory } from './server';
 
 /** The inventory on its own (`npm run start:inventory`): config, listen, stop cleanly on a signal. */

@@ -1,9 +1,9 @@
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { Logger } from '../shared/logger';
 import { ApiError, sendError, toApiError } from '../shared/errors';
-import { StorageUnavailableError } from '../shared/sqlite-failures';
-import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenVerifier } from '../shared/upstream-token';
-import { bodyParserForLimit } from '../shared/body-limit';
+import { StorageUnavailableError } from '../shared/sqlite/sqlite-failures';
+import { UPSTREAM_TOKEN_HEADER, type UpstreamTokenVerifier } from '../shared/http/upstream-token';
+import { bodyParserForLimit } from '../shared/http/body-limit';
 import { requestIdFor } from '../shared/request-id';
 import { isJsonContentType } from './validation';
 

@@ -1,4 +1,4 @@
-import type { Migration } from '../shared/sqlite-database';
+import type { Migration } from '../shared/sqlite/sqlite-database';
 
 /**
  * The schema, oldest first. Append only: a released step is never edited, because databases in

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { Clock } from '../shared/clock';
-import { sqliteStatement } from '../shared/sqlite-failures';
-import { SqliteWriteProbe } from '../shared/sqlite-write-probe';
-import { tracing } from '../shared/telemetry';
+import { sqliteStatement } from '../shared/sqlite/sqlite-failures';
+import { SqliteWriteProbe } from '../shared/sqlite/sqlite-write-probe';
+import { tracing } from '../shared/telemetry/telemetry';
 import type { InventoryMetrics, SqliteStatement } from './metrics';
 import type { NewPet, Pet, PetStatus } from './pet';
 

@@ -1,7 +1,7 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import pinoHttp from 'pino-http';
 import type { Logger } from '../shared/logger';
-import type { UpstreamClaims } from '../shared/upstream-token';
+import type { UpstreamClaims } from '../shared/http/upstream-token';
 import type { InventoryMetrics } from './metrics';
 import { UNMATCHED_ROUTE } from '../shared/public-api';
 

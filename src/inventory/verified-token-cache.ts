@@ -1,5 +1,5 @@
 import type { Clock } from '../shared/clock';
-import type { UpstreamClaims, UpstreamTokenVerifier } from '../shared/upstream-token';
+import type { UpstreamClaims, UpstreamTokenVerifier } from '../shared/http/upstream-token';
 
 type Verifier = Pick<UpstreamTokenVerifier, 'verify'>;
 

@@ -2,7 +2,7 @@
 export * from './types';
 export * from './key-format';
 export { ImportLineError, NDJSON_CONTENT_TYPE, parseExport, exportLine } from './key-export';
-export { withoutHash, type PublicKeyRecord } from './record';
+export { withoutHash, type PublicKeyRecord } from './record-changes';
 export { SqliteKeyStore, KEYS_DATABASE_FILE, type SqliteKeyStoreOptions } from './stores/sqlite-key-store';
 export { RedisKeyStore, redisKeyLayout, type RedisKeyStoreOptions } from './stores/redis-key-store';
 export { keyStatusAt } from './key-status';

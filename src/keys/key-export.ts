@@ -1,4 +1,4 @@
-import { billingDayOf, consumerIdOf } from './record';
+import { billingDayOf, consumerIdOf } from './record-changes';
 import { instantOf, validLimits, validName } from './key-validation';
 import { accessListsOf, accessListsPatch } from '../access/access-lists';
 import type { ApiKeyRecord } from './types';

@@ -14,7 +14,7 @@ import {
   type NewKeyInput,
 } from './types';
 import { ExportReader, exportLine } from './key-export';
-import { billingDayOf } from './record';
+import { billingDayOf } from './record-changes';
 import { largestCost } from '../shared/config/costs';
 import { MAX_NAME_LENGTH, validBillingDay, validExpiry, validLimits, validName } from './key-validation';
 import { accessListsOf, accessListsPatch } from '../access/access-lists';

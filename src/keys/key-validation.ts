@@ -1,9 +1,9 @@
 import { ApiError } from '../shared/errors';
 import type { WindowLimits } from '../limits/types';
-import { isBillingDay } from '../limits/month-window';
+import { isBillingDay } from '../limits/windows/month-window';
 import { MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import { limitsBelowCost } from '../shared/config/costs';
-import { limitsOf } from './record';
+import { limitsOf } from './record-changes';
 import { normalisedHiddenWindows } from '../limits/hidden-windows';
 
 /**

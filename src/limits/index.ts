@@ -1,17 +1,21 @@
 import { systemClock, type Clock } from '../shared/clock';
-import type { RedisClient } from '../shared/redis';
-import { createMemoryAddressLimiter, createRedisAddressLimiter } from './address-limiter';
+import type { RedisClient } from '../shared/redis/redis';
+import { createMemoryAddressLimiter, createRedisAddressLimiter } from './address/address-limiter';
 import { MemoryKeyLimiter } from './memory-key-limiter';
-import { RedisKeyLimiter } from './redis-key-limiter';
+import { RedisKeyLimiter } from './redis/redis-key-limiter';
 import { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 import type { AddressLimiter, BanSettings, KeyLimiter, MinuteWindowShape } from './types';
-import type { MonthLedger } from './month-ledger';
+import type { MonthLedger } from './windows/month-ledger';
 
 export type * from './types';
-export { FlexibleAddressLimiter, createMemoryAddressLimiter, createRedisAddressLimiter } from './address-limiter';
+export {
+  FlexibleAddressLimiter,
+  createMemoryAddressLimiter,
+  createRedisAddressLimiter,
+} from './address/address-limiter';
 export { MemoryKeyLimiter, type MemoryKeyLimiterOptions } from './memory-key-limiter';
-export { SqliteMonthLedger, MONTHS_DATABASE_FILE } from './sqlite-month-ledger';
-export type { MonthEntry, MonthLedger } from './month-ledger';
+export { SqliteMonthLedger, MONTHS_DATABASE_FILE } from './windows/sqlite-month-ledger';
+export type { MonthEntry, MonthLedger } from './windows/month-ledger';
 export {
   RedisKeyLimiter,
   activeBansRedisKey,
@@ -19,7 +23,7 @@ export {
   monthRedisKey,
   slidingLogRedisKey,
   type RedisKeyLimiterOptions,
-} from './redis-key-limiter';
+} from './redis/redis-key-limiter';
 export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
 export interface LimitersOptions {

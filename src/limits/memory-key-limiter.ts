@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../shared/clock';
-import { AdmissionLog } from './admission-log';
+import { AdmissionLog } from './windows/admission-log';
 import {
   consumeKeyState,
   currentDayCount,
@@ -12,7 +12,7 @@ import {
   slidingMinuteCount,
   unbanKeyState,
   type KeyState,
-} from './key-state';
+} from './windows/key-state';
 import type {
   BanSettings,
   ConsumeOptions,
@@ -27,11 +27,11 @@ import type {
   WindowsHeld,
 } from './types';
 import { resetStateWindows, windowsHeld, type ResetAt } from './window-reset';
-import { admitConsumer, consumerCountsOf, consumerHasRoom, rollConsumerState } from './consumer-state';
-import { consumerWindows, withConsumer } from './consumer-decision';
-import { moveKeyState } from './move-key-state';
-import { monthSpan, type MonthSpan } from './month-window';
-import { MonthLedgerWriter, type MonthEntry, type MonthLedger } from './month-ledger';
+import { admitConsumer, consumerCountsOf, consumerHasRoom, rollConsumerState } from './consumers/consumer-state';
+import { consumerWindows, withConsumer } from './consumers/consumer-decision';
+import { moveKeyState } from './windows/move-key-state';
+import { monthSpan, type MonthSpan } from './windows/month-window';
+import { MonthLedgerWriter, type MonthEntry, type MonthLedger } from './windows/month-ledger';
 import {
   DAY_MS,
   OUTCOME_ALLOWED,
@@ -44,8 +44,8 @@ import {
   slidingMinuteResetAt,
   windowEnd,
   type BanPolicy,
-} from './windows';
-import { InFlightLeases } from './in-flight-leases';
+} from './windows/windows';
+import { InFlightLeases } from './in-flight/in-flight-leases';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
 export interface KeySnapshot {

@@ -1,6 +1,12 @@
-import { AdmissionLog } from './admission-log';
-import { currentDayCount, currentMinuteCount, currentMonthCount, slidingMinuteCount, type KeyState } from './key-state';
-import type { MonthSpan } from './month-window';
+import { AdmissionLog } from './windows/admission-log';
+import {
+  currentDayCount,
+  currentMinuteCount,
+  currentMonthCount,
+  slidingMinuteCount,
+  type KeyState,
+} from './windows/key-state';
+import type { MonthSpan } from './windows/month-window';
 import type { MinuteWindowShape, WindowName, WindowsHeld } from './types';
 
 /**

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { AdminListenerAddress } from '../shared/admin-listener-address';
+import type { AdminListenerAddress } from '../shared/http/admin-listener-address';
 import type { Clock } from '../shared/clock';
 import type { NotificationsConfig, WebhookEventType } from '../shared/config';
 import type { Logger } from '../shared/logger';

@@ -1,6 +1,6 @@
 import type { WebhookEventType } from '../shared/config';
-import { defineLuaScript, type LuaCaller } from '../shared/lua-script';
-import type { RedisClient } from '../shared/redis';
+import { defineLuaScript, type LuaCaller } from '../shared/redis/lua-script';
+import type { RedisClient } from '../shared/redis/redis';
 import type { ClaimedDelivery, Outbox, OutboxEvent } from './outbox';
 
 /**

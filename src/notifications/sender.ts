@@ -1,5 +1,5 @@
 import { Agent, buildConnector, request } from 'undici';
-import { reachesAdminListener, type AdminListenerAddress } from '../shared/admin-listener-address';
+import { reachesAdminListener, type AdminListenerAddress } from '../shared/http/admin-listener-address';
 
 /** What one attempt came to: delivered (2xx), or why not, for the log. */
 export type AttemptOutcome = { delivered: true; status: number } | { delivered: false; reason: string };

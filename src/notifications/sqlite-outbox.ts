@@ -1,9 +1,9 @@
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import type { WebhookEventType } from '../shared/config';
-import { openSqliteDatabase, type Migration } from '../shared/sqlite-database';
-import { sqliteStatement, type SqliteErrorListener } from '../shared/sqlite-failures';
-import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite-write-probe';
+import { openSqliteDatabase, type Migration } from '../shared/sqlite/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../shared/sqlite/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../shared/sqlite/sqlite-write-probe';
 import { systemClock } from '../shared/clock';
 import type { ClaimedDelivery, Outbox, OutboxEvent } from './outbox';
 

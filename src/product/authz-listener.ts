@@ -1,7 +1,7 @@
 import type { Config } from '../shared/config';
-import { closeServer } from '../shared/close-server';
-import { createBoundedServer } from '../shared/http-server';
-import { answerUnparsableRequest } from '../shared/unparsable-request';
+import { closeServer } from '../shared/http/close-server';
+import { createBoundedServer } from '../shared/http/http-server';
+import { answerUnparsableRequest } from '../shared/http/unparsable-request';
 import { createDecisionHandler } from '../gateway/authz/decision-handler';
 import { followingConfig } from './config-following';
 import { decisionDependencies, type DecidingListenerDependencies } from './gateway-listener';

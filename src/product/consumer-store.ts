@@ -1,6 +1,6 @@
 import type { Config } from '../shared/config';
 import type { Logger } from '../shared/logger';
-import type { RedisClient } from '../shared/redis';
+import type { RedisClient } from '../shared/redis/redis';
 import { RedisConsumerStore } from '../consumers/redis-consumer-store';
 import { DurableConsumerStore } from '../consumers/durable-consumer-store';
 

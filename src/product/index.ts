@@ -6,14 +6,14 @@ import {
   type Config,
   type ReloadOutcome,
 } from '../shared/config';
-import type { AdminListenerAddress } from '../shared/admin-listener-address';
-import { readTlsPair, type TlsPair } from '../shared/tls-pair';
+import type { AdminListenerAddress } from '../shared/http/admin-listener-address';
+import { readTlsPair, type TlsPair } from '../shared/http/tls-pair';
 import { systemClock, type Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
-import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/upstream-token';
+import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/http/upstream-token';
 import { createKeyDurabilityMetrics, KeyResolver, KeyService, keysAsPlanUsers, type PlanUsers } from '../keys';
 import type { RunningInventory } from '../inventory';
-import { createGatewayMetrics, type GatewayMetrics, type GatewayMetricSources } from '../shared/metrics';
+import { createGatewayMetrics, type GatewayMetrics, type GatewayMetricSources } from '../shared/metrics/metrics';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
 import type { MetricsSource } from '../admin/app';
 import type { LimiterEvents } from '../limits';
@@ -31,12 +31,12 @@ import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
 import { startAdminListener } from './admin-listener';
 import { KeyRevocations } from './key-revocations';
 import { startAuthzListener } from './authz-listener';
-import { resolveAdminToken } from './admin-token';
+import { resolveAdminToken } from './admin-token-file';
 import { ConfigState } from './reload/config-state';
 import { ConfigReloader } from './reload/reloader';
 import { createConfigMetrics } from './reload/config-metrics';
 import { planRemovalProblems } from './reload/plan-check';
-import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metric-labels';
+import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metrics/metric-labels';
 import { ROUTE_TEMPLATES } from '../gateway/operations/routes';
 import { BASE_PATH } from '../shared/public-api';
 

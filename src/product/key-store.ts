@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import type { Logger } from '../shared/logger';
-import type { RedisClient } from '../shared/redis';
+import type { RedisClient } from '../shared/redis/redis';
 import type { KeyStore } from '../keys';
 import { RedisKeyStore } from '../keys/stores/redis-key-store';
 import { DurableKeyStore } from '../keys/durability/durable-key-store';

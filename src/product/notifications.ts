@@ -1,11 +1,11 @@
 import type { Registry } from 'prom-client';
 import type { Config } from '../shared/config';
-import type { AdminListenerAddress } from '../shared/admin-listener-address';
+import type { AdminListenerAddress } from '../shared/http/admin-listener-address';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import type { KeyDecisionListener } from '../gateway/handler';
 import { Notifier } from '../notifications/notifier';
-import type { KeyActivityRecorder } from '../keys/activity/key-activity';
+import type { KeyActivityRecorder } from '../usage/key-activity';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 

@@ -1,10 +1,10 @@
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
-import { KeyActivityRecorder, type KeyOutcome } from '../keys/activity/key-activity';
-import { DeprecationUsageRecorder } from '../keys/activity/deprecation-usage';
-import type { GatewayMetrics } from '../shared/metrics';
+import { KeyActivityRecorder, type KeyOutcome } from '../usage/key-activity';
+import { DeprecationUsageRecorder } from '../usage/deprecation-usage';
+import type { GatewayMetrics } from '../shared/metrics/metrics';
 import { TrafficRecorder } from '../admin/stats/traffic-recorder';
-import { TopKeysRecorder } from '../keys/activity/top-keys';
+import { TopKeysRecorder } from '../usage/top-keys';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 
@@ -41,7 +41,7 @@ export function startRecorders(deps: {
     undefined,
     (err) => logger.warn({ err: (err as Error).message }, 'could not record key usage'),
     (requests) => deps.metrics.keyUsageDropped.inc(requests),
-    // Usage events (src/metering): the ledger keeps per-period counts too while they are on.
+    // Usage events (src/usage/events): the ledger keeps per-period counts too while they are on.
     deps.usagePeriodMs,
   );
   closers.add(() => keyActivity.close());

@@ -1,15 +1,15 @@
 import path from 'node:path';
 import type { Registry } from 'prom-client';
 import type { Config } from '../shared/config';
-import type { AdminListenerAddress } from '../shared/admin-listener-address';
+import type { AdminListenerAddress } from '../shared/http/admin-listener-address';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import { RedisOutbox } from '../notifications/redis-outbox';
 import { SqliteOutbox } from '../notifications/sqlite-outbox';
-import { PeriodCloser } from '../metering/period-closer';
-import { RedisSentStateStore } from '../metering/redis-sent-state';
-import { SqliteSentStateStore } from '../metering/sqlite-sent-state';
-import { UsageEvents } from '../metering/usage-events-service';
+import { PeriodCloser } from '../usage/events/period-closer';
+import { RedisSentStateStore } from '../usage/events/redis-sent-state';
+import { SqliteSentStateStore } from '../usage/events/sqlite-sent-state';
+import { UsageEvents } from '../usage/events/usage-events-service';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 

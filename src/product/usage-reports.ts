@@ -1,10 +1,10 @@
 import type { Clock } from '../shared/clock';
 import type { KeyLimiter } from '../limits/types';
-import { windowsIdOf } from '../limits/windows-id';
+import { windowsIdOf } from '../limits/redis/windows-id';
 import type { KeyStore } from '../keys';
-import type { KeyActivityRecorder } from '../keys/activity/key-activity';
-import type { TopKeysRecorder } from '../keys/activity/top-keys';
-import { usageExportLines } from '../keys/activity/usage-export';
+import type { KeyActivityRecorder } from '../usage/key-activity';
+import type { TopKeysRecorder } from '../usage/top-keys';
+import { usageExportLines } from '../usage/usage-export';
 import type { UsageExport } from '../admin/usage-export-routes';
 import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
 import type { Stores } from './stores';

@@ -1,6 +1,6 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createKeyScrubber, redactPaths, type KeyScrubber } from './redaction';
-import { NO_TRACE_FIELDS } from './trace-fields';
+import { NO_TRACE_FIELDS } from './telemetry/trace-fields';
 import { GATEWAY_SERVICE } from './constants';
 
 export type { Logger };

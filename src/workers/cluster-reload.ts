@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Registry } from 'prom-client';
 import { loadConfig, type Config, type LastReload, type ReloadOutcome } from '../shared/config';
 import type { Logger } from '../shared/logger';
-import type { TlsPair } from '../shared/tls-pair';
+import type { TlsPair } from '../shared/http/tls-pair';
 import type { RunningProduct } from '../product';
 import type { ConfigState } from '../product/reload/config-state';
 import { ConfigReloader } from '../product/reload/reloader';

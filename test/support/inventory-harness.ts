@@ -12,7 +12,7 @@ import {
   UPSTREAM_TOKEN_HEADER,
   UpstreamTokenSigner,
   type UpstreamTokenSettings,
-} from '../../src/shared/upstream-token';
+} from '../../src/shared/http/upstream-token';
 import { inventoryDatabasePath, startInventory, type RunningInventory } from '../../src/inventory/server';
 import type { NewPet, Pet } from '../../src/inventory/pet';
 import { freePort } from './redis-server';

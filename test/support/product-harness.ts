@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, mergeConfig, type Config } from '../../src/shared/config';
 import { createLogger } from '../../src/shared/logger';
-import { tracing } from '../../src/shared/telemetry';
+import { tracing } from '../../src/shared/telemetry/telemetry';
 import type { Clock } from '../../src/shared/clock';
 import { startProduct, type RunningProduct } from '../../src/product';
 import { testRedisUrl, uniqueNamespace } from './test-redis';

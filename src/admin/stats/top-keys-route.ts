@@ -1,7 +1,7 @@
 import express from 'express';
 import { ApiError } from '../../shared/errors';
 import { intParameter } from '../request-parsing';
-import { TOP_KEYS_SPANS_MINUTES, type BusyKey } from '../../keys/activity/top-keys';
+import { TOP_KEYS_SPANS_MINUTES, type BusyKey } from '../../usage/top-keys';
 
 export interface TopKeysDependencies {
   /** The busiest keys over the last `minutes` minutes across every instance (TopKeysRecorder). */

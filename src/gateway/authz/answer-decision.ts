@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { codeToStatus, errorBodyWith, sendError } from '../../shared/errors';
-import type { UpstreamTokenSigner } from '../../shared/upstream-token';
+import type { UpstreamTokenSigner } from '../../shared/http/upstream-token';
 import { keyOf, type GatewayRequest } from '../request-context';
 import { Refusal } from '../refusals';
 import { ANSWERED, setHeaders, type StepOutcome } from '../step-outcome';

@@ -1,4 +1,4 @@
-import { UPSTREAM_TOKEN_HEADER } from '../../shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../shared/http/upstream-token';
 
 /**
  * The headers of the decision listener's answers (CONTRACT §11). An allowed request's answer names

@@ -2,7 +2,7 @@ import { flatLineLogger } from '../../shared/logger';
 import { UNMATCHED_ROUTE } from '../../shared/public-api';
 import type { GatewayRequest } from '../request-context';
 import { protocolOf, requestLogLine } from '../request-log-line';
-import { USAGE_OUTCOMES, type RecordDependencies } from '../steps/record';
+import { USAGE_OUTCOMES, type RecordDependencies } from '../steps/record-request';
 import { DECISION_HEADERS } from './decision-headers';
 
 /**

@@ -9,7 +9,7 @@ import type {
   WindowLimits,
   WindowState,
 } from '../../limits/types';
-import { windowsIdOfKey } from '../../limits/windows-id';
+import { windowsIdOfKey } from '../../limits/redis/windows-id';
 import { isHidden, NONE_HIDDEN, type HiddenWindows } from '../../limits/hidden-windows';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
 import type { RouteMatch } from '../operations/routes';

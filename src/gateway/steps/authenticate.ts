@@ -1,5 +1,5 @@
 import type { KeyResolution } from '../../keys/key-resolver';
-import type { GatewayMetrics } from '../../shared/metrics';
+import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import type { GatewayRequest, KeylessCaller } from '../request-context';
 import {
   EXPIRED_KEY,

@@ -8,7 +8,7 @@ import {
 import { operationIdOf } from '../../access/operation-ids';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { Logger } from '../../shared/logger';
-import type { GatewayMetrics } from '../../shared/metrics';
+import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import type { GatewayRequest } from '../request-context';
 import { ADDRESS_NOT_ALLOWED, OPERATION_NOT_ALLOWED, type Refusal } from '../refusals';
 import { CONTINUE, type StepOutcome } from '../step-outcome';

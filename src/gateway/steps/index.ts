@@ -1,7 +1,7 @@
 import type { Config } from '../../shared/config';
 import type { Clock } from '../../shared/clock';
 import type { Logger } from '../../shared/logger';
-import type { UpstreamTokenSigner } from '../../shared/upstream-token';
+import type { UpstreamTokenSigner } from '../../shared/http/upstream-token';
 import { PlanBook } from '../../limits/plan-limits';
 import type { AddressLimiter, ConsumerShare, KeyLimiter } from '../../limits/types';
 import type { ApiKeyRecord } from '../../keys/types';
@@ -9,7 +9,7 @@ import { createCorsPolicy, type CorsPolicy } from '../cors';
 import { buildDeprecations } from '../operations/deprecation';
 import { OperationCosts } from '../operations/operation-costs';
 import type { Forwarder } from '../upstream/forward-contract';
-import type { GatewayMetrics } from '../../shared/metrics';
+import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import { jitteredRetryAfterSeconds, type RandomSource } from '../rate-limit-headers';
 import { createStoreCall } from './store-failure';
 import { checkFraming } from './check-framing';
@@ -24,7 +24,7 @@ import { createKeyLimitStep, type KeyDecisionListener } from './limit-key';
 import { checkRoute } from './check-route';
 import { createSunsetStep } from './sunset';
 import { createForwardStep } from './forward';
-import { createRecordStep } from './record';
+import { createRecordStep } from './record-request';
 
 export type { KeyLookup, KeyDecisionListener, ConsumerAccessPolicy, OwnKeyRevocation };
 

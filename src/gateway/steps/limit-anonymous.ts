@@ -1,7 +1,7 @@
 import type { Clock } from '../../shared/clock';
-import { addressGroup } from '../../shared/ip-address';
+import { addressGroup } from '../../shared/http/ip-address';
 import type { AddressDecision, AddressLimiter, WindowState } from '../../limits/types';
-import type { GatewayMetrics } from '../../shared/metrics';
+import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import { anonymousRateLimitHeaders } from '../rate-limit-headers';
 import type { GatewayRequest, KeylessCaller } from '../request-context';
 import { anonymousRateLimited, Refusal } from '../refusals';

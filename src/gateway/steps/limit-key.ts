@@ -3,8 +3,8 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../shared/logger';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
-import { monthSpan } from '../../limits/month-window';
-import { windowsIdOfKey } from '../../limits/windows-id';
+import { monthSpan } from '../../limits/windows/month-window';
+import { windowsIdOfKey } from '../../limits/redis/windows-id';
 import { isHidden, type HiddenWindows } from '../../limits/hidden-windows';
 import type {
   ConsumeOptions,
@@ -16,7 +16,7 @@ import type {
   WindowLimits,
   WindowState,
 } from '../../limits/types';
-import type { GatewayMetrics } from '../../shared/metrics';
+import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import type { OperationCosts } from '../operations/operation-costs';
 import { bannedRateLimitHeaders, keyRateLimitHeaders, type KeyWindows, type BannedMonth } from '../rate-limit-headers';
 import { keyOf, type GatewayRequest } from '../request-context';

@@ -1,6 +1,6 @@
 import type { Logger } from '../../shared/logger';
-import type { GatewayStep, SpanAttributes } from '../../shared/telemetry';
-import type { GatewayMetrics } from '../../shared/metrics';
+import type { GatewayStep, SpanAttributes } from '../../shared/telemetry/telemetry';
+import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import type { RequestContext } from '../request-context';
 import { STORE_UNAVAILABLE, type Refusal } from '../refusals';
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../../shared/clock';
-import type { GatewayMetrics } from '../../shared/metrics';
+import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import { keyOf, type GatewayRequest } from '../request-context';
 import { PAST_SUNSET } from '../refusals';
 import { CONTINUE, type StepOutcome } from '../step-outcome';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { UPSTREAM_TOKEN_HEADER } from '../../shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../shared/http/upstream-token';
 
 /** Request headers that never reach the inventory: credentials, hop-by-hop, and our own internals. */
 const STRIPPED_REQUEST_HEADERS = new Set([

@@ -3,7 +3,7 @@ import type { KeyReplica } from './key-replica';
 import type { KeyLossMonitor } from './key-loss-monitor';
 import type { RedisKeyStore } from '../stores/redis-key-store';
 import { RECORDS_PER_READ, type RedisImportResult } from '../stores/redis-key-import';
-import { hashesOf } from '../record';
+import { hashesOf } from '../record-changes';
 import type { ApiKeyRecord, KeyChange, KeyPatch, KeyRotation, KeyStore, StoreIssuedMark } from '../types';
 
 /**

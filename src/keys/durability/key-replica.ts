@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type Database from 'better-sqlite3';
-import { openSqliteDatabase, type Migration } from '../../shared/sqlite-database';
-import { decodeRecord, encodeRecord, hashesOf } from '../record';
+import { openSqliteDatabase, type Migration } from '../../shared/sqlite/sqlite-database';
+import { decodeRecord, encodeRecord, hashesOf } from '../record-changes';
 import type { ApiKeyRecord } from '../types';
 
 /**

@@ -1,6 +1,6 @@
 import type { Gauge } from 'prom-client';
 import type { Logger } from '../../shared/logger';
-import type { RedisClient } from '../../shared/redis';
+import type { RedisClient } from '../../shared/redis/redis';
 
 /**
  * Policies that never evict a key without a TTL. Key records have none, so these cannot drop them;

@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import type { RedisClient } from '../../shared/redis';
+import type { RedisClient } from '../../shared/redis/redis';
 import { redisKeyLayout } from '../stores/redis-key-store';
 
 /**

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as turnOfEventLoop, setTimeout as sleep } from 'node:timers/promises';
 import { closedConsumerConflict, keepRevocations, movesOf } from './import-rules';
-import type { LuaCaller } from '../../shared/lua-script';
+import type { LuaCaller } from '../../shared/redis/lua-script';
 import { KeyImportConflict, type ApiKeyRecord, type ImportResult, type KeyMove } from '../types';
-import { encodeRecord } from '../record';
+import { encodeRecord } from '../record-changes';
 
 /** The Redis keys an import touches (redisKeyLayout of redis-key-store.ts). */
 export interface ImportLayout {

@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
-import { defineLuaScript, type LuaCaller, type LuaScript } from '../../shared/lua-script';
-import { duplicateForSubscribe, type RedisClient } from '../../shared/redis';
-import { Listeners } from './listeners';
-import { applyPatch, applyRevoke, applyRotate, byCreation, decodeRecord, encodeRecord, hashesOf } from '../record';
+import { defineLuaScript, type LuaCaller, type LuaScript } from '../../shared/redis/lua-script';
+import { duplicateForSubscribe, type RedisClient } from '../../shared/redis/redis';
+import { Listeners } from '../../shared/listeners';
+import {
+  applyPatch,
+  applyRevoke,
+  applyRotate,
+  byCreation,
+  decodeRecord,
+  encodeRecord,
+  hashesOf,
+} from '../record-changes';
 import {
   GET_MANY_SCRIPT,
   HEALTH_SCRIPT,

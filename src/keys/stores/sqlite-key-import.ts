@@ -1,4 +1,4 @@
-import { encodeRecord, hashesOf } from '../record';
+import { encodeRecord, hashesOf } from '../record-changes';
 import { KeyImportConflict, type ApiKeyRecord } from '../types';
 
 /** What an import changes in a store held in maps: the records to write, and how many already match. */

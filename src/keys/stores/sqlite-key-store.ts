@@ -1,10 +1,10 @@
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { systemClock } from '../../shared/clock';
-import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../shared/sqlite-database';
-import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite-failures';
-import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite-write-probe';
-import { Listeners } from './listeners';
+import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../shared/sqlite/sqlite-database';
+import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite/sqlite-failures';
+import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite/sqlite-write-probe';
+import { Listeners } from '../../shared/listeners';
 import type { WindowName } from '../../limits/types';
 import {
   applyPatch,
@@ -16,7 +16,7 @@ import {
   copyRecord,
   hashesOf,
   limitsOf,
-} from '../record';
+} from '../record-changes';
 import { applyImport } from './sqlite-key-import';
 import { accessListsOf } from '../../access/access-lists';
 import { closedConsumerConflict, consumerEntered, keepRevocations, movesOf } from './import-rules';

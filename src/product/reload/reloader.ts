@@ -7,9 +7,9 @@ import {
   type LastReload,
   type ReloadOutcome,
 } from '../../shared/config';
-import type { AdminListenerAddress } from '../../shared/admin-listener-address';
+import type { AdminListenerAddress } from '../../shared/http/admin-listener-address';
 import type { Logger } from '../../shared/logger';
-import { readTlsPair, type TlsPair } from '../../shared/tls-pair';
+import { readTlsPair, type TlsPair } from '../../shared/http/tls-pair';
 import type { ConfigMetrics } from './config-metrics';
 import type { ConfigState } from './config-state';
 

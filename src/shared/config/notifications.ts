@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 import { httpUrl, wholeNumber } from './fields';
-import { isLocalhostName, reachesAdminListener } from '../admin-listener-address';
+import { isLocalhostName, reachesAdminListener } from '../http/admin-listener-address';
 
 /**
  * Config `notifications` (CONTRACT §5, Notifications): the webhook receivers and the outbox's

@@ -22,7 +22,7 @@ export const RELOADABLE_SETTINGS = [
   'notifications',
   // Read by POST /admin/secret-scanning at each report: the partner's public keys.
   'secretScanning',
-  // Read by the usage-event closer and sender at each tick (src/metering): sink, period, meters.
+  // Read by the usage-event closer and sender at each tick (src/usage/events): sink, period, meters.
   'usageEvents',
   'tls.certFile',
   'tls.keyFile',

@@ -235,7 +235,7 @@ export const configSchema = z
     notifications: notificationsSchema,
     /** POST /admin/secret-scanning: the public keys a secret-scanning partner signs with (config/secret-scanning.ts). */
     secretScanning: secretScanningSchema,
-    /** Usage events: a CloudEvent per key, meter and closed period to a metering sink (src/metering). Off by default. */
+    /** Usage events: a CloudEvent per key, meter and closed period to a metering sink (src/usage/events). Off by default. */
     usageEvents: usageEventsSchema,
     /** Worker processes sharing both listeners; `auto` = the CPUs this process may use. */
     workers: workerCount,

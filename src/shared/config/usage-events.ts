@@ -4,7 +4,7 @@ import { httpUrl, wholeNumber } from './fields';
 
 /**
  * Config `usageEvents` (CONTRACT §5, Usage events): where the gateway sends a CloudEvent per key,
- * meter and closed period (src/metering), and how. Off by default; reloadable as a whole.
+ * meter and closed period (src/usage/events), and how. Off by default; reloadable as a whole.
  */
 
 /** What a period of usage is counted in: each event counts one of them (`usageEvents.period`). */

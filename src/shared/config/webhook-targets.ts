@@ -1,6 +1,6 @@
 import dns from 'node:dns';
-import { isLocalhostName, reachesAdminListener, type AdminListenerAddress } from '../admin-listener-address';
-import { canonicalAddress } from '../ip-address';
+import { isLocalhostName, reachesAdminListener, type AdminListenerAddress } from '../http/admin-listener-address';
+import { canonicalAddress } from '../http/ip-address';
 import { settingName } from './environment';
 import type { NotificationsConfig } from './notifications';
 import { urlPort } from './notifications';

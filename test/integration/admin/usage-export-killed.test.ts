@@ -4,9 +4,9 @@ import path from 'node:path';
 import { startMain, isolatedEnv, type MainProcess } from '../startup/startup-kit';
 import { uniqueNamespace, testRedisUrl } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { RedisKeyActivityStore } from '../../../src/keys/activity/redis-key-activity-store';
-import { dayOf } from '../../../src/keys/activity/key-activity';
-import { connectRedis } from '../../../src/shared/redis';
+import { RedisKeyActivityStore } from '../../../src/usage/redis-key-activity-store';
+import { dayOf } from '../../../src/usage/key-activity';
+import { connectRedis } from '../../../src/shared/redis/redis';
 import { adminRequest } from './admin-kit';
 
 /**

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteKeyStore } from '../../../src/keys';
-import { dayOf, USAGE_EXPORT_DAYS } from '../../../src/keys/activity/key-activity';
-import { KEY_USAGE_DATABASE_FILE, SqliteKeyActivityStore } from '../../../src/keys/activity/sqlite-key-activity-store';
+import { dayOf, USAGE_EXPORT_DAYS } from '../../../src/usage/key-activity';
+import { KEY_USAGE_DATABASE_FILE, SqliteKeyActivityStore } from '../../../src/usage/sqlite-key-activity-store';
 import { keyRecordFixture } from '../../support/key-record';
 import { isolatedEnv, startMain, type MainProcess } from '../startup/startup-kit';
 

@@ -1,6 +1,6 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { dayOf } from '../../../src/keys/activity/key-activity';
-import type { UsageExportLine } from '../../../src/keys/activity/usage-export';
+import { dayOf } from '../../../src/usage/key-activity';
+import type { UsageExportLine } from '../../../src/usage/usage-export';
 import { uniqueNamespace } from '../../support/test-redis';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { adminRequest } from './admin-kit';

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { connectRedis, duplicateForSubscribe, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, duplicateForSubscribe, type RedisClient } from '../../../src/shared/redis/redis';
 import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-key-store';
 import type { KeyChange } from '../../../src/keys/types';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';

@@ -1,5 +1,5 @@
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyLimiter, keyLimiterRedisKey } from '../../../src/limits/redis-key-limiter';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
+import { RedisKeyLimiter, keyLimiterRedisKey } from '../../../src/limits/redis/redis-key-limiter';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { uniqueNamespace } from '../../support/test-redis';
 import { eventually } from '../../support/eventually';

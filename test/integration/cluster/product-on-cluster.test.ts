@@ -1,10 +1,10 @@
 import Redis, { Cluster } from 'ioredis';
 import request from 'supertest';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { keyLimiterRedisKey } from '../../../src/limits';
 import { redisKeyLayout } from '../../../src/keys/stores/redis-key-store';
-import { DeprecationUsageRecorder } from '../../../src/keys/activity/deprecation-usage';
-import { RedisDeprecationUsageStore } from '../../../src/keys/activity/redis-deprecation-usage-store';
+import { DeprecationUsageRecorder } from '../../../src/usage/deprecation-usage';
+import { RedisDeprecationUsageStore } from '../../../src/usage/redis-deprecation-usage-store';
 import { ManualClock } from '../../../src/shared/clock';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { uniqueNamespace } from '../../support/test-redis';

@@ -1,8 +1,8 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { DeprecationUsageRecorder, type DeprecationUsageStore } from '../../../src/keys/activity/deprecation-usage';
-import { MemoryDeprecationUsageStore } from '../../../src/keys/activity/memory-deprecation-usage-store';
-import { RedisDeprecationUsageStore } from '../../../src/keys/activity/redis-deprecation-usage-store';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
+import { DeprecationUsageRecorder, type DeprecationUsageStore } from '../../../src/usage/deprecation-usage';
+import { MemoryDeprecationUsageStore } from '../../../src/usage/memory-deprecation-usage-store';
+import { RedisDeprecationUsageStore } from '../../../src/usage/redis-deprecation-usage-store';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
 
 const DAY = 86_400_000;

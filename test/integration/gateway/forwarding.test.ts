@@ -1,7 +1,7 @@
 import http from 'node:http';
 import request from 'supertest';
 import { systemClock } from '../../../src/shared/clock';
-import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/http/upstream-token';
 import { expectMatchesOpenApi } from '../../support/openapi';
 import {
   closedPortUrl,

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import http2 from 'node:http2';
-import { MAX_CLIENT_RESETS_PER_SECOND } from '../../../src/shared/secure-server';
+import { MAX_CLIENT_RESETS_PER_SECOND } from '../../../src/shared/http/secure-server';
 
 /** http2.maxConcurrentStreams's default (docs/configuration.md), which this file's product keeps. */
 const DEFAULT_MAX_CONCURRENT_STREAMS = 100;

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { ManualClock, systemClock } from '../../../src/shared/clock';
-import { UPSTREAM_TOKEN_HEADER, UpstreamTokenSigner } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER, UpstreamTokenSigner } from '../../../src/shared/http/upstream-token';
 import { countPets, startTestProduct, type ProductHarness } from './gateway-kit';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';

@@ -5,7 +5,7 @@ import { eventually } from '../../support/eventually';
 import { createKey } from '../../support/keys';
 
 /**
- * The time bounds of config `server.*` on both listeners (src/shared/http-server.ts builds both with
+ * The time bounds of config `server.*` on both listeners (src/shared/http/http-server.ts builds both with
  * them): a client sending its body too slowly is cut off after server.requestTimeoutMs while others
  * are served, and an idle keep-alive connection is closed after server.keepAliveTimeoutMs. The
  * defaults are 30 s and 65 s; the short values here make any cut-off within a few seconds the

@@ -6,7 +6,7 @@ import { createKey } from '../../support/keys';
 
 /**
  * Requests that node's HTTP parser refuses never reach the request chain, so the chain's own
- * metrics and request log never see them. src/shared/unparsable-request.ts answers them in their
+ * metrics and request log never see them. src/shared/http/unparsable-request.ts answers them in their
  * place; these tests hold it to what an operator needs: each refusal counted in
  * gateway_http_requests_total{method="unparsed"} (public listener only) and logged once with the
  * client's address and the answer's request id, and no secret the request carried in any log line.
@@ -46,7 +46,7 @@ function expectRefusal(res: RawResponse, status: number, code: string): string {
   return res.headers['x-request-id']![0]!;
 }
 
-describe('requests the HTTP parser refuses are counted and logged (src/shared/unparsable-request.ts)', () => {
+describe('requests the HTTP parser refuses are counted and logged (src/shared/http/unparsable-request.ts)', () => {
   let product: ProductHarness;
   let key: string;
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { loadConfig } from '../../../src/shared/config';
 import type { Pet } from '../../../src/inventory/pet';
-import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import {
   TEST_SIGNING_SECRET,
   makeTempDir,

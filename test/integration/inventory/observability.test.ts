@@ -8,7 +8,7 @@ import { SqlitePetRepository } from '../../../src/inventory/pet-repository';
 import { UNMATCHED_ROUTE } from '../../../src/shared/public-api';
 import { systemClock } from '../../../src/shared/clock';
 import { createLogger } from '../../../src/shared/logger';
-import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/http/upstream-token';
 import {
   makeTempDir,
   rawRequest,

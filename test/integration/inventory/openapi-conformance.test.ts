@@ -1,5 +1,5 @@
 import type { Pet } from '../../../src/inventory/pet';
-import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import { expectMatchesOpenApi, expectMatchesSchema } from '../../support/openapi';
 import { rawRequest, startTestInventory, type TestInventory } from '../../support/inventory-harness';
 

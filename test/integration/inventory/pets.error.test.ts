@@ -1,5 +1,5 @@
 import { encodeCursor } from '../../../src/inventory/pagination-cursor';
-import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import type { ErrorCode } from '../../../src/shared/errors';
 import { rawRequest, startTestInventory, type RawResponse, type TestInventory } from '../../support/inventory-harness';
 import { expectError } from '../../support/errors';

@@ -1,6 +1,6 @@
 import { SignJWT } from 'jose';
 import { ManualClock } from '../../../src/shared/clock';
-import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import type { ErrorCode } from '../../../src/shared/errors';
 import { rawRequest, startTestInventory, tokenSigner, type TestInventory } from '../../support/inventory-harness';
 

@@ -6,7 +6,7 @@ import { openInventoryDatabase } from '../../../src/inventory/database';
 import { SqlitePetRepository, type PetRepository } from '../../../src/inventory/pet-repository';
 import { systemClock } from '../../../src/shared/clock';
 import { createLogger } from '../../../src/shared/logger';
-import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/http/upstream-token';
 import {
   makeTempDir,
   rawRequest,

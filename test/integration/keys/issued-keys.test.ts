@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { systemClock } from '../../../src/shared/clock';
 import { KeyService } from '../../../src/keys/key-service';
 import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-key-store';

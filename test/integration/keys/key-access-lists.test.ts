@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { applyPatch, decodeRecord, encodeRecord } from '../../../src/keys/record';
+import { applyPatch, decodeRecord, encodeRecord } from '../../../src/keys/record-changes';
 import { exportLine, parseExport } from '../../../src/keys/key-export';
 import { SqliteKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/stores/sqlite-key-store';
 import { keyRecordFixture } from '../../support/key-record';

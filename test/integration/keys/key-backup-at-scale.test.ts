@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { exportLine } from '../../../src/keys/key-export';
 import { generateApiKey, generateKeyId, hashApiKey } from '../../../src/keys/key-format';
 import { replicaFileName } from '../../../src/keys/durability/key-replica';

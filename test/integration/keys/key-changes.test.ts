@@ -1,14 +1,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { ManualClock, systemClock } from '../../../src/shared/clock';
 import { KeyResolver } from '../../../src/keys/key-resolver';
 import { KeyService } from '../../../src/keys/key-service';
 import { RedisKeyStore } from '../../../src/keys/stores/redis-key-store';
 import { createKeyDurabilityMetrics } from '../../../src/keys';
 import { startStores } from '../../../src/product/stores';
-import { createGatewayMetrics } from '../../../src/shared/metrics';
+import { createGatewayMetrics } from '../../../src/shared/metrics/metrics';
 import { Registry } from 'prom-client';
 import { Closers } from '../../../src/product/closers';
 import { loadConfig } from '../../../src/shared/config';

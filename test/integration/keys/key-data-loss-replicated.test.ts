@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { redisKeyLayout } from '../../../src/keys';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
 import { startSentinelSetup, type SentinelSetup } from '../../support/redis-sentinel';

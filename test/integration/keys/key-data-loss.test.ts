@@ -1,4 +1,4 @@
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { redisKeyLayout } from '../../../src/keys';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';

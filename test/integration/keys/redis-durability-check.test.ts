@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { createLogger } from '../../../src/shared/logger';
 import { createKeyDurabilityMetrics } from '../../../src/keys/durability/key-durability-metrics';
 import { checkRedisDurability } from '../../../src/keys/durability/redis-durability-check';

@@ -1,4 +1,4 @@
-import { connectRedis, duplicateForSubscribe, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, duplicateForSubscribe, type RedisClient } from '../../../src/shared/redis/redis';
 import { ManualClock } from '../../../src/shared/clock';
 import { RedisKeyStore, redisKeyLayout } from '../../../src/keys/stores/redis-key-store';
 import { KeyService } from '../../../src/keys/key-service';

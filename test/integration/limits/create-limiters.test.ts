@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { ManualClock, systemClock } from '../../../src/shared/clock';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import {
   FallbackKeyLimiter,
   MemoryKeyLimiter,

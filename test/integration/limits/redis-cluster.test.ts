@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { createRedisAddressLimiter } from '../../../src/limits/address-limiter';
-import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
+import { createRedisAddressLimiter } from '../../../src/limits/address/address-limiter';
+import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
 import type { KeyDecision } from '../../../src/limits/types';
 import { DEFAULT_BAN, describeKeyLimiterBehaviours } from '../../unit/limits/key-limiter-behaviours';
 import { describeMinuteWindowBehaviours } from '../../unit/limits/minute-window-behaviours';

@@ -1,12 +1,12 @@
 import type Redis from 'ioredis';
 import { ManualClock } from '../../../src/shared/clock';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import {
   RedisKeyLimiter,
   keyLimiterRedisKey,
   monthRedisKey,
   slidingLogRedisKey,
-} from '../../../src/limits/redis-key-limiter';
+} from '../../../src/limits/redis/redis-key-limiter';
 import type { KeyDecision, MinuteWindowShape, WindowLimits } from '../../../src/limits/types';
 import {
   describeMinuteWindowBehaviours,

@@ -1,6 +1,6 @@
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
-import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
-import { windowsIdOf } from '../../../src/limits/windows-id';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
+import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
+import { windowsIdOf } from '../../../src/limits/redis/windows-id';
 import type { ConsumerShare, KeyDecision, KeyLimiter, WindowLimits, WindowsHeld } from '../../../src/limits/types';
 import { describeWindowResetBehaviours } from '../../unit/limits/window-reset-behaviours';
 import { NO_BAN } from '../../unit/limits/minute-window-behaviours';

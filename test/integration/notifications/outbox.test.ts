@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { RedisOutbox } from '../../../src/notifications/redis-outbox';
 import { SqliteOutbox } from '../../../src/notifications/sqlite-outbox';
 import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';

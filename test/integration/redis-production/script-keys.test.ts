@@ -2,14 +2,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import Redis from 'ioredis';
 import request from 'supertest';
-import { definedLuaScripts } from '../../../src/shared/lua-script';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { definedLuaScripts } from '../../../src/shared/redis/lua-script';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { RedisKeyStore } from '../../../src/keys/stores/redis-key-store';
 import { RedisOutbox } from '../../../src/notifications/redis-outbox';
-import { RedisKeyLimiter } from '../../../src/limits/redis-key-limiter';
-import { windowsIdOf } from '../../../src/limits/windows-id';
-import { RedisSentStateStore } from '../../../src/metering/redis-sent-state';
-import { RedisKeyActivityStore } from '../../../src/keys/activity/redis-key-activity-store';
+import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
+import { windowsIdOf } from '../../../src/limits/redis/windows-id';
+import { RedisSentStateStore } from '../../../src/usage/events/redis-sent-state';
+import { RedisKeyActivityStore } from '../../../src/usage/redis-key-activity-store';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
@@ -254,7 +254,7 @@ async function driveStoresDirectly(namespace: string): Promise<void> {
     ),
   ).toEqual(['key.revoked']);
   await new RedisOutbox(client, namespace).keepReceivers('script-keys', [], Date.now(), Date.now() + 60_000, 1000);
-  // Usage events (src/metering, off unless configured): a key-day's sent state, the closer's lease, the touched set.
+  // Usage events (src/usage/events, off unless configured): a key-day's sent state, the closer's lease, the touched set.
   const sent = new RedisSentStateStore(client, namespace);
   expect(await sent.write('key_usage_events', 60_000, 1, 0, { periods: new Map(), pending: [] })).toBe(true);
   expect(await sent.lease('script-keys', Date.now(), 10_000)).toBe(true);

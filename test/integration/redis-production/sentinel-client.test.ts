@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
-import { connectRedis, duplicateForSubscribe } from '../../../src/shared/redis';
+import { connectRedis, duplicateForSubscribe } from '../../../src/shared/redis/redis';
 import { startSentinelSetup, type SentinelSetup } from '../../support/redis-sentinel';
 import { eventually } from '../../support/eventually';
 
 /**
- * The gateway's Sentinel client (src/shared/sentinel-client.ts) on real processes: a disconnect
+ * The gateway's Sentinel client (src/shared/redis/sentinel-client.ts) on real processes: a disconnect
  * that reaches it while it asks the sentinels for the primary (what ioredis's failover detector
  * does when `+switch-master` arrives then) does not end it for good, and after a promotion the
  * command connection and a duplicate are both back on the new primary.

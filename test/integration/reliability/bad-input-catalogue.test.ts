@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { gzipSync } from 'node:zlib';
-import { connectRedis, type RedisClient } from '../../../src/shared/redis';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { systemClock } from '../../../src/shared/clock';
 import { KeyService, RedisKeyStore, type KeyStore } from '../../../src/keys';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { freePort } from '../../support/redis-server';
 import { createLogger } from '../../../src/shared/logger';
-import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import { startInventory, type RunningInventory } from '../../../src/inventory/server';
 import {
   PROMISED_BODY_BYTES,

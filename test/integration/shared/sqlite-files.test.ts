@@ -1,11 +1,11 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteAuditLog, AUDIT_DATABASE_FILE } from '../../../src/admin/audit-log';
-import { SqliteKeyActivityStore, KEY_USAGE_DATABASE_FILE } from '../../../src/keys/activity/sqlite-key-activity-store';
+import { SqliteKeyActivityStore, KEY_USAGE_DATABASE_FILE } from '../../../src/usage/sqlite-key-activity-store';
 import { KeyReplica, replicaFileName } from '../../../src/keys/durability/key-replica';
-import { encodeRecord } from '../../../src/keys/record';
+import { encodeRecord } from '../../../src/keys/record-changes';
 import { SqliteKeyStore, KEYS_DATABASE_FILE } from '../../../src/keys/stores/sqlite-key-store';
-import { SqliteMonthLedger, MONTHS_DATABASE_FILE } from '../../../src/limits/sqlite-month-ledger';
+import { SqliteMonthLedger, MONTHS_DATABASE_FILE } from '../../../src/limits/windows/sqlite-month-ledger';
 import { SqliteOutbox, WEBHOOK_OUTBOX_DATABASE_FILE } from '../../../src/notifications/sqlite-outbox';
 import { openInventoryDatabase } from '../../../src/inventory';
 import { keyRecordFixture } from '../../support/key-record';

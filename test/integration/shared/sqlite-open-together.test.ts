@@ -15,7 +15,7 @@ const STEP_MS = 15;
 
 /** Opens `dir/<i>.db` at t0 + i × STEP_MS for each i, with the product's opener; prints what failed. */
 const OPENER = `
-const { openSqliteDatabase } = require('./src/shared/sqlite-database.ts');
+const { openSqliteDatabase } = require('./src/shared/sqlite/sqlite-database.ts');
 const [dir, t0, files, stepMs] = process.argv.slice(1).map((v, i) => (i === 0 ? v : Number(v)));
 const failures = [];
 let wal = 0;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import request from 'supertest';
 import { loadConfig } from '../../../src/shared/config';
-import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import {
   TEST_SIGNING_SECRET,

@@ -14,7 +14,7 @@ import {
 } from '../startup/startup-kit';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { loadConfig } from '../../../src/shared/config';
-import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/upstream-token';
+import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import {
   makeTempDir,
   spawnInventoryProcess,

@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { FailedTokenLimiter } from '../../../src/admin/failed-tokens';
 
-/** Issue 42: wrong admin tokens bounded per address and over all addresses together (an address's group: src/shared/ip-address.ts). */
+/** Issue 42: wrong admin tokens bounded per address and over all addresses together (an address's group: src/shared/http/ip-address.ts). */
 describe('FailedTokenLimiter', () => {
   it('locks one address after its bound, until its minute ends, and all addresses after theirs', () => {
     const clock = new ManualClock(0);

@@ -4,7 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import os from 'node:os';
 import { envBindings, loadConfig } from '../../../src/shared/config';
 import { SECRET_VARIABLES } from '../../../src/shared/secret-files';
-import { readTracingSettings } from '../../../src/shared/telemetry-settings';
+import { readTracingSettings } from '../../../src/shared/telemetry/telemetry-settings';
 
 // The Dockerfile and docker-compose.yml are kept right by reading them: everything they name must
 // exist and agree with the config schema. scripts/image-test.sh (CI) builds and runs them for real.
@@ -50,7 +50,7 @@ function sourceOf(distFile: string): string {
   return path.join(root, distFile.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts'));
 }
 
-/** Variables the processes read besides the config bindings (OTEL_*: the OpenTelemetry SDK's own, src/shared/telemetry-settings.ts). */
+/** Variables the processes read besides the config bindings (OTEL_*: the OpenTelemetry SDK's own, src/shared/telemetry/telemetry-settings.ts). */
 const extraVariables = new Set([
   ...SECRET_VARIABLES.map((name) => `${name}_FILE`),
   'NODE_ENV',

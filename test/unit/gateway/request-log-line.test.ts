@@ -1,4 +1,4 @@
-import type { GatewayRequestSpan } from '../../../src/shared/telemetry';
+import type { GatewayRequestSpan } from '../../../src/shared/telemetry/telemetry';
 import type { RequestContext } from '../../../src/gateway/request-context';
 import { requestLogLine } from '../../../src/gateway/request-log-line';
 import { matchRoute } from '../../../src/gateway/operations/routes';

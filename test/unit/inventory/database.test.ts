@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { ManualClock } from '../../../src/shared/clock';
 import { openInventoryDatabase } from '../../../src/inventory/database';
 import { migrations } from '../../../src/inventory/migrations';
-import { migrate, type Migration } from '../../../src/shared/sqlite-database';
+import { migrate, type Migration } from '../../../src/shared/sqlite/sqlite-database';
 import { SqlitePetRepository } from '../../../src/inventory/pet-repository';
 import { makeTempDir } from '../../support/inventory-harness';
 

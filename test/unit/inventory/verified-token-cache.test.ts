@@ -1,5 +1,9 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { UpstreamTokenSigner, UpstreamTokenVerifier, type UpstreamClaims } from '../../../src/shared/upstream-token';
+import {
+  UpstreamTokenSigner,
+  UpstreamTokenVerifier,
+  type UpstreamClaims,
+} from '../../../src/shared/http/upstream-token';
 import { VerifiedTokenCache } from '../../../src/inventory/verified-token-cache';
 
 const settings = {

@@ -1,6 +1,6 @@
 import { ApiError } from '../../../src/shared/errors';
 import { validLimits } from '../../../src/keys/key-validation';
-import { decodeRecord, encodeRecord, limitsOf } from '../../../src/keys/record';
+import { decodeRecord, encodeRecord, limitsOf } from '../../../src/keys/record-changes';
 import { decodeConsumer, encodeConsumer } from '../../../src/consumers/consumer-record';
 import type { ApiKeyRecord } from '../../../src/keys/types';
 

@@ -4,7 +4,7 @@ import { generateKeyId, hashApiKey, isWellFormedKey } from '../../../src/keys/ke
 import { KeyService } from '../../../src/keys/key-service';
 import { effectiveLimits, planLimitsOf, type Plans } from '../../../src/limits/plan-limits';
 import { SqliteKeyStore } from '../../../src/keys/stores/sqlite-key-store';
-import { withoutHash } from '../../../src/keys/record';
+import { withoutHash } from '../../../src/keys/record-changes';
 
 const PREFIX = 'asg_dev_';
 const plans: Plans = {

@@ -7,7 +7,7 @@ import type {
   MinuteWindowShape,
   WindowLimits,
 } from '../../../src/limits/types';
-import { windowsIdOf } from '../../../src/limits/windows-id';
+import { windowsIdOf } from '../../../src/limits/redis/windows-id';
 import { eventually } from '../../support/eventually';
 
 /**

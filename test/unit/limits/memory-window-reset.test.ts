@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ManualClock } from '../../../src/shared/clock';
 import { MemoryKeyLimiter } from '../../../src/limits/memory-key-limiter';
-import { SqliteMonthLedger } from '../../../src/limits/sqlite-month-ledger';
+import { SqliteMonthLedger } from '../../../src/limits/windows/sqlite-month-ledger';
 import { NO_BAN } from './minute-window-behaviours';
 import { describeWindowResetBehaviours } from './window-reset-behaviours';
 

@@ -6,7 +6,7 @@ import type {
   MinuteWindowShape,
   WindowLimits,
 } from '../../../src/limits/types';
-import { windowsIdOf } from '../../../src/limits/windows-id';
+import { windowsIdOf } from '../../../src/limits/redis/windows-id';
 import { NO_BAN, type ShapedLimiterHarness } from './minute-window-behaviours';
 
 /**

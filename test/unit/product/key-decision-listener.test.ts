@@ -1,6 +1,6 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { KeyActivityRecorder } from '../../../src/keys/activity/key-activity';
-import { MemoryKeyActivityStore } from '../../../src/keys/activity/memory-key-activity-store';
+import { KeyActivityRecorder } from '../../../src/usage/key-activity';
+import { MemoryKeyActivityStore } from '../../../src/usage/memory-key-activity-store';
 import { keyDecisionListener } from '../../../src/product/notifications';
 import type { Notifier } from '../../../src/notifications/notifier';
 import type { KeyDecision } from '../../../src/limits/types';

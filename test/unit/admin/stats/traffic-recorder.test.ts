@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { ManualClock } from '../../../../src/shared/clock';
-import { createGatewayMetrics } from '../../../../src/shared/metrics';
+import { createGatewayMetrics } from '../../../../src/shared/metrics/metrics';
 import { statusClass, TRAFFIC_HISTORY_SECONDS, TrafficRecorder } from '../../../../src/admin/stats/traffic-recorder';
 
 function setUp() {

@@ -4,7 +4,7 @@ import {
   UpstreamTokenSigner,
   UpstreamTokenVerifier,
   type UpstreamTokenSettings,
-} from '../../../../src/shared/upstream-token';
+} from '../../../../src/shared/http/upstream-token';
 import type { ForwardHandlers, Forwarder, UpstreamRequest } from '../../../../src/gateway/upstream/forward-contract';
 import { cutOffReason } from '../../../../src/gateway/cut-off';
 import type { GatewayRequest } from '../../../../src/gateway/request-context';

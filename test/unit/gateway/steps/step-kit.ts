@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { Duplex, Writable } from 'node:stream';
 import { Registry, type Counter, type Histogram } from 'prom-client';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
-import { createGatewayMetrics, type GatewayMetrics } from '../../../../src/shared/metrics';
+import { createGatewayMetrics, type GatewayMetrics } from '../../../../src/shared/metrics/metrics';
 import { newGatewayRequest, type GatewayRequest, type RequestContext } from '../../../../src/gateway/request-context';
 import { createStoreCall, type StoreCall } from '../../../../src/gateway/steps/store-failure';
 import { createLogger, type Logger } from '../../../../src/shared/logger';

@@ -1,4 +1,4 @@
-import type { GatewayRequestSpan, StepSpan } from '../../../../src/shared/telemetry';
+import type { GatewayRequestSpan, StepSpan } from '../../../../src/shared/telemetry/telemetry';
 import { Refusal } from '../../../../src/gateway/refusals';
 import { counted, requestContext, stepEnvironment } from './step-kit';
 
