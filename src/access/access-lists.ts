@@ -1,6 +1,6 @@
 import { ApiError } from '../shared/errors';
 import { MAX_ACCESS_LIST_ENTRIES } from '../shared/constants';
-import { formatAddressEntry, parseAddressEntry } from './address-entry';
+import { formatAddressEntry, parseAddressEntry } from '../shared/http/address-entry';
 import { isPolicyOperationId, POLICY_OPERATION_IDS } from './operation-ids';
 
 /**

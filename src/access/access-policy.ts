@@ -1,5 +1,5 @@
 import type { BlockList } from 'node:net';
-import { addressMatcher, parseAddressEntry, type AddressEntry } from './address-entry';
+import { addressMatcher, parseAddressEntry, type AddressEntry } from '../shared/http/address-entry';
 import type { AccessLists } from './access-lists';
 
 /**

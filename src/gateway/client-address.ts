@@ -1,11 +1,11 @@
 import type { BlockList } from 'node:net';
-import { addressMatcher, parseAddressEntry, type AddressEntry } from '../access/address-entry';
+import { addressMatcher, parseAddressEntry, type AddressEntry } from '../shared/http/address-entry';
 import { canonicalAddress } from '../shared/http/ip-address';
 
 /**
  * The address a request came from: the socket's, or the nearest untrusted hop of
  * X-Forwarded-For when the socket belongs to a configured trusted proxy. `server.trustedProxies`
- * is read as `allowedAddresses` is (src/access/address-entry.ts): addresses and CIDR ranges of
+ * is read as `allowedAddresses` is (src/shared/http/address-entry.ts): addresses and CIDR ranges of
  * both families, in any of their written forms; every address is compared in its canonical form
  * (src/shared/http/ip-address.ts), so `::ffff:127.0.0.1` and `127.0.0.1` are one client.
  */

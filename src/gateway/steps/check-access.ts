@@ -1,24 +1,14 @@
-import {
-  accessDenial,
-  accessPolicyOf,
-  OPEN_ACCESS,
-  type AccessDenial,
-  type AccessPolicy,
-} from '../../access/access-policy';
+import { accessDenial, accessPolicyOf, OPEN_ACCESS, type AccessDenial } from '../../access/access-policy';
+import type { ConsumerAccessPolicy } from '../../access/consumer-policy';
 import { operationIdOf } from '../../access/operation-ids';
-import type { ApiKeyRecord } from '../../keys/types';
 import type { Logger } from '../../shared/logger';
 import type { GatewayMetrics } from '../../shared/metrics/metrics';
 import type { GatewayRequest } from '../request-context';
 import { ADDRESS_NOT_ALLOWED, OPERATION_NOT_ALLOWED, type Refusal } from '../refusals';
 import { CONTINUE, type StepOutcome } from '../step-outcome';
 
-/**
- * The access policy of a key's consumer, from what the instance holds in memory (never a store
- * call); null when the key has no consumer or the consumer no policy. Consumers (issue 38) plug in
- * here: the step asks it for every key that reaches it.
- */
-export type ConsumerAccessPolicy = (record: ApiKeyRecord) => AccessPolicy | null;
+/** A key's consumer's policy (src/access/consumer-policy.ts): consumers (issue 38) plug in here. */
+export type { ConsumerAccessPolicy };
 
 export interface AccessStepDependencies {
   metrics: GatewayMetrics;

@@ -15,7 +15,7 @@ import { costIssues, MAX_OPERATION_COST } from './costs';
 import { notificationIssues, notificationsSchema } from './notifications';
 import { secretScanningIssues, secretScanningSchema } from './secret-scanning';
 import { usageEventsIssues, usageEventsSchema } from './usage-events';
-import { parseAddressEntry } from '../../access/address-entry';
+import { parseAddressEntry } from '../http/address-entry';
 
 /**
  * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
@@ -43,7 +43,7 @@ const planSchema = z
 
 /**
  * One entry of `server.trustedProxies`: an IPv4/IPv6 address or CIDR range, parsed as an access
- * policy's `allowedAddresses` entry (src/access/address-entry.ts), so that what loads is what the
+ * policy's `allowedAddresses` entry (src/shared/http/address-entry.ts), so that what loads is what the
  * gateway matches (src/gateway/client-address.ts). An entry it cannot match is named at load.
  */
 const trustedProxy = z.string().superRefine((entry, ctx) => {
