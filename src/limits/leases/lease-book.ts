@@ -1,0 +1,119 @@
+import type { Clock } from '../../shared/clock';
+import {
+  canAdmit,
+  leaseReturn,
+  leaseWindowViews,
+  newLease,
+  unitsLeft,
+  type Lease,
+  type LeaseGrant,
+  type LeaseHolder,
+  type LeaseReturn,
+  type LeaseWindowView,
+} from './lease';
+import { LeaseUnitCounts } from './lease-unit-counts';
+
+/** A request decided from the book: admitted from the key's lease (with the headers' windows), or sent to the store. */
+export type LeaseAdmission =
+  | { admitted: true; windows: LeaseWindowView[] }
+  /** `ended`: the key's lease that could not admit it and has ended; what must go back (null: nothing). */
+  | { admitted: false; ended: LeaseReturn | null };
+
+/**
+ * The leases one instance (one worker) holds, one per key at most, and what became of their
+ * units (`counts`). Pure bookkeeping on the injected clock: the store round trips that take and
+ * return units are the caller's; the book says what to return and when.
+ */
+export class LeaseBook {
+  private readonly leases = new Map<string, Lease>();
+
+  constructor(
+    private readonly clock: Clock,
+    readonly counts: LeaseUnitCounts = new LeaseUnitCounts(),
+  ) {}
+
+  /**
+   * Records the lease the store granted for `holder`, whose round trip began at `sentAt` (this
+   * instance's clock). A lease the key still held is ended first; `ended` is what it must return.
+   */
+  take(holder: LeaseHolder, grant: LeaseGrant, sentAt: number): { lease: Lease; ended: LeaseReturn | null } {
+    const ended = this.end(holder.keyId);
+    const lease = newLease(holder, grant, sentAt);
+    this.counts.add('taken', grant.units);
+    if (grant.units > 0) this.leases.set(holder.keyId, lease);
+    return { lease, ended };
+  }
+
+  /**
+   * A request of `cost` units of `holder`: admitted from its lease when the lease is alive, has the
+   * units and counted in the same consumer's windows; otherwise that lease ends (its return is in
+   * the answer) and the request goes to the store.
+   */
+  admit(holder: LeaseHolder, cost: number): LeaseAdmission {
+    const lease = this.leases.get(holder.keyId);
+    if (!lease) return { admitted: false, ended: null };
+    if (lease.holder.consumerId !== holder.consumerId || !canAdmit(lease, cost, this.clock.now())) {
+      return { admitted: false, ended: this.end(holder.keyId) };
+    }
+    lease.used += cost;
+    this.counts.add('used', cost);
+    const windows = leaseWindowViews(lease);
+    // Spent to the last unit: ended now (nothing to return), so the next request asks the store at once.
+    if (unitsLeft(lease) === 0) this.end(holder.keyId);
+    return { admitted: true, windows };
+  }
+
+  /** Ends the key's lease now (its consumer changed, its windows were reset, leases turned off): what must go back. */
+  end(keyId: string): LeaseReturn | null {
+    const lease = this.leases.get(keyId);
+    if (!lease) return null;
+    this.leases.delete(keyId);
+    const unused = unitsLeft(lease);
+    const plan = leaseReturn(lease, this.clock.now());
+    this.counts.add(plan?.complete ? 'returned' : 'expired', unused);
+    return plan;
+  }
+
+  /** Ends every lease whose life is over; what must go back. */
+  endExpired(): LeaseReturn[] {
+    const now = this.clock.now();
+    const returns: LeaseReturn[] = [];
+    for (const [keyId, lease] of [...this.leases]) {
+      if (now < lease.expiresAt) continue;
+      const plan = this.end(keyId);
+      if (plan) returns.push(plan);
+    }
+    return returns;
+  }
+
+  /** Ends every lease (shutdown, a reload that turns leases off); what must go back. */
+  endAll(): LeaseReturn[] {
+    const returns: LeaseReturn[] = [];
+    for (const keyId of [...this.leases.keys()]) {
+      const plan = this.end(keyId);
+      if (plan) returns.push(plan);
+    }
+    return returns;
+  }
+
+  /** The store did not take a return (not reached, or a window had turned): its units count as expired. */
+  returnFailed(plan: LeaseReturn): void {
+    if (plan.complete) this.counts.move('returned', 'expired', plan.units);
+  }
+
+  get(keyId: string): Lease | undefined {
+    return this.leases.get(keyId);
+  }
+
+  /** Leases out now. */
+  get size(): number {
+    return this.leases.size;
+  }
+
+  /** Units counted in the store and not yet used, over this instance's leases: the under-admission it may cause now. */
+  outstandingUnits(): number {
+    let units = 0;
+    for (const lease of this.leases.values()) units += unitsLeft(lease);
+    return units;
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * The numbers that shape a lease of units (CONTRACT §4 "Leases", docs/scaling.md "Leases: the
+ * design"). One place, so that the sizing, the book and the docs cannot drift apart.
+ */
+
+/** A lease holds what this instance's recent rate for the key needs for this long. */
+export const LEASE_HORIZON_MS = 200;
+
+/** A lease never takes more than 1/8 of what is left in the tightest window it counts in. */
+export const LEASE_SHARE_DIVISOR = 8;
+
+/** Below this many requests per second on this instance a key is not busy: every request goes to Redis. */
+export const BUSY_KEY_REQUESTS_PER_SECOND = 50;
+
+/** A lease ends this long after its round trip began at the latest (under a second: headers are never staler). */
+export const LEASE_LIFE_MS = 500;
+
+/** The interval over which the rate an instance sees for a key is measured. */
+export const RATE_INTERVAL_MS = 1_000;
+
+/** The rate interval is kept as this many buckets (a bucket's requests leave it together). */
+export const RATE_BUCKETS = 4;
