@@ -50,9 +50,9 @@ const JS_ROWS: Array<[RegExp, StepRow]> = [
   ],
   // dist-bench/src/… (the bench's children) and dist/… (npm start: tsconfig.build's rootDir is src).
   [/\/(src|dist)\/shared\/(logger|redaction)\.js|\/(src|dist)\/gateway\/request-log-line\.js/, row(3)],
-  [/\/(src|dist)\/shared\/(metrics|metric-tally|metric-labels)\.js/, row(4)],
+  [/\/(src|dist)\/shared\/metrics\/|\/(src|dist)\/shared\/(metrics|metric-tally|metric-labels)\.js/, row(4)],
   [/\/(src|dist)\/gateway\/(rate-limit-headers|steps\/answer-usage)\.js/, row(1)],
-  [/\/(src|dist)\/gateway\/(upstream\/|steps\/forward\.js)|\/(src|dist)\/shared\/upstream-token\.js/, row(2)],
+  [/\/(src|dist)\/gateway\/(upstream\/|steps\/forward\.js)|\/(src|dist)\/shared\/(http\/)?upstream-token\.js/, row(2)],
   [/\/(src|dist)\/(gateway|keys|access|limits|consumers)\//, row(0)],
   [/\/(src|dist)\//, row(15)],
   [/node:_http_(server|incoming|common)\b/, row(9)],

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { Fixture } from './main';
+import type { Fixture } from './fixture';
 import { runLoad } from './load';
 import { descendantPids, type BenchChild } from './processes';
 import { startGatewayProcess } from './external';

@@ -19,6 +19,7 @@ import { writeReport, printTable, type BenchReport, type VariantSummary, type Rs
 import { median, spreadPercent } from './verdict';
 import { measureFairQueueIdle } from './fair-queue-idle';
 import { DEFAULT_INSTRUCTION_SETTINGS, measureInstructions, type InstructionSettings } from './instructions';
+import type { Fixture } from './fixture';
 
 /**
  * `npm run bench`: what the gateway costs on top of a plain proxy, measured side by side in one run.
@@ -524,44 +525,6 @@ async function noisyNeighbourGateway(settings: NoisyNeighbourSettings, fixture: 
   } finally {
     await inventory.close();
   }
-}
-
-/** What every mode needs: a private Redis, the fixed upstream, and a way to start gateways. */
-export interface Fixture {
-  redis: RedisProcess;
-  redisStats: RedisCommandStats;
-  upstream: BenchChild;
-  spawn(
-    name: string,
-    script: string,
-    options: object,
-    logFile?: string,
-    nodeFlags?: string[],
-    benchDir?: string,
-    launcher?: string[],
-  ): Promise<BenchChild>;
-  gateway(
-    name: string,
-    forwarder: 'undici' | 'http-proxy',
-    withRedis: boolean,
-    options?: {
-      banThreshold?: number;
-      minuteWindow?: 'fixed' | 'sliding';
-      nodeFlags?: string[];
-      tracing?: { sinkUrl: string; ratio: number };
-      extraKeys?: number;
-      benchDir?: string;
-      monthAndCost?: boolean;
-      allowlist100?: boolean;
-      consumerKeys?: number;
-      admittedInConsumer?: boolean;
-      maxInFlight?: number;
-      launcher?: string[];
-      underValgrind?: boolean;
-    },
-  ): Promise<BenchChild>;
-  children: BenchChild[];
-  workDir: string;
 }
 
 /** Upstream failures the gateways logged over the run, by reason: a loaded machine shows here first. */
