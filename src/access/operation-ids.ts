@@ -1,30 +1,33 @@
-/**
- * The operation ids of openapi.yaml an access policy may list (CONTRACT §4), and which id a request
- * names. `getUsage` and `revokeKey` are not among them: GET /v1/usage and POST /v1/keys/revoke are
- * always allowed (a policy must never keep a leaked key from being revoked), so listing them would
- * mean nothing. test/unit/access/operation-ids.test.ts checks these against openapi.yaml.
- */
-export const POLICY_OPERATION_IDS = ['listPets', 'createPet', 'getPet'] as const;
-export type PolicyOperationId = (typeof POLICY_OPERATION_IDS)[number];
+import { BASE_PATH, OPERATIONS, type OperationRow } from '../shared/public-api';
 
-/** Route template → method → operation id. HEAD is GET without a body: the same operation. */
-const OPERATIONS: ReadonlyMap<string, ReadonlyMap<string, PolicyOperationId>> = new Map([
-  [
-    '/v1/pets',
-    new Map<string, PolicyOperationId>([
-      ['GET', 'listPets'],
-      ['HEAD', 'listPets'],
-      ['POST', 'createPet'],
-    ]),
-  ],
-  [
-    '/v1/pets/{petId}',
-    new Map<string, PolicyOperationId>([
-      ['GET', 'getPet'],
-      ['HEAD', 'getPet'],
-    ]),
-  ],
-]);
+/** A row an access policy may list: every operation but the gateway's own answers. */
+type ListableRow = Exclude<OperationRow, { answeredByGateway: string }>;
+export type PolicyOperationId = ListableRow['id'];
+
+function isListable(row: OperationRow): row is ListableRow {
+  return !('answeredByGateway' in row);
+}
+
+/**
+ * The operation ids of the operation table (src/shared/public-api.ts) an access policy may list
+ * (CONTRACT §4). `getUsage` and `revokeKey` are not among them: GET /v1/usage and POST
+ * /v1/keys/revoke are always allowed (a policy must never keep a leaked key from being revoked), so
+ * listing them would mean nothing.
+ */
+export const POLICY_OPERATION_IDS: readonly PolicyOperationId[] = OPERATIONS.filter(isListable).map((row) => row.id);
+
+/** Route template → method → operation id, from the table. HEAD is GET without a body: the same operation. */
+const BY_ROUTE: ReadonlyMap<string, ReadonlyMap<string, PolicyOperationId>> = (() => {
+  const byRoute = new Map<string, Map<string, PolicyOperationId>>();
+  for (const row of OPERATIONS.filter(isListable)) {
+    const template = BASE_PATH + row.path;
+    let byMethod = byRoute.get(template);
+    if (!byMethod) byRoute.set(template, (byMethod = new Map()));
+    byMethod.set(row.method, row.id);
+    if (row.method === 'GET') byMethod.set('HEAD', row.id);
+  }
+  return byRoute;
+})();
 
 /**
  * The operation a request names, from its method and matched route template; null when it names
@@ -33,7 +36,7 @@ const OPERATIONS: ReadonlyMap<string, ReadonlyMap<string, PolicyOperationId>> = 
  */
 export function operationIdOf(method: string, routeTemplate: string | undefined): PolicyOperationId | null {
   if (routeTemplate === undefined) return null;
-  return OPERATIONS.get(routeTemplate)?.get(method) ?? null;
+  return BY_ROUTE.get(routeTemplate)?.get(method) ?? null;
 }
 
 const KNOWN: ReadonlySet<string> = new Set(POLICY_OPERATION_IDS);

@@ -1,5 +1,5 @@
 import type { DeprecationConfig } from '../../shared/config';
-import { BASE_PATH, deprecatedOperationId } from '../../shared/public-api';
+import { BASE_PATH, deprecatedOperationId, operationAt } from '../../shared/public-api';
 
 /** A deprecation from config with its instants parsed once and its headers written once. */
 export interface DeprecationNotice {
@@ -16,12 +16,14 @@ function linkHeader(successor: string, docs: string): string {
 }
 
 /**
- * Builds the lookup the hot path uses: operation id → notice. Deprecation is
- * RFC 9745 (`@<unix seconds>`), Sunset is RFC 8594 (an HTTP-date).
+ * Builds the lookup the hot path uses: operation id → notice, for the rows of the operation table
+ * (src/shared/public-api.ts) config `deprecations` names (the config's schema refuses any other).
+ * Deprecation is RFC 9745 (`@<unix seconds>`), Sunset is RFC 8594 (an HTTP-date).
  */
 export function buildDeprecations(entries: DeprecationConfig[]): Map<string, DeprecationNotice> {
   const notices = new Map<string, DeprecationNotice>();
   for (const entry of entries) {
+    if (!operationAt(entry.method, entry.path)) throw new Error(`${entry.method} ${entry.path} is no operation`);
     const deprecatedAt = Date.parse(entry.deprecatedAt);
     const sunsetAt = Date.parse(entry.sunset);
     const template = BASE_PATH + entry.path;

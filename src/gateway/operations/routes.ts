@@ -1,4 +1,6 @@
-/** The public API's routes, as templates under the base path. The one place the gateway learns its API. */
+import { BASE_PATH, OPERATIONS, type PublicOperation } from '../../shared/public-api';
+
+/** The public API's routes: the operation table (src/shared/public-api.ts) grouped by route template. */
 
 export interface RouteMatch {
   /** Route template with the base path, e.g. `/v1/pets/{petId}`: the only form a metric label takes. */
@@ -14,52 +16,62 @@ export interface RouteMatch {
   answeredByGateway?: 'usage' | 'revoke';
 }
 
-const petsCollection: RouteMatch = {
-  template: '/v1/pets',
-  relativeTemplate: '/pets',
-  allowedMethods: ['GET', 'HEAD', 'POST'],
-};
-const petItem: RouteMatch = {
-  template: '/v1/pets/{petId}',
-  relativeTemplate: '/pets/{petId}',
-  allowedMethods: ['GET', 'HEAD'],
-};
+/** The one route template clients also reach with a trailing slash (`/v1/pets/`), as they always could. */
+const ALSO_WITH_SLASH = '/pets';
 
-/** The caller's own limits and their use (CONTRACT §3), answered by the gateway without consuming a unit. */
-export const usageRoute: RouteMatch = {
-  template: '/v1/usage',
-  relativeTemplate: '/usage',
-  allowedMethods: ['GET', 'HEAD'],
-  answeredByGateway: 'usage',
-};
+function routeOf(path: string, rows: readonly PublicOperation[]): RouteMatch {
+  const answeredByGateway = rows.find((row) => row.answeredByGateway)?.answeredByGateway;
+  return {
+    template: BASE_PATH + path,
+    relativeTemplate: path,
+    allowedMethods: rows.flatMap((row) => (row.method === 'GET' ? ['GET', 'HEAD'] : [row.method])),
+    ...(answeredByGateway ? { answeredByGateway } : {}),
+  };
+}
 
-/**
- * The caller's key revokes itself (CONTRACT §4): whoever holds a leaked key can kill it. Answered
- * by the gateway; no access policy, limit or ban of the key stops it.
- */
-export const revokeRoute: RouteMatch = {
-  template: '/v1/keys/revoke',
-  relativeTemplate: '/keys/revoke',
-  allowedMethods: ['POST'],
-  answeredByGateway: 'revoke',
-};
+/** Route templates under the base path → their route, in the table's order. */
+const ROUTES: ReadonlyMap<string, RouteMatch> = (() => {
+  const rowsByPath = new Map<string, PublicOperation[]>();
+  for (const row of OPERATIONS) rowsByPath.set(row.path, [...(rowsByPath.get(row.path) ?? []), row]);
+  return new Map([...rowsByPath].map(([path, rows]) => [path, routeOf(path, rows)]));
+})();
+
+/** Whole request paths of routes without a parameter → route. */
+const LITERAL = new Map<string, RouteMatch>();
+/** Routes whose last segment is a parameter (`/pets/{petId}`): the path before it → route. */
+const PARAMETER_LAST: Array<{ prefix: string; route: RouteMatch }> = [];
+for (const [path, route] of ROUTES) {
+  const parameter = path.indexOf('{');
+  if (parameter === -1) {
+    LITERAL.set(route.template, route);
+    if (path === ALSO_WITH_SLASH) LITERAL.set(`${route.template}/`, route);
+  } else if (path.lastIndexOf('/') === parameter - 1 && path.endsWith('}')) {
+    PARAMETER_LAST.push({ prefix: BASE_PATH + path.slice(0, parameter), route });
+  } else {
+    throw new Error(`route ${path}: a parameter may only be the last segment`);
+  }
+}
+
+/** The route `/v1/usage` (GET /v1/usage, answered by the gateway without consuming a unit). */
+export const usageRoute: RouteMatch = ROUTES.get('/usage')!;
+
+/** The route `/v1/keys/revoke` (the caller's key revokes itself; no policy, limit or ban stops it). */
+export const revokeRoute: RouteMatch = ROUTES.get('/keys/revoke')!;
 
 /** Every route's template: the values the `route` label of a metric takes besides `unmatched`. */
-export const ROUTE_TEMPLATES: readonly string[] = [petsCollection, petItem, usageRoute, revokeRoute].map(
-  (route) => route.template,
-);
+export const ROUTE_TEMPLATES: readonly string[] = [...ROUTES.values()].map((route) => route.template);
 
 /**
- * Matches a request path (no query string) to a route. Any segment counts as a `petId` here; the
- * inventory decides whether it is a valid identifier and answers 400 if not.
+ * Matches a request path (no query string) to a route: one Map lookup, else a prefix per
+ * parameterised route. Any segment counts as a `petId` here; the inventory decides whether it is a
+ * valid identifier and answers 400 if not.
  */
 export function matchRoute(pathname: string): RouteMatch | null {
-  if (pathname === '/v1/pets' || pathname === '/v1/pets/') return petsCollection;
-  if (pathname === '/v1/usage') return usageRoute;
-  if (pathname === '/v1/keys/revoke') return revokeRoute;
-  if (pathname.startsWith('/v1/pets/')) {
-    const rest = pathname.slice('/v1/pets/'.length);
-    if (rest.length > 0 && !rest.includes('/')) return petItem;
+  const literal = LITERAL.get(pathname);
+  if (literal) return literal;
+  for (const { prefix, route } of PARAMETER_LAST) {
+    if (pathname.length > prefix.length && pathname.startsWith(prefix) && !pathname.includes('/', prefix.length))
+      return route;
   }
   return null;
 }

@@ -5,6 +5,8 @@
  * limits (`limitsBelowCost`).
  */
 
+import { operationAt, operationNames } from '../public-api';
+
 /** The largest weight one operation may have; far above any sane plan's minute. */
 export const MAX_OPERATION_COST = 1_000_000;
 
@@ -14,6 +16,33 @@ interface CostRow {
   method: string;
   path: string;
   cost: number;
+}
+
+type Issue = { path: (string | number)[]; message: string };
+
+/** A route template under the base path, as config `costs` and `deprecations` name one: `/pets/{petId}`. */
+export const ROUTE_TEMPLATE = /^\/[A-Za-z0-9_{}/-]*$/;
+
+/**
+ * One issue per row of `costs` or `deprecations` that names no operation of the operation table
+ * (src/shared/public-api.ts): such a row would never apply, and a typo in it would go unseen. A
+ * path that is no template is told so by the schema, and not again here.
+ */
+export function operationIssues(lists: {
+  costs: readonly { method: string; path: string }[];
+  deprecations: readonly { method: string; path: string }[];
+}): Issue[] {
+  const issues: Issue[] = [];
+  for (const list of ['costs', 'deprecations'] as const) {
+    for (const [i, row] of lists[list].entries()) {
+      if (ROUTE_TEMPLATE.test(row.path) && operationAt(row.method, row.path) === undefined)
+        issues.push({
+          path: [list, i],
+          message: `${row.method} ${row.path} is no operation of the public API (${operationNames()})`,
+        });
+    }
+  }
+  return issues;
 }
 
 type Limits = Partial<Record<(typeof WINDOWS)[number], number>>;
@@ -36,11 +65,8 @@ export function limitsBelowCost(limits: Limits, cost: number): string[] {
 }
 
 /** One issue per plan window below the largest cost, and per cost rule given twice. */
-export function costIssues(
-  plans: Readonly<Record<string, Limits>>,
-  costs: readonly CostRow[],
-): { path: (string | number)[]; message: string }[] {
-  const issues: { path: (string | number)[]; message: string }[] = [];
+export function costIssues(plans: Readonly<Record<string, Limits>>, costs: readonly CostRow[]): Issue[] {
+  const issues: Issue[] = [];
   const seen = new Set<string>();
   for (const [i, row] of costs.entries()) {
     const id = `${row.method} ${row.path}`;

@@ -11,7 +11,7 @@ import {
   workerCount,
 } from './fields';
 import { redisConfigured, redisSourceCount } from './redis-sources';
-import { costIssues, MAX_OPERATION_COST } from './costs';
+import { costIssues, MAX_OPERATION_COST, operationIssues, ROUTE_TEMPLATE } from './costs';
 import { notificationIssues, notificationsSchema } from './notifications';
 import { secretScanningIssues, secretScanningSchema } from './secret-scanning';
 import { usageEventsIssues, usageEventsSchema } from './usage-events';
@@ -58,7 +58,7 @@ const trustedProxy = z.string().superRefine((entry, ctx) => {
 const deprecationSchema = z.strictObject({
   method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
   /** Route template under the base path, e.g. `/pets/{petId}`. */
-  path: z.string().regex(/^\/[A-Za-z0-9_{}/-]*$/, 'must be a route template under the base path, e.g. /pets/{petId}'),
+  path: z.string().regex(ROUTE_TEMPLATE, 'must be a route template under the base path, e.g. /pets/{petId}'),
   deprecatedAt: instant,
   sunset: instant,
   successor: z.string().min(1),
@@ -311,6 +311,7 @@ export const configSchema = z
       });
     }
     for (const issue of costIssues(c.plans, c.costs)) ctx.addIssue({ code: 'custom', ...issue });
+    for (const issue of operationIssues(c)) ctx.addIssue({ code: 'custom', ...issue });
     for (const issue of notificationIssues(c.notifications, c.server)) ctx.addIssue({ code: 'custom', ...issue });
     for (const issue of secretScanningIssues(c.secretScanning)) ctx.addIssue({ code: 'custom', ...issue });
     for (const issue of usageEventsIssues(c.usageEvents)) ctx.addIssue({ code: 'custom', ...issue });

@@ -304,6 +304,11 @@ describe('deprecations', () => {
       { path: '/pets?status=sold' },
       'invalid setting deprecations.0.path: must be a route template under the base path, e.g. /pets/{petId}',
     ],
+    [
+      'an operation not in the table',
+      { method: 'DELETE' },
+      'invalid setting deprecations.0: DELETE /pets/{petId} is no operation of the public API (GET /pets, POST /pets, GET /pets/{petId}, GET /usage, POST /keys/revoke)',
+    ],
     ['an empty successor', { successor: '' }, 'invalid setting deprecations.0.successor: must not be empty'],
     ['a missing docs link', { docs: undefined }, 'missing setting deprecations.0.docs: must be a string'],
     [
@@ -368,6 +373,11 @@ describe('costs and month quotas (CONTRACT §4)', () => {
       'a path that is no template',
       [{ ...post, path: 'pets' }],
       'invalid setting costs.0.path: must be a route template under the base path, e.g. /pets/{petId}',
+    ],
+    [
+      'a row that names no operation of the table',
+      [post, { ...post, method: 'DELETE', path: '/pets/{petId}' }],
+      'invalid setting costs.1: DELETE /pets/{petId} is no operation of the public API (GET /pets, POST /pets, GET /pets/{petId}, GET /usage, POST /keys/revoke)',
     ],
   ])('%s is refused', (_label, costs, message) => {
     expect(refusal(fromOverrides({ costs }))).toBe(message);

@@ -1,5 +1,5 @@
-import { allowHeader, matchRoute } from '../../../../src/gateway/operations/routes';
-import { BASE_PATH } from '../../../../src/shared/public-api';
+import { allowHeader, matchRoute, ROUTE_TEMPLATES } from '../../../../src/gateway/operations/routes';
+import { BASE_PATH, OPERATIONS } from '../../../../src/shared/public-api';
 
 describe('matchRoute', () => {
   it.each([
@@ -22,12 +22,25 @@ describe('matchRoute', () => {
     '/v1/pets//',
     '/v1/pets/1/',
     '/v1/PETS',
+    '/v1/usage/',
+    '/v1/keys/revoke/',
+    '/v1/keys',
     '/v1/petsx',
     '/pets',
     '/v2/pets',
     '',
   ])('%s matches nothing', (path) => {
     expect(matchRoute(path)).toBeNull();
+  });
+
+  it('every row of the operation table is matched, its method allowed on its route, and no other route exists', () => {
+    for (const row of OPERATIONS) {
+      const route = matchRoute(BASE_PATH + row.path.replace('{petId}', '7'))!;
+      expect(route).toMatchObject({ template: BASE_PATH + row.path, relativeTemplate: row.path });
+      expect(route.allowedMethods).toContain(row.method);
+      expect(route.answeredByGateway).toBe('answeredByGateway' in row ? row.answeredByGateway : undefined);
+    }
+    expect(ROUTE_TEMPLATES).toEqual(['/v1/pets', '/v1/pets/{petId}', '/v1/usage', '/v1/keys/revoke']);
   });
 
   it('templates carry the base path; relative templates are what deprecations name', () => {
