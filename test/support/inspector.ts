@@ -1,3 +1,5 @@
+import { eventually } from './eventually';
+
 /**
  * The live heap of a child process, read through its inspector (started with
  * `NODE_OPTIONS=--inspect=127.0.0.1:0`): a full garbage collection first, so that what is counted
@@ -7,14 +9,9 @@
 
 /** The inspector's WebSocket URL, once the child has printed it on stderr. */
 export async function inspectorUrl(stderr: () => string, timeoutMs = 10_000): Promise<string> {
-  const startedAt = Date.now();
-  for (;;) {
-    const match = /Debugger listening on (ws:\/\/\S+)/.exec(stderr());
-    if (match) return match[1]!;
-    if (Date.now() - startedAt > timeoutMs)
-      throw new Error(`no inspector URL on stderr within ${timeoutMs} ms:\n${stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const url = () => /Debugger listening on (ws:\/\/\S+)/.exec(stderr())?.[1];
+  await eventually(() => url() !== undefined, { timeoutMs, what: () => `an inspector URL on stderr:\n${stderr()}` });
+  return url()!;
 }
 
 /** Bytes the heap holds after two full collections (the second catches what the first freed up for). */

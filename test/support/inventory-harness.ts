@@ -17,6 +17,7 @@ import { inventoryDatabasePath, startInventory, type RunningInventory } from '..
 import type { NewPet, Pet } from '../../src/inventory/pet';
 import { freePort } from './redis-server';
 import { START_HANG_GUARD_MS } from '../integration/startup/startup-kit';
+import { eventually } from './eventually';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 export const TEST_SIGNING_SECRET = 'inventory-test-secret-0123456789abcdef';
@@ -174,25 +175,30 @@ export async function spawnInventoryProcess(options: {
   if (options.waitUntilReady === false) return processHandle;
 
   // The start guard of docs/testing.md: a hang guard, not a claim about speed (a start took over 20 s at load 20-27).
-  const deadline = Date.now() + START_HANG_GUARD_MS;
   let ended = false;
   void exited.then(() => {
     ended = true;
   });
-  for (;;) {
-    if (ended) throw new Error(`inventory process exited before it was ready:\n${stderr}`);
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.status === 200) return processHandle;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`inventory process did not answer /healthz within ${START_HANG_GUARD_MS / 1000} s:\n${stderr}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  try {
+    await eventually(
+      async () => {
+        if (ended) throw new Error(`inventory process exited before it was ready:\n${stderr}`);
+        return fetch(`${url}/healthz`).then(
+          (res) => res.status === 200,
+          () => false, // not listening yet
+        );
+      },
+      {
+        timeoutMs: START_HANG_GUARD_MS,
+        pollMs: 50,
+        what: () => `the inventory process answering /healthz:\n${stderr}`,
+      },
+    );
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
   }
+  return processHandle;
 }
 
 /** Sends `signal` and waits for the process to end. */

@@ -5,6 +5,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { assertRedisServerAvailable, freePort, startRedisServer, type RedisProcess } from './redis-server';
 import { redisTlsArgs, type TestCertificates } from './tls-certs';
+import { eventually } from './eventually';
 
 export interface SentinelSetup {
   primary: RedisProcess;
@@ -92,15 +93,21 @@ export async function startSentinelSetup(
     }
   };
   // Every sentinel up and knowing the primary, and the replica in sync, before a test relies on them.
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const answers = await Promise.all(plainSentinels.map(ask));
-    const replicaInfo = await replicaLinkUp(replica.port);
-    if (answers.every((a) => a === `127.0.0.1:${primaryPort}`) && replicaInfo) break;
-    if (Date.now() > deadline)
-      throw new Error(`sentinels did not come up: ${JSON.stringify(answers)}, replica link up: ${replicaInfo}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  // Redis's own timing: a hang guard (docs/testing.md), 15 s before, which a crowded machine can outlast.
+  let answers: Array<string | null> = [];
+  let replicaInfo = false;
+  await eventually(
+    async () => {
+      answers = await Promise.all(plainSentinels.map(ask));
+      replicaInfo = await replicaLinkUp(replica.port);
+      return answers.every((a) => a === `127.0.0.1:${primaryPort}`) && replicaInfo;
+    },
+    {
+      timeoutMs: 120_000,
+      pollMs: 100,
+      what: () => `sentinels up (${JSON.stringify(answers)}) and the replica's link up (${replicaInfo})`,
+    },
+  );
   return {
     primary,
     replica,

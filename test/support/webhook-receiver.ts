@@ -2,7 +2,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { eventually } from './eventually';
 
 /** A fresh Standard Webhooks secret: `whsec_` and the base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
@@ -90,13 +89,4 @@ export class WebhookReceiver {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
-}
-
-/** The webhook suites' spelling of the kit's one wait (`eventually`): `what` first, polled every 25 ms. */
-export async function waitUntil(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 20_000,
-): Promise<void> {
-  await eventually(check, { what, timeoutMs, pollMs: 25 });
 }

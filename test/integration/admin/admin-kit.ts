@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import request from 'supertest';
 import type { ProductHarness } from '../../support/product-harness';
+import { logLines } from '../../support/log-lines';
 
 /**
  * Shared helpers of the admin suites: authenticated requests against a running product's admin
@@ -23,9 +24,9 @@ export function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-/** The JSON log lines a product wrote, parsed. */
+/** The JSON log lines a product wrote, parsed (the kit's reader, `test/support/log-lines.ts`). */
 export function logRecords(product: ProductHarness): Array<Record<string, unknown>> {
-  return product.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  return logLines(product);
 }
 
 export const ISO_INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;

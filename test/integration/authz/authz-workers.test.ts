@@ -11,6 +11,7 @@ import {
   type MainProcess,
 } from '../startup/startup-kit';
 import { eventually } from '../../support/eventually';
+import { logLines } from '../../support/log-lines';
 import { createKey } from '../../support/keys';
 
 /**
@@ -76,12 +77,7 @@ test('WORKERS=2: both workers decide, exactly (80 concurrent decisions, a day li
     refused: answers.filter((a) => a.decided === '429').length,
   }).toEqual({ allowed: 30, refused: 50 });
 
-  const lines = () =>
-    main
-      .stdout()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { msg: string; worker?: number; plans?: string[] });
+  const lines = () => logLines(main.stdout()) as Array<{ msg: string; worker?: number; plans?: string[] }>;
   await eventually(() => lines().filter((line) => line.msg === 'authz decision').length >= 80, {
     timeoutMs: START_HANG_GUARD_MS,
     what: '80 decision lines',

@@ -6,6 +6,7 @@ import request from 'supertest';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient } from '../../support/tls-client';
 import { eventually } from '../../support/eventually';
+import { logLinesWith, type LogLine } from '../../support/log-lines';
 import { createKey, type CreatedKey } from '../../support/keys';
 import { listenOnLoopback } from '../../support/loopback';
 import { startTestProduct, type ProductHarness } from './gateway-kit';
@@ -235,15 +236,11 @@ function closedMidAnswer(product: ProductHarness, auth: string, id: string, tls:
 
 /** The gateway's request log lines by request id, read as they are written. */
 function requestLog(product: ProductHarness): (id: string) => Record<string, unknown> | undefined {
-  const byId = new Map<string, Record<string, unknown>>();
+  const byId = new Map<string, LogLine>();
   let read = 0;
   return (id) => {
-    for (; read < product.logs.lines.length; read++) {
-      const line = product.logs.lines[read]!;
-      if (!line.includes('"msg":"request"')) continue;
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      byId.set(String(entry.requestId), entry);
-    }
+    for (const entry of logLinesWith(product, { msg: 'request' }, read)) byId.set(String(entry.requestId), entry);
+    read = product.logs.lines.length;
     return byId.get(id);
   };
 }

@@ -17,6 +17,7 @@ import {
   type TestUpstream,
 } from './gateway-kit';
 import { eventually } from '../../support/eventually';
+import { logLines } from '../../support/log-lines';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';
 
@@ -218,9 +219,7 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
     const metrics = (await request(product.adminUrl).get('/metrics').expect(200)).text;
     expect(metrics).toMatch(/^gateway_admin_auth_failures_total\{reason="invalid"\} 4$/m);
     expect(metrics).toMatch(/^gateway_admin_auth_failures_total\{reason="locked_out"\} 1$/m);
-    const refusals = product.logs.lines
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .filter((entry) => entry.msg === 'admin token refused');
+    const refusals = logLines(product).filter((entry) => entry.msg === 'admin token refused');
     expect(refusals).toHaveLength(4);
     for (const entry of refusals)
       expect(entry).toEqual(expect.objectContaining({ reason: 'invalid', clientAddress: '127.0.0.1' }));
@@ -253,7 +252,7 @@ describe('failed admin tokens: slowed, counted, logged, locked out', () => {
     expect((await adminGetFrom('127.0.43.1', product.adminToken)).status).toBe(200);
     expect((await adminGetFrom('127.0.0.1', product.adminToken)).status).toBe(200);
     // One line says the lockout over all addresses started, rather than one per refusal.
-    const lines = product.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = logLines(product);
     expect(lines.filter((entry) => entry.msg === 'admin token refused')).toHaveLength(TOTAL);
     expect(
       lines.filter(
@@ -417,9 +416,7 @@ describe('the listener bounds slow and numerous clients (config server.*)', () =
     } finally {
       clearInterval(trickle);
     }
-    const log = product.logs.lines
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .find((entry) => entry.msg === 'request timed out before it arrived');
+    const log = logLines(product).find((entry) => entry.msg === 'request timed out before it arrived');
     expect(log).toEqual(expect.objectContaining({ reason: 'ERR_HTTP_REQUEST_TIMEOUT', clientAddress: '127.0.0.1' }));
   });
 

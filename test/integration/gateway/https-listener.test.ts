@@ -5,7 +5,8 @@ import request from 'supertest';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { TlsClient, type Protocol, type TlsAnswer } from '../../support/tls-client';
 import { startRecordingUpstream, startTestProduct, type ProductHarness, type TestUpstream } from './gateway-kit';
-import { logEntries, scrape, total } from './listener-kit';
+import { eventuallyLogLine } from '../../support/log-lines';
+import { scrape, total } from './listener-kit';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';
 
@@ -124,22 +125,13 @@ describe.each<Protocol>(['h2', 'http/1.1'])('the contract over HTTPS, %s', (prot
   it('logs each request with its protocol and counts it in the metrics', async () => {
     const res = await client.request({ path: '/v1/pets', headers: { 'x-request-id': 'req-tls-logged' } });
     expect(res.status).toBe(401);
-    const line = await waitForLogLine(product, 'req-tls-logged');
+    const line = await eventuallyLogLine(product, { msg: 'request', requestId: 'req-tls-logged' });
     expect(line).toMatchObject({ msg: 'request', protocol, status: 401, route: '/v1/pets' });
     expect(
       total(await scrape(product, 'gateway_http_requests_total'), { route: '/v1/pets', status_code: '401' }),
     ).toBeGreaterThan(0);
   });
 });
-
-async function waitForLogLine(product: ProductHarness, requestId: string): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 2000;
-  for (;;) {
-    const line = logEntries(product).find((entry) => entry.requestId === requestId && entry.msg === 'request');
-    if (line || Date.now() > deadline) return line ?? {};
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe.each(['undici', 'http-proxy'] as const)('forwarding HTTP/2 requests with the %s forwarder', (forwarder) => {
   let product: ProductHarness;
@@ -302,7 +294,7 @@ describe('HTTP/2 requests Node would answer, or serve, without the gateway', () 
     const res = await h2({ ':method': 'CONNECT', ':authority': 'db.internal:5432', 'x-request-id': 'req-h2-connect' });
     expectError(res, 405, 'method_not_allowed');
     expect(res.headers['x-request-id']).toBe('req-h2-connect');
-    const line = await waitForLogLine(product, 'req-h2-connect');
+    const line = await eventuallyLogLine(product, { msg: 'request', requestId: 'req-h2-connect' });
     expect(line).toMatchObject({ msg: 'request', status: 405 });
     // The session goes on serving.
     expect((await client.request({ path: '/v1/pets' })).status).toBe(401);

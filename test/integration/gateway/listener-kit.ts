@@ -2,6 +2,7 @@ import net from 'node:net';
 import request from 'supertest';
 import { parseResponse, type RawResponse } from '../reliability/raw-http';
 import type { ProductHarness } from './gateway-kit';
+import { logLines } from '../../support/log-lines';
 
 /**
  * Helpers of the suites on the listeners themselves (parser refusals, timeouts): a raw connection
@@ -116,7 +117,7 @@ export function total(samples: readonly Sample[], labels: Record<string, string>
     .reduce((sum, s) => sum + s.value, 0);
 }
 
-/** The product's captured log lines, parsed. */
+/** The product's captured log lines, parsed (the kit's reader, `test/support/log-lines.ts`). */
 export function logEntries(product: ProductHarness): Array<Record<string, unknown>> {
-  return product.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  return logLines(product);
 }

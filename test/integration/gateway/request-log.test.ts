@@ -1,21 +1,16 @@
 import request from 'supertest';
 import { startTestProduct, type ProductHarness } from './gateway-kit';
 import { createKey } from '../../support/keys';
+import { logLines, type LogLine } from '../../support/log-lines';
 
 /**
  * Issue 5: one JSON line per request with the fields operators search by, the client's request id
  * carried to the inventory and found in both services' lines, and never a key.
  */
 
-type LogLine = Record<string, unknown>;
-
-function parsed(product: ProductHarness): LogLine[] {
-  return product.logs.lines.map((line) => JSON.parse(line) as LogLine);
-}
-
 /** The gateway's per-request lines (the inventory's carry component "inventory"). */
 function gatewayLines(product: ProductHarness, requestId: string): LogLine[] {
-  return parsed(product).filter((l) => l.msg === 'request' && l.requestId === requestId && l.component === undefined);
+  return logLines(product).filter((l) => l.msg === 'request' && l.requestId === requestId && l.component === undefined);
 }
 
 describe('request log lines', () => {
@@ -65,7 +60,9 @@ describe('request log lines', () => {
       .get('/v1/pets/1')
       .set('Authorization', `Bearer ${key}`)
       .set('X-Request-Id', 'trace-both-2');
-    const inventoryLines = parsed(product).filter((l) => l.component === 'inventory' && l.requestId === 'trace-both-2');
+    const inventoryLines = logLines(product).filter(
+      (l) => l.component === 'inventory' && l.requestId === 'trace-both-2',
+    );
     expect(inventoryLines.length).toBeGreaterThanOrEqual(1);
     expect(gatewayLines(product, 'trace-both-2')).toHaveLength(1);
   });

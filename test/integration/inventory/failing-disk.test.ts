@@ -15,6 +15,7 @@ import {
   type RawResponse,
 } from '../../support/inventory-harness';
 import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
+import { eventually } from '../../support/eventually';
 
 /**
  * The standalone inventory (src/inventory/main.ts, a real child process) on a disk that cannot take
@@ -69,12 +70,12 @@ async function readyz(proc: InventoryProcess): Promise<RawResponse> {
 
 /** /readyz answers a probe at most once a second, so a change shows within a short window. */
 async function readyzBecomes(proc: InventoryProcess, status: number): Promise<RawResponse> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const res = await readyz(proc);
-    if (res.status === status || Date.now() > deadline) return res;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  let last: RawResponse | undefined;
+  await eventually(async () => (last = await readyz(proc)).status === status, {
+    pollMs: 100,
+    what: () => `/readyz ${status} (last ${last?.status}: ${JSON.stringify(last?.body)})`,
+  });
+  return last!;
 }
 
 /** Every row of the pets table, through a read-only connection of the test's own. */

@@ -20,6 +20,7 @@ import {
   type TestInventory,
 } from '../../support/inventory-harness';
 import { LogCapture, startTestProduct, type ProductHarness } from '../../support/product-harness';
+import { eventuallyLogLine, logLines } from '../../support/log-lines';
 
 interface Sample {
   name: string;
@@ -49,10 +50,6 @@ function byRequest(samples: Sample[], name: string): Record<string, number> {
     counts[`${s.labels.method} ${s.labels.route} ${s.labels.status_code}`] = s.value;
   }
   return counts;
-}
-
-function parseLines(logs: LogCapture): Array<Record<string, unknown>> {
-  return logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 const TEMPLATES = ['/v1/pets', '/v1/pets/{petId}', '/healthz', '/readyz', '/metrics', UNMATCHED_ROUTE];
@@ -267,7 +264,7 @@ describe('inventory observability: metrics and one log line per request', () => 
   });
 
   it('writes one compact request line per request, with the caller-sent request id', () => {
-    const lines = parseLines(logs).filter((line) => line.msg === 'request');
+    const lines = logLines(logs).filter((line) => line.msg === 'request');
     for (const want of expected) {
       const mine = lines.filter((line) => line.requestId === want.requestId);
       expect({ requestId: want.requestId, lines: mine.length }).toEqual({ requestId: want.requestId, lines: 1 });
@@ -294,7 +291,7 @@ describe('inventory observability: metrics and one log line per request', () => 
 
   it('logs the probes at debug and the API at info', () => {
     const levelOf = (requestId: string) =>
-      parseLines(logs).find((line) => line.msg === 'request' && line.requestId === requestId)?.level;
+      logLines(logs).find((line) => line.msg === 'request' && line.requestId === requestId)?.level;
     expect(levelOf('obs-healthz')).toBe(20);
     expect(levelOf('obs-readyz')).toBe(20);
     expect(levelOf('obs-metrics')).toBe(20);
@@ -317,7 +314,7 @@ describe('inventory observability: metrics and one log line per request', () => 
     const res = await inventory.get('/v1/pets?limit=1', { 'X-Request-Id': 'has space; and more' });
     const sent = res.headers['x-request-id'] as string;
     expect(sent).toMatch(/^[0-9a-f-]{36}$/);
-    const line = await waitForLine(logs, sent);
+    const line = await eventuallyLogLine(logs, { msg: 'request', requestId: sent });
     expect(line).toMatchObject({ requestId: sent, route: '/v1/pets', status: 200 });
     expect(logs.text()).not.toContain('has space');
   });
@@ -330,17 +327,6 @@ describe('inventory observability: metrics and one log line per request', () => 
     expect(post.headers.allow).toBe('GET, HEAD');
   });
 });
-
-/** The request line with this id; the line is written on 'finish', which may trail the response by a tick. */
-async function waitForLine(logs: LogCapture, requestId: string): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const line = parseLines(logs).find((l) => l.msg === 'request' && l.requestId === requestId);
-    if (line) return line;
-    if (Date.now() > deadline) throw new Error(`no request line for ${requestId}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 describe('inventory /readyz and metrics when the database fails', () => {
   it('answers 503 naming the database, counted under /readyz, with the failed ping timed', async () => {
@@ -391,7 +377,7 @@ describe('inventory /readyz and metrics when the database fails', () => {
 
     const res = await request(app).get('/v1/pets').set(UPSTREAM_TOKEN_HEADER, token).set('X-Request-Id', 'obs-500');
     expect(res.status).toBe(500);
-    const line = await waitForLine(logs, 'obs-500');
+    const line = await eventuallyLogLine(logs, { msg: 'request', requestId: 'obs-500' });
     expect(line).toMatchObject({ level: 50, method: 'GET', route: '/v1/pets', status: 500, keyId: 'key-500' });
     expect(line).not.toHaveProperty('err');
     expect(logs.text()).not.toContain(token);
@@ -465,7 +451,7 @@ describe('the gateway never serves or forwards the inventory metrics', () => {
     const inventoryText = await inventory.metrics.metrics();
     const counts = byRequest(parseMetrics(inventoryText), 'inventory_http_requests_total');
     expect(counts).toEqual({ 'GET /v1/pets/{petId} 400': 1 });
-    const inventoryLines = parseLines(product.logs).filter(
+    const inventoryLines = logLines(product.logs).filter(
       (line) => line.component === 'inventory' && line.msg === 'request',
     );
     expect(inventoryLines.map((line) => [line.route, line.status])).toEqual([['/v1/pets/{petId}', 400]]);

@@ -6,6 +6,7 @@ import { openInventoryDatabase } from '../../../src/inventory/database';
 import { SqlitePetRepository, type PetRepository } from '../../../src/inventory/pet-repository';
 import { systemClock } from '../../../src/shared/clock';
 import { createLogger } from '../../../src/shared/logger';
+import { logLines } from '../../support/log-lines';
 import { UPSTREAM_TOKEN_HEADER, UpstreamTokenVerifier } from '../../../src/shared/http/upstream-token';
 import {
   makeTempDir,
@@ -139,12 +140,7 @@ describe('inventory: failures inside the service', () => {
     });
     return {
       logger: createLogger('warn', sink),
-      lines: () =>
-        chunks
-          .join('')
-          .split('\n')
-          .filter(Boolean)
-          .map((line) => JSON.parse(line) as Record<string, unknown>),
+      lines: () => logLines(chunks.join('')),
     };
   }
 

@@ -5,6 +5,7 @@ import { createKeyDurabilityMetrics } from '../../../src/keys/durability/key-dur
 import { checkRedisDurability } from '../../../src/keys/durability/redis-durability-check';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { LogCapture } from '../../support/product-harness';
+import { logLinesWith } from '../../support/log-lines';
 
 /**
  * The startup check of CONTRACT §4 on real redis-servers: persistence off, an evicting policy, a
@@ -46,10 +47,7 @@ async function check(args: string[], username?: string, password?: string, aclUs
     .sort();
   return {
     risks: [...risks].sort(),
-    warnings: logs.lines
-      .map((l) => JSON.parse(l) as { level: number; msg: string })
-      .filter((l) => l.level === 40)
-      .map((l) => l.msg),
+    warnings: logLinesWith(logs, { level: 40 }).map((l) => l.msg),
     gauge,
   };
 }

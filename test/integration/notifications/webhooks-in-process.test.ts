@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { ManualClock } from '../../../src/shared/clock';
 import { eventId } from '../../../src/notifications/events';
-import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
+import { eventually } from '../../support/eventually';
+import { WebhookReceiver } from '../../support/webhook-receiver';
 import { call, deliveriesCounted, outboxEvents, startWithWebhooks } from './notifications-kit';
 
 /**
@@ -35,10 +36,10 @@ test('an event survives the gateway restart while its receiver is down, and is d
     keyId = record.id;
     for (let i = 0; i < 4; i++) expect(await call(first, key)).toBe(200);
     // The receiver is down: the first attempt fails and the event stays.
-    await waitUntil(
-      'a failed attempt',
-      async () => (await deliveriesCounted(first, 'quota.threshold', 'failure')) === 1,
-    );
+    await eventually(async () => (await deliveriesCounted(first, 'quota.threshold', 'failure')) === 1, {
+      what: 'a failed attempt',
+      timeoutMs: 20_000,
+    });
     expect(await outboxEvents(first)).toBe(1);
   } finally {
     await first.close();
@@ -48,7 +49,10 @@ test('an event survives the gateway restart while its receiver is down, and is d
   const second = await startWithWebhooks([back], options);
   try {
     clock.advance(6000);
-    await waitUntil('the delivery after the restart', () => back.deliveredIds().length === 1);
+    await eventually(() => back.deliveredIds().length === 1, {
+      what: 'the delivery after the restart',
+      timeoutMs: 20_000,
+    });
     const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
     expect(back.deliveries.map((d) => ({ id: d.id, data: d.body.data }))).toEqual([
       {
@@ -56,7 +60,7 @@ test('an event survives the gateway restart while its receiver is down, and is d
         data: expect.objectContaining({ keyId, threshold: 80, used: 4, limit: 5 }),
       },
     ]);
-    await waitUntil('an empty outbox', async () => (await outboxEvents(second)) === 0);
+    await eventually(async () => (await outboxEvents(second)) === 0, { what: 'an empty outbox', timeoutMs: 20_000 });
   } finally {
     await second.close();
     await back.stop();

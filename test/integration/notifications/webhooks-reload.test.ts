@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
-import { call, outboxEvents } from './notifications-kit';
 import { eventually } from '../../support/eventually';
+import { WebhookReceiver } from '../../support/webhook-receiver';
+import { call, outboxEvents } from './notifications-kit';
 import { loopbackNameFromHosts } from '../../support/loopback-names';
 import { startupFailureLine } from '../../../src/lifecycle';
 
@@ -67,7 +67,7 @@ test('without receivers nothing is kept; a reload that adds one is in force for 
     body: expect.objectContaining({ result: 'success', restartNeeded: [] }),
   });
   const keyId = await crossEightyPercent();
-  await waitUntil('the delivery', () => receiver.deliveredIds().length === 1);
+  await eventually(() => receiver.deliveredIds().length === 1, { what: 'the delivery', timeoutMs: 20_000 });
   expect(receiver.deliveries[0]!.body.data).toEqual(expect.objectContaining({ keyId, threshold: 80 }));
 
   // GET /admin/config shows the receiver, never its secret.
@@ -102,7 +102,10 @@ test('a reload with a bad receiver is refused, naming each problem, and the rece
   ]);
   const before = receiver.deliveredIds().length;
   await crossEightyPercent();
-  await waitUntil('a delivery to the receiver still in force', () => receiver.deliveredIds().length === before + 1);
+  await eventually(() => receiver.deliveredIds().length === before + 1, {
+    what: 'a delivery to the receiver still in force',
+    timeoutMs: 20_000,
+  });
   expect(receiver.rejected).toEqual([]);
 });
 

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { eventually } from '../../support/eventually';
-import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
+import { logLinesWith } from '../../support/log-lines';
+import { WebhookReceiver } from '../../support/webhook-receiver';
 import { call, deliveriesCounted, outboxEvents, startTestProduct, type ProductHarness } from './notifications-kit';
 
 /**
@@ -40,9 +41,9 @@ async function crossEightyPercent(product: ProductHarness): Promise<void> {
 }
 
 function droppedLines(product: ProductHarness): Array<{ deliveries: number }> {
-  return product.logs.lines
-    .map((line) => JSON.parse(line) as { msg: string; deliveries: number })
-    .filter((l) => l.msg === 'webhook deliveries to receivers no longer in the config dropped from the outbox');
+  return logLinesWith(product, {
+    msg: 'webhook deliveries to receivers no longer in the config dropped from the outbox',
+  }) as Array<{ deliveries: number }>;
 }
 
 describe.each([
@@ -78,8 +79,14 @@ describe.each([
   /** One event, delivered to `kept`, failed once at `removed` and waiting there. */
   async function eventWaitingForRemoved(product: ProductHarness): Promise<void> {
     await crossEightyPercent(product);
-    await waitUntil('the delivery to the kept receiver', () => kept.deliveredIds().length === 1);
-    await waitUntil('an attempt at the failing receiver', () => removed.deliveries.length >= 1);
+    await eventually(() => kept.deliveredIds().length === 1, {
+      what: 'the delivery to the kept receiver',
+      timeoutMs: 20_000,
+    });
+    await eventually(() => removed.deliveries.length >= 1, {
+      what: 'an attempt at the failing receiver',
+      timeoutMs: 20_000,
+    });
     expect(await outboxEvents(product)).toBe(1);
   }
 
@@ -100,7 +107,10 @@ describe.each([
 
     const attemptsAtRemoved = removed.deliveries.length;
     await crossEightyPercent(product);
-    await waitUntil('the next event at the kept receiver', () => kept.deliveredIds().length === 2);
+    await eventually(() => kept.deliveredIds().length === 2, {
+      what: 'the next event at the kept receiver',
+      timeoutMs: 20_000,
+    });
     await eventually(async () => (await outboxEvents(product)) === 0, { what: 'the next event finished' });
     expect(removed.deliveries.length).toBe(attemptsAtRemoved);
     expect(kept.rejected).toEqual([]);

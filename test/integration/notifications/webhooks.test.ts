@@ -5,7 +5,8 @@ import { WebhookSender } from '../../../src/notifications/sender';
 import { loopbackNameFromHosts } from '../../support/loopback-names';
 import { eventId } from '../../../src/notifications/events';
 import { uniqueNamespace } from '../../support/test-redis';
-import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
+import { eventually } from '../../support/eventually';
+import { WebhookReceiver } from '../../support/webhook-receiver';
 import { call, deliveriesCounted, outboxEvents, startWithWebhooks, type ProductHarness } from './notifications-kit';
 
 /**
@@ -56,9 +57,9 @@ test('a day limit of 10 used up over two instances: exactly one webhook-id for e
   expect(statuses.filter((s) => s === 200)).toHaveLength(10);
   expect(statuses.filter((s) => s === 429)).toHaveLength(2);
 
-  await waitUntil('three verified deliveries', () => hooks.deliveredIds().length >= 3);
+  await eventually(() => hooks.deliveredIds().length >= 3, { what: 'three verified deliveries', timeoutMs: 20_000 });
   // Nothing is left in the shared outbox, so no other delivery can follow.
-  await waitUntil('an empty outbox', async () => (await outboxEvents(a)) === 0);
+  await eventually(async () => (await outboxEvents(a)) === 0, { what: 'an empty outbox', timeoutMs: 20_000 });
   expect(hooks.rejected).toEqual([]);
   expect(hooks.deliveries).toHaveLength(3);
   const byThreshold = [...hooks.deliveries].sort(
@@ -104,24 +105,24 @@ test('a receiver answering 500 twice gets the same webhook-id again, retried on 
   });
   for (let i = 0; i < 4; i++) expect(await call(gateway, key)).toBe(200);
 
-  await waitUntil('the first attempt', () => hooks.deliveries.length === 1);
-  await waitUntil(
-    'its failure counted',
-    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1,
-  );
+  await eventually(() => hooks.deliveries.length === 1, { what: 'the first attempt', timeoutMs: 20_000 });
+  await eventually(async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1, {
+    what: 'its failure counted',
+    timeoutMs: 20_000,
+  });
   // Due again after its first backoff: 5 s, give or take 10 %.
   clock.advance(6000);
-  await waitUntil('the second attempt', () => hooks.deliveries.length === 2);
-  await waitUntil(
-    'its failure counted',
-    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 2,
-  );
+  await eventually(() => hooks.deliveries.length === 2, { what: 'the second attempt', timeoutMs: 20_000 });
+  await eventually(async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 2, {
+    what: 'its failure counted',
+    timeoutMs: 20_000,
+  });
   clock.advance(34_000);
-  await waitUntil('the third attempt', () => hooks.deliveries.length === 3);
-  await waitUntil(
-    'its success counted',
-    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'success')) === 1,
-  );
+  await eventually(() => hooks.deliveries.length === 3, { what: 'the third attempt', timeoutMs: 20_000 });
+  await eventually(async () => (await deliveriesCounted(gateway, 'quota.threshold', 'success')) === 1, {
+    what: 'its success counted',
+    timeoutMs: 20_000,
+  });
 
   const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
   expect(hooks.deliveries.map((d) => ({ id: d.id, answered: d.answered }))).toEqual(
@@ -157,7 +158,7 @@ test('key.banned for the refusal that bans a key, and key.expiring for a key tha
     expiresAt: new Date(clock.now() + 30 * DAY_MS).toISOString(),
   });
 
-  await waitUntil('both events delivered', () => hooks.deliveredIds().length === 2);
+  await eventually(() => hooks.deliveredIds().length === 2, { what: 'both events delivered', timeoutMs: 20_000 });
   const bannedUntil = new Date(clock.now() + 900_000).toISOString();
   expect(
     hooks.deliveries
@@ -203,7 +204,10 @@ test('a hanging receiver and one that redirects hold nothing up: requests are se
     crossedAt.set(record.id, Date.now());
     expect(await call(gateway, key)).toBe(200);
   }
-  await waitUntil('five events at the healthy receiver', () => healthy.deliveredIds().length === 5);
+  await eventually(() => healthy.deliveredIds().length === 5, {
+    what: 'five events at the healthy receiver',
+    timeoutMs: 20_000,
+  });
   for (const d of healthy.deliveries) {
     const keyId = String(d.body.data.keyId);
     expect({ keyId, withinMs: d.receivedAt - crossedAt.get(keyId)! }).toEqual({ keyId, withinMs: expect.any(Number) });
@@ -211,10 +215,10 @@ test('a hanging receiver and one that redirects hold nothing up: requests are se
   }
 
   // Meanwhile the hanging receiver holds at most four attempts, each cut at notifications.timeoutMs and retried.
-  await waitUntil(
-    'the hanging attempts timed out',
-    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) >= 4 + 5,
-  );
+  await eventually(async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) >= 4 + 5, {
+    what: 'the hanging attempts timed out',
+    timeoutMs: 20_000,
+  });
   expect(hanging.deliveries.length).toBeGreaterThanOrEqual(4);
   // A redirect is a failed attempt and is not followed: the signed body goes nowhere else.
   expect(redirecting.deliveries.length).toBe(5);
@@ -247,17 +251,17 @@ test('the outbox is bounded: past outboxMaxEvents the oldest events are dropped 
     expect(await call(gateway, created.key)).toBe(200);
     clock.advance(1);
   }
-  await waitUntil(
-    'two events dropped',
-    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'dropped')) === 2,
-  );
+  await eventually(async () => (await deliveriesCounted(gateway, 'quota.threshold', 'dropped')) === 2, {
+    what: 'two events dropped',
+    timeoutMs: 20_000,
+  });
   expect(await outboxEvents(gateway)).toBe(10);
 
   // The receiver comes back on the same port; the next attempt (5 s later) finds it.
   const back = await new WebhookReceiver(down.secret).start(new URL(url).port ? Number(new URL(url).port) : 0);
   receivers.push(back);
   clock.advance(6000);
-  await waitUntil('ten deliveries', () => back.deliveredIds().length === 10);
+  await eventually(() => back.deliveredIds().length === 10, { what: 'ten deliveries', timeoutMs: 20_000 });
   const perKey = keys.map(({ record }) => back.deliveries.filter((d) => d.body.data.keyId === record.id).length);
   // The two dropped were the first key's oldest.
   expect(perKey).toEqual([1, 3, 3, 3]);
@@ -280,17 +284,17 @@ test('a receiver down for more than an hour: the attempts fail on the backoff, r
   });
   const dayStart = Math.floor(clock.now() / DAY_MS) * DAY_MS;
   for (let i = 0; i < 4; i++) expect(await call(gateway, key)).toBe(200);
-  await waitUntil(
-    'the first failed attempt',
-    async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1,
-  );
+  await eventually(async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === 1, {
+    what: 'the first failed attempt',
+    timeoutMs: 20_000,
+  });
   // Four times 20 minutes: each time the next attempt is due (5 s, 30 s, 2 min, 5 min later) and fails.
   for (let failed = 2; failed <= 5; failed++) {
     clock.advance(STEP);
-    await waitUntil(
-      `failed attempt ${failed}`,
-      async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === failed,
-    );
+    await eventually(async () => (await deliveriesCounted(gateway, 'quota.threshold', 'failure')) === failed, {
+      what: `failed attempt ${failed}`,
+      timeoutMs: 20_000,
+    });
     expect(await call(gateway, (await gateway.keyService.create({ name: `served ${failed}`, plan: 'free' })).key)).toBe(
       200,
     );
@@ -301,10 +305,10 @@ test('a receiver down for more than an hour: the attempts fail on the backoff, r
   receivers.push(back);
   // The next wait is 15 minutes, give or take 10 %.
   clock.advance(STEP);
-  await waitUntil('the delivery', () => back.deliveredIds().length === 1);
+  await eventually(() => back.deliveredIds().length === 1, { what: 'the delivery', timeoutMs: 20_000 });
   expect(back.rejected).toEqual([]);
   expect(back.deliveries.map((d) => d.id)).toEqual([eventId('quota.threshold', 'key', record.id, 'day', dayStart, 80)]);
-  await waitUntil('an empty outbox', async () => (await outboxEvents(gateway)) === 0);
+  await eventually(async () => (await outboxEvents(gateway)) === 0, { what: 'an empty outbox', timeoutMs: 20_000 });
 });
 
 /**

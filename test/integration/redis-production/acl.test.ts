@@ -8,8 +8,8 @@ import { canonicalJson } from '../../../src/shared/config';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { admin, sequentially } from '../gateway/gateway-kit';
-import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
 import { eventually } from '../../support/eventually';
+import { WebhookReceiver } from '../../support/webhook-receiver';
 import { createKey } from '../../support/keys';
 
 /**
@@ -136,7 +136,7 @@ describe('the gateway under the Redis ACL of docs/redis.md', () => {
     // day limit of 1 passes 80, 90 and 100 % at once).
     const metered = await createKey(product, { plan: 'free', limits: { perMinute: 10, perDay: 1 } });
     expect((await request(product.gatewayUrl).get('/v1/pets').set('Authorization', metered.auth)).status).toBe(200);
-    await waitUntil('six webhooks delivered', () => receiver.deliveredIds().length === 6);
+    await eventually(() => receiver.deliveredIds().length === 6, { what: 'six webhooks delivered', timeoutMs: 20_000 });
     // The busiest keys and the usage export.
     await admin(product).get('/admin/stats/top-keys?minutes=60').expect(200);
     const today = new Date().toISOString().slice(0, 10);

@@ -12,8 +12,8 @@ import { RedisSentStateStore } from '../../../src/usage/events/redis-sent-state'
 import { RedisKeyActivityStore } from '../../../src/usage/redis-key-activity-store';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
-import { WebhookReceiver, waitUntil } from '../../support/webhook-receiver';
 import { eventually } from '../../support/eventually';
+import { WebhookReceiver } from '../../support/webhook-receiver';
 import { NO_BAN } from '../../unit/limits/minute-window-behaviours';
 
 /**
@@ -330,7 +330,7 @@ test('every script declares in KEYS each key it touches, and every script the pr
   });
   await driveProduct(fixed, true);
   // The day limit of 1 passed 80, 90 and 100 % (three events) and the ban a fourth: the first failed and was rescheduled.
-  await waitUntil('four webhooks delivered', () => receiver.deliveredIds().length >= 4, 60_000);
+  await eventually(() => receiver.deliveredIds().length >= 4, { what: 'four webhooks delivered', timeoutMs: 60_000 });
   sliding = await startTestProduct({ redisUrl: redis.url, overrides: { rateLimit: { minuteWindow: 'sliding' } } });
   await driveProduct(sliding, false);
   const namespace = fixed.config.redis.namespace;

@@ -10,6 +10,7 @@ import {
   type GatewayReply,
 } from './fake-upstreams';
 import { eventually } from '../../support/eventually';
+import { logLines } from '../../support/log-lines';
 
 /**
  * An inventory brown-out through the whole product (Redis, both listeners), once with each
@@ -96,10 +97,7 @@ describe.each(['undici', 'http-proxy'] as const)(
     /** durationMs of each request's log line, once all are written. */
     async function gatewayDurations(requestIds: readonly string[]): Promise<number[]> {
       const wanted = new Set(requestIds);
-      const found = () =>
-        product.logs.lines
-          .map((line) => JSON.parse(line) as { msg: string; requestId?: string; durationMs?: number })
-          .filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
+      const found = () => logLines(product).filter((entry) => entry.msg === 'request' && wanted.has(entry.requestId!));
       await eventually(() => found().length === requestIds.length, { what: 'every request is logged' });
       return found().map((entry) => entry.durationMs!);
     }

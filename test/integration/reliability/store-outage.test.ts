@@ -5,6 +5,7 @@ import { startRedisServer, type RedisProcess } from '../../support/redis-server'
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { eventually } from '../../support/eventually';
+import { logLines } from '../../support/log-lines';
 import { ManualClock } from '../../../src/shared/clock';
 
 // Redis really stops here: a private redis-server is killed (dead store), or frozen with SIGSTOP
@@ -54,8 +55,7 @@ async function metricValue(product: ProductHarness, name: string, labels = ''): 
 async function gatewayDurations(product: ProductHarness, requestIds: readonly string[]): Promise<number[]> {
   const wanted = new Set(requestIds);
   const found = () =>
-    product.logs.lines
-      .map((line) => JSON.parse(line) as { msg: string; component?: string; requestId?: string; durationMs?: number })
+    logLines(product)
       // The gateway's lines: the embedded inventory logs the same request id under its component.
       .filter((entry) => entry.msg === 'request' && entry.component === undefined && wanted.has(entry.requestId!));
   await eventually(() => found().length === requestIds.length, { what: 'every request is logged' });

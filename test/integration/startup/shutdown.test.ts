@@ -104,14 +104,11 @@ function tryConnect(port: number): Promise<string> {
 
 /** Polls until connecting to `port` is refused; fails after `timeoutMs`. */
 async function waitUntilRefused(port: number, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await tryConnect(port);
-    if (result === 'refused') return;
-    if (Date.now() > deadline)
-      throw new Error(`port ${port} still answered (${result}) ${timeoutMs} ms after the signal`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  let result = '';
+  await eventually(async () => (result = await tryConnect(port)) === 'refused', {
+    timeoutMs,
+    what: () => `port ${port} refusing connections after the signal (still: ${result})`,
+  });
 }
 
 /** Clients of the private Redis other than the observer: the process under test's connections. */

@@ -24,6 +24,7 @@ import {
 } from '../../support/inventory-harness';
 import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver';
 import { eventually } from '../../support/eventually';
+import { logLines as parseLogLines } from '../../support/log-lines';
 
 /**
  * CONTRACT §10 end to end: the real entry point (`src/main.ts`, the SDK started before the product
@@ -65,11 +66,7 @@ function traceparent(): { traceId: string; parentId: string; header: string } {
 }
 
 function logLines(main: MainProcess): Array<Record<string, unknown>> {
-  return main
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return parseLogLines(main.stdout());
 }
 
 function only(spans: ReceivedSpan[], predicate: (span: ReceivedSpan) => boolean, what: string): ReceivedSpan {

@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
 import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, tempFile, type MainProcess } from '../startup/startup-kit';
 import { getThrough } from '../startup/held-upstream';
+import { eventually } from '../../support/eventually';
+import { logLinesWith } from '../../support/log-lines';
 
 /** GET /admin/stats under WORKERS=2: whichever worker answers, the traffic of both, summed (as /metrics). */
 
@@ -54,21 +56,19 @@ test('WORKERS=2: /admin/stats sums the recent traffic of every worker, whichever
   expect(outcomes.map((o) => ('status' in o ? o.status : 0))).toEqual(Array(40).fill(200));
   const servedBy = () =>
     new Set(
-      main!
-        .stdout()
-        .split('\n')
-        .filter((line) => line.startsWith('{') && line.includes('"msg":"request"'))
-        .map((line) => (JSON.parse(line) as { worker?: number }).worker)
+      logLinesWith(main!.stdout(), { msg: 'request' })
+        .map((line) => line.worker)
         .filter((worker) => worker !== undefined),
     );
-  const logDeadline = Date.now() + 5000;
-  while (servedBy().size < 2 && Date.now() < logDeadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  await eventually(() => servedBy().size === 2, { what: 'request lines from both workers', timeoutMs: 60_000 });
   expect([...servedBy()].sort()).toEqual([1, 2]);
 
   // Each worker samples its counters once a second; then every answer (from either worker) counts all 40.
-  const deadline = Date.now() + 5000;
-  while ((await requestsCounted(adminUrl)) !== 40 && Date.now() < deadline)
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  await eventually(async () => (await requestsCounted(adminUrl)) === 40, {
+    what: 'all 40 requests counted',
+    timeoutMs: 60_000,
+    pollMs: 100,
+  });
   const answers = [];
   for (let i = 0; i < 6; i++) answers.push(await requestsCounted(adminUrl));
   expect(answers).toEqual(Array(6).fill(40));

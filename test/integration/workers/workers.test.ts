@@ -13,6 +13,7 @@ import {
 } from '../startup/startup-kit';
 import { getThrough, heldAnswer, startFakeUpstream, type FakeUpstream } from '../startup/held-upstream';
 import { eventually } from '../../support/eventually';
+import { logLines as parseLogLines } from '../../support/log-lines';
 import { createKey } from '../../support/keys';
 
 /**
@@ -57,11 +58,7 @@ interface LogLine {
 }
 
 function logLines(main: MainProcess): LogLine[] {
-  return main
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as LogLine);
+  return parseLogLines(main.stdout()) as LogLine[];
 }
 
 interface RunningWorkers {

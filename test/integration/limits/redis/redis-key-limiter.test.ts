@@ -95,7 +95,7 @@ describe('RedisKeyLimiter: exactness across instances', () => {
 
   async function race(a: RedisKeyLimiter, b: RedisKeyLimiter, keyId: string): Promise<KeyDecision[]> {
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume(keyId, limits));
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId: keyId }, limits));
     return Promise.all(calls);
   }
 
@@ -112,8 +112,8 @@ describe('RedisKeyLimiter: exactness across instances', () => {
     expect(count('limited')).toBe(11);
     expect(decisions.filter((d) => d.outcome === 'limited' && d.bannedNow)).toHaveLength(1);
     expect(count('banned')).toBe(129);
-    expect((await a.usage('k1', limits)).minute.remaining).toBe(0);
-    expect((await b.usage('k1', limits)).day.remaining).toBe(940);
+    expect((await a.usage({ keyId: 'k1' }, limits)).minute.remaining).toBe(0);
+    expect((await b.usage({ keyId: 'k1' }, limits)).day.remaining).toBe(940);
   });
 
   it('admits exactly 60 per minute with Redis TIME as the clock', async () => {
@@ -135,7 +135,7 @@ describe('RedisKeyLimiter: exactness across instances', () => {
     const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
     const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume('k1', dayLimits));
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId: 'k1' }, dayLimits));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(60);
     const refusals = decisions.filter((d) => d.outcome === 'limited');
@@ -150,10 +150,10 @@ describe('RedisKeyLimiter: month window across instances', () => {
     const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
     const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume('k1', monthLimits, { billingDay: 28 }));
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId: 'k1' }, monthLimits, { billingDay: 28 }));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(50);
-    expect((await a.usage('k1', monthLimits, 28)).month!.remaining).toBe(0);
+    expect((await a.usage({ keyId: 'k1' }, monthLimits, 28)).month!.remaining).toBe(0);
   });
 
   it('never admits more than the month limit under concurrent cost-3 requests: 16 of 100 fit in 50 units', async () => {
@@ -162,10 +162,10 @@ describe('RedisKeyLimiter: month window across instances', () => {
     const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
     const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 100; i++) calls.push((i % 2 === 0 ? a : b).consume('k1', monthLimits, { cost: 3 }));
+    for (let i = 0; i < 100; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId: 'k1' }, monthLimits, { cost: 3 }));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(16);
-    const usage = await a.usage('k1', monthLimits);
+    const usage = await a.usage({ keyId: 'k1' }, monthLimits);
     expect([usage.month!.remaining, usage.day.remaining, usage.minute.remaining]).toEqual([2, 952, 952]);
   });
 
@@ -173,14 +173,14 @@ describe('RedisKeyLimiter: month window across instances', () => {
     const namespace = uniqueNamespace('month-ttl');
     const now = Date.UTC(2026, 2, 15, 12);
     const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, clock: new ManualClock(now) });
-    await limiter.consume('k1', { perMinute: 10, perDay: 10, perMonth: 10 }, { billingDay: 20 });
+    await limiter.consume({ keyId: 'k1' }, { perMinute: 10, perDay: 10, perMonth: 10 }, { billingDay: 20 });
     const ttl = await client.pttl(monthRedisKey(namespace, 'k1'));
     const untilEnd = Date.UTC(2026, 2, 20) - now;
     expect(ttl).toBeGreaterThan(untilEnd - 5_000);
     expect(ttl).toBeLessThanOrEqual(untilEnd + 1_000);
     expect(calculateSlot(monthRedisKey(namespace, 'k1'))).toBe(calculateSlot(keyLimiterRedisKey(namespace, 'k1')));
     // What a month window costs in Redis (docs/redis.md): a small hash of three integers.
-    await limiter.addCredits('k1', 1_000, 20);
+    await limiter.addCredits({ keyId: 'k1' }, 1_000, 20);
     const bytes = Number(await client.call('MEMORY', 'USAGE', monthRedisKey(namespace, 'k1'), 'SAMPLES', '0'));
     console.log(`MEMORY USAGE of a month window's hash (count and credits): ${bytes} bytes`);
     expect(bytes).toBeLessThan(200);
@@ -189,7 +189,7 @@ describe('RedisKeyLimiter: month window across instances', () => {
   it('writes no month hash for a key without a month window', async () => {
     const namespace = uniqueNamespace('no-month');
     const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
-    await limiter.consume('k1', { perMinute: 10, perDay: 10 });
+    await limiter.consume({ keyId: 'k1' }, { perMinute: 10, perDay: 10 });
     expect(await client.exists(monthRedisKey(namespace, 'k1'))).toBe(0);
     expect(await client.exists(keyLimiterRedisKey(namespace, 'k1'))).toBe(1);
   });
@@ -215,7 +215,7 @@ describe('RedisKeyLimiter: Redis TIME as the clock', () => {
     expect(refused.day.resetAt).toBe(windowEnd(refused.now, DAY_MS));
     expect(refused.retryAfterMs).toBe(refused.day.resetAt - refused.now);
 
-    const usage = await limiter.usage('k1', limits);
+    const usage = await limiter.usage({ keyId: 'k1' }, limits);
     expect(usage.day.remaining).toBe(0);
     expect(usage.bannedUntil).toBeNull();
   });
@@ -223,7 +223,7 @@ describe('RedisKeyLimiter: Redis TIME as the clock', () => {
   it('expires a key’s state after its day plus the ban retention, relative to Redis’s time', async () => {
     const namespace = uniqueNamespace('ttl');
     const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
-    const decision = await limiter.consume('k1', { perMinute: 5, perDay: 5 });
+    const decision = await limiter.consume({ keyId: 'k1' }, { perMinute: 5, perDay: 5 });
     const ttl = await client.pttl(keyLimiterRedisKey(namespace, 'k1'));
     const expected = windowEnd(decision.now, DAY_MS) - decision.now + 901_000;
     expect(ttl).toBeGreaterThan(expected - 5_000);
@@ -249,19 +249,19 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
       const limiter = new RedisKeyLimiter(fresh, { namespace, ban: DEFAULT_BAN });
       const limits = { perMinute: 2, perDay: 100 };
       // First use on a connection sends the script (EVAL), later ones its SHA (EVALSHA).
-      const first = fromClient(await commandsSeenByRedis(namespace, () => limiter.consume('k1', limits)));
+      const first = fromClient(await commandsSeenByRedis(namespace, () => limiter.consume({ keyId: 'k1' }, limits)));
       expect(first.map((c) => c.args[0]!.toLowerCase())).toEqual(['eval']);
       for (const action of [
-        () => limiter.consume('k1', limits), // allowed
-        () => limiter.consume('k1', limits), // limited
-        () => limiter.usage('k1', limits),
-        () => limiter.usage('k1', limits),
+        () => limiter.consume({ keyId: 'k1' }, limits), // allowed
+        () => limiter.consume({ keyId: 'k1' }, limits), // limited
+        () => limiter.usage({ keyId: 'k1' }, limits),
+        () => limiter.usage({ keyId: 'k1' }, limits),
       ]) {
         const commands = fromClient(await commandsSeenByRedis(namespace, action));
         expect(commands).toHaveLength(1);
         expect(['eval', 'evalsha']).toContain(commands[0]!.args[0]!.toLowerCase());
       }
-      const warm = fromClient(await commandsSeenByRedis(namespace, () => limiter.consume('k1', limits)));
+      const warm = fromClient(await commandsSeenByRedis(namespace, () => limiter.consume({ keyId: 'k1' }, limits)));
       expect(warm.map((c) => c.args[0]!.toLowerCase())).toEqual(['evalsha']);
     } finally {
       await fresh.quit();
@@ -279,14 +279,14 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     const limits = { perMinute: 1, perDay: 100 };
     const keyId = 'key-7f3a';
     const seen = await commandsSeenByRedis(namespace, async () => {
-      await limiter.consume(keyId, limits); // allowed, new day
-      await limiter.consume(keyId, limits); // limited, first refusal
-      await limiter.consume(keyId, limits); // limited, bans
-      await limiter.consume(keyId, limits); // banned
-      await limiter.usage(keyId, limits);
-      await limiter.unban(keyId);
+      await limiter.consume({ keyId: keyId }, limits); // allowed, new day
+      await limiter.consume({ keyId: keyId }, limits); // limited, first refusal
+      await limiter.consume({ keyId: keyId }, limits); // limited, bans
+      await limiter.consume({ keyId: keyId }, limits); // banned
+      await limiter.usage({ keyId: keyId }, limits);
+      await limiter.unban({ keyId: keyId });
       clock.advance(60_000);
-      await limiter.consume(keyId, limits); // allowed, same day
+      await limiter.consume({ keyId: keyId }, limits); // allowed, same day
     });
 
     const inner = insideScripts(seen);
@@ -328,14 +328,13 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     expect(await limiter.activeBans()).toBe(0);
     for (const keyId of ['a', 'b']) {
       const decisions = [];
-      for (let i = 0; i < 3; i++) decisions.push(await limiter.consume(keyId, limits));
+      for (let i = 0; i < 3; i++) decisions.push(await limiter.consume({ keyId: keyId }, limits));
       expect(decisions.map((d) => d.outcome)).toEqual(['allowed', 'limited', 'limited']);
     }
     // The set is written without waiting; poll it briefly.
-    const deadline = Date.now() + 2000;
-    while ((await limiter.activeBans()) < 2 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    await eventually(async () => (await limiter.activeBans()) >= 2, { what: 'both bans in the set' });
     expect(await limiter.activeBans()).toBe(2);
-    await limiter.unban('a');
+    await limiter.unban({ keyId: 'a' });
     expect(await limiter.activeBans()).toBe(1);
     clock.advance(60_001);
     expect(await limiter.activeBans()).toBe(0);
@@ -349,8 +348,8 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     const limits = { perMinute: 5, perDay: 5 };
     const seen = fromClient(
       await commandsSeenByRedis(namespace, async () => {
-        await withClock.consume('a', limits);
-        await withTime.consume('b', limits);
+        await withClock.consume({ keyId: 'a' }, limits);
+        await withTime.consume({ keyId: 'b' }, limits);
       }),
     );
     expect(seen).toHaveLength(2);
@@ -404,9 +403,9 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       const outcomes: string[] = [];
       const seen = await commandsSeenByRedis(namespace, async () => {
         for (let i = 0; i < REQUESTS; i++) {
-          const decision = await limiter.consume('k', shape.limits, lease(4, `l${i}`));
+          const decision = await limiter.consume({ keyId: 'k' }, shape.limits, lease(4, `l${i}`));
           outcomes.push(decision.outcome);
-          limiter.release('k', `l${i}`);
+          limiter.release({ keyId: 'k' }, `l${i}`);
         }
       });
       expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
@@ -432,8 +431,8 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
     const runClient = async (keyId: string, c: number, extra: object) => {
       for (let i = 0; i < EACH; i++) {
         const id = `c${c}-${i}`;
-        outcomes.push((await limiter.consume(keyId, limits, { ...lease(1000, id), ...extra })).outcome);
-        limiter.release(keyId, id);
+        outcomes.push((await limiter.consume({ keyId: keyId }, limits, { ...lease(1000, id), ...extra })).outcome);
+        limiter.release({ keyId: keyId }, id);
       }
     };
     const seen = await commandsSeenByRedis(namespace, () =>
@@ -460,10 +459,10 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
     const keys = ['k1', 'k2', 'k3'];
     // maxInFlight 4, one lease held: below half, so its release waits for a consume or the batch.
     for (const keyId of keys)
-      expect((await limiter.consume(keyId, limits, lease(4, `${keyId}-lease`))).outcome).toBe('allowed');
+      expect((await limiter.consume({ keyId: keyId }, limits, lease(4, `${keyId}-lease`))).outcome).toBe('allowed');
     for (const keyId of keys) expect(await client.zcard(leasesKey(namespace, keyId))).toBe(1);
     const seen = await commandsSeenByRedis(namespace, async () => {
-      for (const keyId of keys) limiter.release(keyId, `${keyId}-lease`);
+      for (const keyId of keys) limiter.release({ keyId: keyId }, `${keyId}-lease`);
       // No consume follows: the batch timer alone takes the releases to Redis (the ttl is ten minutes away).
       await eventually(
         async () =>
@@ -476,7 +475,7 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       keys.map((keyId) => ['zrem', leasesKey(namespace, keyId), `${keyId}-lease`]),
     );
     // The freed slot admits the next request.
-    expect((await limiter.consume('k1', limits, lease(4, 'next'))).outcome).toBe('allowed');
+    expect((await limiter.consume({ keyId: 'k1' }, limits, lease(4, 'next'))).outcome).toBe('allowed');
   });
 
   for (const owner of [
@@ -494,8 +493,8 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       const outcomes: string[] = [];
       const seen = await commandsSeenByRedis(namespace, async () => {
         for (let i = 0; i < REQUESTS; i++) {
-          outcomes.push((await limiter.consume(owner.keyId, limits, { ...lease(1, `l${i}`), ...owner.extra })).outcome);
-          limiter.release(owner.keyId, `l${i}`);
+          outcomes.push((await limiter.consume({ keyId: owner.keyId }, limits, { ...lease(1, `l${i}`), ...owner.extra })).outcome);
+          limiter.release({ keyId: owner.keyId }, `l${i}`);
         }
         // The last ZREM was sent on this connection before the ZCARD: Redis ran it first.
         expect(await client.zcard(leasesKey(namespace, owner.keyId))).toBe(0);
@@ -512,11 +511,11 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
   it('at maxInFlight 4 releases at once a lease taken with one already held (2 of 4: half), and holds back the first (1 of 4), which rides along', async () => {
     const namespace = uniqueNamespace('if-half');
     const limiter = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, releaseFlushMs: 600_000 });
-    expect((await limiter.consume('k', limits, lease(4, 'first'))).outcome).toBe('allowed');
-    expect((await limiter.consume('k', limits, lease(4, 'second'))).outcome).toBe('allowed');
+    expect((await limiter.consume({ keyId: 'k' }, limits, lease(4, 'first'))).outcome).toBe('allowed');
+    expect((await limiter.consume({ keyId: 'k' }, limits, lease(4, 'second'))).outcome).toBe('allowed');
     const seen = await commandsSeenByRedis(namespace, async () => {
-      limiter.release('k', 'first');
-      limiter.release('k', 'second');
+      limiter.release({ keyId: 'k' }, 'first');
+      limiter.release({ keyId: 'k' }, 'second');
       // No consume follows and the batch is ten minutes away: only the release sent at once can empty the set.
       await eventually(async () => (await client.zcard(leasesKey(namespace, 'k'))) === 0, {
         timeoutMs: 10_000,
@@ -535,8 +534,8 @@ describe('RedisKeyLimiter: store failures', () => {
     const closed = await connect();
     const limiter = new RedisKeyLimiter(closed, { namespace: uniqueNamespace('down'), ban: DEFAULT_BAN });
     await closed.quit();
-    await expect(limiter.consume('k1', { perMinute: 5, perDay: 5 })).rejects.toThrow(Error);
-    await expect(limiter.usage('k1', { perMinute: 5, perDay: 5 })).rejects.toThrow(Error);
-    await expect(limiter.unban('k1')).rejects.toThrow(Error);
+    await expect(limiter.consume({ keyId: 'k1' }, { perMinute: 5, perDay: 5 })).rejects.toThrow(Error);
+    await expect(limiter.usage({ keyId: 'k1' }, { perMinute: 5, perDay: 5 })).rejects.toThrow(Error);
+    await expect(limiter.unban({ keyId: 'k1' })).rejects.toThrow(Error);
   });
 });

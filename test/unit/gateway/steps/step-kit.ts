@@ -8,6 +8,7 @@ import { newGatewayRequest, type GatewayRequest, type RequestContext } from '../
 import { createStoreCall, type StoreCall } from '../../../../src/gateway/steps/store-failure';
 import { createLogger, type Logger } from '../../../../src/shared/logger';
 import { keyRecordFixture } from '../../../support/key-record';
+import { logLines } from '../../../support/log-lines';
 
 /**
  * What the step tests share: Node's own request and response objects (no socket traffic: a
@@ -150,12 +151,7 @@ export function capturedLogger(): { logger: Logger; lines: () => Array<Record<st
   });
   return {
     logger: createLogger('info', stream),
-    lines: () =>
-      written
-        .join('')
-        .split('\n')
-        .filter((line) => line.length > 0)
-        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    lines: () => logLines(written.join('')),
   };
 }
 
