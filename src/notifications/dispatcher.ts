@@ -18,7 +18,7 @@ const OUTBOX_ERROR_LOG_INTERVAL_MS = 60_000;
 
 export interface DispatcherOptions {
   outbox: Outbox;
-  sender: WebhookSender;
+  sender: Pick<WebhookSender, 'post'>;
   clock: Clock;
   logger: Logger;
   metrics: NotificationMetrics;
@@ -42,6 +42,8 @@ export class WebhookDispatcher {
   private readonly attempts = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
+  /** The last poll: close waits for it, so that what a poll under way claims is given back. */
+  private lastPoll: Promise<void> = Promise.resolve();
   private pollAgain = false;
   private lastOutboxErrorAt = Number.NEGATIVE_INFINITY;
 
@@ -64,7 +66,7 @@ export class WebhookDispatcher {
       this.pollAgain = true;
       return;
     }
-    void this.poll();
+    this.lastPoll = this.poll();
   }
 
   private async poll(): Promise<void> {
@@ -103,6 +105,11 @@ export class WebhookDispatcher {
     const { outbox, clock, metrics } = this.options;
     this.inFlight.set(endpoint.key, (this.inFlight.get(endpoint.key) ?? 0) + 1);
     try {
+      // Claimed while closing (a poll under way): given back untried.
+      if (this.stopping.signal.aborted) {
+        await outbox.release(delivery, clock.now());
+        return;
+      }
       const headers = webhookHeaders(endpoint.secret, delivery.eventId, clock.now(), delivery.body);
       const outcome = await this.options.sender.post(endpoint.url, headers, delivery.body, this.stopping.signal);
       if (this.stopping.signal.aborted && !outcome.delivered) {
@@ -156,10 +163,14 @@ export class WebhookDispatcher {
     this.timer = null;
   }
 
-  /** Stops polling and aborts attempts in flight; their deliveries go back to the outbox, due at once. */
+  /**
+   * Stops polling and aborts attempts in flight; their deliveries go back to the outbox, due at
+   * once, and so do those a poll under way claims (after the poll answers, before close returns).
+   */
   async close(): Promise<void> {
     this.stopTimer();
     this.stopping.abort();
+    await this.lastPoll;
     await Promise.allSettled([...this.attempts]);
   }
 }
