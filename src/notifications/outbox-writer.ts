@@ -21,13 +21,16 @@ export interface OutboxWriterOptions {
  * Takes events from the request path without waiting on anything: `push` only appends to memory.
  * What gathered is written in one batch on the next turn of the event loop (events are rare, so a
  * batch is usually one event, written within a store round trip of the request that saw it). A
- * batch the outbox refused stays here, bounded like the outbox, and is written again; the outbox
- * keeps an event once however often it is written.
+ * batch the outbox refused stays here, bounded like the outbox, and is written again a second
+ * later with what was pushed meanwhile (never back to back against an outbox that refuses); the
+ * outbox keeps an event once however often it is written.
  */
 export class OutboxWriter {
   private pending: OutboxEvent[] = [];
-  /** The next flush, when one is planned: on the next turn, or after a refused batch. */
-  private scheduled: { immediate: NodeJS.Immediate } | { timeout: NodeJS.Timeout } | null = null;
+  /** The write planned on the next turn, after a push. */
+  private immediate: NodeJS.Immediate | null = null;
+  /** The write planned a second after a refused batch: until then, nothing is written but by close. */
+  private retry: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: OutboxWriterOptions) {}
@@ -36,17 +39,31 @@ export class OutboxWriter {
     this.pending.push(event);
     const excess = this.pending.length - this.options.maxEvents();
     if (excess > 0) this.options.onDropped(this.pending.splice(0, excess).map((e) => e.type));
-    if (this.scheduled === null) this.scheduled = { immediate: setImmediate(() => void this.flush()) };
+    if (this.immediate === null && this.retry === null)
+      this.immediate = setImmediate(() => {
+        this.immediate = null;
+        void this.write(false);
+      });
   }
 
-  /** Writes what is pending; flushes run one after another. */
+  /** Writes what is pending now (a retry planned is brought forward); writes run one after another. */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.flushOnce());
+    return this.write(true);
+  }
+
+  /**
+   * Queues a write behind the one under way. A turn's write that finds a retry planned (the write
+   * before it was refused meanwhile) is left to the retry: never back to back against an outbox
+   * that refuses.
+   */
+  private write(evenWhileRefused: boolean): Promise<void> {
+    this.flushing = this.flushing.then(() => (evenWhileRefused || this.retry === null ? this.flushOnce() : undefined));
     return this.flushing;
   }
 
   private async flushOnce(): Promise<void> {
-    this.clearSchedule();
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
@@ -59,21 +76,19 @@ export class OutboxWriter {
       this.pending = batch.concat(this.pending);
       const excess = this.pending.length - this.options.maxEvents();
       if (excess > 0) this.options.onDropped(this.pending.splice(0, excess).map((e) => e.type));
-      if (this.scheduled === null)
-        this.scheduled = { timeout: setTimeout(() => void this.flush(), RETRY_AFTER_MS).unref() };
+      this.retry = setTimeout(() => {
+        this.retry = null;
+        void this.flush();
+      }, RETRY_AFTER_MS).unref();
     }
-  }
-
-  private clearSchedule(): void {
-    if (this.scheduled === null) return;
-    if ('immediate' in this.scheduled) clearImmediate(this.scheduled.immediate);
-    else clearTimeout(this.scheduled.timeout);
-    this.scheduled = null;
   }
 
   /** At shutdown: one last write of what is pending. */
   async close(): Promise<void> {
     await this.flush();
-    this.clearSchedule();
+    if (this.immediate !== null) clearImmediate(this.immediate);
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.immediate = null;
+    this.retry = null;
   }
 }

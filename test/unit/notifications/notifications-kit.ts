@@ -37,13 +37,18 @@ export class MemoryOutbox implements Outbox {
   readonly refuse: Partial<Record<Method, Error[]>> = {};
   /** A claim takes its deliveries (as a store would), then waits for this before answering. */
   claimGate: Promise<void> | null = null;
-  /** An add waits for this before taking its events. */
+  /** An add (recorded as called) waits for this before it answers (or is refused). */
   addGate: Promise<void> | null = null;
   /** What add answers as dropped (the outbox's own bound), once. */
   dropOnNextAdd: WebhookEventType[] = [];
 
   private called(method: Method, args: unknown[]): void {
     this.calls.push({ method, args });
+    this.answer(method);
+  }
+
+  /** Throws the next refusal of `method`, if one is set. */
+  private answer(method: Method): void {
     const err = this.refuse[method]?.shift();
     if (err) throw err;
   }
@@ -53,8 +58,9 @@ export class MemoryOutbox implements Outbox {
   }
 
   async add(events: readonly OutboxEvent[], now: number, maxEvents: number): Promise<WebhookEventType[]> {
+    this.calls.push({ method: 'add', args: [events.map((e) => e.id), now, maxEvents] });
     if (this.addGate) await this.addGate;
-    this.called('add', [events.map((e) => e.id), now, maxEvents]);
+    this.answer('add');
     for (const event of events) {
       for (const endpoint of event.endpoints) {
         if (this.rows.some((r) => r.endpoint === endpoint && r.eventId === event.id)) continue;
