@@ -1,7 +1,7 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
-import { windowsIdOfKey } from '../limits/redis/windows-id';
+import { keyRefOf } from '../limits/key-ref';
 import { DEFAULT_BILLING_DAY, MAX_CREDIT_UNITS } from '../shared/constants';
 import type { KeyLimiter } from '../limits/types';
 import type { RecordAudit } from './audit-trail';
@@ -42,8 +42,8 @@ export function creditRoutes(deps: CreditRouteDependencies): express.Router {
         `Key ${id} has no month window (neither its plan ${record.plan} nor its own limits set perMonth); credits add to a month.`,
       );
     }
-    await deps.keyLimiter.addCredits(windowsIdOfKey(record), units, record.billingDay);
-    const usage = await deps.keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay);
+    await deps.keyLimiter.addCredits(keyRefOf(record), units, record.billingDay);
+    const usage = await deps.keyLimiter.usage(keyRefOf(record), limits, record.billingDay);
     await audit(req, record.id, units, usage.month?.startAt);
     res.json({
       id: record.id,

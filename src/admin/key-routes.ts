@@ -1,7 +1,7 @@
 import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
-import { windowsIdOfKey } from '../limits/redis/windows-id';
+import { keyRefOf } from '../limits/key-ref';
 import type { ApiKeyRecord, KeyPatchRequest, NewKeyInput } from '../keys/types';
 import type { KeyLimiter, KeyUsage, WindowLimits, WindowState } from '../limits/types';
 import { DEFAULT_BILLING_DAY, MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
@@ -158,7 +158,7 @@ function addKeyReads(router: express.Router, deps: KeyRouteDependencies): void {
     const record = await loadKey(keys, req.params.id as string);
     const limits = keys.effectiveLimits(record);
     // A key whose plan is not configured any more has no windows to show; the operator sees it here and moves it.
-    const usage = limits && (await deps.keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay));
+    const usage = limits && (await deps.keyLimiter.usage(keyRefOf(record), limits, record.billingDay));
     res.json({
       ...publicView(keys, record, await keyActivity.lastUsed([record.id])),
       usage: usage && usageView(usage),
@@ -241,7 +241,7 @@ function addKeyWrites(router: express.Router, deps: KeyRouteDependencies): void 
   });
   router.delete('/keys/:id/ban', async (req, res) => {
     const record = await loadKey(keys, req.params.id as string);
-    await deps.keyLimiter.unban(windowsIdOfKey(record));
+    await deps.keyLimiter.unban(keyRefOf(record));
     await audit(req, 'unban', record.id);
     res.status(204).end();
   });

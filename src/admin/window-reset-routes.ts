@@ -2,7 +2,7 @@ import express from 'express';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors';
 import { DEFAULT_BILLING_DAY } from '../shared/constants';
-import { windowsIdOfKey } from '../limits/redis/windows-id';
+import { keyRefOf } from '../limits/key-ref';
 import { consumerShareOf } from '../consumers/consumer-lookup';
 import type { ConsumerRecord } from '../consumers/types';
 import type { ConsumerWindowLimits, KeyLimiter, WindowLimits, WindowName, WindowsHeld } from '../limits/types';
@@ -77,14 +77,13 @@ export function windowResetRoutes(deps: WindowResetRouteDependencies): express.R
         'conflict',
         `Key ${id} has no ${missing.join(' or ')} window (neither its plan ${record.plan} nor its own limits set perMonth).`,
       );
-    if (!limiter.resetWindows) throw new ApiError('conflict', 'This store cannot reset windows.');
-    const windowsId = windowsIdOfKey(record);
+    const key = keyRefOf(record);
     // The limits before the reset: the month's counts its credits, which the reset keeps.
-    const before = await limiter.usage(windowsId, limits, record.billingDay);
-    const held = await limiter.resetWindows(windowsId, windows, record.billingDay);
+    const before = await limiter.usage(key, limits, record.billingDay);
+    const held = await limiter.resetWindows(key, windows, record.billingDay);
     const view = heldView(held, (window) => (window === 'month' ? before.month!.limit : before[window].limit));
     await deps.audit(req, 'reset', record.id, { windows: view });
-    const usage = await limiter.usage(windowsId, limits, record.billingDay);
+    const usage = await limiter.usage(key, limits, record.billingDay);
     res.json({
       id: record.id,
       name: record.name,
@@ -111,8 +110,6 @@ export function windowResetRoutes(deps: WindowResetRouteDependencies): express.R
         `Consumer ${id} has no ${missing.join(' or ')} window (its limits set no ${missing.map((w) => ({ minute: 'perMinute', day: 'perDay', month: 'perMonth' })[w]).join(' or ')}).`,
       );
     }
-    if (!limiter.resetConsumerWindows || !limiter.consumerUsage)
-      throw new ApiError('conflict', 'This store cannot reset windows.');
     const before = await limiter.consumerUsage(share);
     const held = await limiter.resetConsumerWindows(share, windows);
     const view = heldView(held, (window) => before[window]!.limit);

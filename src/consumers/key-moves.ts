@@ -1,5 +1,4 @@
-import type { KeyLimiter } from '../limits/types';
-import { windowsIdOf } from '../limits/redis/windows-id';
+import type { KeyLimiter, KeyRef } from '../limits/types';
 
 /**
  * How long after a key's move its windows are moved once more. Every instance learns of the move
@@ -10,7 +9,7 @@ export const SECOND_MOVE_DELAY_MS = 2_000;
 
 /**
  * A key moved between consumers keeps its own windows (CONTRACT §5, issue 38): they live beside its
- * consumer's (windows-id.ts), so they are moved with it, now and once more after the change has
+ * consumer's (KeyLimiter.moveWindows), so they are moved with it, now and once more after the change has
  * reached every instance. What the old place counted is added to the new one, never lost.
  */
 export function keyWindowMover(
@@ -19,11 +18,10 @@ export function keyWindowMover(
   delayMs = SECOND_MOVE_DELAY_MS,
 ) {
   return async (keyId: string, from: string | undefined, to: string | undefined): Promise<void> => {
-    if (!limiter.moveWindows) return;
-    const fromId = windowsIdOf(keyId, from);
-    const toId = windowsIdOf(keyId, to);
-    await limiter.moveWindows(fromId, toId);
-    const late = setTimeout(() => void limiter.moveWindows!(fromId, toId).catch(onLateMoveFailed), delayMs);
+    const fromRef: KeyRef = { keyId, consumerId: from };
+    const toRef: KeyRef = { keyId, consumerId: to };
+    await limiter.moveWindows(fromRef, toRef);
+    const late = setTimeout(() => void limiter.moveWindows(fromRef, toRef).catch(onLateMoveFailed), delayMs);
     late.unref();
   };
 }

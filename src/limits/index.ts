@@ -16,14 +16,15 @@ export {
 export { MemoryKeyLimiter, type MemoryKeyLimiterOptions } from './memory-key-limiter';
 export { SqliteMonthLedger, MONTHS_DATABASE_FILE } from './windows/sqlite-month-ledger';
 export type { MonthEntry, MonthLedger } from './windows/month-ledger';
+export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './redis/redis-key-limiter';
 export {
-  RedisKeyLimiter,
   activeBansRedisKey,
   keyLimiterRedisKey,
+  leasesRedisKey,
   monthRedisKey,
   slidingLogRedisKey,
-  type RedisKeyLimiterOptions,
-} from './redis/redis-key-limiter';
+} from './redis/redis-names';
+export { keyRefOf } from './key-ref';
 export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
 export interface LimitersOptions {

@@ -20,6 +20,7 @@ import type {
   ConsumerWindows,
   KeyDecision,
   KeyLimiter,
+  KeyRef,
   KeyUsage,
   MinuteWindowShape,
   WindowLimits,
@@ -82,16 +83,20 @@ const DEFAULT_MONTH_FLUSH_INTERVAL_MS = 1000;
 
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 
+/** What separates the consumer id from the key id in a month ledger row written before KeyRef (restoreMonth). */
+const LEGACY_KEY_MARK = '}:k:{';
+
 /**
  * Per-key windows and bans in this process: exact for one instance, and the store used when no
  * Redis is configured. Memory holds one small record per key used today (plus, for a key refused or
  * banned late in the day, until its refusal window or ban is over); a timer drops the rest.
  */
 export class MemoryKeyLimiter implements KeyLimiter {
+  /** Keys' windows by key id, whatever their consumer (a KeyRef's consumerId is the Redis store's business). */
   private readonly states = new Map<string, KeyState>();
   /** Consumers' windows (consumer-state.ts), by consumer id. */
   private readonly consumerStates = new Map<string, KeyState>();
-  /** Slots under each key's maxInFlight, in this process only (by windows id, as `states`). */
+  /** Slots under each key's maxInFlight, in this process only (by key id, as `states`). */
   private readonly inFlight = new InFlightLeases();
   private readonly ban: BanPolicy;
   private readonly clock: Clock;
@@ -125,7 +130,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     }
   }
 
-  async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
+  async consume(ref: KeyRef, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
+    const keyId = ref.keyId;
     const now = this.clock.now();
     const state = this.stateOf(keyId);
     const lease = options?.inFlight;
@@ -137,8 +143,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return decision;
   }
 
-  release(keyId: string, leaseId: string): void {
-    this.inFlight.release(keyId, leaseId);
+  release(ref: KeyRef, leaseId: string): void {
+    this.inFlight.release(ref.keyId, leaseId);
   }
 
   /** The refusal with the windows as they stand: an admission of nothing (cost 0) reads them and counts nothing. */
@@ -265,12 +271,13 @@ export class MemoryKeyLimiter implements KeyLimiter {
     state.monthCredits += units;
   }
 
-  async moveWindows(fromId: string, toId: string): Promise<void> {
-    const from = this.states.get(fromId);
-    if (from === undefined || fromId === toId) return;
-    this.states.delete(fromId);
-    const to = this.states.get(toId);
-    this.states.set(toId, to === undefined ? from : moveKeyState(from, to));
+  /** This store keeps a key's windows under its id whatever its consumer: a key that changes consumer moves nothing. */
+  async moveWindows(fromRef: KeyRef, toRef: KeyRef): Promise<void> {
+    const from = this.states.get(fromRef.keyId);
+    if (from === undefined || fromRef.keyId === toRef.keyId) return;
+    this.states.delete(fromRef.keyId);
+    const to = this.states.get(toRef.keyId);
+    this.states.set(toRef.keyId, to === undefined ? from : moveKeyState(from, to));
   }
 
   private consumerStateOf(consumerId: string): KeyState {
@@ -282,7 +289,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return state;
   }
 
-  async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
+  async addCredits(ref: KeyRef, units: number, billingDay?: number): Promise<void> {
+    const keyId = ref.keyId;
     const state = this.stateOf(keyId);
     const span = monthSpan(this.clock.now(), billingDay);
     enterMonth(state, span);
@@ -302,12 +310,20 @@ export class MemoryKeyLimiter implements KeyLimiter {
     this.months?.flush();
   }
 
-  /** A month read back from the ledger at start: the key's state holds its count and credits until the month ends. */
+  /**
+   * A month read back from the ledger at start: the key's state holds its count and credits until
+   * the month ends. A ledger written before this store kept a consumer's key under its own id names
+   * it `<consumer id>}:k:{<key id>` (the Redis store's windows id then); read as the key's, the larger
+   * count and credits of one month win (a key moved between consumers left a row at each place).
+   */
   private restoreMonth(entry: MonthEntry): void {
-    const state = this.stateOf(entry.keyId);
+    const legacy = entry.keyId.indexOf(LEGACY_KEY_MARK);
+    const keyId = legacy < 0 ? entry.keyId : entry.keyId.slice(legacy + LEGACY_KEY_MARK.length);
+    const state = this.stateOf(keyId);
+    const known = state.monthStart === entry.monthStart;
     enterMonth(state, { start: entry.monthStart, end: entry.monthEnd });
-    state.monthCount = entry.count;
-    state.monthCredits = entry.credits;
+    state.monthCount = known ? Math.max(state.monthCount, entry.count) : entry.count;
+    state.monthCredits = known ? Math.max(state.monthCredits, entry.credits) : entry.credits;
   }
 
   private stateOf(keyId: string): KeyState {
@@ -323,7 +339,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
    * Starts a key from `snapshot` unless this limiter already holds it: the fallback for a Redis
    * outage begins where Redis left off instead of from zero.
    */
-  seed(keyId: string, snapshot: KeySnapshot, billingDay?: number): void {
+  seed(ref: KeyRef, snapshot: KeySnapshot, billingDay?: number): void {
+    const keyId = ref.keyId;
     if (this.states.has(keyId)) return;
     const state = emptyKeyState();
     state.minuteIndex = minuteIndex(snapshot.at);
@@ -345,9 +362,9 @@ export class MemoryKeyLimiter implements KeyLimiter {
     this.states.set(keyId, state);
   }
 
-  async usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
+  async usage(ref: KeyRef, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
     const now = this.clock.now();
-    const state = this.states.get(keyId) ?? emptyKeyState();
+    const state = this.states.get(ref.keyId) ?? emptyKeyState();
     const month: MonthSpan | null = limits.perMonth === undefined ? null : monthSpan(now, billingDay);
     const monthCount = month === null ? null : currentMonthCount(state, month);
     if (this.shape === 'sliding') {
@@ -372,7 +389,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     });
   }
 
-  async resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+  async resetWindows(ref: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+    const keyId = ref.keyId;
     const state = this.states.get(keyId);
     const now = this.clock.now();
     const at: ResetAt = {
@@ -409,8 +427,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return held;
   }
 
-  async unban(keyId: string): Promise<void> {
-    const state = this.states.get(keyId);
+  async unban(ref: KeyRef): Promise<void> {
+    const state = this.states.get(ref.keyId);
     if (state !== undefined) unbanKeyState(state);
   }
 

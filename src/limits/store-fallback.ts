@@ -8,6 +8,7 @@ import type {
   ConsumerWindows,
   KeyDecision,
   KeyLimiter,
+  KeyRef,
   KeyUsage,
   WindowLimits,
   WindowName,
@@ -110,7 +111,7 @@ async function askStore<T>(options: FallbackOptions<unknown>, call: () => Promis
 
 /** An in-process key limiter that can start a key from what the store last said. */
 export interface SeedableKeyLimiter extends KeyLimiter {
-  seed(keyId: string, snapshot: KeySnapshot, billingDay?: number): void;
+  seed(key: KeyRef, snapshot: KeySnapshot, billingDay?: number): void;
 }
 
 /** Keys whose last store decision is remembered for the fallback; the least recent go first. */
@@ -150,54 +151,54 @@ export class FallbackKeyLimiter implements KeyLimiter {
     private readonly options: FallbackOptions<SeedableKeyLimiter>,
   ) {}
 
-  async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
-    const decision = await askStore(this.options, () => this.primary.consume(keyId, limits, options));
-    if (decision === undefined) return this.decideLocally(keyId, limits, options);
+  async consume(key: KeyRef, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
+    const decision = await askStore(this.options, () => this.primary.consume(key, limits, options));
+    if (decision === undefined) return this.decideLocally(key, limits, options);
     // A concurrency refusal says nothing of the windows: the last word on them stays.
-    if (decision.outcome !== 'concurrency_limited') this.remember(keyId, decision);
+    if (decision.outcome !== 'concurrency_limited') this.remember(key.keyId, decision);
     return decision;
   }
 
   /** The lease may be in either (taken before or during an outage): both are told; an unknown id is no error. */
-  release(keyId: string, leaseId: string): void {
-    this.primary.release?.(keyId, leaseId);
-    this.fallback?.release?.(keyId, leaseId);
+  release(key: KeyRef, leaseId: string): void {
+    this.primary.release(key, leaseId);
+    this.fallback?.release(key, leaseId);
   }
 
-  usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
-    return this.primary.usage(keyId, limits, billingDay);
+  usage(key: KeyRef, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
+    return this.primary.usage(key, limits, billingDay);
   }
 
   /** An admin write: it goes to the store or fails, never to this process's fallback. */
-  addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
-    return this.primary.addCredits(keyId, units, billingDay);
+  addCredits(key: KeyRef, units: number, billingDay?: number): Promise<void> {
+    return this.primary.addCredits(key, units, billingDay);
   }
 
   consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
-    return this.primary.consumerUsage!(consumer);
+    return this.primary.consumerUsage(consumer);
   }
 
   addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
-    return this.primary.addConsumerCredits!(consumer, units);
+    return this.primary.addConsumerCredits(consumer, units);
   }
 
-  moveWindows(fromId: string, toId: string): Promise<void> {
-    return this.primary.moveWindows!(fromId, toId);
+  moveWindows(from: KeyRef, to: KeyRef): Promise<void> {
+    return this.primary.moveWindows(from, to);
   }
 
   /** An admin write, as addCredits. This process's fallback keeps its own counts: they are per instance anyway. */
-  resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+  resetWindows(key: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
     // What this instance remembers of the key would seed an outage's fallback with the counts before the reset.
-    this.lastKnown.delete(keyId);
-    return this.primary.resetWindows!(keyId, windows, billingDay);
+    this.lastKnown.delete(key.keyId);
+    return this.primary.resetWindows(key, windows, billingDay);
   }
 
   resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
-    return this.primary.resetConsumerWindows!(consumer, windows);
+    return this.primary.resetConsumerWindows(consumer, windows);
   }
 
-  unban(keyId: string): Promise<void> {
-    return this.primary.unban(keyId);
+  unban(key: KeyRef): Promise<void> {
+    return this.primary.unban(key);
   }
 
   activeBans(): Promise<number> {
@@ -223,16 +224,16 @@ export class FallbackKeyLimiter implements KeyLimiter {
     if (this.lastKnown.size > MAX_REMEMBERED_KEYS) this.lastKnown.delete(this.lastKnown.keys().next().value!);
   }
 
-  private async decideLocally(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
+  private async decideLocally(key: KeyRef, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
     this.fallback ??= this.options.createFallback();
-    const last = this.lastKnown.get(keyId);
+    const last = this.lastKnown.get(key.keyId);
     if (last) {
       const snapshot = snapshotOf(last);
       // Open mode applies no limits, bans included; the counts still feed the headers.
       if (this.options.mode === 'open') snapshot.bannedUntil = 0;
-      this.fallback.seed(keyId, snapshot, options?.billingDay);
+      this.fallback.seed(key, snapshot, options?.billingDay);
     }
-    const decision = await this.fallback.consume(keyId, limits, options);
+    const decision = await this.fallback.consume(key, limits, options);
     if (this.options.mode === 'local') return { ...decision, fallback: 'local' };
     // Open: the fallback never bans (see createFallback in index.ts), and a refusal is served anyway.
     if (decision.outcome === 'limited' || decision.outcome === 'concurrency_limited') {

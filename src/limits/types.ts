@@ -179,43 +179,49 @@ export interface KeyUsage {
 }
 
 /**
+ * Which key's windows a limiter call is about: the key, and the consumer it belongs to (absent: none).
+ * A consumer's key keeps its windows beside its consumer's; where and how is each store's business
+ * (the Redis store names them in redis/redis-names.ts), so callers pass this, never a store's name.
+ */
+export interface KeyRef {
+  keyId: string;
+  consumerId?: string;
+}
+
+/**
  * Per-key windows and bans. Minute windows are aligned to the UTC minute (or slide, see
  * MinuteWindowShape), day windows to the UTC calendar day. `consume` decides both windows and the ban together, atomically, in at most one
  * store round trip; a refused request consumes nothing.
  */
 export interface KeyLimiter {
-  /** `keyId` is the key's windows id (windows-id.ts): its id, or with a consumer, its place beside the consumer's windows. */
-  consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision>;
-  usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage>;
+  consume(key: KeyRef, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision>;
+  usage(key: KeyRef, limits: WindowLimits, billingDay?: number): Promise<KeyUsage>;
   /**
    * Adds `units` to the key's current month (billingDay as in ConsumeOptions); they expire with the
    * month. The caller checks that the key has a month window.
    */
-  addCredits(keyId: string, units: number, billingDay?: number): Promise<void>;
-  unban(keyId: string): Promise<void>;
+  addCredits(key: KeyRef, units: number, billingDay?: number): Promise<void>;
+  unban(key: KeyRef): Promise<void>;
   /**
    * Sets the named windows of a key back to zero (POST /admin/keys/{id}/windows/reset) in one step
    * with respect to consumes, and answers what each held just before. A month keeps its credits.
-   * The caller checks that the key has the windows it names. Optional as consumerUsage below.
+   * The caller checks that the key has the windows it names.
    */
-  resetWindows?(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld>;
+  resetWindows(key: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld>;
   /** The same for a consumer's windows (its own billing day); the caller checks it has them. */
-  resetConsumerWindows?(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld>;
-  /**
-   * A consumer's windows as they stand, consuming nothing (the admin API, GET /v1/usage). This and
-   * the next two are optional only so that a fake limiter of a test need not have them: every
-   * limiter of the product does.
-   */
-  consumerUsage?(consumer: ConsumerShare): Promise<ConsumerWindows>;
+  resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld>;
+  /** A consumer's windows as they stand, consuming nothing (the admin API, GET /v1/usage). */
+  consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows>;
   /** Adds `units` to the consumer's current month (its own billing day); the caller checks it has one. */
-  addConsumerCredits?(consumer: ConsumerShare, units: number): Promise<void>;
+  addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void>;
   /**
-   * Moves a key's windows, month and ban from one windows id to another (windows-id.ts: a key that
-   * changes consumer), adding to what the target already holds. Idempotent enough to run twice.
+   * Moves a key's windows, month and ban from where they were kept under one consumer (or none) to
+   * where they are kept under another (a key that changes consumer: `from` and `to` name the same
+   * key), adding to what the target already holds. Idempotent enough to run twice.
    */
-  moveWindows?(fromId: string, toId: string): Promise<void>;
+  moveWindows(from: KeyRef, to: KeyRef): Promise<void>;
   /** Frees a slot taken with ConsumeOptions.inFlight; fire and forget (an unknown lease is no error). */
-  release?(keyId: string, leaseId: string): void;
+  release(key: KeyRef, leaseId: string): void;
   /** Keys banned right now, across every instance that shares the store (`gateway_active_bans`). */
   activeBans(): Promise<number>;
   close(): Promise<void>;

@@ -1,9 +1,9 @@
 import type { Clock } from '../shared/clock';
 import type { KeyLimiter } from '../limits/types';
-import { windowsIdOf } from '../limits/redis/windows-id';
+
 import type { KeyStore } from '../keys';
-import type { KeyActivityRecorder } from '../usage/key-activity';
-import type { TopKeysRecorder } from '../usage/top-keys';
+import type { KeyActivity } from '../usage/key-activity';
+import type { TopKeys } from '../usage/top-keys';
 import { usageExportLines } from '../usage/usage-export';
 import type { UsageExport } from '../admin/usage-export-routes';
 import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
@@ -19,11 +19,11 @@ const UNBOUNDED = { perMinute: Number.MAX_SAFE_INTEGER, perDay: Number.MAX_SAFE_
 /** GET /admin/usage/export over the key store, the usage history and, for today, the limiter's day windows. */
 export function usageExportOf(deps: {
   keyStore: KeyStore;
-  history: KeyActivityRecorder;
+  history: KeyActivity;
   keyLimiter: KeyLimiter;
   clock: Clock;
 }): UsageExport {
-  // A key of a consumer keeps its windows beside the consumer's (windows-id.ts): learnt from the listing the export walks.
+  // The limiter finds a key of a consumer by both ids: the consumer learnt from the listing the export walks.
   const consumerOf = new Map<string, string | undefined>();
   const keys = async () => {
     const records = await deps.keyStore.list();
@@ -32,17 +32,17 @@ export function usageExportOf(deps: {
   };
   const unitsToday = async (keyId: string) =>
     UNBOUNDED.perDay -
-    (await deps.keyLimiter.usage(windowsIdOf(keyId, consumerOf.get(keyId)), UNBOUNDED)).day.remaining;
+    (await deps.keyLimiter.usage({ keyId, consumerId: consumerOf.get(keyId) }, UNBOUNDED)).day.remaining;
   return (firstDay, lastDay) =>
     usageExportLines({ keys, history: deps.history, unitsToday, clock: deps.clock }, firstDay, lastDay);
 }
 
 /** GET /admin/stats/top-keys over the per-minute buckets, with each key's name from the key service. */
 export function topKeysOf(
-  recorder: TopKeysRecorder,
+  topKeys: TopKeys,
   keyService: { get(id: string): Promise<{ name: string } | null> },
 ): TopKeysDependencies {
-  return { top: (minutes, limit) => recorder.top(minutes, limit), keyById: (id) => keyService.get(id) };
+  return { top: (minutes, limit) => topKeys.top(minutes, limit), keyById: (id) => keyService.get(id) };
 }
 
 /** Both reports of the admin listener (GET /admin/usage/export, GET /admin/stats/top-keys). */

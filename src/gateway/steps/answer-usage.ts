@@ -9,7 +9,7 @@ import type {
   WindowLimits,
   WindowState,
 } from '../../limits/types';
-import { windowsIdOfKey } from '../../limits/redis/windows-id';
+import { keyRefOf } from '../../limits/key-ref';
 import { isHidden, NONE_HIDDEN, type HiddenWindows } from '../../limits/hidden-windows';
 import { bannedRateLimitHeaders, keyRateLimitHeaders } from '../rate-limit-headers';
 import type { RouteMatch } from '../operations/routes';
@@ -63,8 +63,8 @@ async function readUsage(
   limits: WindowLimits,
   share: ConsumerShare | undefined,
 ): Promise<[KeyUsage, ConsumerWindows | undefined]> {
-  const key = keyLimiter.usage(windowsIdOfKey(record), limits, record.billingDay);
-  if (share === undefined || !keyLimiter.consumerUsage) return [await key, undefined];
+  const key = keyLimiter.usage(keyRefOf(record), limits, record.billingDay);
+  if (share === undefined) return [await key, undefined];
   return Promise.all([key, keyLimiter.consumerUsage(share)]);
 }
 

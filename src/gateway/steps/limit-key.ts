@@ -4,7 +4,7 @@ import type { Logger } from '../../shared/logger';
 import type { ApiKeyRecord } from '../../keys/types';
 import type { PlanBook } from '../../limits/plan-limits';
 import { monthSpan } from '../../limits/windows/month-window';
-import { windowsIdOfKey } from '../../limits/redis/windows-id';
+import { keyRefOf } from '../../limits/key-ref';
 import { isHidden, type HiddenWindows } from '../../limits/hidden-windows';
 import type {
   ConsumeOptions,
@@ -72,22 +72,21 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
   const leaseTtlMs = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
 
   return async function limitKey(request: GatewayRequest): Promise<StepOutcome> {
-    const { res } = request;
     const record = keyOf(request);
     const limits = deps.keyLimits(record);
     if (!limits) return refuseUnconfiguredPlan(record);
     const shadow = plans.isShadowed(record);
-    const route = request.route?.template;
     const lease = leaseFor(plans.maxInFlightOf(record), leaseTtlMs);
     const consumer = deps.consumerOf?.(record);
     const hidden = plans.hiddenWindowsOf(record, consumer);
-    const options = consumeOptions(shadow, costs.costOf(request.method, route), record.billingDay, lease, consumer);
-    // A consumer's key keeps its windows, and its leases, under the consumer's hash tag (windows-id.ts).
-    const windowsId = windowsIdOfKey(record);
+    const cost = costs.costOf(request.method, request.route?.template);
+    const options = consumeOptions(shadow, cost, record.billingDay, lease, consumer);
+    // A consumer's key keeps its windows, and its leases, beside the consumer's: the store finds them by both ids.
+    const ref = keyRefOf(record);
     const decision = await storeCall(
       request,
       'rate limit',
-      () => keyLimiter.consume(windowsId, limits, options),
+      () => keyLimiter.consume(ref, limits, options),
       (d: KeyDecision) => ({
         'asg.rate_limit.scope': 'key',
         'asg.rate_limit.decision': d.outcome,
@@ -97,78 +96,92 @@ export function createKeyLimitStep(deps: KeyLimitDependencies) {
     if (decision instanceof Refusal) return decision;
     if (decision.outcome === 'concurrency_limited')
       return refuseConcurrency(metrics, request, shadow, decision, hidden);
-    deps.onDecision?.(record, decision, options?.cost ?? 1);
-    if (decision.fallback) {
-      request.storeFallback = decision.fallback;
-      if (decision.fallback === 'open') metrics.unenforced.inc({ plan: record.plan });
-    }
+    deps.onDecision?.(record, decision, cost);
+    noteFallback(metrics, request, record.plan, decision);
     if (decision.outcome === 'allowed') {
       // The slot is the request's until its response closes (answered, cut off, or its client gone,
       // during the decision included) and its upstream request, if any, is gone: a cancelled stream's
       // slot comes back only once the inventory no longer has its request (issue 48).
-      if (lease) afterRequestIsOver(res, () => keyLimiter.release?.(windowsId, lease.id));
-      request.rateLimitOutcome = 'allowed';
-      countAdmitted(metrics, record.plan, route, options?.cost ?? 1, decision);
-      setHeaders(res, keyRateLimitHeaders(decision, hidden));
-      return CONTINUE;
+      if (lease) afterRequestIsOver(request.res, () => keyLimiter.release(ref, lease.id));
+      return admit(metrics, request, cost, decision, hidden);
     }
-    if (shadow) return admitShadowed(res, request, { limits, decision, billingDay: record.billingDay, hidden });
-    if (decision.outcome === 'banned') {
-      request.rateLimitOutcome = 'banned';
-      setHeaders(
-        res,
-        bannedRateLimitHeaders(
-          limits,
-          decision.bannedUntil,
-          decision.now,
-          bannedMonth(limits, decision.now, record.billingDay),
-          hidden,
-        ),
-      );
-      metrics.rejections.inc({ plan: record.plan, window: 'ban' });
-      return temporarilyBanned(deps.retryAfter(decision.bannedUntil - decision.now));
-    }
-    request.rateLimitOutcome = 'limited';
-    request.refusedByWindow = decision.refusedBy;
-    setHeaders(res, keyRateLimitHeaders(decision, hidden));
-    // The metric keeps the true window (it is the operator's); the body says `hidden` for a hidden one.
-    metrics.rejections.inc({ plan: record.plan, window: decision.refusedBy });
-    if (decision.bannedNow) metrics.keyBans.inc({ plan: record.plan });
-    return keyRateLimited(
-      decision.refusedBy,
-      deps.retryAfter(decision.retryAfterMs),
-      isHidden(hidden, decision.refusedBy),
-    );
+    const refused: RefusedDecision = { limits, decision, billingDay: record.billingDay, hidden };
+    if (shadow) return admitShadowed(deps, request, refused);
+    return refuse(deps, request, refused);
   };
+}
 
-  /**
-   * Shadow mode (CONTRACT §4): what a limit would have refused is forwarded, with the headers it
-   * would have carried, no Retry-After and no ban; it is logged and counted so that an operator can
-   * see what the limit would do before enforcing it.
-   */
-  function admitShadowed(res: ServerResponse, request: GatewayRequest, refused: ShadowRefusal): StepOutcome {
-    const { limits, decision, billingDay, hidden } = refused;
-    const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
-    request.rateLimitOutcome = 'shadow_limited';
-    metrics.shadowDenied.inc({ plan: request.plan, window });
-    deps.logger.info(
-      { requestId: request.requestId, plan: request.plan, keyId: request.keyId, window },
-      'shadow limit would have refused; forwarded',
-    );
-    if (decision.outcome === 'banned')
-      setHeaders(
-        res,
-        bannedRateLimitHeaders(
-          limits,
-          decision.bannedUntil,
-          decision.now,
-          bannedMonth(limits, decision.now, billingDay),
-          hidden,
-        ),
-      );
-    else setHeaders(res, keyRateLimitHeaders(decision, hidden));
-    return CONTINUE;
+/** A decision taken without the shared store: said on the request, and an unenforced one counted. */
+function noteFallback(metrics: GatewayMetrics, request: GatewayRequest, plan: string, decision: KeyDecision): void {
+  if (!decision.fallback) return;
+  request.storeFallback = decision.fallback;
+  if (decision.fallback === 'open') metrics.unenforced.inc({ plan });
+}
+
+/** An admitted request: counted, and its visible windows in the headers. */
+function admit(
+  metrics: GatewayMetrics,
+  request: GatewayRequest,
+  cost: number,
+  decision: Extract<KeyDecision, { outcome: 'allowed' }>,
+  hidden: HiddenWindows,
+): StepOutcome {
+  request.rateLimitOutcome = 'allowed';
+  countAdmitted(metrics, keyOf(request).plan, request.route?.template, cost, decision);
+  setHeaders(request.res, keyRateLimitHeaders(decision, hidden));
+  return CONTINUE;
+}
+
+/** The headers of a refused decision: a ban's (the quota as a whole) or the windows as they stand. */
+function setRefusalHeaders(res: ServerResponse, refused: RefusedDecision): void {
+  const { limits, decision, billingDay, hidden } = refused;
+  if (decision.outcome === 'banned') {
+    const month = bannedMonth(limits, decision.now, billingDay);
+    setHeaders(res, bannedRateLimitHeaders(limits, decision.bannedUntil, decision.now, month, hidden));
+  } else {
+    setHeaders(res, keyRateLimitHeaders(decision, hidden));
   }
+}
+
+/** 429: a banned key (temporarily_banned) or a window without room (rate_limited), counted by window. */
+function refuse(deps: KeyLimitDependencies, request: GatewayRequest, refused: RefusedDecision): Refusal {
+  const { metrics } = deps;
+  const { decision, hidden } = refused;
+  const plan = keyOf(request).plan;
+  setRefusalHeaders(request.res, refused);
+  if (decision.outcome === 'banned') {
+    request.rateLimitOutcome = 'banned';
+    metrics.rejections.inc({ plan, window: 'ban' });
+    return temporarilyBanned(deps.retryAfter(decision.bannedUntil - decision.now));
+  }
+  request.rateLimitOutcome = 'limited';
+  request.refusedByWindow = decision.refusedBy;
+  // The metric keeps the true window (it is the operator's); the body says `hidden` for a hidden one.
+  metrics.rejections.inc({ plan, window: decision.refusedBy });
+  if (decision.bannedNow) metrics.keyBans.inc({ plan });
+  return keyRateLimited(
+    decision.refusedBy,
+    deps.retryAfter(decision.retryAfterMs),
+    isHidden(hidden, decision.refusedBy),
+  );
+}
+
+/**
+ * Shadow mode (CONTRACT §4): what a limit would have refused is forwarded, with the headers it
+ * would have carried, no Retry-After and no ban; it is logged and counted so that an operator can
+ * see what the limit would do before enforcing it.
+ */
+function admitShadowed(deps: KeyLimitDependencies, request: GatewayRequest, refused: RefusedDecision): StepOutcome {
+  const { decision } = refused;
+  const window = decision.outcome === 'banned' ? 'ban' : decision.refusedBy;
+  request.rateLimitOutcome = 'shadow_limited';
+  deps.metrics.shadowDenied.inc({ plan: request.plan, window });
+  deps.logger.info(
+    { requestId: request.requestId, plan: request.plan, keyId: request.keyId, window },
+    'shadow limit would have refused; forwarded',
+  );
+  setRefusalHeaders(request.res, refused);
+  return CONTINUE;
 }
 
 /** The units an admitted request took, and the windows it took past 80 %. */
@@ -201,8 +214,8 @@ function countNearLimit(
   if (used >= threshold && used - cost < threshold) metrics.nearLimit.inc({ plan, window });
 }
 
-/** What a shadowed limit would have refused: the limits applied, the decision, the key's billing day. */
-interface ShadowRefusal {
+/** A refused decision (or one a shadowed limit would have refused): the limits applied, the decision, the key's billing day. */
+interface RefusedDecision {
   limits: WindowLimits;
   decision: Exclude<KeyDecision, { outcome: 'allowed' | 'concurrency_limited' }>;
   billingDay?: number;

@@ -5,7 +5,7 @@ import { refusalLua } from '../redis/redis-refusal';
 /**
  * The Lua of a key's request decided together with its consumer's windows (CONTRACT §4): the key's
  * ban, its minute, day and month, and the consumer's minute, day and month, all in one script, so
- * one round trip; every Redis key it touches carries the consumer's hash tag (windows-id.ts), so it
+ * one round trip; every Redis key it touches carries the consumer's hash tag (redis/redis-names.ts), so it
  * runs on a Cluster as on one Redis. Mirrors the key's own scripts in redis-key-limiter.ts, with the
  * consumer's windows added to the admission test and to the counting.
  *
@@ -247,7 +247,7 @@ return {now, cmc, cdc, reset, coc, cok, cme, cms}
 `;
 
 /**
- * Moves a key's windows into another place (windows-id.ts), adding to what is there. KEYS: 1 the
+ * Moves a key's windows into another place (redis/redis-names.ts), adding to what is there. KEYS: 1 the
  * target hash, 2 its month hash, 3 its log. ARGV: 1 the source hash as flat field/value pairs
  * joined by ',', 2 the source month's w, c, k joined by ',' ('' for none), then the log's score,
  * member pairs. Windows of the same index add up; a later one wins; the later ban end wins.

@@ -12,7 +12,8 @@ import {
 } from './redis-consumer-scripts';
 import type { ConsumerShare, ConsumerWindows, KeyDecision, WindowLimits } from '../types';
 import { OUTCOME_ALLOWED, keyDecision, type OutcomeCode } from '../windows/windows';
-import { IN_FLIGHT_SUFFIX, OUTCOME_CONCURRENCY_LIMITED } from '../in-flight/redis-in-flight';
+import { OUTCOME_CONCURRENCY_LIMITED } from '../in-flight/redis-in-flight';
+import type { KeyRedisNames, RedisNames } from '../redis/redis-names';
 
 type ConsumeReply = [
   OutcomeCode | typeof OUTCOME_CONCURRENCY_LIMITED,
@@ -45,20 +46,8 @@ const SLIDING_CONSUME = defineLuaScript<ConsumeReply>(
 const USAGE = defineLuaScript<UsageReply>('asgConsumerLimitUsage', CONSUMER_USAGE_LUA, 3);
 const MOVE = defineLuaScript<number>('asgKeyWindowsMove', MOVE_WINDOWS_LUA, 3);
 
-/**
- * Redis layout of a consumer's windows, beside its keys' (windows-id.ts): all under the consumer's
- * hash tag, so one slot holds the consumer's windows and every window of each of its keys.
- *
- *   <ns>:rl:{con_…}:c        HASH  mw, mc, dw, dc: its minute and day (as a key's, without a ban)
- *   <ns>:rl:{con_…}:c:mo     HASH  w, c, k: its billing month's start, count and credits
- *   <ns>:rl:{con_…}:c:log    ZSET  its sliding minute's admissions (only with a perMinute)
- */
-export function consumerWindowsRedisKey(namespace: string, consumerId: string): string {
-  return `${namespace}:rl:{${consumerId}}:c`;
-}
-
 export interface ConsumerWindowsSettings {
-  prefix: string;
+  names: RedisNames;
   sliding: boolean;
   clock: Clock | undefined;
   months: MonthBoundaries;
@@ -85,11 +74,6 @@ export class RedisConsumerWindows {
     };
   }
 
-  /** The hash of a consumer's minute and day; its log and month hash are named after it. */
-  consumerKey(consumerId: string): string {
-    return this.settings.prefix + consumerId + '}:c';
-  }
-
   private monthArgv(billingDay: number | undefined): readonly string[] {
     return this.settings.months.argv(this.settings.clock?.now() ?? Date.now(), billingDay ?? DEFAULT_BILLING_DAY);
   }
@@ -100,7 +84,7 @@ export class RedisConsumerWindows {
    * and, admitted, the leases the key's set holds with its own (0 without maxInFlight; undefined when refused).
    */
   async consume(
-    key: string,
+    key: KeyRedisNames,
     keyArgv: string[],
     limits: WindowLimits,
     share: ConsumerShare,
@@ -108,7 +92,7 @@ export class RedisConsumerWindows {
     cost: number,
     releases?: readonly string[],
   ): Promise<[KeyDecision, number, number | undefined]> {
-    const ckey = this.consumerKey(share.id);
+    const consumer = this.settings.names.consumer(share.id);
     const { perMinute, perDay, perMonth } = share.limits;
     const argv = [
       ...keyArgv,
@@ -122,10 +106,10 @@ export class RedisConsumerWindows {
     if (releases !== undefined) argv.push(...releases);
     const reply = this.settings.sliding
       ? await this.scripts.slidingConsume(
-          [key, key + ':log', key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':log', ckey + ':mo'],
+          [key.hash, key.log, key.month, key.leases, consumer.hash, consumer.log, consumer.month],
           argv,
         )
-      : await this.scripts.consume([key, key + ':mo', key + IN_FLIGHT_SUFFIX, ckey, ckey + ':mo'], argv);
+      : await this.scripts.consume([key.hash, key.month, key.leases, consumer.hash, consumer.month], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
     const refusedForConcurrency = reply[0] === OUTCOME_CONCURRENCY_LIMITED;
     // Refused by maxInFlight: the windows as they stand, read as an admission of nothing.
@@ -153,7 +137,7 @@ export class RedisConsumerWindows {
   }
 
   async usage(share: ConsumerShare): Promise<ConsumerWindows> {
-    const ckey = this.consumerKey(share.id);
+    const consumer = this.settings.names.consumer(share.id);
     const perMonth = share.limits.perMonth;
     const argv = [
       this.settings.clock === undefined ? '' : String(this.settings.clock.now()),
@@ -161,7 +145,7 @@ export class RedisConsumerWindows {
       perMonth === undefined ? '' : String(perMonth),
       ...(perMonth === undefined ? ['', '', '', ''] : this.monthArgv(share.billingDay)),
     ];
-    const r = await this.scripts.usage([ckey, ckey + ':log', ckey + ':mo'], argv);
+    const r = await this.scripts.usage([consumer.hash, consumer.log, consumer.month], argv);
     return consumerWindows(
       share,
       {
@@ -174,24 +158,19 @@ export class RedisConsumerWindows {
     );
   }
 
-  /** The month hash of a consumer, for its credits (the key limiter's credits script serves both). */
-  consumerMonthKey(consumerId: string): string {
-    return this.consumerKey(consumerId) + ':mo';
-  }
-
   /**
    * Copies the windows under `from` into `to` (adding), then deletes `from`. Two places in two slots
    * on a Cluster: a read, a script at the target, a delete; a request counted at `from` in between
    * is carried by the second move the caller makes a little later (consumer-moves.ts).
    */
-  async move(redis: RedisClient, fromKey: string, toKey: string): Promise<void> {
+  async move(redis: RedisClient, from: KeyRedisNames, to: KeyRedisNames): Promise<void> {
     const replies = await redis
       .multi()
-      .hgetall(fromKey)
-      .pttl(fromKey)
-      .hgetall(fromKey + ':mo')
-      .pttl(fromKey + ':mo')
-      .zrange(fromKey + ':log', '0', '-1', 'WITHSCORES')
+      .hgetall(from.hash)
+      .pttl(from.hash)
+      .hgetall(from.month)
+      .pttl(from.month)
+      .zrange(from.log, '0', '-1', 'WITHSCORES')
       .exec();
     if (!replies) return;
     const [hash, hashTtl, month, monthTtl, log] = replies.map(([err, value]) => {
@@ -205,10 +184,10 @@ export class RedisConsumerWindows {
     const logPairs: string[] = [];
     for (let i = 0; i < log.length; i += 2) logPairs.push(log[i + 1]!, 'moved-' + log[i]!);
     if (fields.length === 0 && monthArg === '' && logPairs.length === 0) return;
-    await this.scripts.move([toKey, toKey + ':mo', toKey + ':log'], [fields.join(','), monthArg, ...logPairs]);
-    await redis.del(fromKey);
-    await redis.del(fromKey + ':mo');
-    await redis.del(fromKey + ':log');
+    await this.scripts.move([to.hash, to.month, to.log], [fields.join(','), monthArg, ...logPairs]);
+    await redis.del(from.hash);
+    await redis.del(from.month);
+    await redis.del(from.log);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../../shared/redis/redis';
 import type { InFlightLease } from '../types';
+import { hashTagOf } from '../redis/redis-names';
 
 /**
  * The key's concurrency limit (maxInFlight, CONTRACT §3) as Lua pieces shared by every consume
@@ -62,9 +63,6 @@ export function isNearLimit(held: number, max: number): boolean {
 /** Outcome code of a consume refused by maxInFlight (windows.ts has 0..3). */
 export const OUTCOME_CONCURRENCY_LIMITED = 4;
 
-/** Suffix of the sorted set of a key's in-flight leases (maxInFlight); same hash tag as its hash. */
-export const IN_FLIGHT_SUFFIX = ':if';
-
 /** ARGV 10..12 of a consume: the lease, or '' (no maxInFlight) and two placeholders. */
 export function inFlightArgv(lease: InFlightLease | undefined): string[] {
   return lease ? [String(lease.max), lease.id, String(lease.ttlMs)] : ['', '', ''];
@@ -75,13 +73,6 @@ export const MAX_CARRIED_RELEASES = 64;
 
 /** The batch period of the releases no consume carried: each reaches Redis within two periods, off the request path. */
 export const RELEASE_FLUSH_MS = 25;
-
-/** The hash tag of a Redis key (what Cluster hashes): keys with one tag share a slot. */
-function hashTagOf(key: string): string {
-  const open = key.indexOf('{');
-  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
-  return close > open + 1 ? key.slice(open + 1, close) : key;
-}
 
 /**
  * Sends a batch of releases: one ZREM per leases key. One pipeline on a single Redis (one round

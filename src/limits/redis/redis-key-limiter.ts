@@ -9,6 +9,7 @@ import type {
   InFlightLease,
   KeyDecision,
   KeyLimiter,
+  KeyRef,
   KeyUsage,
   MinuteWindowShape,
   WindowLimits,
@@ -17,9 +18,16 @@ import type {
 } from '../types';
 import { RedisConsumerWindows } from '../consumers/redis-consumer-windows';
 import { refusalLua } from './redis-refusal';
+import { RedisNames, type ConsumerRedisNames, type KeyRedisNames } from './redis-names';
+export {
+  activeBansRedisKey,
+  keyLimiterRedisKey,
+  leasesRedisKey,
+  monthRedisKey,
+  slidingLogRedisKey,
+} from './redis-names';
 import {
   IN_FLIGHT_HOLD_LUA,
-  IN_FLIGHT_SUFFIX,
   MAX_CARRIED_RELEASES,
   OUTCOME_CONCURRENCY_LIMITED,
   RELEASE_FLUSH_MS,
@@ -62,20 +70,6 @@ import {
  * expires at the month's end (plus a second's slack), so credits end with their month and the
  * month's count outlives the day hash without keeping the rest of the key's state that long.
  */
-/**
- * The sorted set of banned key ids by ban end, `${namespace}:rl:bans`, read for the
- * `gateway_active_bans` gauge. It sits in its own slot, so the consume script cannot write it on a
- * Cluster: the gateway adds a key after the script reports a new ban (a rare second command, not
- * awaited by the request) and removes it on unban.
- */
-export function activeBansRedisKey(namespace: string): string {
-  return `${namespace}:rl:bans`;
-}
-
-export function keyLimiterRedisKey(namespace: string, keyId: string): string {
-  return `${namespace}:rl:{${keyId}}`;
-}
-
 /** Lua that sets `now` (epoch ms) from ARGV[index] when a test clock passed one ('' or absent: Redis TIME). */
 function nowFromArgOrTime(index: number): string {
   return `if ARGV[${index}] and ARGV[${index}] ~= '' then
@@ -378,16 +372,6 @@ interface KeyLimitScripts {
   resetWindows: LuaCaller<[number, number, number]>;
 }
 
-/** The hash holding a key's month count and credits; same hash tag, so same Cluster slot, as its hash. */
-export function monthRedisKey(namespace: string, keyId: string): string {
-  return `${keyLimiterRedisKey(namespace, keyId)}:mo`;
-}
-
-/** The sorted set holding a key's sliding-minute log; same hash tag, so same Cluster slot, as its hash. */
-export function slidingLogRedisKey(namespace: string, keyId: string): string {
-  return `${keyLimiterRedisKey(namespace, keyId)}:log`;
-}
-
 function monthCountOf(count: number, credits: number, resetAt: number, startAt: number): MonthCount {
   return { count, credits, resetAt, startAt };
 }
@@ -415,7 +399,7 @@ export interface RedisKeyLimiterOptions {
  */
 export class RedisKeyLimiter implements KeyLimiter {
   private readonly scripts: KeyLimitScripts;
-  private readonly prefix: string;
+  private readonly names: RedisNames;
   private readonly clock: Clock | undefined;
   private readonly sliding: boolean;
   // The ban part of ARGV never changes; converted to strings once.
@@ -423,7 +407,6 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly banWindowMs: string;
   private readonly banDurationMs: string;
   private readonly retainMs: string;
-  private readonly bansKey: string;
   private readonly months = new MonthBoundaries();
   /** Decisions of a key of a consumer with limits, and the consumer's own windows (redis-consumer-windows.ts). */
   private readonly consumers: RedisConsumerWindows;
@@ -441,8 +424,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.banWindowMs = String(ban.windowMs);
     this.banDurationMs = String(ban.durationMs);
     this.retainMs = String(ban.retainMs);
-    this.prefix = `${options.namespace}:rl:{`;
-    this.bansKey = activeBansRedisKey(options.namespace);
+    this.names = new RedisNames(options.namespace);
     this.clock = options.clock;
     this.sliding = options.minuteWindow === 'sliding';
     this.scripts = {
@@ -454,7 +436,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       resetWindows: RESET_WINDOWS.on(redis),
     };
     this.consumers = new RedisConsumerWindows(redis, {
-      prefix: this.prefix,
+      names: this.names,
       sliding: this.sliding,
       clock: this.clock,
       months: this.months,
@@ -466,24 +448,21 @@ export class RedisKeyLimiter implements KeyLimiter {
     );
   }
 
-  async consume(keyId: string, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
-    const key = this.prefix + keyId + '}';
-    const leasesKey = key + IN_FLIGHT_SUFFIX;
-    const releases = this.releases.take(leasesKey);
-    if (releases === undefined) return this.decide(keyId, key, leasesKey, limits, options, undefined);
+  async consume(ref: KeyRef, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
+    const key = this.names.key(ref);
+    const releases = this.releases.take(key.leases);
+    if (releases === undefined) return this.decide(key, limits, options, undefined);
     try {
-      return await this.decide(keyId, key, leasesKey, limits, options, releases);
+      return await this.decide(key, limits, options, releases);
     } catch (err) {
-      this.releases.putBack(leasesKey, releases);
+      this.releases.putBack(key.leases, releases);
       throw err;
     }
   }
 
   /** One consume script: the key's windows, ban and lease (with its consumer's windows when it has one), the carried releases first. */
   private async decide(
-    keyId: string,
-    key: string,
-    leasesKey: string,
+    key: KeyRedisNames,
     limits: WindowLimits,
     options: ConsumeOptions | undefined,
     releases: string[] | undefined,
@@ -511,7 +490,7 @@ export class RedisKeyLimiter implements KeyLimiter {
         cost,
         releases,
       );
-      if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, bannedUntil);
+      if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(key, bannedUntil);
       this.noteLease(options.inFlight, decision, held);
       return decision;
     }
@@ -521,8 +500,8 @@ export class RedisKeyLimiter implements KeyLimiter {
       argv.push(...releases);
     }
     const reply = this.sliding
-      ? await this.scripts.slidingConsume([key, key + ':log', key + ':mo', leasesKey], argv)
-      : await this.scripts.consume([key, key + ':mo', leasesKey], argv);
+      ? await this.scripts.slidingConsume([key.hash, key.log, key.month, key.leases], argv)
+      : await this.scripts.consume([key.hash, key.month, key.leases], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[6], reply[7], reply[8], reply[9]);
     const refusedForConcurrency = reply[0] === OUTCOME_CONCURRENCY_LIMITED;
     const decision = keyDecision({
@@ -538,7 +517,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       month,
     });
     if (refusedForConcurrency && decision.outcome === 'allowed') return { ...decision, outcome: 'concurrency_limited' };
-    if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(keyId, reply[4]);
+    if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(key, reply[4]);
     this.noteLease(options?.inFlight, decision, reply[10]);
     return decision;
   }
@@ -556,8 +535,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     }
   }
 
-  release(keyId: string, leaseId: string): void {
-    const leasesKey = this.prefix + keyId + '}' + IN_FLIGHT_SUFFIX;
+  release(ref: KeyRef, leaseId: string): void {
+    const leasesKey = this.names.leases(ref);
     if (this.nearLimit.take(leaseId)) {
       this.releaseNow(leasesKey, leaseId);
       return;
@@ -585,8 +564,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     return this.releases.flush();
   }
 
-  async addCredits(keyId: string, units: number, billingDay?: number): Promise<void> {
-    const monthKey = this.prefix + keyId + '}:mo';
+  async addCredits(ref: KeyRef, units: number, billingDay?: number): Promise<void> {
+    const monthKey = this.names.key(ref).month;
     const now = this.clock === undefined ? '' : String(this.clock.now());
     await this.scripts.credits([monthKey], [now, String(units), '0', ...this.monthArgv(billingDay)]);
   }
@@ -598,14 +577,16 @@ export class RedisKeyLimiter implements KeyLimiter {
   async addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
     const now = this.clock === undefined ? '' : String(this.clock.now());
     await this.scripts.credits(
-      [this.consumers.consumerMonthKey(consumer.id)],
+      [this.names.consumer(consumer.id).month],
       [now, String(units), '0', ...this.monthArgv(consumer.billingDay)],
     );
   }
 
-  moveWindows(fromId: string, toId: string): Promise<void> {
-    if (fromId === toId) return Promise.resolve();
-    return this.consumers.move(this.redis, this.prefix + fromId + '}', this.prefix + toId + '}');
+  moveWindows(from: KeyRef, to: KeyRef): Promise<void> {
+    const source = this.names.key(from);
+    const target = this.names.key(to);
+    if (source.hash === target.hash) return Promise.resolve();
+    return this.consumers.move(this.redis, source, target);
   }
 
   /** The month boundaries around this process's present (the script picks by Redis TIME). */
@@ -613,27 +594,28 @@ export class RedisKeyLimiter implements KeyLimiter {
     return this.months.argv(this.clock?.now() ?? Date.now(), billingDay ?? DEFAULT_BILLING_DAY);
   }
 
-  private rememberBan(keyId: string, bannedUntil: number): void {
+  private rememberBan(key: KeyRedisNames, bannedUntil: number): void {
     // Best effort: the ban itself is already in the key's hash; only the gauge would miss it.
-    this.redis.zadd(this.bansKey, bannedUntil, keyId).catch(() => {});
+    this.redis.zadd(this.names.bans, bannedUntil, key.banMember).catch(() => {});
   }
 
   async activeBans(): Promise<number> {
     // Ends are Redis TIME; this process's clock is close enough for a gauge.
     const now = this.clock?.now() ?? Date.now();
-    const replies = await this.redis.multi().zremrangebyscore(this.bansKey, '-inf', now).zcard(this.bansKey).exec();
+    const bans = this.names.bans;
+    const replies = await this.redis.multi().zremrangebyscore(bans, '-inf', now).zcard(bans).exec();
     const [err, count] = replies?.[1] ?? [new Error('no reply to ZCARD'), 0];
     if (err) throw err;
     return Number(count);
   }
 
-  async usage(keyId: string, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
-    const key = this.prefix + keyId + '}';
+  async usage(ref: KeyRef, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
+    const key = this.names.key(ref);
     const argv = [this.clock === undefined ? '' : String(this.clock.now())];
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(billingDay));
     const reply = this.sliding
-      ? await this.scripts.slidingUsage([key, key + ':log', key + ':mo'], argv)
-      : await this.scripts.usage([key, key + ':mo'], argv);
+      ? await this.scripts.slidingUsage([key.hash, key.log, key.month], argv)
+      : await this.scripts.usage([key.hash, key.month], argv);
     const month = limits.perMonth === undefined ? null : monthCountOf(reply[5], reply[6], reply[8], reply[7]);
     return keyUsage({
       now: reply[0],
@@ -646,17 +628,17 @@ export class RedisKeyLimiter implements KeyLimiter {
     });
   }
 
-  resetWindows(keyId: string, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
-    return this.resetAt(this.prefix + keyId + '}', windows, billingDay);
+  resetWindows(ref: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+    return this.resetAt(this.names.key(ref), windows, billingDay);
   }
 
   resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
-    return this.resetAt(this.consumers.consumerKey(consumer.id), windows, consumer.billingDay);
+    return this.resetAt(this.names.consumer(consumer.id), windows, consumer.billingDay);
   }
 
-  /** One RESET_WINDOWS_LUA on the windows whose hash is `hash` (its log and month beside it). */
+  /** One RESET_WINDOWS_LUA on a key's or a consumer's windows (its hash, log and month). */
   private async resetAt(
-    hash: string,
+    names: ConsumerRedisNames,
     windows: readonly WindowName[],
     billingDay: number | undefined,
   ): Promise<WindowsHeld> {
@@ -668,7 +650,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       flag('day'),
     ];
     if (windows.includes('month')) argv.push('0', ...this.monthArgv(billingDay));
-    const reply = await this.scripts.resetWindows([hash, hash + ':log', hash + ':mo'], argv);
+    const reply = await this.scripts.resetWindows([names.hash, names.log, names.month], argv);
     const held: WindowsHeld = {};
     (['minute', 'day', 'month'] as const).forEach((window, i) => {
       if (reply[i]! >= 0) held[window] = reply[i];
@@ -676,9 +658,10 @@ export class RedisKeyLimiter implements KeyLimiter {
     return held;
   }
 
-  async unban(keyId: string): Promise<void> {
-    await this.redis.hdel(this.prefix + keyId + '}', 'bu', 'rc', 're');
-    await this.redis.zrem(this.bansKey, keyId);
+  async unban(ref: KeyRef): Promise<void> {
+    const key = this.names.key(ref);
+    await this.redis.hdel(key.hash, 'bu', 'rc', 're');
+    await this.redis.zrem(this.names.bans, key.banMember);
   }
 
   /** Sends the pending releases; the client belongs to the caller, who quits it after. */

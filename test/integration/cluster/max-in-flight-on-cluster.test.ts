@@ -45,8 +45,8 @@ describe('maxInFlight on a Redis Cluster', () => {
       KEYS.map(async (keyId) => {
         const seen: string[] = [];
         for (let i = 0; i < 10; i++) {
-          seen.push((await limiter.consume(keyId, limits, lease(`${keyId}-${i}`))).outcome);
-          limiter.release(keyId, `${keyId}-${i}`);
+          seen.push((await limiter.consume({ keyId }, limits, lease(`${keyId}-${i}`))).outcome);
+          limiter.release({ keyId }, `${keyId}-${i}`);
         }
         return seen;
       }),
@@ -62,8 +62,8 @@ describe('maxInFlight on a Redis Cluster', () => {
     const namespace = uniqueNamespace('cl-if-batch');
     const limiter = new RedisKeyLimiter(redis, { namespace, ban: DEFAULT_BAN });
     for (const keyId of KEYS)
-      expect((await limiter.consume(keyId, limits, lease(`${keyId}-held`, 4))).outcome).toBe('allowed');
-    for (const keyId of KEYS) limiter.release(keyId, `${keyId}-held`);
+      expect((await limiter.consume({ keyId }, limits, lease(`${keyId}-held`, 4))).outcome).toBe('allowed');
+    for (const keyId of KEYS) limiter.release({ keyId }, `${keyId}-held`);
     await eventually(
       async () =>
         (await Promise.all(KEYS.map((keyId) => redis.zcard(`${keyLimiterRedisKey(namespace, keyId)}:if`)))).every(
@@ -76,6 +76,6 @@ describe('maxInFlight on a Redis Cluster', () => {
       },
     );
     for (const keyId of KEYS)
-      expect((await limiter.consume(keyId, limits, lease(`${keyId}-next`, 4))).outcome).toBe('allowed');
+      expect((await limiter.consume({ keyId }, limits, lease(`${keyId}-next`, 4))).outcome).toBe('allowed');
   });
 });

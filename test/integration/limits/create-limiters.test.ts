@@ -40,7 +40,7 @@ describe('createLimiters', () => {
       clock,
     });
     expect(keys).toBeInstanceOf(MemoryKeyLimiter);
-    expect(await keys.consume('k1', limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
+    expect(await keys.consume({ keyId: 'k1' }, limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
     await addresses.consume('203.0.113.7');
     await addresses.consume('203.0.113.7');
     expect((await addresses.consume('203.0.113.7')).allowed).toBe(false);
@@ -58,7 +58,7 @@ describe('createLimiters', () => {
     expect(keys).toBeInstanceOf(RedisKeyLimiter);
     expect(health).toBeNull();
     // An injected clock other than the system's reaches the script (tests drive Redis windows with it).
-    expect(await keys.consume('k1', limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
+    expect(await keys.consume({ keyId: 'k1' }, limits)).toMatchObject({ outcome: 'allowed', now: clock.now() });
     expect(await client.exists(keyLimiterRedisKey(namespace, 'k1'))).toBe(1);
     expect((await addresses.consume('203.0.113.7')).allowed).toBe(true);
     expect(await client.exists(`${namespace}:rl:addr:203.0.113.7`)).toBe(1);
@@ -77,7 +77,7 @@ describe('createLimiters', () => {
       });
       expect(limiters.keyLimiter).toBeInstanceOf(FallbackKeyLimiter);
       expect(limiters.health?.degraded).toBe(false);
-      expect((await limiters.keyLimiter.consume('k1', limits)).fallback).toBeUndefined();
+      expect((await limiters.keyLimiter.consume({ keyId: 'k1' }, limits)).fallback).toBeUndefined();
       await limiters.close();
     }
   });
@@ -98,7 +98,7 @@ describe('createLimiters', () => {
       });
     });
     try {
-      await keys.consume('k1', limits);
+      await keys.consume({ keyId: 'k1' }, limits);
       const args = await sent;
       // EVAL(SHA), script, key count, the key, its month hash and its in-flight leases, then the
       // twelve ARGV of a TIME-clocked call: `now` (the eighth) empty, the cost, and no lease.

@@ -55,7 +55,8 @@ describe('RedisKeyLimiter on a Redis Cluster: exactness', () => {
     const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
     const monthLimits = { perMinute: 1000, perDay: 1000, perMonth: 50 };
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume('k-month', monthLimits, { billingDay: 7 }));
+    for (let i = 0; i < 200; i++)
+      calls.push((i % 2 === 0 ? a : b).consume({ keyId: 'k-month' }, monthLimits, { billingDay: 7 }));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(50);
     // Refused by the month until the refusals ban the key (the default ban threshold).
@@ -68,7 +69,7 @@ describe('RedisKeyLimiter on a Redis Cluster: exactness', () => {
     const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
     const dayLimits = { perMinute: 1000, perDay: 60 };
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume('k1', dayLimits));
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId: 'k1' }, dayLimits));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(60);
   });

@@ -58,7 +58,7 @@ describe('RedisKeyLimiter, sliding minute: exactness across instances', () => {
   }
 
   async function race(a: RedisKeyLimiter, b: RedisKeyLimiter, count: number): Promise<KeyDecision[]> {
-    return Promise.all(Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b).consume('k1', limits)));
+    return Promise.all(Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b).consume({ keyId: 'k1' }, limits)));
   }
 
   const admittedAt = (decisions: KeyDecision[]) => decisions.filter((d) => d.outcome === 'allowed').map((d) => d.now);
@@ -114,11 +114,11 @@ describe('RedisKeyLimiter, sliding minute: one round trip, one slot', () => {
         minuteWindow: 'sliding',
       });
       const limits = { perMinute: 1, perDay: 100 };
-      await limiter.consume('key-9', limits); // allowed
-      await limiter.consume('key-9', limits); // limited
-      await limiter.usage('key-9', limits);
-      await limiter.consume('key-9', limits); // limited, bans
-      await limiter.consume('key-9', limits); // banned
+      await limiter.consume({ keyId: 'key-9' }, limits); // allowed
+      await limiter.consume({ keyId: 'key-9' }, limits); // limited
+      await limiter.usage({ keyId: 'key-9' }, limits);
+      await limiter.consume({ keyId: 'key-9' }, limits); // limited, bans
+      await limiter.consume({ keyId: 'key-9' }, limits); // banned
       await client.echo(marker);
       await finished;
     } finally {
@@ -150,7 +150,7 @@ describe('RedisKeyLimiter, sliding minute: one round trip, one slot', () => {
   it('the log expires a minute after its last admission', async () => {
     const namespace = uniqueNamespace('sliding-ttl');
     const limiter = new RedisKeyLimiter(client, { namespace, ban: NO_BAN, minuteWindow: 'sliding' });
-    await limiter.consume('k1', { perMinute: 5, perDay: 5 });
+    await limiter.consume({ keyId: 'k1' }, { perMinute: 5, perDay: 5 });
     const ttl = await client.pttl(slidingLogRedisKey(namespace, 'k1'));
     expect(ttl).toBeGreaterThan(55_000);
     expect(ttl).toBeLessThanOrEqual(61_000);
@@ -168,7 +168,7 @@ describe('RedisKeyLimiter: memory per key at each plan’s limit (MEMORY USAGE)'
     // Spread over the minute, one ms apart at least, as real traffic would be.
     for (let i = 0; i < perMinute; i++) {
       clock.advance(Math.max(1, Math.floor(58_000 / perMinute)));
-      await limiter.consume('k1', limits);
+      await limiter.consume({ keyId: 'k1' }, limits);
     }
     let bytes = 0;
     for (const key of [keyLimiterRedisKey(namespace, 'k1'), slidingLogRedisKey(namespace, 'k1')]) {

@@ -1,7 +1,13 @@
 import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
-import { windowsIdOf } from '../../../src/limits/redis/windows-id';
-import type { ConsumerShare, KeyDecision, KeyLimiter, WindowLimits, WindowsHeld } from '../../../src/limits/types';
+import type {
+  ConsumerShare,
+  KeyDecision,
+  KeyLimiter,
+  KeyRef,
+  WindowLimits,
+  WindowsHeld,
+} from '../../../src/limits/types';
 import { describeWindowResetBehaviours } from '../../unit/limits/window-reset-behaviours';
 import { NO_BAN } from '../../unit/limits/minute-window-behaviours';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
@@ -32,18 +38,18 @@ describeWindowResetBehaviours('RedisKeyLimiter', {
 /** Units used of each window, from what the limiter answers now. */
 async function usedNow(
   limiter: KeyLimiter,
-  keyId: string,
+  key: KeyRef,
   limits: WindowLimits,
   consumer?: ConsumerShare,
 ): Promise<WindowsHeld & { consumer?: WindowsHeld }> {
-  const usage = await limiter.usage(keyId, limits);
+  const usage = await limiter.usage(key, limits);
   const used: WindowsHeld & { consumer?: WindowsHeld } = {
     minute: usage.minute.limit - usage.minute.remaining,
     day: usage.day.limit - usage.day.remaining,
     month: usage.month!.limit - usage.month!.remaining,
   };
   if (consumer) {
-    const windows = await limiter.consumerUsage!(consumer);
+    const windows = await limiter.consumerUsage(consumer);
     used.consumer = {
       minute: windows.minute!.limit - windows.minute!.remaining,
       day: windows.day!.limit - windows.day!.remaining,
@@ -65,7 +71,7 @@ describe('RedisKeyLimiter: a reset among concurrent requests of two instances', 
         limits: { perMinute: 100_000, perDay: 100_000, perMonth: 100_000 },
         billingDay: 1,
       };
-      const keyId = windowsIdOf('key_race', consumer.id);
+      const keyId = { keyId: 'key_race', consumerId: consumer.id };
       const limits: WindowLimits = { perMinute: 100_000, perDay: 100_000, perMonth: 100_000 };
       const calls: Promise<KeyDecision>[] = [];
       let keyHeld: Promise<WindowsHeld> | undefined;

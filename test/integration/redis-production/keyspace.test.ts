@@ -773,7 +773,7 @@ describe('the Redis keyspace', () => {
     for (const [i, perMinute] of [60, 300, 1000].entries()) {
       const keyId = fakeKeyId(i);
       for (let n = 0; n < perMinute; n++) {
-        expect((await slidingLimiter.consume(keyId, { perMinute, perDay: 100_000 })).outcome).toBe('allowed');
+        expect((await slidingLimiter.consume({ keyId }, { perMinute, perDay: 100_000 })).outcome).toBe('allowed');
         clock.advance(Math.floor(50_000 / perMinute));
       }
       const base = `${SIZING_SLIDING}:rl:{${keyId}}`;

@@ -5,9 +5,9 @@ import request from 'supertest';
 import { definedLuaScripts } from '../../../src/shared/redis/lua-script';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { RedisKeyStore } from '../../../src/keys/stores/redis-key-store';
+import { RedisConsumerStore } from '../../../src/consumers/redis-consumer-store';
 import { RedisOutbox } from '../../../src/notifications/redis-outbox';
 import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
-import { windowsIdOf } from '../../../src/limits/redis/windows-id';
 import { RedisSentStateStore } from '../../../src/usage/events/redis-sent-state';
 import { RedisKeyActivityStore } from '../../../src/usage/redis-key-activity-store';
 import { startRedisServer, type RedisProcess } from '../../support/redis-server';
@@ -215,6 +215,18 @@ async function driveStoresDirectly(namespace: string): Promise<void> {
     await store.scanIssuedHashes(() => {});
     await store.getMany(records.map((r) => r.id));
   } finally {
+  // The consumers' side of the same loss check: a consumer written back after a loss.
+  const consumers = await RedisConsumerStore.open(client, namespace);
+  try {
+    const [first] = await consumers.list();
+    expect(await consumers.restoreMissing([{ ...first!, id: `con_${randomBytes(12).toString('hex')}` }])).toHaveLength(
+      1,
+    );
+    expect(await consumers.lockRestore('script-keys', 10_000)).toBe(true);
+    await consumers.unlockRestore('script-keys');
+  } finally {
+    await consumers.close();
+  }
     await store.close();
   }
   const outbox = new RedisOutbox(client, namespace);
@@ -270,11 +282,11 @@ async function driveStoresDirectly(namespace: string): Promise<void> {
 async function driveSlidingLimiter(namespace: string): Promise<void> {
   const limiter = new RedisKeyLimiter(client, { namespace, ban: NO_BAN, minuteWindow: 'sliding' });
   const consumer = { id: 'con_' + '5'.repeat(24), limits: { perMinute: 10, perDay: 10, perMonth: 10 }, billingDay: 1 };
-  const keyId = windowsIdOf('key_sliding', consumer.id);
-  await limiter.consume(keyId, { perMinute: 10, perDay: 10 }, { consumer });
-  await limiter.usage(keyId, { perMinute: 10, perDay: 10 });
+  const key = { keyId: 'key_sliding', consumerId: consumer.id };
+  await limiter.consume(key, { perMinute: 10, perDay: 10 }, { consumer });
+  await limiter.usage(key, { perMinute: 10, perDay: 10 });
   await limiter.consumerUsage(consumer);
-  await limiter.moveWindows(keyId, 'key_sliding');
+  await limiter.moveWindows(key, { keyId: 'key_sliding' });
   await limiter.close();
 }
 

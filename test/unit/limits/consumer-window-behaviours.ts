@@ -7,7 +7,6 @@ import type {
   MinuteWindowShape,
   WindowLimits,
 } from '../../../src/limits/types';
-import { windowsIdOf } from '../../../src/limits/redis/windows-id';
 import { eventually } from '../../support/eventually';
 
 /**
@@ -51,8 +50,8 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
 
       it('two keys of a consumer with perMinute 10 get 10 answers in all, then the consumer-minute refuses', async () => {
         const c = share({ perMinute: 10 });
-        const a = windowsIdOf('key_a', c.id);
-        const b = windowsIdOf('key_b', c.id);
+        const a = { keyId: 'key_a', consumerId: c.id };
+        const b = { keyId: 'key_b', consumerId: c.id };
         const decisions: KeyDecision[] = [];
         for (let i = 0; i < 20; i++) decisions.push(await limiter.consume(i % 2 === 0 ? a : b, ROOMY, { consumer: c }));
         expect(allowed(decisions)).toBe(10);
@@ -76,16 +75,16 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
       it("a key's own window refusing consumes nothing of its consumer's", async () => {
         const c = share({ perMinute: 10, perDay: 100 });
         const tight = { perMinute: 2, perDay: 100 };
-        const a = windowsIdOf('key_a', c.id);
+        const a = { keyId: 'key_a', consumerId: c.id };
         for (let i = 0; i < 5; i++) await limiter.consume(a, tight, { consumer: c });
-        const usage = await limiter.consumerUsage!(c);
+        const usage = await limiter.consumerUsage(c);
         expect(usage.minute).toMatchObject({ limit: 10, remaining: 8 });
         expect(usage.day).toMatchObject({ limit: 100, remaining: 98 });
       });
 
       it("a consumer's day refuses across keys, and its refusals count toward each key's own ban", async () => {
         const c = share({ perDay: 3 });
-        const ids = ['key_a', 'key_b', 'key_c'].map((k) => windowsIdOf(k, c.id));
+        const ids = ['key_a', 'key_b', 'key_c'].map((k) => ({ keyId: k, consumerId: c.id }));
         const decisions: KeyDecision[] = [];
         for (const id of ids) decisions.push(await limiter.consume(id, ROOMY, { consumer: c }));
         expect(allowed(decisions)).toBe(3);
@@ -103,7 +102,7 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
 
       it('shadowed, a consumer window refusal is reported and never leads to a ban', async () => {
         const c = share({ perMinute: 1 });
-        const id = windowsIdOf('key_a', c.id);
+        const id = { keyId: 'key_a', consumerId: c.id };
         const decisions: KeyDecision[] = [];
         for (let i = 0; i < BAN.threshold + 5; i++)
           decisions.push(await limiter.consume(id, ROOMY, { consumer: c, shadow: true }));
@@ -115,7 +114,7 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
 
       it("a consumer's key keeps its own maxInFlight in the same decision: a refusal consumes nothing of either, and a release frees the slot", async () => {
         const c = share({ perMinute: 10 });
-        const a = windowsIdOf('key_a', c.id);
+        const a = { keyId: 'key_a', consumerId: c.id };
         const lease = (id: string) => ({ consumer: c, inFlight: { max: 2, id, ttlMs: 11_000 } });
         expect(await limiter.consume(a, ROOMY, lease('l1'))).toMatchObject({ outcome: 'allowed' });
         expect(await limiter.consume(a, ROOMY, lease('l2'))).toMatchObject({ outcome: 'allowed' });
@@ -127,11 +126,11 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
           consumer: { minute: { limit: 10, remaining: 8 } },
         });
         // Another key of the same consumer has slots of its own.
-        expect(await limiter.consume(windowsIdOf('key_b', c.id), ROOMY, lease('l4'))).toMatchObject({
+        expect(await limiter.consume({ keyId: 'key_b', consumerId: c.id }, ROOMY, lease('l4'))).toMatchObject({
           outcome: 'allowed',
           consumer: { minute: { remaining: 7 } },
         });
-        limiter.release!(a, 'l1');
+        limiter.release(a, 'l1');
         // A release is fire and forget (on Redis one command not awaited): the slot is free again soon after.
         await eventually(async () => (await limiter.consume(a, ROOMY, lease('l5'))).outcome === 'allowed', {
           timeoutMs: 5000,
@@ -141,7 +140,7 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
 
       it('costs take units of every window of the key and its consumer', async () => {
         const c = share({ perMinute: 10, perDay: 10 });
-        const id = windowsIdOf('key_a', c.id);
+        const id = { keyId: 'key_a', consumerId: c.id };
         expect(await limiter.consume(id, ROOMY, { consumer: c, cost: 4 })).toMatchObject({
           outcome: 'allowed',
           minute: { remaining: 996 },
@@ -159,7 +158,7 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
 
       it("a consumer's month with credits behaves as a key's: its limit plus the month's credits, on its own billing day", async () => {
         const c = share({ perMonth: 5 }, 10);
-        const ids = ['key_a', 'key_b'].map((k) => windowsIdOf(k, c.id));
+        const ids = ['key_a', 'key_b'].map((k) => ({ keyId: k, consumerId: c.id }));
         const decisions: KeyDecision[] = [];
         for (let i = 0; i < 7; i++) decisions.push(await limiter.consume(ids[i % 2]!, ROOMY, { consumer: c }));
         expect(allowed(decisions)).toBe(5);
@@ -174,7 +173,7 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
           expect(refused.consumer!.month!.startAt).toBe(Date.UTC(2026, 0, 10));
           expect(refused.consumer!.month!.resetAt).toBe(Date.UTC(2026, 1, 10));
         }
-        await limiter.addConsumerCredits!(c, 3);
+        await limiter.addConsumerCredits(c, 3);
         const more: KeyDecision[] = [];
         for (let i = 0; i < 4; i++) more.push(await limiter.consume(ids[i % 2]!, ROOMY, { consumer: c }));
         expect(allowed(more)).toBe(3);
@@ -195,16 +194,17 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
         const from = share({ perMinute: 100 });
         const to = share({ perMinute: 100 });
         const limits = { perMinute: 5, perDay: 100 };
-        for (let i = 0; i < 3; i++) await limiter.consume(windowsIdOf('key_m', from.id), limits, { consumer: from });
-        await limiter.moveWindows!(windowsIdOf('key_m', from.id), windowsIdOf('key_m', to.id));
+        for (let i = 0; i < 3; i++)
+          await limiter.consume({ keyId: 'key_m', consumerId: from.id }, limits, { consumer: from });
+        await limiter.moveWindows({ keyId: 'key_m', consumerId: from.id }, { keyId: 'key_m', consumerId: to.id });
         const decisions: KeyDecision[] = [];
         for (let i = 0; i < 3; i++)
-          decisions.push(await limiter.consume(windowsIdOf('key_m', to.id), limits, { consumer: to }));
+          decisions.push(await limiter.consume({ keyId: 'key_m', consumerId: to.id }, limits, { consumer: to }));
         expect(allowed(decisions)).toBe(2);
         expect(decisions[0]).toMatchObject({ minute: { remaining: 1 }, day: { remaining: 96 } });
         // Moving back to no consumer keeps them too.
-        await limiter.moveWindows!(windowsIdOf('key_m', to.id), 'key_m');
-        expect(await limiter.usage('key_m', limits)).toMatchObject({
+        await limiter.moveWindows({ keyId: 'key_m', consumerId: to.id }, { keyId: 'key_m' });
+        expect(await limiter.usage({ keyId: 'key_m' }, limits)).toMatchObject({
           minute: { remaining: 0 },
           day: { remaining: 95 },
         });
@@ -218,8 +218,8 @@ export function describeConsumerWindowBehaviours(name: string, harness: Consumer
       const limiter = await harness.create(clock, BAN, 'sliding');
       try {
         const c = share({ perMinute: 3 });
-        const a = windowsIdOf('key_a', c.id);
-        const b = windowsIdOf('key_b', c.id);
+        const a = { keyId: 'key_a', consumerId: c.id };
+        const b = { keyId: 'key_b', consumerId: c.id };
         await limiter.consume(a, ROOMY, { consumer: c });
         clock.advance(30_000);
         await limiter.consume(b, ROOMY, { consumer: c });

@@ -18,7 +18,7 @@ describe('MemoryKeyLimiter: memory', () => {
   it('drops the states of keys whose day is over, and keeps today’s', async () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
     const limiter = new MemoryKeyLimiter({ ban: DEFAULT_BAN, clock, sweepIntervalMs: 0 });
-    for (let i = 0; i < 100; i++) await limiter.consume(`key-${i}`, limits);
+    for (let i = 0; i < 100; i++) await limiter.consume({ keyId: `key-${i}` }, limits);
     expect(limiter.size).toBe(100);
 
     clock.set(Date.UTC(2026, 0, 1, 23, 59));
@@ -37,12 +37,12 @@ describe('MemoryKeyLimiter: memory', () => {
     const clock = new ManualClock(start);
     const limiter = new MemoryKeyLimiter({ ban: DEFAULT_BAN, clock, sweepIntervalMs: 0 });
     await consumeTimes(limiter, 'k1', limits, 12);
-    expect((await limiter.consume('k1', limits)).outcome).toBe('banned');
+    expect((await limiter.consume({ keyId: 'k1' }, limits)).outcome).toBe('banned');
 
     clock.set(start + 900_000 - 1);
     limiter.sweep();
     expect(limiter.size).toBe(1);
-    expect((await limiter.consume('k1', limits)).outcome).toBe('banned');
+    expect((await limiter.consume({ keyId: 'k1' }, limits)).outcome).toBe('banned');
     await limiter.close();
   });
 
@@ -51,7 +51,7 @@ describe('MemoryKeyLimiter: memory', () => {
     try {
       const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
       const limiter = new MemoryKeyLimiter({ ban: DEFAULT_BAN, clock, sweepIntervalMs: 1_000 });
-      await limiter.consume('k1', limits);
+      await limiter.consume({ keyId: 'k1' }, limits);
       clock.advance(2 * 86_400_000);
       jest.advanceTimersByTime(1_000);
       expect(limiter.size).toBe(0);
@@ -82,15 +82,18 @@ describe('MemoryKeyLimiter: a sliding minute seeded from the store’s last answ
     const clock = new ManualClock(at + 4_000);
     const limiter = new MemoryKeyLimiter({ ban: DEFAULT_BAN, clock, minuteWindow: 'sliding', sweepIntervalMs: 0 });
     const limits = { perMinute: 3, perDay: 100 };
-    limiter.seed('k1', { at, minuteCount: 3, dayCount: 10, bannedUntil: 0 });
+    limiter.seed({ keyId: 'k1' }, { at, minuteCount: 3, dayCount: 10, bannedUntil: 0 });
     // Past the UTC minute boundary, a fixed window would start afresh; the sliding one still holds the 3.
-    expect(await limiter.consume('k1', limits)).toMatchObject({
+    expect(await limiter.consume({ keyId: 'k1' }, limits)).toMatchObject({
       outcome: 'limited',
       refusedBy: 'minute',
       retryAfterMs: 56_000,
     });
     clock.set(at + 60_000);
-    expect(await limiter.consume('k1', limits)).toMatchObject({ outcome: 'allowed', day: { remaining: 89 } });
+    expect(await limiter.consume({ keyId: 'k1' }, limits)).toMatchObject({
+      outcome: 'allowed',
+      day: { remaining: 89 },
+    });
     await limiter.close();
   });
 });

@@ -25,10 +25,10 @@ describe('MemoryKeyLimiter: a month reset outlives a restart', () => {
       monthFlushIntervalMs: 0,
       sweepIntervalMs: 0,
     });
-    await before.addCredits('key_m', 3);
-    for (let i = 0; i < 4; i++) await before.consume('key_m', limits);
+    await before.addCredits({ keyId: 'key_m' }, 3);
+    for (let i = 0; i < 4; i++) await before.consume({ keyId: 'key_m' }, limits);
     before.flushMonths();
-    expect(await before.resetWindows('key_m', ['month'])).toEqual({ month: 4 });
+    expect(await before.resetWindows({ keyId: 'key_m' }, ['month'])).toEqual({ month: 4 });
     // A crash: nothing flushed after the reset.
     first.close();
     const second = new SqliteMonthLedger(dataDir);
@@ -40,7 +40,11 @@ describe('MemoryKeyLimiter: a month reset outlives a restart', () => {
       sweepIntervalMs: 0,
     });
     try {
-      expect((await after.usage('key_m', limits)).month).toMatchObject({ limit: 13, remaining: 13, credits: 3 });
+      expect((await after.usage({ keyId: 'key_m' }, limits)).month).toMatchObject({
+        limit: 13,
+        remaining: 13,
+        credits: 3,
+      });
     } finally {
       second.close();
     }

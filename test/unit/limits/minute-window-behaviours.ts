@@ -21,7 +21,7 @@ const AT_58 = Date.UTC(2026, 0, 1, 12, 0, 58);
 
 async function burst(limiter: KeyLimiter, keyId: string, limits: WindowLimits, times: number): Promise<KeyDecision[]> {
   const decisions: KeyDecision[] = [];
-  for (let i = 0; i < times; i++) decisions.push(await limiter.consume(keyId, limits));
+  for (let i = 0; i < times; i++) decisions.push(await limiter.consume({ keyId }, limits));
   return decisions;
 }
 
@@ -76,10 +76,10 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       const clock = new ManualClock(AT_58);
       const limiter = await create(clock, 'sliding');
       const limits = { perMinute: 3, perDay: 1000 };
-      await limiter.consume('k1', limits);
+      await limiter.consume({ keyId: 'k1' }, limits);
       clock.set(AT_58 + 10 * SECOND);
-      const second = await limiter.consume('k1', limits);
-      await limiter.consume('k1', limits);
+      const second = await limiter.consume({ keyId: 'k1' }, limits);
+      await limiter.consume({ keyId: 'k1' }, limits);
       // Room frees when the first admission (at :58) is a minute old.
       expect(second.outcome === 'allowed' && second.minute).toEqual({
         limit: 3,
@@ -88,7 +88,7 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       });
 
       clock.set(AT_58 + 30 * SECOND);
-      const refused = await limiter.consume('k1', limits);
+      const refused = await limiter.consume({ keyId: 'k1' }, limits);
       expect(refused).toMatchObject({ outcome: 'limited', refusedBy: 'minute', retryAfterMs: 30 * SECOND });
       expect(refused.outcome === 'limited' && refused.minute).toEqual({
         limit: 3,
@@ -97,9 +97,9 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       });
 
       clock.set(AT_58 + MINUTE - 1);
-      expect((await limiter.consume('k1', limits)).outcome).toBe('limited');
+      expect((await limiter.consume({ keyId: 'k1' }, limits)).outcome).toBe('limited');
       clock.set(AT_58 + MINUTE);
-      const served = await limiter.consume('k1', limits);
+      const served = await limiter.consume({ keyId: 'k1' }, limits);
       expect(served.outcome).toBe('allowed');
       // Now the oldest in the interval is the one admitted at :08.
       expect(served.outcome === 'allowed' && served.minute).toEqual({
@@ -120,7 +120,7 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       for (let i = 0; i < 400; i++) {
         clock.advance(Math.floor(next() * 4_000));
         const now = clock.now();
-        const decision = await limiter.consume('k1', limits);
+        const decision = await limiter.consume({ keyId: 'k1' }, limits);
         const inInterval = admissions.filter((t) => t > now - MINUTE).length;
         // Exact, not approximate: admitted if and only if the last 60 s hold fewer than the limit.
         expect({ i, outcome: decision.outcome }).toEqual({
@@ -158,12 +158,12 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
       const clock = new ManualClock(AT_58);
       const limiter = await create(clock, 'sliding');
       const limits = { perMinute: 3, perDay: 10 };
-      const fresh = await limiter.usage('k1', limits);
+      const fresh = await limiter.usage({ keyId: 'k1' }, limits);
       expect(fresh.minute).toEqual({ limit: 3, remaining: 3, resetAt: AT_58 + MINUTE });
       await burst(limiter, 'k1', limits, 2);
       clock.advance(5 * SECOND);
       for (let i = 0; i < 5; i++) {
-        const usage = await limiter.usage('k1', limits);
+        const usage = await limiter.usage({ keyId: 'k1' }, limits);
         expect(usage).toEqual({
           minute: { limit: 3, remaining: 1, resetAt: AT_58 + MINUTE },
           day: { limit: 10, remaining: 8, resetAt: Date.UTC(2026, 0, 2) },
@@ -171,7 +171,7 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
         });
       }
       clock.set(AT_58 + MINUTE);
-      expect((await limiter.usage('k1', limits)).minute).toEqual({
+      expect((await limiter.usage({ keyId: 'k1' }, limits)).minute).toEqual({
         limit: 3,
         remaining: 3,
         resetAt: AT_58 + 2 * MINUTE,
@@ -184,10 +184,10 @@ export function describeMinuteWindowBehaviours(name: string, harness: ShapedLimi
         const limiter = await create(clock, shape, DEFAULT_BAN);
         const limits = { perMinute: 2, perDay: 1000 };
         const decisions: KeyDecision[] = [];
-        for (let i = 0; i < 30; i++) decisions.push(await limiter.consume('k1', limits, { shadow: true }));
+        for (let i = 0; i < 30; i++) decisions.push(await limiter.consume({ keyId: 'k1' }, limits, { shadow: true }));
         expect(decisions.map((d) => d.outcome)).toEqual([...Array(2).fill('allowed'), ...Array(28).fill('limited')]);
         expect(decisions.some((d) => d.outcome === 'limited' && d.bannedNow)).toBe(false);
-        expect((await limiter.usage('k1', limits)).bannedUntil).toBeNull();
+        expect((await limiter.usage({ keyId: 'k1' }, limits)).bannedUntil).toBeNull();
         // The same refusals unshadowed ban the key after the threshold (10) + 1.
         const unshadowed = await burst(limiter, 'k2', limits, 14);
         expect(unshadowed.map((d) => d.outcome)).toEqual([

@@ -1,7 +1,8 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { MemoryKeyLimiter } from '../../../src/limits/memory-key-limiter';
 import { FallbackKeyLimiter, StoreHealth, type FailMode } from '../../../src/limits/store-fallback';
-import type { KeyDecision, KeyLimiter, WindowLimits } from '../../../src/limits/types';
+import type { KeyDecision, KeyRef, WindowLimits } from '../../../src/limits/types';
+import { KeyLimiterFake } from './key-limiter-fake';
 import { DEFAULT_BAN } from './key-limiter-behaviours';
 import { eventually } from '../../support/eventually';
 
@@ -11,20 +12,23 @@ import { eventually } from '../../support/eventually';
 const limits: WindowLimits = { perMinute: 5, perDay: 3 };
 
 /** A real MemoryKeyLimiter that throws while `down` is set, as a store call to a dead Redis does. */
-class SwitchableStore implements KeyLimiter {
+class SwitchableStore extends KeyLimiterFake {
   down = false;
   calls = 0;
-  constructor(readonly inner: MemoryKeyLimiter) {}
-  async consume(keyId: string, l: WindowLimits): Promise<KeyDecision> {
+  constructor(readonly inner: MemoryKeyLimiter) {
+    super();
+  }
+  override async consume(key: KeyRef, l: WindowLimits): Promise<KeyDecision> {
     this.calls += 1;
     if (this.down) throw new Error('store down');
-    return this.inner.consume(keyId, l);
+    return this.inner.consume(key, l);
   }
-  usage = (keyId: string, l: WindowLimits) => this.inner.usage(keyId, l);
-  unban = (keyId: string) => this.inner.unban(keyId);
-  activeBans = () => this.inner.activeBans();
-  addCredits = (keyId: string, units: number, billingDay?: number) => this.inner.addCredits(keyId, units, billingDay);
-  close = () => this.inner.close();
+  override usage = (key: KeyRef, l: WindowLimits) => this.inner.usage(key, l);
+  override unban = (key: KeyRef) => this.inner.unban(key);
+  override activeBans = () => this.inner.activeBans();
+  override addCredits = (key: KeyRef, units: number, billingDay?: number) =>
+    this.inner.addCredits(key, units, billingDay);
+  override close = () => this.inner.close();
 }
 
 function setUp(mode: Exclude<FailMode, 'closed'>, ban = DEFAULT_BAN) {
@@ -55,7 +59,7 @@ function setUp(mode: Exclude<FailMode, 'closed'>, ban = DEFAULT_BAN) {
 describe('FallbackKeyLimiter', () => {
   it('passes the store’s decisions through while it answers', async () => {
     const { limiter, store, events, health } = setUp('local');
-    const decision = await limiter.consume('k', limits);
+    const decision = await limiter.consume({ keyId: 'k' }, limits);
     expect(decision).toMatchObject({ outcome: 'allowed' });
     expect(decision.fallback).toBeUndefined();
     expect(store.calls).toBe(1);
@@ -66,10 +70,10 @@ describe('FallbackKeyLimiter', () => {
   it('local: one failure degrades; decisions come from the fallback without asking the store again until a probe succeeds', async () => {
     const { limiter, store, events, health } = setUp('local');
     store.down = true;
-    const first = await limiter.consume('k', limits);
+    const first = await limiter.consume({ keyId: 'k' }, limits);
     expect(first).toMatchObject({ outcome: 'allowed', fallback: 'local' });
     expect(events).toMatchObject({ degraded: 1, storeErrors: 1 });
-    await limiter.consume('k', limits);
+    await limiter.consume({ keyId: 'k' }, limits);
     expect(store.calls).toBe(1);
     expect(health.degraded).toBe(true);
 
@@ -77,7 +81,7 @@ describe('FallbackKeyLimiter', () => {
     await eventually(() => !health.degraded, { timeoutMs: 2000 });
     expect(events.recovered).toBe(1);
     await limiter.reset();
-    const back = await limiter.consume('k', limits);
+    const back = await limiter.consume({ keyId: 'k' }, limits);
     expect(back.fallback).toBeUndefined();
     expect(store.calls).toBe(2);
     health.close();
@@ -85,12 +89,12 @@ describe('FallbackKeyLimiter', () => {
 
   it('local: a key whose day the store had used up stays refused on the fallback', async () => {
     const { limiter, store, health } = setUp('local');
-    for (let i = 0; i < 3; i++) expect((await limiter.consume('k', limits)).outcome).toBe('allowed');
+    for (let i = 0; i < 3; i++) expect((await limiter.consume({ keyId: 'k' }, limits)).outcome).toBe('allowed');
     store.down = true;
-    const refused = await limiter.consume('k', limits);
+    const refused = await limiter.consume({ keyId: 'k' }, limits);
     expect(refused).toMatchObject({ outcome: 'limited', refusedBy: 'day', fallback: 'local' });
     // A key the store never decided starts from zero.
-    expect(await limiter.consume('other', limits)).toMatchObject({ outcome: 'allowed', fallback: 'local' });
+    expect(await limiter.consume({ keyId: 'other' }, limits)).toMatchObject({ outcome: 'allowed', fallback: 'local' });
     health.close();
   });
 
@@ -98,22 +102,22 @@ describe('FallbackKeyLimiter', () => {
     const ban = { threshold: 1, windowSeconds: 60, durationSeconds: 600 };
     const { limiter, store, health } = setUp('local', ban);
     const outcomes = [];
-    for (let i = 0; i < 5; i++) outcomes.push((await limiter.consume('k', limits)).outcome);
+    for (let i = 0; i < 5; i++) outcomes.push((await limiter.consume({ keyId: 'k' }, limits)).outcome);
     expect(outcomes).toEqual(['allowed', 'allowed', 'allowed', 'limited', 'limited']);
-    expect((await limiter.consume('k', limits)).outcome).toBe('banned');
+    expect((await limiter.consume({ keyId: 'k' }, limits)).outcome).toBe('banned');
     store.down = true;
-    expect(await limiter.consume('k', limits)).toMatchObject({ outcome: 'banned', fallback: 'local' });
+    expect(await limiter.consume({ keyId: 'k' }, limits)).toMatchObject({ outcome: 'banned', fallback: 'local' });
     health.close();
   });
 
   it('open: admits what the fallback would refuse, bans included, and marks it', async () => {
     const ban = { threshold: 1, windowSeconds: 60, durationSeconds: 600 };
     const { limiter, store, health } = setUp('open', ban);
-    for (let i = 0; i < 6; i++) await limiter.consume('k', limits);
-    expect((await limiter.consume('k', limits)).outcome).toBe('banned');
+    for (let i = 0; i < 6; i++) await limiter.consume({ keyId: 'k' }, limits);
+    expect((await limiter.consume({ keyId: 'k' }, limits)).outcome).toBe('banned');
     store.down = true;
     const served = [];
-    for (let i = 0; i < 4; i++) served.push(await limiter.consume('k', limits));
+    for (let i = 0; i < 4; i++) served.push(await limiter.consume({ keyId: 'k' }, limits));
     expect(served.map((d) => [d.outcome, d.fallback])).toEqual(Array(4).fill(['allowed', 'open']));
     const last = served.at(-1)!;
     expect(last.outcome === 'allowed' && last.day.remaining).toBe(0);

@@ -1,7 +1,6 @@
 import { connectRedis, type RedisClient } from '../../../../src/shared/redis/redis';
-import { RedisKeyLimiter, keyLimiterRedisKey } from '../../../../src/limits/redis/redis-key-limiter';
-import { consumerWindowsRedisKey } from '../../../../src/limits/consumers/redis-consumer-windows';
-import { windowsIdOf } from '../../../../src/limits/redis/windows-id';
+import { RedisKeyLimiter } from '../../../../src/limits/redis/redis-key-limiter';
+import { consumerWindowsRedisKey, keyLimiterRedisKey } from '../../../../src/limits/redis/redis-names';
 import type { ConsumerShare, KeyDecision } from '../../../../src/limits/types';
 import { describeConsumerWindowBehaviours } from '../../../unit/limits/consumer-window-behaviours';
 import { DEFAULT_BAN } from '../../../unit/limits/key-limiter-behaviours';
@@ -48,7 +47,7 @@ for (const where of ['single', 'cluster'] as const) {
           (client) => new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN, minuteWindow: shape }),
         );
         const consumer: ConsumerShare = { id: 'con_' + 'e'.repeat(24), limits: { perMinute: 50 }, billingDay: 1 };
-        const keys = ['key_1', 'key_2', 'key_3'].map((k) => windowsIdOf(k, consumer.id));
+        const keys = ['key_1', 'key_2', 'key_3'].map((k) => ({ keyId: k, consumerId: consumer.id }));
         const calls: Promise<KeyDecision>[] = [];
         for (let i = 0; i < 200; i++)
           calls.push((i % 2 === 0 ? a! : b!).consume(keys[i % 3]!, { perMinute: 1000, perDay: 1000 }, { consumer }));
@@ -64,15 +63,15 @@ describe('hash tags', () => {
   it("a key's windows and its consumer's share one Cluster slot; a key of no consumer keeps its own", () => {
     const ns = 'asg:prod';
     const consumerId = 'con_0123456789abcdef01234567';
-    const keyWindows = keyLimiterRedisKey(ns, windowsIdOf('key_aaaaaaaaaaaaaaaaaaaaaaaa', consumerId));
+    const keyWindows = keyLimiterRedisKey(ns, { keyId: 'key_aaaaaaaaaaaaaaaaaaaaaaaa', consumerId: consumerId });
     expect(keyWindows).toBe('asg:prod:rl:{con_0123456789abcdef01234567}:k:{key_aaaaaaaaaaaaaaaaaaaaaaaa}');
     const slot = calculateSlot(consumerWindowsRedisKey(ns, consumerId));
     expect(calculateSlot(keyWindows)).toBe(slot);
     expect(calculateSlot(keyWindows + ':mo')).toBe(slot);
     expect(calculateSlot(keyWindows + ':log')).toBe(slot);
-    expect(calculateSlot(keyLimiterRedisKey(ns, windowsIdOf('key_bbbbbbbbbbbbbbbbbbbbbbbb', consumerId)))).toBe(slot);
-    expect(keyLimiterRedisKey(ns, windowsIdOf('key_aaaaaaaaaaaaaaaaaaaaaaaa', null))).toBe(
-      'asg:prod:rl:{key_aaaaaaaaaaaaaaaaaaaaaaaa}',
-    );
+    expect(
+      calculateSlot(keyLimiterRedisKey(ns, { keyId: 'key_bbbbbbbbbbbbbbbbbbbbbbbb', consumerId: consumerId })),
+    ).toBe(slot);
+    expect(keyLimiterRedisKey(ns, 'key_aaaaaaaaaaaaaaaaaaaaaaaa')).toBe('asg:prod:rl:{key_aaaaaaaaaaaaaaaaaaaaaaaa}');
   });
 });

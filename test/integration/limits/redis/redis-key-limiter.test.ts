@@ -1,13 +1,14 @@
 import type Redis from 'ioredis';
 import { ManualClock } from '../../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../../src/shared/redis/redis';
+import { RedisKeyLimiter } from '../../../../src/limits/redis/redis-key-limiter';
 import {
-  RedisKeyLimiter,
-  keyLimiterRedisKey,
   activeBansRedisKey,
+  keyLimiterRedisKey,
+  leasesRedisKey,
   monthRedisKey,
-} from '../../../../src/limits/redis/redis-key-limiter';
-import type { KeyDecision, WindowLimits } from '../../../../src/limits/types';
+} from '../../../../src/limits/redis/redis-names';
+import type { KeyDecision, KeyRef, WindowLimits } from '../../../../src/limits/types';
 import { DAY_MS, minuteIndex, windowEnd } from '../../../../src/limits/windows/windows';
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../../unit/limits/key-limiter-behaviours';
 import { uniqueNamespace } from '../../../support/test-redis';
@@ -95,7 +96,7 @@ describe('RedisKeyLimiter: exactness across instances', () => {
 
   async function race(a: RedisKeyLimiter, b: RedisKeyLimiter, keyId: string): Promise<KeyDecision[]> {
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId: keyId }, limits));
+    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId }, limits));
     return Promise.all(calls);
   }
 
@@ -150,7 +151,8 @@ describe('RedisKeyLimiter: month window across instances', () => {
     const a = new RedisKeyLimiter(client, { namespace, ban: DEFAULT_BAN });
     const b = new RedisKeyLimiter(otherClient, { namespace, ban: DEFAULT_BAN });
     const calls: Promise<KeyDecision>[] = [];
-    for (let i = 0; i < 200; i++) calls.push((i % 2 === 0 ? a : b).consume({ keyId: 'k1' }, monthLimits, { billingDay: 28 }));
+    for (let i = 0; i < 200; i++)
+      calls.push((i % 2 === 0 ? a : b).consume({ keyId: 'k1' }, monthLimits, { billingDay: 28 }));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.outcome === 'allowed')).toHaveLength(50);
     expect((await a.usage({ keyId: 'k1' }, monthLimits, 28)).month!.remaining).toBe(0);
@@ -279,14 +281,14 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     const limits = { perMinute: 1, perDay: 100 };
     const keyId = 'key-7f3a';
     const seen = await commandsSeenByRedis(namespace, async () => {
-      await limiter.consume({ keyId: keyId }, limits); // allowed, new day
-      await limiter.consume({ keyId: keyId }, limits); // limited, first refusal
-      await limiter.consume({ keyId: keyId }, limits); // limited, bans
-      await limiter.consume({ keyId: keyId }, limits); // banned
-      await limiter.usage({ keyId: keyId }, limits);
-      await limiter.unban({ keyId: keyId });
+      await limiter.consume({ keyId }, limits); // allowed, new day
+      await limiter.consume({ keyId }, limits); // limited, first refusal
+      await limiter.consume({ keyId }, limits); // limited, bans
+      await limiter.consume({ keyId }, limits); // banned
+      await limiter.usage({ keyId }, limits);
+      await limiter.unban({ keyId });
       clock.advance(60_000);
-      await limiter.consume({ keyId: keyId }, limits); // allowed, same day
+      await limiter.consume({ keyId }, limits); // allowed, same day
     });
 
     const inner = insideScripts(seen);
@@ -328,7 +330,7 @@ describe('RedisKeyLimiter: round trips and key slots', () => {
     expect(await limiter.activeBans()).toBe(0);
     for (const keyId of ['a', 'b']) {
       const decisions = [];
-      for (let i = 0; i < 3; i++) decisions.push(await limiter.consume({ keyId: keyId }, limits));
+      for (let i = 0; i < 3; i++) decisions.push(await limiter.consume({ keyId }, limits));
       expect(decisions.map((d) => d.outcome)).toEqual(['allowed', 'limited', 'limited']);
     }
     // The set is written without waiting; poll it briefly.
@@ -378,7 +380,7 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
   // A lease ttl far beyond any wait here: a slot these tests see freed was released, never expired.
   const LONG_TTL_MS = 600_000;
   const lease = (max: number, id: string) => ({ inFlight: { max, id, ttlMs: LONG_TTL_MS } });
-  const leasesKey = (namespace: string, keyId: string) => `${keyLimiterRedisKey(namespace, keyId)}:if`;
+  const leasesKey = leasesRedisKey;
   const isScriptCall = (c: SeenCommand) => ['evalsha', 'eval'].includes(c.args[0]!.toLowerCase());
 
   for (const shape of [
@@ -428,18 +430,19 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
     const EACH = 25;
     const consumer = { id: 'con_if', limits: { perMinute: 100_000, perDay: 1_000_000 } };
     const outcomes: string[] = [];
-    const runClient = async (keyId: string, c: number, extra: object) => {
+    const ofConsumer: KeyRef = { keyId: 'of-consumer', consumerId: consumer.id };
+    const runClient = async (key: KeyRef, c: number, extra: object) => {
       for (let i = 0; i < EACH; i++) {
         const id = `c${c}-${i}`;
-        outcomes.push((await limiter.consume({ keyId: keyId }, limits, { ...lease(1000, id), ...extra })).outcome);
-        limiter.release({ keyId: keyId }, id);
+        outcomes.push((await limiter.consume(key, limits, { ...lease(1000, id), ...extra })).outcome);
+        limiter.release(key, id);
       }
     };
     const seen = await commandsSeenByRedis(namespace, () =>
       Promise.all(
         Array.from({ length: CLIENTS }, (_, c) => [
-          runClient('plain', c, {}),
-          runClient(`${consumer.id}}:k:{of-consumer`, c, { consumer }),
+          runClient({ keyId: 'plain' }, c, {}),
+          runClient(ofConsumer, c, { consumer }),
         ]).flat(),
       ),
     );
@@ -450,7 +453,7 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
     expect(sent.filter((c) => !isScriptCall(c))).toEqual([]);
     await limiter.close();
     expect(await client.zcard(leasesKey(namespace, 'plain'))).toBe(0);
-    expect(await client.zcard(leasesKey(namespace, `${consumer.id}}:k:{of-consumer`))).toBe(0);
+    expect(await client.zcard(leasesKey(namespace, ofConsumer))).toBe(0);
   });
 
   it('sends a release no later request carries in one batch, off the request path, with no further request', async () => {
@@ -459,10 +462,10 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
     const keys = ['k1', 'k2', 'k3'];
     // maxInFlight 4, one lease held: below half, so its release waits for a consume or the batch.
     for (const keyId of keys)
-      expect((await limiter.consume({ keyId: keyId }, limits, lease(4, `${keyId}-lease`))).outcome).toBe('allowed');
+      expect((await limiter.consume({ keyId }, limits, lease(4, `${keyId}-lease`))).outcome).toBe('allowed');
     for (const keyId of keys) expect(await client.zcard(leasesKey(namespace, keyId))).toBe(1);
     const seen = await commandsSeenByRedis(namespace, async () => {
-      for (const keyId of keys) limiter.release({ keyId: keyId }, `${keyId}-lease`);
+      for (const keyId of keys) limiter.release({ keyId }, `${keyId}-lease`);
       // No consume follows: the batch timer alone takes the releases to Redis (the ttl is ten minutes away).
       await eventually(
         async () =>
@@ -479,10 +482,10 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
   });
 
   for (const owner of [
-    { name: 'a plain key', keyId: 'k', extra: {} },
+    { name: 'a plain key', key: { keyId: 'k' }, extra: {} },
     {
       name: 'a key of a consumer',
-      keyId: 'con_now}:k:{k',
+      key: { keyId: 'k', consumerId: 'con_now' },
       extra: { consumer: { id: 'con_now', limits: { perMinute: 100_000, perDay: 1_000_000 }, billingDay: 1 } },
     },
   ]) {
@@ -493,11 +496,11 @@ describe('RedisKeyLimiter: maxInFlight releases cost no round trip on the reques
       const outcomes: string[] = [];
       const seen = await commandsSeenByRedis(namespace, async () => {
         for (let i = 0; i < REQUESTS; i++) {
-          outcomes.push((await limiter.consume({ keyId: owner.keyId }, limits, { ...lease(1, `l${i}`), ...owner.extra })).outcome);
-          limiter.release({ keyId: owner.keyId }, `l${i}`);
+          outcomes.push((await limiter.consume(owner.key, limits, { ...lease(1, `l${i}`), ...owner.extra })).outcome);
+          limiter.release(owner.key, `l${i}`);
         }
         // The last ZREM was sent on this connection before the ZCARD: Redis ran it first.
-        expect(await client.zcard(leasesKey(namespace, owner.keyId))).toBe(0);
+        expect(await client.zcard(leasesKey(namespace, owner.key))).toBe(0);
       });
       expect(outcomes).toEqual(Array(REQUESTS).fill('allowed'));
       const sent = fromClient(seen).filter((c) => c.args[0]!.toLowerCase() !== 'zcard');

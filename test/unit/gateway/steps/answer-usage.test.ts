@@ -2,6 +2,7 @@ import { ManualClock } from '../../../../src/shared/clock';
 import { MemoryKeyLimiter } from '../../../../src/limits';
 import { PlanBook } from '../../../../src/limits/plan-limits';
 import type { KeyLimiter, KeyUsage } from '../../../../src/limits/types';
+import { mockKeyLimiter, type MockedKeyLimiter } from '../../limits/key-limiter-fake';
 import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { matchRoute, usageRoute } from '../../../../src/gateway/operations/routes';
 import { createUsageStep } from '../../../../src/gateway/steps/answer-usage';
@@ -37,18 +38,13 @@ function setUp(keyLimiter: KeyLimiter) {
   return { ...env, clock, answerUsage, call };
 }
 
-function fixedUsage(usage: KeyUsage | Error): KeyLimiter & { usage: jest.Mock; consume: jest.Mock } {
-  return {
+function fixedUsage(usage: KeyUsage | Error): MockedKeyLimiter {
+  return mockKeyLimiter({
     usage: jest.fn(async () => {
       if (usage instanceof Error) throw usage;
       return usage;
     }),
-    consume: jest.fn(),
-    unban: jest.fn(),
-    activeBans: jest.fn(),
-    addCredits: jest.fn(),
-    close: jest.fn(),
-  };
+  });
 }
 
 const usage = (bannedUntil: number | null = null): KeyUsage => ({
@@ -72,7 +68,7 @@ describe('usage step (GET /v1/usage)', () => {
     const { call } = setUp(limiter);
     const { outcome, res, request, sent } = await call('GET');
     expect(outcome).toBe(ANSWERED);
-    expect(limiter.usage).toHaveBeenCalledWith(record.id, { perMinute: 10, perDay: 1000 }, undefined);
+    expect(limiter.usage).toHaveBeenCalledWith({ keyId: record.id }, { perMinute: 10, perDay: 1000 }, undefined);
     expect(limiter.consume).not.toHaveBeenCalled();
     expect(request.rateLimitOutcome).toBe('allowed');
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit')).toEqual({
@@ -107,7 +103,7 @@ describe('usage step (GET /v1/usage)', () => {
       clock,
       sweepIntervalMs: 0,
     });
-    await limiter.consume(record.id, { perMinute: 10, perDay: 1000 });
+    await limiter.consume({ keyId: record.id }, { perMinute: 10, perDay: 1000 });
     const { call } = setUp(limiter);
     const remaining = async () => {
       const { sent } = await call('GET');
@@ -117,7 +113,7 @@ describe('usage step (GET /v1/usage)', () => {
     };
     expect(await remaining()).toEqual([9, 999]);
     expect(await remaining()).toEqual([9, 999]);
-    await limiter.consume(record.id, { perMinute: 10, perDay: 1000 });
+    await limiter.consume({ keyId: record.id }, { perMinute: 10, perDay: 1000 });
     expect(await remaining()).toEqual([8, 998]);
   });
 

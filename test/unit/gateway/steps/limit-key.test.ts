@@ -6,6 +6,7 @@ import type { ApiKeyRecord } from '../../../../src/keys/types';
 import { createKeyLimitStep } from '../../../../src/gateway/steps/limit-key';
 import { Refusal } from '../../../../src/gateway/refusals';
 import { CONTINUE } from '../../../../src/gateway/step-outcome';
+import { mockKeyLimiter, type MockedKeyLimiter } from '../../limits/key-limiter-fake';
 import { matchRoute } from '../../../../src/gateway/operations/routes';
 import { OperationCosts } from '../../../../src/gateway/operations/operation-costs';
 import {
@@ -34,18 +35,13 @@ const minute = (remaining: number): WindowState => ({ limit: 10, remaining, rese
 const day = (remaining: number, limit = 1000): WindowState => ({ limit, remaining, resetAt: DAY_RESET });
 
 /** A key limiter that answers one fixed decision; usage and the rest are not this step's business. */
-function fixedKeyLimiter(decision: KeyDecision | Error): KeyLimiter & { consume: jest.Mock } {
-  return {
+function fixedKeyLimiter(decision: KeyDecision | Error): MockedKeyLimiter {
+  return mockKeyLimiter({
     consume: jest.fn(async () => {
       if (decision instanceof Error) throw decision;
       return decision;
     }),
-    usage: jest.fn(),
-    unban: jest.fn(),
-    activeBans: jest.fn(),
-    addCredits: jest.fn(),
-    close: jest.fn(),
-  };
+  });
 }
 
 function setUp(keyLimiter: KeyLimiter, record: ApiKeyRecord = keyRecord(), costs: CostConfig[] = []) {
@@ -87,11 +83,23 @@ const limited = (refusedBy: 'minute' | 'day', bannedNow = false): KeyDecision =>
 const banned: KeyDecision = { outcome: 'banned', bannedUntil: NOW + 299_500, now: NOW };
 
 describe('key limit step', () => {
+  it("asks the limiter for a consumer's key by its id and its consumer's, never by a store's name for them", async () => {
+    const limiter = fixedKeyLimiter({ outcome: 'allowed', minute: minute(6), day: day(900), now: NOW });
+    const record = keyRecord({ consumerId: 'con_0123456789abcdef01234567' });
+    const { limitKey, request } = setUp(limiter, record);
+    expect(await limitKey(request)).toBe(CONTINUE);
+    expect(limiter.consume).toHaveBeenCalledWith(
+      { keyId: record.id, consumerId: 'con_0123456789abcdef01234567' },
+      FREE_LIMITS,
+      undefined,
+    );
+  });
+
   it('an allowed request continues with both windows in the headers, the binding one in X-RateLimit-*', async () => {
     const limiter = fixedKeyLimiter({ outcome: 'allowed', minute: minute(6), day: day(900), now: NOW });
     const { limitKey, res, request, record, metrics } = setUp(limiter);
     expect(await limitKey(request)).toBe(CONTINUE);
-    expect(limiter.consume).toHaveBeenCalledWith(record.id, FREE_LIMITS, undefined);
+    expect(limiter.consume).toHaveBeenCalledWith({ keyId: record.id }, FREE_LIMITS, undefined);
     expect(headersStartingWith(res, 'x-ratelimit', 'ratelimit', 'retry-after')).toEqual({
       'x-ratelimit-limit': '10',
       'x-ratelimit-remaining': '6',
@@ -223,7 +231,7 @@ describe('key limit step', () => {
     const limiter = fixedKeyLimiter(limited('minute'));
     const { limitKey, res, request, metrics, lines, retryAfter } = setUp(limiter, keyRecord({ plan: 'trial' }));
     expect(await limitKey(request)).toBe(CONTINUE);
-    expect(limiter.consume).toHaveBeenCalledWith(expect.any(String), FREE_LIMITS, { shadow: true });
+    expect(limiter.consume).toHaveBeenCalledWith({ keyId: expect.any(String) }, FREE_LIMITS, { shadow: true });
     expect(res.getHeader('x-ratelimit-remaining')).toBe('0');
     expect(res.getHeader('x-ratelimit-reset')).toBe(String(MINUTE_RESET / 1000));
     expect(res.getHeader('retry-after')).toBeUndefined();
@@ -261,7 +269,9 @@ describe('key limit step', () => {
     const limiter = fixedKeyLimiter(limited('minute'));
     const shadowed = setUp(limiter, shadowedOnPlainPlan);
     expect(await shadowed.limitKey(shadowed.request)).toBe(CONTINUE);
-    expect(limiter.consume).toHaveBeenCalledWith(shadowedOnPlainPlan.id, shadowedOnPlainPlan.limits, { shadow: true });
+    expect(limiter.consume).toHaveBeenCalledWith({ keyId: shadowedOnPlainPlan.id }, shadowedOnPlainPlan.limits, {
+      shadow: true,
+    });
   });
 
   it('takes the units config costs gives the method and route: a POST costs what POST is set to, a GET stays at 1', async () => {
@@ -270,14 +280,14 @@ describe('key limit step', () => {
       { method: 'POST', path: '/pets', cost: 5 },
     ]);
     expect(await limitKey(fresh('POST').request)).toBe(CONTINUE);
-    expect(limiter.consume).toHaveBeenLastCalledWith(record.id, FREE_LIMITS, {
+    expect(limiter.consume).toHaveBeenLastCalledWith({ keyId: record.id }, FREE_LIMITS, {
       shadow: false,
       cost: 5,
       billingDay: undefined,
     });
     expect(await counted(metrics.unitsConsumed, { route: '/v1/pets', plan: 'free' })).toBe(5);
     expect(await limitKey(fresh('GET').request)).toBe(CONTINUE);
-    expect(limiter.consume).toHaveBeenLastCalledWith(record.id, FREE_LIMITS, undefined);
+    expect(limiter.consume).toHaveBeenLastCalledWith({ keyId: record.id }, FREE_LIMITS, undefined);
   });
 
   it('store.failMode open admits the request, counted as unenforced and written into the request', async () => {

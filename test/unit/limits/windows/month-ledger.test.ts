@@ -32,12 +32,30 @@ const limiterOn = (ledger: MonthLedger, clock: ManualClock, errors: unknown[] = 
   });
 
 describe('MemoryKeyLimiter with a month ledger', () => {
+  it("keeps a consumer's key under the key's id, and reads a ledger that named it after its consumer (before KeyRef)", async () => {
+    const ledger = new FakeLedger();
+    const clock = new ManualClock(NOW);
+    const month = { monthStart: Date.UTC(2026, 2, 1), monthEnd: Date.UTC(2026, 3, 1) };
+    // Written before: the Redis store's windows id of a consumer's key, and the key's own row from before it joined.
+    ledger.rows.set('con_a}:k:{key_c', { keyId: 'con_a}:k:{key_c', ...month, count: 4, credits: 2 });
+    ledger.rows.set('key_c', { keyId: 'key_c', ...month, count: 1, credits: 0 });
+    const limiter = limiterOn(ledger, clock);
+    const ofConsumer = { keyId: 'key_c', consumerId: 'con_a' };
+    expect((await limiter.usage(ofConsumer, limits)).month).toMatchObject({ limit: 12, remaining: 8, credits: 2 });
+    // Another consumer, or none: the same windows (this store keeps a key's under its id).
+    await limiter.consume({ keyId: 'key_c', consumerId: 'con_b' }, limits);
+    await limiter.moveWindows(ofConsumer, { keyId: 'key_c' });
+    expect((await limiter.usage({ keyId: 'key_c' }, limits)).month).toMatchObject({ remaining: 7 });
+    await limiter.close();
+    expect(ledger.rows.get('key_c')).toMatchObject({ count: 5, credits: 2 });
+  });
+
   it('writes nothing on the request path, the changed months together on close, and starts from them again', async () => {
     const ledger = new FakeLedger();
     const clock = new ManualClock(NOW);
     const first = limiterOn(ledger, clock);
-    for (let i = 0; i < 4; i++) await first.consume('key_a', limits);
-    await first.consume('key_b', limits, { cost: 3 });
+    for (let i = 0; i < 4; i++) await first.consume({ keyId: 'key_a' }, limits);
+    await first.consume({ keyId: 'key_b' }, limits, { cost: 3 });
     expect(ledger.saves).toEqual([]);
     await first.close();
     expect(ledger.saves).toHaveLength(1);
@@ -47,38 +65,41 @@ describe('MemoryKeyLimiter with a month ledger', () => {
     ]);
 
     const second = limiterOn(ledger, clock);
-    expect((await second.usage('key_a', limits)).month).toMatchObject({
+    expect((await second.usage({ keyId: 'key_a' }, limits)).month).toMatchObject({
       remaining: 6,
       credits: 0,
       resetAt: Date.UTC(2026, 3, 1),
     });
-    expect(await second.consume('key_b', limits)).toMatchObject({ outcome: 'allowed', month: { remaining: 6 } });
+    expect(await second.consume({ keyId: 'key_b' }, limits)).toMatchObject({
+      outcome: 'allowed',
+      month: { remaining: 6 },
+    });
   });
 
   it('writes a grant before applying it: a refused write applies nothing and throws to the admin API', async () => {
     const ledger = new FakeLedger();
     const limiter = limiterOn(ledger, new ManualClock(NOW));
-    await limiter.addCredits('key_a', 5);
+    await limiter.addCredits({ keyId: 'key_a' }, 5);
     expect(ledger.rows.get('key_a')).toMatchObject({
       credits: 5,
       monthStart: Date.UTC(2026, 2, 1),
       monthEnd: Date.UTC(2026, 3, 1),
     });
     ledger.failing = true;
-    await expect(limiter.addCredits('key_a', 7)).rejects.toThrow('disk full');
-    expect((await limiter.usage('key_a', limits)).month).toMatchObject({ credits: 5, limit: 15 });
+    await expect(limiter.addCredits({ keyId: 'key_a' }, 7)).rejects.toThrow('disk full');
+    expect((await limiter.usage({ keyId: 'key_a' }, limits)).month).toMatchObject({ credits: 5, limit: 15 });
   });
 
   it('keeps months whose write failed marked, and writes them with the next batch', async () => {
     const ledger = new FakeLedger();
     const errors: unknown[] = [];
     const limiter = limiterOn(ledger, new ManualClock(NOW), errors);
-    await limiter.consume('key_a', limits);
+    await limiter.consume({ keyId: 'key_a' }, limits);
     ledger.failing = true;
     limiter.flushMonths();
     expect(errors).toHaveLength(1);
     ledger.failing = false;
-    await limiter.consume('key_b', limits);
+    await limiter.consume({ keyId: 'key_b' }, limits);
     limiter.flushMonths();
     expect([ledger.rows.get('key_a')?.count, ledger.rows.get('key_b')?.count]).toEqual([1, 1]);
     await limiter.close();
@@ -88,9 +109,9 @@ describe('MemoryKeyLimiter with a month ledger', () => {
     const ledger = new FakeLedger();
     const clock = new ManualClock(NOW);
     const first = limiterOn(ledger, clock);
-    await first.consume('key_a', limits, { cost: 9 });
+    await first.consume({ keyId: 'key_a' }, limits, { cost: 9 });
     await first.close();
     clock.set(Date.UTC(2026, 3, 1, 0, 0, 1));
-    expect((await limiterOn(ledger, clock).usage('key_a', limits)).month).toMatchObject({ remaining: 10 });
+    expect((await limiterOn(ledger, clock).usage({ keyId: 'key_a' }, limits)).month).toMatchObject({ remaining: 10 });
   });
 });
