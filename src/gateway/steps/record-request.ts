@@ -36,6 +36,9 @@ export function createRecordStep(deps: RecordDependencies) {
   const { metrics } = deps;
   // The request line is flat and names no credential: written without pino's redaction walk.
   const logger = flatLineLogger(deps.logger);
+  // The label values, filled in per request: the tallies read them at once and keep none of the array.
+  const countLabels = ['', '', '', ''];
+  const durationLabels = ['', '', ''];
 
   return function recordRequest(request: GatewayRequest): void {
     const { req, res } = request;
@@ -49,8 +52,12 @@ export function createRecordStep(deps: RecordDependencies) {
     const statusCode = String(status);
     const seconds = Number(process.hrtime.bigint() - request.startedAt) / 1e9;
     // Plain counts here, handed to prom-client at scrape time (src/shared/metrics/metric-tally.ts).
-    metrics.requestCounts.add([method, route, statusCode, request.plan]);
-    metrics.requestDurations.observe([method, route, statusCode], seconds);
+    countLabels[0] = durationLabels[0] = method;
+    countLabels[1] = durationLabels[1] = route;
+    countLabels[2] = durationLabels[2] = statusCode;
+    countLabels[3] = request.plan;
+    metrics.requestCounts.add(countLabels);
+    metrics.requestDurations.observe(durationLabels, seconds);
     const { keyId, rateLimitOutcome } = request;
     if (keyId !== null && rateLimitOutcome !== null) {
       const usage = USAGE_OUTCOMES[rateLimitOutcome];

@@ -43,9 +43,15 @@ describe('requestLogLine', () => {
   });
 
   it('has no cutOff field when answered, and says why when cut off', () => {
-    expect(
-      requestLogLine(request(), { method: 'GET', route: '/v1/pets', status: 200, durationMs: 1, protocol: 'http/1.1' }),
-    ).not.toHaveProperty('cutOff');
+    // As written: a field left undefined is not written (pino, as JSON.stringify, skips it).
+    const answered = requestLogLine(request(), {
+      method: 'GET',
+      route: '/v1/pets',
+      status: 200,
+      durationMs: 1,
+      protocol: 'http/1.1',
+    });
+    expect(JSON.parse(JSON.stringify(answered))).not.toHaveProperty('cutOff');
     expect(
       requestLogLine(request(), {
         method: 'POST',
