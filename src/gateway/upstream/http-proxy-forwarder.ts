@@ -143,6 +143,59 @@ export function createHttpProxyForwarder(settings: ForwarderSettings): GuardedFo
   return guardForwarder(createHttpProxyExchange(settings), settings);
 }
 
+/** The http-proxy middleware through one agent: each request watched from its upstream request on. */
+function proxyThrough(settings: ForwarderSettings, through: http.Agent) {
+  return createProxyMiddleware<IncomingMessage, ServerResponse>({
+    target: settings.target,
+    changeOrigin: true,
+    xfwd: false,
+    agent: through,
+    on: {
+      proxyReq(proxyReq, req, res) {
+        watchUpstreamRequest(settings, proxyReq, (req as unknown as ProxiedRequest).inFlight, res);
+      },
+      proxyRes(upstreamRes) {
+        for (const name of Object.keys(upstreamRes.headers)) {
+          if (isHopByHopResponseHeader(name)) delete upstreamRes.headers[name];
+        }
+      },
+      error(err, req) {
+        (req as unknown as ProxiedRequest).inFlight.fail(err as NodeJS.ErrnoException);
+      },
+    },
+  });
+}
+
+/** The upstream request of one forward: its timeout, its answer's head, and an answer cut mid-body. */
+function watchUpstreamRequest(
+  settings: ForwarderSettings,
+  proxyReq: http.ClientRequest,
+  inFlight: InFlight,
+  res: ServerResponse,
+): void {
+  inFlight.attach(proxyReq);
+  proxyReq.setTimeout(settings.timeoutMs, () => {
+    // The answer paused for a client that does not read it: the client's doing, not the upstream's.
+    if (inFlight.upstreamResponse?.isPaused()) return inFlight.clientStoppedReading(res);
+    const err: NodeJS.ErrnoException = new Error('upstream timeout');
+    err.code = TIMEOUT_CODE;
+    proxyReq.destroy(err);
+  });
+  // Ahead of httpxy's own listener, which destroys the client's response when the upstream's
+  // is cut: seen after that, the cut would look like a client that went away.
+  proxyReq.prependOnceListener('response', (upstreamRes) => {
+    inFlight.upstreamResponse = upstreamRes;
+    inFlight.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
+    // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
+    upstreamRes.once('close', () => {
+      if (upstreamRes.complete) return;
+      const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
+      err.code = 'ECONNRESET';
+      inFlight.fail(err);
+    });
+  });
+}
+
 /** The forwarder proper, without the guard: its timeout starts once the agent has given it a socket. */
 function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
   const agent = new http.Agent({ keepAlive: true, maxSockets: settings.maxSockets, keepAliveMsecs: 1000 });
@@ -152,49 +205,8 @@ function createHttpProxyExchange(settings: ForwarderSettings): Forwarder {
    * at once, its other idle sockets are as dead as the one that failed, and not yet known to be.
    */
   const freshAgent = new http.Agent({ keepAlive: false });
-  const proxyThrough = (through: http.Agent) =>
-    createProxyMiddleware<IncomingMessage, ServerResponse>({
-      target: settings.target,
-      changeOrigin: true,
-      xfwd: false,
-      agent: through,
-      on: {
-        proxyReq(proxyReq, req, res) {
-          const inFlight = (req as unknown as ProxiedRequest).inFlight;
-          inFlight.attach(proxyReq);
-          proxyReq.setTimeout(settings.timeoutMs, () => {
-            // The answer paused for a client that does not read it: the client's doing, not the upstream's.
-            if (inFlight.upstreamResponse?.isPaused()) return inFlight.clientStoppedReading(res);
-            const err: NodeJS.ErrnoException = new Error('upstream timeout');
-            err.code = TIMEOUT_CODE;
-            proxyReq.destroy(err);
-          });
-          // Ahead of httpxy's own listener, which destroys the client's response when the upstream's
-          // is cut: seen after that, the cut would look like a client that went away.
-          proxyReq.prependOnceListener('response', (upstreamRes) => {
-            inFlight.upstreamResponse = upstreamRes;
-            inFlight.handlers.onResponse?.(upstreamRes.statusCode ?? 0);
-            // http-proxy only pipes the answer: a connection cut mid-body would leave the client waiting.
-            upstreamRes.once('close', () => {
-              if (upstreamRes.complete) return;
-              const err: NodeJS.ErrnoException = new Error('upstream closed the connection mid-response');
-              err.code = 'ECONNRESET';
-              inFlight.fail(err);
-            });
-          });
-        },
-        proxyRes(upstreamRes) {
-          for (const name of Object.keys(upstreamRes.headers)) {
-            if (isHopByHopResponseHeader(name)) delete upstreamRes.headers[name];
-          }
-        },
-        error(err, req) {
-          (req as unknown as ProxiedRequest).inFlight.fail(err as NodeJS.ErrnoException);
-        },
-      },
-    });
-  const proxy = proxyThrough(agent);
-  const freshProxy = proxyThrough(freshAgent);
+  const proxy = proxyThrough(settings, agent);
+  const freshProxy = proxyThrough(settings, freshAgent);
 
   return {
     forward(upstream, res, handlers, options) {

@@ -220,7 +220,8 @@ function createUndiciPool(settings: ForwarderSettings): Forwarder {
     forward(upstream, res, handlers, options) {
       const body = hasBody(upstream.client) ? new PassThrough() : null;
       const exchange = new ForwardExchange(res, handlers, body, settings.timeoutMs);
-      res.once('close', () => exchange.onClientClosed());
+      // 'close' comes once: `on` spares the wrapper `once` makes for every request.
+      res.on('close', () => exchange.onClientClosed());
       if (body) upstream.client.pipe(body);
       const dispatcher = options?.freshConnection ? freshDispatcher() : pool;
       dispatcher.dispatch(

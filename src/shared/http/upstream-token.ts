@@ -34,7 +34,8 @@ export interface UpstreamClaims {
 export class UpstreamTokenSigner {
   private readonly secret: Uint8Array;
   private readonly keyId: string;
-  private readonly cache = new Map<string, { token: string; refreshAt: number }>();
+  /** By key id: the plan it was signed for, the token, and when to sign anew. */
+  private readonly cache = new Map<string, { plan: string; token: string; refreshAt: number }>();
 
   constructor(
     private readonly settings: UpstreamTokenSettings,
@@ -44,11 +45,21 @@ export class UpstreamTokenSigner {
     this.keyId = keyIdOf(settings.secret);
   }
 
+  /**
+   * The token signed for this key and plan, while it is not due for renewal; undefined otherwise
+   * (then `sign`). Synchronous, so that the hot path waits on no promise for a cached token.
+   */
+  cachedToken(keyId: string, plan: string): string | undefined {
+    const cached = this.cache.get(keyId);
+    return cached !== undefined && cached.plan === plan && cached.refreshAt > this.clock.now()
+      ? cached.token
+      : undefined;
+  }
+
   async sign(claims: UpstreamClaims): Promise<string> {
-    const cacheKey = `${claims.keyId}\u0000${claims.plan}`;
+    const cached = this.cachedToken(claims.keyId, claims.plan);
+    if (cached !== undefined) return cached;
     const now = this.clock.now();
-    const cached = this.cache.get(cacheKey);
-    if (cached && cached.refreshAt > now) return cached.token;
     const issuedAt = Math.floor(now / 1000);
     const token = await new SignJWT({ plan: claims.plan })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: this.keyId })
@@ -58,9 +69,13 @@ export class UpstreamTokenSigner {
       .setIssuedAt(issuedAt)
       .setExpirationTime(issuedAt + this.settings.tokenTtlSeconds)
       .sign(this.secret);
-    // Bounded: one entry per active key; stale ones are replaced on their next use.
+    // Bounded: one entry per active key (a key whose plan changed has its entry replaced); stale ones are replaced on their next use.
     if (this.cache.size > 100_000) this.cache.clear();
-    this.cache.set(cacheKey, { token, refreshAt: now + (this.settings.tokenTtlSeconds * 1000) / 2 });
+    this.cache.set(claims.keyId, {
+      plan: claims.plan,
+      token,
+      refreshAt: now + (this.settings.tokenTtlSeconds * 1000) / 2,
+    });
     return token;
   }
 }
