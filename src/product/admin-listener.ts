@@ -7,11 +7,11 @@ import type { Logger } from '../shared/logger';
 import type { KeyService } from '../keys';
 import type { ConsumerService } from '../consumers/consumer-service';
 import { withConsumersInBackup } from '../consumers/consumer-backup';
-import type { KeyActivityRecorder } from '../usage/key-activity';
+import type { KeyActivity } from '../usage/key-activity';
 import type { GatewayMetrics } from '../shared/metrics/metrics';
 import { answerUnparsableRequest } from '../shared/http/unparsable-request';
 import { buildDeprecationReport } from '../admin/deprecation-report';
-import type { DeprecationUsageRecorder } from '../usage/deprecation-usage';
+import type { DeprecationUsage } from '../usage/deprecation-usage';
 import type { TrafficSecond } from '../admin/stats/traffic-recorder';
 import { writeReplicationReport } from '../admin/write-replication-report';
 import { createAdminApp, type MetricsSource, type ReadinessCheck } from '../admin/app';
@@ -32,8 +32,8 @@ export interface AdminListenerDependencies {
   /** /admin/consumers, and the check of a backup's consumer lines. */
   consumerService: ConsumerService;
   stores: Stores;
-  keyActivity: KeyActivityRecorder;
-  deprecationUsage: DeprecationUsageRecorder;
+  keyActivity: KeyActivity;
+  deprecationUsage: DeprecationUsage;
   metrics: GatewayMetrics;
   /** The embedded inventory, whose metrics are served beside the gateway's; null when it runs elsewhere. */
   inventory: RunningInventory | null;

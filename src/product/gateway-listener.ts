@@ -12,7 +12,7 @@ import { createUndiciForwarder } from '../gateway/upstream/undici-forwarder';
 import { UPSTREAM_LABEL, type GatewayMetrics } from '../shared/metrics/metrics';
 import { answerUnparsableRequest } from '../shared/http/unparsable-request';
 import { markCutOff } from '../gateway/cut-off';
-import type { DeprecationUsageRecorder } from '../usage/deprecation-usage';
+import type { DeprecationUsage } from '../usage/deprecation-usage';
 import type { Limiters } from '../limits';
 import { createSecureBoundedServer } from '../shared/http/secure-server';
 import type { TlsPair } from '../shared/http/tls-pair';
@@ -29,7 +29,7 @@ export interface DecidingListenerDependencies {
   logger: Logger;
   clock: Clock;
   random?: () => number;
-  deprecationUsage: DeprecationUsageRecorder;
+  deprecationUsage: DeprecationUsage;
   /** Each key's outcome: the usage history and the busiest keys. */
   keyOutcomes: NonNullable<GatewayDependencies['keyActivity']>;
   /** Each limiter decision of a key: usage units and webhooks. */

@@ -5,7 +5,7 @@ import type { Clock } from '../shared/clock';
 import type { Logger } from '../shared/logger';
 import type { KeyDecisionListener } from '../gateway/handler';
 import { Notifier } from '../notifications/notifier';
-import type { KeyActivityRecorder } from '../usage/key-activity';
+import type { KeyActivity } from '../usage/key-activity';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 
@@ -44,7 +44,7 @@ export function startNotifications(
  * history takes the units admitted requests took of the day window (the usage export), the
  * notifier the thresholds they passed and the bans. Neither calls a store here.
  */
-export function keyDecisionListener(keyActivity: KeyActivityRecorder, notifier: Notifier): KeyDecisionListener {
+export function keyDecisionListener(keyActivity: KeyActivity, notifier: Notifier): KeyDecisionListener {
   return (record, decision, cost) => {
     // Decisions taken without the shared store counted nothing in its day window.
     if (decision.outcome === 'allowed' && !decision.fallback) {

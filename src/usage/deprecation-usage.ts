@@ -1,5 +1,6 @@
 import type { Clock } from '../shared/clock';
 import { DAY_MS } from './key-activity';
+import type { UsageBuffer, UsageRecorder } from './usage-recorder';
 
 /** How far back operators look for callers of a deprecated operation. */
 export const LOOKBACK_DAYS = 30;
@@ -14,63 +15,57 @@ export interface DeprecatedCaller {
   lastCallAt: number;
 }
 
+/** One key's calls of one deprecated operation since the last flush. */
+export interface CallTally {
+  count: number;
+  /** Epoch ms of the latest call. */
+  lastCallAt: number;
+}
+
 /** Where calls are kept: Redis for every instance together, or this process alone. */
 export interface DeprecationUsageStore {
-  add(route: string, calls: Map<string, { count: number; lastCallAt: number }>, day: number): Promise<void>;
+  add(route: string, calls: ReadonlyMap<string, CallTally>, day: number): Promise<void>;
   callers(route: string, now: number): Promise<DeprecatedCaller[]>;
 }
 
 /**
- * Counts calls of deprecated operations per key without touching the store on the request path:
- * calls gather in memory and are flushed every few seconds in one pipelined write.
+ * Calls of deprecated operations per key (GET /admin/deprecations): per operation in its buffer of
+ * the one UsageRecorder, written with the others every few seconds (one pipelined write per
+ * operation, counted on the UTC day of the flush). A batch the store refuses is dropped.
  */
-export class DeprecationUsageRecorder {
-  private pending = new Map<string, Map<string, { count: number; lastCallAt: number }>>();
-  private readonly timer: NodeJS.Timeout;
+export class DeprecationUsage {
+  /** operation id → key id → calls. */
+  private readonly buffer: UsageBuffer<string, CallTally>;
 
   constructor(
+    private readonly recorder: UsageRecorder,
     private readonly store: DeprecationUsageStore,
     private readonly clock: Clock,
-    flushIntervalMs = 5000,
-    private readonly onFlushError: (err: unknown) => void = () => {},
   ) {
-    this.timer = setInterval(() => void this.flush(), flushIntervalMs);
-    this.timer.unref();
+    this.buffer = recorder.buffer({
+      concern: 'deprecationUsage',
+      empty: () => ({ count: 0, lastCallAt: 0 }),
+      write: (route, calls) => store.add(route, calls, Math.floor(clock.now() / DAY_MS)),
+      retriesAreSafe: () => false,
+      merge: (pending) => pending,
+      weight: (tally) => tally.count,
+    });
   }
 
   record(route: string, keyId: string): void {
-    let calls = this.pending.get(route);
-    if (!calls) this.pending.set(route, (calls = new Map()));
-    const entry = calls.get(keyId);
-    const now = this.clock.now();
-    if (entry) {
-      entry.count += 1;
-      entry.lastCallAt = now;
-    } else {
-      calls.set(keyId, { count: 1, lastCallAt: now });
-    }
+    const tally = this.buffer.tally(route, keyId);
+    tally.count += 1;
+    tally.lastCallAt = this.clock.now();
   }
 
-  async flush(): Promise<void> {
-    if (this.pending.size === 0) return;
-    const batch = this.pending;
-    this.pending = new Map();
-    const day = Math.floor(this.clock.now() / DAY_MS);
-    try {
-      for (const [route, calls] of batch) await this.store.add(route, calls, day);
-    } catch (err) {
-      this.onFlushError(err);
-    }
+  /** Writes what has gathered (the recorder's one flush: every concern's buffer). */
+  flush(): Promise<void> {
+    return this.recorder.flush();
   }
 
   async callers(route: string): Promise<DeprecatedCaller[]> {
     await this.flush();
     return this.store.callers(route, this.clock.now());
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
   }
 }
 

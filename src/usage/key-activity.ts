@@ -1,4 +1,5 @@
 import { type Clock } from '../shared/clock';
+import type { UsageBuffer, UsageRecorder } from './usage-recorder';
 
 export const DAY_MS = 86_400_000;
 /** How many UTC days of usage history GET /admin/keys/{id}/usage shows (CONTRACT §5). */
@@ -84,18 +85,6 @@ export interface KeyActivityStore {
   usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]>;
 }
 
-/**
- * Key-day tallies kept while the store refuses batches (about 100 bytes each: a few MB at most).
- * Beyond it the oldest days are dropped and counted.
- */
-export const MAX_RETAINED_TALLIES = 50_000;
-
-function requestsIn(tallies: Iterable<KeyTally>): number {
-  let requests = 0;
-  for (const t of tallies) requests += t.admitted + t.rateLimited + t.banned;
-  return requests;
-}
-
 function emptyTally(): KeyTally {
   return { admitted: 0, rateLimited: 0, banned: 0, lastUsedAt: 0, units: 0, dayCount: 0 };
 }
@@ -123,6 +112,21 @@ function mergePeriods(into: KeyTally, from: PeriodTallies | undefined): void {
   }
 }
 
+/** A refused tally and the one gathered since, as one: counts add up, the later last use wins. */
+function mergeTallies(current: KeyTally, refused: KeyTally): KeyTally {
+  const merged: KeyTally = {
+    admitted: current.admitted + refused.admitted,
+    rateLimited: current.rateLimited + refused.rateLimited,
+    banned: current.banned + refused.banned,
+    lastUsedAt: Math.max(current.lastUsedAt, refused.lastUsedAt),
+    units: current.units + refused.units,
+    dayCount: Math.max(current.dayCount, refused.dayCount),
+  };
+  mergePeriods(merged, refused.periods);
+  mergePeriods(merged, current.periods);
+  return merged;
+}
+
 export function dayOf(epochMs: number): number {
   return Math.floor(epochMs / DAY_MS);
 }
@@ -132,35 +136,38 @@ export function dateOf(day: number): string {
 }
 
 /**
- * Counts each key's requests (admitted, rate-limited, banned) and its last use without touching the
- * store on the request path: tallies gather in memory per UTC day and go to the store in one batch
- * every few seconds and at shutdown, as the deprecated-callers report does.
+ * Each key's requests (admitted, rate-limited, banned), its last use and the units it took: the
+ * usage history and the usage export's ledger. Tallies gather per UTC day in its buffer of the one
+ * UsageRecorder, which writes them every few seconds and at shutdown; a batch the store refused is
+ * sent again when the store's retries are safe (SQLite), else dropped and counted
+ * (gateway_key_usage_dropped_total).
  */
-export class KeyActivityRecorder {
+export class KeyActivity {
   /** day → key id → tally. */
-  private pending = new Map<number, Map<string, KeyTally>>();
-  private readonly timer: NodeJS.Timeout;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly buffer: UsageBuffer<number, KeyTally>;
   /** The usage-event period length counts of `day` are kept in (periodMsOn). */
   private periodOfDay: { day: number; periodMs: number } | null = null;
 
   constructor(
+    private readonly recorder: UsageRecorder,
     private readonly store: KeyActivityStore,
     private readonly clock: Clock,
-    flushIntervalMs = 5000,
-    private readonly onFlushError: (err: unknown) => void = () => {},
-    /** Requests whose counts were given up on (a batch the store refused, beyond what is kept): gateway_key_usage_dropped_total. */
-    private readonly onDropped: (requests: number) => void = () => {},
     /** The usage-event period in ms (config `usageEvents`, read per request; 0: off): the ledger then keeps period counts too. */
     private readonly usagePeriodMs: () => number = () => 0,
   ) {
-    this.timer = setInterval(() => void this.flush(), flushIntervalMs);
-    this.timer.unref();
+    this.buffer = recorder.buffer({
+      concern: 'keyActivity',
+      empty: emptyTally,
+      write: (day, tallies) => store.add(day, tallies),
+      retriesAreSafe: () => store.retriesAreSafe === true,
+      merge: mergeTallies,
+      weight: (tally) => tally.admitted + tally.rateLimited + tally.banned,
+    });
   }
 
   record(keyId: string, outcome: KeyOutcome): void {
     const now = this.clock.now();
-    const tally = this.tallyOf(keyId, dayOf(now));
+    const tally = this.buffer.tally(dayOf(now), keyId);
     tally[outcome] += 1;
     if (outcome === 'admitted') tally.lastUsedAt = now;
     const bucket = bucketOf(tally, this.periodMsOn(dayOf(now)), now);
@@ -174,7 +181,7 @@ export class KeyActivityRecorder {
    * export's `units`.
    */
   recordUnits(keyId: string, units: number, dayCount: number, decidedAt: number): void {
-    const tally = this.tallyOf(keyId, dayOf(decidedAt));
+    const tally = this.buffer.tally(dayOf(decidedAt), keyId);
     tally.units += units;
     if (dayCount > tally.dayCount) tally.dayCount = dayCount;
     const bucket = bucketOf(tally, this.periodMsOn(dayOf(decidedAt)), decidedAt);
@@ -199,23 +206,9 @@ export class KeyActivityRecorder {
     return wanted;
   }
 
-  private tallyOf(keyId: string, day: number): KeyTally {
-    let tallies = this.pending.get(day);
-    if (!tallies) this.pending.set(day, (tallies = new Map()));
-    let tally = tallies.get(keyId);
-    if (!tally) tallies.set(keyId, (tally = emptyTally()));
-    return tally;
-  }
-
-  /**
-   * Sends what has gathered. Flushes run one after another, so a batch is never written twice. A
-   * batch the store refused is reported; when the store's retries are safe it goes back into the
-   * pending tallies (up to MAX_RETAINED_TALLIES, oldest days dropped first and counted) and is sent
-   * with the next flush, else it is dropped and counted: a count may be lost, never doubled.
-   */
+  /** Writes what has gathered (the recorder's one flush: every concern's buffer). */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.flushOnce());
-    return this.flushing;
+    return this.recorder.flush();
   }
 
   async usage(keyId: string, days: number): Promise<{ keyId: string; days: DayUsage[] }> {
@@ -234,59 +227,5 @@ export class KeyActivityRecorder {
   /** The export's days of these keys, as stored; the caller flushes once before its first batch. */
   usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]> {
     return this.store.usageDays(keyIds, firstDay, lastDay);
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
-  }
-
-  private async flushOnce(): Promise<void> {
-    if (this.pending.size === 0) return;
-    const batch = this.pending;
-    this.pending = new Map();
-    for (const [day, tallies] of batch) {
-      try {
-        await this.store.add(day, tallies);
-      } catch (err) {
-        this.onFlushError(err);
-        if (this.store.retriesAreSafe) this.keep(day, tallies);
-        else this.onDropped(requestsIn(tallies.values()));
-      }
-    }
-    this.dropBeyondBound();
-  }
-
-  /** Adds a refused batch back to what is pending (counts add up, the later last use wins). */
-  private keep(day: number, tallies: ReadonlyMap<string, KeyTally>): void {
-    let pendingDay = this.pending.get(day);
-    if (!pendingDay) this.pending.set(day, (pendingDay = new Map()));
-    for (const [keyId, tally] of tallies) {
-      const current = pendingDay.get(keyId) ?? emptyTally();
-      const merged: KeyTally = {
-        admitted: current.admitted + tally.admitted,
-        rateLimited: current.rateLimited + tally.rateLimited,
-        banned: current.banned + tally.banned,
-        lastUsedAt: Math.max(current.lastUsedAt, tally.lastUsedAt),
-        units: current.units + tally.units,
-        dayCount: Math.max(current.dayCount, tally.dayCount),
-      };
-      mergePeriods(merged, tally.periods);
-      mergePeriods(merged, current.periods);
-      pendingDay.set(keyId, merged);
-    }
-  }
-
-  /** Memory stays bounded during a long outage: the oldest days' tallies go first, counted. */
-  private dropBeyondBound(): void {
-    let retained = 0;
-    for (const tallies of this.pending.values()) retained += tallies.size;
-    for (const day of [...this.pending.keys()].sort((a, b) => a - b)) {
-      if (retained <= MAX_RETAINED_TALLIES) return;
-      const tallies = this.pending.get(day)!;
-      this.pending.delete(day);
-      retained -= tallies.size;
-      this.onDropped(requestsIn(tallies.values()));
-    }
   }
 }

@@ -3,6 +3,7 @@ import {
   byLatest,
   LOOKBACK_DAYS,
   MAX_CALLERS_PER_ROUTE,
+  type CallTally,
   type DeprecatedCaller,
   type DeprecationUsageStore,
 } from './deprecation-usage';
@@ -13,7 +14,7 @@ export class MemoryDeprecationUsageStore implements DeprecationUsageStore {
   private readonly counts = new Map<string, Map<number, Map<string, number>>>();
   private readonly lastCalls = new Map<string, Map<string, number>>();
 
-  async add(route: string, calls: Map<string, { count: number; lastCallAt: number }>, day: number): Promise<void> {
+  async add(route: string, calls: ReadonlyMap<string, CallTally>, day: number): Promise<void> {
     let days = this.counts.get(route);
     if (!days) this.counts.set(route, (days = new Map()));
     let today = days.get(day);

@@ -4,6 +4,7 @@ import {
   byLatest,
   LOOKBACK_DAYS,
   MAX_CALLERS_PER_ROUTE,
+  type CallTally,
   type DeprecatedCaller,
   type DeprecationUsageStore,
 } from './deprecation-usage';
@@ -26,7 +27,7 @@ export class RedisDeprecationUsageStore implements DeprecationUsageStore {
     return `${this.namespace}:deprecated:{${route}}:day:${day}`;
   }
 
-  async add(route: string, calls: Map<string, { count: number; lastCallAt: number }>, day: number): Promise<void> {
+  async add(route: string, calls: ReadonlyMap<string, CallTally>, day: number): Promise<void> {
     const pipeline = this.redis.multi();
     const dayKey = this.dayKey(route, day);
     for (const [keyId, call] of calls) {

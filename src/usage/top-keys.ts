@@ -1,5 +1,6 @@
 import type { Clock } from '../shared/clock';
 import type { KeyOutcome } from './key-activity';
+import type { UsageBuffer, UsageRecorder } from './usage-recorder';
 
 export const MINUTE_MS = 60_000;
 /** The spans GET /admin/stats/top-keys answers for (CONTRACT §5). */
@@ -41,40 +42,39 @@ export function busiestFirst(a: BusyKey, b: BusyKey): number {
 }
 
 /**
- * Counts each key's requests per minute off the request path, for "the keys with the most traffic
- * now" (GET /admin/stats/top-keys): in memory, written to the store in one batch every few seconds
- * (as the usage history is), so no request waits on it and no label per key reaches Prometheus.
- * A batch the store refuses is dropped: the ranking is a view of the present, not a ledger.
+ * Each key's requests per minute, for "the keys with the most traffic now" (GET
+ * /admin/stats/top-keys): per minute in its buffer of the one UsageRecorder, written with the
+ * others every few seconds, so no request waits on it and no label per key reaches Prometheus. A
+ * batch the store refuses is dropped: the ranking is a view of the present, not a ledger.
  */
-export class TopKeysRecorder {
+export class TopKeys {
   /** minute → key id → tally. */
-  private pending = new Map<number, Map<string, MinuteTally>>();
-  private readonly timer: NodeJS.Timeout;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly buffer: UsageBuffer<number, MinuteTally>;
 
   constructor(
+    private readonly recorder: UsageRecorder,
     private readonly store: TopKeysStore,
     private readonly clock: Clock,
-    flushIntervalMs = 5000,
-    private readonly onFlushError: (err: unknown) => void = () => {},
   ) {
-    this.timer = setInterval(() => void this.flush(), flushIntervalMs);
-    this.timer.unref();
+    this.buffer = recorder.buffer({
+      concern: 'topKeys',
+      empty: () => ({ requests: 0, rateLimited: 0 }),
+      write: (minute, tallies) => store.add(minute, tallies),
+      retriesAreSafe: () => false,
+      merge: (pending) => pending,
+      weight: (tally) => tally.requests,
+    });
   }
 
   record(keyId: string, outcome: KeyOutcome): void {
-    const minute = minuteOf(this.clock.now());
-    let tallies = this.pending.get(minute);
-    if (!tallies) this.pending.set(minute, (tallies = new Map()));
-    let tally = tallies.get(keyId);
-    if (!tally) tallies.set(keyId, (tally = { requests: 0, rateLimited: 0 }));
+    const tally = this.buffer.tally(minuteOf(this.clock.now()), keyId);
     tally.requests += 1;
     if (outcome !== 'admitted') tally.rateLimited += 1;
   }
 
+  /** Writes what has gathered (the recorder's one flush: every concern's buffer). */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.flushOnce());
-    return this.flushing;
+    return this.recorder.flush();
   }
 
   /** The busiest keys over the last `minutes` minutes (the current one included), across every instance. */
@@ -82,23 +82,6 @@ export class TopKeysRecorder {
     await this.flush();
     const last = minuteOf(this.clock.now());
     return this.store.top(last - minutes + 1, last, limit);
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
-  }
-
-  private async flushOnce(): Promise<void> {
-    const batch = this.pending;
-    this.pending = new Map();
-    for (const [minute, tallies] of batch) {
-      try {
-        await this.store.add(minute, tallies);
-      } catch (err) {
-        this.onFlushError(err);
-      }
-    }
   }
 }
 

@@ -18,7 +18,7 @@ export interface UsageExportLine {
 export interface UsageExportSources {
   /** Every key record (a key's days outlive its revocation); consumerId once consumers exist. */
   keys(): Promise<ReadonlyArray<{ id: string; consumerId?: string | null }>>;
-  /** The usage history (KeyActivityRecorder): flushed once, then read in batches. */
+  /** The usage history (KeyActivity): flushed once, then read in batches. */
   history: {
     flush(): Promise<void>;
     usageDays(keyIds: readonly string[], firstDay: number, lastDay: number): Promise<UsageDay[]>;

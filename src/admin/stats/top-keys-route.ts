@@ -4,7 +4,7 @@ import { intParameter } from '../request-parsing';
 import { TOP_KEYS_SPANS_MINUTES, type BusyKey } from '../../usage/top-keys';
 
 export interface TopKeysDependencies {
-  /** The busiest keys over the last `minutes` minutes across every instance (TopKeysRecorder). */
+  /** The busiest keys over the last `minutes` minutes across every instance (src/usage/top-keys.ts). */
   top(minutes: number, limit: number): Promise<BusyKey[]>;
   /** A key's record, for its name (and its consumer, once consumers exist). */
   keyById(id: string): Promise<{ name: string; consumerId?: string | null } | null>;

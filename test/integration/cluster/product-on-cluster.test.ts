@@ -3,7 +3,8 @@ import request from 'supertest';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { keyLimiterRedisKey } from '../../../src/limits';
 import { redisKeyLayout } from '../../../src/keys/stores/redis-key-store';
-import { DeprecationUsageRecorder } from '../../../src/usage/deprecation-usage';
+import { DeprecationUsage } from '../../../src/usage/deprecation-usage';
+import { UsageRecorder } from '../../../src/usage/usage-recorder';
 import { RedisDeprecationUsageStore } from '../../../src/usage/redis-deprecation-usage-store';
 import { ManualClock } from '../../../src/shared/clock';
 import { startRedisCluster, type RedisCluster } from '../../support/redis-cluster';
@@ -318,8 +319,12 @@ describe('the product on a three-master Redis Cluster', () => {
   it('the deprecated-callers store counts across instances on the cluster, for routes on different slots', async () => {
     const clock = new ManualClock(Date.UTC(2026, 10, 1, 12));
     const store = new RedisDeprecationUsageStore(inspector, namespace);
-    const recorderA = new DeprecationUsageRecorder(store, clock, 60_000);
-    const recorderB = new DeprecationUsageRecorder(store, clock, 60_000);
+    const [usageA, usageB] = [
+      new UsageRecorder({ flushIntervalMs: 60_000 }),
+      new UsageRecorder({ flushIntervalMs: 60_000 }),
+    ];
+    const recorderA = new DeprecationUsage(usageA, store, clock);
+    const recorderB = new DeprecationUsage(usageB, store, clock);
     const routes = ['GET /pets/{petId}', 'DELETE /pets/{petId}', 'PUT /pets/{petId}/photo'];
     for (const route of routes) {
       recorderA.record(route, 'key_a');
@@ -336,7 +341,7 @@ describe('the product on a three-master Redis Cluster', () => {
         { keyId: 'key_a', count: 2, lastCallAt: clock.now() - 86_400_000 },
       ]);
     }
-    await recorderA.close();
-    await recorderB.close();
+    await usageA.close();
+    await usageB.close();
   });
 });

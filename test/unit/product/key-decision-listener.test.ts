@@ -1,5 +1,6 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { KeyActivityRecorder } from '../../../src/usage/key-activity';
+import { KeyActivity } from '../../../src/usage/key-activity';
+import { UsageRecorder } from '../../../src/usage/usage-recorder';
 import { MemoryKeyActivityStore } from '../../../src/usage/memory-key-activity-store';
 import { keyDecisionListener } from '../../../src/product/notifications';
 import type { Notifier } from '../../../src/notifications/notifier';
@@ -18,7 +19,8 @@ const notifier = { watchDecision: () => {} } as unknown as Notifier;
 
 test("a refusal reports the day window's count to the usage history (and its period), taking no unit", async () => {
   const store = new MemoryKeyActivityStore();
-  const recorder = new KeyActivityRecorder(store, new ManualClock(NOW), 3_600_000, undefined, undefined, () => 60_000);
+  const usage = new UsageRecorder({ flushIntervalMs: 3_600_000 });
+  const recorder = new KeyActivity(usage, store, new ManualClock(NOW), () => 60_000);
   const listen = keyDecisionListener(recorder, notifier);
   const limited = {
     outcome: 'limited',
@@ -36,5 +38,5 @@ test("a refusal reports the day window's count to the usage history (and its per
   expect([...(await store.periodsOf('key_r', 60_000, day)).values()]).toEqual([
     { units: 0, dayCount: 18, admitted: 0, refused: 0 },
   ]);
-  await recorder.close();
+  await usage.close();
 });

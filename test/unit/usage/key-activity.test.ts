@@ -1,12 +1,7 @@
 import { ManualClock } from '../../../src/shared/clock';
-import {
-  KeyActivityRecorder,
-  MAX_RETAINED_TALLIES,
-  USAGE_HISTORY_DAYS,
-  type KeyActivityStore,
-  type KeyTally,
-} from '../../../src/usage/key-activity';
+import { KeyActivity, USAGE_HISTORY_DAYS, type KeyActivityStore, type KeyTally } from '../../../src/usage/key-activity';
 import { MemoryKeyActivityStore } from '../../../src/usage/memory-key-activity-store';
+import { MAX_RETAINED_TALLIES, UsageRecorder } from '../../../src/usage/usage-recorder';
 
 const DAY = 86_400_000;
 
@@ -26,21 +21,34 @@ class WatchedStore extends MemoryKeyActivityStore {
 
 let clock: ManualClock;
 let store: WatchedStore;
-let recorder: KeyActivityRecorder;
+let usage: UsageRecorder;
+let recorder: KeyActivity;
 let errors: unknown[];
+let dropped: number[];
+
+/** A recorder of its own over `on`, with what it reports kept in `errors` and `dropped`. */
+function keyActivityOn(on: KeyActivityStore): { usage: UsageRecorder; activity: KeyActivity } {
+  const own = new UsageRecorder({
+    flushIntervalMs: 60_000,
+    onWriteError: (_concern, err) => errors.push(err),
+    onDropped: (_concern, requests) => dropped.push(requests),
+  });
+  return { usage: own, activity: new KeyActivity(own, on, clock) };
+}
 
 beforeEach(() => {
   clock = new ManualClock(Date.UTC(2026, 2, 10, 23, 59, 59));
   store = new WatchedStore();
   errors = [];
-  recorder = new KeyActivityRecorder(store as KeyActivityStore, clock, 60_000, (err) => errors.push(err));
+  dropped = [];
+  ({ usage, activity: recorder } = keyActivityOn(store));
 });
 
 afterEach(async () => {
-  await recorder.close();
+  await usage.close();
 });
 
-describe('KeyActivityRecorder', () => {
+describe('KeyActivity (its buffer of the UsageRecorder)', () => {
   it('tallies in memory and writes nothing until a flush; one batch per UTC day', async () => {
     recorder.record('key_a', 'admitted');
     recorder.record('key_a', 'rateLimited');
@@ -71,10 +79,10 @@ describe('KeyActivityRecorder', () => {
   });
 
   it('batches from two recorders on one store add up', async () => {
-    const other = new KeyActivityRecorder(store, clock, 60_000);
+    const other = keyActivityOn(store);
     for (let i = 0; i < 7; i++) recorder.record('key_a', 'admitted');
-    for (let i = 0; i < 5; i++) other.record('key_a', 'admitted');
-    await other.close();
+    for (let i = 0; i < 5; i++) other.activity.record('key_a', 'admitted');
+    await other.usage.close();
     expect((await recorder.usage('key_a', 1)).days[0]!.admitted).toBe(12);
   });
 
@@ -96,22 +104,15 @@ describe('KeyActivityRecorder', () => {
     const unsafe = new (class extends WatchedStore {
       override readonly retriesAreSafe = false;
     })();
-    const dropped: number[] = [];
-    const other = new KeyActivityRecorder(
-      unsafe,
-      clock,
-      60_000,
-      (err) => errors.push(err),
-      (requests) => dropped.push(requests),
-    );
-    other.record('key_a', 'admitted');
-    other.record('key_a', 'rateLimited');
+    const other = keyActivityOn(unsafe);
+    other.activity.record('key_a', 'admitted');
+    other.activity.record('key_a', 'rateLimited');
     unsafe.failNext = true;
-    await other.flush();
+    await other.activity.flush();
     expect(dropped).toEqual([2]);
-    other.record('key_a', 'admitted');
-    expect((await other.usage('key_a', 1)).days[0]!.admitted).toBe(1);
-    await other.close();
+    other.activity.record('key_a', 'admitted');
+    expect((await other.activity.usage('key_a', 1)).days[0]!.admitted).toBe(1);
+    await other.usage.close();
   });
 
   it(`keeps at most ${MAX_RETAINED_TALLIES} refused key-day tallies, dropping the oldest day first and counting its requests`, async () => {
@@ -122,14 +123,7 @@ describe('KeyActivityRecorder', () => {
         return super.add(day, tallies);
       }
     })();
-    const dropped: number[] = [];
-    const bounded = new KeyActivityRecorder(
-      refusing,
-      clock,
-      60_000,
-      () => {},
-      (requests) => dropped.push(requests),
-    );
+    const { usage: boundedUsage, activity: bounded } = keyActivityOn(refusing);
     bounded.record('old_key', 'admitted');
     bounded.record('old_key', 'rateLimited');
     await bounded.flush();
@@ -143,7 +137,7 @@ describe('KeyActivityRecorder', () => {
     await bounded.flush();
     expect((await bounded.usage('key_7', 1)).days[0]!.admitted).toBe(1);
     expect((await bounded.usage('old_key', 2)).days[0]).toMatchObject({ admitted: 0, rateLimited: 0 });
-    await bounded.close();
+    await boundedUsage.close();
   });
 
   it(`keeps ${USAGE_HISTORY_DAYS} days`, async () => {

@@ -1,11 +1,13 @@
 import { ManualClock } from '../../../src/shared/clock';
-import { MAX_KEYS_PER_MINUTE, MemoryTopKeysStore, TopKeysRecorder } from '../../../src/usage/top-keys';
+import { MAX_KEYS_PER_MINUTE, MemoryTopKeysStore, TopKeys } from '../../../src/usage/top-keys';
+import { UsageRecorder } from '../../../src/usage/usage-recorder';
 
 const T0 = Date.UTC(2026, 2, 10, 12, 0, 30);
 
 test('the busiest keys over the span: most requests first, refusals beside them, minutes outside the span left out', async () => {
   const clock = new ManualClock(T0);
-  const recorder = new TopKeysRecorder(new MemoryTopKeysStore(), clock, 60_000);
+  const usage = new UsageRecorder({ flushIntervalMs: 60_000 });
+  const recorder = new TopKeys(usage, new MemoryTopKeysStore(), clock);
   try {
     for (let i = 0; i < 3; i++) recorder.record('key_a', 'admitted');
     recorder.record('key_b', 'admitted');
@@ -24,7 +26,7 @@ test('the busiest keys over the span: most requests first, refusals beside them,
     expect(await recorder.top(5, 20)).toEqual([{ keyId: 'key_a', requests: 1, rateLimited: 0 }]);
     expect(await recorder.top(60, 1)).toHaveLength(1);
   } finally {
-    await recorder.close();
+    await usage.close();
   }
 });
 

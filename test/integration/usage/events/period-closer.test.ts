@@ -1,5 +1,6 @@
 import { ManualClock } from '../../../../src/shared/clock';
-import { KeyActivityRecorder } from '../../../../src/usage/key-activity';
+import { KeyActivity } from '../../../../src/usage/key-activity';
+import { UsageRecorder } from '../../../../src/usage/usage-recorder';
 import { MemoryKeyActivityStore } from '../../../../src/usage/memory-key-activity-store';
 import { SqliteOutbox } from '../../../../src/notifications/sqlite-outbox';
 import type { OutboxEvent } from '../../../../src/notifications/outbox';
@@ -34,7 +35,9 @@ const config: UsageEventsConfig = {
 
 let clock: ManualClock;
 let ledger: MemoryKeyActivityStore;
-let recorder: KeyActivityRecorder;
+let recorder: KeyActivity;
+/** Each instance's usage recorder, closed after each test. */
+let usageRecorders: UsageRecorder[] = [];
 let state: MemorySentStateStore;
 let outbox: SqliteOutbox;
 
@@ -61,7 +64,14 @@ async function waiting(): Promise<UsageCloudEvent[]> {
 }
 
 /** Admitted requests of `units` each, decided now on one instance's recorder. */
-function admit(on: KeyActivityRecorder, keyId: string, units: number, dayCount: number): void {
+/** One instance's usage history over the shared ledger, on a usage recorder of its own (flushed when asked). */
+function instance(periodMs: () => number): KeyActivity {
+  const usage = new UsageRecorder({ flushIntervalMs: 3_600_000 });
+  usageRecorders.push(usage);
+  return new KeyActivity(usage, ledger, clock, periodMs);
+}
+
+function admit(on: KeyActivity, keyId: string, units: number, dayCount: number): void {
   on.record(keyId, 'admitted');
   on.recordUnits(keyId, units, dayCount, clock.now());
 }
@@ -69,13 +79,14 @@ function admit(on: KeyActivityRecorder, keyId: string, units: number, dayCount: 
 beforeEach(() => {
   clock = new ManualClock(START + 1000);
   ledger = new MemoryKeyActivityStore(clock);
-  recorder = new KeyActivityRecorder(ledger, clock, 3_600_000, undefined, undefined, () => PERIOD_MS);
+  recorder = instance(() => PERIOD_MS);
   state = new MemorySentStateStore();
   outbox = new SqliteOutbox(tempDir());
 });
 
 afterEach(async () => {
-  await recorder.close();
+  await Promise.all(usageRecorders.map((usage) => usage.close()));
+  usageRecorders = [];
   outbox.close();
 });
 
@@ -111,7 +122,7 @@ test('a period is sent once it has ended and its grace passed, one event per met
 });
 
 test('a late flush of a closed period is a correction: a new revision, its own id, the difference', async () => {
-  const late = new KeyActivityRecorder(ledger, clock, 3_600_000, undefined, undefined, () => PERIOD_MS);
+  const late = instance(() => PERIOD_MS);
   admit(recorder, 'key_b', 2, 2);
   admit(late, 'key_b', 5, 7);
   await recorder.flush();
@@ -119,7 +130,7 @@ test('a late flush of a closed period is a correction: a new revision, its own i
   clock.set(START + PERIOD_MS + GRACE_MS);
   await closing.tick();
   // The other instance's flush arrives after the period was sent.
-  await late.close();
+  await late.flush();
   clock.advance(1000);
   await closing.tick();
   const units = (await waiting()).filter((e) => e.type === 'gateway.usage.units');
@@ -163,9 +174,9 @@ test('two closers at once: one lease, one set of events', async () => {
 });
 
 test('usage events off: the ledger keeps no periods and the closer sends nothing', async () => {
-  const off = new KeyActivityRecorder(ledger, clock, 3_600_000, undefined, undefined, () => 0);
+  const off = instance(() => 0);
   admit(off, 'key_c', 1, 1);
-  await off.close();
+  await off.flush();
   expect(await ledger.touched(10)).toEqual([]);
   clock.set(START + PERIOD_MS + GRACE_MS);
   await closer({ config: () => ({ ...config, enabled: false }) }).tick();
@@ -174,14 +185,14 @@ test('usage events off: the ledger keeps no periods and the closer sends nothing
 
 test("a period length changed by a reload takes effect the next UTC day: a day's counts are in one length", async () => {
   let periodMs = PERIOD_MS;
-  const reloaded = new KeyActivityRecorder(ledger, clock, 3_600_000, undefined, undefined, () => periodMs);
+  const reloaded = instance(() => periodMs);
   admit(reloaded, 'key_d', 1, 1);
   periodMs = 3_600_000;
   clock.advance(5 * PERIOD_MS);
   admit(reloaded, 'key_d', 1, 2);
   clock.set(START + 86_400_000);
   admit(reloaded, 'key_d', 1, 1);
-  await reloaded.close();
+  await reloaded.flush();
   const day = Math.floor(START / 86_400_000);
   expect((await ledger.touched(10)).map((e) => [e.periodMs, e.day]).sort()).toEqual([
     [3_600_000, day + 1],
