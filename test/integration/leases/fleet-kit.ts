@@ -1,10 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { freePort } from '../../support/redis-server';
-import { eventually } from '../../support/eventually';
 import {
   isolatedEnv,
   LONG_ADMIN_TOKEN,
@@ -16,80 +10,13 @@ import {
 
 /**
  * The fleet the window-invariant harness runs and breaks: gateway instances as real processes
- * (`src/main.ts`, as `npm start` runs it) on one redis-server of the test's own, which keeps its
- * data across a restart (append-only file, fsync always, and SHUTDOWN SAVE).
+ * (`src/main.ts`, as `npm start` runs it) on a store of the test's own (persistent-redis.ts).
  */
-
-/** A redis-server on a fixed port and directory, so that it can stop and come back with its data. */
-export class PersistentRedis {
-  private child: ChildProcess | null = null;
-  private exited: Promise<void> = Promise.resolve();
-  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-leases-redis-'));
-
-  private constructor(readonly port: number) {}
-
-  static async start(): Promise<PersistentRedis> {
-    const redis = new PersistentRedis(await freePort());
-    await redis.spawn();
-    return redis;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  /** One inline command; its first reply line, or '' when the server closed the connection without one. */
-  command(command: string): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect(this.port, '127.0.0.1');
-      let reply = '';
-      socket.setTimeout(5_000, () => socket.destroy(new Error(`no reply to ${command} within 5 s`)));
-      socket.once('connect', () => socket.write(`${command}\r\n`));
-      socket.on('data', (chunk) => {
-        reply += chunk.toString();
-        if (reply.includes('\r\n')) socket.end();
-      });
-      socket.once('error', reject);
-      socket.once('close', () => resolve(reply.split('\r\n')[0] ?? ''));
-    });
-  }
-
-  /** CLIENT PAUSE for `ms`: every client's commands wait (the gateways' time out). */
-  async pause(ms: number): Promise<void> {
-    await this.command(`CLIENT PAUSE ${ms} ALL`);
-  }
-
-  /** SHUTDOWN SAVE, then the same server on the same port and directory: it reloads its data. */
-  async restart(): Promise<void> {
-    // The server answers nothing: it saves, closes the socket and exits (the reply is its exit).
-    const reply = await this.command('SHUTDOWN SAVE');
-    if (reply.startsWith('-')) throw new Error(`SHUTDOWN SAVE refused: ${reply}`);
-    await this.exited;
-    await this.spawn();
-  }
-
-  async stop(): Promise<void> {
-    this.child?.kill('SIGKILL');
-    await this.exited;
-    fs.rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  private async spawn(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir];
-    const persistence = ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
-    const child = spawn('redis-server', [...args, ...persistence], { stdio: 'ignore' });
-    this.child = child;
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    await eventually(async () => (await this.command('PING').catch(() => '')).startsWith('+PONG'), {
-      timeoutMs: 10_000,
-      what: `redis-server on port ${this.port} answering PING`,
-    });
-  }
-}
 
 /** What every instance of one fleet shares: its Redis, namespace and config file. */
 export interface FleetSettings {
-  redisUrl: string;
+  /** REDIS_URL or REDIS_CLUSTER_NODES (FaultedStore.env). */
+  storeEnv: Record<string, string>;
   /** The YAML every instance reads (CONFIG_FILE); SIGHUP reads it again. */
   configYaml: string;
 }
@@ -132,7 +59,7 @@ export class GatewayInstance {
       APP_ENV: 'staging',
       ADMIN_TOKEN: LONG_ADMIN_TOKEN,
       SIGNING_SECRET: LONG_SIGNING_SECRET,
-      REDIS_URL: settings.redisUrl,
+      ...settings.storeEnv,
       WORKERS: String(workers),
       CONFIG_FILE: tempFile('leases.yaml', settings.configYaml),
     });

@@ -1,0 +1,161 @@
+import { eventually } from '../../support/eventually';
+import { LONG_ADMIN_TOKEN } from '../startup/startup-kit';
+import { GatewayInstance, harnessConfigYaml } from './fleet-kit';
+import { LoadClients, type ClientPlan } from './load-clients';
+import type { FaultedStore } from './persistent-redis';
+import { harnessSeed, seededRandom, shuffled } from './seeded-order';
+import { WindowTally } from './window-tally';
+
+/**
+ * One faulted run of the window-invariant harness: three gateway instances (one WORKERS=2) on a
+ * store, a key and a consumer's two keys with limits the clients exceed, clients on every
+ * instance, and the faults in a seeded order. The test files give the store and assert.
+ */
+
+/** One operation costs this many units (config `costs`), so windows count costs, not requests. */
+export const PET_COST = 3;
+/** Units per minute of each limit, by tally name; day limits far above what the run sends, so the minutes are the tightest. */
+export const LIMITS = { 'key:solo': 90, 'key:shared-list': 100, 'key:shared-pet': 99, 'consumer:shared': 120 } as const;
+const PER_DAY = 1_000_000;
+/** Traffic between two faults, and after the last. */
+const GAP_MS = 2_500;
+
+export type Fault = 'kill-instance' | 'kill-worker' | 'reload' | 'pause-store' | 'restart-store';
+export const FAULTS: readonly Fault[] = ['kill-instance', 'kill-worker', 'reload', 'pause-store', 'restart-store'];
+
+/** LEASES_HARNESS_TRACE=1: each step of the run on stderr as it happens (a hang shows where it stands). */
+export function trace(step: string): void {
+  if (process.env.LEASES_HARNESS_TRACE) process.stderr.write(`[leases harness ${new Date().toISOString()}] ${step}\n`);
+}
+
+export class Fleet {
+  private constructor(
+    readonly store: FaultedStore,
+    readonly instances: GatewayInstance[],
+  ) {}
+
+  /** Three instances, the second with two workers, on `store`, sharing a fresh namespace. */
+  static async start(store: FaultedStore): Promise<Fleet> {
+    const settings = {
+      storeEnv: store.env,
+      configYaml: harnessConfigYaml(`asg:leases:${process.pid}:${Date.now()}`, PET_COST),
+    };
+    const instances = await Promise.all([
+      GatewayInstance.started('one', 1, settings),
+      GatewayInstance.started('two-workers', 2, settings),
+      GatewayInstance.started('three', 1, settings),
+    ]);
+    trace('instances started');
+    return new Fleet(store, instances);
+  }
+
+  async stop(): Promise<void> {
+    trace('stopping');
+    await Promise.all(this.instances.map((instance) => instance.stop()));
+    await this.store.stop();
+  }
+
+  async admin(path: string, body: unknown): Promise<Record<string, unknown>> {
+    const res = await fetch(`${this.instances[0]!.adminUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${LONG_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status !== 201) throw new Error(`POST ${path} answered ${res.status}: ${text}`);
+    return JSON.parse(text) as Record<string, unknown>;
+  }
+
+  /** Runs one fault to its end (an instance killed is back up, the store restarted answers). */
+  async inflict(fault: Fault, random: () => number): Promise<string> {
+    const workers = this.instances.find((instance) => instance.workers === 2)!;
+    switch (fault) {
+      case 'kill-instance': {
+        const victim = this.instances[Math.floor(random() * this.instances.length)]!;
+        await victim.kill();
+        await victim.start();
+        return `SIGKILL ${victim.name}, restarted`;
+      }
+      case 'kill-worker':
+        return `SIGKILL worker ${workers.killWorker()} of ${workers.name}`;
+      case 'reload': {
+        const reloaded = this.instances[Math.floor(random() * this.instances.length)]!;
+        reloaded.reload();
+        return `SIGHUP ${reloaded.name}`;
+      }
+      case 'pause-store':
+        await this.store.pause(1_500);
+        return 'CLIENT PAUSE 1500';
+      case 'restart-store':
+        return this.store.restart();
+    }
+  }
+}
+
+async function newKey(fleet: Fleet, name: string, perMinute: number, consumerId?: string): Promise<string> {
+  const limits = { perMinute, perDay: PER_DAY };
+  const created = await fleet.admin('/admin/keys', { name, plan: 'enterprise', limits, consumerId });
+  return `Bearer ${String(created.key)}`;
+}
+
+/** The key, and the consumer's two keys (one listing pets at cost 1, one reading a pet at PET_COST). */
+async function clientPlans(fleet: Fleet): Promise<ClientPlan[]> {
+  const limits = { perMinute: LIMITS['consumer:shared'] };
+  const consumerId = String((await fleet.admin('/admin/consumers', { name: 'shared', limits })).id);
+  const solo = await newKey(fleet, 'solo', LIMITS['key:solo']);
+  const list = await newKey(fleet, 'shared-list', LIMITS['key:shared-list'], consumerId);
+  const pet = await newKey(fleet, 'shared-pet', LIMITS['key:shared-pet'], consumerId);
+  const shared = (key: string) => [key, 'consumer:shared'];
+  return [
+    { auth: solo, path: '/v1/pets', units: 1, limits: ['key:solo'], perSecond: 15 },
+    { auth: list, path: '/v1/pets', units: 1, limits: shared('key:shared-list'), perSecond: 10 },
+    { auth: pet, path: '/v1/pets/1', units: PET_COST, limits: shared('key:shared-pet'), perSecond: 5 },
+  ];
+}
+
+/** Every instance knows every key (key changes reach all within 1 s); the probes count in the tally like any request. */
+async function untilAllInstancesKnowTheKeys(fleet: Fleet, plans: ClientPlan[], tally: WindowTally): Promise<void> {
+  for (const instance of fleet.instances)
+    for (const plan of plans)
+      await eventually(async () => {
+        const res = await fetch(`${instance.gatewayUrl}${plan.path}`, { headers: { authorization: plan.auth } });
+        await res.arrayBuffer();
+        const reset = res.headers.get('x-ratelimit-reset');
+        tally.record(plan.limits, plan.units, { status: res.status, resetAt: reset === null ? null : Number(reset) });
+        return res.status !== 401;
+      });
+}
+
+export interface FaultedRun {
+  tally: WindowTally;
+  /** What was done, in order. */
+  faults: string[];
+  /** The seed, the faults, the run's length and every window's count: a failure's message. */
+  evidence: string;
+}
+
+/** Keys, then clients on every instance and the faults in a seeded order (LEASES_HARNESS_SEED replays one). */
+export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
+  const seed = harnessSeed();
+  const random = seededRandom(seed);
+  const tally = new WindowTally();
+  const plans = await clientPlans(fleet);
+  await untilAllInstancesKnowTheKeys(fleet, plans, tally);
+  trace('every instance knows the keys');
+
+  const clients = new LoadClients(() => fleet.instances.map((instance) => instance.gatewayUrl), tally);
+  const started = Date.now();
+  clients.start(plans);
+  const faults: string[] = [];
+  for (const fault of shuffled(FAULTS, random)) {
+    await new Promise((resolve) => setTimeout(resolve, GAP_MS));
+    trace(fault);
+    faults.push(await fleet.inflict(fault, random));
+    trace(`done: ${faults.at(-1)}`);
+  }
+  await new Promise((resolve) => setTimeout(resolve, GAP_MS));
+  await clients.stop();
+  trace(tally.summary());
+  const run = { seed, faults, seconds: Math.round((Date.now() - started) / 1000), sent: clients.sent };
+  return { tally, faults, evidence: `${JSON.stringify(run)}; ${tally.summary()}` };
+}
