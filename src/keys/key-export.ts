@@ -1,8 +1,6 @@
-import { billingDayOf, consumerIdOf } from './record-changes';
-import { instantOf, validLimits, validName } from './key-validation';
-import { accessListsOf, accessListsPatch } from '../access/access-lists';
+import { LINE_FIELD_CHECKS, type LineContext } from './key-validation';
+import { RECORD_FIELDS, recordJson } from './stores/key-record-fields';
 import type { ApiKeyRecord } from './types';
-import { IMPORT_CLOCK_SKEW_MS, MAX_GRACE_SECONDS } from '../shared/constants';
 import { LineSplitter, LineTooLongError } from '../shared/line-splitter';
 
 /**
@@ -25,104 +23,22 @@ export class ImportLineError extends Error {
   }
 }
 
-/** One export line (no trailing newline). Field order fixed, so equal records export equal lines. */
-export function exportLine(record: ApiKeyRecord, prefix: string): string {
-  return JSON.stringify({
-    v: EXPORT_FORMAT_VERSION,
-    prefix,
-    id: record.id,
-    name: record.name,
-    plan: record.plan,
-    limits: record.limits,
-    hash: record.hash,
-    previousHash: record.previousHash,
-    previousKeyExpiresAt: record.previousKeyExpiresAt,
-    createdAt: record.createdAt,
-    updatedAt: record.updatedAt,
-    revokedAt: record.revokedAt,
-    expiresAt: record.expiresAt,
-    ...billingDayOf(record.billingDay),
-    ...consumerIdOf(record.consumerId),
-    ...accessListsOf(record),
-  });
-}
+/**
+ * The fields format 1 wrote first, in its order (the rotation's beside the hash); every other field
+ * of the record follows in the encoding's order (stores/key-record-fields.ts).
+ */
+const LEADING_FIELDS = ['id', 'name', 'plan', 'limits', 'hash', 'previousHash', 'previousKeyExpiresAt'] as const;
 
-const HASH = /^[0-9a-f]{64}$/;
-const KEY_ID = /^key_[0-9a-f]{24}$/;
-const CONSUMER_ID = /^con_[0-9a-f]{24}$/;
+/** One export line (no trailing newline): the record's encoding, field order fixed, so equal records export equal lines. */
+export function exportLine(record: ApiKeyRecord, prefix: string): string {
+  const order = Object.fromEntries(LEADING_FIELDS.map((field) => [field, undefined]));
+  return JSON.stringify({ v: EXPORT_FORMAT_VERSION, prefix, ...order, ...recordJson(record) });
+}
 
 type Fields = Record<string, unknown>;
 
-function text(v: Fields, field: string, shape?: RegExp): string {
-  const value = v[field];
-  if (typeof value !== 'string' || value.length === 0 || (shape && !shape.test(value)))
-    throw new Error(`${field} is missing or malformed`);
-  return value;
-}
-
-function optional(v: Fields, field: string, shape: RegExp): string | null {
-  if (v[field] === null || v[field] === undefined) return null;
-  return text(v, field, shape);
-}
-
-/** An RFC 3339 instant that exists (2020-13-45T99:99:99Z does not), as the admin API reads one. */
-function instant(v: Fields, field: string): string {
-  if (instantOf(v[field]) === null) throw new Error(`${field} is missing or not an RFC 3339 instant`);
-  return v[field] as string;
-}
-
-function optionalInstant(v: Fields, field: string): string | null {
-  return v[field] === null || v[field] === undefined ? null : instant(v, field);
-}
-
-/** The field's instant (or null) when it is no later than `latest` (ms); `why` says what the bound is. */
-function notAfter<T extends string | null>(value: T, field: string, latest: number, why: string): T {
-  if (value !== null && instantOf(value)! > latest) throw new Error(`${field} ${value} is ${why}`);
-  return value;
-}
-
 /** Every field an export line has (exportLine's): any other is not one a gateway wrote. */
-const KEY_LINE_FIELDS = new Set([
-  'v',
-  'prefix',
-  'id',
-  'name',
-  'plan',
-  'limits',
-  'hash',
-  'previousHash',
-  'previousKeyExpiresAt',
-  'createdAt',
-  'updatedAt',
-  'revokedAt',
-  'expiresAt',
-  'billingDay',
-  'consumerId',
-  'allowedOperations',
-  'allowedAddresses',
-]);
-
-/** The admin API's own checks, their message without its closing full stop (the line's reason). */
-function asAdminApi<T>(check: () => T): T {
-  try {
-    return check();
-  } catch (err) {
-    throw new Error((err as Error).message.replace(/\.$/, ''), { cause: err });
-  }
-}
-
-function limitsField(value: unknown, largestCost: number): ApiKeyRecord['limits'] {
-  if (value === null || value === undefined) return null;
-  return asAdminApi(() => validLimits(value, largestCost));
-}
-
-function billingDayField(value: unknown): { billingDay?: number } {
-  try {
-    return billingDayOf(value);
-  } catch {
-    throw new Error('billingDay must be a whole number from 1 to 28');
-  }
-}
+const KEY_LINE_FIELDS = new Set<string>(['v', 'prefix', ...RECORD_FIELDS.map((field) => field.name)]);
 
 /** What every line is checked against: this environment's prefix, the costs in force, and the caller's own check. */
 export interface ImportRules {
@@ -146,39 +62,20 @@ function parseLine(line: string, rules: ImportRules): ApiKeyRecord {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not a JSON object');
   if (v.v !== EXPORT_FORMAT_VERSION)
     throw new Error(`unknown format version ${JSON.stringify(v.v)} (this gateway reads ${EXPORT_FORMAT_VERSION})`);
-  const from = text(v, 'prefix');
+  const from = v.prefix;
+  if (typeof from !== 'string' || from.length === 0) throw new Error('prefix is missing or malformed');
   if (from !== rules.prefix)
     throw new Error(`key of prefix ${from} refused: this gateway issues and accepts ${rules.prefix} keys only`);
   const unknown = Object.keys(v).find((field) => !KEY_LINE_FIELDS.has(field));
   if (unknown !== undefined)
     throw new Error(`unknown field ${JSON.stringify(unknown.slice(0, 60))}: not one an export writes`);
-  // What happened (created, changed, revoked) happened by now, give or take another clock's skew;
-  // a rotation's old secret ends at most the longest grace after it.
-  const now = rules.now ?? Date.now();
-  const happened = <T extends string | null>(value: T, field: string) =>
-    notAfter(value, field, now + IMPORT_CLOCK_SKEW_MS, 'in the future: no gateway wrote it yet');
-  const record: ApiKeyRecord = {
-    id: text(v, 'id', KEY_ID),
-    name: asAdminApi(() => validName(v.name)),
-    plan: text(v, 'plan'),
-    limits: limitsField(v.limits, rules.largestCost),
-    hash: text(v, 'hash', HASH),
-    createdAt: happened(instant(v, 'createdAt'), 'createdAt'),
-    updatedAt: happened(instant(v, 'updatedAt'), 'updatedAt'),
-    revokedAt: happened(optionalInstant(v, 'revokedAt'), 'revokedAt'),
-    expiresAt: optionalInstant(v, 'expiresAt'),
-    previousHash: optional(v, 'previousHash', HASH),
-    previousKeyExpiresAt: notAfter(
-      optionalInstant(v, 'previousKeyExpiresAt'),
-      'previousKeyExpiresAt',
-      now + MAX_GRACE_SECONDS * 1000 + IMPORT_CLOCK_SKEW_MS,
-      `more than the longest rotation grace (${MAX_GRACE_SECONDS} s) ahead`,
-    ),
-    ...billingDayField(v.billingDay),
-    ...(v.consumerId === undefined || v.consumerId === null ? {} : { consumerId: text(v, 'consumerId', CONSUMER_ID) }),
-    // Checked as the admin API checks them: the 400's message becomes the line's reason.
-    ...asAdminApi(() => accessListsOf(accessListsPatch(v))),
-  };
+  const context: LineContext = { largestCost: rules.largestCost, now: rules.now ?? Date.now() };
+  const fields: Record<string, unknown> = {};
+  for (const { name } of RECORD_FIELDS) {
+    const value = (LINE_FIELD_CHECKS[name] as (value: unknown, line: LineContext) => unknown)(v[name], context);
+    if (value !== undefined) fields[name] = value;
+  }
+  const record = fields as unknown as ApiKeyRecord;
   if ((record.previousHash === null) !== (record.previousKeyExpiresAt === null))
     throw new Error('previousHash and previousKeyExpiresAt go together');
   if (record.previousHash === record.hash) throw new Error('previousHash equals hash');

@@ -3,8 +3,11 @@ import type { WindowLimits } from '../limits/types';
 import { isBillingDay } from '../limits/windows/month-window';
 import { MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import { limitsBelowCost } from '../shared/config/costs';
-import { limitsOf } from './record-changes';
 import { normalisedHiddenWindows } from '../limits/hidden-windows';
+import { billingDayOf, LIMIT_FIELDS, normalisedLimits } from './stores/key-record-fields';
+import { accessListsOf, accessListsPatch } from '../access/access-lists';
+import { IMPORT_CLOCK_SKEW_MS, MAX_GRACE_SECONDS } from '../shared/constants';
+import type { ApiKeyRecord } from './types';
 
 /**
  * What a key record's fields must be, for the admin API's writes and for a backup's import alike
@@ -36,7 +39,7 @@ export function validName(name: unknown): string {
   return trimmed;
 }
 
-const LIMIT_FIELDS = new Set(['perMinute', 'perDay', 'perMonth', 'shadow', 'maxInFlight', 'hiddenWindows']);
+const LIMIT_NAMES = new Set<string>(LIMIT_FIELDS.map((field) => field.name));
 /** CONTRACT §3: a key's or plan's maxInFlight is 1..10,000. */
 const MAX_IN_FLIGHT_LIMIT = 10_000;
 
@@ -65,7 +68,7 @@ export function validLimits(limits: unknown, largestCost: number): WindowLimits 
   }
   const hiddenWindows =
     l.hiddenWindows === undefined ? undefined : validHiddenWindows(l.hiddenWindows, 'limits.hiddenWindows');
-  const extra = Object.keys(l).filter((k) => !LIMIT_FIELDS.has(k));
+  const extra = Object.keys(l).filter((k) => !LIMIT_NAMES.has(k));
   if (extra.length > 0) throw invalid(`limits has unknown field ${extra[0]}.`);
   // A request takes its cost of every window or nothing: a window below the largest cost could never serve it.
   const short = limitsBelowCost(l, largestCost);
@@ -73,7 +76,7 @@ export function validLimits(limits: unknown, largestCost: number): WindowLimits 
     throw invalid(
       `limits below the largest operation cost ${largestCost} (config costs) could never serve it: ${short.join(', ')}.`,
     );
-  return limitsOf(l.perMinute!, l.perDay!, l.shadow, l.perMonth, maxInFlight, hiddenWindows);
+  return normalisedLimits({ ...l, hiddenWindows });
 }
 
 /** A list of window names (CONTRACT §4: `minute`, `day`, `month`), kept in canonical order without repeats. */
@@ -114,3 +117,92 @@ export function validExpiry(value: unknown, now: number): string {
   if (at <= now) throw invalid('expiresAt must be in the future.');
   return new Date(at).toISOString();
 }
+
+/** What a backup line's fields are checked against besides themselves (ImportRules of key-export.ts). */
+export interface LineContext {
+  /** The largest operation cost in force: a key's own limits may not be below it. */
+  largestCost: number;
+  /** The import's instant (ms): what a record says happened may not be after it. */
+  now: number;
+}
+
+/** How one field of a backup line is checked: its value as the record keeps it (undefined: absent), or a plain Error saying what is wrong. */
+type LineCheck<K extends keyof ApiKeyRecord> = (value: unknown, line: LineContext) => ApiKeyRecord[K] | undefined;
+
+const HASH = /^[0-9a-f]{64}$/;
+const KEY_ID = /^key_[0-9a-f]{24}$/;
+const CONSUMER_ID = /^con_[0-9a-f]{24}$/;
+
+function lineText(value: unknown, field: string, shape?: RegExp): string {
+  if (typeof value !== 'string' || value.length === 0 || (shape && !shape.test(value)))
+    throw new Error(`${field} is missing or malformed`);
+  return value;
+}
+
+/** An RFC 3339 instant that exists (2020-13-45T99:99:99Z does not), or null when the field has none. */
+function lineInstant(value: unknown, field: string, optional: boolean): string | null {
+  if (optional && (value === null || value === undefined)) return null;
+  if (instantOf(value) === null) throw new Error(`${field} is missing or not an RFC 3339 instant`);
+  return value as string;
+}
+
+/** The instant (or null) when it is no later than `latest` (ms); `why` says what the bound is. */
+function notAfter(value: string | null, field: string, latest: number, why: string): string | null {
+  if (value !== null && instantOf(value)! > latest) throw new Error(`${field} ${value} is ${why}`);
+  return value;
+}
+
+/** What happened (created, changed, revoked) happened by now, give or take another clock's skew. */
+function happened(value: unknown, field: string, line: LineContext): string {
+  const at = lineInstant(value, field, false)!;
+  return notAfter(at, field, line.now + IMPORT_CLOCK_SKEW_MS, 'in the future: no gateway wrote it yet')!;
+}
+
+/** The admin API's own checks, their message without its closing full stop (the line's reason). */
+export function asAdminApi<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    throw new Error((err as Error).message.replace(/\.$/, ''), { cause: err });
+  }
+}
+
+/**
+ * Each field of a backup line (key-export.ts), checked as the admin API checks a key (CONTRACT §4),
+ * in the fields' order: the first bad one is the line's reason. The compiler names a field of the
+ * record without its check.
+ */
+export const LINE_FIELD_CHECKS: { [K in keyof ApiKeyRecord]-?: LineCheck<K> } = {
+  id: (value) => lineText(value, 'id', KEY_ID),
+  name: (value) => asAdminApi(() => validName(value)),
+  plan: (value) => lineText(value, 'plan'),
+  limits: (value, line) =>
+    value === null || value === undefined ? null : asAdminApi(() => validLimits(value, line.largestCost)),
+  hash: (value) => lineText(value, 'hash', HASH),
+  createdAt: (value, line) => happened(value, 'createdAt', line),
+  updatedAt: (value, line) => happened(value, 'updatedAt', line),
+  revokedAt: (value, line) => (value === null || value === undefined ? null : happened(value, 'revokedAt', line)),
+  expiresAt: (value) => lineInstant(value, 'expiresAt', true),
+  previousHash: (value) => (value === null || value === undefined ? null : lineText(value, 'previousHash', HASH)),
+  // A rotation's old secret ends at most the longest grace after it.
+  previousKeyExpiresAt: (value, line) =>
+    notAfter(
+      lineInstant(value, 'previousKeyExpiresAt', true),
+      'previousKeyExpiresAt',
+      line.now + MAX_GRACE_SECONDS * 1000 + IMPORT_CLOCK_SKEW_MS,
+      `more than the longest rotation grace (${MAX_GRACE_SECONDS} s) ahead`,
+    ),
+  billingDay: (value) => {
+    try {
+      return billingDayOf(value).billingDay;
+    } catch {
+      throw new Error(`billingDay must be a whole number from ${MIN_BILLING_DAY} to ${MAX_BILLING_DAY}`);
+    }
+  },
+  consumerId: (value) =>
+    value === undefined || value === null ? undefined : lineText(value, 'consumerId', CONSUMER_ID),
+  allowedOperations: (value) =>
+    asAdminApi(() => accessListsOf(accessListsPatch({ allowedOperations: value }))).allowedOperations,
+  allowedAddresses: (value) =>
+    asAdminApi(() => accessListsOf(accessListsPatch({ allowedAddresses: value }))).allowedAddresses,
+};

@@ -76,8 +76,11 @@ export interface RedisImportDependencies {
   newEpoch: () => string;
 }
 
-/** The four script arguments of a record (see redis-key-recovery-scripts.ts). */
-function recordArgs(record: ApiKeyRecord): string[] {
+/**
+ * The four script arguments of a record (import and restore, redis-key-recovery-scripts.ts): its id,
+ * its JSON (the encoding of stores/key-record-fields.ts) and the hash fields of `by-hash` it lives under.
+ */
+export function recordScriptArgs(record: ApiKeyRecord): string[] {
   return [record.id, encodeRecord(record), record.hash, record.previousHash ?? ''];
 }
 
@@ -119,7 +122,7 @@ export async function redisKeyImport(
       const given = records.slice(at, at + IMPORT_BATCH);
       const current = await withRetries(() => deps.getMany(given.map((record) => record.id)), BATCH_ATTEMPTS);
       const batch = keepRevocations(given, (id) => current.get(id));
-      const args = [channel, deps.newEpoch(), String(JOURNAL_TTL_MS), ...batch.flatMap(recordArgs)];
+      const args = [channel, deps.newEpoch(), String(JOURNAL_TTL_MS), ...batch.flatMap(recordScriptArgs)];
       const closedSets = batch.map((record) => deps.layout.consumerClosed(record.consumerId ?? ''));
       const [same, ...ids] = await withRetries(
         () => deps.importBatch([byHash, byId, writes, issued, journal, ...closedSets], args),

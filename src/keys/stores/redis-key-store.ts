@@ -22,6 +22,7 @@ import {
 } from './redis-key-recovery-scripts';
 import {
   IMPORT_BATCH,
+  recordScriptArgs,
   redisKeyImport,
   RECORDS_PER_READ,
   withRetries,
@@ -177,11 +178,6 @@ const IDS_PER_SCAN = 1000;
 
 /** Attempts at one HSCAN step of a full read (listing, export, durable copy). */
 const READ_ATTEMPTS = 3;
-
-/** The four script arguments of a record (see redis-key-recovery-scripts.ts). */
-function recordArgsForRestore(record: ApiKeyRecord): string[] {
-  return [record.id, encodeRecord(record), record.hash, record.previousHash ?? ''];
-}
 
 /** What the loss check reads in one round trip. */
 export interface KeyStoreHealth {
@@ -419,7 +415,7 @@ export class RedisKeyStore implements KeyStore {
       const batch = records.slice(at, at + RESTORE_BATCH);
       const ids = await this.scripts.restoreMissing(
         [byHash, byId, this.layout.issued],
-        [channel, newEpoch(), ...batch.flatMap(recordArgsForRestore)],
+        [channel, newEpoch(), ...batch.flatMap(recordScriptArgs)],
       );
       restored.push(...(ids as string[]));
     }

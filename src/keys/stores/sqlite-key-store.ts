@@ -1,24 +1,13 @@
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { systemClock } from '../../shared/clock';
-import { addColumnIfMissing, openSqliteDatabase, type Migration } from '../../shared/sqlite/sqlite-database';
+import { openSqliteDatabase } from '../../shared/sqlite/sqlite-database';
 import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite/sqlite-failures';
 import { SqliteWriteProbe, WRITE_PROBE_TABLE_SQL } from '../../shared/sqlite/sqlite-write-probe';
 import { Listeners } from '../../shared/listeners';
-import type { WindowName } from '../../limits/types';
-import {
-  applyPatch,
-  applyRevoke,
-  applyRotate,
-  billingDayOf,
-  byCreation,
-  consumerIdOf,
-  copyRecord,
-  hashesOf,
-  limitsOf,
-} from '../record-changes';
+import { applyPatch, applyRevoke, applyRotate, byCreation, copyRecord, hashesOf } from '../record-changes';
 import { applyImport } from './sqlite-key-import';
-import { accessListsOf } from '../../access/access-lists';
+import { KEY_SQL, keyTableMigrations, recordOfRow, rowOf, type KeyRow } from './key-record-fields';
 import { closedConsumerConflict, consumerEntered, keepRevocations, movesOf } from './import-rules';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import {
@@ -48,182 +37,11 @@ export const KEYS_DATABASE_FILE = 'keys.sqlite';
 /** Rows an import writes between turns of the event loop; records an export hands over at once. */
 const IMPORT_STEP = 500;
 
-interface KeyRow {
-  id: string;
-  hash: string;
-  name: string;
-  plan: string;
-  per_minute: number | null;
-  per_day: number | null;
-  /** 1 or 0 when the key's limits set `shadow`, NULL when they follow the plan. */
-  shadow: number | null;
-  /** NULL without a month window of the key's own. */
-  per_month: number | null;
-  /** NULL for the default billing day (the 1st). */
-  billing_day: number | null;
-  /** NULL when the key follows its plan's maxInFlight (or has none). */
-  max_in_flight: number | null;
-  /** The key's own hidden windows, comma-separated ('' for none); NULL when it follows its plan's. */
-  hidden_windows: string | null;
-  /** NULL for a key of no consumer. */
-  consumer_id: string | null;
-  created_at: string;
-  updated_at: string;
-  revoked_at: string | null;
-  expires_at: string | null;
-  previous_hash: string | null;
-  previous_key_expires_at: string | null;
-  /** The access lists as JSON `{allowedOperations?, allowedAddresses?}`; NULL without any. */
-  access_policy: string | null;
-}
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS api_keys (
-  id          TEXT PRIMARY KEY,
-  hash        TEXT NOT NULL UNIQUE,
-  name        TEXT NOT NULL,
-  plan        TEXT NOT NULL,
-  per_minute  INTEGER,
-  per_day     INTEGER,
-  created_at  TEXT NOT NULL,
-  updated_at  TEXT NOT NULL,
-  revoked_at  TEXT,
-  CHECK ((per_minute IS NULL) = (per_day IS NULL))
-) STRICT`;
-
-/**
- * The schema of keys.sqlite. Files made before it was numbered (user_version 0) may hold any
- * prefix of it (the columns were added on open then): every step is harmless on them.
- */
-const KEY_STORE_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    description: 'api_keys (the first release) and write_probe',
-    up(db) {
-      db.exec(SCHEMA);
-      db.exec(WRITE_PROBE_TABLE_SQL);
-    },
-  },
-  {
-    version: 2,
-    description: 'expiry and rotation: expires_at, previous_hash, previous_key_expires_at',
-    up(db) {
-      for (const column of ['expires_at', 'previous_hash', 'previous_key_expires_at'])
-        addColumnIfMissing(db, 'api_keys', column, 'TEXT');
-    },
-  },
-  {
-    version: 3,
-    description: 'shadow mode: NULL (follow the plan) for every key before it',
-    up(db) {
-      addColumnIfMissing(db, 'api_keys', 'shadow', 'INTEGER');
-    },
-  },
-  {
-    version: 4,
-    description: 'month quotas: NULL (no month window of its own, billed on the 1st) for every key before them',
-    up(db) {
-      for (const column of ['per_month', 'billing_day']) addColumnIfMissing(db, 'api_keys', column, 'INTEGER');
-    },
-  },
-  {
-    version: 5,
-    description: 'access policies: access_policy, NULL (no lists) for every key before them',
-    up(db) {
-      addColumnIfMissing(db, 'api_keys', 'access_policy', 'TEXT');
-    },
-  },
-  {
-    version: 6,
-    description: 'concurrency limits: NULL (the plan decides) for every key before them',
-    up(db) {
-      addColumnIfMissing(db, 'api_keys', 'max_in_flight', 'INTEGER');
-    },
-  },
-  {
-    version: 7,
-    description: 'consumers: NULL (no consumer) for every key before them',
-    up(db) {
-      addColumnIfMissing(db, 'api_keys', 'consumer_id', 'TEXT');
-    },
-  },
-  {
-    version: 8,
-    description: 'hidden windows: NULL (the plan decides) for every key before them',
-    up(db) {
-      addColumnIfMissing(db, 'api_keys', 'hidden_windows', 'TEXT');
-    },
-  },
-];
-
-/** A key's own hidden windows as their column holds them: NULL (follow the plan), '' (none hidden) or names joined by commas. */
-function hiddenWindowsColumn(record: ApiKeyRecord): string | null {
-  return record.limits?.hiddenWindows === undefined ? null : record.limits.hiddenWindows.join(',');
-}
-
-function hiddenWindowsOfColumn(value: string | null): WindowName[] | null {
-  // limitsOf keeps only a list of known names; anything else in the column reads as no list.
-  return value === null ? null : value === '' ? [] : (value.split(',') as WindowName[]);
-}
-
-function fromRow(row: KeyRow): ApiKeyRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    plan: row.plan,
-    limits:
-      row.per_minute === null || row.per_day === null
-        ? null
-        : limitsOf(
-            row.per_minute,
-            row.per_day,
-            row.shadow === null ? null : row.shadow === 1,
-            row.per_month,
-            row.max_in_flight,
-            hiddenWindowsOfColumn(row.hidden_windows),
-          ),
-    hash: row.hash,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    revokedAt: row.revoked_at,
-    expiresAt: row.expires_at,
-    previousHash: row.previous_hash,
-    previousKeyExpiresAt: row.previous_key_expires_at,
-    ...billingDayOf(row.billing_day),
-    ...consumerIdOf(row.consumer_id),
-    ...(row.access_policy === null ? {} : accessListsOf(JSON.parse(row.access_policy) as Record<string, unknown>)),
-  };
-}
-
-/** The access lists of a record as its column holds them: NULL for a key without, as every older row has. */
-function accessPolicyColumn(record: ApiKeyRecord): string | null {
-  const lists = accessListsOf(record);
-  return lists.allowedOperations || lists.allowedAddresses ? JSON.stringify(lists) : null;
-}
-
-function toRow(record: ApiKeyRecord): KeyRow {
-  return {
-    id: record.id,
-    hash: record.hash,
-    name: record.name,
-    plan: record.plan,
-    per_minute: record.limits?.perMinute ?? null,
-    per_day: record.limits?.perDay ?? null,
-    shadow: record.limits?.shadow === undefined ? null : record.limits.shadow ? 1 : 0,
-    per_month: record.limits?.perMonth ?? null,
-    billing_day: record.billingDay ?? null,
-    max_in_flight: record.limits?.maxInFlight ?? null,
-    hidden_windows: hiddenWindowsColumn(record),
-    consumer_id: record.consumerId ?? null,
-    created_at: record.createdAt,
-    updated_at: record.updatedAt,
-    revoked_at: record.revokedAt,
-    expires_at: record.expiresAt,
-    previous_hash: record.previousHash,
-    previous_key_expires_at: record.previousKeyExpiresAt,
-    access_policy: accessPolicyColumn(record),
-  };
-}
+/** The schema of keys.sqlite: the record's columns (key-record-fields.ts), a step for each version that added some. */
+const KEY_STORE_MIGRATIONS = keyTableMigrations({
+  description: 'api_keys (the first release) and write_probe',
+  up: (db) => db.exec(WRITE_PROBE_TABLE_SQL),
+});
 
 /**
  * The in-process key store of the single-instance mode. Every key is held in Maps, so a lookup
@@ -258,26 +76,11 @@ export class SqliteKeyStore implements KeyStore {
     });
     this.onSqliteError = options.onSqliteError;
     try {
-      this.insertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, hidden_windows, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @hidden_windows, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)`,
-      );
-      this.updateRow = this.db.prepare<KeyRow>(
-        `UPDATE api_keys SET hash = @hash, name = @name, plan = @plan, per_minute = @per_minute, per_day = @per_day, shadow = @shadow, per_month = @per_month, billing_day = @billing_day, max_in_flight = @max_in_flight, hidden_windows = @hidden_windows, consumer_id = @consumer_id,
-           updated_at = @updated_at, revoked_at = @revoked_at, expires_at = @expires_at,
-           previous_hash = @previous_hash, previous_key_expires_at = @previous_key_expires_at, access_policy = @access_policy
-         WHERE id = @id AND created_at = @created_at`,
-      );
-      this.upsertRow = this.db.prepare<KeyRow>(
-        `INSERT INTO api_keys (id, hash, name, plan, per_minute, per_day, shadow, per_month, billing_day, max_in_flight, hidden_windows, consumer_id, created_at, updated_at, revoked_at, expires_at, previous_hash, previous_key_expires_at, access_policy)
-         VALUES (@id, @hash, @name, @plan, @per_minute, @per_day, @shadow, @per_month, @billing_day, @max_in_flight, @hidden_windows, @consumer_id, @created_at, @updated_at, @revoked_at, @expires_at, @previous_hash, @previous_key_expires_at, @access_policy)
-         ON CONFLICT(id) DO UPDATE SET hash = excluded.hash, name = excluded.name, plan = excluded.plan, per_minute = excluded.per_minute,
-           per_day = excluded.per_day, shadow = excluded.shadow, per_month = excluded.per_month, billing_day = excluded.billing_day, max_in_flight = excluded.max_in_flight, hidden_windows = excluded.hidden_windows, consumer_id = excluded.consumer_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
-           revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, previous_hash = excluded.previous_hash,
-           previous_key_expires_at = excluded.previous_key_expires_at, access_policy = excluded.access_policy`,
-      );
+      this.insertRow = this.db.prepare<KeyRow>(KEY_SQL.insert);
+      this.updateRow = this.db.prepare<KeyRow>(KEY_SQL.update);
+      this.upsertRow = this.db.prepare<KeyRow>(KEY_SQL.upsert);
       this.writeProbe = new SqliteWriteProbe(this.db, DATABASE, systemClock, options.onSqliteError);
-      for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(fromRow(row));
+      for (const row of this.db.prepare('SELECT * FROM api_keys').all() as KeyRow[]) this.remember(recordOfRow(row));
     } catch (err) {
       this.db.close();
       throw err;
@@ -292,7 +95,7 @@ export class SqliteKeyStore implements KeyStore {
     if (this.byId.has(record.id)) throw new Error(`key id ${record.id} already exists`);
     if (hashesOf(record).some((h) => this.byHash.has(h))) throw new Error('key hash already exists');
     // Disk first, and only then memory: a write the file refused (503) leaves no key in the Maps.
-    this.write(() => this.insertRow.run(toRow(record)));
+    this.write(() => this.insertRow.run(rowOf(record)));
     this.remember(copyRecord(record));
     this.changeListeners.emit({ id: record.id, hash: record.hash });
   }
@@ -393,7 +196,7 @@ export class SqliteKeyStore implements KeyStore {
     try {
       for (let at = 0; at < changed.length; at += IMPORT_STEP) {
         this.write(() => {
-          for (const record of changed.slice(at, at + IMPORT_STEP)) this.upsertRow.run(toRow(record));
+          for (const record of changed.slice(at, at + IMPORT_STEP)) this.upsertRow.run(rowOf(record));
         });
         await turnOfEventLoop();
         this.assertOpen();
@@ -441,7 +244,7 @@ export class SqliteKeyStore implements KeyStore {
     if (next === current) return copyRecord(current);
     if (next.consumerId !== current.consumerId) this.assertConsumerOpen(next.consumerId);
     // Disk first: if the write fails, memory still matches what a restart would load.
-    const result = this.write(() => this.updateRow.run(toRow(next)));
+    const result = this.write(() => this.updateRow.run(rowOf(next)));
     if (result.changes !== 1) throw new Error(`key ${id} is missing from ${KEYS_DATABASE_FILE}`);
     const before = hashesOf(current);
     for (const hash of before) this.byHash.delete(hash);

@@ -1,6 +1,7 @@
 import { ApiError } from '../../../src/shared/errors';
 import { validLimits } from '../../../src/keys/key-validation';
-import { decodeRecord, encodeRecord, limitsOf } from '../../../src/keys/record-changes';
+import { decodeRecord, encodeRecord } from '../../../src/keys/record-changes';
+import { normalisedLimits } from '../../../src/keys/stores/key-record-fields';
 import { decodeConsumer, encodeConsumer } from '../../../src/consumers/consumer-record';
 import type { ApiKeyRecord } from '../../../src/keys/types';
 
@@ -10,7 +11,7 @@ const record: ApiKeyRecord = {
   id: 'key_0123456789abcdef01234567',
   name: 'k',
   plan: 'pro',
-  limits: limitsOf(5, 50, undefined, undefined, undefined, ['day', 'minute']),
+  limits: normalisedLimits({ perMinute: 5, perDay: 50, hiddenWindows: ['day', 'minute'] }),
   hash: 'a'.repeat(64),
   createdAt: '2026-03-01T00:00:00.000Z',
   updatedAt: '2026-03-01T00:00:00.000Z',
@@ -26,11 +27,11 @@ test('a key record keeps its hidden windows in canonical order through its encod
     perDay: 50,
     hiddenWindows: ['minute', 'day'],
   });
-  const cleared = { ...record, limits: limitsOf(5, 50, undefined, undefined, undefined, []) };
+  const cleared = { ...record, limits: normalisedLimits({ perMinute: 5, perDay: 50, hiddenWindows: [] }) };
   expect(decodeRecord(encodeRecord(cleared)).limits).toEqual({ perMinute: 5, perDay: 50, hiddenWindows: [] });
-  expect(decodeRecord(encodeRecord({ ...record, limits: limitsOf(5, 50, undefined) })).limits).not.toHaveProperty(
-    'hiddenWindows',
-  );
+  expect(
+    decodeRecord(encodeRecord({ ...record, limits: normalisedLimits({ perMinute: 5, perDay: 50 }) })).limits,
+  ).not.toHaveProperty('hiddenWindows');
 });
 
 test('a stored key whose hidden windows are not window names is a corrupt record', () => {
