@@ -2,6 +2,7 @@ import { SqliteKeyStore } from '../../../src/keys/stores/sqlite-key-store';
 import { ConsumerClosed, type ApiKeyRecord } from '../../../src/keys/types';
 import {
   AFTER_DELETION_HOLD_MS,
+  DELETION_HOLD_MS,
   deleteUnusedConsumer,
   type ConsumerKeys,
 } from '../../../src/consumers/consumer-deletion';
@@ -85,5 +86,78 @@ describe('deleteUnusedConsumer', () => {
     };
     expect(await deleteUnusedConsumer(CONSUMER, keys, async () => false)).toBe(false);
     expect(await tryInsert(newRecord({ consumerId: CONSUMER }).record)).toBe('inserted');
+  });
+});
+
+describe('deleteUnusedConsumer: the steps it takes', () => {
+  /** A key store that records what the delete asks of it. */
+  function recordingKeys(records: ApiKeyRecord[], closeAnswers: boolean[] = []) {
+    const steps: string[] = [];
+    const keys: ConsumerKeys = {
+      list: async () => (steps.push('list'), records),
+      closeConsumer: async (_id, _token, ms) => (steps.push(`close ${ms}`), closeAnswers.shift() ?? true),
+      reopenConsumer: async () => void steps.push('reopen'),
+    };
+    return { keys, steps };
+  }
+
+  it('keys active at the first read: 409 with their count and at most five ids, nothing closed or removed', async () => {
+    const active = Array.from({ length: 7 }, () => newRecord({ consumerId: CONSUMER }).record);
+    const { keys, steps } = recordingKeys(active);
+    let removed = false;
+    const refused = deleteUnusedConsumer(CONSUMER, keys, async () => (removed = true));
+    await expect(refused).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringContaining('7 active key(s)'),
+    });
+    const message = ((await refused.catch((err: unknown) => err)) as Error).message;
+    expect(active.filter((k) => message.includes(k.id))).toHaveLength(5);
+    expect(steps).toEqual(['list']);
+    expect(removed).toBe(false);
+  });
+
+  it("revoked keys and other consumers' keys do not hold it: closed, read again, removed, held closed after", async () => {
+    const revoked = newRecord({ consumerId: CONSUMER, revokedAt: '2026-03-01T00:00:00.000Z' }).record;
+    const other = newRecord({ consumerId: 'con_' + 'd'.repeat(24) }).record;
+    const { keys, steps } = recordingKeys([revoked, other]);
+    expect(await deleteUnusedConsumer(CONSUMER, keys, async () => true)).toBe(true);
+    expect(steps).toEqual([
+      'list',
+      `close ${DELETION_HOLD_MS}`,
+      'list',
+      `close ${DELETION_HOLD_MS}`,
+      `close ${AFTER_DELETION_HOLD_MS}`,
+    ]);
+  });
+
+  it('a key store that cannot close a consumer: removed after the one read', async () => {
+    const steps: string[] = [];
+    const keys: ConsumerKeys = { list: async () => (steps.push('list'), []) };
+    expect(await deleteUnusedConsumer(CONSUMER, keys, async () => (steps.push('remove'), true))).toBe(true);
+    expect(steps).toEqual(['list', 'remove']);
+  });
+
+  it('a removal that fails: the error is the answer, and the hold is left to run out (the delete may have happened)', async () => {
+    const { keys, steps } = recordingKeys([]);
+    await expect(
+      deleteUnusedConsumer(CONSUMER, keys, async () => {
+        throw new Error('Command timed out');
+      }),
+    ).rejects.toThrow('Command timed out');
+    expect(steps).not.toContain('reopen');
+  });
+
+  it('a close that fails before the read: the consumer is opened again and nothing removed', async () => {
+    const { keys, steps } = recordingKeys([]);
+    keys.closeConsumer = async () => {
+      steps.push('close');
+      throw new Error('Connection is closed.');
+    };
+    let removed = false;
+    await expect(deleteUnusedConsumer(CONSUMER, keys, async () => (removed = true))).rejects.toThrow(
+      'Connection is closed.',
+    );
+    expect(steps).toEqual(['list', 'close', 'reopen']);
+    expect(removed).toBe(false);
   });
 });

@@ -5,6 +5,7 @@ import type { Endpoint } from '../../../src/notifications/endpoints';
 import { createNotificationMetrics } from '../../../src/notifications/notification-metrics';
 import { webhookSignature } from '../../../src/notifications/signature';
 import { eventually } from '../../support/eventually';
+import { logLinesWith } from '../../support/log-lines';
 import { capturedLogger, gate, MemoryOutbox, outboxEvent, ScriptedSender } from './notifications-kit';
 
 /**
@@ -133,7 +134,7 @@ test('a failed attempt is tried again by the backoff (5 s, then 30 s), the same 
   );
   expect(d.sender.posts.map((p) => Number(p.headers['webhook-timestamp']) - T0 / 1000)).toEqual([0, 5, 35]);
   expect([await d.count('failure'), await d.count('success')]).toEqual([2, 1]);
-  const warns = d.lines.filter((l) => l.msg === 'webhook delivery failed; retrying later');
+  const warns = logLinesWith(d.lines, { msg: 'webhook delivery failed; retrying later' });
   expect(warns.map((l) => [l.attempts, l.reason, l.nextAttemptAt, l.url])).toEqual([
     [1, 'status 500', new Date(T0 + 5_000).toISOString(), A.shownUrl],
     [2, 'status 503', new Date(T0 + 35_000).toISOString(), A.shownUrl],
@@ -149,7 +150,7 @@ test('a failure after a day of retries gives the delivery up: finished, counted 
   await eventually(() => d.outbox.rows.length === 0, { what: 'the delivery given up' });
   expect(d.outbox.callsOf('retry')).toEqual([]);
   expect([await d.count('expired'), await d.count('failure')]).toEqual([1, 0]);
-  expect(d.lines.filter((l) => l.msg === 'webhook given up after a day of retries')).toMatchObject([
+  expect(logLinesWith(d.lines, { msg: 'webhook given up after a day of retries' })).toMatchObject([
     { level: 50, webhookId: 'msg_old', attempts: 13, reason: 'ECONNREFUSED' },
   ]);
 });
@@ -221,7 +222,7 @@ test('an outbox that does not answer: one warn line a minute, no attempt; a wake
   const d = setUp();
   d.outbox.refuse.claim = [new Error('Connection is closed.'), new Error('Connection is closed.')];
   await d.outbox.add([outboxEvent('msg_1', [A.key], T0)], T0, 100);
-  const refusedLines = () => d.lines.filter((l) => l.msg === 'webhook outbox does not answer; deliveries wait');
+  const refusedLines = () => logLinesWith(d.lines, { msg: 'webhook outbox does not answer; deliveries wait' });
   started(d);
   await eventually(() => refusedLines().length === 1, { what: 'the refused claim reported' });
   d.dispatcher.wake();

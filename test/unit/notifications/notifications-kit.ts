@@ -185,12 +185,12 @@ export class ScriptedSender {
   }
 }
 
-/** A logger whose lines the test reads back, parsed. */
-export function capturedLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
+/** A logger whose lines the test reads back with the kit's reader (test/support/log-lines.ts). */
+export function capturedLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
   const logger = createLogger('info', {
     write(line: string) {
-      lines.push(JSON.parse(line) as Record<string, unknown>);
+      lines.push(line.trimEnd());
     },
   });
   return { logger, lines };
