@@ -1,4 +1,4 @@
-import type { RefusingWindow } from '../types';
+import type { KeyRef, RefusingWindow } from '../types';
 import { LEASE_LIFE_MS } from './lease-settings';
 
 /**
@@ -31,11 +31,8 @@ export interface LeaseGrant {
   storeNow: number;
 }
 
-/** Whose lease: a key, and the consumer whose windows it counted in (absent: none). */
-export interface LeaseHolder {
-  keyId: string;
-  consumerId?: string;
-}
+/** Whose lease: the limiter's key reference, a key and the consumer whose windows it counted in (absent: none). */
+export type LeaseHolder = KeyRef;
 
 export interface Lease extends LeaseGrant {
   holder: LeaseHolder;
