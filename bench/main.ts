@@ -945,7 +945,13 @@ async function main(): Promise<void> {
     const connections = process.argv.includes('--connections')
       ? settings.connections
       : settings.instructions.connections;
-    const instructions = { ...settings.instructions, repeats: settings.rounds, connections, only: settings.only };
+    const instructions = {
+      ...settings.instructions,
+      repeats: settings.rounds,
+      connections,
+      only: settings.only,
+      compareWith: settings.compareWith,
+    };
     return withFixture((fixture) => measureInstructions(instructions, fixture, repoRoot));
   }
   await withFixture((fixture) => {
