@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import Redis from 'ioredis';
 import { generateApiKey } from '../../../src/keys/key-format';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, tempFile, type MainProcess } from '../startup/startup-kit';
 import { commandsExecuted, idleCommandsPerMs } from '../../support/redis-command-count';
 
@@ -13,13 +13,12 @@ import { commandsExecuted, idleCommandsPerMs } from '../../support/redis-command
 
 jest.setTimeout(180_000);
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let observer: Redis;
 let main: MainProcess | null = null;
 let dataDir: string | null = null;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
 });
 
@@ -28,7 +27,6 @@ afterAll(async () => {
   await main?.exited;
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   observer.disconnect();
-  await redis.stop();
 });
 
 test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond the idle rate); keys created through the admin API are served at once by any worker', async () => {
@@ -72,7 +70,9 @@ test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond t
   const commands = (await commandsExecuted(observer)) - before;
   const background = Math.ceil(idleRate * (Date.now() - startedAt));
   expect(statuses.filter((status) => status === 401 || status === 429)).toHaveLength(3000);
-  expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(30);
+  // 30 a minute for the address: each UTC minute the requests ran in gives 30 more (a loaded machine takes several).
+  const minutes = Math.floor(Date.now() / 60_000) - Math.floor(startedAt / 60_000) + 1;
+  expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(30 * minutes);
   process.stdout.write(
     `WORKERS=2: ${commands} Redis commands for 3000 made-up keys (${background} of them the idle rate's)\n`,
   );
