@@ -6,7 +6,8 @@ const DEFAULT_REFRESH_MS = 30_000;
 /**
  * Every consumer, held in this process so the request path learns a key's consumer without a
  * store command. Follows the store's change messages (a change reaches every instance within a
- * second: one PUBLISH, one HGET), reads everything again after a resync and every 30 s.
+ * second: one PUBLISH, one HGET), reads everything again after a resync (a reconnect, or a lost
+ * Cluster node: shared/redis/change-feed.ts) and every 30 s, for a message lost some other way.
  */
 export class ConsumerDirectory {
   private byId = new Map<string, ConsumerRecord>();

@@ -1,5 +1,8 @@
 import { Listeners } from '../shared/listeners';
-import { SqliteConsumerTable } from './sqlite-consumer-table';
+import { LossCheck, type DataLossEvent } from '../shared/redis/loss-check';
+import type { RecordCopy } from '../shared/redis/record-copy';
+import { byCreation } from './consumer-record';
+import { openConsumerTable } from './sqlite-consumer-table';
 import type { RedisConsumerStore } from './redis-consumer-store';
 import type { ConsumerRecord, ConsumerStore } from './types';
 
@@ -13,18 +16,22 @@ export interface DurableConsumerOptions {
   /** How often Redis is checked for lost consumers (config `keys.lossCheckSeconds`). */
   checkIntervalMs: number;
   /** Consumers Redis had lost and this instance put back (logged at error, as for keys). */
-  onRestored(ids: string[]): void;
+  onDataLoss(event: DataLossEvent): void;
   onCheckFailed(err: unknown): void;
 }
 
 /**
  * The Redis consumer store with this instance's durable copy behind it (CONTRACT §4: consumers are
- * kept through Redis data loss like keys). The copy follows every write and change; while Redis
- * holds its marker the copy is brought to what Redis holds (deletions included), and when the
- * marker is gone (Redis came back empty) the copy's records are put back.
+ * kept through Redis data loss like keys), by the same copy and loss check as the key records
+ * (shared/redis/record-copy.ts, loss-check.ts): Redis's marker gone, fewer consumers in Redis than
+ * in the copy, or its writes counter gone back (a failover to a replica that missed writes), and
+ * the consumers Redis lacks are put back. The copy follows every write and change, and a full read
+ * at start, after each resync and each check; it forgets a consumer only when Redis says it was
+ * deleted (its `deleted` entry), never because Redis lacks it.
  */
 export class DurableConsumerStore implements ConsumerStore {
-  private readonly copy: SqliteConsumerTable;
+  private readonly copy: RecordCopy<ConsumerRecord>;
+  private readonly monitor: LossCheck<ConsumerRecord>;
   private readonly offs: Array<() => void>;
   private timer: NodeJS.Timeout | undefined;
   private readonly restored = new Listeners<[]>();
@@ -33,7 +40,15 @@ export class DurableConsumerStore implements ConsumerStore {
     private readonly redis: RedisConsumerStore,
     private readonly options: DurableConsumerOptions,
   ) {
-    this.copy = new SqliteConsumerTable(options.dataDir, consumerReplicaFileName(options.namespace));
+    this.copy = openConsumerTable(options.dataDir, consumerReplicaFileName(options.namespace));
+    this.monitor = new LossCheck(redis, this.copy, {
+      intervalMs: options.checkIntervalMs,
+      onDataLoss: (event) => {
+        options.onDataLoss(event);
+        this.restored.emit();
+      },
+      onCheckFailed: options.onCheckFailed,
+    });
     this.offs = [redis.onChange((id) => void this.follow(id)), redis.onResync(() => void this.check())];
   }
 
@@ -43,20 +58,15 @@ export class DurableConsumerStore implements ConsumerStore {
     this.timer.unref();
   }
 
-  /** Restores what Redis lost, or copies what it holds; never throws (a failure is reported). */
+  /** Restores what Redis lost, then copies what it holds; never throws (a failure is reported). */
   async check(): Promise<void> {
+    await this.monitor.checkSoon();
     try {
-      if (await this.redis.markerPresent()) {
-        this.copy.replaceAll(await this.redis.list());
-        return;
-      }
-      const known = this.copy.all();
-      if (known.length === 0) return;
-      const ids = await this.redis.restore(known);
-      if (ids.length > 0) {
-        this.options.onRestored(ids);
-        this.restored.emit();
-      }
+      const records = await this.redis.list();
+      this.copy.putAll(records);
+      const held = new Set(records.map((r) => r.id));
+      const absent = this.copy.all().filter((r) => !held.has(r.id));
+      for (const id of await this.redis.deletedOf(absent.map((r) => r.id))) this.copy.forget(id);
     } catch (err) {
       this.options.onCheckFailed(err);
     }
@@ -66,7 +76,7 @@ export class DurableConsumerStore implements ConsumerStore {
     try {
       const record = await this.redis.get(id);
       if (record) this.copy.putAll([record]);
-      else if (await this.redis.markerPresent()) this.copy.delete(id);
+      else if ((await this.redis.deletedOf([id])).length > 0) this.copy.forget(id);
     } catch (err) {
       this.options.onCheckFailed(err);
     }
@@ -74,7 +84,7 @@ export class DurableConsumerStore implements ConsumerStore {
 
   async list(): Promise<ConsumerRecord[]> {
     const records = await this.redis.list();
-    return records.length > 0 ? records : this.copy.all();
+    return records.length > 0 ? records : this.copy.all().sort(byCreation);
   }
 
   async get(id: string): Promise<ConsumerRecord | null> {
@@ -93,7 +103,7 @@ export class DurableConsumerStore implements ConsumerStore {
 
   async delete(id: string): Promise<boolean> {
     const deleted = await this.redis.delete(id);
-    this.copy.delete(id);
+    this.copy.forget(id);
     return deleted;
   }
 
@@ -113,6 +123,7 @@ export class DurableConsumerStore implements ConsumerStore {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    this.monitor.stop();
     for (const off of this.offs) off();
     await this.redis.close();
     this.copy.close();

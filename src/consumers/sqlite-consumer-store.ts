@@ -1,16 +1,18 @@
 import { Listeners } from '../shared/listeners';
-import { SqliteConsumerTable, type SqliteTableOptions } from './sqlite-consumer-table';
+import type { RecordCopy } from '../shared/redis/record-copy';
+import { byCreation } from './consumer-record';
+import { openConsumerTable, type SqliteTableOptions } from './sqlite-consumer-table';
 import type { ConsumerRecord, ConsumerStore } from './types';
 
 export const CONSUMERS_DATABASE_FILE = 'consumers.sqlite';
 
 /** The in-process consumer store (no Redis): SQLite under dataDir, so a restart keeps them. */
 export class SqliteConsumerStore implements ConsumerStore {
-  private readonly table: SqliteConsumerTable;
+  private readonly table: RecordCopy<ConsumerRecord>;
   private readonly changes = new Listeners<[string]>();
 
   constructor(dataDir: string | null, options: SqliteTableOptions = {}) {
-    this.table = new SqliteConsumerTable(dataDir, CONSUMERS_DATABASE_FILE, options);
+    this.table = openConsumerTable(dataDir, CONSUMERS_DATABASE_FILE, options);
   }
 
   /** Throws when `consumers.sqlite` cannot take a write now (the gateway's /readyz). */
@@ -19,7 +21,7 @@ export class SqliteConsumerStore implements ConsumerStore {
   }
 
   async list(): Promise<ConsumerRecord[]> {
-    return this.table.all();
+    return this.table.all().sort(byCreation);
   }
 
   async get(id: string): Promise<ConsumerRecord | null> {
@@ -37,7 +39,7 @@ export class SqliteConsumerStore implements ConsumerStore {
   }
 
   async delete(id: string): Promise<boolean> {
-    const deleted = this.table.delete(id);
+    const deleted = this.table.forget(id);
     if (deleted) this.changes.emit(id);
     return deleted;
   }

@@ -17,10 +17,19 @@ export async function openDurableConsumerStore(
     dataDir: config.dataDir,
     namespace: config.redis.namespace,
     checkIntervalMs: config.keys.lossCheckSeconds * 1000,
-    onRestored: (ids) =>
+    // The key records' loss check and durable copy; `cause` is theirs (marker_missing, records_missing).
+    onDataLoss: (event) =>
       logger.error(
-        { event: 'store_data_loss', reason: 'consumers_missing', restored: ids.length, restoredIds: ids.slice(0, 50) },
-        `Redis lost consumer records; restored ${ids.length} from DATA_DIR. Their windows restarted from zero.`,
+        {
+          event: 'store_data_loss',
+          reason: 'consumers_missing',
+          cause: event.reason,
+          knownConsumers: event.known,
+          foundInRedis: event.foundInRedis,
+          restored: event.restoredIds.length,
+          restoredIds: event.restoredIds.slice(0, 50),
+        },
+        `Redis lost consumer records (${event.reason === 'marker_missing' ? 'it came back empty' : 'some are gone: a failover to a replica that missed writes?'}); restored ${event.restoredIds.length} of ${event.known} from DATA_DIR. Their windows restarted from zero.`,
       ),
     onCheckFailed: (err) =>
       logger.warn({ err: (err as Error).message }, 'could not check Redis for lost consumers; retrying'),

@@ -6,7 +6,7 @@ import { RedisKeyStore } from '../keys/stores/redis-key-store';
 import { DurableKeyStore } from '../keys/durability/durable-key-store';
 import { checkRedisDurability } from '../keys/durability/redis-durability-check';
 import { KeyReplica } from '../keys/durability/key-replica';
-import { KeyLossMonitor, type DataLossEvent } from '../keys/durability/key-loss-monitor';
+import { LossCheck, type DataLossEvent } from '../shared/redis/loss-check';
 import type { KeyDurabilityMetrics } from '../keys/durability/key-durability-metrics';
 
 export interface DurableKeyStoreSettings {
@@ -50,7 +50,7 @@ export async function openDurableRedisKeyStore(
   const redisStore = await RedisKeyStore.open(redis, { namespace: settings.namespace });
   const { logger, metrics } = settings;
   const replica = new KeyReplica(settings.dataDir, settings.namespace);
-  const monitor = new KeyLossMonitor(redisStore, replica, {
+  const monitor = new LossCheck(redisStore, replica, {
     intervalMs: settings.lossCheckSeconds * 1000,
     onDataLoss: (event) => reportDataLoss(logger, metrics, event),
     onCheckFailed: (err) =>

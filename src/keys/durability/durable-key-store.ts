@@ -1,6 +1,6 @@
 import { setImmediate as turnOfEventLoop, setTimeout as sleep } from 'node:timers/promises';
 import type { KeyReplica } from './key-replica';
-import type { KeyLossMonitor } from './key-loss-monitor';
+import type { LossCheck } from '../../shared/redis/loss-check';
 import type { RedisKeyStore } from '../stores/redis-key-store';
 import { RECORDS_PER_READ, type RedisImportResult } from '../stores/redis-key-import';
 import { hashesOf } from '../record-changes';
@@ -40,7 +40,7 @@ export class DurableKeyStore implements KeyStore {
   constructor(
     private readonly redis: RedisKeyStore,
     private readonly replica: KeyReplica,
-    private readonly monitor: KeyLossMonitor,
+    private readonly monitor: LossCheck<ApiKeyRecord>,
     private readonly onCopyFailed: (err: unknown) => void,
   ) {
     this.offs = [

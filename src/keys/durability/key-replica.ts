@@ -1,6 +1,6 @@
 import path from 'node:path';
-import type Database from 'better-sqlite3';
-import { openSqliteDatabase, type Migration } from '../../shared/sqlite/sqlite-database';
+import type { Migration } from '../../shared/sqlite/sqlite-database';
+import { RecordCopy } from '../../shared/redis/record-copy';
 import { decodeRecord, encodeRecord, hashesOf } from '../record-changes';
 import type { ApiKeyRecord } from '../types';
 
@@ -29,56 +29,40 @@ const KEY_REPLICA_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
+/** The durable copy of key records (shared/redis/record-copy.ts), with each record also by its hashes. */
 export class KeyReplica {
-  private readonly byId = new Map<string, { record: ApiKeyRecord; json: string }>();
   private readonly byHash = new Map<string, ApiKeyRecord>();
-  private readonly db: Database.Database;
-  private readonly upsert: Database.Statement<[string, string]>;
-  private readonly remove: Database.Statement<[string]>;
+  private readonly copy: RecordCopy<ApiKeyRecord>;
 
   constructor(dataDir: string, namespace: string) {
-    // FULL: the replica is what answers for the keys once Redis lost them; the default busy timeout (5 s).
-    this.db = openSqliteDatabase({
+    // FULL (the copy's own): the replica is what answers for the keys once Redis lost them; the default busy timeout (5 s).
+    this.copy = new RecordCopy<ApiKeyRecord>({
       file: path.join(dataDir, replicaFileName(namespace)),
+      table: 'key_records',
       migrations: KEY_REPLICA_MIGRATIONS,
-      synchronous: 'FULL',
+      codec: { encode: encodeRecord, decode: decodeRecord },
+      onKept: (record, before) => {
+        if (before) for (const hash of hashesOf(before)) this.byHash.delete(hash);
+        for (const hash of hashesOf(record)) this.byHash.set(hash, record);
+      },
+      onForgotten: (before) => {
+        for (const hash of hashesOf(before)) if (this.byHash.get(hash)?.id === before.id) this.byHash.delete(hash);
+      },
     });
-    try {
-      this.remove = this.db.prepare('DELETE FROM key_records WHERE id = ?');
-      this.upsert = this.db.prepare(
-        'INSERT INTO key_records (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json',
-      );
-      for (const row of this.db.prepare('SELECT json FROM key_records').all() as Array<{ json: string }>)
-        this.remember(decodeRecord(row.json), row.json);
-    } catch (err) {
-      this.db.close();
-      throw err;
-    }
   }
 
   /** Keeps these records (one transaction); records already held as they are cost no write. */
   putAll(records: readonly ApiKeyRecord[]): void {
-    const changed = records
-      .map((record) => ({ record, json: encodeRecord(record) }))
-      .filter(({ record, json }) => this.byId.get(record.id)?.json !== json);
-    if (changed.length === 0) return;
-    this.db.transaction(() => {
-      for (const { record, json } of changed) this.upsert.run(record.id, json);
-    })();
-    for (const { record, json } of changed) this.remember(record, json);
+    this.copy.putAll(records);
   }
 
   put(record: ApiKeyRecord): void {
-    this.putAll([record]);
+    this.copy.put(record);
   }
 
   /** Drops a record that no longer exists anywhere: one an import created and then undid. */
   forget(id: string): void {
-    const before = this.byId.get(id);
-    if (!before) return;
-    this.remove.run(id);
-    this.byId.delete(id);
-    for (const hash of hashesOf(before.record)) if (this.byHash.get(hash)?.id === id) this.byHash.delete(hash);
+    this.copy.forget(id);
   }
 
   findByHash(hash: string): ApiKeyRecord | null {
@@ -86,25 +70,18 @@ export class KeyReplica {
   }
 
   get(id: string): ApiKeyRecord | null {
-    return this.byId.get(id)?.record ?? null;
+    return this.copy.get(id);
   }
 
   all(): ApiKeyRecord[] {
-    return [...this.byId.values()].map((entry) => entry.record);
+    return this.copy.all();
   }
 
   get size(): number {
-    return this.byId.size;
+    return this.copy.size;
   }
 
   close(): void {
-    this.db.close();
-  }
-
-  private remember(record: ApiKeyRecord, json: string): void {
-    const before = this.byId.get(record.id);
-    if (before) for (const hash of hashesOf(before.record)) this.byHash.delete(hash);
-    this.byId.set(record.id, { record, json });
-    for (const hash of hashesOf(record)) this.byHash.set(hash, record);
+    this.copy.close();
   }
 }

@@ -185,12 +185,3 @@ for i = 0, n - 1 do
   end
 end
 return restored`;
-
-/** {marker present (1/0), number of key records, writes counter}: the loss check, one round trip. */
-export const HEALTH_SCRIPT = `
-return {redis.call('EXISTS', KEYS[1]), redis.call('HLEN', KEYS[2]), tonumber(redis.call('GET', KEYS[3]) or '0')}`;
-
-/** Releases the restore lock only if it is still ours (it may have expired and been taken). */
-export const UNLOCK_SCRIPT = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;

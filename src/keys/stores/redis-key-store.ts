@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as turnOfEventLoop } from 'node:timers/promises';
 import { defineLuaScript, type LuaCaller, type LuaScript } from '../../shared/redis/lua-script';
-import { duplicateForSubscribe, type RedisClient } from '../../shared/redis/redis';
+import type { RedisClient } from '../../shared/redis/redis';
+import { ChangeFeed } from '../../shared/redis/change-feed';
+import { LOSS_CHECK_HEALTH, RESTORE_UNLOCK } from '../../shared/redis/loss-check';
 import { Listeners } from '../../shared/listeners';
 import {
   applyPatch,
@@ -14,11 +16,9 @@ import {
 } from '../record-changes';
 import {
   GET_MANY_SCRIPT,
-  HEALTH_SCRIPT,
   IMPORT_BATCH_SCRIPT,
   RESTORE_MISSING_SCRIPT,
   UNDO_IMPORT_SCRIPT,
-  UNLOCK_SCRIPT,
 } from './redis-key-recovery-scripts';
 import {
   IMPORT_BATCH,
@@ -188,21 +188,6 @@ export interface KeyStoreHealth {
 }
 
 /**
- * Closes a subscriber connection and waits until its socket is really gone, so close() leaves
- * nothing open behind. disconnect() rather than QUIT: a subscriber has no replies left to wait for,
- * and only disconnect() also closes a Sentinel client's failover-detector connections to the
- * sentinels (ioredis 6), which QUIT leaves open on 60-second reconnect timers.
- */
-async function disconnectAndWait(client: RedisClient, timeoutMs = 1000): Promise<void> {
-  if (client.status === 'end') return;
-  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
-  client.disconnect();
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-  clearTimeout(timer);
-}
-
-/**
  * A proposal for the issued mark's epoch, fresh on every call: the first script to find none sets
  * it, and a mark that is lost (with Redis's data) can never come back under an epoch seen before.
  */
@@ -221,8 +206,9 @@ const SCRIPTS = {
   undoImport: defineLuaScript<number>('asgKeyStoreUndoImport', UNDO_IMPORT_SCRIPT, 4),
   getMany: defineLuaScript<Array<string | null>>('asgKeyStoreGetMany', GET_MANY_SCRIPT, 2),
   restoreMissing: defineLuaScript<string[]>('asgKeyStoreRestoreMissing', RESTORE_MISSING_SCRIPT, 3),
-  health: defineLuaScript<[number, number, number]>('asgKeyStoreHealth', HEALTH_SCRIPT, 3),
-  unlock: defineLuaScript<number>('asgKeyStoreUnlock', UNLOCK_SCRIPT, 1),
+  // The loss check's, the consumers' too (shared/redis/loss-check.ts).
+  health: LOSS_CHECK_HEALTH,
+  unlock: RESTORE_UNLOCK,
   startIssuedMark: defineLuaScript<unknown>('asgKeyStoreStartIssuedMark', START_ISSUED_MARK_SCRIPT, 1),
   scanHashes: defineLuaScript<string[]>('asgKeyStoreScanHashes', SCAN_HASHES_SCRIPT, 1),
 };
@@ -242,26 +228,13 @@ function isKeyChange(value: unknown): value is KeyChange {
   return typeof v === 'object' && v !== null && typeof v.id === 'string' && typeof v.hash === 'string';
 }
 
-interface Subscription {
-  client: RedisClient;
-  /** Created by this store (closed on close, replaced when it ends), not given by the caller. */
-  owned: boolean;
-}
-
 /** The key store every gateway instance shares. Construct with `RedisKeyStore.open` to be subscribed on return. */
 export class RedisKeyStore implements KeyStore {
   private readonly layout: ReturnType<typeof redisKeyLayout>;
   private readonly scripts: KeyStoreScripts;
   private readonly changeListeners = new Listeners<[KeyChange]>();
-  private readonly resyncListeners = new Listeners<[]>();
-  /** The first subscription; `open()` and `ready()` wait for it. */
-  private readonly subscription: Promise<Subscription>;
-  /** The subscription in use: the first, or the one that replaced it after its connection ended. */
-  private current: Subscription | null = null;
-  private readonly onMessage = (channel: string, message: string) => this.receive(channel, message);
-  private readonly onReady = () => this.resubscribed();
-  private readonly onEnd = () => this.replaceSubscriber();
-  private reopenTimer: NodeJS.Timeout | undefined;
+  /** The change feed (shared/redis/change-feed.ts): its messages, and resyncs after it may have missed some. */
+  private readonly feed: ChangeFeed;
   private closed = false;
 
   constructor(
@@ -270,9 +243,8 @@ export class RedisKeyStore implements KeyStore {
   ) {
     this.layout = redisKeyLayout(options.namespace);
     this.scripts = scriptsOn(redis);
-    this.subscription = this.subscribe();
-    // Surfaced by ready()/open(); without this a failed subscription would be an unhandled rejection.
-    this.subscription.catch(() => {});
+    this.feed = new ChangeFeed(redis, { channel: this.layout.channel, subscriber: options.subscriber });
+    this.feed.onMessage((message) => this.receive(message));
   }
 
   /** A store whose change subscription is active, so no change published after this returns is missed. */
@@ -289,7 +261,7 @@ export class RedisKeyStore implements KeyStore {
 
   /** Resolves once SUBSCRIBE succeeded; rejects if the subscriber could not be set up. */
   async ready(): Promise<void> {
-    await this.subscription;
+    await this.feed.ready();
   }
 
   async insert(record: ApiKeyRecord): Promise<void> {
@@ -495,7 +467,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   onResync(listener: () => void): () => void {
-    return this.resyncListeners.add(listener);
+    return this.feed.onResync(listener);
   }
 
   /** Unsubscribes and closes the connections this store created; the command connection is the caller's. */
@@ -503,20 +475,7 @@ export class RedisKeyStore implements KeyStore {
     if (this.closed) return;
     this.closed = true;
     this.changeListeners.clear();
-    this.resyncListeners.clear();
-    clearTimeout(this.reopenTimer);
-    try {
-      await this.subscription;
-    } catch {
-      return;
-    }
-    const { client, owned } = this.current!;
-    this.detach(client);
-    if (owned) {
-      await disconnectAndWait(client);
-    } else {
-      await client.unsubscribe(this.layout.channel).catch(() => {});
-    }
+    await this.feed.close();
   }
 
   /** Read, transform, compare-and-set; retried when another writer got in between. */
@@ -556,65 +515,8 @@ export class RedisKeyStore implements KeyStore {
     throw new Error(`key ${id} kept changing under concurrent updates; gave up after ${MAX_CAS_ATTEMPTS} attempts`);
   }
 
-  private async subscribe(): Promise<Subscription> {
-    const given = this.options.subscriber;
-    const owned = typeof given !== 'object';
-    const client = typeof given === 'function' ? await given() : (given ?? (await duplicateForSubscribe(this.redis)));
-    client.on('message', this.onMessage);
-    try {
-      await client.subscribe(this.layout.channel);
-    } catch (err) {
-      client.off('message', this.onMessage);
-      if (owned) client.disconnect();
-      throw err;
-    }
-    // ioredis resubscribes by itself after a reconnect; changes published meanwhile were lost.
-    client.on('ready', this.onReady);
-    // A connection of ours that gives up reconnecting (a Cluster subscriber whose node is gone) is
-    // replaced; a single Redis connection keeps reconnecting and never ends before close().
-    if (owned) client.on('end', this.onEnd);
-    this.current = { client, owned };
-    return this.current;
-  }
-
-  private detach(client: RedisClient): void {
-    client.off('message', this.onMessage);
-    client.off('ready', this.onReady);
-    client.off('end', this.onEnd);
-  }
-
-  /**
-   * The subscriber connection ended for good: open a new one (for a Cluster, on a master that
-   * answers), then ask caches to resync, since changes published in between were lost. Retried
-   * every second until it works or the store closes.
-   */
-  private replaceSubscriber(): void {
-    if (this.closed || !this.current) return;
-    this.detach(this.current.client);
-    const attempt = async () => {
-      let next: Subscription;
-      try {
-        next = await this.subscribe();
-      } catch {
-        if (!this.closed) {
-          this.reopenTimer = setTimeout(attempt, 1000);
-          this.reopenTimer.unref();
-        }
-        return;
-      }
-      if (this.closed) {
-        // close() already ran on the connection that ended; this one is left to us.
-        this.detach(next.client);
-        await disconnectAndWait(next.client);
-        return;
-      }
-      this.resyncListeners.emit();
-    };
-    void attempt();
-  }
-
-  private receive(channel: string, message: string): void {
-    if (channel !== this.layout.channel || this.closed) return;
+  private receive(message: string): void {
+    if (this.closed) return;
     let change: unknown;
     try {
       change = JSON.parse(message);
@@ -627,21 +529,5 @@ export class RedisKeyStore implements KeyStore {
     this.changeListeners.emit(
       mark ? { id: change.id, hash: change.hash, mark, ...removed } : { id: change.id, hash: change.hash, ...removed },
     );
-  }
-
-  /**
-   * After a reconnect ioredis writes SUBSCRIBE again right after 'ready'. A PING queued behind it
-   * answers once the subscription is back; only then may caches drop everything without missing a
-   * change that arrives in between.
-   */
-  private resubscribed(): void {
-    setImmediate(() => {
-      if (this.closed) return;
-      Promise.resolve(this.current?.client.ping())
-        .catch(() => {})
-        .finally(() => {
-          if (!this.closed) this.resyncListeners.emit();
-        });
-    });
   }
 }

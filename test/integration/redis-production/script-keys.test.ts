@@ -215,6 +215,8 @@ async function driveStoresDirectly(namespace: string): Promise<void> {
     await store.scanIssuedHashes(() => {});
     await store.getMany(records.map((r) => r.id));
   } finally {
+    await store.close();
+  }
   // The consumers' side of the same loss check: a consumer written back after a loss.
   const consumers = await RedisConsumerStore.open(client, namespace);
   try {
@@ -226,8 +228,6 @@ async function driveStoresDirectly(namespace: string): Promise<void> {
     await consumers.unlockRestore('script-keys');
   } finally {
     await consumers.close();
-  }
-    await store.close();
   }
   const outbox = new RedisOutbox(client, namespace);
   await outbox.add(
