@@ -133,6 +133,14 @@ export type KeyDecision = DecisionSource &
         consumer?: ConsumerWindows;
         /** Epoch ms of the decision, from the store's clock (Redis TIME with Redis). */
         now: number;
+        /**
+         * Leases (src/limits/leases/): units the store counted in every window beyond this request's
+         * cost, for a lease this request took. The windows above leave them out (they show what
+         * requests used); a threshold is passed at the take, counting them.
+         */
+        leaseUnits?: number;
+        /** Admitted from this instance's lease of the key, with no store round trip (windows: leaseWindowViews). */
+        fromLease?: boolean;
       }
     | {
         outcome: 'limited';

@@ -96,6 +96,17 @@ export class LeaseBook {
     return returns;
   }
 
+  /** Ends the leases of the keys of `consumerId` (its windows were reset); what they would return. */
+  endConsumer(consumerId: string): LeaseReturn[] {
+    const returns: LeaseReturn[] = [];
+    for (const [keyId, lease] of [...this.leases]) {
+      if (lease.holder.consumerId !== consumerId) continue;
+      const plan = this.end(keyId);
+      if (plan) returns.push(plan);
+    }
+    return returns;
+  }
+
   /** The store did not take a return (not reached, or a window had turned): its units count as expired. */
   returnFailed(plan: LeaseReturn): void {
     if (plan.complete) this.counts.move('returned', 'expired', plan.units);

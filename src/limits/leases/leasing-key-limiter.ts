@@ -1,0 +1,295 @@
+import type { Clock } from '../../shared/clock';
+import type {
+  ConsumeOptions,
+  ConsumerShare,
+  ConsumerWindows,
+  KeyDecision,
+  KeyLimiter,
+  KeyRef,
+  KeyUsage,
+  RefusingWindow,
+  WindowLimits,
+  WindowName,
+  WindowsHeld,
+  WindowState,
+} from '../types';
+import { unitsLeft, type LeaseReturn, type LeaseWindowView } from './lease';
+import { LeaseBook } from './lease-book';
+import { KeyRates } from './key-rates';
+import { wantedLeaseUnits } from './lease-size';
+import type { LeaseStore } from './lease-store';
+
+type Allowed = Extract<KeyDecision, { outcome: 'allowed' }>;
+
+/** How often leases past their life are ended and their units sent back when no request carried them. */
+export const LEASE_SWEEP_MS = 100;
+
+/** Idle keys' rates are forgotten this often. */
+const FORGET_IDLE_MS = 10_000;
+
+export interface LeasingOptions {
+  clock: Clock;
+  /** Config `rateLimit.leases.enabled`, read at each request (reloadable): off, every request goes to the store. */
+  enabled(): boolean;
+  /** Period of the sweep that ends expired leases and sends returns no request carried; default LEASE_SWEEP_MS. */
+  sweepMs?: number;
+  /** A batch of returns did not reach the store (its units count as expired). */
+  onReturnError?(err: unknown): void;
+}
+
+/** Admitted requests of leaseable keys: decided from a lease (no round trip) or by the store. */
+export interface LeaseAdmissions {
+  lease: number;
+  store: number;
+}
+
+/**
+ * A KeyLimiter in front of the shared store's (docs/scaling.md "Leases"): a key busy on this
+ * instance (KeyRates) is admitted from this instance's lease of units (LeaseBook) with no round
+ * trip; with no usable lease the request goes to the store, which decides it and takes a lease in
+ * the same one script (at most one round trip per request), with the return of the lease that just
+ * ended riding along. Leases that end by expiry with no next request go back in a batch, off the
+ * request path (the sweep).
+ *
+ * Refusals are never decided from a lease: a request a lease cannot admit goes to the store, so a
+ * ban counts every refusal. Keys with maxInFlight, shadowed keys and plans stay on the per-request
+ * path (as do sliding minutes and the anonymous limit: this class is not built for them).
+ */
+export class LeasingKeyLimiter implements KeyLimiter {
+  readonly book: LeaseBook;
+  readonly admissions: LeaseAdmissions = { lease: 0, store: 0 };
+  private readonly rates: KeyRates;
+  /** Keys whose lease is being taken now: their other requests meanwhile ask for none. */
+  private readonly taking = new Set<string>();
+  /** Each leased key's decision at its take, windows as requests used them: what lease admissions show. */
+  private readonly shown = new Map<string, Allowed>();
+  private pending: LeaseReturn[] = [];
+  private readonly timer: NodeJS.Timeout;
+  private lastForget: number;
+
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly options: LeasingOptions,
+  ) {
+    this.book = new LeaseBook(options.clock);
+    this.rates = new KeyRates(options.clock);
+    this.lastForget = options.clock.now();
+    this.timer = setInterval(() => void this.sweep(), options.sweepMs ?? LEASE_SWEEP_MS);
+    this.timer.unref();
+  }
+
+  consume(key: KeyRef, limits: WindowLimits, options?: ConsumeOptions): Promise<KeyDecision> {
+    if (!this.leaseable(limits, options)) {
+      if (this.book.size > 0) this.endLease(key.keyId, true);
+      return this.store.consume(key, limits, options);
+    }
+    const cost = options?.cost ?? 1;
+    this.rates.record(key.keyId);
+    const admission = this.book.admit(key, cost);
+    if (admission.admitted) {
+      this.admissions.lease++;
+      return Promise.resolve(this.fromLease(key.keyId, admission.windows));
+    }
+    const ended = admission.ended;
+    this.shown.delete(key.keyId);
+    const wanted = this.taking.has(key.keyId) ? 0 : wantedLeaseUnits(this.rates.perSecond(key.keyId), cost);
+    if (wanted === 0 && ended === null) return this.store.consume(key, limits, options).then(this.countStore);
+    return this.take(key, limits, options, wanted, ended);
+  }
+
+  private readonly countStore = (decision: KeyDecision): KeyDecision => {
+    if (decision.outcome === 'allowed') this.admissions.store++;
+    return decision;
+  };
+
+  /** Keys whose every request the store decides: leases off, maxInFlight, shadow. */
+  private leaseable(limits: WindowLimits, options: ConsumeOptions | undefined): boolean {
+    if (!this.options.enabled()) {
+      if (this.book.size > 0) this.queue(this.book.endAll());
+      return false;
+    }
+    return options?.inFlight === undefined && options?.shadow !== true && limits.shadow !== true;
+  }
+
+  /** The store's decision and lease in one round trip, the ended lease's return carried first. */
+  private async take(
+    key: KeyRef,
+    limits: WindowLimits,
+    options: ConsumeOptions | undefined,
+    wanted: number,
+    ended: LeaseReturn | null,
+  ): Promise<KeyDecision> {
+    const sentAt = this.options.clock.now();
+    if (wanted > 0) this.taking.add(key.keyId);
+    try {
+      const { decision, grant, returned } = await this.store.consumeWithLease(key, limits, options, wanted, ended);
+      if (ended !== null && returned === false) this.book.returnFailed(ended);
+      if (decision.outcome !== 'allowed') return decision;
+      this.admissions.store++;
+      if (grant === null || grant.units <= 0) return decision;
+      const previous = this.book.take(key, grant, sentAt).ended;
+      if (previous !== null) this.queue([previous]);
+      const shown = usedView(decision, grant.units);
+      this.shown.set(key.keyId, shown);
+      return shown;
+    } catch (err) {
+      if (ended !== null) this.book.returnFailed(ended);
+      throw err;
+    } finally {
+      if (wanted > 0) this.taking.delete(key.keyId);
+    }
+  }
+
+  /** A request admitted from the key's lease: its take's decision with the lease's windows as they stand now. */
+  private fromLease(keyId: string, views: readonly LeaseWindowView[]): Allowed {
+    const at = this.shown.get(keyId)!;
+    const lease = this.book.get(keyId);
+    const remaining = (name: RefusingWindow) => views.find((v) => v.name === name)?.remaining;
+    const decision: Allowed = {
+      outcome: 'allowed',
+      minute: withRemaining(at.minute, remaining('minute')),
+      day: withRemaining(at.day, remaining('day')),
+      now: lease === undefined ? at.now : at.now + (this.options.clock.now() - lease.sentAt),
+      fromLease: true,
+    };
+    if (at.month) decision.month = withRemaining(at.month, remaining('month'));
+    if (at.consumer) decision.consumer = consumerView(at.consumer, remaining);
+    if (lease === undefined) this.shown.delete(keyId);
+    return decision;
+  }
+
+  /** Ends a key's lease; `giveBack`: its unused units go back (batched), else they stay counted (expired). */
+  private endLease(keyId: string, giveBack: boolean): void {
+    this.shown.delete(keyId);
+    const plan = this.book.end(keyId);
+    if (plan === null) return;
+    if (giveBack) this.queue([plan]);
+    else this.book.returnFailed(plan);
+  }
+
+  private queue(returns: readonly LeaseReturn[]): void {
+    for (const plan of returns) {
+      this.shown.delete(plan.holder.keyId);
+      this.pending.push(plan);
+    }
+  }
+
+  /** Ends the leases past their life and sends every return no request carried, in one batch. */
+  async sweep(): Promise<void> {
+    this.queue(this.book.endExpired());
+    const now = this.options.clock.now();
+    if (now - this.lastForget >= FORGET_IDLE_MS) {
+      this.lastForget = now;
+      this.rates.forgetIdle();
+    }
+    if (this.pending.length === 0) return;
+    const batch = this.pending;
+    this.pending = [];
+    try {
+      const taken = await this.store.returnUnits(batch);
+      batch.forEach((plan, i) => {
+        if (!taken[i]) this.book.returnFailed(plan);
+      });
+    } catch (err) {
+      for (const plan of batch) this.book.returnFailed(plan);
+      this.options.onReturnError?.(err);
+    }
+  }
+
+  /** The key's windows in the store, with the units of this instance's lease of it not counted as used. */
+  async usage(key: KeyRef, limits: WindowLimits, billingDay?: number): Promise<KeyUsage> {
+    const usage = await this.store.usage(key, limits, billingDay);
+    const lease = this.book.get(key.keyId);
+    if (lease === undefined) return usage;
+    const left = unitsLeft(lease);
+    const back = (name: WindowName, state: WindowState) => {
+      const window = lease.windows.find((w) => w.name === name);
+      return window && window.resetAt === state.resetAt ? { ...state, remaining: state.remaining + left } : state;
+    };
+    const result: KeyUsage = { ...usage, minute: back('minute', usage.minute), day: back('day', usage.day) };
+    if (usage.month) result.month = { ...usage.month, ...back('month', usage.month) };
+    return result;
+  }
+
+  consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
+    return this.store.consumerUsage(consumer);
+  }
+
+  addCredits(key: KeyRef, units: number, billingDay?: number): Promise<void> {
+    return this.store.addCredits(key, units, billingDay);
+  }
+
+  addConsumerCredits(consumer: ConsumerShare, units: number): Promise<void> {
+    return this.store.addConsumerCredits(consumer, units);
+  }
+
+  unban(key: KeyRef): Promise<void> {
+    return this.store.unban(key);
+  }
+
+  /** A reset window holds none of the lease's units any more: the lease ends with nothing given back. */
+  resetWindows(key: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+    this.endLease(key.keyId, false);
+    return this.store.resetWindows(key, windows, billingDay);
+  }
+
+  resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
+    for (const plan of this.book.endConsumer(consumer.id)) {
+      this.shown.delete(plan.holder.keyId);
+      this.book.returnFailed(plan);
+    }
+    return this.store.resetConsumerWindows(consumer, windows);
+  }
+
+  /** The windows move to other names: the lease ends with nothing given back (its units move with them). */
+  moveWindows(from: KeyRef, to: KeyRef): Promise<void> {
+    this.endLease(from.keyId, false);
+    return this.store.moveWindows(from, to);
+  }
+
+  release(key: KeyRef, leaseId: string): void {
+    this.store.release(key, leaseId);
+  }
+
+  activeBans(): Promise<number> {
+    return this.store.activeBans();
+  }
+
+  /** Every lease ends and its units go back before the store closes. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.queue(this.book.endAll());
+    await this.sweep();
+    await this.store.close();
+  }
+}
+
+function withRemaining<W extends WindowState>(state: W, remaining: number | undefined): W {
+  return remaining === undefined ? state : { ...state, remaining };
+}
+
+function consumerView(windows: ConsumerWindows, remaining: (name: RefusingWindow) => number | undefined) {
+  const view: ConsumerWindows = {};
+  if (windows.minute) view.minute = withRemaining(windows.minute, remaining('consumer-minute'));
+  if (windows.day) view.day = withRemaining(windows.day, remaining('consumer-day'));
+  if (windows.month) view.month = withRemaining(windows.month, remaining('consumer-month'));
+  return view;
+}
+
+/**
+ * The decision of the request that took a lease of `units`, its windows as requests used them (the
+ * lease's units not counted; headers, usage); `leaseUnits` says how many the store counted besides.
+ */
+function usedView(decision: Allowed, units: number): Allowed {
+  const add = <W extends WindowState>(state: W): W => ({ ...state, remaining: state.remaining + units });
+  const view: Allowed = { ...decision, minute: add(decision.minute), day: add(decision.day), leaseUnits: units };
+  if (decision.month) view.month = add(decision.month);
+  if (decision.consumer) {
+    const c = decision.consumer;
+    view.consumer = {};
+    if (c.minute) view.consumer.minute = add(c.minute);
+    if (c.day) view.consumer.day = add(c.day);
+    if (c.month) view.consumer.month = add(c.month);
+  }
+  return view;
+}
