@@ -7,7 +7,8 @@ const esmOnlyPackages = ['jose', 'http-proxy-middleware', 'httpxy', 'is-plain-ob
 
 /** @type {import('jest').Config} */
 module.exports = {
-  testEnvironment: 'node',
+  // Node's environment, plus work at a file's end after all its afterAll hooks (the Redis-per-file fixture).
+  testEnvironment: '<rootDir>/test/support/kit-environment.js',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: {

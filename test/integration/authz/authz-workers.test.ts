@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
-import { startRedisServer, freePort, type RedisProcess } from '../../support/redis-server';
+import { freePort } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import {
   LONG_ADMIN_TOKEN,
   START_HANG_GUARD_MS,
@@ -21,19 +22,14 @@ import { createKey } from '../../support/keys';
 
 jest.setTimeout(180_000);
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 const started: MainProcess[] = [];
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
 
 afterAll(async () => {
   for (const main of started) {
     if (main.child.exitCode === null && main.child.signalCode === null) main.child.kill('SIGKILL');
     await main.exited;
   }
-  await redis?.stop();
 });
 
 /** Two workers on the suite's Redis, trusting 127.0.0.1 as a proxy, the decision listener on `authzPort`. */

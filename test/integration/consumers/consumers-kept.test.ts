@@ -1,6 +1,6 @@
 import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { redisConsumerLayout } from '../../../src/consumers/redis-consumer-store';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { adminRequest, gatewayGet } from '../admin/admin-kit';
@@ -12,14 +12,13 @@ import { expectError } from '../../support/errors';
  * under DATA_DIR puts them back), and in the export and import, applied whole or not at all.
  * A redis-server of this file's own, so that FLUSHALL touches nothing else.
  */
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let client: RedisClient;
 let a: ProductHarness;
 let b: ProductHarness;
 const namespace = uniqueNamespace('consumers-kept');
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   client = await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 } as never);
   const overrides = { redis: { url: redis.url }, keys: { lossCheckSeconds: 1 } };
   a = await startTestProduct({ namespace, overrides });
@@ -29,7 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close()]);
   client?.disconnect();
-  await redis?.stop();
 });
 
 it('a consumer survives a Redis that lost its data: back in Redis, its limits enforced again', async () => {

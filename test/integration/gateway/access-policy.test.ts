@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { uniqueNamespace } from '../../support/test-redis';
 import { expectMatchesOpenApi } from '../../support/openapi';
 import {
@@ -27,17 +27,15 @@ jest.setTimeout(120_000);
 
 const overrides = { server: { host: '127.0.0.1', trustedProxies: ['127.0.0.1'] }, anonymous: { perMinute: 1000 } };
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let observer: Redis;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.url);
 });
 
 afterAll(async () => {
   observer?.disconnect();
-  await redis?.stop();
 });
 
 /** Commands the suite's Redis has executed, all clients, but this observer's INFO calls. */

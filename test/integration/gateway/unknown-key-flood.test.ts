@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { generateApiKey } from '../../../src/keys/key-format';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { createKey } from '../../support/keys';
@@ -15,7 +15,7 @@ import { commandsExecuted, idleCommandsPerMs } from '../../support/redis-command
 jest.setTimeout(120_000);
 
 const ANONYMOUS_PER_MINUTE = 30;
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let observer: Redis;
 let a: ProductHarness;
 let b: ProductHarness;
@@ -43,7 +43,6 @@ async function flood(products: ProductHarness[], total: number, concurrency = 50
 }
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   const namespace = uniqueNamespace('flood');
   // A 10 s command timeout: the premise is a Redis that answers (the anonymous limit counted across
@@ -59,7 +58,6 @@ afterAll(async () => {
   await a?.close();
   await b?.close();
   observer?.disconnect();
-  await redis?.stop();
 });
 
 test('3,000 requests with made-up keys over two instances cost Redis fewer than 150 commands (beyond the idle rate), and the anonymous limit holds', async () => {

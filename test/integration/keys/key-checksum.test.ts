@@ -4,7 +4,7 @@ import { exportLine } from '../../../src/keys/key-export';
 import { IssuedKeys } from '../../../src/keys/issued/issued-keys';
 import { RedisKeyStore } from '../../../src/keys/stores/redis-key-store';
 import { SqliteKeyStore } from '../../../src/keys/stores/sqlite-key-store';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { keyRecordFixture } from '../../support/key-record';
 import { createKey } from '../../support/keys';
@@ -40,17 +40,15 @@ async function keyStoreReads(observer: Redis): Promise<number> {
   return total;
 }
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let observer: Redis;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
 });
 
 afterAll(async () => {
   observer?.disconnect();
-  await redis?.stop();
 });
 
 afterEach(() => {

@@ -1,6 +1,6 @@
 import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { redisKeyLayout } from '../../../src/keys';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { adminRequest, gatewayGet, logRecords } from '../admin/admin-kit';
@@ -15,7 +15,7 @@ import { createKey } from '../../support/keys';
  * logged at error once per loss; a key created or revoked during the loss keeps what was done.
  */
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let client: RedisClient;
 let a: ProductHarness;
 let b: ProductHarness;
@@ -34,7 +34,6 @@ async function startInstance(): Promise<ProductHarness> {
 }
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   client = await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 } as never);
   [a, b] = await Promise.all([startInstance(), startInstance()]);
 }, 30_000);
@@ -42,7 +41,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close()]);
   client?.disconnect();
-  await redis?.stop();
 });
 
 interface Known {
@@ -144,8 +142,7 @@ test('FLUSHALL: every known key keeps its answer with no gap, the records come b
 
 test('restart without persistence on the same port: no gap once Redis answers, records back within seconds', async () => {
   const before = dataLossLines().length;
-  await redis.stop();
-  redis = await startRedisServer([], redis.port);
+  await redis.restart();
   await eventually(async () => (await gatewayGet(a, known[1]!.key)).status === 200, { timeoutMs: 10_000 });
   const { wrong } = await hammer(known, 3000);
   expect(wrong).toEqual([]);

@@ -9,7 +9,7 @@ import {
   keyLimiterRedisKey,
 } from '../../../src/limits';
 import { uniqueNamespace } from '../../support/test-redis';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 
 const ban = { threshold: 10, windowSeconds: 60, durationSeconds: 900 };
 const limits = { perMinute: 60, perDay: 1000 };
@@ -17,16 +17,14 @@ const limits = { perMinute: 60, perDay: 1000 };
 let client: RedisClient;
 // A Redis of this file's own: MONITOR on the shared test Redis, busy with the other suites, trips
 // ioredis's reply bookkeeping ("Command queue state error", redis/ioredis#1981).
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   client = await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 });
 });
 
 afterAll(async () => {
   await client.quit();
-  await redis.stop();
 });
 
 describe('createLimiters', () => {

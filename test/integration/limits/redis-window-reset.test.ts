@@ -10,16 +10,15 @@ import type {
 } from '../../../src/limits/types';
 import { describeWindowResetBehaviours } from '../../unit/limits/window-reset-behaviours';
 import { NO_BAN } from '../../unit/limits/minute-window-behaviours';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { uniqueNamespace } from '../../support/test-redis';
 
 // A window reset is one script on Redis: Redis runs it between two consumes, whichever instance sends them.
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 const clients: RedisClient[] = [];
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   // Exactness across two clients needs Redis answering (docs/testing.md, rule 5).
   for (let i = 0; i < 2; i++)
     clients.push(await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 }));
@@ -27,7 +26,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const client of clients) await client.quit();
-  await redis?.stop();
 });
 
 describeWindowResetBehaviours('RedisKeyLimiter', {

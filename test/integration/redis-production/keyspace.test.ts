@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import {} from '../gateway/gateway-kit';
 import { adminRequest, gatewayGet } from '../admin/admin-kit';
@@ -38,7 +38,7 @@ const DEPRECATED_ROUTE = 'GET /v1/pets/{petId}';
 const CLOCK_READ_TOLERANCE_MS = 20;
 const BAN: BanSettings = { threshold: 2, windowSeconds: 60, durationSeconds: 900 };
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let superuser: Redis;
 const running: ProductHarness[] = [];
 /** A webhook receiver that refuses everything, so the outbox keeps its events and their attempts. */
@@ -47,7 +47,6 @@ let refusingReceiver: WebhookReceiver;
 const OUTBOX_MAX_EVENTS = 100_000;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   superuser = new Redis(redis.port, '127.0.0.1');
   refusingReceiver = await new WebhookReceiver().start();
   refusingReceiver.behaviour = () => 500;
@@ -56,7 +55,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const product of running.splice(0)) await product.close();
   superuser?.disconnect();
-  await redis?.stop();
   await refusingReceiver?.stop();
 });
 

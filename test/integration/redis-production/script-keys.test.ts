@@ -10,7 +10,7 @@ import { RedisOutbox } from '../../../src/notifications/redis-outbox';
 import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
 import { RedisSentStateStore } from '../../../src/usage/events/redis-sent-state';
 import { RedisKeyActivityStore } from '../../../src/usage/redis-key-activity-store';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { eventually } from '../../support/eventually';
 import { WebhookReceiver } from '../../support/webhook-receiver';
@@ -89,7 +89,7 @@ async function startMonitor(port: number, onLine: (m: Monitored) => void): Promi
   return socket;
 }
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let monitor: net.Socket;
 let observer: Redis;
 const monitored: Monitored[] = [];
@@ -99,7 +99,6 @@ let sliding: ProductHarness | null = null;
 let client: RedisClient;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.port, '127.0.0.1');
   monitor = await startMonitor(redis.port, (m) => monitored.push(m));
   receiver = await new WebhookReceiver().start();
@@ -115,7 +114,6 @@ afterAll(async () => {
   await receiver?.stop();
   monitor?.destroy();
   observer?.disconnect();
-  await redis?.stop();
 });
 
 const adminOf = (product: ProductHarness) => ({

@@ -1,4 +1,4 @@
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { uniqueNamespace } from '../../support/test-redis';
 import { createKey } from '../../support/keys';
@@ -24,14 +24,13 @@ const DOWN_MS = 1000;
 const AFTER_MIN_MS = 3000;
 const LOOPS_PER_INSTANCE = 4;
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let products: ProductHarness[] = [];
 
 /** What is promised is each answer's status; how long one takes on 2 shared cores is not (5 s ran out at load 20). A hang guard. */
 const CLIENT_HANG_GUARD_MS = 30_000;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   const namespace = uniqueNamespace('loss-load');
   // A one-second key cache: after the restart, answers must come from Redis or the copy, not the cache.
   // A killed Redis fails commands at once; the command timeout only bounds a slow one, and at 200 ms
@@ -49,7 +48,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(products.map((p) => p.close()));
-  await redis?.stop();
 });
 
 type Phase = 'before' | 'down' | 'after';
@@ -97,11 +95,10 @@ test('Redis restarted empty under traffic on two instances: no answer other than
   // Bounded by the test's own timeout only: how soon 60 answers come is this machine's speed.
   await eventually(async () => counts.before.total >= MIN_PER_PHASE, { timeoutMs: 120_000 });
   phase = 'down';
-  const port = redis.port;
   await redis.stop();
   await new Promise((resolve) => setTimeout(resolve, DOWN_MS));
-  // Started again without persistence: empty. startRedisServer returns once it answers PING.
-  redis = await startRedisServer([], port);
+  // Started again on the same port without persistence: empty. start() returns once it answers PING.
+  await redis.start();
   afterSince = Date.now();
   phase = 'after';
   await traffic;

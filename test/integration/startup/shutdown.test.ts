@@ -6,7 +6,7 @@ import Redis from 'ioredis';
 import request from 'supertest';
 import { loadConfig } from '../../../src/shared/config';
 import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import {
   TEST_SIGNING_SECRET,
   countPetRows,
@@ -36,7 +36,7 @@ import { eventually } from '../../support/eventually';
 
 jest.setTimeout(180_000);
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let observer: Redis;
 const started: MainProcess[] = [];
 const inventories: InventoryProcess[] = [];
@@ -44,14 +44,12 @@ const upstreams: FakeUpstream[] = [];
 const dataDirs: string[] = [];
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await observer.connect();
 });
 
 afterAll(async () => {
   observer.disconnect();
-  await redis.stop();
 });
 
 afterEach(async () => {

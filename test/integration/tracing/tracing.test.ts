@@ -12,7 +12,7 @@ import {
   tempFile,
   type MainProcess,
 } from '../startup/startup-kit';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { loadConfig } from '../../../src/shared/config';
 import { UPSTREAM_TOKEN_HEADER } from '../../../src/shared/http/upstream-token';
 import {
@@ -38,15 +38,8 @@ const LOADED_OTEL = /loaded OpenTelemetry SDK modules: (\d+)/;
 
 let running: MainProcess | null = null;
 /** A private redis-server for the WORKERS test, as test/integration/workers does. */
-let redis: RedisProcess | null = null;
+const redis = useRedisPerFile();
 
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-
-afterAll(async () => {
-  await redis?.stop();
-});
 let receiver: OtlpReceiver | null = null;
 
 afterEach(async () => {
@@ -338,7 +331,7 @@ test("WORKERS=2 with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: every worker exports it
     APP_ENV: 'staging',
     ADMIN_TOKEN: LONG_ADMIN_TOKEN,
     SIGNING_SECRET: LONG_SIGNING_SECRET,
-    REDIS_URL: redis!.url,
+    REDIS_URL: redis.url,
     WORKERS: '2',
     CONFIG_FILE: tempFile('workers.yaml', 'redis:\n  namespace: "asg:tracing"\n'),
     // The traces-only variable, a full URL used as it is.

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { LONG_ADMIN_TOKEN, startMain, tempFile, twoWorkersEnv, type MainProcess } from '../startup/startup-kit';
 import { seriesOf } from '../observability/series';
@@ -14,20 +14,18 @@ import { seriesOf } from '../observability/series';
  */
 jest.setTimeout(180_000);
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let certs: TestCertificates;
 let main: MainProcess | undefined;
 let dataDir: string | undefined;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   certs = makeTestCertificates();
 });
 afterAll(async () => {
   if (main && main.child.exitCode === null && main.child.signalCode === null) main.child.kill('SIGKILL');
   await main?.exited;
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-  await redis.stop();
 });
 
 function h2Session(url: string): Promise<http2.ClientHttp2Session> {

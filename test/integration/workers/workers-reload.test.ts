@@ -5,7 +5,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { makeTestCertificates, type TestCertificates } from '../../support/tls-certs';
 import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, type MainProcess } from '../startup/startup-kit';
 import { eventually } from '../../support/eventually';
@@ -19,7 +19,7 @@ import { eventually } from '../../support/eventually';
 jest.setTimeout(180_000);
 
 const ORIGIN = 'https://app.example';
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let main: MainProcess | null = null;
 let first: TestCertificates;
 let second: TestCertificates;
@@ -42,7 +42,6 @@ function install(cert: string, key: string): void {
 }
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   first = makeTestCertificates();
   second = makeTestCertificates();
   ca = [fs.readFileSync(first.caCert), fs.readFileSync(second.caCert)];
@@ -51,7 +50,6 @@ beforeAll(async () => {
 afterAll(async () => {
   if (main && main.child.exitCode === null) main.child.kill('SIGKILL');
   await main?.exited;
-  await redis.stop();
 });
 
 const namespace = `asg:workers-reload:${process.pid}:${Date.now()}`;

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, tempFile, type MainProcess } from '../startup/startup-kit';
 import { getThrough } from '../startup/held-upstream';
 import { eventually } from '../../support/eventually';
@@ -9,19 +9,14 @@ import { logLinesWith } from '../../support/log-lines';
 
 jest.setTimeout(180_000);
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let main: MainProcess | undefined;
 let dataDir: string | undefined;
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
 
 afterAll(async () => {
   if (main && main.child.exitCode === null && main.child.signalCode === null) main.child.kill('SIGKILL');
   await main?.exited;
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-  await redis.stop();
 });
 
 const admin = { authorization: `Bearer ${LONG_ADMIN_TOKEN}` };

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import Redis from 'ioredis';
 import { generateApiKey } from '../../../src/keys/key-format';
-import { startRedisServer, type RedisProcess } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import { LONG_ADMIN_TOKEN, startMain, twoWorkersEnv, tempFile, type MainProcess } from '../startup/startup-kit';
 import { commandsExecuted, idleCommandsPerMs } from '../../support/redis-command-count';
 
@@ -13,13 +13,12 @@ import { commandsExecuted, idleCommandsPerMs } from '../../support/redis-command
 
 jest.setTimeout(180_000);
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let observer: Redis;
 let main: MainProcess | null = null;
 let dataDir: string | null = null;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
 });
 
@@ -28,7 +27,6 @@ afterAll(async () => {
   await main?.exited;
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   observer.disconnect();
-  await redis.stop();
 });
 
 test('WORKERS=2: 3,000 made-up keys cost Redis fewer than 150 commands (beyond the idle rate); keys created through the admin API are served at once by any worker', async () => {

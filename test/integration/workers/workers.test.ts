@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
-import { startRedisServer, freePort, type RedisProcess } from '../../support/redis-server';
+import { freePort } from '../../support/redis-server';
+import { useRedisPerFile } from '../../support/redis-per-file';
 import {
   isolatedEnv,
   LONG_ADMIN_TOKEN,
@@ -23,21 +24,19 @@ import { createKey } from '../../support/keys';
 
 jest.setTimeout(180_000);
 
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let observer: Redis;
 const started: MainProcess[] = [];
 const upstreams: FakeUpstream[] = [];
 const dataDirs: string[] = [];
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   observer = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await observer.connect();
 });
 
 afterAll(async () => {
   observer.disconnect();
-  await redis.stop();
 });
 
 afterEach(async () => {

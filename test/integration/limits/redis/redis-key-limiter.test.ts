@@ -13,14 +13,14 @@ import { DAY_MS, minuteIndex, windowEnd } from '../../../../src/limits/windows/w
 import { DEFAULT_BAN, consumeTimes, describeKeyLimiterBehaviours } from '../../../unit/limits/key-limiter-behaviours';
 import { uniqueNamespace } from '../../../support/test-redis';
 import { eventually } from '../../../support/eventually';
-import { startRedisServer, type RedisProcess } from '../../../support/redis-server';
+import { useRedisPerFile } from '../../../support/redis-per-file';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- cluster-key-slot ships no types
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
 
 // A Redis of this file's own: MONITOR on the shared test Redis, busy with the other suites, trips
 // ioredis's reply bookkeeping ("Command queue state error", redis/ioredis#1981).
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 
 function connect(): Promise<RedisClient> {
   return connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 });
@@ -30,7 +30,6 @@ let client: RedisClient;
 let otherClient: RedisClient;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   client = await connect();
   otherClient = await connect();
 });
@@ -38,7 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await client.quit();
   await otherClient.quit();
-  await redis.stop();
 });
 
 describeKeyLimiterBehaviours('RedisKeyLimiter (injected clock)', {

@@ -1,20 +1,18 @@
 import { defineLuaScript } from '../../../../src/shared/redis/lua-script';
 import { connectRedis, type RedisClient } from '../../../../src/shared/redis/redis';
-import { startRedisServer, type RedisProcess } from '../../../support/redis-server';
+import { useRedisPerFile } from '../../../support/redis-per-file';
 import { uniqueNamespace } from '../../../support/test-redis';
 
 // A Redis of this file's own: the test flushes the script cache, which other suites should not see.
-let redis: RedisProcess;
+const redis = useRedisPerFile();
 let client: RedisClient;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   client = await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 });
 });
 
 afterAll(async () => {
   await client.quit();
-  await redis.stop();
 });
 
 const INCREMENT = defineLuaScript<number>('asgTestIncrement', "return redis.call('INCRBY', KEYS[1], ARGV[1])", 1);
