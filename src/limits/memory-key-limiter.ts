@@ -47,6 +47,7 @@ import {
   type BanPolicy,
 } from './windows/windows';
 import { InFlightLeases } from './in-flight/in-flight-leases';
+import { keyIdOfWindowsId } from './redis/redis-names';
 
 /** What another store last said about a key, to start from when this limiter takes over. */
 export interface KeySnapshot {
@@ -82,9 +83,6 @@ export interface MemoryKeyLimiterOptions {
 const DEFAULT_MONTH_FLUSH_INTERVAL_MS = 1000;
 
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
-
-/** What separates the consumer id from the key id in a month ledger row written before KeyRef (restoreMonth). */
-const LEGACY_KEY_MARK = '}:k:{';
 
 /**
  * Per-key windows and bans in this process: exact for one instance, and the store used when no
@@ -317,8 +315,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
    * count and credits of one month win (a key moved between consumers left a row at each place).
    */
   private restoreMonth(entry: MonthEntry): void {
-    const legacy = entry.keyId.indexOf(LEGACY_KEY_MARK);
-    const keyId = legacy < 0 ? entry.keyId : entry.keyId.slice(legacy + LEGACY_KEY_MARK.length);
+    const keyId = keyIdOfWindowsId(entry.keyId);
     const state = this.stateOf(keyId);
     const known = state.monthStart === entry.monthStart;
     enterMonth(state, { start: entry.monthStart, end: entry.monthEnd });

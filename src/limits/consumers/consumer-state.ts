@@ -16,7 +16,7 @@ import { EXPIRY_SLACK_MS, slidingMinuteResetAt } from '../windows/windows';
 /**
  * A consumer's windows in this process (the in-process limiter's half of CONTRACT §4's consumers):
  * the same record as a key's state, of which only the minute, day and month fields are used (bans
- * stay per key). Mirrors the consumer part of redis-consumer-scripts.ts.
+ * stay per key). Mirrors the consumer part of the consume script (redis/decision-scripts.ts).
  */
 
 /** Brings the state's windows to those holding `now` (a sliding log pruned), and keeps it until its day or month ends. */

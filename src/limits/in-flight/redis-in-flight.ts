@@ -3,52 +3,16 @@ import type { InFlightLease } from '../types';
 import { hashTagOf } from '../redis/redis-names';
 
 /**
- * The key's concurrency limit (maxInFlight, CONTRACT §3) as Lua pieces shared by every consume
- * script (the key's own in redis-key-limiter.ts, a consumer's key's in redis-consumer-scripts.ts),
- * so the leases are decided in the same round trip as the windows: a sorted set of lease ids scored
- * by expiry beside the key's hash (`:if`, same hash tag, so same slot). A full set first drops its
- * expired leases (an instance that died before releasing); still full, it refuses with outcome 4 and
- * the windows as they stand (for the headers), before anything is counted, so the refusal consumes
- * nothing and counts toward no ban. ARGV[10] maxInFlight ('' for none), 11 the lease id, 12 its ttl
- * ms; the releases the consume carries (pending-releases.ts) are the ARGV from `releasesAt` on.
- * Expects `ifkey`, `now` and the windows' reads (mc, dc, minuteResetAt, the month's) in scope;
- * `tail` is what the script's replies carry after the key's ten fields (a consumer's windows).
+ * The key's concurrency limit (maxInFlight, CONTRACT §3) in Redis: a sorted set of lease ids scored
+ * by expiry beside the key's hash (redis-names.ts, same hash tag, so same slot), decided in the same
+ * consume script as the windows (lua-model.ts: release_leases, lease_room, hold_lease). A full set
+ * first drops its expired leases (an instance that died before releasing); still full, the consume
+ * refuses with outcome 4 and the windows as they stand (for the headers), before anything is
+ * counted, so the refusal consumes nothing and counts toward no ban. The releases a consume carries
+ * (pending-releases.ts) are removed first, whatever the decision, so the slots they free count for
+ * that very request. This file holds the TypeScript side: the consume's ARGV, the release policy and
+ * the batched releases.
  */
-export function inFlightCheckLua(tail = ''): string {
-  return `local maxInFlight = tonumber(ARGV[10])
-local inFlight = 0
-if maxInFlight then
-  inFlight = redis.call('ZCARD', ifkey)
-  if inFlight >= maxInFlight then
-    redis.call('ZREMRANGEBYSCORE', ifkey, '-inf', now)
-    inFlight = redis.call('ZCARD', ifkey)
-    if inFlight >= maxInFlight then
-      return {4, now, mc, dc, 0, minuteResetAt, oc, ok, me, ms${tail === '' ? '' : ', ' + tail}}
-    end
-  end
-end`;
-}
-
-/**
- * The leases of requests that ended in this process since its last consume of the key, removed
- * first, whatever the decision (a ban's refusal included), so the slots they free count for this
- * very request. Expects `ifkey` in scope.
- */
-export function inFlightReleaseLua(releasesAt: number): string {
-  return `if #ARGV >= ${releasesAt} then redis.call('ZREM', ifkey, unpack(ARGV, ${releasesAt})) end`;
-}
-
-/**
- * Admitted: the request holds its lease until released or expired; the set expires with its last
- * lease. `held` (the admission reply's last field) is how many leases the set holds with this one
- * (the check's count, `inFlight`, plus what ZADD added: no second ZCARD), which decides how its
- * release travels (isNearLimit); 0 without maxInFlight.
- */
-export const IN_FLIGHT_HOLD_LUA = `local held = 0
-  if maxInFlight then
-    held = inFlight + redis.call('ZADD', ifkey, now + tonumber(ARGV[12]), ARGV[11])
-    redis.call('PEXPIRE', ifkey, tonumber(ARGV[12]))
-  end`;
 
 /**
  * Whether a lease taken when its set held `held` (its own included) is released at once rather

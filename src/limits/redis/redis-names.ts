@@ -46,9 +46,21 @@ const MONTH = ':mo';
 const LOG = ':log';
 const LEASES = ':if';
 
+/** What closes a consumer's hash tag and opens its key's braces in a consumer's key's names. */
+const CONSUMER_KEY_MARK = '}:k:{';
+
 /** The part of a key's names after `<ns>:rl:{`: what the bans' sorted set holds as its member too. */
 function windowsIdOf(key: KeyRef): string {
-  return key.consumerId ? `${key.consumerId}}:k:{${key.keyId}` : key.keyId;
+  return key.consumerId ? key.consumerId + CONSUMER_KEY_MARK + key.keyId : key.keyId;
+}
+
+/**
+ * The key id in a windows id (what windowsIdOf builds): months.sqlite rows written before the
+ * in-process store kept a consumer's key under its own id name it that way (memory-key-limiter.ts).
+ */
+export function keyIdOfWindowsId(windowsId: string): string {
+  const mark = windowsId.indexOf(CONSUMER_KEY_MARK);
+  return mark < 0 ? windowsId : windowsId.slice(mark + CONSUMER_KEY_MARK.length);
 }
 
 /** The hash of a key's windows; a bare string is a key of no consumer. */
