@@ -20,6 +20,7 @@ import { median, spreadPercent } from './verdict';
 import { measureFairQueueIdle } from './fair-queue-idle';
 import { DEFAULT_INSTRUCTION_SETTINGS, measureInstructions, type InstructionSettings } from './instructions';
 import type { Fixture } from './fixture';
+import { benchLeases } from './leases';
 
 /**
  * `npm run bench`: what the gateway costs on top of a plain proxy, measured side by side in one run.
@@ -58,6 +59,8 @@ interface Settings {
   keyBackup: number;
   /** `--instructions`: instructions per request under callgrind, and the per-step table (issue 51), instead of comparing variants. */
   instructions?: InstructionSettings;
+  /** `--leases [--gateway-root DIR]`: leases of units beside the plain per-request path (issue 50, bench/leases.ts). */
+  leases?: { gatewayRoot: string };
 }
 
 function parseArgs(argv: string[]): Settings {
@@ -178,6 +181,12 @@ function parseArgs(argv: string[]): Settings {
           argv[i] === '--requests' ? 'requests' : argv[i] === '--warmup-requests' ? 'warmupRequests' : 'cpuRequests'
         ] = value;
         break;
+      case '--leases':
+        settings.leases = { gatewayRoot: settings.leases?.gatewayRoot ?? repoRoot };
+        break;
+      case '--gateway-root':
+        settings.leases = { gatewayRoot: path.resolve(argv[i + 1]!) };
+        break;
       case '--compare-with':
         settings.compareWith = path.resolve(argv[i + 1]!);
         if (!fs.existsSync(path.join(settings.compareWith, 'children', 'gateway.js')))
@@ -188,7 +197,7 @@ function parseArgs(argv: string[]): Settings {
       default:
         if (argv[i]!.startsWith('--'))
           throw new Error(
-            `unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --instructions [--requests N] [--warmup-requests N] [--cpu-requests N], --profile undici|http-proxy [--in-process] [--traced RATIO])`,
+            `unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --instructions [--requests N] [--warmup-requests N] [--cpu-requests N], --profile undici|http-proxy [--in-process] [--traced RATIO], --leases [--gateway-root DIR])`,
           );
     }
   }
@@ -953,6 +962,12 @@ async function main(): Promise<void> {
       compareWith: settings.compareWith,
     };
     return withFixture((fixture) => measureInstructions(instructions, fixture, repoRoot));
+  }
+  if (settings.leases) {
+    const { gatewayRoot } = settings.leases;
+    const out = path.join(repoRoot, 'bench', 'results', `${new Date().toISOString().slice(0, 10)}-leases.md`);
+    const leases = { ...settings, gatewayRoot, nearLimitPerMinute: 3000, out };
+    return withFixture((fixture) => benchLeases(leases, fixture));
   }
   await withFixture((fixture) => {
     if (settings.profile) return profileGateway(settings, fixture, settings.profile);

@@ -1,0 +1,556 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startRedisCluster, type RedisCluster } from '../test/support/redis-cluster';
+import type { Fixture } from './fixture';
+import { runLoad, type LoadResult } from './load';
+import {
+  RedisNodes,
+  redisWork,
+  startLeasesGateway,
+  type LeasesGateway,
+  type RedisTarget,
+  type RedisWork,
+} from './leases-fixture';
+import { median, spreadPercent } from './verdict';
+
+/**
+ * `npm run bench -- --leases` (issue 50, item 5): leases of units beside the plain per-request path
+ * in one run. Rows: a hot key (limits no run reaches) with leases off and on, on one Redis and on a
+ * 3-master Cluster; two instances (one WORKERS=2) on one hot key; a key near its limit (a fresh key
+ * of `nearLimitPerMinute` each round) with leases off and on. Every round runs every row once, the
+ * order rotated by one each round; each leased row is divided by the plain row of the same round.
+ * Per row: Redis commands, round trips (EVALSHA) and Redis CPU (INFO commandstats and the
+ * redis-server processes' /proc) per admitted request, gateway CPU (supervisor and workers, /proc)
+ * per request. See docs/benchmark.md.
+ */
+
+export interface LeasesBenchSettings {
+  rounds: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  connections: number;
+  /** A checkout whose dist/main.js is the gateway measured (the working tree's by default). */
+  gatewayRoot: string;
+  /** The near-limit rows' key: this many requests a minute (a fresh key each round). */
+  nearLimitPerMinute: number;
+  /** Where the report goes (markdown). */
+  out: string;
+}
+
+const HOT_LIMITS = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };
+const PLAIN = 'plain';
+/** Load on each hot-key row once before the rounds. */
+const WARMUP_SECONDS = 3;
+
+interface Target {
+  gateway: LeasesGateway;
+  key: string;
+  connections: number;
+}
+
+interface Row {
+  id: string;
+  label: string;
+  /** The row each round's figures are divided by (null: it is a reference itself). */
+  reference: string | null;
+  redis: RedisNodes;
+  gateways: LeasesGateway[];
+  /** Fresh key each round (near its limit): no warm-up, which would use the window up. */
+  freshKey: boolean;
+  targets(): Promise<Target[]>;
+}
+
+export interface RowRound {
+  round: number;
+  sent: number;
+  admitted: number;
+  refused: number;
+  otherResponses: number;
+  requestsPerSecond: number;
+  gatewayCpuMs: number;
+  redis: RedisWork;
+  leases: Record<string, number>;
+  /** UTC minutes the load ran in (a near-limit key gets a new window each). */
+  minutes: number;
+  loadAverage: number;
+}
+
+/** Per admitted request (per request for the gateway), the figures the table shows. */
+export interface RowFigures {
+  commandsPerAdmitted: number;
+  roundTripsPerAdmitted: number;
+  gatewayMicrosPerRequest: number;
+  scriptMicrosPerAdmitted: number;
+  commandMicrosPerAdmitted: number;
+  redisProcessMicrosPerAdmitted: number;
+  redisUsedCpuMicrosPerAdmitted: number;
+}
+
+export function figuresOf(r: RowRound): RowFigures {
+  const admitted = Math.max(1, r.admitted);
+  return {
+    commandsPerAdmitted: r.redis.commands / admitted,
+    roundTripsPerAdmitted: r.redis.scriptCalls / admitted,
+    gatewayMicrosPerRequest: (r.gatewayCpuMs * 1000) / Math.max(1, r.sent),
+    scriptMicrosPerAdmitted: r.redis.scriptUsec / admitted,
+    commandMicrosPerAdmitted: r.redis.commandUsec / admitted,
+    redisProcessMicrosPerAdmitted: (r.redis.processCpuMs * 1000) / admitted,
+    redisUsedCpuMicrosPerAdmitted: (r.redis.usedCpuMs * 1000) / admitted,
+  };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+async function probe(target: Target, label: string): Promise<void> {
+  const res = await fetch(`${target.gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${target.key}` } });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`${label}: answered ${res.status}, not 200: ${body.slice(0, 300)}`);
+}
+
+function loadTargets(targets: Target[], seconds: number): Promise<LoadResult[]> {
+  return Promise.all(
+    targets.map((t) =>
+      runLoad({
+        url: `${t.gateway.url}/v1/pets`,
+        connections: t.connections,
+        durationSeconds: seconds,
+        headers: { authorization: `Bearer ${t.key}` },
+      }),
+    ),
+  );
+}
+
+async function leaseCounts(gateways: LeasesGateway[]): Promise<Record<string, number>> {
+  const sums: Record<string, number> = {};
+  for (const metrics of await Promise.all(gateways.map((g) => g.leaseMetrics())))
+    for (const [name, value] of Object.entries(metrics)) sums[name] = (sums[name] ?? 0) + value;
+  return sums;
+}
+
+async function measureRow(row: Row, settings: LeasesBenchSettings, round: number): Promise<RowRound> {
+  const targets = await row.targets();
+  for (const t of targets) await probe(t, row.label);
+  if (!row.freshKey) await loadTargets(targets, settings.warmupSeconds);
+  await settle();
+  const cpu = () => row.gateways.reduce((sum, g) => sum + g.cpuMs(), 0);
+  const leasesBefore = await leaseCounts(row.gateways);
+  const redisBefore = await row.redis.read();
+  const cpuBefore = cpu();
+  const startMinute = Math.floor(Date.now() / 60_000);
+  const results = await loadTargets(targets, settings.durationSeconds);
+  const endMinute = Math.floor(Date.now() / 60_000);
+  await settle();
+  const gatewayCpuMs = cpu() - cpuBefore;
+  const redisAfter = await row.redis.read();
+  const leasesAfter = await leaseCounts(row.gateways);
+  const leases: Record<string, number> = {};
+  for (const [name, value] of Object.entries(leasesAfter)) leases[name] = value - (leasesBefore[name] ?? 0);
+  const sum = (pick: (r: LoadResult) => number) => results.reduce((s, r) => s + pick(r), 0);
+  const admitted = sum((r) => r.statuses['200'] ?? 0);
+  const refused = sum((r) => r.statuses['429'] ?? 0);
+  return {
+    round,
+    sent: sum((r) => r.sent),
+    admitted,
+    refused,
+    otherResponses: sum((r) => r.requests) - admitted - refused + sum((r) => r.errors),
+    requestsPerSecond: sum((r) => r.requestsPerSecond),
+    gatewayCpuMs,
+    redis: redisWork(redisAfter, redisBefore),
+    leases,
+    minutes: endMinute - startMinute + 1,
+    loadAverage: os.loadavg()[0]!,
+  };
+}
+
+/** The gateways, the rows and what they share; `withLeases` false: a build without the switch (plain rows only). */
+async function startRows(
+  settings: LeasesBenchSettings,
+  fixture: Fixture,
+  cluster: RedisCluster,
+  withLeases: boolean,
+  gateways: LeasesGateway[],
+): Promise<Row[]> {
+  const single: RedisTarget = { url: fixture.redis.url };
+  const clustered: RedisTarget = { clusterNodes: cluster.nodes };
+  const start = async (name: string, redis: RedisTarget, leases: boolean, workers = 1) => {
+    const gateway = await startLeasesGateway(name, {
+      gatewayRoot: settings.gatewayRoot,
+      workers,
+      redis,
+      upstreamUrl: fixture.upstream.url,
+      workDir: fixture.workDir,
+      leases: withLeases ? leases : null,
+    });
+    gateways.push(gateway);
+    return gateway;
+  };
+  const oneRedis = new RedisNodes('one Redis', [fixture.redis.port]);
+  const clusterRedis = new RedisNodes('Cluster, 3 masters', cluster.ports);
+  const plain = await start('gateway-plain', single, false);
+  const plainKey = await plain.createKey(HOT_LIMITS);
+  const clusterPlain = await start('gateway-cluster-plain', clustered, false);
+  const clusterPlainKey = await clusterPlain.createKey(HOT_LIMITS);
+  const all = (gateway: LeasesGateway, key: string) => async () => [
+    { gateway, key, connections: settings.connections },
+  ];
+  const fresh = (gateway: LeasesGateway) => async () => [
+    {
+      gateway,
+      key: await gateway.createKey({ perMinute: settings.nearLimitPerMinute, perDay: HOT_LIMITS.perDay }),
+      connections: settings.connections,
+    },
+  ];
+  const rows: Row[] = [
+    row(PLAIN, 'hot key, leases off, one Redis', null, oneRedis, [plain], all(plain, plainKey)),
+    row(
+      'cluster-plain',
+      'hot key, leases off, Cluster',
+      null,
+      clusterRedis,
+      [clusterPlain],
+      all(clusterPlain, clusterPlainKey),
+    ),
+    row(
+      'near-limit-plain',
+      `key near its limit (${settings.nearLimitPerMinute}/min), leases off`,
+      null,
+      oneRedis,
+      [plain],
+      fresh(plain),
+      true,
+    ),
+  ];
+  const leased = withLeases ? await start('gateway-leased', single, true) : plain;
+  const leasedKey = withLeases ? await leased.createKey(HOT_LIMITS) : plainKey;
+  const second = await start('gateway-second-2-workers', single, true, 2);
+  const half = Math.max(1, Math.floor(settings.connections / 2));
+  rows.push(
+    row(
+      'two-instances',
+      `hot key, 2 instances (1 and WORKERS=2), leases ${withLeases ? 'on' : 'off'}, one Redis`,
+      PLAIN,
+      oneRedis,
+      [leased, second],
+      async () => [
+        { gateway: leased, key: leasedKey, connections: half },
+        { gateway: second, key: leasedKey, connections: settings.connections - half },
+      ],
+    ),
+  );
+  if (!withLeases) return rows;
+  const clusterLeased = await start('gateway-cluster-leased', clustered, true);
+  const clusterLeasedKey = await clusterLeased.createKey(HOT_LIMITS);
+  rows.push(
+    row('leased', 'hot key, leases on, one Redis', PLAIN, oneRedis, [leased], all(leased, leasedKey)),
+    row(
+      'cluster-leased',
+      'hot key, leases on, Cluster',
+      PLAIN,
+      clusterRedis,
+      [clusterLeased],
+      all(clusterLeased, clusterLeasedKey),
+    ),
+    row(
+      'near-limit-leased',
+      `key near its limit (${settings.nearLimitPerMinute}/min), leases on`,
+      'near-limit-plain',
+      oneRedis,
+      [leased],
+      fresh(leased),
+      true,
+    ),
+  );
+  return rows;
+}
+
+function row(
+  id: string,
+  label: string,
+  reference: string | null,
+  redis: RedisNodes,
+  gateways: LeasesGateway[],
+  targets: () => Promise<Target[]>,
+  freshKey = false,
+): Row {
+  return { id, label, reference, redis, gateways, targets, freshKey };
+}
+
+/** Redis's own work with no load for a few seconds: the idle gateways' timers and Redis's cron. */
+async function idleRedis(redis: RedisNodes, seconds: number): Promise<RedisWork & { seconds: number }> {
+  const before = await redis.read();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  return { ...redisWork(await redis.read(), before), seconds };
+}
+
+/** Whether the built gateway has the leases switch (`rateLimit.leases`) in its config schema. */
+export function buildHasLeasesSwitch(gatewayRoot: string): boolean {
+  const schema = path.join(gatewayRoot, 'dist', 'shared', 'config', 'schema.js');
+  return fs.existsSync(schema) && /\bleases\s*:/.test(fs.readFileSync(schema, 'utf8'));
+}
+
+function commitOf(root: string): string {
+  try {
+    return execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    const marker = path.join(root, 'BENCH_COMMIT');
+    return fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'unknown';
+  }
+}
+
+export async function benchLeases(settings: LeasesBenchSettings, fixture: Fixture): Promise<void> {
+  const withLeases = buildHasLeasesSwitch(settings.gatewayRoot);
+  if (!withLeases)
+    process.stdout.write(
+      `leases: ${settings.gatewayRoot}/dist has no rateLimit.leases switch: the leased rows are left out\n`,
+    );
+  const cluster = await startRedisCluster({ masters: 3 });
+  const gateways: LeasesGateway[] = [];
+  let rows: Row[] = [];
+  try {
+    rows = await startRows(settings, fixture, cluster, withLeases, gateways);
+    const startedAt = new Date();
+    const loadBefore = os.loadavg();
+    const idle = [await idleRedis(rows[0]!.redis, 3), await idleRedis(rows[1]!.redis, 3)];
+    process.stdout.write(
+      `leases: ${rows.length} rows x ${settings.rounds} rounds, autocannon ${settings.connections} connections, ` +
+        `${settings.durationSeconds} s a row; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}\n`,
+    );
+    // Every gateway warmed up once (its JIT, its pools) before the rounds: the first row is not the coldest.
+    for (const r of rows) if (!r.freshKey) await loadTargets(await r.targets(), WARMUP_SECONDS);
+    const runs = new Map<string, RowRound[]>(rows.map((r) => [r.id, []]));
+    for (let round = 0; round < settings.rounds; round++) {
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[(i + round) % rows.length]!;
+        const figures = await measureRow(r, settings, round + 1);
+        runs.get(r.id)!.push(figures);
+        const f = figuresOf(figures);
+        process.stdout.write(
+          `  round ${round + 1}/${settings.rounds}  ${r.label.padEnd(62)} ${figures.requestsPerSecond.toFixed(0).padStart(6)} req/s  ` +
+            `200: ${figures.admitted} 429: ${figures.refused}  cmds/adm ${f.commandsPerAdmitted.toFixed(3)}  ` +
+            `RT/adm ${f.roundTripsPerAdmitted.toFixed(3)}  gw ${f.gatewayMicrosPerRequest.toFixed(1)} µs/req  ` +
+            `Redis script ${f.scriptMicrosPerAdmitted.toFixed(2)} µs/adm, process ${f.redisProcessMicrosPerAdmitted.toFixed(2)} µs/adm\n`,
+        );
+      }
+    }
+    const report = leasesReport({
+      startedAt,
+      finishedAt: new Date(),
+      loadBefore,
+      loadAfter: os.loadavg(),
+      settings,
+      commit: commitOf(settings.gatewayRoot),
+      withLeases,
+      rows: rows.map((r) => ({ id: r.id, label: r.label, reference: r.reference })),
+      runs,
+      idle: idle.map((w, i) => ({ redis: rows[i]!.redis.label, ...w })),
+    });
+    fs.mkdirSync(path.dirname(settings.out), { recursive: true });
+    fs.writeFileSync(settings.out, report);
+    process.stdout.write(`\n${report}\nwrote ${settings.out}\n`);
+  } finally {
+    await Promise.all(gateways.map((g) => g.stop()));
+    for (const r of rows) r.redis.close();
+    await cluster.stop();
+  }
+}
+
+interface ReportInput {
+  startedAt: Date;
+  finishedAt: Date;
+  loadBefore: number[];
+  loadAfter: number[];
+  settings: LeasesBenchSettings;
+  commit: string;
+  withLeases: boolean;
+  rows: { id: string; label: string; reference: string | null }[];
+  runs: Map<string, RowRound[]>;
+  idle: (RedisWork & { seconds: number; redis: string })[];
+}
+
+const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
+
+function medianOf(rounds: RowRound[], pick: (f: RowFigures) => number): number {
+  return median(rounds.map((r) => pick(figuresOf(r))));
+}
+
+/** Each round's figure of a row ÷ its reference's in the same round, median and spread. */
+export function pairedRatio(
+  rounds: RowRound[],
+  reference: RowRound[],
+  pick: (f: RowFigures) => number,
+): { median: number; spread: number; each: number[] } {
+  const each: number[] = [];
+  for (const r of rounds) {
+    const ref = reference.find((x) => x.round === r.round);
+    if (ref) each.push(pick(figuresOf(r)) / pick(figuresOf(ref)));
+  }
+  return { median: median(each), spread: spreadPercent(each), each };
+}
+
+function ratioCell(ratio: { median: number; spread: number; each: number[] }): string {
+  return `${fixed(ratio.median, 3)}× (${ratio.each.map((x) => fixed(x, 3)).join(' ')})`;
+}
+
+const TABLE_COLUMNS: [string, (f: RowFigures) => number, number][] = [
+  ['Redis commands / admitted', (f) => f.commandsPerAdmitted, 3],
+  ['round trips (EVALSHA) / admitted', (f) => f.roundTripsPerAdmitted, 4],
+  ['gateway CPU µs / request', (f) => f.gatewayMicrosPerRequest, 1],
+  ['Redis scripts µs / admitted (commandstats)', (f) => f.scriptMicrosPerAdmitted, 2],
+  ['Redis all commands µs / admitted (commandstats, upper bound)', (f) => f.commandMicrosPerAdmitted, 2],
+  ['redis-server CPU µs / admitted (/proc)', (f) => f.redisProcessMicrosPerAdmitted, 2],
+  ['Redis used_cpu µs / admitted (INFO cpu)', (f) => f.redisUsedCpuMicrosPerAdmitted, 2],
+];
+
+function rowsTable(input: ReportInput): string[] {
+  const lines = [
+    `| row | req/s | 200 | 429 | ${TABLE_COLUMNS.map(([name]) => name).join(' | ')} | gateway CPU spread |`,
+    `|---|${'---:|'.repeat(3 + TABLE_COLUMNS.length + 1)}`,
+  ];
+  for (const r of input.rows) {
+    const rounds = input.runs.get(r.id)!;
+    const cells = TABLE_COLUMNS.map(([, pick, digits]) => fixed(medianOf(rounds, pick), digits));
+    const spread = spreadPercent(rounds.map((x) => figuresOf(x).gatewayMicrosPerRequest));
+    lines.push(
+      `| ${r.label} | ${fixed(median(rounds.map((x) => x.requestsPerSecond)), 0)} | ${fixed(median(rounds.map((x) => x.admitted)), 0)} | ` +
+        `${fixed(median(rounds.map((x) => x.refused)), 0)} | ${cells.join(' | ')} | ${fixed(spread, 0)} % |`,
+    );
+  }
+  return lines;
+}
+
+function ratiosTable(input: ReportInput): string[] {
+  const lines = [
+    '| row ÷ reference, paired by round | gateway CPU / request | Redis commands / admitted | round trips / admitted | Redis scripts µs / admitted | redis-server CPU / admitted |',
+    '|---|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of input.rows) {
+    if (!r.reference) continue;
+    const rounds = input.runs.get(r.id)!;
+    const reference = input.runs.get(r.reference)!;
+    const cell = (pick: (f: RowFigures) => number) => ratioCell(pairedRatio(rounds, reference, pick));
+    lines.push(
+      `| ${r.label} ÷ ${input.rows.find((x) => x.id === r.reference)!.label} | ${cell((f) => f.gatewayMicrosPerRequest)} | ` +
+        `${cell((f) => f.commandsPerAdmitted)} | ${cell((f) => f.roundTripsPerAdmitted)} | ${cell((f) => f.scriptMicrosPerAdmitted)} | ` +
+        `${cell((f) => f.redisProcessMicrosPerAdmitted)} |`,
+    );
+  }
+  return lines;
+}
+
+function roundsTable(input: ReportInput): string[] {
+  const lines = [
+    '| row | round | load avg | minutes | sent | 200 | 429 | other | EVALSHA | commands | received | scripts µs | redis-server ms | gateway ms | lease metrics (Δ) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const r of input.rows) {
+    for (const x of input.runs.get(r.id)!) {
+      const leases = Object.entries(x.leases)
+        .filter(([, v]) => v !== 0)
+        .map(([k, v]) => `${k.replace(/^gateway_/, '')} ${v}`)
+        .join(', ');
+      lines.push(
+        `| ${r.id} | ${x.round} | ${fixed(x.loadAverage, 1)} | ${x.minutes} | ${x.sent} | ${x.admitted} | ${x.refused} | ${x.otherResponses} | ` +
+          `${x.redis.scriptCalls} | ${x.redis.commands} | ${x.redis.commandsProcessed} | ${x.redis.scriptUsec} | ${x.redis.processCpuMs} | ` +
+          `${x.gatewayCpuMs} | ${leases || '–'} |`,
+      );
+    }
+  }
+  return lines;
+}
+
+/**
+ * The near-limit rows: requests admitted by a round trip of their own (200s less the lease units
+ * used) and the round trips that admitted (EVALSHA less the refusals, each refusal being one).
+ */
+function nearLimitLines(input: ReportInput): string[] {
+  const ids = ['near-limit-plain', 'near-limit-leased'].filter((id) => input.runs.has(id));
+  if (ids.length === 0) return [];
+  const lines = [
+    '## Near the limit',
+    '',
+    '| row | round | minutes (windows) | 200 | 429 | EVALSHA | EVALSHA − 429 | lease units taken | used | returned | expired | 200 − used |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const id of ids) {
+    for (const x of input.runs.get(id)!) {
+      const units = (outcome: string) => x.leases[`gateway_lease_units:${outcome}`] ?? 0;
+      lines.push(
+        `| ${id} | ${x.round} | ${x.minutes} | ${x.admitted} | ${x.refused} | ${x.redis.scriptCalls} | ${x.redis.scriptCalls - x.refused} | ` +
+          `${units('taken')} | ${units('used')} | ${units('returned')} | ${units('expired')} | ${x.admitted - units('used')} |`,
+      );
+    }
+  }
+  return [...lines, ''];
+}
+
+/** "One Redis core carries ≥ N× today's per-key ceiling", from Redis's own µs per admitted request. */
+function ceilingLines(input: ReportInput): string[] {
+  const plain = input.runs.get(PLAIN)!;
+  const lines: string[] = [];
+  const plainScript = medianOf(plain, (f) => f.scriptMicrosPerAdmitted);
+  const plainProcess = medianOf(plain, (f) => f.redisProcessMicrosPerAdmitted);
+  lines.push(
+    `- Per-request path (row "${input.rows[0]!.label}"): ${fixed(plainScript, 2)} µs of scripts per admitted request ` +
+      `(commandstats), ${fixed(plainProcess, 2)} µs of redis-server CPU (/proc): one Redis core at 100 % carries ` +
+      `${fixed(1e6 / plainScript, 0)} requests/s of one key by the scripts' account, ${fixed(1e6 / plainProcess, 0)} by the process's ` +
+      `(at 70 %: ${fixed(0.7e6 / plainProcess, 0)}).`,
+  );
+  for (const id of ['leased', 'two-instances', 'cluster-leased']) {
+    const rounds = input.runs.get(id);
+    if (!rounds || !input.withLeases) continue;
+    const script = medianOf(rounds, (f) => f.scriptMicrosPerAdmitted);
+    const proc = medianOf(rounds, (f) => f.redisProcessMicrosPerAdmitted);
+    const scriptRatio = pairedRatio(rounds, plain, (f) => f.scriptMicrosPerAdmitted);
+    const procRatio = pairedRatio(rounds, plain, (f) => f.redisProcessMicrosPerAdmitted);
+    lines.push(
+      `- ${input.rows.find((r) => r.id === id)!.label}: ${fixed(script, 3)} µs of scripts and ${fixed(proc, 2)} µs of redis-server CPU ` +
+        `per admitted request: one Redis core carries ${fixed(1 / scriptRatio.median, 0)}× the per-request ceiling by the scripts' ` +
+        `account (paired by round: ${scriptRatio.each.map((x) => fixed(1 / x, 0)).join(', ')}×), ${fixed(1 / procRatio.median, 0)}× by ` +
+        `the process's (${procRatio.each.map((x) => fixed(1 / x, 0)).join(', ')}×), the least of the rounds being the claim.`,
+    );
+  }
+  return lines;
+}
+
+export function leasesReport(input: ReportInput): string {
+  const s = input.settings;
+  const idle = input.idle.map(
+    (w) =>
+      `${w.redis}: ${fixed(w.commands / w.seconds, 1)} commands/s, ${fixed((w.processCpuMs * 1000) / w.seconds / 1000, 1)} ms of redis-server CPU per s`,
+  );
+  return [
+    `# Leases of units: bench rows (issue 50), ${input.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    '',
+    `\`npm run bench -- --leases --repeat ${s.rounds} --duration ${s.durationSeconds}\` (bench/leases.ts). Gateway: \`npm start\`'s ` +
+      `dist/main.js of commit ${input.commit}${input.withLeases ? '' : ' (no leases switch in this build: plain rows only)'}; ` +
+      `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}; load average ` +
+      `${input.loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${input.loadAfter.map((l) => l.toFixed(2)).join(' ')} after ` +
+      `(each round's 1-minute load below). autocannon in the bench process, ${s.connections} keep-alive connections ` +
+      `(split 16 + 16 over the two instances), ${s.durationSeconds} s a row a round after ${s.warmupSeconds} s of warm-up ` +
+      `(none for the near-limit rows: a fresh ${s.nearLimitPerMinute}/min key each round), ${s.rounds} rounds, the order rotated each round. ` +
+      `${input.startedAt.toISOString()} to ${input.finishedAt.toISOString()}.`,
+    '',
+    `Idle, before the rounds (every gateway's timers, Redis's cron): ${idle.join('; ')}.`,
+    '',
+    '## Medians over the rounds',
+    '',
+    ...rowsTable(input),
+    '',
+    '## Paired by round',
+    '',
+    ...ratiosTable(input),
+    '',
+    ...nearLimitLines(input),
+    "## One key's ceiling on one Redis core",
+    '',
+    ...ceilingLines(input),
+    '',
+    '## Every round',
+    '',
+    ...roundsTable(input),
+    '',
+  ].join('\n');
+}
