@@ -24,7 +24,7 @@ export interface LeasesGateway {
   cpuMs(): number;
   /** An enterprise key with these limits, made through the admin API; returns the key itself. */
   createKey(limits: { perMinute: number; perDay: number }): Promise<string>;
-  /** The gateway's lease metrics (every `gateway_lease*` sample), summed over labels but `outcome`. */
+  /** The gateway's lease metrics (every `gateway_lease*` sample), summed over labels but `outcome` and `decided_by`. */
   leaseMetrics(): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
@@ -45,13 +45,16 @@ async function waitUntilServing(url: string, child: ChildProcess, what: string, 
   }
 }
 
-/** Sums `gateway_lease…` samples by metric name and outcome label (workers and other labels added up). */
+/**
+ * Sums `gateway_lease…` samples by metric name and its `outcome` or `decided_by` label (workers and
+ * other labels added up): `gateway_lease_units:taken`, `gateway_lease_admissions:lease`.
+ */
 export function parseLeaseMetrics(text: string): Record<string, number> {
   const sums: Record<string, number> = {};
   for (const line of text.split('\n')) {
     const match = /^(gateway_lease\w*?)(?:_total)?(\{[^}]*\})?\s+([\d.eE+-]+)$/.exec(line.trim());
     if (!match) continue;
-    const outcome = /outcome="([^"]+)"/.exec(match[2] ?? '')?.[1];
+    const outcome = /(?:outcome|decided_by)="([^"]+)"/.exec(match[2] ?? '')?.[1];
     const name = outcome ? `${match[1]}:${outcome}` : match[1]!;
     sums[name] = (sums[name] ?? 0) + Number(match[3]);
   }

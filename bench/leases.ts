@@ -462,24 +462,27 @@ function roundsTable(input: ReportInput): string[] {
 }
 
 /**
- * The near-limit rows: requests admitted by a round trip of their own (200s less the lease units
- * used) and the round trips that admitted (EVALSHA less the refusals, each refusal being one).
+ * The near-limit rows, round by round: the round trips that admitted (EVALSHA less the refusals,
+ * each refusal being one), the lease units by outcome, and the admitted requests Redis decided
+ * against those a lease did: as the window empties, grants fall to nothing and Redis decides each.
  */
 function nearLimitLines(input: ReportInput): string[] {
   const ids = ['near-limit-plain', 'near-limit-leased'].filter((id) => input.runs.has(id));
+  // "Decided by Redis" and "from a lease" are the gateway's gateway_lease_admissions_total{decided_by}.
   if (ids.length === 0) return [];
   const lines = [
     '## Near the limit',
     '',
-    '| row | round | minutes (windows) | 200 | 429 | EVALSHA | EVALSHA − 429 | lease units taken | used | returned | expired | 200 − used |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | round | minutes (windows) | 200 | 429 | EVALSHA | EVALSHA − 429 | lease units taken | used | returned | expired | 200 decided by Redis | 200 from a lease |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const id of ids) {
     for (const x of input.runs.get(id)!) {
       const units = (outcome: string) => x.leases[`gateway_lease_units:${outcome}`] ?? 0;
       lines.push(
         `| ${id} | ${x.round} | ${x.minutes} | ${x.admitted} | ${x.refused} | ${x.redis.scriptCalls} | ${x.redis.scriptCalls - x.refused} | ` +
-          `${units('taken')} | ${units('used')} | ${units('returned')} | ${units('expired')} | ${x.admitted - units('used')} |`,
+          `${units('taken')} | ${units('used')} | ${units('returned')} | ${units('expired')} | ` +
+          `${x.leases['gateway_lease_admissions:store'] ?? '–'} | ${x.leases['gateway_lease_admissions:lease'] ?? '–'} |`,
       );
     }
   }
