@@ -21,7 +21,7 @@ export interface Row {
   leaseUntil: number | null;
 }
 
-type Method = 'add' | 'claim' | 'finish' | 'retry' | 'release';
+type Method = 'add' | 'claim' | 'finish' | 'retry' | 'release' | 'keepReceivers' | 'forgetInstance';
 
 /** Resolves when `open` is called: lets a test hold a call where it stands. */
 export function gate(): { wait: Promise<void>; open: () => void } {
@@ -119,11 +119,27 @@ export class MemoryOutbox implements Outbox {
     if (row) Object.assign(row, { dueAt: now, leaseUntil: null });
   }
 
-  async keepReceivers(): Promise<WebhookEventType[]> {
-    return [];
+  /** What the next keepReceivers calls answer as dropped, one each (then nothing). */
+  readonly keepAnswers: WebhookEventType[][] = [];
+  /** A keepReceivers call waits for this before it answers. */
+  keepGate: Promise<void> | null = null;
+
+  async keepReceivers(
+    instance: string,
+    endpoints: readonly string[],
+    now: number,
+    liveUntil: number,
+    maxDrops: number,
+  ): Promise<WebhookEventType[]> {
+    this.calls.push({ method: 'keepReceivers', args: [instance, [...endpoints], now, liveUntil, maxDrops] });
+    if (this.keepGate) await this.keepGate;
+    this.answer('keepReceivers');
+    return this.keepAnswers.shift() ?? [];
   }
 
-  async forgetInstance(): Promise<void> {}
+  async forgetInstance(instance: string): Promise<void> {
+    this.called('forgetInstance', [instance]);
+  }
 
   async size(): Promise<number> {
     return new Set(this.rows.map((r) => r.eventId)).size;
