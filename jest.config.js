@@ -28,6 +28,10 @@ module.exports = {
   testTimeout: 120000,
   // Slowest suites first, from Jest's cache or else the committed durations (a fresh clone has no cache).
   testSequencer: '<rootDir>/test/support/slowest-first-sequencer.js',
-  // Integration suites start servers and Redis processes; two workers match the machine's two cores.
-  maxWorkers: 2,
+  // Three workers on the machine's two cores: most of an integration suite's time is spent waiting on
+  // the processes it starts (the product, redis-server, Chromium, testssl.sh), so a third keeps the
+  // cores busy. Nothing is shared between files that a third worker could trip on: a file that reads
+  // MONITOR, INFO or CLIENT LIST, or kills Redis, has a Redis of its own (useRedisPerFile, docs/testing.md
+  // rule 9); the run's shared Redis keeps suites apart by namespace; ports are free ports, dirs fresh.
+  maxWorkers: 3,
 };

@@ -14,13 +14,19 @@ import {
   NO_BAN,
 } from '../../unit/limits/minute-window-behaviours';
 import { describeMonthWindowBehaviours } from '../../unit/limits/month-window-behaviours';
-import { testRedisUrl, uniqueNamespace } from '../../support/test-redis';
+import { uniqueNamespace } from '../../support/test-redis';
+import { useRedisPerFile } from '../../support/redis-per-file';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- cluster-key-slot ships no types
 const calculateSlot: (key: string) => number = require('cluster-key-slot');
 
+// A Redis of this file's own: MONITOR on the shared test Redis, busy with the other workers' suites,
+// trips ioredis's reply bookkeeping ("Command queue state error", redis/ioredis#1981), as it did for
+// redis-key-limiter and create-limiters.
+const redis = useRedisPerFile();
+
 function connect(): Promise<RedisClient> {
-  return connectRedis({ url: testRedisUrl(), clusterNodes: [], commandTimeoutMs: 5000 });
+  return connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 });
 }
 
 let client: RedisClient;
