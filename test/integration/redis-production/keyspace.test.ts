@@ -335,6 +335,42 @@ function keyRules(namespace: string, ban: BanSettings): KeyRule[] {
       },
     },
     {
+      pattern: '<ns>:consumers:{c}:epoch',
+      match: new RegExp(`^${ns}:consumers:\\{c\\}:epoch$`),
+      type: 'string',
+      forever:
+        "the consumers' loss-check marker, set at start as the keys' is (docs/disaster-recovery.md): one short string per namespace",
+      bound: async (key) => {
+        const length = await superuser.strlen(key);
+        return length <= 64 ? [] : [`${key}: ${length} bytes`];
+      },
+    },
+    {
+      pattern: '<ns>:consumers:{c}:by-id',
+      match: new RegExp(`^${ns}:consumers:\\{c\\}:by-id$`),
+      type: 'hash',
+      forever: 'the consumer records, one entry per consumer',
+      absentAfterTheDrive: 'the drive writes no consumer',
+    },
+    {
+      pattern: '<ns>:consumers:{c}:deleted',
+      match: new RegExp(`^${ns}:consumers:\\{c\\}:deleted$`),
+      type: 'hash',
+      forever: 'one short entry per consumer ever deleted, so a durable copy never puts one back',
+      absentAfterTheDrive: 'the drive deletes no consumer',
+    },
+    {
+      pattern: '<ns>:consumers:{c}:writes',
+      match: new RegExp(`^${ns}:consumers:\\{c\\}:writes$`),
+      type: 'string',
+      forever: "the consumers' loss-check counter of writes: one integer per namespace",
+      absentAfterTheDrive: 'the drive writes no consumer',
+      bound: async (key) => {
+        const value = await superuser.get(key);
+        return /^\d{1,15}$/.test(value ?? '') ? [] : [`${key}: ${value} is not a counter`];
+      },
+    },
+    {
       pattern: '<ns>:keys:{k}:last-used',
       match: new RegExp(`^${ns}:keys:\\{k\\}:last-used$`),
       type: 'zset',
