@@ -42,6 +42,8 @@ export class ExpiringKeysWatch {
   private unsubscribe: () => void = () => {};
   private lastScanAt = Number.NEGATIVE_INFINITY;
   private scanning: Promise<void> | null = null;
+  /** Keys whose change notice came while a whole read was under way: that read may hold them as they were. */
+  private changedDuringScan: Set<string> | null = null;
 
   constructor(private readonly options: ExpiringKeysOptions) {}
 
@@ -65,10 +67,13 @@ export class ExpiringKeysWatch {
 
   private scan(now: number): Promise<void> {
     this.scanning ??= (async () => {
+      const changed = new Set<string>();
+      this.changedDuringScan = changed;
       try {
         const records = await this.options.keys.list();
         this.pending.clear();
-        for (const record of records) this.remember(record);
+        // A key changed meanwhile is left to its own read (refresh), which follows this one.
+        for (const record of records) if (!changed.has(record.id)) this.remember(record);
         this.lastScanAt = now;
       } catch (err) {
         this.options.logger.warn(
@@ -76,6 +81,7 @@ export class ExpiringKeysWatch {
           'could not read the keys for key.expiring; trying again',
         );
       } finally {
+        this.changedDuringScan = null;
         this.scanning = null;
       }
     })();
@@ -96,6 +102,9 @@ export class ExpiringKeysWatch {
   /** A key changed (created, its expiry moved, revoked) on this instance or another. */
   private async refresh(id: string): Promise<void> {
     try {
+      // A whole read under way may hold the key as it was before this change: read it after that.
+      this.changedDuringScan?.add(id);
+      if (this.scanning) await this.scanning;
       const record = await this.options.keys.get(id);
       if (record) this.remember(record);
       else this.pending.delete(id);
