@@ -166,14 +166,13 @@ export class ConsumerService {
   /** The consumer's windows as they stand; empty for a consumer without limits. */
   async usage(record: ConsumerRecord): Promise<ConsumerWindows> {
     const share = consumerShareOf(record);
-    if (!share || !this.options.keyLimiter.consumerUsage) return {};
-    return this.options.keyLimiter.consumerUsage(share);
+    return share ? this.options.keyLimiter.consumerUsage(share) : {};
   }
 
   /** Units on top of the consumer's month for this billing month; 409 without a month window. */
   async addCredits(record: ConsumerRecord, units: number): Promise<ConsumerWindows> {
     const share = consumerShareOf(record);
-    if (!share || share.limits.perMonth === undefined || !this.options.keyLimiter.addConsumerCredits) {
+    if (!share || share.limits.perMonth === undefined) {
       throw new ApiError(
         'conflict',
         `Consumer ${record.id} has no month window (its limits set no perMonth); credits add to a month.`,

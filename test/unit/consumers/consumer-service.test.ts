@@ -120,10 +120,12 @@ test('usage and credits: a consumer without limits has no windows; credits need 
   const { service, limiter } = setUp([]);
   const none = await service.create({ name: 'free' });
   expect(await service.usage(none)).toEqual({});
+  await expect(service.addCredits(none, 5)).rejects.toMatchObject({ code: 'conflict' });
   const daily = await service.create({ name: 'daily', limits: { perDay: 10 } });
+  expect(await service.usage(daily)).toEqual({ day: { limit: 10, remaining: 1, resetAt: NOW } });
   await expect(service.addCredits(daily, 5)).rejects.toMatchObject({ code: 'conflict' });
   const monthly = await service.create({ name: 'monthly', limits: { perMonth: 1000 } });
-  await service.addCredits(monthly, 5);
+  expect(await service.addCredits(monthly, 5)).toEqual({ day: { limit: 0, remaining: 1, resetAt: NOW } });
   expect(limiter.credits).toEqual([[monthly.id, 5]]);
 });
 
