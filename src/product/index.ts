@@ -38,7 +38,6 @@ import { createConfigMetrics } from './reload/config-metrics';
 import { planRemovalProblems } from './reload/plan-check';
 import { enforceLabelAllowlist, LabelAllowlist } from '../shared/metrics/metric-labels';
 import { ROUTE_TEMPLATES } from '../gateway/operations/routes';
-import { BASE_PATH } from '../shared/public-api';
 
 export { resolveAdminToken };
 
@@ -319,12 +318,12 @@ function keyRevocationsOf(
   });
 }
 
-/** The label values the config in force adds to the fixed sets: its plans, and the routes its deprecations name. */
+/**
+ * The label values the config in force adds to the fixed sets: its plans, and the routes (every
+ * deprecation names an operation of the table, so its route is one of these: operationIssues).
+ */
 function labelSetsOf(config: Config): Record<string, string[]> {
-  return {
-    plan: Object.keys(config.plans),
-    route: [...ROUTE_TEMPLATES, ...config.deprecations.map((d) => BASE_PATH + d.path)],
-  };
+  return { plan: Object.keys(config.plans), route: [...ROUTE_TEMPLATES] };
 }
 
 /**
