@@ -61,13 +61,13 @@ describe('check-access step', () => {
 
   it("combines the key's policy with its consumer's: both must allow", () => {
     const consumer = compileAccessPolicy({ allowedOperations: ['listPets'] });
-    const { call } = setUp((record) => (record.name === 'consumer key' ? consumer : null));
-    const key = keyRecord({ name: 'consumer key', allowedAddresses: ['203.0.113.0/24'] });
+    const { call } = setUp((record) => (record.consumerId === 'con_policy' ? consumer : null));
+    const key = keyRecord({ consumerId: 'con_policy', allowedAddresses: ['203.0.113.0/24'] });
     expect(call('GET', '/v1/pets', key).outcome).toBe(CONTINUE);
     expect((call('GET', '/v1/pets/7', key).outcome as Refusal).code).toBe('operation_not_allowed');
     expect((call('GET', '/v1/pets', key, '198.51.100.1').outcome as Refusal).code).toBe('address_not_allowed');
     // A key without lists of its own still meets its consumer's.
-    expect((call('POST', '/v1/pets', keyRecord({ name: 'consumer key' })).outcome as Refusal).code).toBe(
+    expect((call('POST', '/v1/pets', keyRecord({ consumerId: 'con_policy' })).outcome as Refusal).code).toBe(
       'operation_not_allowed',
     );
   });
