@@ -3,6 +3,7 @@ import type { RedisClient } from '../shared/redis/redis';
 import { createMemoryAddressLimiter, createRedisAddressLimiter } from './address/address-limiter';
 import { MemoryKeyLimiter } from './memory-key-limiter';
 import { RedisKeyLimiter } from './redis/redis-key-limiter';
+import { LeasingKeyLimiter } from './leases/leasing-key-limiter';
 import { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 import type { AddressLimiter, BanSettings, KeyLimiter, MinuteWindowShape } from './types';
 import type { MonthLedger } from './windows/month-ledger';
@@ -52,6 +53,13 @@ export interface LimitersOptions {
   monthLedger?: MonthLedger;
   /** A batched write of month windows to the ledger failed (it is tried again with the next). */
   onMonthLedgerError?(err: unknown): void;
+  /**
+   * Leases of units (docs/scaling.md "Leases"; Redis with a fixed minute only): config
+   * `rateLimit.leases.enabled` as in force now. Absent: no leases.
+   */
+  leasesEnabled?(): boolean;
+  /** Config `rateLimit.leases.busyRequestsPerSecond` as in force now. */
+  leasesBusyRequestsPerSecond?(): number;
 }
 
 export interface LimiterEvents {
@@ -67,6 +75,8 @@ export interface Limiters {
   addressLimiter: AddressLimiter;
   /** Whether the limiters decide on their fallback now; null when there is no fallback (no Redis, or `closed`). */
   health: StoreHealth | null;
+  /** The leasing limiter in front of Redis (its counts are metrics); null without leases. */
+  leases: LeasingKeyLimiter | null;
   close(): Promise<void>;
 }
 
@@ -85,15 +95,28 @@ export function createLimiters(options: LimitersOptions): Limiters {
       monthLedger: options.monthLedger,
       onMonthLedgerError: options.onMonthLedgerError,
     });
-    return { keyLimiter, addressLimiter: createAddressFallback(), health: null, close: () => keyLimiter.close() };
+    return {
+      keyLimiter,
+      addressLimiter: createAddressFallback(),
+      health: null,
+      leases: null,
+      close: () => keyLimiter.close(),
+    };
   }
   const redis = options.redis;
-  const keys = new RedisKeyLimiter(redis, {
+  const store = new RedisKeyLimiter(redis, {
     namespace: options.namespace,
     ban: options.ban,
     minuteWindow: options.minuteWindow,
     clock: clock === systemClock ? undefined : clock,
   });
+  // A sliding minute's units are entries of its log: a lease's could not go back, so it has none.
+  const enabled = options.leasesEnabled;
+  const leases =
+    enabled && options.minuteWindow !== 'sliding'
+      ? new LeasingKeyLimiter(store, { clock, enabled, busyRequestsPerSecond: options.leasesBusyRequestsPerSecond })
+      : null;
+  const keys: KeyLimiter = leases ?? store;
   const addresses = createRedisAddressLimiter(redis, {
     namespace: options.namespace,
     perMinute: options.anonymousPerMinute,
@@ -101,7 +124,7 @@ export function createLimiters(options: LimitersOptions): Limiters {
   });
   const mode = options.failMode ?? 'local';
   if (mode === 'closed')
-    return { keyLimiter: keys, addressLimiter: addresses, health: null, close: () => keys.close() };
+    return { keyLimiter: keys, addressLimiter: addresses, health: null, leases, close: () => keys.close() };
 
   const events = options.events ?? {};
   const health = new StoreHealth(() => redis.ping(), options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS, {
@@ -132,6 +155,7 @@ export function createLimiters(options: LimitersOptions): Limiters {
     keyLimiter: fallbackKeys,
     addressLimiter: fallbackAddresses,
     health,
+    leases,
     close: async () => {
       health.close();
       await fallbackKeys.close();

@@ -13,7 +13,13 @@ import type { Logger } from '../shared/logger';
 import { UpstreamTokenSigner, resolveSigningSecret } from '../shared/http/upstream-token';
 import { createKeyDurabilityMetrics, KeyResolver, KeyService, keysAsPlanUsers, type PlanUsers } from '../keys';
 import type { RunningInventory } from '../inventory';
-import { createGatewayMetrics, type GatewayMetrics, type GatewayMetricSources } from '../shared/metrics/metrics';
+import {
+  createGatewayMetrics,
+  type GatewayMetrics,
+  type GatewayMetricSources,
+  type LeaseFigures,
+} from '../shared/metrics/metrics';
+import type { LeasingKeyLimiter } from '../limits/leases/leasing-key-limiter';
 import type { TrafficRecorder, TrafficSecond } from '../admin/stats/traffic-recorder';
 import type { MetricsSource } from '../admin/app';
 import type { LimiterEvents } from '../limits';
@@ -124,6 +130,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       activeBans: () => stores!.limiters.keyLimiter.activeBans(),
       deprecations: () => inForce().deprecations,
       upstream: () => forwarder!,
+      leases: () => leaseFigures(stores?.limiters.leases ?? null),
     });
     stores = await startStores(config, {
       logger,
@@ -132,6 +139,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       keyDurability,
       metrics,
       limiterEvents: limiterEventsFor(config, metrics, logger),
+      leasesEnabled: () => inForce().rateLimit.leases.enabled,
+      leasesBusyRequestsPerSecond: () => inForce().rateLimit.leases.busyRequestsPerSecond,
     });
     const inventory = await startEmbeddedInventory(config, {
       logger,
@@ -331,6 +340,11 @@ function labelSetsOf(config: Config): Record<string, string[]> {
  * nothing a client sends makes a series; plans and routes as the config in force names them (the
  * allowlist asks `inForce`, so a reload reaches it as it reaches every other reader).
  */
+/** gateway_lease_units_total and gateway_lease_admissions_total from the leasing limiter (null: none). */
+function leaseFigures(leases: LeasingKeyLimiter | null): LeaseFigures | null {
+  return leases && { units: leases.book.counts.snapshot(), admissions: leases.admissions };
+}
+
 function createProductMetrics(inForce: () => Config, sources: GatewayMetricSources) {
   const metrics = createGatewayMetrics(new Registry(), sources);
   const keyDurability = createKeyDurabilityMetrics();

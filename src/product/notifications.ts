@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger';
 import type { KeyDecisionListener } from '../gateway/handler';
 import { Notifier } from '../notifications/notifier';
 import type { KeyActivity } from '../usage/key-activity';
+import type { KeyDecision, WindowState } from '../limits/types';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 
@@ -54,6 +55,33 @@ export function keyDecisionListener(keyActivity: KeyActivity, notifier: Notifier
       // instance never flushed reach the history (and usage events) with the key's next refusal too.
       keyActivity.recordUnits(record.id, 0, decision.day.limit - decision.day.remaining, decision.now);
     }
-    notifier.watchDecision(record, decision, cost);
+    // A lease admission passes no threshold its take did not pass already (leases-of-units: the take counted them).
+    if (decision.outcome === 'allowed' && decision.fromLease) return;
+    notifier.watchDecision(record, withLeaseUnits(decision), cost + leaseUnitsOf(decision));
   };
+}
+
+function leaseUnitsOf(decision: KeyDecision): number {
+  return decision.outcome === 'allowed' ? (decision.leaseUnits ?? 0) : 0;
+}
+
+/**
+ * A decision that took a lease, as its windows stood in the store (the lease's units counted): the
+ * thresholds are passed at the take, up to the lease's units early, never late; a window the lease's
+ * return brings back below a threshold passes it again under the same event id (one event).
+ */
+function withLeaseUnits(decision: KeyDecision): KeyDecision {
+  const units = leaseUnitsOf(decision);
+  if (decision.outcome !== 'allowed' || units === 0) return decision;
+  const take = <W extends WindowState>(state: W): W => ({ ...state, remaining: state.remaining - units });
+  const counted = { ...decision, minute: take(decision.minute), day: take(decision.day) };
+  if (decision.month) counted.month = take(decision.month);
+  const c = decision.consumer;
+  if (c)
+    counted.consumer = {
+      minute: c.minute && take(c.minute),
+      day: c.day && take(c.day),
+      month: c.month && take(c.month),
+    };
+  return counted;
 }

@@ -61,6 +61,10 @@ export interface StoreOptions {
   /** The gateway's metrics: failed SQLite statements and audit entries dropped (in process only). */
   metrics: GatewayMetrics;
   closers: Closers;
+  /** Config `rateLimit.leases.enabled` as in force now (reloadable; src/limits/leases/). */
+  leasesEnabled?(): boolean;
+  /** Config `rateLimit.leases.busyRequestsPerSecond` as in force now. */
+  leasesBusyRequestsPerSecond?(): number;
 }
 
 /** The one place that chooses between Redis (a server, a Cluster or Sentinel) and the in-process store. */
@@ -93,6 +97,8 @@ function limitersFor(
     clock: options.clock,
     failMode: config.store.failMode,
     events: options.limiterEvents,
+    leasesEnabled: options.leasesEnabled,
+    leasesBusyRequestsPerSecond: options.leasesBusyRequestsPerSecond,
   });
 }
 

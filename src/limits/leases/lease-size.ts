@@ -12,8 +12,12 @@ import { BUSY_KEY_REQUESTS_PER_SECOND, LEASE_HORIZON_MS, LEASE_SHARE_DIVISOR } f
  * (each `cost` units), 0 when the key is not busy here (fewer than BUSY_KEY_REQUESTS_PER_SECOND)
  * or when that would cover fewer than two requests (a lease of one request saves no round trip).
  */
-export function wantedLeaseUnits(requestsPerSecond: number, cost: number): number {
-  if (!(requestsPerSecond >= BUSY_KEY_REQUESTS_PER_SECOND) || cost < 1) return 0;
+export function wantedLeaseUnits(
+  requestsPerSecond: number,
+  cost: number,
+  busy: number = BUSY_KEY_REQUESTS_PER_SECOND,
+): number {
+  if (!(requestsPerSecond >= busy) || cost < 1) return 0;
   const requests = Math.floor((requestsPerSecond * LEASE_HORIZON_MS) / 1_000);
   return requests < 2 ? 0 : requests * cost;
 }

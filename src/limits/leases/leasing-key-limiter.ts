@@ -31,6 +31,8 @@ export interface LeasingOptions {
   clock: Clock;
   /** Config `rateLimit.leases.enabled`, read at each request (reloadable): off, every request goes to the store. */
   enabled(): boolean;
+  /** Config `rateLimit.leases.busyRequestsPerSecond` (reloadable); default BUSY_KEY_REQUESTS_PER_SECOND. */
+  busyRequestsPerSecond?(): number;
   /** Period of the sweep that ends expired leases and sends returns no request carried; default LEASE_SWEEP_MS. */
   sweepMs?: number;
   /** A batch of returns did not reach the store (its units count as expired). */
@@ -92,9 +94,13 @@ export class LeasingKeyLimiter implements KeyLimiter {
     }
     const ended = admission.ended;
     this.shown.delete(key.keyId);
-    const wanted = this.taking.has(key.keyId) ? 0 : wantedLeaseUnits(this.rates.perSecond(key.keyId), cost);
+    const wanted = this.taking.has(key.keyId) ? 0 : this.wanted(key.keyId, cost);
     if (wanted === 0 && ended === null) return this.store.consume(key, limits, options).then(this.countStore);
     return this.take(key, limits, options, wanted, ended);
+  }
+
+  private wanted(keyId: string, cost: number): number {
+    return wantedLeaseUnits(this.rates.perSecond(keyId), cost, this.options.busyRequestsPerSecond?.());
   }
 
   private readonly countStore = (decision: KeyDecision): KeyDecision => {

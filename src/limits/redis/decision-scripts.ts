@@ -1,6 +1,7 @@
 import { defineLuaScript, type LuaScript } from '../../shared/redis/lua-script';
 import { EXPIRY_SLACK_MS } from '../windows/windows';
 import { luaScript, type KeySlot } from './lua-model';
+import { LEASE_ARGV_FIELDS, LEASE_FUNCTIONS, leaseConsumeLua } from './lease-scripts';
 
 /**
  * The scripts of the Redis key limiter, each assembled from the Lua model (lua-model.ts). A script
@@ -20,6 +21,11 @@ function modelScript<Reply>(name: string, keys: readonly KeySlot[], body: string
 export interface ConsumeVariant {
   sliding: boolean;
   consumer: boolean;
+  /**
+   * Leases of units (lease-scripts.ts; fixed minute only): the carried return first, and the
+   * admission counts a lease's units with the request's; the reply ends with both (leaseTail).
+   */
+  lease?: boolean;
 }
 
 /**
@@ -35,6 +41,11 @@ export const CONSUME_ARGV = { ownMonthAt: 13, consumerAt: 18 } as const;
 
 /** ARGV index of the first lease release a consume carries: after the key's month, or the consumer's. */
 export function releasesAt(variant: ConsumeVariant): number {
+  return leaseAt(variant) + (variant.lease === true ? LEASE_ARGV_FIELDS : 0);
+}
+
+/** ARGV index of a lease consume's first lease field (lease-scripts.ts leaseArgv): where the releases start in the others. */
+function leaseAt(variant: ConsumeVariant): number {
   return variant.consumer ? 25 : 18;
 }
 
@@ -57,12 +68,16 @@ export function consumeLua(variant: ConsumeVariant): string {
   const clog = sliding ? "ARGV[18] ~= '' and clog or nil" : 'nil';
   const holders = consumer ? 'k, km, c, cm' : 'k, km';
   const nothing = consumer ? 'no_windows(), no_month(), no_windows(), no_month()' : 'no_windows(), no_month()';
-  return `release_leases(ifkey, ARGV, ${releasesAt(variant)})
+  const lease = variant.lease === true ? leaseConsumeLua(leaseAt(variant), consumer) : undefined;
+  const reply = lease ? 'lease_reply' : 'decision_reply';
+  const units = lease ? 'taken' : 'cost';
+  return `${lease ? LEASE_FUNCTIONS : ''}release_leases(ifkey, ARGV, ${releasesAt(variant)})
 local now = clock_now(ARGV[8])
 local cost = tonumber(ARGV[9])
+${lease ? lease.start : ''}
 local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc', 'bu', 'rc', 're')
 local banned_until = tonumber(f[5]) or 0
-if banned_until > now then return decision_reply(2, now, banned_until, 0, ${nothing}) end
+if banned_until > now then return ${reply}(2, now, banned_until, 0, ${nothing}) end
 local ttl = (math.floor(now / 86400000) + 1) * 86400000 - now + tonumber(ARGV[6])
 local k = fixed_windows(f[1], f[2], f[3], f[4], now)
 ${sliding ? 'sliding_minute(log, now, k)' : ''}
@@ -71,19 +86,20 @@ local room = has_room(k, km, cost, tonumber(ARGV[1]), tonumber(ARGV[2]))
 ${consumer ? consumerRead(sliding, clog) : ''}
 local max_in_flight = tonumber(ARGV[10])
 local slot, held = lease_room(ifkey, now, max_in_flight)
-if not slot then return decision_reply(4, now, 0, 0, ${holders}) end
+if not slot then return ${reply}(4, now, 0, 0, ${holders}) end
 if room then
-  admit_windows(hash, ${sliding}, ${log}, k, now, cost, ttl)
-  add_to_month(mkey, km, now, cost, 0)
-  ${consumer ? consumerAdmit(sliding, clog) : ''}
+  ${lease ? lease.take : ''}
+  admit_windows(hash, ${sliding}, ${log}, k, now, ${units}, ttl)
+  add_to_month(mkey, km, now, ${units}, 0)
+  ${consumer ? consumerAdmit(sliding, clog, units) : ''}
   held = hold_lease(ifkey, now, max_in_flight, held, ARGV[11], tonumber(ARGV[12]))
-  return decision_reply(0, now, 0, held, ${holders})
+  return ${reply}(0, now, 0, held, ${holders})
 end
 sliding_freeing(${log}, k, cost, tonumber(ARGV[1]))
 ${consumer ? `sliding_freeing(${clog}, c, cost, tonumber(ARGV[18]))` : ''}
-if ARGV[7] == '1' then return decision_reply(1, now, 0, 0, ${holders}) end
+if ARGV[7] == '1' then return ${reply}(1, now, 0, 0, ${holders}) end
 local outcome, ends = count_refusal(hash, now, f[6], f[7], ttl, tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
-return decision_reply(outcome, now, ends, 0, ${holders})
+return ${reply}(outcome, now, ends, 0, ${holders})
 `;
 }
 
@@ -97,10 +113,10 @@ room = room and has_room(c, cm, cost, tonumber(ARGV[18]), tonumber(ARGV[19]))`;
 }
 
 /** The consumer's units of an admission: its hash holds no ban, so it is kept only to the end of its day. */
-function consumerAdmit(sliding: boolean, clog: string): string {
+function consumerAdmit(sliding: boolean, clog: string, units: string): string {
   const dayEnd = `(math.floor(now / 86400000) + 1) * 86400000 - now + ${EXPIRY_SLACK_MS}`;
-  return `admit_windows(chash, ${sliding}, ${sliding ? clog : 'nil'}, c, now, cost, ${dayEnd})
-  add_to_month(cmkey, cm, now, cost, 0)`;
+  return `admit_windows(chash, ${sliding}, ${sliding ? clog : 'nil'}, c, now, ${units}, ${dayEnd})
+  add_to_month(cmkey, cm, now, ${units}, 0)`;
 }
 
 /**
@@ -179,7 +195,8 @@ return held
 
 // Names of the custom commands on the client; prefixed so they cannot clash with anyone else's.
 function consumeScript(variant: ConsumeVariant): ModelScript<number[]> {
-  const name = `${variant.consumer ? 'asgConsumerLimit' : 'asgKeyLimit'}${variant.sliding ? 'Sliding' : ''}Consume`;
+  const kind = `${variant.sliding ? 'Sliding' : ''}${variant.lease === true ? 'Lease' : ''}`;
+  const name = `${variant.consumer ? 'asgConsumerLimit' : 'asgKeyLimit'}${kind}Consume`;
   return modelScript<number[]>(name, consumeKeySlots(variant), consumeLua(variant));
 }
 
@@ -188,6 +205,12 @@ export const CONSUME_SCRIPTS = {
   fixed: [consumeScript({ sliding: false, consumer: false }), consumeScript({ sliding: false, consumer: true })],
   sliding: [consumeScript({ sliding: true, consumer: false }), consumeScript({ sliding: true, consumer: true })],
 } as const;
+
+/** The lease consumes (fixed minute only): [key alone, with its consumer]. */
+export const LEASE_CONSUME_SCRIPTS = [
+  consumeScript({ sliding: false, consumer: false, lease: true }),
+  consumeScript({ sliding: false, consumer: true, lease: true }),
+] as const;
 
 /** A key's windows read: ARGV 1 now, 2 perMonth, 3..6 its boundaries. */
 export const USAGE_SCRIPTS = {

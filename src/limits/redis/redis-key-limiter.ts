@@ -20,7 +20,11 @@ import { consumerWindows, withConsumer } from '../consumers/consumer-decision';
 import { RedisNames, type ConsumerRedisNames, type KeyRedisNames } from './redis-names';
 import { scriptKeys, type KeySlot } from './lua-model';
 import { decodeDecisionReply, type DecisionReply, type WindowCounts } from './decision-reply';
+import type { LeaseReturn } from '../leases/lease';
+import type { LeasedDecision, LeaseStore } from '../leases/lease-store';
+import { leaseArgv, leaseGrantOf, leaseTail, returnArgv, RETURN_SCRIPTS } from './lease-scripts';
 import {
+  LEASE_CONSUME_SCRIPTS,
   CONSUME_SCRIPTS,
   CONSUMER_USAGE_SCRIPT,
   CREDITS_SCRIPT,
@@ -99,6 +103,12 @@ function keyCountsOf(reply: DecisionReply, limits: WindowLimits) {
   };
 }
 
+/** A lease consume's ARGV tail (leaseArgv), and what its reply ends with. */
+interface LeaseCall {
+  argv: string[];
+  tail?: { granted: number; missed: number };
+}
+
 export interface RedisKeyLimiterOptions {
   /** Prefix of every key, e.g. `asg:prod`; staging and production can share one Redis. */
   namespace: string;
@@ -120,9 +130,12 @@ export interface RedisKeyLimiterOptions {
  * and the ban, atomically, so N instances never admit more than the limit. The client is the
  * caller's: close() leaves it open.
  */
-export class RedisKeyLimiter implements KeyLimiter {
+export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
   private readonly scripts: {
     consume: readonly [BoundScript<number[]>, BoundScript<number[]>];
+    /** Leases of units (lease-scripts.ts): the consume that also takes a lease, and the return alone. */
+    leaseConsume: readonly [BoundScript<number[]>, BoundScript<number[]>];
+    leaseReturn: readonly BoundScript<number>[];
     usage: BoundScript<number[]>;
     consumerUsage: BoundScript<number[]>;
     credits: BoundScript<number>;
@@ -159,6 +172,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     const [alone, withItsConsumer] = CONSUME_SCRIPTS[this.sliding ? 'sliding' : 'fixed'];
     this.scripts = {
       consume: [bind(alone, redis), bind(withItsConsumer, redis)],
+      leaseConsume: [bind(LEASE_CONSUME_SCRIPTS[0], redis), bind(LEASE_CONSUME_SCRIPTS[1], redis)],
+      leaseReturn: RETURN_SCRIPTS.map((model) => bind(model, redis)),
       usage: bind(USAGE_SCRIPTS[this.sliding ? 'sliding' : 'fixed'], redis),
       consumerUsage: bind(CONSUMER_USAGE_SCRIPT, redis),
       credits: bind(CREDITS_SCRIPT, redis),
@@ -184,12 +199,49 @@ export class RedisKeyLimiter implements KeyLimiter {
     }
   }
 
+  /**
+   * A consume that gives back `ended` first and takes a lease of up to `wanted` units with the
+   * request (leases/lease-store.ts; the lease consume of decision-scripts.ts, fixed minute only).
+   */
+  async consumeWithLease(
+    ref: KeyRef,
+    limits: WindowLimits,
+    options: ConsumeOptions | undefined,
+    wanted: number,
+    ended: LeaseReturn | null,
+  ): Promise<LeasedDecision> {
+    const key = this.names.key(ref);
+    const lease: LeaseCall = { argv: leaseArgv(wanted, ended) };
+    const releases = this.releases.take(key.leases);
+    try {
+      const decision = await this.decide(key, limits, options, releases, lease);
+      const { granted, missed } = lease.tail!;
+      return { decision, grant: leaseGrantOf(decision, granted), returned: ended === null ? undefined : missed === 0 };
+    } catch (err) {
+      if (releases !== undefined) this.releases.putBack(key.leases, releases);
+      throw err;
+    }
+  }
+
+  /** Returns no request carried, one script each (in parallel: each key is a slot of its own on a Cluster). */
+  returnUnits(returns: readonly LeaseReturn[]): Promise<boolean[]> {
+    return Promise.all(
+      returns.map(async (plan) => {
+        const shared = plan.windows.some((w) => w.name.startsWith('consumer-')) ? plan.holder.consumerId : undefined;
+        const consumer = shared === undefined ? undefined : this.names.consumer(shared);
+        const script = this.scripts.leaseReturn[consumer === undefined ? 0 : 1]!;
+        return (await run(script, this.names.key(plan.holder), returnArgv(plan), consumer)) === 0;
+      }),
+    );
+  }
+
   /** One consume script: the key's windows, ban and lease (with its consumer's windows when it has one), the carried releases first. */
   private async decide(
     key: KeyRedisNames,
     limits: WindowLimits,
     options: ConsumeOptions | undefined,
     releases: string[] | undefined,
+    lease?: LeaseCall,
   ): Promise<KeyDecision> {
     const cost = options?.cost ?? 1;
     const share = options?.consumer;
@@ -206,12 +258,17 @@ export class RedisKeyLimiter implements KeyLimiter {
       ...inFlightArgv(options?.inFlight),
     ];
     if (limits.perMonth !== undefined) argv.push(String(limits.perMonth), ...this.monthArgv(options?.billingDay));
-    else if (share !== undefined || releases !== undefined) argv.push(...NO_MONTH_ARGV);
+    else if (share !== undefined || releases !== undefined || lease !== undefined) argv.push(...NO_MONTH_ARGV);
     if (share !== undefined) argv.push(...this.consumerArgv(share));
+    if (lease !== undefined) argv.push(...lease.argv);
     if (releases !== undefined) argv.push(...releases);
     const consumer = share === undefined ? undefined : this.names.consumer(share.id);
-    const script = this.scripts.consume[share === undefined ? 0 : 1];
-    const reply = decodeDecisionReply(await run(script, key, argv, consumer));
+    const script = (lease === undefined ? this.scripts.consume : this.scripts.leaseConsume)[
+      share === undefined ? 0 : 1
+    ];
+    const raw = await run(script, key, argv, consumer);
+    if (lease !== undefined) lease.tail = leaseTail(raw);
+    const reply = decodeDecisionReply(raw);
     const decision = this.decisionOf(reply, limits, cost, share);
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(key, reply.bannedUntil);
     this.noteLease(options?.inFlight, decision, reply.held);

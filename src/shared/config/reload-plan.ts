@@ -15,6 +15,8 @@ export const RELOADABLE_SETTINGS = [
   'deprecations',
   'cors',
   'rateLimit.retryAfterJitterSeconds',
+  // Read by the leasing limiter at each request (src/limits/leases/leasing-key-limiter.ts).
+  'rateLimit.leases',
   'server.trustedProxies',
   'server.publicBaseUrl',
   'server.maxBodyBytes',

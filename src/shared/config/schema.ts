@@ -16,6 +16,7 @@ import { notificationIssues, notificationsSchema } from './notifications';
 import { secretScanningIssues, secretScanningSchema } from './secret-scanning';
 import { usageEventsIssues, usageEventsSchema } from './usage-events';
 import { parseAddressEntry } from '../http/address-entry';
+import { BUSY_KEY_REQUESTS_PER_SECOND } from '../../limits/leases/lease-settings';
 
 /**
  * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
@@ -211,6 +212,18 @@ export const configSchema = z
       minuteWindow: z.enum(['fixed', 'sliding']),
       /** A 429's Retry-After gets a uniformly random 0..N whole seconds more, so refused clients spread out. */
       retryAfterJitterSeconds: wholeNumber(0, 3600),
+      /**
+       * Leases of units (docs/scaling.md "Leases"): a key busy on an instance is admitted from units
+       * counted in Redis beforehand, with no round trip per request. Reloadable; off, every request
+       * goes to Redis (and the leases out end, their units given back).
+       */
+      leases: z
+        .strictObject({
+          enabled: z.boolean({ error: 'must be true or false' }).default(true),
+          /** Requests per second one instance (one worker) must see for a key before it takes leases for it. */
+          busyRequestsPerSecond: wholeNumber(5, 1_000_000).default(BUSY_KEY_REQUESTS_PER_SECOND),
+        })
+        .default({ enabled: true, busyRequestsPerSecond: BUSY_KEY_REQUESTS_PER_SECOND }),
     }),
     ban: z.strictObject({ threshold: positiveInt, windowSeconds: positiveInt, durationSeconds: positiveInt }),
     deprecations: z.array(deprecationSchema),

@@ -216,6 +216,9 @@ const FIXED_RULES: Record<string, readonly string[] | ((value: string) => boolea
   statement: ['insert_pet', 'get_pet', 'list_pets', 'list_pets_by_status', 'ping', 'write_probe'],
   code: SQLITE_CODE_LABELS,
   hash: (value) => /^[0-9a-f]{64}$/.test(value),
+  // gateway_lease_units_total and gateway_lease_admissions_total (src/limits/leases/).
+  outcome: ['taken', 'used', 'returned', 'expired'],
+  decided_by: ['lease', 'store'],
 };
 
 /** Metrics of the runtime itself (prom-client's default metrics): labelled by what the process holds, never by a client. */

@@ -32,6 +32,14 @@ export interface GatewayMetricSources {
   deprecations?: () => readonly DeprecationConfig[];
   /** The guarded forwarder, read at scrape time: its breaker's state and the requests it holds. */
   upstream?: () => { circuitState(): CircuitState; inFlight(): number };
+  /** The leasing limiter's counts, read at scrape time (null: no leases in this process). */
+  leases?: () => LeaseFigures | null;
+}
+
+/** What leases did (src/limits/leases/): units by outcome, and admitted requests by who decided them. */
+export interface LeaseFigures {
+  units: Readonly<Record<'taken' | 'used' | 'returned' | 'expired', number>>;
+  admissions: { lease: number; store: number };
 }
 
 /**
@@ -216,11 +224,43 @@ function limiterMetrics(registry: Registry, sources: GatewayMetricSources) {
         }
       },
     }),
+    ...leaseMetrics(registry, sources),
     unenforced: new Counter({
       name: 'gateway_ratelimit_unenforced_total',
       help: 'Requests served without limits because the store was unreachable (store.failMode open).',
       labelNames: ['plan'] as const,
       registers: [registry],
+    }),
+  };
+}
+
+/** Leases of units (docs/scaling.md "Leases"): counts the leasing limiter keeps, copied at scrape time. */
+function leaseMetrics(registry: Registry, sources: GatewayMetricSources) {
+  return {
+    leaseUnits: new Counter({
+      name: 'gateway_lease_units_total',
+      help: 'Units leases took (taken) and what became of them: used by admitted requests, returned to their windows, expired (left counted).',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+      collect() {
+        const figures = sources.leases?.();
+        if (!figures) return;
+        this.reset();
+        for (const [outcome, units] of Object.entries(figures.units)) this.inc({ outcome }, units);
+      },
+    }),
+    leaseAdmissions: new Counter({
+      name: 'gateway_lease_admissions_total',
+      help: 'Admitted requests of keys leases may serve, by what decided them: lease (no Redis round trip) or store.',
+      labelNames: ['decided_by'] as const,
+      registers: [registry],
+      collect() {
+        const figures = sources.leases?.();
+        if (!figures) return;
+        this.reset();
+        this.inc({ decided_by: 'lease' }, figures.admissions.lease);
+        this.inc({ decided_by: 'store' }, figures.admissions.store);
+      },
     }),
   };
 }

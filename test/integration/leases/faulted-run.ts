@@ -15,7 +15,12 @@ import { WindowTally } from './window-tally';
 /** One operation costs this many units (config `costs`), so windows count costs, not requests. */
 export const PET_COST = 3;
 /** Units per minute of each limit, by tally name; day limits far above what the run sends, so the minutes are the tightest. */
-export const LIMITS = { 'key:solo': 90, 'key:shared-list': 100, 'key:shared-pet': 99, 'consumer:shared': 120 } as const;
+export const LIMITS = {
+  'key:solo': 540,
+  'key:shared-list': 600,
+  'key:shared-pet': 594,
+  'consumer:shared': 720,
+} as const;
 const PER_DAY = 1_000_000;
 /** Traffic between two faults, and after the last. */
 const GAP_MS = 2_500;
@@ -107,9 +112,10 @@ async function clientPlans(fleet: Fleet): Promise<ClientPlan[]> {
   const pet = await newKey(fleet, 'shared-pet', LIMITS['key:shared-pet'], consumerId);
   const shared = (key: string) => [key, 'consumer:shared'];
   return [
-    { auth: solo, path: '/v1/pets', units: 1, limits: ['key:solo'], perSecond: 15 },
-    { auth: list, path: '/v1/pets', units: 1, limits: shared('key:shared-list'), perSecond: 10 },
-    { auth: pet, path: '/v1/pets/1', units: PET_COST, limits: shared('key:shared-pet'), perSecond: 5 },
+    // Enough per process for leases (HARNESS_BUSY_REQUESTS_PER_SECOND), and over every limit within 10 s of a minute.
+    { auth: solo, path: '/v1/pets', units: 1, limits: ['key:solo'], perSecond: 60 },
+    { auth: list, path: '/v1/pets', units: 1, limits: shared('key:shared-list'), perSecond: 40 },
+    { auth: pet, path: '/v1/pets/1', units: PET_COST, limits: shared('key:shared-pet'), perSecond: 20 },
   ];
 }
 
@@ -132,6 +138,21 @@ export interface FaultedRun {
   faults: string[];
   /** The seed, the faults, the run's length and every window's count: a failure's message. */
   evidence: string;
+  /** Requests admitted from leases, summed over the instances' metrics at the end (an instance killed forgot its own). */
+  leaseAdmissions: number;
+}
+
+/** gateway_lease_admissions_total{decided_by="lease"} of every instance, summed (0 for one that does not answer). */
+async function leaseAdmissions(fleet: Fleet): Promise<number> {
+  let total = 0;
+  for (const instance of fleet.instances) {
+    const text = await fetch(`${instance.adminUrl}/metrics`)
+      .then((res) => res.text())
+      .catch(() => '');
+    const match = /^gateway_lease_admissions_total\{decided_by="lease"\} (\d+)/m.exec(text);
+    total += Number(match?.[1] ?? 0);
+  }
+  return total;
 }
 
 /** Keys, then clients on every instance and the faults in a seeded order (LEASES_HARNESS_SEED replays one). */
@@ -156,6 +177,7 @@ export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
   await new Promise((resolve) => setTimeout(resolve, GAP_MS));
   await clients.stop();
   trace(tally.summary());
-  const run = { seed, faults, seconds: Math.round((Date.now() - started) / 1000), sent: clients.sent };
-  return { tally, faults, evidence: `${JSON.stringify(run)}; ${tally.summary()}` };
+  const leased = await leaseAdmissions(fleet);
+  const run = { seed, faults, seconds: Math.round((Date.now() - started) / 1000), sent: clients.sent, leased };
+  return { tally, faults, evidence: `${JSON.stringify(run)}; ${tally.summary()}`, leaseAdmissions: leased };
 }

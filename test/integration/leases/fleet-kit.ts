@@ -22,6 +22,9 @@ export interface FleetSettings {
 }
 
 /** The config the harness runs under: fail closed, short Redis timeout, no bans, one operation costing 3. */
+/** What makes a key busy in the harness (50 by default): its clients send tens of requests a second over four processes. */
+export const HARNESS_BUSY_REQUESTS_PER_SECOND = 5;
+
 export function harnessConfigYaml(namespace: string, opCost: number): string {
   return [
     'redis:',
@@ -35,6 +38,11 @@ export function harnessConfigYaml(namespace: string, opCost: number): string {
     '  threshold: 1000000',
     '  windowSeconds: 60',
     '  durationSeconds: 60',
+    // Leases on (the default) for keys at the clients' rates: a few requests per second per process.
+    'rateLimit:',
+    '  leases:',
+    '    enabled: true',
+    `    busyRequestsPerSecond: ${HARNESS_BUSY_REQUESTS_PER_SECOND}`,
     'costs:',
     `  - { method: GET, path: "/pets/{petId}", cost: ${opCost} }`,
     '',

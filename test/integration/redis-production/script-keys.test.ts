@@ -184,6 +184,27 @@ async function driveProduct(product: ProductHarness, webhooks: boolean): Promise
 }
 
 /** The paths no product takes unless something failed: an import undone, records restored after a loss, the restore lock, the outbox's release. */
+/** Leases of units (src/limits/leases/): the lease consume with a return carried, and the return alone, for a key and a consumer's key. */
+async function driveLeases(namespace: string): Promise<void> {
+  const limiter = new RedisKeyLimiter(client, { namespace, ban: NO_BAN });
+  const limits = { perMinute: 10_000, perDay: 100_000, perMonth: 1_000_000 };
+  const consumer = {
+    id: 'con_leases',
+    limits: { perMinute: 10_000, perDay: 100_000, perMonth: 1_000_000 },
+    billingDay: 1,
+  };
+  for (const [key, options] of [
+    [{ keyId: 'key_leases' }, {}],
+    [{ keyId: 'key_leases', consumerId: consumer.id }, { consumer }],
+  ] as const) {
+    const { grant } = await limiter.consumeWithLease(key, limits, options, 100, null);
+    expect(grant?.units).toBe(100);
+    const back = { holder: key, units: 50, windows: grant!.windows, complete: true };
+    expect((await limiter.consumeWithLease(key, limits, options, 0, back)).returned).toBe(true);
+    expect(await limiter.returnUnits([{ ...back, units: 10 }])).toEqual([true]);
+  }
+}
+
 async function driveStoresDirectly(namespace: string): Promise<void> {
   const store = await RedisKeyStore.open(client, { namespace });
   try {
@@ -345,6 +366,7 @@ test('every script declares in KEYS each key it touches, and every script the pr
   await driveProduct(sliding, false);
   const namespace = fixed.config.redis.namespace;
   await driveStoresDirectly(namespace);
+  await driveLeases(namespace);
   await driveSlidingLimiter(namespace);
   await sliding.close();
   await fixed.close();
