@@ -1,7 +1,7 @@
 import { BUSY_KEY_REQUESTS_PER_SECOND, LEASE_HORIZON_MS, LEASE_SHARE_DIVISOR } from './lease-settings';
 
 /**
- * How many units a lease takes (docs/scaling.md "Leases: the design"). Two halves, because they
+ * How many units a lease takes (docs/scaling.md "Leases of units"). Two halves, because they
  * are decided in two places: what the instance asks for (from the rate it sees), and what the
  * store grants (capped by what is left in the windows, read where the counts are, in the same
  * script that counts the request). 0 means no lease: the request goes the per-request path.
