@@ -66,7 +66,8 @@ export class LeasingKeyLimiter implements KeyLimiter {
   /** Each leased key's decision at its take, windows as requests used them: what lease admissions show. */
   private readonly shown = new Map<string, Allowed>();
   private pending: LeaseReturn[] = [];
-  private readonly timer: NodeJS.Timeout;
+  /** The sweep runs only while leases are out or returns wait: an idle process wakes for nothing. */
+  private timer: NodeJS.Timeout | undefined;
   private lastForget: number;
 
   constructor(
@@ -76,7 +77,11 @@ export class LeasingKeyLimiter implements KeyLimiter {
     this.book = new LeaseBook(options.clock);
     this.rates = new KeyRates(options.clock);
     this.lastForget = options.clock.now();
-    this.timer = setInterval(() => void this.sweep(), options.sweepMs ?? LEASE_SWEEP_MS);
+  }
+
+  private sweeping(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.sweep(), this.options.sweepMs ?? LEASE_SWEEP_MS);
     this.timer.unref();
   }
 
@@ -87,6 +92,7 @@ export class LeasingKeyLimiter implements KeyLimiter {
     }
     const cost = options?.cost ?? 1;
     this.rates.record(key.keyId);
+    this.forgetIdleKeys();
     const admission = this.book.admit(key, cost);
     if (admission.admitted) {
       this.admissions.lease++;
@@ -135,6 +141,7 @@ export class LeasingKeyLimiter implements KeyLimiter {
       if (grant === null || grant.units <= 0) return decision;
       const previous = this.book.take(key, grant, sentAt).ended;
       if (previous !== null) this.queue([previous]);
+      this.sweeping();
       const shown = usedView(decision, grant.units);
       this.shown.set(key.keyId, shown);
       return shown;
@@ -178,17 +185,24 @@ export class LeasingKeyLimiter implements KeyLimiter {
       this.shown.delete(plan.holder.keyId);
       this.pending.push(plan);
     }
+    if (this.pending.length > 0) this.sweeping();
+  }
+
+  /** Keys not seen for a whole rate interval are forgotten now and then: the rates hold the keys in use. */
+  private forgetIdleKeys(): void {
+    const now = this.options.clock.now();
+    if (now - this.lastForget < FORGET_IDLE_MS) return;
+    this.lastForget = now;
+    this.rates.forgetIdle();
   }
 
   /** Ends the leases past their life and sends every return no request carried, in one batch. */
   async sweep(): Promise<void> {
     this.queue(this.book.endExpired());
-    const now = this.options.clock.now();
-    if (now - this.lastForget >= FORGET_IDLE_MS) {
-      this.lastForget = now;
-      this.rates.forgetIdle();
+    if (this.pending.length === 0) {
+      if (this.book.size === 0) this.stopSweeping();
+      return;
     }
-    if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
     try {
@@ -262,10 +276,16 @@ export class LeasingKeyLimiter implements KeyLimiter {
   }
 
   /** Every lease ends and its units go back before the store closes. */
-  async close(): Promise<void> {
+  private stopSweeping(): void {
     clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  async close(): Promise<void> {
+    this.stopSweeping();
     this.queue(this.book.endAll());
     await this.sweep();
+    this.stopSweeping();
     await this.store.close();
   }
 }

@@ -4,15 +4,16 @@ import { LEASE_LIFE_MS } from '../../../../src/limits/leases/lease-settings';
 import type { KeyDecision, WindowLimits } from '../../../../src/limits/types';
 import { FakeLeaseStore } from './fake-lease-store';
 import { STORE_NOW } from './lease-kit';
+import { eventually } from '../../../support/eventually';
 
 const KEY = { keyId: 'key_1' };
 const ROOMY: WindowLimits = { perMinute: 100_000, perDay: 1_000_000 };
 
-function setUp(enabled = true) {
+function setUp(enabled = true, sweepMs = 3_600_000) {
   const clock = new ManualClock(STORE_NOW);
   const store = new FakeLeaseStore(clock);
   const switchOn = { enabled };
-  const limiter = new LeasingKeyLimiter(store, { clock, enabled: () => switchOn.enabled, sweepMs: 3_600_000 });
+  const limiter = new LeasingKeyLimiter(store, { clock, enabled: () => switchOn.enabled, sweepMs });
   return { clock, store, limiter, switchOn };
 }
 
@@ -112,6 +113,17 @@ describe('LeasingKeyLimiter', () => {
     expect(store.minute.count).toBe(used);
     expect(limiter.book.counts.get('returned')).toBeGreaterThan(0);
     expectUnitsAccounted(limiter);
+  });
+
+  it('sweeps by itself while a lease is out, and stops once none is left', async () => {
+    const { clock, store, limiter } = setUp(true, 5);
+    const used = await warm(limiter, clock);
+    clock.advance(LEASE_LIFE_MS);
+    const swept = () => limiter.book.size === 0 && store.minute.count === used;
+    await eventually(() => swept() && limiter['timer'] === undefined, {
+      what: 'the lease swept back, the sweep stopped',
+    });
+    await limiter.close();
   });
 
   it('carries the return of a lease that cannot hold a request in that request’s own round trip', async () => {
