@@ -8,16 +8,14 @@ import {
   type ApiKeyRecord,
   type ImportResult,
   type KeyMove,
-  type KeyPatch,
   type KeyPatchRequest,
   type KeyStore,
   type NewKeyInput,
 } from './types';
 import { ExportReader, exportLine } from './key-export';
-import { billingDayOf } from './record-changes';
+import { recordJson, recordOfJson } from './stores/key-record-fields';
 import { largestCost } from '../shared/config/costs';
-import { MAX_NAME_LENGTH, validBillingDay, validExpiry, validLimits, validName } from './key-validation';
-import { accessListsOf, accessListsPatch } from '../access/access-lists';
+import { adminFields, MAX_NAME_LENGTH, type AdminWrite } from './key-validation';
 import { MAX_GRACE_SECONDS } from '../shared/constants';
 
 /** Bounds of a rotation's grace period (CONTRACT §5); the longest is shared with the import's check. */
@@ -96,53 +94,48 @@ export class KeyService {
     return largestCost(this.costsInForce())?.cost ?? 1;
   }
 
-  /** The only place a full key exists: the caller shows `key` once and drops it. */
-  async create(input: NewKeyInput): Promise<CreatedKey> {
-    const name = validName(input.name);
-    const plan = this.validPlan(input.plan);
-    const limits =
-      input.limits === undefined || input.limits === null ? null : validLimits(input.limits, this.largestCost);
-    this.assertHasLimits(plan, limits);
-    const billingDay = validBillingDay(input.billingDay);
-    const expiresAt =
-      input.expiresAt === undefined || input.expiresAt === null ? null : validExpiry(input.expiresAt, this.clock.now());
-    const consumerId = await this.validConsumer(input.consumerId);
-    const accessLists = accessListsOf(accessListsPatch(input));
+  /** What the admin fields' checks read at a write: the plans, costs and instant in force. */
+  private adminWrite(): AdminWrite {
+    const { consumerExists } = this.options;
+    return {
+      plans: this.plansInForce(),
+      largestCost: this.largestCost,
+      now: this.clock.now(),
+      ...(consumerExists ? { consumerExists } : {}),
+    };
+  }
 
+  /**
+   * The only place a full key exists: the caller shows `key` once and drops it. The record is the
+   * admin fields as checked (key-validation.ts, ADMIN_FIELD_CHECKS) and the key's own identity,
+   * read through the record's encoding, so a field left at its default is absent as a store keeps it.
+   */
+  async create(input: NewKeyInput): Promise<CreatedKey> {
+    const fields = await adminFields(input, this.adminWrite(), 'create', (field, values) => {
+      // A key has limits, its own or its plan's: said before any later field is checked.
+      if (field === 'limits') this.assertHasLimits(values.plan!, values.limits!);
+    });
     const key = generateApiKey(this.prefix);
     const now = this.now();
-    const record: ApiKeyRecord = {
-      id: generateKeyId(),
-      name,
-      plan,
-      limits,
-      hash: hashApiKey(key),
-      createdAt: now,
-      updatedAt: now,
-      revokedAt: null,
-      expiresAt,
-      previousHash: null,
-      previousKeyExpiresAt: null,
-      ...billingDayOf(billingDay),
-      ...(consumerId ? { consumerId } : {}),
-      ...accessLists,
-    };
+    const record = recordOfJson(
+      recordJson({
+        ...fields,
+        id: generateKeyId(),
+        hash: hashApiKey(key),
+        createdAt: now,
+        updatedAt: now,
+        revokedAt: null,
+        previousHash: null,
+        previousKeyExpiresAt: null,
+      } as ApiKeyRecord),
+    );
     await this.store.insert(record).catch(refuseClosedConsumer);
     return { key, record };
   }
 
   /** `limits: null` drops the key's override (the plan's apply again); absent fields stay. */
   async update(id: string, patch: KeyPatchRequest): Promise<ApiKeyRecord | null> {
-    const clean: KeyPatch = {};
-    if (patch.name !== undefined) clean.name = validName(patch.name);
-    if (patch.plan !== undefined) clean.plan = this.validPlan(patch.plan);
-    if (patch.limits !== undefined)
-      clean.limits = patch.limits === null ? null : validLimits(patch.limits, this.largestCost);
-    if (patch.expiresAt !== undefined)
-      clean.expiresAt = patch.expiresAt === null ? null : validExpiry(patch.expiresAt, this.clock.now());
-    if (patch.consumerId !== undefined) clean.consumerId = (await this.validConsumer(patch.consumerId)) ?? null;
-    Object.assign(clean, accessListsPatch(patch));
-
+    const clean = await adminFields(patch, this.adminWrite(), 'patch');
     const current = await this.store.get(id);
     if (!current) return null;
     this.assertHasLimits(clean.plan ?? current.plan, clean.limits === undefined ? current.limits : clean.limits);
@@ -150,14 +143,6 @@ export class KeyService {
     if (updated && updated.consumerId !== current.consumerId)
       await this.options.onConsumerMoved?.(id, current.consumerId, updated.consumerId);
     return updated;
-  }
-
-  /** A consumer id that exists, or undefined for none; an unknown one is 400. */
-  private async validConsumer(value: unknown): Promise<string | undefined> {
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string' || !(await this.options.consumerExists?.(value)))
-      throw invalid(`consumerId: no consumer with id ${String(value)}.`);
-    return value;
   }
 
   /** Revokes for good; revoking again keeps the first `revokedAt`. */
@@ -257,15 +242,6 @@ export class KeyService {
     plans: Plans = this.plansInForce(),
   ): WindowLimits | null {
     return effectiveLimits(record, plans);
-  }
-
-  private validPlan(plan: unknown): string {
-    const plans = this.plansInForce();
-    if (typeof plan !== 'string' || !Object.hasOwn(plans, plan)) {
-      const known = Object.keys(plans).join(', ');
-      throw invalid(`plan must be one of ${known}.`);
-    }
-    return plan;
   }
 
   private assertHasLimits(plan: string, limits: WindowLimits | null): void {

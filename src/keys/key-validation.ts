@@ -5,9 +5,10 @@ import { MAX_BILLING_DAY, MIN_BILLING_DAY } from '../shared/constants';
 import { limitsBelowCost } from '../shared/config/costs';
 import { normalisedHiddenWindows } from '../limits/hidden-windows';
 import { billingDayOf, LIMIT_FIELDS, normalisedLimits } from './stores/key-record-fields';
-import { accessListsOf, accessListsPatch } from '../access/access-lists';
+import { accessListsOf, accessListsPatch, validAccessList } from '../access/access-lists';
 import { IMPORT_CLOCK_SKEW_MS, MAX_GRACE_SECONDS } from '../shared/constants';
-import type { ApiKeyRecord } from './types';
+import type { Plans } from '../limits/plan-limits';
+import type { ApiKeyRecord, KeyPatch, NewKeyInput } from './types';
 
 /**
  * What a key record's fields must be, for the admin API's writes and for a backup's import alike
@@ -206,3 +207,89 @@ export const LINE_FIELD_CHECKS: { [K in keyof ApiKeyRecord]-?: LineCheck<K> } = 
   allowedAddresses: (value) =>
     asAdminApi(() => accessListsOf(accessListsPatch({ allowedAddresses: value }))).allowedAddresses,
 };
+
+/** What an admin write's checks read besides the value: what is in force at the write. */
+export interface AdminWrite {
+  /** The plans configured: `plan` must name one. */
+  plans: Plans;
+  /** The largest operation cost: a key's own limits may not be below it. */
+  largestCost: number;
+  /** The write's instant (ms): `expiresAt` must be after it. */
+  now: number;
+  /** Whether a consumer exists (src/consumers): `consumerId` must name one. Absent: none does. */
+  consumerExists?: (id: string) => Promise<boolean>;
+}
+
+/** A field's value as a record keeps it, or null for none (a PATCH removes the field, a create leaves it at its default). */
+type AdminValue<K extends keyof NewKeyInput> = Exclude<ApiKeyRecord[K], undefined> | null;
+
+/**
+ * How the admin API checks one field it may set (CONTRACT §4): throws
+ * ApiError('validation_failed') saying what is wrong. A create checks every field, an absent one
+ * as undefined; a PATCH only those it names.
+ */
+interface AdminCheck<K extends keyof NewKeyInput> {
+  check(value: unknown, write: AdminWrite): AdminValue<K> | Promise<AdminValue<K>>;
+  /** Set at creation only: a PATCH does not take it. */
+  createOnly?: true;
+}
+
+export function validPlan(plan: unknown, plans: Plans): string {
+  if (typeof plan !== 'string' || !Object.hasOwn(plans, plan))
+    throw invalid(`plan must be one of ${Object.keys(plans).join(', ')}.`);
+  return plan;
+}
+
+/** A consumer id that exists, or null for none; an unknown one is 400. */
+async function validConsumer(value: unknown, write: AdminWrite): Promise<string | null> {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || !(await write.consumerExists?.(value)))
+    throw invalid(`consumerId: no consumer with id ${String(value)}.`);
+  return value;
+}
+
+/**
+ * Each field an admin write may set, checked in this order (the first bad one is the 400): what
+ * KeyService.create and update derive the record and the patch from. The compiler names a field
+ * of NewKeyInput without its check; the field's encoding is its entry in stores/key-record-fields.ts.
+ */
+export const ADMIN_FIELD_CHECKS: { [K in keyof NewKeyInput]-?: AdminCheck<K> } = {
+  name: { check: (value) => validName(value) },
+  plan: { check: (value, write) => validPlan(value, write.plans) },
+  limits: {
+    check: (value, write) => (value === undefined || value === null ? null : validLimits(value, write.largestCost)),
+  },
+  billingDay: { check: (value) => validBillingDay(value) ?? null, createOnly: true },
+  expiresAt: {
+    check: (value, write) => (value === undefined || value === null ? null : validExpiry(value, write.now)),
+  },
+  consumerId: { check: validConsumer },
+  allowedOperations: {
+    check: (value) => (value === undefined ? null : validAccessList('allowedOperations', value)),
+  },
+  allowedAddresses: {
+    check: (value) => (value === undefined ? null : validAccessList('allowedAddresses', value)),
+  },
+};
+
+/**
+ * The fields of an admin write, each checked by ADMIN_FIELD_CHECKS in its order: for a create,
+ * every field (null where it was left out); for a PATCH, those it names and may change. `checked`
+ * is told of each field as it passes, for a rule across fields that must come before the later
+ * fields' checks.
+ */
+export async function adminFields(
+  given: object,
+  write: AdminWrite,
+  on: 'create' | 'patch',
+  checked?: (field: keyof NewKeyInput, values: KeyPatch) => void,
+): Promise<KeyPatch & { billingDay?: number | null }> {
+  const input = given as Record<string, unknown>;
+  const values: Record<string, unknown> = {};
+  for (const [field, entry] of Object.entries(ADMIN_FIELD_CHECKS) as [keyof NewKeyInput, AdminCheck<never>][]) {
+    if (on === 'patch' && (entry.createOnly || input[field] === undefined)) continue;
+    values[field] = await entry.check(input[field], write);
+    checked?.(field, values as KeyPatch);
+  }
+  return values as KeyPatch;
+}
