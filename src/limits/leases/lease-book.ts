@@ -112,6 +112,11 @@ export class LeaseBook {
     if (plan.complete) this.counts.move('returned', 'expired', plan.units);
   }
 
+  /** The leases out for keys of `consumerId`. */
+  *ofConsumer(consumerId: string): Generator<Lease> {
+    for (const lease of this.leases.values()) if (lease.holder.consumerId === consumerId) yield lease;
+  }
+
   get(keyId: string): Lease | undefined {
     return this.leases.get(keyId);
   }

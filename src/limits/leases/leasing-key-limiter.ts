@@ -13,7 +13,7 @@ import type {
   WindowsHeld,
   WindowState,
 } from '../types';
-import { unitsLeft, type LeaseReturn, type LeaseWindowView } from './lease';
+import { unitsLeft, type Lease, type LeaseReturn, type LeaseWindowView } from './lease';
 import { LeaseBook } from './lease-book';
 import { KeyRates } from './key-rates';
 import { wantedLeaseUnits } from './lease-size';
@@ -221,18 +221,22 @@ export class LeasingKeyLimiter implements KeyLimiter {
     const usage = await this.store.usage(key, limits, billingDay);
     const lease = this.book.get(key.keyId);
     if (lease === undefined) return usage;
-    const left = unitsLeft(lease);
-    const back = (name: WindowName, state: WindowState) => {
-      const window = lease.windows.find((w) => w.name === name);
-      return window && window.resetAt === state.resetAt ? { ...state, remaining: state.remaining + left } : state;
-    };
+    const back = <W extends WindowState>(name: RefusingWindow, state: W) => unusedBack([lease], name, state);
     const result: KeyUsage = { ...usage, minute: back('minute', usage.minute), day: back('day', usage.day) };
-    if (usage.month) result.month = { ...usage.month, ...back('month', usage.month) };
+    if (usage.month) result.month = back('month', usage.month);
     return result;
   }
 
-  consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
-    return this.store.consumerUsage(consumer);
+  /** A consumer's windows in the store, with the units of this instance's leases of its keys not counted as used. */
+  async consumerUsage(consumer: ConsumerShare): Promise<ConsumerWindows> {
+    const windows = await this.store.consumerUsage(consumer);
+    const leases = [...this.book.ofConsumer(consumer.id)];
+    if (leases.length === 0) return windows;
+    const result: ConsumerWindows = {};
+    if (windows.minute) result.minute = unusedBack(leases, 'consumer-minute', windows.minute);
+    if (windows.day) result.day = unusedBack(leases, 'consumer-day', windows.day);
+    if (windows.month) result.month = unusedBack(leases, 'consumer-month', windows.month);
+    return result;
   }
 
   addCredits(key: KeyRef, units: number, billingDay?: number): Promise<void> {
@@ -288,6 +292,14 @@ export class LeasingKeyLimiter implements KeyLimiter {
     this.stopSweeping();
     await this.store.close();
   }
+}
+
+/** `state` with the unused units of `leases` counted in that same window (its end) given back to its remaining. */
+function unusedBack<W extends WindowState>(leases: readonly Lease[], name: RefusingWindow, state: W): W {
+  let left = 0;
+  for (const lease of leases)
+    if (lease.windows.some((w) => w.name === name && w.resetAt === state.resetAt)) left += unitsLeft(lease);
+  return left === 0 ? state : { ...state, remaining: state.remaining + left };
 }
 
 function withRemaining<W extends WindowState>(state: W, remaining: number | undefined): W {

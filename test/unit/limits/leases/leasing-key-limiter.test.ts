@@ -126,6 +126,15 @@ describe('LeasingKeyLimiter', () => {
     await limiter.close();
   });
 
+  it('answers a usage read with this instance’s unused lease units not counted as used', async () => {
+    const { clock, store, limiter } = setUp();
+    const sent = await warm(limiter, clock);
+    expect(store.minute.count).toBeGreaterThan(sent);
+    const usage = await limiter.usage(KEY, ROOMY);
+    expect(ROOMY.perMinute - usage.minute.remaining).toBe(sent);
+    expect(ROOMY.perDay - usage.day.remaining).toBe(sent);
+  });
+
   it('carries the return of a lease that cannot hold a request in that request’s own round trip', async () => {
     const { clock, store, limiter } = setUp();
     const sent = await warm(limiter, clock);
