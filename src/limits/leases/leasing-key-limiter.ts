@@ -61,8 +61,13 @@ export class LeasingKeyLimiter implements KeyLimiter {
   readonly book: LeaseBook;
   readonly admissions: LeaseAdmissions = { lease: 0, store: 0 };
   private readonly rates: KeyRates;
-  /** Keys whose lease is being taken now: their other requests meanwhile ask for none. */
-  private readonly taking = new Set<string>();
+  /**
+   * Keys whose lease is being taken now, and when that round trip ends: their other requests wait
+   * for it and are admitted from the new lease (no command of their own), or ask for none.
+   */
+  private readonly taking = new Map<string, Promise<void>>();
+  /** Keys whose last take was granted nothing (near a limit): their requests do not wait for a take. */
+  private readonly ungranted = new Set<string>();
   /** Each leased key's decision at its take, windows as requests used them: what lease admissions show. */
   private readonly shown = new Map<string, Allowed>();
   private pending: LeaseReturn[] = [];
@@ -93,6 +98,21 @@ export class LeasingKeyLimiter implements KeyLimiter {
     const cost = options?.cost ?? 1;
     this.rates.record(key.keyId);
     this.forgetIdleKeys();
+    return this.decide(key, limits, options, cost, true);
+  }
+
+  /**
+   * From the key's lease; else, while its lease is being taken (`mayWait`), after that round trip;
+   * else by the store, asking for a lease (none while one is being taken), the ended lease's return
+   * carried.
+   */
+  private decide(
+    key: KeyRef,
+    limits: WindowLimits,
+    options: ConsumeOptions | undefined,
+    cost: number,
+    mayWait: boolean,
+  ): Promise<KeyDecision> {
     const admission = this.book.admit(key, cost);
     if (admission.admitted) {
       this.admissions.lease++;
@@ -100,7 +120,10 @@ export class LeasingKeyLimiter implements KeyLimiter {
     }
     const ended = admission.ended;
     this.shown.delete(key.keyId);
-    const wanted = this.taking.has(key.keyId) ? 0 : this.wanted(key.keyId, cost);
+    const taking = this.taking.get(key.keyId);
+    if (taking !== undefined && mayWait && ended === null && !this.ungranted.has(key.keyId))
+      return taking.then(() => this.decide(key, limits, options, cost, false));
+    const wanted = taking !== undefined ? 0 : this.wanted(key.keyId, cost);
     if (wanted === 0 && ended === null) return this.store.consume(key, limits, options).then(this.countStore);
     return this.take(key, limits, options, wanted, ended);
   }
@@ -132,10 +155,13 @@ export class LeasingKeyLimiter implements KeyLimiter {
     ended: LeaseReturn | null,
   ): Promise<KeyDecision> {
     const sentAt = this.options.clock.now();
-    if (wanted > 0) this.taking.add(key.keyId);
+    let taken = (): void => {};
+    if (wanted > 0) this.taking.set(key.keyId, new Promise<void>((resolve) => (taken = resolve)));
     try {
       const { decision, grant, returned } = await this.store.consumeWithLease(key, limits, options, wanted, ended);
       if (ended !== null && returned === false) this.book.returnFailed(ended);
+      if (wanted > 0 && (grant === null || grant.units <= 0)) this.ungranted.add(key.keyId);
+      else this.ungranted.delete(key.keyId);
       if (decision.outcome !== 'allowed') return decision;
       this.admissions.store++;
       if (grant === null || grant.units <= 0) return decision;
@@ -149,7 +175,10 @@ export class LeasingKeyLimiter implements KeyLimiter {
       if (ended !== null) this.book.returnFailed(ended);
       throw err;
     } finally {
-      if (wanted > 0) this.taking.delete(key.keyId);
+      if (wanted > 0) {
+        this.taking.delete(key.keyId);
+        taken();
+      }
     }
   }
 
@@ -194,6 +223,8 @@ export class LeasingKeyLimiter implements KeyLimiter {
     if (now - this.lastForget < FORGET_IDLE_MS) return;
     this.lastForget = now;
     this.rates.forgetIdle();
+    // A key near its limit then waits for one take again to be told so.
+    this.ungranted.clear();
   }
 
   /** Ends the leases past their life and sends every return no request carried, in one batch. */

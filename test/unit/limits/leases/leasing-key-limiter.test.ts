@@ -135,6 +135,18 @@ describe('LeasingKeyLimiter', () => {
     expect(ROOMY.perDay - usage.day.remaining).toBe(sent);
   });
 
+  it('lets requests that arrive while the key’s lease is being taken wait for it: no round trip of their own', async () => {
+    const { clock, store, limiter } = setUp();
+    await warm(limiter, clock);
+    clock.advance(LEASE_LIFE_MS); // the lease has ended: the next request takes another
+    await limiter.sweep();
+    const trips = store.roundTrips;
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.consume(KEY, ROOMY)));
+    expect(decisions.every((d) => d.outcome === 'allowed')).toBe(true);
+    expect(store.roundTrips).toBe(trips + 1);
+    expect(decisions.filter((d) => d.outcome === 'allowed' && d.fromLease)).toHaveLength(9);
+  });
+
   it('carries the return of a lease that cannot hold a request in that request’s own round trip', async () => {
     const { clock, store, limiter } = setUp();
     const sent = await warm(limiter, clock);

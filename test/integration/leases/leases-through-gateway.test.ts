@@ -1,0 +1,99 @@
+import Redis from 'ioredis';
+import { startTestProduct, usageOf, type ProductHarness } from '../gateway/gateway-kit';
+import { createKey } from '../../support/keys';
+import { useRedisPerFile } from '../../support/redis-per-file';
+import { commandsExecuted } from '../../support/redis-command-count';
+
+/**
+ * Leases of units through the gateway (real HTTP, a Redis of this file's own): a hot key is admitted
+ * from leases, its headers count down by each request exactly (one instance serves it: no
+ * under-admission), and the admin API's usage shows what requests used.
+ */
+const redis = useRedisPerFile();
+let product: ProductHarness;
+let observer: Redis;
+
+beforeAll(async () => {
+  observer = new Redis(redis.url);
+  product = await startTestProduct({
+    redisUrl: redis.url,
+    overrides: { rateLimit: { leases: { enabled: true, busyRequestsPerSecond: 20 } } },
+  });
+});
+
+afterAll(async () => {
+  await product?.close();
+  observer?.disconnect();
+});
+
+/** The minute window must not roll over mid-run: start at least `needMs` before a minute ends. */
+async function awayFromMinuteEnd(needMs: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
+
+/** Scripts Redis ran (EVALSHA, EVAL): the gateway's round trips for decisions, and a few of its background writes. */
+async function scriptsRun(): Promise<number> {
+  const info = await observer.info('commandstats');
+  const calls = (name: string) => Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  return calls('evalsha') + calls('eval');
+}
+
+async function leaseAdmissions(): Promise<{ lease: number; store: number }> {
+  const text = await (await fetch(`${product.adminUrl}/metrics`)).text();
+  const read = (by: string) =>
+    Number(new RegExp(`^gateway_lease_admissions_total\\{decided_by="${by}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { lease: read('lease'), store: read('store') };
+}
+
+/** `count` requests of `auth`, `concurrency` at a time; each answer's status and X-RateLimit-Remaining, in order. */
+async function send(
+  auth: string,
+  count: number,
+  concurrency: number,
+): Promise<Array<{ status: number; remaining: number }>> {
+  const answers: Array<{ status: number; remaining: number }> = [];
+  for (let sent = 0; sent < count; sent += concurrency) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(concurrency, count - sent) }, async () => {
+        const res = await fetch(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: auth } });
+        await res.arrayBuffer();
+        return { status: res.status, remaining: Number(res.headers.get('x-ratelimit-remaining')) };
+      }),
+    );
+    answers.push(...batch);
+  }
+  return answers;
+}
+
+test('a hot key is served from leases: most requests with no Redis round trip, headers exact, usage what was used', async () => {
+  const limits = { perMinute: 1_000_000, perDay: 10_000_000 };
+  const { id, auth } = await createKey(product, { name: 'hot', plan: 'enterprise', limits }, { overApi: true });
+  await awayFromMinuteEnd(25_000);
+  const warm = await send(auth, 200, 4);
+  const before = {
+    commands: await commandsExecuted(observer),
+    scripts: await scriptsRun(),
+    admissions: await leaseAdmissions(),
+  };
+  const answers = await send(auth, 2_000, 4);
+  const commands = (await commandsExecuted(observer)) - before.commands;
+  const scripts = (await scriptsRun()) - before.scripts;
+  const after = await leaseAdmissions();
+  const fromLease = after.lease - before.admissions.lease;
+  const byStore = after.store - before.admissions.store;
+  console.log(
+    `through the gateway: ${fromLease} admitted from leases, ${byStore} by Redis; for 2,000 admitted ${scripts} scripts ` +
+      `(${(scripts / 2_000).toFixed(4)} each) and ${commands} Redis commands (${(commands / 2_000).toFixed(3)} each), the gateway's background included`,
+  );
+  expect(answers.every((a) => a.status === 200)).toBe(true);
+  expect(fromLease / 2_000).toBeGreaterThan(0.95);
+  // Round trips: the takes (a lease every 200 ms of the rate) and the odd background script.
+  expect(scripts / 2_000).toBeLessThanOrEqual(0.03);
+  // One instance serves the key: what its headers show falls by exactly one per request, from lease or Redis.
+  const shown = [...warm, ...answers].map((a) => a.remaining).sort((x, y) => y - x);
+  expect(shown.every((r, i) => i === 0 || r === shown[i - 1]! - 1)).toBe(true);
+  // The admin API's usage counts what requests used, this instance's lease not.
+  const usage = await usageOf(product, id);
+  expect(limits.perMinute - usage.minute.remaining).toBe(2_200);
+});
