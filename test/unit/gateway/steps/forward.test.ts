@@ -77,7 +77,8 @@ function setUp(publicBaseUrl: string | null = null) {
   /** Starts forwarding `request`; resolves once the forwarder has it, with the step's outcome still to come. */
   const started = async (request: GatewayRequest) => {
     const call = nextCall();
-    const outcome: Promise<StepOutcome> = forward(request);
+    // The step answers at once (a plain outcome) or later (a promise): await either the same way.
+    const outcome: Promise<StepOutcome> = Promise.resolve(forward(request));
     return { outcome, call: await call };
   };
   return { ...env, forward, started, calls, abandon, sign, verifier };
