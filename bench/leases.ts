@@ -55,6 +55,8 @@ interface Row {
   label: string;
   /** The row each round's figures are divided by (null: it is a reference itself). */
   reference: string | null;
+  /** Another row it is also divided by, round by round. */
+  alsoAgainst?: string;
   redis: RedisNodes;
   gateways: LeasesGateway[];
   /** Fresh key each round (near its limit): no warm-up, which would use the window up. */
@@ -72,6 +74,8 @@ export interface RowRound {
   gatewayCpuMs: number;
   redis: RedisWork;
   leases: Record<string, number>;
+  /** Near-limit rows: lease units taken per request Redis decided, by how full the window was. */
+  grants: GrantStep[];
   /** UTC minutes the load ran in (a near-limit key gets a new window each). */
   minutes: number;
   loadAverage: number;
@@ -110,13 +114,15 @@ async function probe(target: Target, label: string): Promise<void> {
   if (res.status !== 200) throw new Error(`${label}: answered ${res.status}, not 200: ${body.slice(0, 300)}`);
 }
 
-function loadTargets(targets: Target[], seconds: number): Promise<LoadResult[]> {
+/** Each target loaded at once for `seconds`, or (`amount`) until that many requests in all were answered. */
+function loadTargets(targets: Target[], seconds: number, amount?: number): Promise<LoadResult[]> {
   return Promise.all(
     targets.map((t) =>
       runLoad({
         url: `${t.gateway.url}/v1/pets`,
         connections: t.connections,
         durationSeconds: seconds,
+        ...(amount ? { amount: Math.ceil(amount / targets.length) } : {}),
         headers: { authorization: `Bearer ${t.key}` },
       }),
     ),
@@ -130,6 +136,66 @@ async function leaseCounts(gateways: LeasesGateway[]): Promise<Record<string, nu
   return sums;
 }
 
+interface LeaseSample {
+  taken: number;
+  decidedByRedis: number;
+}
+
+/** The gateways' lease metrics every 25 ms while a near-limit row runs: how the grants shrink as the window empties. */
+function sampleLeases(gateways: LeasesGateway[]): { stop(): Promise<LeaseSample[]> } {
+  const samples: LeaseSample[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const counts = await leaseCounts(gateways);
+      samples.push({
+        taken: counts['gateway_lease_units:taken'] ?? 0,
+        decidedByRedis: counts['gateway_lease_admissions:store'] ?? 0,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+/** Units taken per request Redis decided while the window went from `fromPercent` to `toPercent` full. */
+export interface GrantStep {
+  fromPercent: number;
+  toPercent: number;
+  unitsPerDecision: number;
+}
+
+/** Window fill at which the grants are shown: as it empties, 1/8 of what is left falls to nothing. */
+const FILL_STEPS = [0, 50, 75, 90, 95, 99, 100];
+
+/**
+ * From the samples, units taken per Redis decision in each step of the window's fill (units
+ * counted = lease units taken + requests Redis decided, out of `limit`; the probe's one unit aside).
+ */
+export function grantsOf(samples: LeaseSample[], limit: number): GrantStep[] {
+  if (samples.length === 0) return [];
+  const first = samples[0]!;
+  const steps: GrantStep[] = [];
+  for (let i = 0; i + 1 < FILL_STEPS.length; i++) {
+    const [from, to] = [FILL_STEPS[i]!, FILL_STEPS[i + 1]!];
+    const inStep = samples.filter((x) => {
+      const fill = ((x.taken - first.taken + x.decidedByRedis - first.decidedByRedis) / limit) * 100;
+      return fill >= from && fill <= to;
+    });
+    if (inStep.length < 2) continue;
+    const [a, b] = [inStep[0]!, inStep[inStep.length - 1]!];
+    const decided = b.decidedByRedis - a.decidedByRedis;
+    if (decided > 0) steps.push({ fromPercent: from, toPercent: to, unitsPerDecision: (b.taken - a.taken) / decided });
+  }
+  return steps;
+}
+
 async function measureRow(row: Row, settings: LeasesBenchSettings, round: number): Promise<RowRound> {
   const targets = await row.targets();
   for (const t of targets) await probe(t, row.label);
@@ -140,7 +206,11 @@ async function measureRow(row: Row, settings: LeasesBenchSettings, round: number
   const redisBefore = await row.redis.read();
   const cpuBefore = cpu();
   const startMinute = Math.floor(Date.now() / 60_000);
-  const results = await loadTargets(targets, settings.durationSeconds);
+  const sampling = row.freshKey ? sampleLeases(row.gateways) : null;
+  // A fresh key near its limit: 1.1 x its limit in all, so the window empties and a tenth more are refused.
+  const amount = row.freshKey ? Math.round(settings.nearLimitPerMinute * 1.1) : undefined;
+  const results = await loadTargets(targets, settings.durationSeconds, amount);
+  const samples = sampling ? await sampling.stop() : [];
   const endMinute = Math.floor(Date.now() / 60_000);
   await settle();
   const gatewayCpuMs = cpu() - cpuBefore;
@@ -162,18 +232,19 @@ async function measureRow(row: Row, settings: LeasesBenchSettings, round: number
     redis: redisWork(redisAfter, redisBefore),
     leases,
     minutes: endMinute - startMinute + 1,
+    grants: grantsOf(samples, settings.nearLimitPerMinute),
     loadAverage: os.loadavg()[0]!,
   };
 }
 
-/** The gateways, the rows and what they share; `withLeases` false: a build without the switch (plain rows only). */
-async function startRows(
+/** The gateways of the rows; `withLeases` false: a build without the switch (no CONFIG_FILE, leases never set). */
+async function startGateways(
   settings: LeasesBenchSettings,
   fixture: Fixture,
   cluster: RedisCluster,
   withLeases: boolean,
   gateways: LeasesGateway[],
-): Promise<Row[]> {
+) {
   const single: RedisTarget = { url: fixture.redis.url };
   const clustered: RedisTarget = { clusterNodes: cluster.nodes };
   const start = async (name: string, redis: RedisTarget, leases: boolean, workers = 1) => {
@@ -186,81 +257,102 @@ async function startRows(
       leases: withLeases ? leases : null,
     });
     gateways.push(gateway);
-    return gateway;
+    return { gateway, key: await gateway.createKey(HOT_LIMITS) };
   };
+  return {
+    plain: await start('gateway-plain', single, false),
+    secondPlain: await start('gateway-second-plain-2-workers', single, false, 2),
+    clusterPlain: await start('gateway-cluster-plain', clustered, false),
+    ...(withLeases
+      ? {
+          leased: await start('gateway-leased', single, true),
+          secondLeased: await start('gateway-second-leased-2-workers', single, true, 2),
+          clusterLeased: await start('gateway-cluster-leased', clustered, true),
+        }
+      : {}),
+  };
+}
+
+/**
+ * Every row and its reference: the hot key leases off on one Redis for the leased hot-key rows
+ * (issue 50's "the per-request row"), the near-limit key leases off for the near-limit key, and
+ * for the two instances also the same two instances leases off (`alsoAgainst`).
+ */
+async function startRows(
+  settings: LeasesBenchSettings,
+  fixture: Fixture,
+  cluster: RedisCluster,
+  withLeases: boolean,
+  gateways: LeasesGateway[],
+): Promise<Row[]> {
+  const g = await startGateways(settings, fixture, cluster, withLeases, gateways);
   const oneRedis = new RedisNodes('one Redis', [fixture.redis.port]);
   const clusterRedis = new RedisNodes('Cluster, 3 masters', cluster.ports);
-  const plain = await start('gateway-plain', single, false);
-  const plainKey = await plain.createKey(HOT_LIMITS);
-  const clusterPlain = await start('gateway-cluster-plain', clustered, false);
-  const clusterPlainKey = await clusterPlain.createKey(HOT_LIMITS);
-  const all = (gateway: LeasesGateway, key: string) => async () => [
-    { gateway, key, connections: settings.connections },
+  type Started = { gateway: LeasesGateway; key: string };
+  const all = (s: Started) => async () => [{ ...s, connections: settings.connections }];
+  const half = Math.max(1, Math.floor(settings.connections / 2));
+  const two = (a: Started, b: Started) => async () => [
+    { ...a, connections: half },
+    { gateway: b.gateway, key: a.key, connections: settings.connections - half },
   ];
-  const fresh = (gateway: LeasesGateway) => async () => [
+  const fresh = (s: Started) => async () => [
     {
-      gateway,
-      key: await gateway.createKey({ perMinute: settings.nearLimitPerMinute, perDay: HOT_LIMITS.perDay }),
+      gateway: s.gateway,
+      key: await s.gateway.createKey({ perMinute: settings.nearLimitPerMinute, perDay: HOT_LIMITS.perDay }),
       connections: settings.connections,
     },
   ];
+  const near = `key near its limit (${settings.nearLimitPerMinute}/min)`;
+  const twoLabel = 'hot key, 2 instances (1 and WORKERS=2)';
   const rows: Row[] = [
-    row(PLAIN, 'hot key, leases off, one Redis', null, oneRedis, [plain], all(plain, plainKey)),
+    row(PLAIN, 'hot key, leases off, one Redis', null, oneRedis, [g.plain.gateway], all(g.plain)),
     row(
       'cluster-plain',
       'hot key, leases off, Cluster',
       null,
       clusterRedis,
-      [clusterPlain],
-      all(clusterPlain, clusterPlainKey),
+      [g.clusterPlain.gateway],
+      all(g.clusterPlain),
     ),
     row(
-      'near-limit-plain',
-      `key near its limit (${settings.nearLimitPerMinute}/min), leases off`,
+      'two-instances-plain',
+      `${twoLabel}, leases off, one Redis`,
       null,
       oneRedis,
-      [plain],
-      fresh(plain),
-      true,
+      [g.plain.gateway, g.secondPlain.gateway],
+      two(g.plain, g.secondPlain),
     ),
+    row('near-limit-plain', `${near}, leases off`, null, oneRedis, [g.plain.gateway], fresh(g.plain), true),
   ];
-  const leased = withLeases ? await start('gateway-leased', single, true) : plain;
-  const leasedKey = withLeases ? await leased.createKey(HOT_LIMITS) : plainKey;
-  const second = await start('gateway-second-2-workers', single, true, 2);
-  const half = Math.max(1, Math.floor(settings.connections / 2));
+  if (!g.leased || !g.secondLeased || !g.clusterLeased) return rows;
   rows.push(
-    row(
-      'two-instances',
-      `hot key, 2 instances (1 and WORKERS=2), leases ${withLeases ? 'on' : 'off'}, one Redis`,
-      PLAIN,
-      oneRedis,
-      [leased, second],
-      async () => [
-        { gateway: leased, key: leasedKey, connections: half },
-        { gateway: second, key: leasedKey, connections: settings.connections - half },
-      ],
-    ),
-  );
-  if (!withLeases) return rows;
-  const clusterLeased = await start('gateway-cluster-leased', clustered, true);
-  const clusterLeasedKey = await clusterLeased.createKey(HOT_LIMITS);
-  rows.push(
-    row('leased', 'hot key, leases on, one Redis', PLAIN, oneRedis, [leased], all(leased, leasedKey)),
+    row('leased', 'hot key, leases on, one Redis', PLAIN, oneRedis, [g.leased.gateway], all(g.leased)),
     row(
       'cluster-leased',
       'hot key, leases on, Cluster',
       PLAIN,
       clusterRedis,
-      [clusterLeased],
-      all(clusterLeased, clusterLeasedKey),
+      [g.clusterLeased.gateway],
+      all(g.clusterLeased),
     ),
+    {
+      ...row(
+        'two-instances',
+        `${twoLabel}, leases on, one Redis`,
+        PLAIN,
+        oneRedis,
+        [g.leased.gateway, g.secondLeased.gateway],
+        two(g.leased, g.secondLeased),
+      ),
+      alsoAgainst: 'two-instances-plain',
+    },
     row(
       'near-limit-leased',
-      `key near its limit (${settings.nearLimitPerMinute}/min), leases on`,
+      `${near}, leases on`,
       'near-limit-plain',
       oneRedis,
-      [leased],
-      fresh(leased),
+      [g.leased.gateway],
+      fresh(g.leased),
       true,
     ),
   );
@@ -344,7 +436,7 @@ export async function benchLeases(settings: LeasesBenchSettings, fixture: Fixtur
       settings,
       commit: commitOf(settings.gatewayRoot),
       withLeases,
-      rows: rows.map((r) => ({ id: r.id, label: r.label, reference: r.reference })),
+      rows: rows.map((r) => ({ id: r.id, label: r.label, reference: r.reference, alsoAgainst: r.alsoAgainst })),
       runs,
       idle: idle.map((w, i) => ({ redis: rows[i]!.redis.label, ...w })),
     });
@@ -366,7 +458,7 @@ interface ReportInput {
   settings: LeasesBenchSettings;
   commit: string;
   withLeases: boolean;
-  rows: { id: string; label: string; reference: string | null }[];
+  rows: { id: string; label: string; reference: string | null; alsoAgainst?: string }[];
   runs: Map<string, RowRound[]>;
   idle: (RedisWork & { seconds: number; redis: string })[];
 }
@@ -427,13 +519,15 @@ function ratiosTable(input: ReportInput): string[] {
     '| row ÷ reference, paired by round | gateway CPU / request | Redis commands / admitted | round trips / admitted | Redis scripts µs / admitted | redis-server CPU / admitted |',
     '|---|---:|---:|---:|---:|---:|',
   ];
-  for (const r of input.rows) {
-    if (!r.reference) continue;
+  const pairs = input.rows.flatMap((r) =>
+    [r.reference, r.alsoAgainst].filter((x): x is string => !!x).map((reference) => ({ r, reference })),
+  );
+  for (const { r, reference: referenceId } of pairs) {
     const rounds = input.runs.get(r.id)!;
-    const reference = input.runs.get(r.reference)!;
+    const reference = input.runs.get(referenceId)!;
     const cell = (pick: (f: RowFigures) => number) => ratioCell(pairedRatio(rounds, reference, pick));
     lines.push(
-      `| ${r.label} ÷ ${input.rows.find((x) => x.id === r.reference)!.label} | ${cell((f) => f.gatewayMicrosPerRequest)} | ` +
+      `| ${r.label} ÷ ${input.rows.find((x) => x.id === referenceId)!.label} | ${cell((f) => f.gatewayMicrosPerRequest)} | ` +
         `${cell((f) => f.commandsPerAdmitted)} | ${cell((f) => f.roundTripsPerAdmitted)} | ${cell((f) => f.scriptMicrosPerAdmitted)} | ` +
         `${cell((f) => f.redisProcessMicrosPerAdmitted)} |`,
     );
@@ -443,7 +537,7 @@ function ratiosTable(input: ReportInput): string[] {
 
 function roundsTable(input: ReportInput): string[] {
   const lines = [
-    '| row | round | load avg | minutes | sent | 200 | 429 | other | EVALSHA | commands | received | scripts µs | redis-server ms | gateway ms | lease metrics (Δ) |',
+    '| row | round | load avg | minutes | sent | 200 | 429 | other | EVALSHA | commands | total_commands_processed | scripts µs | redis-server ms | gateway ms | lease metrics (Δ) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of input.rows) {
@@ -474,8 +568,8 @@ function nearLimitLines(input: ReportInput): string[] {
   const lines = [
     '## Near the limit',
     '',
-    '| row | round | minutes (windows) | 200 | 429 | EVALSHA | EVALSHA − 429 | lease units taken | used | returned | expired | 200 decided by Redis | 200 from a lease |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | round | minutes (windows) | 200 | 429 | EVALSHA | EVALSHA − 429 | lease units taken | used | returned | expired | 200 decided by Redis | 200 from a lease | units taken per Redis decision, by how full the window was |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const id of ids) {
     for (const x of input.runs.get(id)!) {
@@ -483,7 +577,8 @@ function nearLimitLines(input: ReportInput): string[] {
       lines.push(
         `| ${id} | ${x.round} | ${x.minutes} | ${x.admitted} | ${x.refused} | ${x.redis.scriptCalls} | ${x.redis.scriptCalls - x.refused} | ` +
           `${units('taken')} | ${units('used')} | ${units('returned')} | ${units('expired')} | ` +
-          `${x.leases['gateway_lease_admissions:store'] ?? '–'} | ${x.leases['gateway_lease_admissions:lease'] ?? '–'} |`,
+          `${x.leases['gateway_lease_admissions:store'] ?? '–'} | ${x.leases['gateway_lease_admissions:lease'] ?? '–'} | ` +
+          `${x.grants.map((g) => `${g.fromPercent}-${g.toPercent} %: ${fixed(g.unitsPerDecision, 1)}`).join(', ') || '–'} |`,
       );
     }
   }
@@ -567,7 +662,7 @@ export function leasesReport(input: ReportInput): string {
   const s = input.settings;
   const idle = input.idle.map(
     (w) =>
-      `${w.redis}: ${fixed(w.commands / w.seconds, 1)} commands/s, ${fixed((w.processCpuMs * 1000) / w.seconds / 1000, 1)} ms of redis-server CPU per s`,
+      `${w.redis}: ${fixed(w.commands / w.seconds, 1)} commands/s, ${fixed(w.usedCpuMs / w.seconds, 1)} ms of Redis CPU per s (INFO cpu)`,
   );
   return [
     `# Leases of units: bench rows (issue 50), ${input.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
