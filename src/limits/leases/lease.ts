@@ -101,6 +101,8 @@ export interface LeaseReturn {
   windows: readonly { name: RefusingWindow; startAt: number }[];
   /** True when every window the lease counted in was still open at its end, as the instance sees it. */
   complete: boolean;
+  /** Store epoch ms the lease was taken: a window reset since keeps its units (the store compares). */
+  takenAt: number;
 }
 
 /**
@@ -118,5 +120,6 @@ export function leaseReturn(lease: Lease, now: number): LeaseReturn | null {
     units,
     windows: open.map((window) => ({ name: window.name, startAt: window.startAt })),
     complete: open.length === lease.windows.length,
+    takenAt: lease.storeNow,
   };
 }

@@ -188,7 +188,14 @@ end
 local m = read_month(mkey, now, ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9])
 if m.limit then
   held[3] = m.count
-  if m.count > 0 then redis.call('HSET', mkey, 'c', 0) end
+  -- rs: when the month was reset; a lease's units counted before it never come back off it (lease-scripts.ts give_back).
+  if m.count > 0 then redis.call('HSET', mkey, 'c', 0, 'rs', now) end
+end
+if held[1] > 0 or held[2] > 0 then
+  -- A hash the reset emptied is gone: written again with rs alone, it lives a minute (a lease's return comes within one).
+  local gone = redis.call('EXISTS', hash) == 0
+  redis.call('HSET', hash, 'rs', now)
+  if gone then redis.call('PEXPIRE', hash, 60000) end
 end
 return held
 `;

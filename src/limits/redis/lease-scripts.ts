@@ -35,16 +35,17 @@ local function units_left(t, w, m, cost, per_minute, per_day)
 end
 
 -- Gives a lease's unused units back to a holder's fixed minute, day and month, each named by the
--- start it counted them in ('' for none): only to a window still that one and holding them (a
--- window that turned, or was reset below them, keeps what it has). Answers the windows named that
+-- start it counted them in ('' for none): only to a window still that one, not reset since the lease
+-- was taken (taken_at; a reset writes rs, its time) and holding them. Answers the windows named that
 -- did not take them.
-local function give_back(hash, mkey, units, minute_start, day_start, month_start)
+local function give_back(hash, mkey, units, minute_start, day_start, month_start, taken_at)
   local missed = 0
-  local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc')
+  local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc', 'rs')
+  local reset = (tonumber(f[5]) or -1) >= taken_at
   for i, start in ipairs({minute_start, day_start}) do
     if start ~= '' then
       local index, count, length = tonumber(f[2 * i - 1]), tonumber(f[2 * i]) or 0, i == 1 and 60000 or 86400000
-      if index and index * length == tonumber(start) and count >= units then
+      if not reset and index and index * length == tonumber(start) and count >= units then
         redis.call('HINCRBY', hash, i == 1 and 'mc' or 'dc', -units)
       else
         missed = missed + 1
@@ -52,8 +53,9 @@ local function give_back(hash, mkey, units, minute_start, day_start, month_start
     end
   end
   if month_start ~= '' then
-    local g = redis.call('HMGET', mkey, 'w', 'c')
-    if tonumber(g[1]) == tonumber(month_start) and (tonumber(g[2]) or 0) >= units then
+    local g = redis.call('HMGET', mkey, 'w', 'c', 'rs')
+    local month_reset = (tonumber(g[3]) or -1) >= taken_at
+    if not month_reset and tonumber(g[1]) == tonumber(month_start) and (tonumber(g[2]) or 0) >= units then
       redis.call('HINCRBY', mkey, 'c', -units)
     else
       missed = missed + 1
@@ -67,9 +69,10 @@ end
  * ARGV a lease consume adds after the consume's own (from `at`, releasesAt of the plain variant):
  * at the units wanted ('0': none), at+1 the carried return's units ('0': none), at+2..at+7 the
  * starts of the windows it goes back to (minute, day, month, the consumer's minute, day, month; ''
- * for a window it does not go back to). The carried in-flight releases follow.
+ * for a window it does not go back to), at+8 when its lease was taken (store ms). The carried
+ * in-flight releases follow.
  */
-export const LEASE_ARGV_FIELDS = 8;
+export const LEASE_ARGV_FIELDS = 9;
 
 const RETURN_ORDER: readonly RefusingWindow[] = [
   'minute',
@@ -82,13 +85,14 @@ const RETURN_ORDER: readonly RefusingWindow[] = [
 
 /** The return's units and window starts, as the lease consume and the return script take them. */
 export function returnArgv(ended: LeaseReturn | null): string[] {
-  if (ended === null) return ['0', '', '', '', '', '', ''];
+  if (ended === null) return ['0', '', '', '', '', '', '', '0'];
   return [
     String(ended.units),
     ...RETURN_ORDER.map((name) => {
       const window = ended.windows.find((w) => w.name === name);
       return window === undefined ? '' : String(window.startAt);
     }),
+    String(ended.takenAt),
   ];
 }
 
@@ -105,13 +109,15 @@ export function leaseArgv(wanted: number, ended: LeaseReturn | null): string[] {
  */
 export function leaseConsumeLua(at: number, consumer: boolean) {
   const r = (i: number) => `ARGV[${at + i}]`;
-  const consumerBack = consumer ? `\n  missed = missed + give_back(chash, cmkey, back, ${r(5)}, ${r(6)}, ${r(7)})` : '';
+  const consumerBack = consumer
+    ? `\n  missed = missed + give_back(chash, cmkey, back, ${r(5)}, ${r(6)}, ${r(7)}, tonumber(${r(8)}))`
+    : '';
   const consumerLeft = consumer ? `\n  units_left(left, c, cm, cost, tonumber(ARGV[18]), tonumber(ARGV[19]))` : '';
   return {
     start: `local granted, missed = 0, 0
 local back = tonumber(${r(1)})
 if back > 0 then
-  missed = give_back(hash, mkey, back, ${r(2)}, ${r(3)}, ${r(4)})${consumerBack}
+  missed = give_back(hash, mkey, back, ${r(2)}, ${r(3)}, ${r(4)}, tonumber(${r(8)}))${consumerBack}
 end
 local function lease_reply(...)
   local reply = decision_reply(...)
@@ -130,9 +136,9 @@ end`,
  * with a consumer its hash and month hash; ARGV returnArgv's. Reply: the windows that did not take it.
  */
 function returnLua(consumer: boolean): string {
-  const own = `local missed = give_back(hash, mkey, tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4])`;
+  const own = `local missed = give_back(hash, mkey, tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[8]))`;
   const shared = consumer
-    ? `\nmissed = missed + give_back(chash, cmkey, tonumber(ARGV[1]), ARGV[5], ARGV[6], ARGV[7])`
+    ? `\nmissed = missed + give_back(chash, cmkey, tonumber(ARGV[1]), ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]))`
     : '';
   return `${LEASE_FUNCTIONS}\n${own}${shared}\nreturn missed\n`;
 }

@@ -147,11 +147,29 @@ describe('leases on a real Redis', () => {
       holder: key,
       units: 5,
       windows: [{ name: 'minute' as const, startAt: Date.UTC(2026, 2, 2, 10, 0) }],
+      takenAt: Date.UTC(2026, 2, 2, 10, 0, 59, 500),
     };
     expect(await store.returnUnits([{ ...late, complete: true }])).toEqual([false]);
     expect(limits.perMinute - (await store.usage(key, limits)).minute.remaining).toBe(inNewMinute);
     const current = { ...late, windows: [{ name: 'minute' as const, startAt: Date.UTC(2026, 2, 2, 10, 1) }] };
     expect(await store.returnUnits([{ ...current, complete: true }])).toEqual([true]);
     expect(limits.perMinute - (await store.usage(key, limits)).minute.remaining).toBe(inNewMinute - 5);
+  });
+
+  it('gives nothing back to a window reset since the lease was taken', async () => {
+    const clock = new ManualClock(START);
+    const { store } = await instance(uniqueNamespace('lz'), clock);
+    const key = { keyId: 'key_reset' };
+    const limits = { perMinute: 1_000, perDay: 100_000, perMonth: 1_000_000 };
+    const { grant } = await store.consumeWithLease(key, limits, undefined, 100, null);
+    expect(grant?.units).toBe(100);
+    clock.advance(10);
+    await store.resetWindows(key, ['minute', 'day', 'month']);
+    for (let i = 0; i < 150; i++) await store.consume(key, limits);
+    const back = { holder: key, units: 100, windows: grant!.windows, complete: true, takenAt: grant!.storeNow };
+    // Without the reset's mark (rs), the return took 100 off the 150 the reset windows had counted since.
+    expect(await store.returnUnits([back])).toEqual([false]);
+    const usage = await store.usage(key, limits);
+    expect([usage.minute, usage.day, usage.month!].map((w) => w.limit - w.remaining)).toEqual([150, 150, 150]);
   });
 });

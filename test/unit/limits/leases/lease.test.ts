@@ -67,6 +67,8 @@ describe('leaseReturn', () => {
         { name: 'consumer-minute', startAt: Date.UTC(2026, 0, 1) },
       ],
       complete: true,
+      // The store's time of the take: a window reset since keeps the units.
+      takenAt: STORE_NOW,
     });
   });
 
