@@ -43,6 +43,8 @@ const HOT_LIMITS = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };
 const PLAIN = 'plain';
 /** Load on each hot-key row once before the rounds. */
 const WARMUP_SECONDS = 3;
+/** Redis watched with no load before the rounds: what the idle gateways' timers and Redis's cron cost. */
+const IDLE_SECONDS = 5;
 
 interface Target {
   gateway: LeasesGateway;
@@ -76,6 +78,8 @@ export interface RowRound {
   leases: Record<string, number>;
   /** Near-limit rows: lease units taken per request Redis decided, by how full the window was. */
   grants: GrantStep[];
+  /** How long the load ran (the longest of the row's loads), s. */
+  seconds: number;
   /** UTC minutes the load ran in (a near-limit key gets a new window each). */
   minutes: number;
   loadAverage: number;
@@ -233,6 +237,7 @@ async function measureRow(row: Row, settings: LeasesBenchSettings, round: number
     leases,
     minutes: endMinute - startMinute + 1,
     grants: grantsOf(samples, settings.nearLimitPerMinute),
+    seconds: Math.max(...results.map((r) => r.durationSeconds)),
     loadAverage: os.loadavg()[0]!,
   };
 }
@@ -406,7 +411,7 @@ export async function benchLeases(settings: LeasesBenchSettings, fixture: Fixtur
     rows = await startRows(settings, fixture, cluster, withLeases, gateways);
     const startedAt = new Date();
     const loadBefore = os.loadavg();
-    const idle = [await idleRedis(rows[0]!.redis, 3), await idleRedis(rows[1]!.redis, 3)];
+    const idle = [await idleRedis(rows[0]!.redis, IDLE_SECONDS), await idleRedis(rows[1]!.redis, IDLE_SECONDS)];
     process.stdout.write(
       `leases: ${rows.length} rows x ${settings.rounds} rounds, autocannon ${settings.connections} connections, ` +
         `${settings.durationSeconds} s a row; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}\n`,
@@ -436,7 +441,13 @@ export async function benchLeases(settings: LeasesBenchSettings, fixture: Fixtur
       settings,
       commit: commitOf(settings.gatewayRoot),
       withLeases,
-      rows: rows.map((r) => ({ id: r.id, label: r.label, reference: r.reference, alsoAgainst: r.alsoAgainst })),
+      rows: rows.map((r) => ({
+        id: r.id,
+        label: r.label,
+        reference: r.reference,
+        alsoAgainst: r.alsoAgainst,
+        redis: r.redis.label,
+      })),
       runs,
       idle: idle.map((w, i) => ({ redis: rows[i]!.redis.label, ...w })),
     });
@@ -458,7 +469,7 @@ interface ReportInput {
   settings: LeasesBenchSettings;
   commit: string;
   withLeases: boolean;
-  rows: { id: string; label: string; reference: string | null; alsoAgainst?: string }[];
+  rows: { id: string; label: string; reference: string | null; alsoAgainst?: string; redis: string }[];
   runs: Map<string, RowRound[]>;
   idle: (RedisWork & { seconds: number; redis: string })[];
 }
@@ -652,17 +663,41 @@ function ceilingLines(input: ReportInput): string[] {
       `- ${input.rows.find((r) => r.id === id)!.label}: ${fixed(script, 3)} µs of scripts and ${fixed(proc, 2)} µs of redis-server CPU ` +
         `per admitted request: one Redis core carries ${fixed(1 / scriptRatio.median, 0)}× the per-request ceiling by the scripts' ` +
         `account (paired by round: ${scriptRatio.each.map((x) => fixed(1 / x, 0)).join(', ')}×), ${fixed(1 / procRatio.median, 0)}× by ` +
-        `the process's (${procRatio.each.map((x) => fixed(1 / x, 0)).join(', ')}×), the least of the rounds being the claim.`,
+        `the process's (${procRatio.each.map((x) => fixed(1 / x, 0)).join(', ')}×), the least of the rounds being the claim. ` +
+        `Net of the idle background: ${netOfIdle(input, id)}.`,
     );
   }
   return lines;
+}
+
+/**
+ * The scripts' µs per admitted request less what Redis ran with no load over as long (the idle
+ * gateways' timers: usage flushes, key checks), each round against the per-request row's, as the
+ * ceiling multiple: what the key's own traffic costs, the background being paid whatever the key's rate.
+ */
+function netOfIdle(input: ReportInput, id: string): string {
+  const net = (rowId: string) =>
+    input.runs.get(rowId)!.map((r) => {
+      const redis = input.rows.find((x) => x.id === rowId)!.redis;
+      const idle = input.idle.find((w) => w.redis === redis)!;
+      return {
+        round: r.round,
+        micros: Math.max(0, r.redis.scriptUsec - (idle.scriptUsec / idle.seconds) * r.seconds) / r.admitted,
+      };
+    });
+  const plain = net(PLAIN);
+  const each = net(id).map((x) => plain.find((p) => p.round === x.round)!.micros / x.micros);
+  return `${each.map((x) => fixed(x, 0)).join(', ')}× (scripts' µs per admitted request, ${net(id)
+    .map((x) => fixed(x.micros, 3))
+    .join(', ')}, against ${plain.map((x) => fixed(x.micros, 2)).join(', ')})`;
 }
 
 export function leasesReport(input: ReportInput): string {
   const s = input.settings;
   const idle = input.idle.map(
     (w) =>
-      `${w.redis}: ${fixed(w.commands / w.seconds, 1)} commands/s, ${fixed(w.usedCpuMs / w.seconds, 1)} ms of Redis CPU per s (INFO cpu)`,
+      `${w.redis}: ${fixed(w.commands / w.seconds, 1)} commands/s, ${fixed(w.scriptCalls / w.seconds, 1)} script calls/s, ` +
+      `${fixed(w.scriptUsec / w.seconds, 0)} µs of scripts per s, ${fixed(w.usedCpuMs / w.seconds, 1)} ms of Redis CPU per s (INFO cpu)`,
   );
   return [
     `# Leases of units: bench rows (issue 50), ${input.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
