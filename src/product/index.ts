@@ -139,8 +139,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       keyDurability,
       metrics,
       limiterEvents: limiterEventsFor(config, metrics, logger),
-      leasesEnabled: () => inForce().rateLimit.leases.enabled,
-      leasesBusyRequestsPerSecond: () => inForce().rateLimit.leases.busyRequestsPerSecond,
+      leases: () => inForce().rateLimit.leases,
     });
     const inventory = await startEmbeddedInventory(config, {
       logger,

@@ -61,10 +61,8 @@ export interface StoreOptions {
   /** The gateway's metrics: failed SQLite statements and audit entries dropped (in process only). */
   metrics: GatewayMetrics;
   closers: Closers;
-  /** Config `rateLimit.leases.enabled` as in force now (reloadable; src/limits/leases/). */
-  leasesEnabled?(): boolean;
-  /** Config `rateLimit.leases.busyRequestsPerSecond` as in force now. */
-  leasesBusyRequestsPerSecond?(): number;
+  /** Config `rateLimit.leases` as in force now (reloadable; src/limits/leases/). */
+  leases?(): Config['rateLimit']['leases'];
 }
 
 /** The one place that chooses between Redis (a server, a Cluster or Sentinel) and the in-process store. */
@@ -97,8 +95,8 @@ function limitersFor(
     clock: options.clock,
     failMode: config.store.failMode,
     events: options.limiterEvents,
-    leasesEnabled: options.leasesEnabled,
-    leasesBusyRequestsPerSecond: options.leasesBusyRequestsPerSecond,
+    leasesEnabled: options.leases && (() => options.leases!().enabled),
+    leasesBusyRequestsPerSecond: options.leases && (() => options.leases!().busyRequestsPerSecond),
   });
 }
 
