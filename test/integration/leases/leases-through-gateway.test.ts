@@ -39,11 +39,16 @@ async function scriptsRun(): Promise<number> {
   return calls('evalsha') + calls('eval');
 }
 
-async function leaseAdmissions(): Promise<{ lease: number; store: number }> {
+async function leaseAdmissions(): Promise<{ lease: number; store: number; usedUnits: number; takenUnits: number }> {
   const text = await (await fetch(`${product.adminUrl}/metrics`)).text();
-  const read = (by: string) =>
-    Number(new RegExp(`^gateway_lease_admissions_total\\{decided_by="${by}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
-  return { lease: read('lease'), store: read('store') };
+  const read = (metric: string, label: string, value: string) =>
+    Number(new RegExp(`^${metric}\\{${label}="${value}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    lease: read('gateway_lease_admissions_total', 'decided_by', 'lease'),
+    store: read('gateway_lease_admissions_total', 'decided_by', 'store'),
+    usedUnits: read('gateway_lease_units_total', 'outcome', 'used'),
+    takenUnits: read('gateway_lease_units_total', 'outcome', 'taken'),
+  };
 }
 
 /** `count` requests of `auth`, `concurrency` at a time; each answer's status and X-RateLimit-Remaining, in order. */
@@ -90,6 +95,9 @@ test('a hot key is served from leases: most requests with no Redis round trip, h
   );
   expect(answers.every((a) => a.status === 200)).toBe(true);
   expect(fromLease / 2_000).toBeGreaterThan(0.9);
+  // Every request admitted from a lease used one unit of it (cost 1), and a lease took them first.
+  expect(after.usedUnits).toBe(after.lease);
+  expect(after.takenUnits).toBeGreaterThanOrEqual(after.usedUnits);
   // Round trips: a take per lease (200 ms of the rate; a slower machine takes smaller ones), the odd
   // request that finds its lease spent, and a few background scripts. 400 requests/s: 0.02 at most.
   const leases = 2_000 / Math.max(2, Math.floor(perSecond * 0.2));
