@@ -257,12 +257,17 @@ describe.each(FORWARDERS)('inventory brown-out, forwarder %s', (kind, create) =>
     expect(reasons.timeout).toBeGreaterThanOrEqual(BREAKER.minimumRequests);
     expect((reasons.overloaded ?? 0) + (reasons.circuit_open ?? 0) + reasons.timeout!).toBe(CONCURRENT);
     expect(reasons.overloaded).toBeGreaterThan(0);
-    // Refused at once, not after a deadline: in the order the proxy settled them, the median refusal as
-    // overloaded comes before the first timeout (an order, not a time: on 2 busy cores every answer is
-    // late alike).
-    const settled = proxy.failures.map((f) => f.reason);
-    const refusedAt = settled.flatMap((reason, i) => (reason === 'overloaded' ? [i] : []));
-    expect(refusedAt[Math.floor(refusedAt.length / 2)]).toBeLessThan(settled.indexOf('timeout'));
+    // Refused at once, not after a deadline: the median 503 as the proxy timed it (its arrival to its
+    // answer, both on the proxy's loop) is shorter than the deadline every 504 waited out. Not the order
+    // the proxy settled them in: on 2 busy cores the burst takes longer to arrive than the 400 ms
+    // deadline, so the first timeouts come while later requests are still being refused (59 refusals
+    // settled before the median one, after the first timeout, in a CI run at load 10).
+    const refusedMs = proxy.timings
+      .filter((t) => t.status === 503)
+      .map((t) => t.elapsedMs)
+      .sort((a, b) => a - b);
+    expect(refusedMs.length).toBeGreaterThan(0);
+    expect(refusedMs[Math.floor(refusedMs.length / 2)]).toBeLessThan(TIMEOUT_MS);
     expect(upstream.received).toBeLessThanOrEqual(MAX_SOCKETS + MAX_PENDING);
     expect(proxy.forwarder.circuitState()).toBe('open');
     expect(transitions).toEqual(['closed->open']);

@@ -94,13 +94,18 @@ test('a hot key is served from leases: most requests with no Redis round trip, h
       `(${(scripts / 2_000).toFixed(4)} each) and ${commands} Redis commands (${(commands / 2_000).toFixed(3)} each), the gateway's background included`,
   );
   expect(answers.every((a) => a.status === 200)).toBe(true);
-  expect(fromLease / 2_000).toBeGreaterThan(0.9);
+  // Redis decides a request once per lease (200 ms of the rate this instance saw: a slower machine
+  // takes smaller leases, so the bound follows the measured rate, not a fixed share) and for the odd
+  // request that finds its lease spent; every other request is admitted from a lease.
+  const leases = 2_000 / Math.max(2, Math.floor(perSecond * 0.2));
+  expect(perSecond).toBeGreaterThan(20); // the busy threshold this product is configured with
+  expect(byStore).toBeLessThanOrEqual(2 * leases + 10);
+  expect(fromLease + byStore).toBe(2_000);
   // Every request admitted from a lease used one unit of it (cost 1), and a lease took them first.
   expect(after.usedUnits).toBe(after.lease);
   expect(after.takenUnits).toBeGreaterThanOrEqual(after.usedUnits);
   // Round trips: a take per lease (200 ms of the rate; a slower machine takes smaller ones), the odd
   // request that finds its lease spent, and a few background scripts. 400 requests/s: 0.02 at most.
-  const leases = 2_000 / Math.max(2, Math.floor(perSecond * 0.2));
   expect(scripts).toBeLessThanOrEqual(2 * leases + 10);
   // One instance serves the key: what its headers show falls by exactly one per request, from lease or Redis.
   const shown = [...warm, ...answers].map((a) => a.remaining).sort((x, y) => y - x);
