@@ -124,6 +124,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     // inventory and the metrics. A reload puts a new config here and nothing else.
     const configState = new ConfigState(config);
     const inForce = () => configState.config;
+    const starting: Starting = { config, options, logger, clock, closers, inForce, adminListener };
     let stores: Stores | null = null;
     let forwarder: GuardedForwarder | null = null;
     const { metrics, keyDurability, labels } = createProductMetrics(inForce, {
@@ -132,92 +133,14 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       upstream: () => forwarder!,
       leases: () => leaseFigures(stores?.limiters.leases ?? null),
     });
-    stores = await startStores(config, {
-      logger,
-      clock,
-      closers,
-      keyDurability,
-      metrics,
-      limiterEvents: limiterEventsFor(config, metrics, logger),
-      leases: () => inForce().rateLimit.leases,
-    });
-    const inventory = await startEmbeddedInventory(config, {
-      logger,
-      clock,
-      port: options.inventoryPort,
-      closers,
-      configInForce: inForce,
-    });
-    const upstreamUrl = config.upstream.url ?? inventory!.url;
-
-    const consumers = await startConsumers({
-      consumerStore: stores.consumerStore,
-      keyStore: stores.keyStore,
-      keyLimiter: stores.limiters.keyLimiter,
-      clock,
-      logger,
-      closers,
-      costs: () => inForce().costs,
-    });
-    const keyService = new KeyService({
-      store: stores.keyStore,
-      prefix: config.keys.prefix,
-      plans: () => inForce().plans,
-      clock,
-      costs: () => inForce().costs,
-      ...consumers.keyServiceHooks,
-    });
-    const resolver = await startKeyResolver(config, stores.keyStore, { clock, logger, closers });
-    const recorders = startRecorders({
-      stores,
-      metrics,
-      logger,
-      clock,
-      closers,
-      usagePeriodMs: usagePeriodMsInForce(inForce),
-    });
-    const notifier = startNotifications(config, {
-      stores,
-      configInForce: inForce,
-      registry: metrics.registry,
-      clock,
-      logger,
-      closers,
-      adminListener,
-    });
-    startUsageEvents(config, {
-      stores,
-      configInForce: inForce,
-      registry: metrics.registry,
-      clock,
-      logger,
-      closers,
-      adminListener,
-    });
-    const signer = new UpstreamTokenSigner(
-      { ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) },
-      clock,
-    );
-
+    const opened = await startStoresAndInventory(starting, { metrics, keyDurability });
+    stores = opened.stores;
+    const { inventory, upstreamUrl } = opened;
+    const keys = await startKeys(starting, stores);
+    const { recorders, notifier } = startRecording(starting, stores, metrics);
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
-    const keyDecisions = keyDecisionListener(recorders.keyActivity, notifier);
-    const keyRevocations = keyRevocationsOf(config, { keyService, stores, notifier, clock, logger });
-    const deciding = {
-      ...recorders,
-      keyDecisions,
-      keyRevocation: keyRevocations,
-      consumers: consumers.lookup,
-      consumerAccessPolicy: consumers.accessPolicy,
-      keyResolver: resolver,
-      limiters: stores.limiters,
-      signer,
-      metrics,
-      logger,
-      clock,
-      random: options.random,
-      closers,
-      configInForce: inForce,
-    };
+    const keyRevocations = keyRevocationsOf(config, { keyService: keys.keyService, stores, notifier, clock, logger });
+    const deciding = decidingDependencies(starting, { stores, metrics, keys, recorders, notifier, keyRevocations });
     const gateway = await startGatewayListener(config, { ...deciding, forwarder, port: options.gatewayPort }, tlsPair);
     const authzUrl = await startAuthzListener(config, { ...deciding, port: options.authzPort });
     const applyConfig = (next: Config, pair: TlsPair | null) => {
@@ -226,38 +149,19 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     };
     const planUsers = [keysAsPlanUsers(stores.keyStore)];
     const reload =
-      options.reload ??
-      reloadsInThisProcess({
-        state: configState,
-        load: options.loadConfig,
-        apply: applyConfig,
-        planUsers,
-        metrics,
-        logger,
-        adminListener,
-      });
+      options.reload ?? reloadsInThisProcess(starting, { state: configState, apply: applyConfig, planUsers, metrics });
     const adminToken = resolveAdminToken(config);
-    const adminUrl = await startAdminListener(config, {
-      ...recorders,
+    const adminUrl = await startAdministration(starting, {
       adminToken,
-      keyService,
-      consumerService: consumers.service,
+      configState,
+      reload,
       stores,
       metrics,
+      keys,
+      recorders,
       inventory,
       upstreamUrl,
       forwarder,
-      metricsSource: options.metricsSource ?? registryAsSource,
-      trafficSeconds: options.trafficSource
-        ? options.trafficSource(recorders.traffic)
-        : async () => recorders.traffic.seconds(),
-      logger,
-      clock,
-      port: options.adminPort,
-      closers,
-      configAdministration: { view: () => configState.view(), reload },
-      configInForce: inForce,
-      ...usageReports({ stores, recorders, keyService, clock }),
       keyRevocations,
     });
     adminPort = Number(/:(\d+)$/.exec(adminUrl)![1]);
@@ -269,8 +173,8 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       authzUrl,
       inventory,
       adminToken,
-      keyService,
-      consumerService: consumers.service,
+      keyService: keys.keyService,
+      consumerService: keys.consumers.service,
       reload,
       applyConfig,
       configState,
@@ -281,6 +185,164 @@ export async function startProduct(config: Config, options: StartOptions): Promi
     await closers.closeAll();
     throw err;
   }
+}
+
+/** The admin listener: the admin API, the console, /metrics and the health checks. */
+function startAdministration(
+  starting: Starting,
+  parts: {
+    adminToken: string;
+    configState: ConfigState;
+    reload: (trigger: string) => Promise<ReloadOutcome>;
+    stores: Stores;
+    metrics: GatewayMetrics;
+    keys: Awaited<ReturnType<typeof startKeys>>;
+    recorders: ReturnType<typeof startRecording>['recorders'];
+    inventory: RunningInventory | null;
+    upstreamUrl: string;
+    forwarder: GuardedForwarder;
+    keyRevocations: ReturnType<typeof keyRevocationsOf>;
+  },
+): Promise<string> {
+  const { config, clock, logger, closers, inForce, options } = starting;
+  const { adminToken, configState, reload, stores, metrics, keys, recorders } = parts;
+  return startAdminListener(config, {
+    ...recorders,
+    adminToken,
+    keyService: keys.keyService,
+    consumerService: keys.consumers.service,
+    stores,
+    metrics,
+    inventory: parts.inventory,
+    upstreamUrl: parts.upstreamUrl,
+    forwarder: parts.forwarder,
+    metricsSource: options.metricsSource ?? registryAsSource,
+    trafficSeconds: options.trafficSource
+      ? options.trafficSource(recorders.traffic)
+      : async () => recorders.traffic.seconds(),
+    logger,
+    clock,
+    port: options.adminPort,
+    closers,
+    configAdministration: { view: () => configState.view(), reload },
+    configInForce: inForce,
+    ...usageReports({ stores, recorders, keyService: keys.keyService, clock }),
+    keyRevocations: parts.keyRevocations,
+  });
+}
+
+/** What every starter of startProduct is given: the config at start and the one in force, and what the process owns. */
+interface Starting {
+  config: Config;
+  options: StartOptions;
+  logger: Logger;
+  clock: Clock;
+  closers: Closers;
+  inForce: () => Config;
+  adminListener: () => AdminListenerAddress;
+}
+
+/** The stores (keys, consumers, limiters, outboxes) and the embedded inventory unless upstream.url is set. */
+async function startStoresAndInventory(
+  starting: Starting,
+  parts: { metrics: GatewayMetrics; keyDurability: ReturnType<typeof createProductMetrics>['keyDurability'] },
+) {
+  const { config, logger, clock, closers, inForce, options } = starting;
+  const { metrics, keyDurability } = parts;
+  const stores = await startStores(config, {
+    logger,
+    clock,
+    closers,
+    keyDurability,
+    metrics,
+    limiterEvents: limiterEventsFor(config, metrics, logger),
+    leases: () => inForce().rateLimit.leases,
+  });
+  const inventory = await startEmbeddedInventory(config, {
+    logger,
+    clock,
+    port: options.inventoryPort,
+    closers,
+    configInForce: inForce,
+  });
+  return { stores, inventory, upstreamUrl: config.upstream.url ?? inventory!.url };
+}
+
+/** Consumers, the key service and the resolver the gateway finds keys with. */
+async function startKeys(starting: Starting, stores: Stores) {
+  const { config, clock, logger, closers, inForce } = starting;
+  const consumers = await startConsumers({
+    consumerStore: stores.consumerStore,
+    keyStore: stores.keyStore,
+    keyLimiter: stores.limiters.keyLimiter,
+    clock,
+    logger,
+    closers,
+    costs: () => inForce().costs,
+  });
+  const keyService = new KeyService({
+    store: stores.keyStore,
+    prefix: config.keys.prefix,
+    plans: () => inForce().plans,
+    clock,
+    costs: () => inForce().costs,
+    ...consumers.keyServiceHooks,
+  });
+  const resolver = await startKeyResolver(config, stores.keyStore, { clock, logger, closers });
+  return { consumers, keyService, resolver };
+}
+
+/** What is recorded off the request path: the usage recorders, the webhooks and the usage events. */
+function startRecording(starting: Starting, stores: Stores, metrics: GatewayMetrics) {
+  const { config, clock, logger, closers, inForce, adminListener } = starting;
+  const recorders = startRecorders({
+    stores,
+    metrics,
+    logger,
+    clock,
+    closers,
+    usagePeriodMs: usagePeriodMsInForce(inForce),
+  });
+  const sinks = { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener };
+  const notifier = startNotifications(config, sinks);
+  startUsageEvents(config, sinks);
+  return { recorders, notifier };
+}
+
+/** What the gateway listener and the decision listener both decide requests with. */
+function decidingDependencies(
+  starting: Starting,
+  parts: {
+    stores: Stores;
+    metrics: GatewayMetrics;
+    keys: Awaited<ReturnType<typeof startKeys>>;
+    recorders: ReturnType<typeof startRecording>['recorders'];
+    notifier: ReturnType<typeof startRecording>['notifier'];
+    keyRevocations: ReturnType<typeof keyRevocationsOf>;
+  },
+) {
+  const { config, clock, logger, closers, inForce, options } = starting;
+  const { stores, metrics, keys, recorders, notifier, keyRevocations } = parts;
+  const signer = new UpstreamTokenSigner(
+    { ...config.signing, secret: resolveSigningSecret(config.signing.secret, config.dataDir) },
+    clock,
+  );
+  return {
+    ...recorders,
+    keyDecisions: keyDecisionListener(recorders.keyActivity, notifier),
+    keyRevocation: keyRevocations,
+    consumers: keys.consumers.lookup,
+    consumerAccessPolicy: keys.consumers.accessPolicy,
+    keyResolver: keys.resolver,
+    limiters: stores.limiters,
+    signer,
+    metrics,
+    logger,
+    clock,
+    random: options.random,
+    closers,
+    configInForce: inForce,
+  };
 }
 
 /** The key resolver of the request path, once its filter of issued keys is built (until then every unknown key would be looked up in Redis). */
@@ -354,24 +416,25 @@ function createProductMetrics(inForce: () => Config, sources: GatewayMetricSourc
 }
 
 /** SIGHUP and POST /admin/reload handled in this process: read, validate, refuse removing a plan in use, apply. */
-function reloadsInThisProcess(deps: {
-  state: ConfigState;
-  load: (() => Config) | undefined;
-  apply: (config: Config, pair: TlsPair | null) => void;
-  planUsers: PlanUsers[];
-  metrics: GatewayMetrics;
-  logger: Logger;
-  adminListener: () => AdminListenerAddress;
-}): (trigger: string) => Promise<ReloadOutcome> {
+function reloadsInThisProcess(
+  starting: Starting,
+  deps: {
+    state: ConfigState;
+    apply: (config: Config, pair: TlsPair | null) => void;
+    planUsers: PlanUsers[];
+    metrics: GatewayMetrics;
+  },
+): (trigger: string) => Promise<ReloadOutcome> {
+  const load = starting.options.loadConfig;
   const reloader = new ConfigReloader({
     state: deps.state,
     // Off the event loop: parsing up to 1 MiB of YAML takes seconds, which the listeners must not wait for.
-    load: deps.load ?? (() => loadConfigOffThread()),
+    load: load ?? (() => loadConfigOffThread()),
     apply: deps.apply,
     vet: (current, next) => planRemovalProblems(current, next, deps.planUsers),
     metrics: createConfigMetrics(deps.metrics.registry),
-    logger: deps.logger,
-    adminListener: deps.adminListener,
+    logger: starting.logger,
+    adminListener: starting.adminListener,
   });
   return (trigger) => reloader.reload(trigger);
 }

@@ -20,3 +20,10 @@ export const MAX_ACCESS_LIST_ENTRIES = 100;
 export const IMPORT_CLOCK_SKEW_MS = 5 * 60_000;
 /** The longest grace period a rotation gives the old secret (CONTRACT §5: graceSeconds 0..604800). */
 export const MAX_GRACE_SECONDS = 604_800;
+
+/**
+ * Below this many requests per second on one instance a key is not busy and every request goes to
+ * Redis; at or above it the instance takes leases of units for it (CONTRACT §4 "Leases"). The default
+ * of config `rateLimit.leases.busyRequestsPerSecond`.
+ */
+export const BUSY_KEY_REQUESTS_PER_SECOND = 50;

@@ -9,8 +9,8 @@ export const LEASE_HORIZON_MS = 200;
 /** A lease never takes more than 1/8 of what is left in the tightest window it counts in. */
 export const LEASE_SHARE_DIVISOR = 8;
 
-/** Below this many requests per second on this instance a key is not busy: every request goes to Redis. */
-export const BUSY_KEY_REQUESTS_PER_SECOND = 50;
+// The default of config `rateLimit.leases.busyRequestsPerSecond`: the config schema reads it too, so it lives in shared.
+export { BUSY_KEY_REQUESTS_PER_SECOND } from '../../shared/constants';
 
 /** A lease ends this long after its round trip began at the latest (under a second: headers are never staler). */
 export const LEASE_LIFE_MS = 500;

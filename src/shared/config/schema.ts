@@ -16,7 +16,7 @@ import { notificationIssues, notificationsSchema } from './notifications';
 import { secretScanningIssues, secretScanningSchema } from './secret-scanning';
 import { usageEventsIssues, usageEventsSchema } from './usage-events';
 import { parseAddressEntry } from '../http/address-entry';
-import { BUSY_KEY_REQUESTS_PER_SECOND } from '../../limits/leases/lease-settings';
+import { BUSY_KEY_REQUESTS_PER_SECOND } from '../constants';
 
 /**
  * A plan either fixes both limits or (enterprise) leaves them to each key. `shadow: true` counts
