@@ -103,6 +103,8 @@ export interface LeaseReturn {
   complete: boolean;
   /** Store epoch ms the lease was taken: a window reset since keeps its units (the store compares). */
   takenAt: number;
+  /** The units the lease took: what the store's ledger of units out in leases drops with its end. */
+  granted: number;
 }
 
 /**
@@ -121,5 +123,21 @@ export function leaseReturn(lease: Lease, now: number): LeaseReturn | null {
     windows: open.map((window) => ({ name: window.name, startAt: window.startAt })),
     complete: open.length === lease.windows.length,
     takenAt: lease.storeNow,
+    granted: lease.units,
+  };
+}
+
+/**
+ * A return of no units for a lease that has none to give back: it still takes the lease off the
+ * store's ledger of units out in leases (before a window reset, so the reset does not count it).
+ */
+export function ledgerOnlyReturn(lease: Lease): LeaseReturn {
+  return {
+    holder: lease.holder,
+    units: 0,
+    windows: [],
+    complete: false,
+    takenAt: lease.storeNow,
+    granted: lease.units,
   };
 }

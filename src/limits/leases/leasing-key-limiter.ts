@@ -13,7 +13,7 @@ import type {
   WindowsHeld,
   WindowState,
 } from '../types';
-import { unitsLeft, type Lease, type LeaseReturn, type LeaseWindowView } from './lease';
+import { ledgerOnlyReturn, unitsLeft, type Lease, type LeaseReturn, type LeaseWindowView } from './lease';
 import { LeaseBook } from './lease-book';
 import { KeyRates } from './key-rates';
 import { wantedLeaseUnits } from './lease-size';
@@ -236,15 +236,7 @@ export class LeasingKeyLimiter implements KeyLimiter {
     }
     const batch = this.pending;
     this.pending = [];
-    try {
-      const taken = await this.store.returnUnits(batch);
-      batch.forEach((plan, i) => {
-        if (!taken[i]) this.book.returnFailed(plan);
-      });
-    } catch (err) {
-      for (const plan of batch) this.book.returnFailed(plan);
-      this.options.onReturnError?.(err);
-    }
+    await this.giveBackNow(batch);
   }
 
   /** The key's windows in the store, with the units of this instance's lease of it not counted as used. */
@@ -282,18 +274,42 @@ export class LeasingKeyLimiter implements KeyLimiter {
     return this.store.unban(key);
   }
 
-  /** A reset window holds none of the lease's units any more: the lease ends with nothing given back. */
-  resetWindows(key: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
-    this.endLease(key.keyId, false);
+  /**
+   * A reset window starts again from the units out in leases (the store counts them): this
+   * instance's lease of the key ends first, its unused units given back and its units off the
+   * store's ledger, so the reset counts only other instances' leases.
+   */
+  async resetWindows(key: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
+    await this.endBeforeReset([this.book.get(key.keyId)]);
     return this.store.resetWindows(key, windows, billingDay);
   }
 
-  resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
-    for (const plan of this.book.endConsumer(consumer.id)) {
-      this.shown.delete(plan.holder.keyId);
-      this.book.returnFailed(plan);
-    }
+  async resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
+    await this.endBeforeReset([...this.book.ofConsumer(consumer.id)]);
     return this.store.resetConsumerWindows(consumer, windows);
+  }
+
+  private async endBeforeReset(leases: readonly (Lease | undefined)[]): Promise<void> {
+    const plans: LeaseReturn[] = [];
+    for (const lease of leases) {
+      if (lease === undefined) continue;
+      this.shown.delete(lease.holder.keyId);
+      plans.push(this.book.end(lease.holder.keyId) ?? ledgerOnlyReturn(lease));
+    }
+    if (plans.length > 0) await this.giveBackNow(plans);
+  }
+
+  /** Sends returns at once (off the request path: a reset's); what the store did not take counts as expired. */
+  private async giveBackNow(plans: readonly LeaseReturn[]): Promise<void> {
+    try {
+      const taken = await this.store.returnUnits(plans);
+      plans.forEach((plan, i) => {
+        if (!taken[i]) this.book.returnFailed(plan);
+      });
+    } catch (err) {
+      for (const plan of plans) this.book.returnFailed(plan);
+      this.options.onReturnError?.(err);
+    }
   }
 
   /** The windows move to other names: the lease ends with nothing given back (its units move with them). */

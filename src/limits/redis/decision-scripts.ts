@@ -156,17 +156,23 @@ return m.credits
  * (the same layout). KEYS: the hash, the sliding log, the month hash. ARGV: 1 now ('' as above), 2 the
  * minute ('1' to reset), 3 its shape ('1' sliding), 4 the day ('1'), and to reset the month 5 a
  * placeholder for perMonth (any number) and 6..9 its boundaries. One script, so Redis runs it between
- * two consumes: a request counts before it (and is forgotten) or after it. The month's count goes to
- * zero, its credits stay. Reply: the units the minute, day and month held (-1: not reset).
+ * two consumes: a request counts before it (and is forgotten) or after it. A window starts again from
+ * the units still out in leases (lease-scripts.ts leased_out), else from zero; the month's credits
+ * stay. Reply: the units the minute, day and month held (-1: not reset).
  */
-const RESET_WINDOWS_LUA = `local now = clock_now(ARGV[1])
+const RESET_WINDOWS_LUA = `${LEASE_FUNCTIONS}local now = clock_now(ARGV[1])
 local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc')
 local w = fixed_windows(f[1], f[2], f[3], f[4], now)
 local held = {-1, -1, -1}
+-- Units out in leases (any instance's) stay counted: a window starts again from them, not from zero,
+-- never from more than it holds (a lease alive now counted in the windows of now).
+local out = leased_out(hash, now)
 if ARGV[2] == '1' then
   if ARGV[3] == '1' then
     peek_sliding_minute(log, now, w)
     redis.call('DEL', log)
+  elseif math.min(out, w.mc) > 0 then
+    redis.call('HSET', hash, 'mw', math.floor(now / 60000), 'mc', math.min(out, w.mc))
   else
     redis.call('HDEL', hash, 'mw', 'mc')
   end
@@ -174,7 +180,11 @@ if ARGV[2] == '1' then
 end
 if ARGV[4] == '1' then
   held[2] = w.dc
-  redis.call('HDEL', hash, 'dw', 'dc')
+  if math.min(out, w.dc) > 0 then
+    redis.call('HSET', hash, 'dw', math.floor(now / 86400000), 'dc', math.min(out, w.dc))
+  else
+    redis.call('HDEL', hash, 'dw', 'dc')
+  end
   if ARGV[3] == '1' and ARGV[2] ~= '1' then
     -- The sliding log names an admission <time>-<day count>: with the day counting from zero again, one
     -- admitted in this same instant would take the name of one before the reset (and count once for two).
@@ -188,8 +198,8 @@ end
 local m = read_month(mkey, now, ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9])
 if m.limit then
   held[3] = m.count
-  -- rs: when the month was reset; a lease's units counted before it never come back off it (lease-scripts.ts give_back).
-  if m.count > 0 then redis.call('HSET', mkey, 'c', 0, 'rs', now) end
+  -- rs: when the month was reset; a lease's units it did not count never come back off it (lease-scripts.ts give_back).
+  if m.count > 0 then redis.call('HSET', mkey, 'c', math.min(out, m.count), 'rs', now) end
 end
 if held[1] > 0 or held[2] > 0 then
   -- A hash the reset emptied is gone: written again with rs alone, it lives a minute (a lease's return comes within one).

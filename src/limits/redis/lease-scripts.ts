@@ -1,8 +1,14 @@
 import { defineLuaScript } from '../../shared/redis/lua-script';
-import { LEASE_SHARE_DIVISOR } from '../leases/lease-settings';
+import { LEASE_LIFE_MS, LEASE_SHARE_DIVISOR } from '../leases/lease-settings';
 import type { LeaseGrant, LeaseReturn, LeaseWindow } from '../leases/lease';
 import type { KeyDecision, RefusingWindow, WindowState } from '../types';
 import { luaScript, type KeySlot } from './lua-model';
+
+/**
+ * The buckets of a holder's ledger of units out in leases (LEASE_FUNCTIONS): twice a lease's life, so
+ * the leases alive at any moment expire in at most two consecutive buckets.
+ */
+export const LEASE_LEDGER_BUCKET_MS = 2 * LEASE_LIFE_MS;
 
 /**
  * The Lua of leases of units (docs/scaling.md "Leases"), in the Lua model (lua-model.ts): the
@@ -34,14 +40,64 @@ local function units_left(t, w, m, cost, per_minute, per_day)
   return t
 end
 
+-- The ledger of a holder's units out in leases, in its windows hash: lb0, lu0, lb1, lu1, the units of
+-- the leases whose expiry (taken + ${LEASE_LIFE_MS} ms, Redis's clock) falls in a bucket of ${LEASE_LEDGER_BUCKET_MS} ms, one slot per
+-- bucket parity. The leases alive at any moment expire in at most two consecutive buckets, so a slot
+-- is written over only when every lease in it has ended. A window reset counts what the live
+-- buckets hold (leased_out): a lease another instance took before the reset is counted in the
+-- restarted windows, so none admits more than its limit.
+local function ledger_bucket(taken_at)
+  local bucket = math.floor((taken_at + ${LEASE_LIFE_MS}) / ${LEASE_LEDGER_BUCKET_MS})
+  return bucket, tostring(bucket % 2)
+end
+
+-- Records a lease of units taken at now.
+local function ledger_add(hash, now, units)
+  local bucket, p = ledger_bucket(now)
+  if tonumber(redis.call('HGET', hash, 'lb' .. p)) == bucket then
+    redis.call('HINCRBY', hash, 'lu' .. p, units)
+  else
+    redis.call('HSET', hash, 'lb' .. p, bucket, 'lu' .. p, units)
+  end
+end
+
+-- Takes an ended lease's units off the ledger (a slot written over since holds none of them).
+local function ledger_remove(hash, taken_at, units)
+  local bucket, p = ledger_bucket(taken_at)
+  local f = redis.call('HMGET', hash, 'lb' .. p, 'lu' .. p)
+  if tonumber(f[1]) == bucket and (tonumber(f[2]) or 0) > 0 then
+    redis.call('HSET', hash, 'lu' .. p, math.max(0, tonumber(f[2]) - units))
+  end
+end
+
+-- The units of leases that may still be alive at now: every slot whose bucket has not ended.
+local function leased_out(hash, now)
+  local f = redis.call('HMGET', hash, 'lb0', 'lu0', 'lb1', 'lu1')
+  local current, out = math.floor(now / ${LEASE_LEDGER_BUCKET_MS}), 0
+  for i = 1, 3, 2 do
+    if (tonumber(f[i]) or -1) >= current then out = out + (tonumber(f[i + 1]) or 0) end
+  end
+  return out
+end
+
+-- Whether a window reset at rs (nil: none) left a lease taken at taken_at out of what it restarted: a
+-- reset since the lease was taken that did not count it (its bucket had ended: leased_out).
+local function reset_without(rs, taken_at)
+  rs = tonumber(rs)
+  if not rs or rs < taken_at then return false end
+  return ledger_bucket(taken_at) < math.floor(rs / ${LEASE_LEDGER_BUCKET_MS})
+end
+
 -- Gives a lease's unused units back to a holder's fixed minute, day and month, each named by the
--- start it counted them in ('' for none): only to a window still that one, not reset since the lease
--- was taken (taken_at; a reset writes rs, its time) and holding them. Answers the windows named that
--- did not take them.
-local function give_back(hash, mkey, units, minute_start, day_start, month_start, taken_at)
+-- start it counted them in ('' for none): only to a window still that one, holding them, and not
+-- reset since the lease was taken (taken_at; a reset writes rs, its time) without counting the
+-- lease's units again (reset_without); the lease's granted units leave the ledger. Answers the
+-- windows named that did not take them.
+local function give_back(hash, mkey, units, minute_start, day_start, month_start, taken_at, granted)
   local missed = 0
+  ledger_remove(hash, taken_at, granted)
   local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc', 'rs')
-  local reset = (tonumber(f[5]) or -1) >= taken_at
+  local reset = reset_without(f[5], taken_at)
   for i, start in ipairs({minute_start, day_start}) do
     if start ~= '' then
       local index, count, length = tonumber(f[2 * i - 1]), tonumber(f[2 * i]) or 0, i == 1 and 60000 or 86400000
@@ -54,7 +110,7 @@ local function give_back(hash, mkey, units, minute_start, day_start, month_start
   end
   if month_start ~= '' then
     local g = redis.call('HMGET', mkey, 'w', 'c', 'rs')
-    local month_reset = (tonumber(g[3]) or -1) >= taken_at
+    local month_reset = reset_without(g[3], taken_at)
     if not month_reset and tonumber(g[1]) == tonumber(month_start) and (tonumber(g[2]) or 0) >= units then
       redis.call('HINCRBY', mkey, 'c', -units)
     else
@@ -69,10 +125,10 @@ end
  * ARGV a lease consume adds after the consume's own (from `at`, releasesAt of the plain variant):
  * at the units wanted ('0': none), at+1 the carried return's units ('0': none), at+2..at+7 the
  * starts of the windows it goes back to (minute, day, month, the consumer's minute, day, month; ''
- * for a window it does not go back to), at+8 when its lease was taken (store ms). The carried
- * in-flight releases follow.
+ * for a window it does not go back to), at+8 when its lease was taken (store ms), at+9 the units it
+ * took (what leaves the ledger). The carried in-flight releases follow.
  */
-export const LEASE_ARGV_FIELDS = 9;
+export const LEASE_ARGV_FIELDS = 10;
 
 const RETURN_ORDER: readonly RefusingWindow[] = [
   'minute',
@@ -85,7 +141,7 @@ const RETURN_ORDER: readonly RefusingWindow[] = [
 
 /** The return's units and window starts, as the lease consume and the return script take them. */
 export function returnArgv(ended: LeaseReturn | null): string[] {
-  if (ended === null) return ['0', '', '', '', '', '', '', '0'];
+  if (ended === null) return ['0', '', '', '', '', '', '', '0', '0'];
   return [
     String(ended.units),
     ...RETURN_ORDER.map((name) => {
@@ -93,6 +149,7 @@ export function returnArgv(ended: LeaseReturn | null): string[] {
       return window === undefined ? '' : String(window.startAt);
     }),
     String(ended.takenAt),
+    String(ended.granted),
   ];
 }
 
@@ -110,14 +167,15 @@ export function leaseArgv(wanted: number, ended: LeaseReturn | null): string[] {
 export function leaseConsumeLua(at: number, consumer: boolean) {
   const r = (i: number) => `ARGV[${at + i}]`;
   const consumerBack = consumer
-    ? `\n  missed = missed + give_back(chash, cmkey, back, ${r(5)}, ${r(6)}, ${r(7)}, tonumber(${r(8)}))`
+    ? `\n  missed = missed + give_back(chash, cmkey, back, ${r(5)}, ${r(6)}, ${r(7)}, tonumber(${r(8)}), tonumber(${r(9)}))`
     : '';
   const consumerLeft = consumer ? `\n  units_left(left, c, cm, cost, tonumber(ARGV[18]), tonumber(ARGV[19]))` : '';
+  const consumerLedger = consumer ? `\n    ledger_add(chash, now, granted)` : '';
   return {
     start: `local granted, missed = 0, 0
 local back = tonumber(${r(1)})
-if back > 0 then
-  missed = give_back(hash, mkey, back, ${r(2)}, ${r(3)}, ${r(4)}, tonumber(${r(8)}))${consumerBack}
+if back > 0 or tonumber(${r(9)}) > 0 then
+  missed = give_back(hash, mkey, back, ${r(2)}, ${r(3)}, ${r(4)}, tonumber(${r(8)}), tonumber(${r(9)}))${consumerBack}
 end
 local function lease_reply(...)
   local reply = decision_reply(...)
@@ -127,6 +185,9 @@ local function lease_reply(...)
 end`,
     take: `local left = units_left({}, k, km, cost, tonumber(ARGV[1]), tonumber(ARGV[2]))${consumerLeft}
   granted = lease_units(tonumber(${r(0)}), cost, left)
+  if granted > 0 then
+    ledger_add(hash, now, granted)${consumerLedger}
+  end
   local taken = cost + granted`,
   };
 }
@@ -136,9 +197,9 @@ end`,
  * with a consumer its hash and month hash; ARGV returnArgv's. Reply: the windows that did not take it.
  */
 function returnLua(consumer: boolean): string {
-  const own = `local missed = give_back(hash, mkey, tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[8]))`;
+  const own = `local missed = give_back(hash, mkey, tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[8]), tonumber(ARGV[9]))`;
   const shared = consumer
-    ? `\nmissed = missed + give_back(chash, cmkey, tonumber(ARGV[1]), ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]))`
+    ? `\nmissed = missed + give_back(chash, cmkey, tonumber(ARGV[1]), ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]))`
     : '';
   return `${LEASE_FUNCTIONS}\n${own}${shared}\nreturn missed\n`;
 }

@@ -148,6 +148,7 @@ describe('leases on a real Redis', () => {
       units: 5,
       windows: [{ name: 'minute' as const, startAt: Date.UTC(2026, 2, 2, 10, 0) }],
       takenAt: Date.UTC(2026, 2, 2, 10, 0, 59, 500),
+      granted: 5,
     };
     expect(await store.returnUnits([{ ...late, complete: true }])).toEqual([false]);
     expect(limits.perMinute - (await store.usage(key, limits)).minute.remaining).toBe(inNewMinute);
@@ -156,7 +157,7 @@ describe('leases on a real Redis', () => {
     expect(limits.perMinute - (await store.usage(key, limits)).minute.remaining).toBe(inNewMinute - 5);
   });
 
-  it('gives nothing back to a window reset since the lease was taken', async () => {
+  it('a window reset counts the units out in leases: a lease it counted gives back to the restarted windows', async () => {
     const clock = new ManualClock(START);
     const { store } = await instance(uniqueNamespace('lz'), clock);
     const key = { keyId: 'key_reset' };
@@ -165,10 +166,30 @@ describe('leases on a real Redis', () => {
     expect(grant?.units).toBe(100);
     clock.advance(10);
     await store.resetWindows(key, ['minute', 'day', 'month']);
+    const used = async () => {
+      const usage = await store.usage(key, limits);
+      return [usage.minute, usage.day, usage.month!].map((w) => w.limit - w.remaining);
+    };
+    // The lease may still admit its 100 units anywhere: the restarted windows count them.
+    expect(await used()).toEqual([100, 100, 100]);
+    for (let i = 0; i < 150; i++) await store.consume(key, limits);
+    const back = { holder: key, units: 100, windows: grant!.windows, complete: true, takenAt: grant!.storeNow };
+    expect(await store.returnUnits([{ ...back, granted: 100 }])).toEqual([true]);
+    expect(await used()).toEqual([150, 150, 150]);
+  });
+
+  it('gives nothing back to a window reset after the lease ended (a late return): the reset did not count it', async () => {
+    const clock = new ManualClock(START);
+    const { store } = await instance(uniqueNamespace('lz'), clock);
+    const key = { keyId: 'key_reset_late' };
+    const limits = { perMinute: 1_000, perDay: 100_000, perMonth: 1_000_000 };
+    const { grant } = await store.consumeWithLease(key, limits, undefined, 100, null);
+    clock.advance(1_500); // past the lease's life and its ledger bucket
+    await store.resetWindows(key, ['minute', 'day', 'month']);
     for (let i = 0; i < 150; i++) await store.consume(key, limits);
     const back = { holder: key, units: 100, windows: grant!.windows, complete: true, takenAt: grant!.storeNow };
     // Without the reset's mark (rs), the return took 100 off the 150 the reset windows had counted since.
-    expect(await store.returnUnits([back])).toEqual([false]);
+    expect(await store.returnUnits([{ ...back, granted: 100 }])).toEqual([false]);
     const usage = await store.usage(key, limits);
     expect([usage.minute, usage.day, usage.month!].map((w) => w.limit - w.remaining)).toEqual([150, 150, 150]);
   });

@@ -199,7 +199,14 @@ async function driveLeases(namespace: string): Promise<void> {
   ] as const) {
     const { grant } = await limiter.consumeWithLease(key, limits, options, 100, null);
     expect(grant?.units).toBe(100);
-    const back = { holder: key, units: 50, windows: grant!.windows, complete: true, takenAt: grant!.storeNow };
+    const back = {
+      holder: key,
+      units: 50,
+      windows: grant!.windows,
+      complete: true,
+      takenAt: grant!.storeNow,
+      granted: 100,
+    };
     expect((await limiter.consumeWithLease(key, limits, options, 0, back)).returned).toBe(true);
     expect(await limiter.returnUnits([{ ...back, units: 10 }])).toEqual([true]);
   }

@@ -69,6 +69,8 @@ describe('leaseReturn', () => {
       complete: true,
       // The store's time of the take: a window reset since keeps the units.
       takenAt: STORE_NOW,
+      // The units it took: what leaves the store's ledger of units out in leases.
+      granted: 100,
     });
   });
 
