@@ -1,6 +1,7 @@
 import type { Clock } from '../../shared/clock';
 import {
   canAdmit,
+  ledgerOnlyReturn,
   leaseReturn,
   leaseWindowViews,
   newLease,
@@ -11,7 +12,14 @@ import {
   type LeaseReturn,
   type LeaseWindowView,
 } from './lease';
+import { LEASE_LIFE_MS } from './lease-settings';
 import { LeaseUnitCounts } from './lease-unit-counts';
+
+/**
+ * How long the store's ledger of units out in leases may still hold a lease that ended with nothing
+ * to give back: to the end of the ledger bucket of its expiry (lease-scripts.ts, two lives wide).
+ */
+const LEDGER_HOLDS_MS = 3 * LEASE_LIFE_MS;
 
 /** A request decided from the book: admitted from the key's lease (with the headers' windows), or sent to the store. */
 export type LeaseAdmission =
@@ -26,6 +34,12 @@ export type LeaseAdmission =
  */
 export class LeaseBook {
   private readonly leases = new Map<string, Lease>();
+  /**
+   * Leases ended with nothing sent back (spent, or every window closed) that the store's ledger may
+   * still hold, with when they began (instance clock): a window reset here takes them off first
+   * (unledgered), so that it counts only other instances' leases.
+   */
+  private readonly silent: { sentAt: number; plan: LeaseReturn }[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -71,7 +85,37 @@ export class LeaseBook {
     const unused = unitsLeft(lease);
     const plan = leaseReturn(lease, this.clock.now());
     this.counts.add(plan?.complete ? 'returned' : 'expired', unused);
+    if (plan === null) this.keepSilent(lease);
     return plan;
+  }
+
+  /** Remembers a lease ended with nothing sent back while the ledger may hold it; forgets the older ones. */
+  private keepSilent(lease: Lease): void {
+    const since = this.clock.now() - LEDGER_HOLDS_MS;
+    while (this.silent.length > 0 && this.silent[0]!.sentAt < since) this.silent.shift();
+    this.silent.push({ sentAt: lease.sentAt, plan: ledgerOnlyReturn(lease) });
+  }
+
+  /**
+   * Before a window reset of the key (`keyId`) or of a consumer's keys: its lease ends, and what must
+   * go back so that the store's ledger holds none of this instance's leases of them (the lease's
+   * return, and the leases ended with nothing sent back that the ledger may still hold).
+   */
+  endBeforeReset(matches: (holder: LeaseHolder) => boolean): LeaseReturn[] {
+    const plans: LeaseReturn[] = [];
+    for (const [keyId, lease] of [...this.leases]) {
+      if (!matches(lease.holder)) continue;
+      const plan = this.end(keyId);
+      if (plan !== null) plans.push(plan);
+    }
+    const since = this.clock.now() - LEDGER_HOLDS_MS;
+    for (let i = this.silent.length - 1; i >= 0; i--) {
+      const entry = this.silent[i]!;
+      if (entry.sentAt >= since && !matches(entry.plan.holder)) continue;
+      this.silent.splice(i, 1);
+      if (entry.sentAt >= since) plans.push(entry.plan);
+    }
+    return plans;
   }
 
   /** Ends every lease whose life is over; what must go back. */

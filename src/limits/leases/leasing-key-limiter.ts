@@ -13,7 +13,7 @@ import type {
   WindowsHeld,
   WindowState,
 } from '../types';
-import { ledgerOnlyReturn, unitsLeft, type Lease, type LeaseReturn, type LeaseWindowView } from './lease';
+import { unitsLeft, type Lease, type LeaseReturn, type LeaseWindowView } from './lease';
 import { LeaseBook } from './lease-book';
 import { KeyRates } from './key-rates';
 import { wantedLeaseUnits } from './lease-size';
@@ -280,22 +280,19 @@ export class LeasingKeyLimiter implements KeyLimiter {
    * store's ledger, so the reset counts only other instances' leases.
    */
   async resetWindows(key: KeyRef, windows: readonly WindowName[], billingDay?: number): Promise<WindowsHeld> {
-    await this.endBeforeReset([this.book.get(key.keyId)]);
+    this.shown.delete(key.keyId);
+    await this.endBeforeReset((holder) => holder.keyId === key.keyId);
     return this.store.resetWindows(key, windows, billingDay);
   }
 
   async resetConsumerWindows(consumer: ConsumerShare, windows: readonly WindowName[]): Promise<WindowsHeld> {
-    await this.endBeforeReset([...this.book.ofConsumer(consumer.id)]);
+    await this.endBeforeReset((holder) => holder.consumerId === consumer.id);
     return this.store.resetConsumerWindows(consumer, windows);
   }
 
-  private async endBeforeReset(leases: readonly (Lease | undefined)[]): Promise<void> {
-    const plans: LeaseReturn[] = [];
-    for (const lease of leases) {
-      if (lease === undefined) continue;
-      this.shown.delete(lease.holder.keyId);
-      plans.push(this.book.end(lease.holder.keyId) ?? ledgerOnlyReturn(lease));
-    }
+  private async endBeforeReset(matches: (holder: KeyRef) => boolean): Promise<void> {
+    const plans = this.book.endBeforeReset(matches);
+    for (const plan of plans) this.shown.delete(plan.holder.keyId);
     if (plans.length > 0) await this.giveBackNow(plans);
   }
 

@@ -95,4 +95,20 @@ describe('a window reset while another instance holds a lease', () => {
     await a.leasing.close();
     await b.leasing.close();
   });
+
+  it('a reset on the instance that holds the lease: its lease ends first, the restarted windows start from zero', async () => {
+    const clock = new ManualClock(START);
+    const { store, leasing } = await instance(uniqueNamespace('lr'), clock);
+    const key = { keyId: 'key_reset_own' };
+    const limits = { perMinute: 100_000, perDay: 1_000_000, perMonth: 10_000_000 };
+    for (let i = 0; i < 200 && leasing.admissions.lease < 50; i++) {
+      await leasing.consume(key, limits);
+      clock.advance(1);
+    }
+    expect(leasing.admissions.lease).toBeGreaterThanOrEqual(50);
+    await leasing.resetWindows(key, ['minute', 'day', 'month']);
+    const usage = await store.usage(key, limits);
+    expect([usage.minute, usage.day, usage.month!].map((w) => w.limit - w.remaining)).toEqual([0, 0, 0]);
+    await leasing.close();
+  });
 });

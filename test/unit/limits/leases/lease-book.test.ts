@@ -110,4 +110,26 @@ describe('LeaseBook', () => {
     expect(leases.size).toBe(0);
     expect(leases.counts.get('taken')).toBe(0);
   });
+
+  it('before a window reset: ends the key’s lease and names its spent leases the store’s ledger may still hold', () => {
+    const { clock, book: leases } = book();
+    const other = { keyId: 'key_2', consumerId: 'con_1' };
+    leases.take(HOLDER, grant(2), clock.now());
+    leases.admit(HOLDER, 2); // spent: ended with nothing sent back
+    leases.take(other, grant(2), clock.now());
+    leases.admit(other, 2);
+    clock.advance(10);
+    leases.take(HOLDER, grant(10), clock.now());
+    leases.admit(HOLDER, 4);
+    const plans = leases.endBeforeReset((holder) => holder.keyId === HOLDER.keyId);
+    expect(plans.map((p) => [p.holder.keyId, p.units, p.granted])).toEqual([
+      ['key_1', 6, 10],
+      ['key_1', 0, 2],
+    ]);
+    expect(leases.size).toBe(0);
+    // Past the ledger's bucket the store holds the other key's spent lease no more: nothing to send.
+    clock.advance(3 * LEASE_LIFE_MS);
+    expect(leases.endBeforeReset((holder) => holder.consumerId === 'con_1')).toEqual([]);
+    expectUnitsAccounted(leases);
+  });
 });
