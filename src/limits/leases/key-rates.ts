@@ -21,7 +21,8 @@ export class KeyRates {
 
   /** Forgets keys not seen for a whole interval (call now and then: keeps the map to the busy keys). */
   forgetIdle(): void {
-    for (const [keyId, rate] of [...this.rates]) if (rate.idle()) this.rates.delete(keyId);
+    // Deleting the entry being visited is safe in a Map's iteration: no copy of the map needed.
+    for (const [keyId, rate] of this.rates) if (rate.idle()) this.rates.delete(keyId);
   }
 
   get size(): number {

@@ -181,3 +181,16 @@ export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
   const run = { seed, faults, seconds: Math.round((Date.now() - started) / 1000), sent: clients.sent, leased };
   return { tally, faults, evidence: `${JSON.stringify(run)}; ${tally.summary()}`, leaseAdmissions: leased };
 }
+
+/** What both stores' runs must show: no window over its limit, and a run that did what it is for. */
+export function expectInvariantHeld(run: FaultedRun): void {
+  const { tally, faults, evidence, leaseAdmissions } = run;
+  expect({ evidence, over: tally.overAdmitted(LIMITS) }).toEqual({ evidence, over: [] });
+  expect({ evidence, unnamed: tally.unnamed }).toEqual({ evidence, unnamed: 0 });
+  // The run did what it is for: every fault happened, clients were refused (limits exceeded) and admitted on every limit.
+  expect(faults).toHaveLength(FAULTS.length);
+  // Leases were in play (rateLimit.leases on, busy at the clients' rates): requests admitted with no round trip.
+  expect({ evidence, leased: leaseAdmissions > 0 }).toEqual({ evidence, leased: true });
+  expect(tally.statuses.get('429') ?? 0).toBeGreaterThan(0);
+  for (const limit of Object.keys(LIMITS)) expect(tally.windows().some((w) => w.limit === limit)).toBe(true);
+}
