@@ -5,8 +5,12 @@ import type { KeyRedisNames } from './redis-names';
 /**
  * Moves a key's windows into another place (redis-names.ts), adding to what is there. KEYS: 1 the
  * target hash, 2 its month hash, 3 its log. ARGV: 1 the source hash as flat field/value pairs
- * joined by ',', 2 the source month's w, c, k joined by ',' ('' for none), then the log's score,
- * member pairs. Windows of the same index add up; a later one wins; the later ban end wins.
+ * joined by ',', 2 the source month's w, c, k, pttl, rs joined by ',' ('' for none; rs '0' for
+ * none), then the log's score, member pairs. Windows of the same index add up; a later one wins;
+ * the later ban end wins. The ledger of units out in leases (lease-scripts.ts: lb0, lu0, lb1, lu1)
+ * merges as the windows do, slot by slot: the same bucket adds up, a later bucket wins (an older
+ * one has ended). The later reset mark (rs) wins, the hash's and the month's: a reset at the new
+ * place then counts the leases other instances took of the key at the old one.
  */
 const MOVE_WINDOWS_LUA = `
 local function split(s)
@@ -27,12 +31,16 @@ local function merge(wf, cf)
     redis.call('HSET', KEYS[1], wf, src[wf], cf, src[cf] or 0)
   end
 end
+local function later(key, field, value)
+  if not value or value <= 0 then return end
+  if value > (tonumber(redis.call('HGET', key, field)) or 0) then redis.call('HSET', key, field, value) end
+end
 merge('mw', 'mc')
 merge('dw', 'dc')
-if src['bu'] then
-  local bu = tonumber(redis.call('HGET', KEYS[1], 'bu')) or 0
-  if src['bu'] > bu then redis.call('HSET', KEYS[1], 'bu', src['bu']) end
-end
+merge('lb0', 'lu0')
+merge('lb1', 'lu1')
+later(KEYS[1], 'bu', src['bu'])
+later(KEYS[1], 'rs', src['rs'])
 if src['rc'] and src['re'] then redis.call('HSET', KEYS[1], 'rc', src['rc'], 're', src['re']) end
 if src['pttl'] and src['pttl'] > 0 then
   local t = redis.call('PTTL', KEYS[1])
@@ -47,6 +55,7 @@ if ARGV[2] ~= '' then
   elseif not w or w < tonumber(m[1]) then
     redis.call('HSET', KEYS[2], 'w', m[1], 'c', m[2], 'k', m[3])
   end
+  later(KEYS[2], 'rs', tonumber(m[5]))
   if tonumber(m[4]) > 0 then redis.call('PEXPIRE', KEYS[2], tonumber(m[4])) end
 end
 for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[3], ARGV[i], ARGV[i + 1]) end
@@ -86,7 +95,9 @@ export class RedisWindowsMove {
     const fields = Object.entries(hash).flatMap(([k, v]) => [k, v]);
     if (hashTtl > 0) fields.push('pttl', String(hashTtl));
     const monthArg =
-      month.w === undefined ? '' : [month.w, month.c ?? '0', month.k ?? '0', String(Math.max(monthTtl, 0))].join(',');
+      month.w === undefined
+        ? ''
+        : [month.w, month.c ?? '0', month.k ?? '0', String(Math.max(monthTtl, 0)), month.rs ?? '0'].join(',');
     const logPairs: string[] = [];
     for (let i = 0; i < log.length; i += 2) logPairs.push(log[i + 1]!, 'moved-' + log[i]!);
     if (fields.length === 0 && monthArg === '' && logPairs.length === 0) return;
