@@ -4,6 +4,7 @@ import { createMemoryAddressLimiter, createRedisAddressLimiter } from './address
 import { MemoryKeyLimiter } from './memory-key-limiter';
 import { RedisKeyLimiter } from './redis/redis-key-limiter';
 import { LeasingKeyLimiter } from './leases/leasing-key-limiter';
+import { redisBanNotices } from './leases/ban-notices';
 import { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 import type { AddressLimiter, BanSettings, KeyLimiter, MinuteWindowShape } from './types';
 import type { MonthLedger } from './windows/month-ledger';
@@ -82,6 +83,24 @@ export interface Limiters {
 
 export const DEFAULT_PROBE_INTERVAL_MS = 250;
 
+/** The leasing limiter in front of the Redis store, or null when leases are not configured. */
+function leasingLimiter(
+  store: RedisKeyLimiter,
+  redis: RedisClient,
+  options: LimitersOptions,
+  clock: Clock,
+): LeasingKeyLimiter | null {
+  const enabled = options.leasesEnabled;
+  // A sliding minute's units are entries of its log: a lease's could not go back, so it has none.
+  if (!enabled || options.minuteWindow === 'sliding') return null;
+  return new LeasingKeyLimiter(store, {
+    clock,
+    enabled,
+    busyRequestsPerSecond: options.leasesBusyRequestsPerSecond,
+    bans: redisBanNotices(redis, options.namespace),
+  });
+}
+
 export function createLimiters(options: LimitersOptions): Limiters {
   const clock = options.clock ?? systemClock;
   const createMemoryKeyLimiter = (ban: BanSettings) =>
@@ -110,12 +129,7 @@ export function createLimiters(options: LimitersOptions): Limiters {
     minuteWindow: options.minuteWindow,
     clock: clock === systemClock ? undefined : clock,
   });
-  // A sliding minute's units are entries of its log: a lease's could not go back, so it has none.
-  const enabled = options.leasesEnabled;
-  const leases =
-    enabled && options.minuteWindow !== 'sliding'
-      ? new LeasingKeyLimiter(store, { clock, enabled, busyRequestsPerSecond: options.leasesBusyRequestsPerSecond })
-      : null;
+  const leases = leasingLimiter(store, redis, options, clock);
   const keys: KeyLimiter = leases ?? store;
   const addresses = createRedisAddressLimiter(redis, {
     namespace: options.namespace,

@@ -18,6 +18,7 @@ import { LeaseBook } from './lease-book';
 import { KeyRates } from './key-rates';
 import { wantedLeaseUnits } from './lease-size';
 import type { LeaseStore } from './lease-store';
+import type { BanNotices } from './ban-notices';
 
 type Allowed = Extract<KeyDecision, { outcome: 'allowed' }>;
 
@@ -37,6 +38,8 @@ export interface LeasingOptions {
   sweepMs?: number;
   /** A batch of returns did not reach the store (its units count as expired). */
   onReturnError?(err: unknown): void;
+  /** Bans told to every instance (ban-notices.ts): a key banned anywhere loses its lease here at once. Closed with this limiter. */
+  bans?: BanNotices;
 }
 
 /** Admitted requests of leaseable keys: decided from a lease (no round trip) or by the store. */
@@ -74,6 +77,7 @@ export class LeasingKeyLimiter implements KeyLimiter {
   /** The sweep runs only while leases are out or returns wait: an idle process wakes for nothing. */
   private timer: NodeJS.Timeout | undefined;
   private lastForget: number;
+  private readonly stopHearingBans: () => void;
 
   constructor(
     private readonly store: LeaseStore,
@@ -82,6 +86,8 @@ export class LeasingKeyLimiter implements KeyLimiter {
     this.book = new LeaseBook(options.clock);
     this.rates = new KeyRates(options.clock);
     this.lastForget = options.clock.now();
+    // Its unused units go back: the ban refuses every request from now on, they would only sit idle.
+    this.stopHearingBans = options.bans?.onBan((keyId) => this.endLease(keyId, true)) ?? (() => {});
   }
 
   private sweeping(): void {
@@ -124,7 +130,8 @@ export class LeasingKeyLimiter implements KeyLimiter {
     if (taking !== undefined && mayWait && ended === null && !this.ungranted.has(key.keyId))
       return taking.then(() => this.decide(key, limits, options, cost, false));
     const wanted = taking !== undefined ? 0 : this.wanted(key.keyId, cost);
-    if (wanted === 0 && ended === null) return this.store.consume(key, limits, options).then(this.countStore);
+    if (wanted === 0 && ended === null)
+      return this.store.consume(key, limits, options).then((decision) => this.counted(key, decision));
     return this.take(key, limits, options, wanted, ended);
   }
 
@@ -132,10 +139,12 @@ export class LeasingKeyLimiter implements KeyLimiter {
     return wantedLeaseUnits(this.rates.perSecond(keyId), cost, this.options.busyRequestsPerSecond?.());
   }
 
-  private readonly countStore = (decision: KeyDecision): KeyDecision => {
+  /** A decision of the store's: an admission counted, a ban this refusal set told to every instance. */
+  private counted(key: KeyRef, decision: KeyDecision): KeyDecision {
     if (decision.outcome === 'allowed') this.admissions.store++;
+    else if (decision.outcome === 'limited' && decision.bannedNow) this.options.bans?.publish(key.keyId);
     return decision;
-  };
+  }
 
   /** Keys whose every request the store decides: leases off, maxInFlight, shadow. */
   private leaseable(limits: WindowLimits, options: ConsumeOptions | undefined): boolean {
@@ -162,7 +171,7 @@ export class LeasingKeyLimiter implements KeyLimiter {
       if (ended !== null && returned === false) this.book.returnFailed(ended);
       if (wanted > 0 && (grant === null || grant.units <= 0)) this.ungranted.add(key.keyId);
       else this.ungranted.delete(key.keyId);
-      if (decision.outcome !== 'allowed') return decision;
+      if (decision.outcome !== 'allowed') return this.counted(key, decision);
       this.admissions.store++;
       if (grant === null || grant.units <= 0) return decision;
       const previous = this.book.take(key, grant, sentAt).ended;
@@ -330,6 +339,8 @@ export class LeasingKeyLimiter implements KeyLimiter {
   }
 
   async close(): Promise<void> {
+    this.stopHearingBans();
+    await this.options.bans?.close();
     this.stopSweeping();
     this.queue(this.book.endAll());
     await this.sweep();

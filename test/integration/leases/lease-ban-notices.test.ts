@@ -1,0 +1,86 @@
+import { ManualClock } from '../../../src/shared/clock';
+import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
+import { createLimiters, type KeyDecision, type KeyRef, type Limiters } from '../../../src/limits';
+import { banNoticesChannel } from '../../../src/limits/leases/ban-notices';
+import { eventually } from '../../support/eventually';
+import { uniqueNamespace } from '../../support/test-redis';
+import { useRedisPerFile } from '../../support/redis-per-file';
+
+/**
+ * A ban set by another instance ends this instance's lease of the key at once (docs/scaling.md
+ * "Leases", src/limits/leases/ban-notices.ts): the key's next request here meets the ban in Redis
+ * instead of being admitted from the lease for the rest of its life. Two instances' limiters as the
+ * product builds them (createLimiters), on one Redis, one injected clock (the lease cannot end by
+ * time while the test waits for the notice).
+ */
+const redis = useRedisPerFile();
+const BAN = { threshold: 3, windowSeconds: 60, durationSeconds: 60 };
+/** 2026-03-02 10:00:05 UTC: 55 s left in the minute. */
+const START = Date.UTC(2026, 2, 2, 10, 0, 5);
+const LIMITS = { perMinute: 800, perDay: 100_000 };
+const clients: RedisClient[] = [];
+const limiters: Limiters[] = [];
+
+afterAll(async () => {
+  for (const limiter of limiters) await limiter.close();
+  for (const client of clients) await client.quit();
+});
+
+async function instance(namespace: string, clock: ManualClock): Promise<Limiters> {
+  const client = await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 });
+  clients.push(client);
+  const limiter = createLimiters({
+    redis: client,
+    namespace,
+    ban: BAN,
+    anonymousPerMinute: 60,
+    clock,
+    failMode: 'closed',
+    leasesEnabled: () => true,
+  });
+  limiters.push(limiter);
+  return limiter;
+}
+
+/** Requests of `key` on `limiter`, one each `everyMs` of the clock, until `done` says so (at most `max`). */
+async function sendUntil(
+  limiter: Limiters,
+  clock: ManualClock,
+  key: KeyRef,
+  everyMs: number,
+  done: (decision: KeyDecision) => boolean,
+  max = 2_000,
+): Promise<KeyDecision> {
+  for (let i = 0; i < max; i++) {
+    const decision = await limiter.keyLimiter.consume(key, LIMITS);
+    clock.advance(everyMs);
+    if (done(decision)) return decision;
+  }
+  throw new Error(`not within ${max} requests`);
+}
+
+test("a ban B's refusals set ends A's lease of the key: A's next request is refused as banned, not admitted from the lease", async () => {
+  const clock = new ManualClock(START);
+  const namespace = uniqueNamespace('lb');
+  const [a, b] = [await instance(namespace, clock), await instance(namespace, clock)];
+  const key = { keyId: 'key_banned_elsewhere' };
+  // Both instances hear the ban notices before any is published.
+  const channel = banNoticesChannel(namespace);
+  const subscribers = async () => Number(((await clients[0]!.call('PUBSUB', 'NUMSUB', channel)) as unknown[])[1]);
+  await eventually(async () => (await subscribers()) === 2, { what: 'both instances subscribed' });
+
+  // A is busy with the key until it admits from a lease, which it then holds with units left.
+  await sendUntil(a, clock, key, 1, (d) => d.outcome === 'allowed' && d.fromLease === true);
+  expect(a.leases!.book.get(key.keyId)).toBeDefined();
+
+  // B fills what the window has left outside A's lease, then keeps asking until its refusals ban the
+  // key; the clock stands still meanwhile, so A's lease is still alive (its life is 500 ms) when B is banned.
+  const banned = await sendUntil(b, clock, key, 0, (d) => d.outcome === 'limited' && d.bannedNow);
+  expect(banned.outcome).toBe('limited');
+  expect(a.leases!.book.get(key.keyId)).toBeDefined();
+
+  // The notice reaches A: its lease of the key ends (its unused units go back), with no request of A's.
+  await eventually(() => a.leases!.book.get(key.keyId) === undefined, { what: "A's lease ended by B's ban" });
+  const next = await a.keyLimiter.consume(key, LIMITS);
+  expect(next.outcome).toBe('banned');
+});
