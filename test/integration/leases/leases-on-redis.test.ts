@@ -3,6 +3,7 @@ import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
 import { LeasingKeyLimiter } from '../../../src/limits/leases/leasing-key-limiter';
+import { LEASE_LIFE_MS } from '../../../src/limits/leases/lease-settings';
 import type { ConsumeOptions, ConsumerShare, KeyDecision, KeyRef, WindowLimits } from '../../../src/limits/types';
 import { uniqueNamespace } from '../../support/test-redis';
 import { useRedisPerFile } from '../../support/redis-per-file';
@@ -127,6 +128,32 @@ describe('leases on a real Redis', () => {
     expect(1_000_000 - keyAfter.month!.remaining).toBe(used);
     expect(used).toBeGreaterThan(2_400 - 2 * 3 * 40);
   });
+
+  it.each([
+    ['swept after its life', (a: LeasingKeyLimiter, clock: ManualClock) => (clock.advance(LEASE_LIFE_MS), a.sweep())],
+    ['closed', (a: LeasingKeyLimiter) => a.close()],
+  ])(
+    "no under-admission once a lease's units come back (%s): B alone then fills the window to the limit exactly",
+    async (_how, endLease) => {
+      const clock = new ManualClock(START);
+      const namespace = uniqueNamespace('lz');
+      const [a, b] = [await instance(namespace, clock), await instance(namespace, clock)];
+      const key = { keyId: 'key_back' };
+      const limits = { perMinute: 1_000, perDay: 100_000 };
+      // A is busy (1,000 requests/s): it holds a lease with units it has not used.
+      const first = await send([a.leasing], clock, key, limits, 150, 1);
+      expect(a.leasing.admissions.lease).toBeGreaterThan(0);
+      expect(a.leasing.book.outstandingUnits()).toBeGreaterThan(0);
+      await endLease(a.leasing, clock);
+      expect(a.leasing.book.outstandingUnits()).toBe(0);
+      // B alone, until refused and well past: every unit A did not use is B's to admit.
+      const rest = await send([b.leasing], clock, key, limits, 1_000, 1);
+      expect(admitted(first) + admitted(rest)).toBe(limits.perMinute);
+      expect(b.leasing.admissions.lease).toBeGreaterThan(0);
+      expect(rest.slice(-50).every((d) => d.outcome === 'limited')).toBe(true);
+      await b.leasing.close();
+    },
+  );
 
   it('gives nothing back to a window that has turned since the lease counted in it', async () => {
     // Half a second before the minute ends: a lease ends with its minute, its return goes to the day only.

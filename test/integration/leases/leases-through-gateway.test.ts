@@ -114,3 +114,37 @@ test('a hot key is served from leases: most requests with no Redis round trip, h
   const usage = await usageOf(product, id);
   expect(limits.perMinute - usage.minute.remaining).toBe(2_200);
 });
+
+/** `clients` concurrent clients, each sending until its first refusal: every status, in order of answer. */
+async function untilEachRefused(auth: string, clients: number): Promise<number[]> {
+  const statuses: number[] = [];
+  const client = async () => {
+    for (;;) {
+      const res = await fetch(`${product.gatewayUrl}/v1/pets?limit=1`, { headers: { authorization: auth } });
+      await res.arrayBuffer();
+      statuses.push(res.status);
+      if (res.status !== 200) return;
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, client));
+  return statuses;
+}
+
+test('no under-admission when one instance serves the key: concurrent clients until refused, exactly the limit admitted, most from leases', async () => {
+  const limits = { perMinute: 600, perDay: 100_000 };
+  const { auth } = await createKey(product, { name: 'filled', plan: 'enterprise', limits }, { overApi: true });
+  await awayFromMinuteEnd(15_000);
+  const before = await leaseAdmissions();
+  const statuses = await untilEachRefused(auth, 8);
+  const after = await leaseAdmissions();
+  const fromLease = after.lease - before.lease;
+  const byStore = after.store - before.store;
+  console.log(
+    `one instance, limit 600: ${fromLease} admitted from leases, ${byStore} by Redis; answers ${statuses.length}`,
+  );
+  // Its own lease is spent or given back before Redis refuses it anything: no unit sits unused.
+  expect(statuses.filter((status) => status === 200)).toHaveLength(limits.perMinute);
+  expect(statuses.filter((status) => status !== 200).every((status) => status === 429)).toBe(true);
+  expect(fromLease + byStore).toBe(limits.perMinute);
+  expect(fromLease).toBeGreaterThan(0);
+});

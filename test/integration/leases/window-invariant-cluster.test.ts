@@ -19,6 +19,6 @@ afterAll(async () => {
   await fleet?.stop();
 });
 
-test('no window admits more than its limit: instances and a worker SIGKILLed, a reload, a Cluster paused and a master restarted, in a seeded order', async () => {
+test('no window admits more than its limit, nor falls short of it beyond the documented bound: instances and a worker SIGKILLed, a reload, a Cluster paused and a master restarted, in a seeded order', async () => {
   expectInvariantHeld(await runFaulted(fleet));
 });

@@ -1,8 +1,8 @@
 /**
  * What the clients saw, counted per limit and per window: the harness's evidence. A window is
- * named by the gateway's own `X-RateLimit-Reset` on the admitted answer (the end of the minute
- * the store counted the request in, when the minute windows are the tightest), so a request
- * answered just after a minute turned still counts in the minute that admitted it.
+ * named by the gateway's own `X-RateLimit-Reset` on the answer (the end of the minute the store
+ * counted the request in, when the minute windows are the tightest), so a request answered just
+ * after a minute turned still counts in the minute that admitted it.
  */
 
 /** Admitted units of one limit (a key's, a consumer's) in one window. */
@@ -13,26 +13,74 @@ export interface WindowCount {
   units: number;
 }
 
-export class WindowTally {
+/** What one client sends: the limits (tally names) its requests count in and their units. */
+export interface TalliedRequest {
+  limits: readonly string[];
+  units: number;
+}
+
+/** One request's fate as its client saw it. */
+export interface Answer {
+  /** The HTTP status, or `error` when none came (connection reset, an instance killed, no answer in time). */
+  status: number | 'error';
+  /** X-RateLimit-Reset (epoch seconds); null when absent. */
+  resetAt: number | null;
+  /** For a 429 `rate_limited`: the limit (tally name) whose window its body's `window` names; else null. */
+  refusedBy: string | null;
+  /** Client epoch ms the request was sent and its answer (or error) came. */
+  sentAt: number;
+  answeredAt: number;
+}
+
+/**
+ * A request that got no answer, or a 5xx: the store may have counted it (and a lease with it, or
+ * not taken back the lease its round trip carried) without any client seeing it admitted.
+ */
+export interface UnansweredRequest<R extends TalliedRequest = TalliedRequest> {
+  request: R;
+  sentAt: number;
+  answeredAt: number;
+}
+
+export class WindowTally<R extends TalliedRequest = TalliedRequest> {
   private readonly units = new Map<string, Map<number, number>>();
+  /** Windows a limit refused a request in (429 rate_limited naming that limit's window), by limit. */
+  private readonly refused = new Map<string, Set<number>>();
   readonly statuses = new Map<string, number>();
+  readonly unanswered: UnansweredRequest<R>[] = [];
   /** Admitted answers without X-RateLimit-Reset: must stay 0 (the window would be unknown). */
   unnamed = 0;
+  /** 429 rate_limited answers whose window no limit of the request claims (or with no X-RateLimit-Reset): must stay 0. */
+  unnamedRefusals = 0;
 
-  /** One answer (or `error` when none came) to a request of `units` counted in `limits`. */
-  record(limits: readonly string[], units: number, answer: { status: number; resetAt: number | null } | 'error'): void {
-    const label = answer === 'error' ? 'error' : String(answer.status);
+  record(request: R, answer: Answer): void {
+    const label = String(answer.status);
     this.statuses.set(label, (this.statuses.get(label) ?? 0) + 1);
-    if (answer === 'error' || !admitted(answer.status)) return;
+    if (answer.status === 'error' || answer.status >= 500) {
+      this.unanswered.push({ request, sentAt: answer.sentAt, answeredAt: answer.answeredAt });
+      return;
+    }
+    if (answer.status === 429) return this.recordRefusal(answer);
+    if (!admitted(answer.status)) return;
     if (answer.resetAt === null) {
       this.unnamed++;
       return;
     }
-    for (const limit of limits) {
+    for (const limit of request.limits) {
       let windows = this.units.get(limit);
       if (!windows) this.units.set(limit, (windows = new Map()));
-      windows.set(answer.resetAt, (windows.get(answer.resetAt) ?? 0) + units);
+      windows.set(answer.resetAt, (windows.get(answer.resetAt) ?? 0) + request.units);
     }
+  }
+
+  private recordRefusal(answer: Answer): void {
+    if (answer.refusedBy === null || answer.resetAt === null) {
+      this.unnamedRefusals++;
+      return;
+    }
+    let windows = this.refused.get(answer.refusedBy);
+    if (!windows) this.refused.set(answer.refusedBy, (windows = new Set()));
+    windows.add(answer.resetAt);
   }
 
   windows(): WindowCount[] {
@@ -42,27 +90,22 @@ export class WindowTally {
     return counts.sort((a, b) => a.limit.localeCompare(b.limit) || a.resetAt - b.resetAt);
   }
 
+  /** Admitted units of `limit` in the window that resets at `resetAt` (0 when none). */
+  admittedIn(limit: string, resetAt: number): number {
+    return this.units.get(limit)?.get(resetAt) ?? 0;
+  }
+
+  /** The windows each limit filled: its clients were refused in them by that limit. */
+  filled(): WindowCount[] {
+    const filled: WindowCount[] = [];
+    for (const [limit, windows] of this.refused)
+      for (const resetAt of windows) filled.push({ limit, resetAt, units: this.admittedIn(limit, resetAt) });
+    return filled.sort((a, b) => a.limit.localeCompare(b.limit) || a.resetAt - b.resetAt);
+  }
+
   /** Windows that admitted more than their limit (`limits`: units per window, by limit name). The invariant: none. */
   overAdmitted(limits: Readonly<Record<string, number>>): WindowCount[] {
     return this.windows().filter((count) => count.units > (limits[count.limit] ?? Infinity));
-  }
-
-  /**
-   * Windows that admitted fewer than their limit minus `boundUnits` although their clients were
-   * refused in them: under-admission beyond the documented bound (docs/scaling.md, leases: at most
-   * the lease size per instance per window). Only meaningful for windows the clients filled and
-   * where no fault swallowed admitted answers (a killed instance's counted requests, a timed-out
-   * reply the store executed later): not asserted on the faulted run, kept for the lease phase's
-   * fault-free stretches.
-   */
-  underAdmitted(
-    limits: Readonly<Record<string, number>>,
-    boundUnits: number,
-    filled: ReadonlySet<string>,
-  ): WindowCount[] {
-    return this.windows().filter(
-      (count) => filled.has(`${count.limit}@${count.resetAt}`) && count.units < (limits[count.limit] ?? 0) - boundUnits,
-    );
   }
 
   summary(): string {
