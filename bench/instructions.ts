@@ -16,7 +16,8 @@ import {
   type CallgrindProfile,
 } from './callgrind';
 import { classifyStep, STEP_ROWS } from './instruction-steps';
-import { judgeRatio, median, spreadPercent, verdictText } from './verdict';
+import { parseLeaseMetrics } from './leases-fixture';
+import { judgeRatio, median, pairedRatios, spreadPercent, verdictText } from './verdict';
 
 /**
  * `npm run bench -- --instructions` (issue 51): instructions per request, counted by callgrind,
@@ -101,6 +102,70 @@ const OTHER_BUILD = 'gateway-redis-undici-other-build';
 /** Refusals (issue 51: ≤ 0.3× an admitted request): the gateway's 429 of a used-up key, its 401 of a made-up one. */
 const REFUSED_429 = 'gateway-refused-429';
 const REFUSED_401 = 'gateway-refused-401';
+/** Issue 50: the gateway child with leases off (every admitted request decided by Redis) and on (a hot key decided from leases). */
+const LEASES_OFF = 'gateway-leases-off';
+const LEASES_ON = 'gateway-leases-on';
+
+/**
+ * The two lease rows: the bench child as gateway-redis-undici starts it, config rateLimit.leases
+ * set (children/gateway.ts `leases`). Spawned here: the fixture's gateway() passes no such option.
+ */
+function leaseRows(fixture: Fixture, repoRoot: string): InstructionRow[] {
+  const start = (leases: 'off' | 'on') => (name: string, launcher: string[], flags: string[]) => {
+    const dataDir = path.join(fixture.workDir, name);
+    fs.mkdirSync(dataDir, { recursive: true });
+    const options = {
+      target: fixture.upstream.url,
+      redisUrl: fixture.redis.url,
+      namespace: `bench:${name}`,
+      forwarder: 'undici',
+      dataDir,
+      configDir: path.join(repoRoot, 'config'),
+      underValgrind: true,
+      leases,
+    };
+    return fixture.spawn(
+      name,
+      'gateway',
+      options,
+      path.join(fixture.workDir, `${name}.log`),
+      flags,
+      undefined,
+      launcher,
+    );
+  };
+  return [
+    {
+      id: LEASES_OFF,
+      label: 'gateway, leases off (every admitted request decided by Redis)',
+      tree: false,
+      steps: true,
+      start: start('off'),
+    },
+    {
+      id: LEASES_ON,
+      label: 'gateway, leases on from 5 requests/s (a hot key)',
+      tree: false,
+      steps: true,
+      start: start('on'),
+    },
+  ];
+}
+
+/** gateway_lease_admissions_total{decided_by="lease"} so far, from the child's /metrics; null for a server without it. */
+async function leaseAdmissions(child: BenchChild): Promise<number | null> {
+  const { adminUrl, adminToken } = child.details;
+  if (!adminUrl) return null;
+  const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken ?? ''}` } });
+  if (res.status !== 200) throw new Error(`${child.name}: /metrics answered ${res.status}`);
+  return parseLeaseMetrics(await res.text())['gateway_lease_admissions:lease'] ?? 0;
+}
+
+/** The share of a load's admitted (200) requests decided from a lease, from the counts before and after it. */
+function leaseShare(before: number | null, after: number | null, load: { statuses: Record<string, number> }): number {
+  const admitted = load.statuses[200] ?? 0;
+  return before === null || after === null || admitted === 0 ? NaN : (after - before) / admitted;
+}
 
 function rows(fixture: Fixture, repoRoot: string, compareWith: string | null): InstructionRow[] {
   const { upstream, spawn } = fixture;
@@ -211,6 +276,7 @@ function rows(fixture: Fixture, repoRoot: string, compareWith: string | null): I
       key: () => MADE_UP_KEY,
       statuses: [401, 429],
     },
+    ...leaseRows(fixture, repoRoot),
     { id: ONE_WORKER, label: 'gateway as npm start runs it, WORKERS=1', tree: true, steps: true, start: npmStart(1) },
     {
       id: TWO_WORKERS,
@@ -253,6 +319,10 @@ interface CountedRepeat {
   instructions: number;
   /** The dump files, for the per-step table. */
   dumps: Record<string, string>;
+  /** Share of the admitted requests decided from a lease (NaN: the server does not say). */
+  fromLease: number;
+  /** Requests per second the load reached under valgrind: what the lease sizes follow. */
+  requestsPerSecond: number;
 }
 
 interface CountedRow {
@@ -378,6 +448,8 @@ async function countRow(
   const repeats: CountedRepeat[] = [];
   const steps: Array<Record<string, number>> = [];
   for (let r = 0; r < settings.repeats; r++) {
+    // Read outside the counted span: the scrape's own work and garbage stay out of the repeat.
+    const leasedBefore = await leaseAdmissions(child);
     await collectGarbage(pids, dir);
     for (const pid of pids) await callgrindControl(['-z'], pid);
     const load = await runLoad({
@@ -404,6 +476,8 @@ async function countRow(
       byProcess,
       instructions,
       dumps,
+      fromLease: leaseShare(leasedBefore, await leaseAdmissions(child), load),
+      requestsPerSecond: load.requestsPerSecond,
     };
     repeats.push(repeat);
     if (row.steps) {
@@ -415,7 +489,8 @@ async function countRow(
       steps.push(summed);
     }
     process.stdout.write(
-      `  ${row.id}: repeat ${r + 1}/${settings.repeats}: ${(instructions / load.requests / 1000).toFixed(1)} k instructions/request${repeat.errors ? ` (${repeat.errors} not 200)` : ''}\n`,
+      `  ${row.id}: repeat ${r + 1}/${settings.repeats}: ${(instructions / load.requests / 1000).toFixed(1)} k instructions/request, ${load.requestsPerSecond.toFixed(0)} req/s` +
+        `${Number.isNaN(repeat.fromLease) ? '' : `, ${share(repeat.fromLease)} from leases`}${repeat.errors ? ` (${repeat.errors} not 200)` : ''}\n`,
     );
   }
   await child.stop();
@@ -435,11 +510,19 @@ async function countRow(
   return { id: row.id, label: row.label, repeats, steps };
 }
 
+interface CpuRounds {
+  /** CPU µs per request, one a round. */
+  perRequest: Map<string, number[]>;
+  /** Share of each round's admitted requests decided from a lease (NaN: the server does not say). */
+  fromLease: Map<string, number[]>;
+}
+
 /** CPU time per request outside valgrind: the same rows, rounds interleaved as in the main bench. */
-async function cpuRows(chosen: InstructionRow[], settings: InstructionSettings): Promise<Map<string, number[]>> {
+async function cpuRows(chosen: InstructionRow[], settings: InstructionSettings): Promise<CpuRounds> {
   const children = new Map<string, BenchChild>();
   for (const row of chosen) children.set(row.id, await row.start(`${row.id}-cpu`, [], []));
   const perRequest = new Map<string, number[]>(chosen.map((r) => [r.id, []]));
+  const fromLease = new Map<string, number[]>(chosen.map((r) => [r.id, []]));
   for (const row of chosen) {
     const child = children.get(row.id)!;
     const headers = headersOf(row, child);
@@ -456,6 +539,7 @@ async function cpuRows(chosen: InstructionRow[], settings: InstructionSettings):
       const row = chosen[(i + round) % chosen.length]!;
       const child = children.get(row.id)!;
       const headers = headersOf(row, child);
+      const leasedBefore = await leaseAdmissions(child);
       await settle(200);
       const before = child.cpuMs();
       const load = await runLoad({
@@ -467,10 +551,11 @@ async function cpuRows(chosen: InstructionRow[], settings: InstructionSettings):
       });
       await settle(200);
       perRequest.get(row.id)!.push(((child.cpuMs() - before) * 1000) / load.requests);
+      fromLease.get(row.id)!.push(leaseShare(leasedBefore, await leaseAdmissions(child), load));
     }
   }
   for (const child of children.values()) await child.stop();
-  return perRequest;
+  return { perRequest, fromLease };
 }
 
 export interface InstructionReport {
@@ -499,21 +584,31 @@ export interface InstructionReport {
     cpuMicrosPerRound: number[];
     cpuMicros: number;
     cpuSpreadPercent: number;
+    /** Issue 50: share of admitted requests decided from a lease, per repeat and per CPU round (null: the server does not say). */
+    fromLeasePerRepeat: Array<number | null>;
+    fromLeasePerCpuRound: Array<number | null>;
+    /** Requests per second each repeat reached under valgrind. */
+    requestsPerSecondPerRepeat: number[];
+    /** Per repeat, less V8's compilers and its garbage collector: a major GC lands in one repeat or another. */
+    withoutCompilersAndCollector: number[];
   }>;
   /** Per-step instructions per request (median over repeats) and each step's spread, by row id. */
   steps: Record<string, Record<string, { median: number; spreadPercent: number }>>;
 }
 
-function summarize(counted: CountedRow[], cpu: Map<string, number[]>): Pick<InstructionReport, 'rows' | 'steps'> {
+const nullIfNaN = (n: number) => (Number.isNaN(n) ? null : n);
+
+function summarize(counted: CountedRow[], cpu: CpuRounds): Pick<InstructionReport, 'rows' | 'steps'> {
   const reportRows = counted.map((row) => {
     const perRepeat = row.repeats.map((r) => r.instructions / r.requests);
     const processCount = Math.min(...row.repeats.map((r) => Object.keys(r.byProcess).length));
     const perProcess = Array.from({ length: processCount }, (_, i) =>
       median(row.repeats.map((r) => Object.values(r.byProcess)[i]! / r.requests)),
     );
-    const cpuMicrosPerRound = cpu.get(row.id) ?? [];
+    const cpuMicrosPerRound = cpu.perRequest.get(row.id) ?? [];
     const withoutCompilers =
       row.steps.length === perRepeat.length ? perRepeat.map((total, i) => total - (row.steps[i]![COMPILERS] ?? 0)) : [];
+    const requestPath = withoutCompilers.map((total, i) => total - (row.steps[i]![GARBAGE_COLLECTOR] ?? 0));
     return {
       withoutCompilers,
       withoutCompilersMedian: withoutCompilers.length ? median(withoutCompilers) : NaN,
@@ -528,6 +623,10 @@ function summarize(counted: CountedRow[], cpu: Map<string, number[]>): Pick<Inst
       cpuMicrosPerRound,
       cpuMicros: cpuMicrosPerRound.length ? median(cpuMicrosPerRound) : NaN,
       cpuSpreadPercent: spreadPercent(cpuMicrosPerRound),
+      withoutCompilersAndCollector: requestPath,
+      fromLeasePerRepeat: row.repeats.map((r) => nullIfNaN(r.fromLease)),
+      fromLeasePerCpuRound: (cpu.fromLease.get(row.id) ?? []).map(nullIfNaN),
+      requestsPerSecondPerRepeat: row.repeats.map((r) => r.requestsPerSecond),
     };
   });
   const steps: InstructionReport['steps'] = {};
@@ -542,9 +641,29 @@ function summarize(counted: CountedRow[], cpu: Map<string, number[]>): Pick<Inst
 }
 
 const COMPILERS = STEP_ROWS[19];
+const GARBAGE_COLLECTOR = STEP_ROWS[18];
 
 const k = (n: number) => (Number.isFinite(n) ? `${(n / 1000).toFixed(1)} k` : '–');
 const pct = (n: number) => (Number.isFinite(n) ? `${n.toFixed(1)} %` : '–');
+const share = (n: number | null) => (n !== null && Number.isFinite(n) ? `${(n * 100).toFixed(1)} %` : '–');
+
+/** Rows whose server counts lease admissions: the share of admitted requests a lease decided (the rest Redis did). */
+function leaseShareLines(report: InstructionReport): string[] {
+  const told = report.rows.filter((row) =>
+    [...row.fromLeasePerRepeat, ...row.fromLeasePerCpuRound].some((s) => s !== null),
+  );
+  if (told.length === 0) return [];
+  return [
+    '',
+    'Admitted requests decided from a lease (gateway_lease_admissions_total{decided_by="lease"} ÷ 200s; the rest by Redis):',
+    '',
+    ...told.map(
+      (row) =>
+        `- ${row.id}: per repeat under valgrind ${row.fromLeasePerRepeat.map(share).join(', ')} ` +
+        `(at ${row.requestsPerSecondPerRepeat.map((r) => r.toFixed(0)).join(', ')} req/s); per CPU round ${row.fromLeasePerCpuRound.map(share).join(', ')}`,
+    ),
+  ];
+}
 
 /** The report as Markdown: the rows, the targets in instructions, the per-step table. */
 export function instructionMarkdown(report: InstructionReport): string {
@@ -576,7 +695,10 @@ export function instructionMarkdown(report: InstructionReport): string {
     return {
       instructions: x.median / y.median,
       paired,
+      everyRepeat: paired.every((p) => p <= limit),
       cpu: x.cpuMicros / y.cpuMicros,
+      cpuPaired: pairedRatios(x.cpuMicrosPerRound, y.cpuMicrosPerRound),
+      pathPaired: pairedRatios(x.withoutCompilersAndCollector, y.withoutCompilersAndCollector),
       withoutCompilers,
       verdict: judge(x.median / y.median, [x.spreadPercent, y.spreadPercent]),
       withoutCompilersVerdict: judge(withoutCompilers, [
@@ -592,14 +714,20 @@ export function instructionMarkdown(report: InstructionReport): string {
     [GATEWAY, OTHER_BUILD, 'gateway / its --compare-with build', 1],
     [REFUSED_429, GATEWAY, '429 rate_limited / admitted', 0.3],
     [REFUSED_401, GATEWAY, '401 made-up key / admitted', 0.3],
+    // Issue 50's last "done when": gateway CPU per request for the hot key ≤ 0.85× the per-request row, paired per round.
+    [LEASES_ON, LEASES_OFF, 'leases on / leases off (hot key)', 0.85],
   ] as const) {
     const r = ratio(a, b, limit);
     if (!r) continue;
     lines.push(
-      `- ${what}, target ≤ ${limit}×: ${r.instructions.toFixed(3)}× in instructions (paired by repeat ${r.paired.map((p) => p.toFixed(3)).join(' ')}): ${r.verdict}; ` +
-        `${Number.isFinite(r.withoutCompilers) ? `${r.withoutCompilers.toFixed(3)}× without V8's compilers: ${r.withoutCompilersVerdict}; ` : ''}${r.cpu.toFixed(2)}× in CPU time`,
+      `- ${what}, target ≤ ${limit}×: ${r.instructions.toFixed(3)}× in instructions (paired by repeat ${r.paired.map((p) => p.toFixed(3)).join(' ')}, ` +
+        `${r.everyRepeat ? 'each' : 'not each'} ≤ ${limit}): ${r.verdict}; ` +
+        `${Number.isFinite(r.withoutCompilers) ? `${r.withoutCompilers.toFixed(3)}× without V8's compilers: ${r.withoutCompilersVerdict}; ` : ''}` +
+        `${r.pathPaired.length ? `without the compilers and the collector, paired by repeat ${r.pathPaired.map((p) => p.toFixed(3)).join(' ')}; ` : ''}` +
+        `${r.cpu.toFixed(2)}× in CPU time (paired by round ${r.cpuPaired.map((p) => p.toFixed(2)).join(' ')})`,
     );
   }
+  lines.push(...leaseShareLines(report));
   const stepIds = Object.keys(report.steps);
   if (stepIds.length > 0) {
     lines.push(

@@ -47,7 +47,18 @@ interface GatewayChildOptions {
   allowlist100?: boolean;
   /** `--instructions`: under valgrind a request takes 50x longer; upstream and Redis timeouts stretched to match (per-request work unchanged). */
   underValgrind?: boolean;
+  /**
+   * Config rateLimit.leases (issue 50); the default (config: on, a key leased past 50 requests a
+   * second) unless given. `on` leases from the schema's lowest busy rate, 5 a second: a gateway
+   * under valgrind serves a few dozen requests a second and would seldom reach the default.
+   */
+  leases?: 'off' | 'on';
 }
+
+const LEASES = {
+  off: { enabled: false },
+  on: { enabled: true, busyRequestsPerSecond: 5 },
+} as const;
 
 /** 99 ranges no bench client is in, then loopback: the worst case of a 100-entry list. */
 function hundredRanges(): string[] {
@@ -95,6 +106,10 @@ async function main(): Promise<void> {
     ADMIN_TOKEN: 'bench-admin-token-that-is-long-enough-0123456789',
   };
   if (options.redisUrl) env.REDIS_URL = options.redisUrl;
+  const rateLimit = {
+    ...(options.minuteWindow ? { minuteWindow: options.minuteWindow } : {}),
+    ...(options.leases ? { leases: LEASES[options.leases] } : {}),
+  };
   const config = loadConfig({
     env,
     configDir: options.configDir,
@@ -112,7 +127,7 @@ async function main(): Promise<void> {
       redis: { namespace: options.namespace, commandTimeoutMs: options.underValgrind ? 20_000 : 2000 },
       logLevel: 'info',
       ...(options.banThreshold ? { ban: { threshold: options.banThreshold } } : {}),
-      ...(options.minuteWindow ? { rateLimit: { minuteWindow: options.minuteWindow } } : {}),
+      ...(Object.keys(rateLimit).length > 0 ? { rateLimit } : {}),
       ...(options.monthAndCost ? { costs: [{ method: 'GET', path: '/pets', cost: MEASURED_COST }] } : {}),
     },
   });
@@ -171,7 +186,14 @@ async function main(): Promise<void> {
     for (let i = 0; i < options.consumerKeys; i += 10)
       await Promise.all(Array.from({ length: Math.min(10, options.consumerKeys - i) }, (_, j) => createMember(i + j)));
   }
-  const details: Record<string, string> = { admitted: admitted.key, limited: limited.key, banned: banned.key };
+  // adminUrl: the bench reads gateway_lease_admissions_total{decided_by} from /metrics (instructions.ts).
+  const details: Record<string, string> = {
+    admitted: admitted.key,
+    limited: limited.key,
+    banned: banned.key,
+    adminUrl: product.adminUrl,
+    adminToken: env.ADMIN_TOKEN!,
+  };
   if (extra.length > 0) details.keys = extra.join(',');
 
   announceReady(
