@@ -12,6 +12,7 @@ import {
   type WindowBound,
 } from './under-admission-bound';
 import { WindowTally } from './window-tally';
+import { WindowWatch } from './window-watch';
 
 /**
  * One faulted run of the window-invariant harness: three gateway instances (one WORKERS=2) on a
@@ -188,6 +189,12 @@ async function leaseAdmissions(fleet: Fleet): Promise<number> {
   return total;
 }
 
+/** The limit (tally name) of a windows hash the evidence reads the store's count of: the consumer's and the key's of no consumer. */
+function watchedLimit(hash: string): string | null {
+  if (hash.endsWith('}:c')) return 'consumer:shared';
+  return /:rl:\{key_[^}]+\}$/.test(hash) ? 'key:solo' : null;
+}
+
 /** Keys, then clients on every instance and the faults in a seeded order (LEASES_HARNESS_SEED replays one). */
 export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
   const seed = harnessSeed();
@@ -197,6 +204,7 @@ export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
   await untilAllInstancesKnowTheKeys(fleet, plans, tally);
   trace('every instance knows the keys');
 
+  const watch = new WindowWatch(fleet.store.env, watchedLimit);
   const clients = new LoadClients(() => fleet.instances.map((instance) => instance.gatewayUrl), tally);
   const started = Date.now();
   clients.start(plans);
@@ -211,6 +219,7 @@ export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
   await clients.stop();
   trace(tally.summary());
   const leased = await leaseAdmissions(fleet);
+  await watch.stop();
   const bounds = underAdmissionBounds({
     tally,
     plans,
@@ -218,7 +227,7 @@ export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
     limits: LIMITS,
     processesServing: fleet.processesServing,
     instances: fleet.instances.length,
-  });
+  }).map((bound) => ({ ...bound, storeCounted: watch.counted(bound.limit, bound.resetAt) }));
   const timeline = faults.map((f) => `${f.what} at +${((f.startedAt - started) / 1000).toFixed(1)} s`);
   const run = {
     seed,

@@ -41,6 +41,8 @@ export interface WindowBound extends WindowCount {
   limitUnits: number;
   bound: number;
   terms: string;
+  /** The store's own count of the window at its end (window-watch.ts); absent when not read. */
+  storeCounted?: number | null;
 }
 
 /** The gateways' Redis command timeout, as the harness's config sets it. */
@@ -122,16 +124,20 @@ function boundOf(window: WindowCount, run: BoundInputs): WindowBound {
   const leases = serving + killed + serving * outages.length + serving * takes;
   let unanswered = 0;
   let unansweredUnits = 0;
+  let outageUnits = 0;
   for (const lost of run.tally.unanswered) {
     if (!lost.request.limits.includes(window.limit)) continue;
     if (!unansweredMinutes(lost, run.faults).includes(window.resetAt)) continue;
     unanswered++;
     unansweredUnits += lost.request.units;
+    if (outages.some((fault) => fault.startedAt <= lost.answeredAt && fault.struckAt >= lost.sentAt))
+      outageUnits += lost.request.units;
   }
   const bound = maxCost - 1 + maxLease * leases + unansweredUnits;
   const terms =
     `${maxCost - 1} + ${maxLease}×(${serving} serving + ${killed} killed + ${serving}×${outages.length} outages` +
-    ` + ${serving}×${takes} takes) + ${unansweredUnits} (${unanswered} unanswered)`;
+    ` + ${serving}×${takes} takes) + ${unansweredUnits} (${unanswered} unanswered, ${outageUnits} units of them` +
+    ` during a store outage: a paused store runs them when it answers again)`;
   return { ...window, limitUnits: run.limits[window.limit] ?? 0, bound, terms };
 }
 
@@ -146,7 +152,13 @@ export function describeBounds(bounds: readonly WindowBound[]): string {
     .map(
       (w) =>
         `${w.limit}@${new Date(w.resetAt * 1000).toISOString().slice(11, 19)}: admitted ${w.units} of ${w.limitUnits}, ` +
-        `short ${w.limitUnits - w.units}, bound ${w.bound} = ${w.terms}`,
+        `short ${w.limitUnits - w.units}, bound ${w.bound} = ${w.terms}${storeAccount(w)}`,
     )
     .join('; ');
+}
+
+/** What the store counted in the window against what clients saw admitted: the units no client saw used. */
+function storeAccount(w: WindowBound): string {
+  if (w.storeCounted === undefined || w.storeCounted === null) return '';
+  return `; the store counted ${w.storeCounted}, ${w.storeCounted - w.units} units no client saw admitted`;
 }
