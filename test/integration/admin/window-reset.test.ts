@@ -4,6 +4,7 @@ import { uniqueNamespace } from '../../support/test-redis';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';
 import { adminRequest } from './admin-kit';
+import { awayFromMinuteEnd } from '../../support/minute-end';
 
 /**
  * POST /admin/keys/{id}/windows/reset and POST /admin/consumers/{id}/windows/reset (CONTRACT §5)
@@ -16,16 +17,6 @@ const reset = (product: ProductHarness, path: string, body: unknown) =>
   adminRequest(product, 'post', path).send(body as object);
 const get = (product: ProductHarness, auth: string) =>
   request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', auth);
-
-/**
- * The windows run on the real clock (Redis's time on Redis): a case that fills a minute and reads it
- * back starts at least 10 s before the minute ends, or a UTC minute turning mid-case would empty
- * the window it reads (a first case failed once in 6 runs here).
- */
-async function awayFromMinuteEnd(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 250));
-}
 
 async function auditEntry(product: ProductHarness, id: string): Promise<unknown> {
   const entries = (await adminRequest(product, 'get', '/admin/audit').expect(200)).body.entries as Array<{
@@ -60,7 +51,7 @@ describe.each([
       { plan: 'enterprise', limits: { perMinute: 3, perDay: 100, perMonth: 500 } },
       { overApi: true },
     );
-    await awayFromMinuteEnd();
+    await awayFromMinuteEnd(10_000);
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await get(b, auth)).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
@@ -107,7 +98,7 @@ describe.each([
       await reset(a, '/admin/keys', { name: 'of consumer', plan: 'pro', consumerId: consumer.id }).expect(201)
     ).body as { key: string };
     const auth = `Bearer ${key.key}`;
-    await awayFromMinuteEnd();
+    await awayFromMinuteEnd(10_000);
     expect([(await get(b, auth)).status, (await get(b, auth)).status, (await get(b, auth)).status]).toEqual([
       200, 200, 429,
     ]);

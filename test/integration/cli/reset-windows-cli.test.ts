@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { createKey } from '../../support/keys';
+import { awayFromMinuteEnd } from '../../support/minute-end';
 import { expectNoStackTrace, runKeys, type CliRun } from './cli-kit';
 
 /** `npm run keys -- reset-windows` and `consumers reset-windows` as child processes against a running admin listener. */
@@ -17,6 +18,8 @@ const keys = (...args: string[]): Promise<CliRun> => runKeys(args, cliEnv);
 const get = (auth: string) => request(product.gatewayUrl).get('/v1/pets?limit=1').set('Authorization', auth);
 
 test('reset-windows of a key: served again, the answer says what each window held', async () => {
+  // Three requests and two CLI processes read one minute back (one failed in CI when it turned mid-case).
+  await awayFromMinuteEnd(20_000);
   const { id, auth } = await createKey(
     product,
     { plan: 'enterprise', limits: { perMinute: 2, perDay: 100 } },
@@ -33,6 +36,7 @@ test('reset-windows of a key: served again, the answer says what each window hel
 });
 
 test('consumers reset-windows: its keys are served again', async () => {
+  await awayFromMinuteEnd(20_000);
   const created = await keys('consumers', 'create', '--name', 'Acme', '--per-minute', '1', '--json');
   const consumer = JSON.parse(created.stdout) as { id: string };
   const key = JSON.parse(

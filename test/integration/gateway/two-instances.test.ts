@@ -4,6 +4,7 @@ import { admin, expectRateLimitHeaders, header, startTestProduct, usageOf, type 
 import { eventually } from '../../support/eventually';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';
+import { awayFromMinuteEnd } from '../../support/minute-end';
 
 /**
  * Two gateway instances on one Redis namespace, on the real clock (Redis TIME decides windows):
@@ -26,19 +27,13 @@ describe('two gateway instances on one Redis', () => {
     await a?.close();
   });
 
-  /** The minute window must not roll over mid-burst: start a burst at least 5 s before a minute ends. */
-  async function awayFromMinuteEnd(): Promise<void> {
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 5_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
-  }
-
   it('200 concurrent requests split over both instances admit exactly the limit', async () => {
     const { id, auth } = await createKey(
       a,
       { name: 'burst', plan: 'free', limits: { perMinute: 60, perDay: 1000 } },
       { overApi: true },
     );
-    await awayFromMinuteEnd();
+    await awayFromMinuteEnd(5_000);
     const responses = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
         const res = await fetch(`${i % 2 === 0 ? a.gatewayUrl : b.gatewayUrl}/v1/pets?limit=1`, {

@@ -5,6 +5,7 @@ import type { ProductHarness } from '../../support/product-harness';
 import { eventually } from '../../support/eventually';
 import { expectError } from '../../support/errors';
 import { createKey } from '../../support/keys';
+import { awayFromMinuteEnd } from '../../support/minute-end';
 
 /**
  * The key lifecycle (CONTRACT §4–§5: expiry, rotation, usage history, last use, audit trail) as one
@@ -80,12 +81,6 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
       id: string,
     ): Promise<Record<string, unknown> & { usage: { minute: { remaining: number }; day: { remaining: number } } }> {
       return (await adminOf(product, 'get', `/admin/keys/${id}`).expect(200)).body as never;
-    }
-
-    /** The minute window (Redis TIME) must not roll over in the middle of a counted burst. */
-    async function awayFromMinuteEnd(): Promise<void> {
-      const left = 60_000 - (Date.now() % 60_000);
-      if (left < 8_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
     }
 
     describe('expiry', () => {
@@ -179,7 +174,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           { name: 'rotated', plan: 'pro', limits: { perMinute: 100, perDay: 1000 } },
           { overApi: true },
         );
-        await awayFromMinuteEnd();
+        await awayFromMinuteEnd(8_000);
         for (let i = 0; i < 3; i++) await call(i % 2 === 0 ? a : b, created.key).expect(200);
 
         const res = await adminOf(b, 'post', `/admin/keys/${created.id}/rotate`).send({ graceSeconds: 60 });
@@ -273,7 +268,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           { name: 'banned', plan: 'free', limits: { perMinute: 1, perDay: 1000 } },
           { overApi: true },
         );
-        await awayFromMinuteEnd();
+        await awayFromMinuteEnd(8_000);
         await call(a, created.key).expect(200);
         // Refusals past ban.threshold (10) ban the key.
         for (let i = 0; i < 11; i++) await call(i % 2 === 0 ? a : b, created.key);
@@ -291,7 +286,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           { name: 'busy', plan: 'free', limits: { perMinute: limit, perDay: 1000 } },
           { overApi: true },
         );
-        await awayFromMinuteEnd();
+        await awayFromMinuteEnd(8_000);
         const send = (key: string, i: number) => call(i % 2 === 0 ? a : b, key).then((res) => res.status);
         const before = await Promise.all(Array.from({ length: 20 }, (_, i) => send(created.key, i)));
         // The rotation runs while 20 more requests with the old secret are in flight.
@@ -363,7 +358,7 @@ export function keyLifecycleSuite(storeName: string, start: (clock: ManualClock)
           lastUsedAt: string | null;
         }>;
         expect(listedBefore.find((k) => k.id === created.id)?.lastUsedAt).toBeNull();
-        await awayFromMinuteEnd();
+        await awayFromMinuteEnd(8_000);
         // 5 admitted, 11 rate-limited (the 11th bans), then 4 banned: split over both instances.
         const statuses: number[] = [];
         for (let i = 0; i < 20; i++) statuses.push((await call(i % 2 === 0 ? a : b, created.key)).status);

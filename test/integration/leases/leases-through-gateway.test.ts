@@ -3,6 +3,7 @@ import { startTestProduct, usageOf, type ProductHarness } from '../gateway/gatew
 import { createKey } from '../../support/keys';
 import { useRedisPerFile } from '../../support/redis-per-file';
 import { commandsExecuted } from '../../support/redis-command-count';
+import { awayFromMinuteEnd } from '../../support/minute-end';
 
 /**
  * Leases of units through the gateway (real HTTP, a Redis of this file's own): a hot key is admitted
@@ -25,12 +26,6 @@ afterAll(async () => {
   await product?.close();
   observer?.disconnect();
 });
-
-/** The minute window must not roll over mid-run: start at least `needMs` before a minute ends. */
-async function awayFromMinuteEnd(needMs: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
-}
 
 /** Scripts Redis ran (EVALSHA, EVAL): the gateway's round trips for decisions, and a few of its background writes. */
 async function scriptsRun(): Promise<number> {

@@ -193,7 +193,12 @@ describe.each(['undici', 'http-proxy'] as const)(
       ];
       process.stdout.write(`brown-out (${forwarder}), circuit open: ${answers.map((a) => `${a.ms} ms`).join(', ')}\n`);
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 401]);
-      expect(upstream.received.length).toBe(receivedBefore);
+      // None of these four asks for a fault; what the upstream reads meanwhile is the product's own
+      // /healthz probe or an earlier faulty request it reads late (one failed CI as 217 received of 216).
+      const reached = upstream.received
+        .slice(receivedBefore)
+        .filter((r) => r.target !== '/healthz' && r.fault === 'none');
+      expect(reached).toEqual([]);
     });
 
     it('the inventory answering again: probes after the cool-down close the circuit by itself, and traffic is back', async () => {
