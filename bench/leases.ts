@@ -37,6 +37,12 @@ export interface LeasesBenchSettings {
   nearLimitPerMinute: number;
   /** Where the report goes (markdown). */
   out: string;
+  /**
+   * `--rate N`: the hot-key rows offered N requests/s in all instead of as many as the gateway
+   * answers, so that every row's gateway does the same work a second and none saturates its core:
+   * CPU per request is then compared at one load, not at each row's own throughput.
+   */
+  ratePerSecond?: number | null;
 }
 
 const HOT_LIMITS = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };
@@ -118,8 +124,11 @@ async function probe(target: Target, label: string): Promise<void> {
   if (res.status !== 200) throw new Error(`${label}: answered ${res.status}, not 200: ${body.slice(0, 300)}`);
 }
 
-/** Each target loaded at once for `seconds`, or (`amount`) until that many requests in all were answered. */
-function loadTargets(targets: Target[], seconds: number, amount?: number): Promise<LoadResult[]> {
+/**
+ * Each target loaded at once for `seconds` (at `rate` requests/s in all when given), or (`amount`)
+ * until that many requests in all were answered.
+ */
+function loadTargets(targets: Target[], seconds: number, amount?: number, rate?: number | null): Promise<LoadResult[]> {
   return Promise.all(
     targets.map((t) =>
       runLoad({
@@ -127,10 +136,15 @@ function loadTargets(targets: Target[], seconds: number, amount?: number): Promi
         connections: t.connections,
         durationSeconds: seconds,
         ...(amount ? { amount: Math.ceil(amount / targets.length) } : {}),
+        ...(rate && !amount ? { overallRate: Math.round((rate * t.connections) / connectionsOf(targets)) } : {}),
         headers: { authorization: `Bearer ${t.key}` },
       }),
     ),
   );
+}
+
+function connectionsOf(targets: Target[]): number {
+  return targets.reduce((sum, t) => sum + t.connections, 0);
 }
 
 async function leaseCounts(gateways: LeasesGateway[]): Promise<Record<string, number>> {
@@ -203,7 +217,7 @@ export function grantsOf(samples: LeaseSample[], limit: number): GrantStep[] {
 async function measureRow(row: Row, settings: LeasesBenchSettings, round: number): Promise<RowRound> {
   const targets = await row.targets();
   for (const t of targets) await probe(t, row.label);
-  if (!row.freshKey) await loadTargets(targets, settings.warmupSeconds);
+  if (!row.freshKey) await loadTargets(targets, settings.warmupSeconds, undefined, settings.ratePerSecond);
   await settle();
   const cpu = () => row.gateways.reduce((sum, g) => sum + g.cpuMs(), 0);
   const leasesBefore = await leaseCounts(row.gateways);
@@ -213,7 +227,7 @@ async function measureRow(row: Row, settings: LeasesBenchSettings, round: number
   const sampling = row.freshKey ? sampleLeases(row.gateways) : null;
   // A fresh key near its limit: 1.1 x its limit in all, so the window empties and a tenth more are refused.
   const amount = row.freshKey ? Math.round(settings.nearLimitPerMinute * 1.1) : undefined;
-  const results = await loadTargets(targets, settings.durationSeconds, amount);
+  const results = await loadTargets(targets, settings.durationSeconds, amount, settings.ratePerSecond);
   const samples = sampling ? await sampling.stop() : [];
   const endMinute = Math.floor(Date.now() / 60_000);
   await settle();
@@ -708,7 +722,10 @@ export function leasesReport(input: ReportInput): string {
       `${input.loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${input.loadAfter.map((l) => l.toFixed(2)).join(' ')} after ` +
       `(each round's 1-minute load below). autocannon in the bench process, ${s.connections} keep-alive connections ` +
       `(split 16 + 16 over the two instances), ${s.durationSeconds} s a row a round after ${s.warmupSeconds} s of warm-up ` +
-      `(none for the near-limit rows: a fresh ${s.nearLimitPerMinute}/min key each round), ${s.rounds} rounds, the order rotated each round. ` +
+      `(none for the near-limit rows: a fresh ${s.nearLimitPerMinute}/min key each round), ${s.rounds} rounds, the order rotated each round` +
+      (s.ratePerSecond
+        ? `; the hot-key rows offered ${s.ratePerSecond} requests/s in all (--rate), the near-limit rows as fast as answered. `
+        : '. ') +
       `${input.startedAt.toISOString()} to ${input.finishedAt.toISOString()}.`,
     '',
     `Idle, before the rounds (every gateway's timers, Redis's cron): ${idle.join('; ')}.`,

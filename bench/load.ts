@@ -13,6 +13,8 @@ export interface LoadSettings {
   roundRobinKeys?: string[];
   /** A request unanswered this long is an error (10 s unless said; --instructions waits longer on servers under valgrind). */
   timeoutSeconds?: number;
+  /** Requests per second over all connections (autocannon's overallRate); unset: as fast as the server answers. */
+  overallRate?: number;
 }
 
 export interface LoadResult {
@@ -49,6 +51,7 @@ export async function runLoad(settings: LoadSettings): Promise<LoadResult> {
     ...(settings.amount ? { amount: settings.amount } : { duration: settings.durationSeconds }),
     pipelining: 1,
     timeout: settings.timeoutSeconds ?? 10,
+    ...(settings.overallRate ? { overallRate: settings.overallRate } : {}),
     headers: settings.headers ?? {},
     ...(settings.headersPerRequest
       ? {

@@ -60,7 +60,7 @@ interface Settings {
   /** `--instructions`: instructions per request under callgrind, and the per-step table (issue 51), instead of comparing variants. */
   instructions?: InstructionSettings;
   /** `--leases [--gateway-root DIR]`: leases of units beside the plain per-request path (issue 50, bench/leases.ts). */
-  leases?: { gatewayRoot: string };
+  leases?: { gatewayRoot: string; ratePerSecond?: number | null };
 }
 
 function parseArgs(argv: string[]): Settings {
@@ -182,10 +182,16 @@ function parseArgs(argv: string[]): Settings {
         ] = value;
         break;
       case '--leases':
-        settings.leases = { gatewayRoot: settings.leases?.gatewayRoot ?? repoRoot };
+        settings.leases = { ...settings.leases, gatewayRoot: settings.leases?.gatewayRoot ?? repoRoot };
         break;
       case '--gateway-root':
-        settings.leases = { gatewayRoot: path.resolve(argv[i + 1]!) };
+        settings.leases = { ...settings.leases, gatewayRoot: path.resolve(argv[i + 1]!) };
+        break;
+      case '--rate':
+        if (!settings.leases) throw new Error('--rate goes after --leases');
+        if (!(Number.isInteger(value) && value >= 1))
+          throw new Error('--rate takes a whole number of requests per second');
+        settings.leases = { ...settings.leases, ratePerSecond: value };
         break;
       case '--compare-with':
         settings.compareWith = path.resolve(argv[i + 1]!);
@@ -197,7 +203,7 @@ function parseArgs(argv: string[]): Settings {
       default:
         if (argv[i]!.startsWith('--'))
           throw new Error(
-            `unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --instructions [--requests N] [--warmup-requests N] [--cpu-requests N], --profile undici|http-proxy [--in-process] [--traced RATIO], --leases [--gateway-root DIR])`,
+            `unknown option ${argv[i]} (options: --quick, --brownout [--burst N] [--sustain S] [--arrivals N], --noisy-neighbour, --repeat N, --duration S, --connections N, --client wrk|autocannon, --only ID,ID, --soak REQUESTS, --flood, --key-backup [--keys N], --instructions [--requests N] [--warmup-requests N] [--cpu-requests N], --profile undici|http-proxy [--in-process] [--traced RATIO], --leases [--gateway-root DIR] [--rate N])`,
           );
     }
   }
@@ -964,9 +970,10 @@ async function main(): Promise<void> {
     return withFixture((fixture) => measureInstructions(instructions, fixture, repoRoot));
   }
   if (settings.leases) {
-    const { gatewayRoot } = settings.leases;
-    const out = path.join(repoRoot, 'bench', 'results', `${new Date().toISOString().slice(0, 10)}-leases.md`);
-    const leases = { ...settings, gatewayRoot, nearLimitPerMinute: 3000, out };
+    const { gatewayRoot, ratePerSecond } = settings.leases;
+    const name = `${new Date().toISOString().slice(0, 10)}-leases${ratePerSecond ? `-rate-${ratePerSecond}` : ''}.md`;
+    const out = path.join(repoRoot, 'bench', 'results', name);
+    const leases = { ...settings, gatewayRoot, ratePerSecond, nearLimitPerMinute: 3000, out };
     return withFixture((fixture) => benchLeases(leases, fixture));
   }
   await withFixture((fixture) => {
