@@ -716,7 +716,7 @@ export function leasesReport(input: ReportInput): string {
   return [
     `# Leases of units: bench rows (issue 50), ${input.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     '',
-    `\`npm run bench -- --leases --repeat ${s.rounds} --duration ${s.durationSeconds}\` (bench/leases.ts). Gateway: \`npm start\`'s ` +
+    `\`npm run bench -- --leases --repeat ${s.rounds} --duration ${s.durationSeconds}${s.ratePerSecond ? ` --rate ${s.ratePerSecond}` : ''}\` (bench/leases.ts). Gateway: \`npm start\`'s ` +
       `dist/main.js of commit ${input.commit}${input.withLeases ? '' : ' (no leases switch in this build: plain rows only)'}; ` +
       `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}; load average ` +
       `${input.loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${input.loadAfter.map((l) => l.toFixed(2)).join(' ')} after ` +
