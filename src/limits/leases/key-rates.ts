@@ -14,9 +14,14 @@ export class KeyRates {
     rate.record();
   }
 
-  /** Requests per second of `keyId` on this instance over the last second (0 for a key not seen). */
+  /** Requests per second of `keyId` on this instance over the rate interval (0 for a key not seen). */
   perSecond(keyId: string): number {
     return this.rates.get(keyId)?.perSecond() ?? 0;
+  }
+
+  /** Requests per second of `keyId`'s busiest bucket of the rate interval (0 for a key not seen): what sizes its lease. */
+  peakPerSecond(keyId: string): number {
+    return this.rates.get(keyId)?.peakPerSecond() ?? 0;
   }
 
   /** Forgets keys not seen for a whole interval (call now and then: keeps the map to the busy keys). */

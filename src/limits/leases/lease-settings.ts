@@ -15,8 +15,13 @@ export { BUSY_KEY_REQUESTS_PER_SECOND } from '../../shared/constants';
 /** A lease ends this long after its round trip began at the latest (under a second: headers are never staler). */
 export const LEASE_LIFE_MS = 500;
 
-/** The interval over which the rate an instance sees for a key is measured. */
-export const RATE_INTERVAL_MS = 1_000;
+/**
+ * The interval over which the requests an instance sees for a key are counted: their average rate
+ * says whether the key is busy here, the busiest bucket's rate sizes its lease. Two seconds, so that
+ * a key that comes in bursts once a second is seen busy, and its lease sized for a burst, at the
+ * start of each burst.
+ */
+export const RATE_INTERVAL_MS = 2_000;
 
-/** The rate interval is kept as this many buckets (a bucket's requests leave it together). */
-export const RATE_BUCKETS = 4;
+/** Requests are counted in buckets of this long (a bucket's requests leave the interval together). */
+export const RATE_BUCKET_MS = 250;

@@ -17,6 +17,7 @@ import { unitsLeft, type Lease, type LeaseReturn, type LeaseWindowView } from '.
 import { LeaseBook } from './lease-book';
 import { KeyRates } from './key-rates';
 import { wantedLeaseUnits } from './lease-size';
+import { BUSY_KEY_REQUESTS_PER_SECOND } from './lease-settings';
 import type { LeaseStore } from './lease-store';
 import type { BanNotices } from './ban-notices';
 
@@ -136,7 +137,10 @@ export class LeasingKeyLimiter implements KeyLimiter {
   }
 
   private wanted(keyId: string, cost: number): number {
-    return wantedLeaseUnits(this.rates.perSecond(keyId), cost, this.options.busyRequestsPerSecond?.());
+    const busy = this.options.busyRequestsPerSecond?.() ?? BUSY_KEY_REQUESTS_PER_SECOND;
+    // Busy by the average rate of the last two seconds; sized by their busiest quarter second (recent-rate.ts).
+    if (!(this.rates.perSecond(keyId) >= busy)) return 0;
+    return wantedLeaseUnits(this.rates.peakPerSecond(keyId), cost, busy);
   }
 
   /** A decision of the store's: an admission counted, a ban this refusal set told to every instance. */

@@ -1,16 +1,19 @@
 import type { Clock } from '../../shared/clock';
-import { RATE_BUCKETS, RATE_INTERVAL_MS } from './lease-settings';
+import { RATE_BUCKET_MS, RATE_INTERVAL_MS } from './lease-settings';
 
-const BUCKET_MS = RATE_INTERVAL_MS / RATE_BUCKETS;
+const BUCKETS = RATE_INTERVAL_MS / RATE_BUCKET_MS;
+const SECOND_BUCKETS = 1_000 / RATE_BUCKET_MS;
 
 /**
- * The requests one instance has seen for one key over the last second (RATE_INTERVAL_MS), in
- * RATE_BUCKETS buckets of time: what a lease is sized from. Counts requests, not units: a lease
- * is sized in units by the caller (requests × cost).
+ * The requests one instance has seen for one key over the last RATE_INTERVAL_MS, in buckets of
+ * RATE_BUCKET_MS: their rate (is the key busy here?) and the busiest bucket's rate (what a
+ * lease is sized from: a key that comes in bursts keeps leases of a burst's size at the next burst
+ * instead of starting again from the quiet gap's rate). Counts requests, not units: a lease is sized
+ * in units by the caller (requests × cost).
  */
 export class RecentRate {
-  private readonly counts = new Array<number>(RATE_BUCKETS).fill(0);
-  /** The bucket number (epoch ms ÷ BUCKET_MS) the newest count went into. */
+  private readonly counts = new Array<number>(BUCKETS).fill(0);
+  /** The bucket number (epoch ms ÷ RATE_BUCKET_MS) the newest count went into. */
   private newestBucket = -Infinity;
 
   constructor(private readonly clock: Clock) {}
@@ -18,15 +21,29 @@ export class RecentRate {
   /** One request of the key seen now. */
   record(requests = 1): void {
     const bucket = this.advance();
-    this.counts[bucket % RATE_BUCKETS]! += requests;
+    this.counts[bucket % BUCKETS]! += requests;
   }
 
-  /** Requests per second over the last RATE_INTERVAL_MS (the bucket under way counts whole). */
+  /**
+   * Requests per second: the higher of the last second's average (a key turning busy is seen as soon
+   * as before) and the whole interval's (a key in bursts once a second stays busy across the gaps).
+   * The bucket under way counts whole.
+   */
   perSecond(): number {
+    const newest = this.advance();
+    let lastSecond = 0;
+    for (let b = newest - SECOND_BUCKETS + 1; b <= newest; b++) lastSecond += this.counts[b % BUCKETS]!;
+    let all = 0;
+    for (const count of this.counts) all += count;
+    return Math.max(lastSecond, (all * 1_000) / RATE_INTERVAL_MS);
+  }
+
+  /** Requests per second of the busiest bucket of the last RATE_INTERVAL_MS (the one under way included). */
+  peakPerSecond(): number {
     this.advance();
-    let sum = 0;
-    for (const count of this.counts) sum += count;
-    return (sum * 1_000) / RATE_INTERVAL_MS;
+    let peak = 0;
+    for (const count of this.counts) if (count > peak) peak = count;
+    return (peak * 1_000) / RATE_BUCKET_MS;
   }
 
   /** True when nothing was seen over the whole interval: the caller may forget this key. */
@@ -36,9 +53,9 @@ export class RecentRate {
 
   /** Empties the buckets time has left behind; returns the current bucket number. */
   private advance(): number {
-    const bucket = Math.floor(this.clock.now() / BUCKET_MS);
-    if (bucket - this.newestBucket >= RATE_BUCKETS) this.counts.fill(0);
-    else for (let b = this.newestBucket + 1; b <= bucket; b++) this.counts[b % RATE_BUCKETS] = 0;
+    const bucket = Math.floor(this.clock.now() / RATE_BUCKET_MS);
+    if (bucket - this.newestBucket >= BUCKETS) this.counts.fill(0);
+    else for (let b = this.newestBucket + 1; b <= bucket; b++) this.counts[b % BUCKETS] = 0;
     if (bucket > this.newestBucket) this.newestBucket = bucket;
     return this.newestBucket;
   }

@@ -1,4 +1,4 @@
-import { LEASE_LIFE_MS, RATE_INTERVAL_MS } from '../../../src/limits/leases/lease-settings';
+import { LEASE_LIFE_MS, RATE_BUCKET_MS } from '../../../src/limits/leases/lease-settings';
 import { wantedLeaseUnits } from '../../../src/limits/leases/lease-size';
 import { HARNESS_BUSY_REQUESTS_PER_SECOND, harnessConfigYaml } from './fleet-kit';
 import { MAX_IN_FLIGHT, type ClientPlan } from './load-clients';
@@ -49,22 +49,22 @@ export interface WindowBound extends WindowCount {
 const COMMAND_TIMEOUT_MS = Number(/commandTimeoutMs: (\d+)/.exec(harnessConfigYaml('bound', 1))![1]);
 
 /**
- * Requests one process may count for one client's key within the RecentRate's interval (its
- * current bucket counted whole: the interval is at most RATE_INTERVAL_MS long): its share of the
- * client's ticks in that span (setInterval truncates the period to whole ms; one more at the span's
- * start; the client sends to the `instances` in turn), the probe that found the key before the
- * clients started, and the MAX_IN_FLIGHT requests sent before the span that may reach the process
- * inside it (a stalled process serves them at once).
+ * Requests one process may count for one client's key within one of the RecentRate's buckets
+ * (RATE_BUCKET_MS: a lease is sized from the busiest bucket's rate): its share of the client's ticks
+ * in that span (setInterval truncates the period to whole ms; one more at the span's start; the
+ * client sends to the `instances` in turn), the probe that found the key before the clients started,
+ * and the MAX_IN_FLIGHT requests sent before the span that may reach the process inside it (a
+ * stalled process serves them at once).
  */
-export function requestsPerInterval(plan: Pick<ClientPlan, 'perSecond'>, instances: number): number {
-  const ticks = Math.floor(RATE_INTERVAL_MS / Math.trunc(1_000 / plan.perSecond)) + 1;
+export function requestsPerBucket(plan: Pick<ClientPlan, 'perSecond'>, instances: number): number {
+  const ticks = Math.floor(RATE_BUCKET_MS / Math.trunc(1_000 / plan.perSecond)) + 1;
   return Math.ceil(ticks / instances) + 1 + MAX_IN_FLIGHT;
 }
 
-/** The largest lease one process may take for one client's key (units). */
+/** The largest lease one process may take for one client's key (units): 200 ms of its busiest bucket's rate. */
 export function planMaxLease(plan: ClientPlan, instances: number): number {
-  const perSecond = (requestsPerInterval(plan, instances) * 1_000) / RATE_INTERVAL_MS;
-  return wantedLeaseUnits(perSecond, plan.units, HARNESS_BUSY_REQUESTS_PER_SECOND);
+  const peakPerSecond = (requestsPerBucket(plan, instances) * 1_000) / RATE_BUCKET_MS;
+  return wantedLeaseUnits(peakPerSecond, plan.units, HARNESS_BUSY_REQUESTS_PER_SECOND);
 }
 
 /** Takes an outage may swallow per process and key: one under way when it began, and one per command timeout. */

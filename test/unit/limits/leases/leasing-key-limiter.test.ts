@@ -50,6 +50,29 @@ function expectUnitsAccounted(limiter: LeasingKeyLimiter): void {
 }
 
 describe('LeasingKeyLimiter', () => {
+  it('a key that comes in bursts once a second keeps leases of a burst: a few takes a burst, not one per few requests', async () => {
+    const { clock, store, limiter } = setUp(true, LEASE_LIFE_MS);
+    const burst = async () => {
+      // 600 requests in 150 ms (4,000/s), then 850 ms of nothing, the ended lease swept.
+      const decisions = await send(limiter, clock, 600, 0.25);
+      clock.advance(850);
+      await limiter.sweep();
+      return decisions;
+    };
+    await burst();
+    await burst();
+    const tripsBefore = store.roundTrips;
+    const decisions = await burst();
+    const takes = store.roundTrips - tripsBefore;
+    expect(decisions.every((d) => d.outcome === 'allowed')).toBe(true);
+    // A lease of 200 ms of the burst's busiest quarter second covers most of it. Sized from the last
+    // second's rate instead (the previous burst 0.85 s old, mostly out of it; busy again only after 50
+    // requests), this burst cost 64 round trips.
+    expect(takes).toBeLessThanOrEqual(3);
+    await limiter.close();
+    expect(store.minute.count).toBe(1_800);
+  });
+
   it('serves a busy key from leases: one round trip for many requests, and the store counts what was used once leases end', async () => {
     const { clock, store, limiter } = setUp();
     const decisions = await send(limiter, clock, 1_000, 5); // 200 requests/s for 5 s
