@@ -143,15 +143,27 @@ it('a failover under traffic: bounded answers meanwhile, everything on the new p
     return usage.day.limit - usage.day.remaining;
   };
   const measuredCounted = await dayCount(measured.id);
+  // Leases (on by default: each instance sends the key ~100 requests/s, busy enough) add the units
+  // Redis counted for them that no request used and that never came back: a lease out at the kill
+  // whose return met the failover (one failed CI run: 120 counted of 107 acknowledged). The metrics
+  // of both instances bound them (both keys' leases: an upper bound).
+  const unusedLeaseUnits = async (product: ProductHarness) => {
+    const text = (await request(product.adminUrl).get('/metrics')).text;
+    const units = (outcome: string) =>
+      Number(new RegExp(`^gateway_lease_units_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    return units('taken') - units('used') - units('returned');
+  };
+  const leaseSlack = (await unusedLeaseUnits(a)) + (await unusedLeaseUnits(b));
   const servedWhileDegraded = answers.filter((x) => x.at > killedAt && x.at < recoveredAt).length;
   console.log(
     `sentinel failover: primary killed; sentinels promoted the replica after ${promotedAfterMs} ms; both gateways back on Redis ` +
       `(store_degraded 0, /readyz 200) after ${recoveredAt - killedAt} ms; ${answers.length} requests in all, every one 200, slowest ${slowest} ms ` +
       `as the client timed it (command timeout ${COMMAND_TIMEOUT_MS} ms), ${onFallback(a) + onFallback(b)} decided on the fallback; ` +
-      `replication: ${measuredAcknowledged} units acknowledged before the kill, ${measuredCounted} on the new primary; ` +
+      `replication: ${measuredAcknowledged} units acknowledged before the kill, ${measuredCounted} on the new primary ` +
+      `(lease units taken, not used, not returned: ${leaseSlack}); ` +
       `about ${servedWhileDegraded} requests served on the local fallback, not in the shared count`,
   );
-  expect(measuredCounted).toBeLessThanOrEqual(measuredAcknowledged + 2);
+  expect(measuredCounted).toBeLessThanOrEqual(measuredAcknowledged + 2 + leaseSlack);
   expect(measuredCounted).toBeGreaterThan(0);
 
   // After the promotion, on the new primary, without a restart:
