@@ -207,19 +207,24 @@ export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
   const watch = new WindowWatch(fleet.store.env, watchedLimit);
   const clients = new LoadClients(() => fleet.instances.map((instance) => instance.gatewayUrl), tally);
   const started = Date.now();
-  clients.start(plans);
   const faults: FaultRecord[] = [];
-  for (const fault of shuffled(FAULTS, random)) {
+  let leased: number;
+  // A fault that throws (an instance that does not come back) still stops the clients and the watch's connections.
+  try {
+    clients.start(plans);
+    for (const fault of shuffled(FAULTS, random)) {
+      await new Promise((resolve) => setTimeout(resolve, GAP_MS));
+      trace(fault);
+      faults.push(await fleet.inflict(fault, random));
+      trace(`done: ${faults.at(-1)!.what}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, GAP_MS));
-    trace(fault);
-    faults.push(await fleet.inflict(fault, random));
-    trace(`done: ${faults.at(-1)!.what}`);
+  } finally {
+    await clients.stop();
+    trace(tally.summary());
+    leased = await leaseAdmissions(fleet);
+    await watch.stop();
   }
-  await new Promise((resolve) => setTimeout(resolve, GAP_MS));
-  await clients.stop();
-  trace(tally.summary());
-  const leased = await leaseAdmissions(fleet);
-  await watch.stop();
   const bounds = underAdmissionBounds({
     tally,
     plans,
