@@ -1,3 +1,4 @@
+import { Listeners } from '../../shared/listeners';
 import { ChangeFeed } from '../../shared/redis/change-feed';
 import type { RedisClient } from '../../shared/redis/redis';
 
@@ -21,14 +22,38 @@ export function banNoticesChannel(namespace: string): string {
   return `${namespace}:rl:lease-bans`;
 }
 
+/** A first subscription that failed (Redis away at start) is tried again this often, until it works or closes. */
+const RESUBSCRIBE_MS = 1_000;
+
 export function redisBanNotices(redis: RedisClient, namespace: string): BanNotices {
   const channel = banNoticesChannel(namespace);
-  const feed = new ChangeFeed(redis, { channel });
+  const bans = new Listeners<[string]>();
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  // The feed keeps an established subscription by itself (change-feed.ts); one that never got
+  // going would leave this instance deaf to bans for good, so it is opened again.
+  const open = (): ChangeFeed => {
+    const feed = new ChangeFeed(redis, { channel });
+    feed.onMessage((keyId) => bans.emit(keyId));
+    feed.ready().catch(() => {
+      void feed.close();
+      if (closed) return;
+      retry = setTimeout(() => (current = open()), RESUBSCRIBE_MS);
+      retry.unref();
+    });
+    return feed;
+  };
+  let current = open();
   return {
     publish(keyId) {
       redis.publish(channel, keyId).catch(() => {});
     },
-    onBan: (listener) => feed.onMessage(listener),
-    close: () => feed.close(),
+    onBan: (listener) => bans.add(listener),
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      bans.clear();
+      await current.close();
+    },
   };
 }

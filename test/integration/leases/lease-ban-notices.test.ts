@@ -1,7 +1,8 @@
 import { ManualClock } from '../../../src/shared/clock';
 import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis';
 import { createLimiters, type KeyDecision, type KeyRef, type Limiters } from '../../../src/limits';
-import { banNoticesChannel } from '../../../src/limits/leases/ban-notices';
+import { banNoticesChannel, redisBanNotices } from '../../../src/limits/leases/ban-notices';
+import { startRedisServer } from '../../support/redis-server';
 import { eventually } from '../../support/eventually';
 import { uniqueNamespace } from '../../support/test-redis';
 import { useRedisPerFile } from '../../support/redis-per-file';
@@ -84,3 +85,39 @@ test("a ban B's refusals set ends A's lease of the key: A's next request is refu
   const next = await a.keyLimiter.consume(key, LIMITS);
   expect(next.outcome).toBe('banned');
 });
+
+test('an instance that started while Redis was away subscribes again and hears bans once Redis is back', async () => {
+  const server = await startRedisServer();
+  const client = await connectRedis({ url: server.url, clusterNodes: [], commandTimeoutMs: 1000 });
+  const namespace = uniqueNamespace('lb');
+  await server.stop();
+  // Redis is away: the first subscription gives up (its connect timeout), and is tried again.
+  const notices = redisBanNotices(client, namespace);
+  const heard: string[] = [];
+  notices.onBan((keyId) => heard.push(keyId));
+  try {
+    // Longer than the subscriber's connect timeout (5 s, duplicateForSubscribe): the first try has failed.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    const again = await startRedisServer([], server.port);
+    try {
+      const publisher = await connectRedis({ url: again.url, clusterNodes: [], commandTimeoutMs: 1000 });
+      try {
+        await eventually(
+          async () => {
+            await publisher.publish(banNoticesChannel(namespace), 'key_heard_after_restart');
+            return heard.includes('key_heard_after_restart');
+          },
+          { timeoutMs: 15_000, pollMs: 250, what: 'a ban notice heard after Redis came back' },
+        );
+      } finally {
+        publisher.disconnect();
+      }
+    } finally {
+      await notices.close();
+      client.disconnect();
+      await again.stop();
+    }
+  } finally {
+    await notices.close();
+  }
+}, 40_000);
