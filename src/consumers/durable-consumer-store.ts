@@ -121,6 +121,11 @@ export class DurableConsumerStore implements ConsumerStore {
     };
   }
 
+  /** Throws when the durable copy's file cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.copy.checkWrites();
+  }
+
   async close(): Promise<void> {
     clearInterval(this.timer);
     this.monitor.stop();

@@ -1,7 +1,6 @@
 import cluster from 'node:cluster';
 import type { Logger } from '../shared/logger';
 import type { RedisClient } from '../shared/redis/redis';
-import type { KeyStore } from '../keys';
 import { RedisKeyStore } from '../keys/stores/redis-key-store';
 import { DurableKeyStore } from '../keys/durability/durable-key-store';
 import { checkRedisDurability } from '../keys/durability/redis-durability-check';
@@ -46,7 +45,7 @@ function reportDataLoss(logger: Logger, metrics: KeyDurabilityMetrics, event: Da
 export async function openDurableRedisKeyStore(
   redis: RedisClient,
   settings: DurableKeyStoreSettings,
-): Promise<KeyStore> {
+): Promise<DurableKeyStore> {
   const redisStore = await RedisKeyStore.open(redis, { namespace: settings.namespace });
   const { logger, metrics } = settings;
   const replica = new KeyReplica(settings.dataDir, settings.namespace);

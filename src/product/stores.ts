@@ -46,8 +46,9 @@ export interface Stores {
   /** The readiness check of the store: a Redis PING; in process there is nothing that can be away. */
   ping(): Promise<void>;
   /**
-   * Each SQLite file the store writes (in process only), for /readyz: a probe write that fails
-   * while the disk is full, the file system read-only or a lock held, and passes again by itself.
+   * Each SQLite file this instance writes (in process all of them; with Redis the durable copies of
+   * the keys and consumers), for /readyz: a probe write that fails while the disk is full, the file
+   * system read-only or a lock held, and passes again by itself.
    */
   writableDatabases: Array<{ name: string; checkWrites(): void }>;
 }
@@ -139,7 +140,11 @@ async function startRedisStores(config: Config, options: StoreOptions): Promise<
     ping: async () => {
       await redis.ping();
     },
-    writableDatabases: [],
+    // This instance's own files under DATA_DIR even with Redis: its durable copies (CONTRACT §4).
+    writableDatabases: [
+      { name: 'key copy database', checkWrites: () => keys.checkWrites() },
+      { name: 'consumer copy database', checkWrites: () => consumerStore.checkWrites() },
+    ],
   };
 }
 

@@ -145,6 +145,11 @@ export class DurableKeyStore implements KeyStore {
     return this.redis.onResync(listener);
   }
 
+  /** Throws when the durable copy's file cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.replica.checkWrites();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.monitor.stop();

@@ -41,6 +41,8 @@ export class KeyReplica {
       table: 'key_records',
       migrations: KEY_REPLICA_MIGRATIONS,
       codec: { encode: encodeRecord, decode: decodeRecord },
+      // Named, so that /readyz probes the file and a write it refuses for a passing cause is a 503.
+      database: replicaFileName(namespace).replace(/\.sqlite$/, ''),
       onKept: (record, before) => {
         if (before) for (const hash of hashesOf(before)) this.byHash.delete(hash);
         for (const hash of hashesOf(record)) this.byHash.set(hash, record);
@@ -79,6 +81,11 @@ export class KeyReplica {
 
   get size(): number {
     return this.copy.size;
+  }
+
+  /** Throws when the file cannot take a write now (the gateway's /readyz). */
+  checkWrites(): void {
+    this.copy.checkWrites();
   }
 
   close(): void {

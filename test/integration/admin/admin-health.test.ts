@@ -26,12 +26,18 @@ describe('with the store and the upstream answering', () => {
     expect(res.body).toEqual({ status: 'ok' });
   });
 
-  test('GET /readyz: 200 naming both checks as ok', async () => {
+  test('GET /readyz: 200 naming every check as ok (with Redis, the durable copies under DATA_DIR too)', async () => {
     const res = await request(product.adminUrl).get('/readyz');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       status: 'ready',
-      checks: { store: 'ok', 'inventory database': 'ok', upstream: 'ok' },
+      checks: {
+        store: 'ok',
+        'key copy database': 'ok',
+        'consumer copy database': 'ok',
+        'inventory database': 'ok',
+        upstream: 'ok',
+      },
       upstreamCircuit: 'closed',
     });
   });

@@ -1,8 +1,14 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { replicaFileName } from '../../../src/keys/durability/key-replica';
+import { consumerReplicaFileName } from '../../../src/consumers/durable-consumer-store';
 import { startTestProduct, type ProductHarness } from '../../support/product-harness';
 import { freePort } from '../../support/redis-server';
 import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
 import { eventually } from '../../support/eventually';
+import { useRedisPerFile } from '../../support/redis-per-file';
 
 /**
  * CONTRACT §5, /readyz for this instance only: 503 for its own faults (a SQLite file it writes
@@ -26,6 +32,8 @@ async function readyz(product: ProductHarness): Promise<Readyz> {
   const res = await fetch(`${product.adminUrl}/readyz`);
   return { status: res.status, body: (await res.json()) as Readyz['body'] };
 }
+
+const redis = useRedisPerFile();
 
 describe('/readyz', () => {
   it('stays 200 with the inventory down, showing it (and the circuit) in the body', async () => {
@@ -112,5 +120,56 @@ describe('/readyz', () => {
       });
       expect((await post()).status).toBe(201);
     }, 180_000);
+  });
+
+  // With Redis the instance still writes SQLite under DATA_DIR: the durable copies of the key
+  // records and of the consumers. A second connection holding a file's write lock refuses the
+  // instance's writes to it (SQLITE_BUSY past the busy timeout) and to that file alone.
+  describe('with Redis, the durable copies under DATA_DIR', () => {
+    let product: ProductHarness;
+    beforeAll(async () => {
+      product = await startTestProduct({
+        redisUrl: redis.url,
+        dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'asg-readyz-copies-')),
+      });
+    });
+    afterAll(async () => {
+      await product?.close();
+      if (product) fs.rmSync(product.dataDir, { recursive: true, force: true });
+    });
+
+    it.each([
+      ['key copy database', replicaFileName],
+      ['consumer copy database', consumerReplicaFileName],
+    ])(
+      '%s refusing writes: 503 with the Error body naming it, 200 again by itself once the lock goes',
+      async (name, fileName) => {
+        await eventually(async () => (await readyz(product)).status === 200, { what: '/readyz is 200 at first' });
+        expect((await readyz(product)).body.checks![name]).toBe('ok');
+        const holder = new Database(path.join(product.dataDir, fileName(product.config.redis.namespace)));
+        try {
+          holder.exec('BEGIN IMMEDIATE');
+          await eventually(async () => (await readyz(product)).status === 503, { what: `/readyz is 503 (${name})` });
+          const notReady = await readyz(product);
+          expect(notReady).toEqual({
+            status: 503,
+            body: expect.objectContaining({
+              code: 'service_unavailable',
+              message: expect.stringContaining(`${name} cannot take writes (`),
+              status: 503,
+              failing: [name],
+            }),
+          });
+          expect(notReady.body.checks![name]).toMatch(/cannot take writes \(.*SQLITE_BUSY/);
+          holder.exec('ROLLBACK');
+        } finally {
+          holder.close();
+        }
+        await eventually(async () => (await readyz(product)).status === 200, {
+          what: `/readyz is 200 again (${name})`,
+        });
+        expect((await readyz(product)).body.checks![name]).toBe('ok');
+      },
+    );
   });
 });

@@ -116,9 +116,12 @@ describe('the product on a three-master Redis Cluster', () => {
       expect(product.config.redis).toMatchObject({ url: null, clusterNodes: cluster.nodes });
       expect(product.logs.text()).not.toContain('in-process store');
       const ready = await request(product.adminUrl).get('/readyz').expect(200);
-      // a runs the inventory itself, so its /readyz also probes the inventory's database.
+      // Each probes its durable copies under DATA_DIR; a runs the inventory itself, so it also probes the inventory's database.
+      const copies = { 'key copy database': 'ok', 'consumer copy database': 'ok' };
       const checks =
-        product === a ? { store: 'ok', 'inventory database': 'ok', upstream: 'ok' } : { store: 'ok', upstream: 'ok' };
+        product === a
+          ? { store: 'ok', ...copies, 'inventory database': 'ok', upstream: 'ok' }
+          : { store: 'ok', ...copies, upstream: 'ok' };
       expect(ready.body).toEqual({ status: 'ready', checks, upstreamCircuit: 'closed' });
     }
   });
