@@ -82,5 +82,11 @@ test('counts the gateway answers of the last seconds by status class, plan and r
   });
   expect(report.points.reduce((sum, p) => sum + Object.values(p.byStatus).reduce((a, b) => a + b, 0), 0)).toBe(7);
   expect(report.activeBans).toBe(0);
-  expect(report.health).toEqual({ store: 'ok', 'inventory database': 'ok', upstream: 'ok' });
+  expect(report.health).toEqual({
+    store: 'ok',
+    'key copy database': 'ok',
+    'consumer copy database': 'ok',
+    'inventory database': 'ok',
+    upstream: 'ok',
+  });
 });
