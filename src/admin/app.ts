@@ -18,7 +18,14 @@ import { consumerRoutes } from './consumer-routes';
 import type { ConsumerService } from '../consumers/consumer-service';
 import { requireAdminToken } from './admin-token';
 import { createAuditTrail, type ConfirmWrite } from './audit-trail';
-import { healthRoutes, runReadinessChecks, type MetricsSource, type ReadinessCheck } from './health-routes';
+import {
+  healthRoutes,
+  readinessChecksOf,
+  runReadinessChecks,
+  type MetricsSource,
+  type Readiness,
+  type ReadinessCheck,
+} from './health-routes';
 import { keyRoutes, type KeyAdministration as KeyLifecycle, type KeyUsageHistory } from './key-routes';
 import { intParameter } from './request-parsing';
 import { configRoutes, type ConfigAdministration } from './config-routes';
@@ -50,7 +57,7 @@ export interface AdminDependencies {
   keyActivity: KeyUsageHistory;
   auditLog: AuditLog;
   metrics: MetricsSource;
-  readiness: ReadinessCheck[];
+  readiness: Readiness;
   /** States /readyz reports beside its checks without failing on them (the upstream circuit breaker's). */
   readinessDetails?: () => Record<string, string>;
   /** True once the process is shutting down: /readyz answers 503. */
@@ -166,7 +173,7 @@ export function createAdminApp(deps: AdminDependencies): express.Express {
   admin.get('/stats', async (_req, res) => {
     const [seconds, checks, activeBans] = await Promise.all([
       deps.trafficSeconds(),
-      runReadinessChecks(deps.readiness),
+      runReadinessChecks(readinessChecksOf(deps.readiness)),
       // A store outage shows as a failing check; the ban count is then unknown, not an error.
       deps.keyLimiter.activeBans().catch(() => null),
     ]);

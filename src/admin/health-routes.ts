@@ -19,6 +19,17 @@ export interface ReadinessCheck {
   scope?: 'instance' | 'shared';
 }
 
+/**
+ * The checks of /readyz: a fixed list, or one made at each request when files open after the start
+ * (the usage events' files open when a reload turns them on).
+ */
+export type Readiness = readonly ReadinessCheck[] | (() => readonly ReadinessCheck[]);
+
+/** The checks in force now. */
+export function readinessChecksOf(readiness: Readiness): readonly ReadinessCheck[] {
+  return typeof readiness === 'function' ? readiness() : readiness;
+}
+
 /** `reason` says why a database refuses writes (SQLITE_FULL: disk full, …); other checks just fail. */
 export type ReadinessResult = { name: string; ok: boolean; reason?: string; shared?: boolean };
 
@@ -61,7 +72,7 @@ function describeFailure(r: ReadinessResult): string {
  * the circuit are in the body with 200: `checks` says `ok` or why not, `degraded` names them.
  */
 export function healthRoutes(
-  readiness: readonly ReadinessCheck[],
+  readiness: Readiness,
   metrics: MetricsSource,
   options: ReadinessOptions = {},
 ): express.Router {
@@ -70,7 +81,7 @@ export function healthRoutes(
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
-    const results = await runReadinessChecks(readiness);
+    const results = await runReadinessChecks(readinessChecksOf(readiness));
     const details = options.details?.();
     const checks = Object.fromEntries(results.map((r) => [r.name, r.ok ? 'ok' : describeFailure(r)]));
     const ownFaults = results.filter((r) => !r.ok && !r.shared);

@@ -25,6 +25,7 @@ import type { UsageExport } from '../admin/usage-export-routes';
 import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
 import { verifyingKeysOf } from '../shared/config/secret-scanning';
 import type { KeyRevocations } from './key-revocations';
+import type { WritableDatabase } from './usage-events';
 
 export interface AdminListenerDependencies {
   adminToken: string;
@@ -56,27 +57,38 @@ export interface AdminListenerDependencies {
   topKeys: TopKeysDependencies;
   /** Revocations besides the admin API's own: POST /admin/secret-scanning's, and the webhook of DELETE /admin/keys/{id}. */
   keyRevocations?: KeyRevocations;
+  /** The usage events' SQLite files, once open (none on Redis or with usage events off). */
+  usageEventDatabases?: () => WritableDatabase[];
 }
 
 /** The admin listener: key routes, audit, usage, deprecations, stats, metrics, health, the console. Resolves its URL. */
 export async function startAdminListener(config: Config, deps: AdminListenerDependencies): Promise<string> {
   const { metrics, keyService, stores, upstreamUrl } = deps;
   const logger = deps.logger.child({ component: 'admin' });
-  const readiness: ReadinessCheck[] = [
-    // Shared by every instance: shown on /readyz, never a 503 (CONTRACT §5).
-    { name: 'store', check: () => stores.ping(), scope: 'shared' },
-    // A probe write to each SQLite file: a full disk, a read-only file system or a held lock shows
-    // here (with its SQLite code), and passes again by itself once the cause is gone.
-    ...stores.writableDatabases.map(({ name, checkWrites }) => ({ name, check: async () => checkWrites() })),
+  const probes = (databases: readonly WritableDatabase[]): ReadinessCheck[] =>
+    databases.map(({ name, checkWrites }) => ({ name, check: async () => checkWrites() }));
+  const store: ReadinessCheck = { name: 'store', check: () => stores.ping(), scope: 'shared' };
+  // A probe write to each SQLite file: a full disk, a read-only file system or a held lock shows
+  // here (with its SQLite code), and passes again by itself once the cause is gone.
+  const databases: ReadinessCheck[] = [
+    ...probes(stores.writableDatabases),
     ...(deps.inventory ? [{ name: 'inventory database', check: async () => deps.inventory!.checkWrites() }] : []),
-    {
-      name: 'upstream',
-      scope: 'shared',
-      check: async () => {
-        const res = await fetch(new URL('/healthz', upstreamUrl), { signal: AbortSignal.timeout(1000) });
-        if (!res.ok) throw new Error(`upstream answered ${res.status}`);
-      },
+  ];
+  const upstream: ReadinessCheck = {
+    name: 'upstream',
+    scope: 'shared',
+    check: async () => {
+      const res = await fetch(new URL('/healthz', upstreamUrl), { signal: AbortSignal.timeout(1000) });
+      if (!res.ok) throw new Error(`upstream answered ${res.status}`);
     },
+  };
+  // Made at each request: the usage events' files open after the start (a reload may turn them on).
+  // The store and the upstream are shared by every instance: shown on /readyz, never a 503 (CONTRACT §5).
+  const readiness = (): ReadinessCheck[] => [
+    store,
+    ...databases,
+    ...probes(deps.usageEventDatabases?.() ?? []),
+    upstream,
   ];
   const app = createAdminApp({
     adminToken: deps.adminToken,

@@ -133,11 +133,10 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       upstream: () => forwarder!,
       leases: () => leaseFigures(stores?.limiters.leases ?? null),
     });
-    const opened = await startStoresAndInventory(starting, { metrics, keyDurability });
+    const { inventory, upstreamUrl, ...opened } = await startStoresAndInventory(starting, { metrics, keyDurability });
     stores = opened.stores;
-    const { inventory, upstreamUrl } = opened;
     const keys = await startKeys(starting, stores);
-    const { recorders, notifier } = startRecording(starting, stores, metrics);
+    const { recorders, notifier, usageEventDatabases } = startRecording(starting, stores, metrics);
     forwarder = startForwarder(config, { upstreamUrl, metrics, logger, clock, closers });
     const keyRevocations = keyRevocationsOf(config, { keyService: keys.keyService, stores, notifier, clock, logger });
     const deciding = decidingDependencies(starting, { stores, metrics, keys, recorders, notifier, keyRevocations });
@@ -163,6 +162,7 @@ export async function startProduct(config: Config, options: StartOptions): Promi
       upstreamUrl,
       forwarder,
       keyRevocations,
+      usageEventDatabases,
     });
     adminPort = Number(/:(\d+)$/.exec(adminUrl)![1]);
     // The metrics registered since (the reload's) take the same closed sets.
@@ -202,6 +202,7 @@ function startAdministration(
     upstreamUrl: string;
     forwarder: GuardedForwarder;
     keyRevocations: ReturnType<typeof keyRevocationsOf>;
+    usageEventDatabases: ReturnType<typeof startRecording>['usageEventDatabases'];
   },
 ): Promise<string> {
   const { config, clock, logger, closers, inForce, options } = starting;
@@ -228,6 +229,7 @@ function startAdministration(
     configInForce: inForce,
     ...usageReports({ stores, recorders, keyService: keys.keyService, clock }),
     keyRevocations: parts.keyRevocations,
+    usageEventDatabases: parts.usageEventDatabases,
   });
 }
 
@@ -305,8 +307,8 @@ function startRecording(starting: Starting, stores: Stores, metrics: GatewayMetr
   });
   const sinks = { stores, configInForce: inForce, registry: metrics.registry, clock, logger, closers, adminListener };
   const notifier = startNotifications(config, sinks);
-  startUsageEvents(config, sinks);
-  return { recorders, notifier };
+  const usageEvents = startUsageEvents(config, sinks);
+  return { recorders, notifier, usageEventDatabases: usageEvents.writableDatabases };
 }
 
 /** What the gateway listener and the decision listener both decide requests with. */

@@ -16,6 +16,12 @@ import type { Closers } from './closers';
 /** Where usage events wait in process: beside the webhooks' files, in a folder of their own. */
 export const USAGE_EVENTS_DIR = 'usage-events';
 
+/** A SQLite file this instance writes, and its /readyz check's name (docs/storage.md). */
+export interface WritableDatabase {
+  name: string;
+  checkWrites(): void;
+}
+
 /**
  * Usage events (CONTRACT §5) over the stores: a second outbox of the webhooks' kind, of its own
  * (Redis keys under `<ns>:usage:`, or SQLite under dataDir/usage-events/), so neither bound nor
@@ -32,19 +38,26 @@ export function startUsageEvents(
     closers: Closers;
     adminListener: () => AdminListenerAddress;
   },
-): UsageEvents {
+): { usageEvents: UsageEvents; writableDatabases: () => WritableDatabase[] } {
   const { stores } = deps;
   const redis = stores.redis;
-  const open = () =>
-    redis
-      ? {
-          outbox: new RedisOutbox(redis, `${config.redis.namespace}:usage`),
-          state: new RedisSentStateStore(redis, config.redis.namespace),
-        }
-      : {
-          outbox: new SqliteOutbox(path.join(config.dataDir, USAGE_EVENTS_DIR)),
-          state: new SqliteSentStateStore(path.join(config.dataDir, USAGE_EVENTS_DIR)),
-        };
+  // Without Redis, the files once opened (at the first tick with usage events on): /readyz probes them.
+  let files: WritableDatabase[] = [];
+  const open = () => {
+    if (redis)
+      return {
+        outbox: new RedisOutbox(redis, `${config.redis.namespace}:usage`),
+        state: new RedisSentStateStore(redis, config.redis.namespace),
+      };
+    const dir = path.join(config.dataDir, USAGE_EVENTS_DIR);
+    const outbox = new SqliteOutbox(dir);
+    const state = new SqliteSentStateStore(dir);
+    files = [
+      { name: 'usage-events outbox database', checkWrites: () => outbox.checkWrites() },
+      { name: 'usage-events state database', checkWrites: () => state.checkWrites() },
+    ];
+    return { outbox, state };
+  };
   const usageEvents = new UsageEvents({
     ledger: stores.keyActivity,
     open,
@@ -57,7 +70,7 @@ export function startUsageEvents(
   });
   usageEvents.start();
   deps.closers.add(() => usageEvents.close());
-  return usageEvents;
+  return { usageEvents, writableDatabases: () => files };
 }
 
 /** The period length the usage history counts in (0: off), asked at each request: a reload changes it. */

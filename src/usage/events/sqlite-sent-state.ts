@@ -2,10 +2,13 @@ import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { openSqliteDatabase, type Migration } from '../../shared/sqlite/sqlite-database';
 import { sqliteStatement, type SqliteErrorListener } from '../../shared/sqlite/sqlite-failures';
+import { SqliteWriteProbe } from '../../shared/sqlite/sqlite-write-probe';
+import { systemClock } from '../../shared/clock';
 import { PERIOD_DAYS_KEPT } from './period-ledger';
 import { decodeState, encodeState, type SentState, type SentStateStore } from './sent-state';
 
 export const USAGE_EVENT_STATE_FILE = 'usage-event-state.sqlite';
+/** This store's name in errors and metrics. */
 const USAGE_EVENT_STATE_DATABASE = 'usage-event-state';
 
 const MIGRATIONS: readonly Migration[] = [
@@ -25,6 +28,7 @@ const MIGRATIONS: readonly Migration[] = [
 /** The sent state of a gateway without Redis: one process, so the lease is always its own. */
 export class SqliteSentStateStore implements SentStateStore {
   private readonly db: Database.Database;
+  private readonly writeProbe: SqliteWriteProbe;
   private readonly statements;
 
   constructor(
@@ -50,6 +54,8 @@ export class SqliteSentStateStore implements SentStateStore {
         ),
         dropOld: this.db.prepare<[number]>('DELETE FROM usage_event_state WHERE day <= ?'),
       };
+      // The probe creates the table it writes to: no migration (user_version stays 1, so an older build still opens the file).
+      this.writeProbe = new SqliteWriteProbe(this.db, USAGE_EVENT_STATE_DATABASE, systemClock, options.onSqliteError);
     } catch (err) {
       this.db.close();
       throw err;
@@ -85,6 +91,11 @@ export class SqliteSentStateStore implements SentStateStore {
 
   async lease(): Promise<boolean> {
     return true;
+  }
+
+  /** Throws when usage-event-state.sqlite cannot take a write now (/readyz). */
+  checkWrites(): void {
+    this.writeProbe.check();
   }
 
   close(): void {

@@ -9,6 +9,10 @@ import { freePort } from '../../support/redis-server';
 import { mountTmpfs, type Tmpfs } from '../../support/tmpfs';
 import { eventually } from '../../support/eventually';
 import { useRedisPerFile } from '../../support/redis-per-file';
+import { UsageSink } from '../../support/usage-sink';
+import { USAGE_EVENTS_DIR } from '../../../src/product/usage-events';
+import { WEBHOOK_OUTBOX_DATABASE_FILE } from '../../../src/notifications/sqlite-outbox';
+import { USAGE_EVENT_STATE_FILE } from '../../../src/usage/events/sqlite-sent-state';
 
 /**
  * CONTRACT §5, /readyz for this instance only: 503 for its own faults (a SQLite file it writes
@@ -34,6 +38,37 @@ async function readyz(product: ProductHarness): Promise<Readyz> {
 }
 
 const redis = useRedisPerFile();
+
+/**
+ * A second connection holds the file's write lock (BEGIN IMMEDIATE): the instance's writes to that
+ * file alone are refused (SQLITE_BUSY past the busy timeout). /readyz turns 503 naming it, and 200
+ * again by itself once the lock goes.
+ */
+async function expectReadyzFollowsLock(product: ProductHarness, name: string, file: string): Promise<void> {
+  await eventually(async () => (await readyz(product)).status === 200, { what: '/readyz is 200 at first' });
+  expect((await readyz(product)).body.checks![name]).toBe('ok');
+  const holder = new Database(file);
+  try {
+    holder.exec('BEGIN IMMEDIATE');
+    await eventually(async () => (await readyz(product)).status === 503, { what: `/readyz is 503 (${name})` });
+    const notReady = await readyz(product);
+    expect(notReady).toEqual({
+      status: 503,
+      body: expect.objectContaining({
+        code: 'service_unavailable',
+        message: expect.stringContaining(`${name} cannot take writes (`),
+        status: 503,
+        failing: [name],
+      }),
+    });
+    expect(notReady.body.checks![name]).toMatch(/cannot take writes \(.*SQLITE_BUSY/);
+    holder.exec('ROLLBACK');
+  } finally {
+    holder.close();
+  }
+  await eventually(async () => (await readyz(product)).status === 200, { what: `/readyz is 200 again (${name})` });
+  expect((await readyz(product)).body.checks![name]).toBe('ok');
+}
 
 describe('/readyz', () => {
   it('stays 200 with the inventory down, showing it (and the circuit) in the body', async () => {
@@ -144,32 +179,56 @@ describe('/readyz', () => {
     ])(
       '%s refusing writes: 503 with the Error body naming it, 200 again by itself once the lock goes',
       async (name, fileName) => {
-        await eventually(async () => (await readyz(product)).status === 200, { what: '/readyz is 200 at first' });
-        expect((await readyz(product)).body.checks![name]).toBe('ok');
-        const holder = new Database(path.join(product.dataDir, fileName(product.config.redis.namespace)));
-        try {
-          holder.exec('BEGIN IMMEDIATE');
-          await eventually(async () => (await readyz(product)).status === 503, { what: `/readyz is 503 (${name})` });
-          const notReady = await readyz(product);
-          expect(notReady).toEqual({
-            status: 503,
-            body: expect.objectContaining({
-              code: 'service_unavailable',
-              message: expect.stringContaining(`${name} cannot take writes (`),
-              status: 503,
-              failing: [name],
-            }),
-          });
-          expect(notReady.body.checks![name]).toMatch(/cannot take writes \(.*SQLITE_BUSY/);
-          holder.exec('ROLLBACK');
-        } finally {
-          holder.close();
-        }
-        await eventually(async () => (await readyz(product)).status === 200, {
-          what: `/readyz is 200 again (${name})`,
-        });
-        expect((await readyz(product)).body.checks![name]).toBe('ok');
+        await expectReadyzFollowsLock(
+          product,
+          name,
+          path.join(product.dataDir, fileName(product.config.redis.namespace)),
+        );
       },
     );
+  });
+
+  // Without Redis, usage events wait in SQLite files of their own under DATA_DIR/usage-events/
+  // (docs/storage.md): the instance writes them like its other files, so /readyz probes them too.
+  describe('without Redis, with usage events on, the usage-events files', () => {
+    const sink = new UsageSink();
+    let product: ProductHarness;
+    beforeAll(async () => {
+      await sink.start();
+      product = await startTestProduct({
+        redis: false,
+        overrides: {
+          usageEvents: { enabled: true, url: sink.url, source: 'readyz', period: 'minute', graceSeconds: 15 },
+        },
+      });
+    });
+    afterAll(async () => {
+      await product?.close();
+      await sink.close();
+    });
+
+    it.each([
+      ['usage-events outbox database', WEBHOOK_OUTBOX_DATABASE_FILE],
+      ['usage-events state database', USAGE_EVENT_STATE_FILE],
+    ])(
+      '%s refusing writes: 503 with the Error body naming it, 200 again by itself once the lock goes',
+      async (name, fileName) => {
+        // The files open at the first tick of usage events (within a second of the start).
+        await eventually(async () => (await readyz(product)).body.checks?.[name] !== undefined, {
+          what: `/readyz lists ${name}`,
+        });
+        await expectReadyzFollowsLock(product, name, path.join(product.dataDir, USAGE_EVENTS_DIR, fileName));
+      },
+    );
+  });
+
+  it('lists no usage-events check with usage events off', async () => {
+    const product = await startTestProduct({ redis: false });
+    try {
+      const names = Object.keys((await readyz(product)).body.checks!);
+      expect(names.filter((n) => n.startsWith('usage-events'))).toEqual([]);
+    } finally {
+      await product.close();
+    }
   });
 });
