@@ -27,6 +27,7 @@ export {
   slidingLogRedisKey,
 } from './redis/redis-names';
 export { keyRefOf } from './key-ref';
+export { shiftedRemaining } from './windows/shifted-remaining';
 export { FallbackAddressLimiter, FallbackKeyLimiter, StoreHealth, type FailMode } from './store-fallback';
 
 export interface LimitersOptions {

@@ -6,7 +6,8 @@ import type { Logger } from '../shared/logger';
 import type { KeyDecisionListener } from '../gateway/handler';
 import { Notifier } from '../notifications/notifier';
 import type { KeyActivity } from '../usage/key-activity';
-import type { KeyDecision, WindowState } from '../limits/types';
+import type { KeyDecision } from '../limits/types';
+import { shiftedRemaining } from '../limits';
 import type { Stores } from './stores';
 import type { Closers } from './closers';
 
@@ -73,15 +74,5 @@ function leaseUnitsOf(decision: KeyDecision): number {
 function withLeaseUnits(decision: KeyDecision): KeyDecision {
   const units = leaseUnitsOf(decision);
   if (decision.outcome !== 'allowed' || units === 0) return decision;
-  const take = <W extends WindowState>(state: W): W => ({ ...state, remaining: state.remaining - units });
-  const counted = { ...decision, minute: take(decision.minute), day: take(decision.day) };
-  if (decision.month) counted.month = take(decision.month);
-  const c = decision.consumer;
-  if (c)
-    counted.consumer = {
-      minute: c.minute && take(c.minute),
-      day: c.day && take(c.day),
-      month: c.month && take(c.month),
-    };
-  return counted;
+  return shiftedRemaining(decision, -units);
 }

@@ -20,6 +20,7 @@ import { wantedLeaseUnits } from './lease-size';
 import { BUSY_KEY_REQUESTS_PER_SECOND } from './lease-settings';
 import type { LeaseStore } from './lease-store';
 import type { BanNotices } from './ban-notices';
+import { shiftedRemaining } from '../windows/shifted-remaining';
 
 type Allowed = Extract<KeyDecision, { outcome: 'allowed' }>;
 
@@ -336,16 +337,15 @@ export class LeasingKeyLimiter implements KeyLimiter {
     return this.store.activeBans();
   }
 
-  /** Every lease ends and its units go back before the store closes. */
   private stopSweeping(): void {
     clearInterval(this.timer);
     this.timer = undefined;
   }
 
+  /** Every lease ends and its units go back before the store closes. */
   async close(): Promise<void> {
     this.stopHearingBans();
     await this.options.bans?.close();
-    this.stopSweeping();
     this.queue(this.book.endAll());
     await this.sweep();
     this.stopSweeping();
@@ -378,15 +378,5 @@ function consumerView(windows: ConsumerWindows, remaining: (name: RefusingWindow
  * lease's units not counted; headers, usage); `leaseUnits` says how many the store counted besides.
  */
 function usedView(decision: Allowed, units: number): Allowed {
-  const add = <W extends WindowState>(state: W): W => ({ ...state, remaining: state.remaining + units });
-  const view: Allowed = { ...decision, minute: add(decision.minute), day: add(decision.day), leaseUnits: units };
-  if (decision.month) view.month = add(decision.month);
-  if (decision.consumer) {
-    const c = decision.consumer;
-    view.consumer = {};
-    if (c.minute) view.consumer.minute = add(c.minute);
-    if (c.day) view.consumer.day = add(c.day);
-    if (c.month) view.consumer.month = add(c.month);
-  }
-  return view;
+  return { ...shiftedRemaining(decision, units), leaseUnits: units };
 }
