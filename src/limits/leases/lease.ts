@@ -105,6 +105,8 @@ export interface LeaseReturn {
   takenAt: number;
   /** The units the lease took: what the store's ledger of units out in leases drops with its end. */
   granted: number;
+  /** The lease counted in its consumer's windows: its consumer's ledger holds it too, whichever windows are still open. */
+  inConsumerWindows: boolean;
 }
 
 /**
@@ -124,6 +126,7 @@ export function leaseReturn(lease: Lease, now: number): LeaseReturn | null {
     complete: open.length === lease.windows.length,
     takenAt: lease.storeNow,
     granted: lease.units,
+    inConsumerWindows: countsInConsumerWindows(lease),
   };
 }
 
@@ -139,5 +142,10 @@ export function ledgerOnlyReturn(lease: Lease): LeaseReturn {
     complete: false,
     takenAt: lease.storeNow,
     granted: lease.units,
+    inConsumerWindows: countsInConsumerWindows(lease),
   };
+}
+
+function countsInConsumerWindows(lease: Lease): boolean {
+  return lease.windows.some((window) => window.name.startsWith('consumer-'));
 }

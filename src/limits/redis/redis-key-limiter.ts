@@ -227,7 +227,7 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
   returnUnits(returns: readonly LeaseReturn[]): Promise<boolean[]> {
     return Promise.all(
       returns.map(async (plan) => {
-        const shared = plan.windows.some((w) => w.name.startsWith('consumer-')) ? plan.holder.consumerId : undefined;
+        const shared = plan.inConsumerWindows ? plan.holder.consumerId : undefined;
         const consumer = shared === undefined ? undefined : this.names.consumer(shared);
         const script = this.scripts.leaseReturn[consumer === undefined ? 0 : 1]!;
         return (await run(script, this.names.key(plan.holder), returnArgv(plan), consumer)) === 0;

@@ -111,4 +111,26 @@ describe('a window reset while another instance holds a lease', () => {
     expect([usage.minute, usage.day, usage.month!].map((w) => w.limit - w.remaining)).toEqual([0, 0, 0]);
     await leasing.close();
   });
+
+  it("a consumer's reset on the instance whose lease of its key was spent: the restarted windows start from zero", async () => {
+    const clock = new ManualClock(START);
+    const { store, leasing } = await instance(uniqueNamespace('lr'), clock);
+    const key = { keyId: 'key_spent_con', consumerId: 'con_spent' };
+    const limits = { perMinute: 100_000, perDay: 1_000_000 };
+    const consumer: ConsumerShare = {
+      id: 'con_spent',
+      limits: { perMinute: 100_000, perDay: 1_000_000 },
+      billingDay: 1,
+    };
+    // Until a lease has been spent to its last unit: it ended with nothing to give back (the ledger still holds it).
+    for (let i = 0; i < 2_000 && !(leasing.admissions.lease > 0 && leasing.book.size === 0); i++) {
+      await leasing.consume(key, limits, { consumer });
+      clock.advance(1);
+    }
+    expect({ leased: leasing.admissions.lease > 0, out: leasing.book.size }).toEqual({ leased: true, out: 0 });
+    await leasing.resetConsumerWindows(consumer, ['minute', 'day']);
+    const windows = await store.consumerUsage(consumer);
+    expect([windows.minute!, windows.day!].map((w) => w.limit - w.remaining)).toEqual([0, 0]);
+    await leasing.close();
+  });
 });

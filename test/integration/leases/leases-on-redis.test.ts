@@ -176,6 +176,7 @@ describe('leases on a real Redis', () => {
       windows: [{ name: 'minute' as const, startAt: Date.UTC(2026, 2, 2, 10, 0) }],
       takenAt: Date.UTC(2026, 2, 2, 10, 0, 59, 500),
       granted: 5,
+      inConsumerWindows: false,
     };
     expect(await store.returnUnits([{ ...late, complete: true }])).toEqual([false]);
     expect(limits.perMinute - (await store.usage(key, limits)).minute.remaining).toBe(inNewMinute);
@@ -200,7 +201,14 @@ describe('leases on a real Redis', () => {
     // The lease may still admit its 100 units anywhere: the restarted windows count them.
     expect(await used()).toEqual([100, 100, 100]);
     for (let i = 0; i < 150; i++) await store.consume(key, limits);
-    const back = { holder: key, units: 100, windows: grant!.windows, complete: true, takenAt: grant!.storeNow };
+    const back = {
+      holder: key,
+      units: 100,
+      windows: grant!.windows,
+      complete: true,
+      takenAt: grant!.storeNow,
+      inConsumerWindows: false,
+    };
     expect(await store.returnUnits([{ ...back, granted: 100 }])).toEqual([true]);
     expect(await used()).toEqual([150, 150, 150]);
   });
@@ -214,7 +222,14 @@ describe('leases on a real Redis', () => {
     clock.advance(1_500); // past the lease's life and its ledger bucket
     await store.resetWindows(key, ['minute', 'day', 'month']);
     for (let i = 0; i < 150; i++) await store.consume(key, limits);
-    const back = { holder: key, units: 100, windows: grant!.windows, complete: true, takenAt: grant!.storeNow };
+    const back = {
+      holder: key,
+      units: 100,
+      windows: grant!.windows,
+      complete: true,
+      takenAt: grant!.storeNow,
+      inConsumerWindows: false,
+    };
     // Without the reset's mark (rs), the return took 100 off the 150 the reset windows had counted since.
     expect(await store.returnUnits([{ ...back, granted: 100 }])).toEqual([false]);
     const usage = await store.usage(key, limits);

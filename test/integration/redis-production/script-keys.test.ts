@@ -206,6 +206,7 @@ async function driveLeases(namespace: string): Promise<void> {
       complete: true,
       takenAt: grant!.storeNow,
       granted: 100,
+      inConsumerWindows: 'consumerId' in key,
     };
     expect((await limiter.consumeWithLease(key, limits, options, 0, back)).returned).toBe(true);
     expect(await limiter.returnUnits([{ ...back, units: 10 }])).toEqual([true]);

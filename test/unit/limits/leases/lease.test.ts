@@ -71,6 +71,8 @@ describe('leaseReturn', () => {
       takenAt: STORE_NOW,
       // The units it took: what leaves the store's ledger of units out in leases.
       granted: 100,
+      // It counted in its consumer's windows: their ledger holds it too.
+      inConsumerWindows: true,
     });
   });
 
