@@ -86,7 +86,9 @@ export class KeyResolver {
       throw new Error('maxEntries must be a positive integer');
     this.cacheTtlMs = options.cacheTtlSeconds * 1000;
     this.negativeCacheTtlMs = options.negativeCacheTtlSeconds * 1000;
-    this.unsubscribe = [store.onChange((change) => this.evict(change.hash))];
+    this.unsubscribe = [
+      store.onChange((change) => (change.restored ? this.markStale(change.hash) : this.evict(change.hash))),
+    ];
     if (store.onResync) this.unsubscribe.push(store.onResync(() => this.markAllStale()));
     this.issued = options.issued !== false && isIssuedHashSource(store) ? new IssuedKeys(store, options.issued) : null;
   }
@@ -142,6 +144,18 @@ export class KeyResolver {
     this.found.delete(hash);
     this.unknown.delete(hash);
     // A lookup already under way may have read the old record: its answer must not be cached.
+    this.inflight.delete(hash);
+  }
+
+  /**
+   * A restore put the key's record back (KeyChange.restored): asked for again on its next use, but
+   * kept should that fail. The instances hear a restore the moment Redis is back, often before
+   * their own command connection is: dropping the entry there answered 503 to a key that worked.
+   */
+  markStale(hash: string): void {
+    const entry = this.found.get(hash);
+    if (entry) entry.expiresAt = Number.NEGATIVE_INFINITY;
+    this.unknown.delete(hash);
     this.inflight.delete(hash);
   }
 

@@ -75,6 +75,13 @@ export interface KeyChange {
   mark?: IssuedMark;
   /** The record is gone: an import that had created it was undone (a durable copy forgets it). */
   removed?: true;
+  /**
+   * A restore after data loss put the record back as a durable copy held it: nothing a client did
+   * changed it. A cache re-reads it on next use but keeps what it held should that read fail, as
+   * when its TTL runs out; every other change drops the cached record at once (a revocation must
+   * not be served from a cache).
+   */
+  restored?: true;
 }
 
 /**

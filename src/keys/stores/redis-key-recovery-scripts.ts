@@ -13,14 +13,16 @@
 /**
  * Lua: publishes one record's change with the issued mark it bumps (redis-issued-marks.ts); expects
  * `issued`, `channel` and `epochCandidate` as locals. `removed`: the record is gone (an import
- * undone that had created it), so a durable copy forgets it rather than keeping it.
+ * undone that had created it), so a durable copy forgets it rather than keeping it. `restored`: a
+ * restore put it back as a durable copy held it (KeyChange.restored).
  */
-const PUBLISH_WITH_MARK_LUA = `local function publish(id, h, removed)
+const PUBLISH_WITH_MARK_LUA = `local function publish(id, h, removed, restored)
   redis.call('HSETNX', issued, 'epoch', epochCandidate)
   local seq = redis.call('HINCRBY', issued, 'seq', 1)
   local epoch = redis.call('HGET', issued, 'epoch')
   local change = {id = id, hash = h, epoch = epoch, seq = seq}
   if removed then change.removed = true end
+  if restored then change.restored = true end
   redis.call('PUBLISH', channel, cjson.encode(change))
 end
 `;
@@ -164,7 +166,8 @@ return out`;
 /**
  * Restore after data loss: writes each record whose id and hashes are all absent, leaves every
  * other one as Redis has it (a write made since the loss is newer than the local copy). Publishes
- * the change of each record written, so caches that remembered its hash as unknown drop that.
+ * the change of each record written, marked `restored`, so caches that remembered its hash as
+ * unknown drop that, and caches that held the record re-read it without dropping it first.
  * Returns the ids written.
  */
 export const RESTORE_MISSING_SCRIPT = `
@@ -179,8 +182,8 @@ for i = 0, n - 1 do
     redis.call('HSET', byHash, h1, json)
     if h2 ~= '' then redis.call('HSET', byHash, h2, json) end
     redis.call('HSET', byId, id, h1)
-    publish(id, h1)
-    if h2 ~= '' then publish(id, h2) end
+    publish(id, h1, false, true)
+    if h2 ~= '' then publish(id, h2, false, true) end
     restored[#restored + 1] = id
   end
 end

@@ -525,9 +525,13 @@ export class RedisKeyStore implements KeyStore {
     }
     if (!isKeyChange(change)) return;
     const mark = markOfMessage(change as { epoch?: unknown; seq?: unknown });
-    const removed = (change as { removed?: unknown }).removed === true ? { removed: true as const } : {};
+    const flags = change as { removed?: unknown; restored?: unknown };
+    const removed = flags.removed === true ? { removed: true as const } : {};
+    const restored = flags.restored === true ? { restored: true as const } : {};
     this.changeListeners.emit(
-      mark ? { id: change.id, hash: change.hash, mark, ...removed } : { id: change.id, hash: change.hash, ...removed },
+      mark
+        ? { id: change.id, hash: change.hash, mark, ...removed, ...restored }
+        : { id: change.id, hash: change.hash, ...removed, ...restored },
     );
   }
 }

@@ -127,6 +127,30 @@ describe('RedisKeyStore layout', () => {
     }
   });
 
+  it('marks the changes a restore after data loss publishes as restored, and no other change', async () => {
+    const other = await RedisKeyStore.open(redis, { namespace });
+    try {
+      const heard: KeyChange[] = [];
+      other.onChange((change) => heard.push(change));
+      const { record } = newRecord();
+      await store.insert(record);
+      await eventually(() => heard.length >= 1, { timeoutMs: 2000, what: 'the insert’s change' });
+      // The record's keys gone, as after a restart without persistence; the copy puts it back.
+      const layout = redisKeyLayout(namespace);
+      await redis.hdel(layout.byHash, record.hash);
+      await redis.hdel(layout.byId, record.id);
+      expect(await store.restoreMissing([record])).toEqual([record.id]);
+      await eventually(() => heard.length >= 2, { timeoutMs: 2000, what: 'the restore’s change' });
+      expect(heard.map(({ id, hash, restored }) => ({ id, hash, restored }))).toEqual([
+        { id: record.id, hash: record.hash, restored: undefined },
+        { id: record.id, hash: record.hash, restored: true },
+      ]);
+      expect(await other.findByHash(record.hash)).toEqual(record);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('never loses one of many concurrent updates to one key', async () => {
     const { record } = newRecord();
     await store.insert(record);

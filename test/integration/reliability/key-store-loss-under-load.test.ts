@@ -3,6 +3,7 @@ import { startTestProduct, type ProductHarness } from '../../support/product-har
 import { uniqueNamespace } from '../../support/test-redis';
 import { createKey } from '../../support/keys';
 import { eventually } from '../../support/eventually';
+import { logLinesWith } from '../../support/log-lines';
 
 /**
  * Issue 31's bad day under load: two gateway instances on a private redis-server that persists
@@ -105,9 +106,18 @@ test('Redis restarted empty under traffic on two instances: no answer other than
 
   const summary = (p: Phase) =>
     `${counts[p].total} requests, ${[...counts[p].other.values()].reduce((a, b) => a + b, 0)} not 200 ${JSON.stringify(Object.fromEntries(counts[p].other))}`;
+  // Why a store call failed, with when (ms after Redis answered again): the answer to a 503.
+  const storeFailures = products.flatMap((p, instance) =>
+    logLinesWith(p.logs, { msg: 'store unavailable' }).map((line) => {
+      const err = line.err as { message?: string; stack?: string } | undefined;
+      const at = new Date(line.time as string | number).getTime() - afterSince;
+      return `  instance ${instance} at ${at} ms: ${err?.stack?.split('\n').slice(0, 4).join(' | ') ?? err?.message}`;
+    }),
+  );
   console.log(
     `Redis restarted empty under load (2 instances x ${LOOPS_PER_INSTANCE} loops, Redis down ${DOWN_MS} ms, ${Date.now() - afterSince} ms after it answered again):\n` +
-      `  before the kill: ${summary('before')}\n  while Redis was down: ${summary('down')}\n  after Redis answered again: ${summary('after')}`,
+      `  before the kill: ${summary('before')}\n  while Redis was down: ${summary('down')}\n  after Redis answered again: ${summary('after')}` +
+      (storeFailures.length ? `\n store calls that failed:\n${storeFailures.join('\n')}` : ''),
   );
   expect(counts.before.total).toBeGreaterThanOrEqual(MIN_PER_PHASE);
   expect(counts.after.total).toBeGreaterThanOrEqual(MIN_PER_PHASE);

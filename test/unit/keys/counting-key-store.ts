@@ -8,6 +8,7 @@ export class CountingKeyStore implements KeyStore {
   findByHashCalls = 0;
   changeListeners = 0;
   private readonly resyncListeners = new Set<() => void>();
+  private readonly ownChangeListeners = new Set<(change: KeyChange) => void>();
   /** When set, findByHash reads the store, then waits for this before answering. */
   hold: Promise<void> | null = null;
   /** When set, the next findByHash call rejects with it (once). */
@@ -53,10 +54,12 @@ export class CountingKeyStore implements KeyStore {
   onChange(listener: (change: KeyChange) => void): () => void {
     this.changeListeners++;
     const off = this.inner.onChange(listener);
+    this.ownChangeListeners.add(listener);
     let active = true;
     return () => {
       if (active) this.changeListeners--;
       active = false;
+      this.ownChangeListeners.delete(listener);
       off();
     };
   }
@@ -68,6 +71,10 @@ export class CountingKeyStore implements KeyStore {
       this.resyncListeners.delete(entry);
       off?.();
     };
+  }
+  /** Announces a change as a shared store does for another instance's write (a restore's, say). */
+  announce(change: KeyChange): void {
+    for (const listener of this.ownChangeListeners) listener(change);
   }
   /** Signals a resync as a store does after its change subscription came back. */
   triggerResync(): void {

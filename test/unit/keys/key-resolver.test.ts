@@ -185,6 +185,25 @@ describe('KeyResolver cache', () => {
     expect(store.findByHashCalls).toBe(3);
   });
 
+  it('after a restore put the record back, asks the store again, and serves the key it knew while that fails', async () => {
+    const { key, record } = await addKey();
+    await resolver.resolve(key);
+    store.announce({ id: record.id, hash: record.hash, restored: true });
+    store.failNext = new Error('Stream isn’t writeable');
+    expect((await resolver.resolve(key)).status).toBe('valid');
+    expect(store.findByHashCalls).toBe(2);
+    await resolver.resolve(key);
+    expect(store.findByHashCalls).toBe(3);
+  });
+
+  it('any other change drops the record, so a failing store then fails the request', async () => {
+    const { key, record } = await addKey();
+    await resolver.resolve(key);
+    store.announce({ id: record.id, hash: record.hash });
+    store.failNext = new Error('Stream isn’t writeable');
+    await expect(resolver.resolve(key)).rejects.toThrow('writeable');
+  });
+
   it('hands out frozen records, so one request cannot change what the next one sees', async () => {
     const { key } = await addKey({ limits: { perMinute: 1, perDay: 2 } });
     const first = await resolver.resolve(key);
