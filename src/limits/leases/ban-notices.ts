@@ -14,6 +14,12 @@ export interface BanNotices {
   publish(keyId: string): void;
   /** `listener(keyId)` for each ban any instance publishes, this one's included. */
   onBan(listener: (keyId: string) => void): () => void;
+  /**
+   * `listener()` when notices may have been missed: the subscription came back after its connection
+   * dropped, and what was published meanwhile is lost. The listener ends every lease, so each key's
+   * next request meets Redis, which holds every ban.
+   */
+  onMissed(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -28,6 +34,7 @@ const RESUBSCRIBE_MS = 1_000;
 export function redisBanNotices(redis: RedisClient, namespace: string): BanNotices {
   const channel = banNoticesChannel(namespace);
   const bans = new Listeners<[string]>();
+  const missed = new Listeners<[]>();
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
   // The feed keeps an established subscription by itself (change-feed.ts); one that never got
@@ -35,6 +42,7 @@ export function redisBanNotices(redis: RedisClient, namespace: string): BanNotic
   const open = (): ChangeFeed => {
     const feed = new ChangeFeed(redis, { channel });
     feed.onMessage((keyId) => bans.emit(keyId));
+    feed.onResync(() => missed.emit());
     feed.ready().catch(() => {
       void feed.close();
       if (closed) return;
@@ -49,10 +57,12 @@ export function redisBanNotices(redis: RedisClient, namespace: string): BanNotic
       redis.publish(channel, keyId).catch(() => {});
     },
     onBan: (listener) => bans.add(listener),
+    onMissed: (listener) => missed.add(listener),
     async close() {
       closed = true;
       clearTimeout(retry);
       bans.clear();
+      missed.clear();
       await current.close();
     },
   };

@@ -89,7 +89,12 @@ export class LeasingKeyLimiter implements KeyLimiter {
     this.rates = new KeyRates(options.clock);
     this.lastForget = options.clock.now();
     // Its unused units go back: the ban refuses every request from now on, they would only sit idle.
-    this.stopHearingBans = options.bans?.onBan((keyId) => this.endLease(keyId, true)) ?? (() => {});
+    const offs = [
+      options.bans?.onBan((keyId) => this.endLease(keyId, true)),
+      // A ban published while the subscription was down is unknown here: every lease ends instead.
+      options.bans?.onMissed(() => this.queue(this.book.endAll())),
+    ];
+    this.stopHearingBans = () => offs.forEach((off) => off?.());
   }
 
   private sweeping(): void {

@@ -121,3 +121,28 @@ test('an instance that started while Redis was away subscribes again and hears b
     await notices.close();
   }
 }, 40_000);
+
+test('a subscription that came back may have missed a ban: every lease of that instance ends, its units go back, and Redis decides the next request', async () => {
+  const clock = new ManualClock(START);
+  const namespace = uniqueNamespace('lb');
+  const a = await instance(namespace, clock);
+  const key = { keyId: 'key_notice_maybe_missed' };
+  const channel = banNoticesChannel(namespace);
+  const observer = clients[clients.length - 1]!;
+  const subscribers = async () => Number(((await observer.call('PUBSUB', 'NUMSUB', channel)) as unknown[])[1]);
+  await eventually(async () => (await subscribers()) === 1, { what: 'A subscribed' });
+  await sendUntil(a, clock, key, 1, (d) => d.outcome === 'allowed' && d.fromLease === true);
+  expect(a.leases!.book.get(key.keyId)).toBeDefined();
+
+  // A's subscriber connection drops (a network blip); ioredis subscribes again by itself. A notice
+  // published in between would be lost, so the lease cannot be trusted to hear one.
+  const pubsubClients = ((await observer.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string)
+    .split('\n')
+    .filter((line) => line.length > 0);
+  for (const line of pubsubClients) await observer.call('CLIENT', 'KILL', 'ID', /id=(\d+)/.exec(line)![1]!);
+  await eventually(() => a.leases!.book.get(key.keyId) === undefined, { what: "A's lease ended on the resubscribe" });
+  await eventually(async () => (await subscribers()) === 1, { what: 'A subscribed again' });
+  const next = await a.keyLimiter.consume(key, LIMITS);
+  expect(next.outcome).toBe('allowed');
+  expect(next.fromLease).not.toBe(true);
+});
