@@ -41,7 +41,8 @@ export function startUsageEvents(
 ): { usageEvents: UsageEvents; writableDatabases: () => WritableDatabase[] } {
   const { stores } = deps;
   const redis = stores.redis;
-  // Without Redis, the files once opened (at the first tick with usage events on): /readyz probes them.
+  // Without Redis, the files once opened (at the first tick with usage events on): /readyz probes
+  // them while usage events are on.
   let files: WritableDatabase[] = [];
   const open = () => {
     if (redis)
@@ -70,7 +71,13 @@ export function startUsageEvents(
   });
   usageEvents.start();
   deps.closers.add(() => usageEvents.close());
-  return { usageEvents, writableDatabases: () => files };
+  // A reload that turns usage events off stops both closer and dispatcher: the files stay open but
+  // are no longer written, so they no longer decide readiness.
+  const inUse = () => {
+    const { enabled, url } = deps.configInForce().usageEvents;
+    return enabled && url !== null;
+  };
+  return { usageEvents, writableDatabases: () => (inUse() ? files : []) };
 }
 
 /** The period length the usage history counts in (0: off), asked at each request: a reload changes it. */
