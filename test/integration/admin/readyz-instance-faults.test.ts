@@ -222,27 +222,34 @@ describe('/readyz', () => {
     );
   });
 
-  it('after a reload turns usage events off, their files no longer decide readiness (nothing writes them)', async () => {
+  it('usage events turned on by a reload add their files to /readyz; turned off by another, the files no longer decide readiness (nothing writes them)', async () => {
     const sink = new UsageSink();
     await sink.start();
     const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-readyz-reload-'));
     const configFile = path.join(configDir, 'extra.yaml');
     const usageEvents = (enabled: boolean) =>
       `usageEvents:\n  enabled: ${enabled}\n  url: ${sink.url}\n  source: readyz\n  period: minute\n  graceSeconds: 15\n`;
-    fs.writeFileSync(configFile, usageEvents(true));
+    fs.writeFileSync(configFile, usageEvents(false));
     const product = await startTestProduct({ redis: false, env: { CONFIG_FILE: configFile } });
     const outboxFile = path.join(product.dataDir, USAGE_EVENTS_DIR, WEBHOOK_OUTBOX_DATABASE_FILE);
     const usageChecks = async () =>
       Object.keys((await readyz(product)).body.checks!).filter((name) => name.startsWith('usage-events'));
-    const holder = { db: null as Database.Database | null };
-    try {
-      await eventually(async () => (await usageChecks()).length === 2, { what: '/readyz lists both files' });
-      fs.writeFileSync(configFile, usageEvents(false));
+    const reloadWith = async (enabled: boolean) => {
+      fs.writeFileSync(configFile, usageEvents(enabled));
       const reloaded = await fetch(`${product.adminUrl}/admin/reload`, {
         method: 'POST',
         headers: { authorization: `Bearer ${product.adminToken}` },
       });
       expect(reloaded.status).toBe(200);
+    };
+    const holder = { db: null as Database.Database | null };
+    try {
+      expect(await usageChecks()).toEqual([]);
+      await reloadWith(true);
+      // The files open at the next tick of usage events (within a second).
+      await eventually(async () => (await usageChecks()).length === 2, { what: '/readyz lists both files' });
+      expect((await readyz(product)).status).toBe(200);
+      await reloadWith(false);
       expect(await usageChecks()).toEqual([]);
       // The outbox file's write lock held: the instance, which no longer writes it, stays ready.
       holder.db = new Database(outboxFile);
