@@ -62,6 +62,8 @@ export interface LimitersOptions {
   leasesEnabled?(): boolean;
   /** Config `rateLimit.leases.busyRequestsPerSecond` as in force now. */
   leasesBusyRequestsPerSecond?(): number;
+  /** Config `redis.commandTimeoutMs`: a decision Redis runs after the client gave up counts nothing. */
+  commandTimeoutMs?: number;
 }
 
 export interface LimiterEvents {
@@ -129,6 +131,7 @@ export function createLimiters(options: LimitersOptions): Limiters {
     ban: options.ban,
     minuteWindow: options.minuteWindow,
     clock: clock === systemClock ? undefined : clock,
+    commandTimeoutMs: options.commandTimeoutMs,
   });
   const leases = leasingLimiter(store, redis, options, clock);
   const keys: KeyLimiter = leases ?? store;

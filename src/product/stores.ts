@@ -95,6 +95,7 @@ function limitersFor(
     anonymousPerMinute: config.anonymous.perMinute,
     clock: options.clock,
     failMode: config.store.failMode,
+    commandTimeoutMs: config.redis.commandTimeoutMs,
     events: options.limiterEvents,
     leasesEnabled: options.leases && (() => options.leases!().enabled),
     leasesBusyRequestsPerSecond: options.leases && (() => options.leases!().busyRequestsPerSecond),

@@ -31,7 +31,8 @@ export interface ConsumeVariant {
 /**
  * ARGV of every consume: 1 perMinute, 2 perDay, 3 ban threshold, 4 ban window ms, 5 ban duration ms,
  * 6 retain ms (how long a key's hash outlives its day: any refusal window or ban started that day),
- * 7 shadow ('1' or '0': a refusal counts toward no ban), 8 now ('' for Redis TIME), 9 cost (units of
+ * 7 shadow ('1' or '0': a refusal counts toward no ban), 8 now ('' for Redis TIME; '<' and a deadline
+ * in Redis time for Redis TIME and nothing done past it: command-deadline.ts), 9 cost (units of
  * every window), 10 maxInFlight ('' for none), 11 the lease id, 12 its ttl ms, 13 perMonth ('' or
  * absent for none), 14..17 the month's boundaries (read_month). With a consumer: 18 its perMinute,
  * 19 perDay, 20 perMonth (each '' for none), 21..24 its month's boundaries (its own billing day).
@@ -73,6 +74,7 @@ export function consumeLua(variant: ConsumeVariant): string {
   const units = lease ? 'taken' : 'cost';
   return `${lease ? LEASE_FUNCTIONS : ''}release_leases(ifkey, ARGV, ${releasesAt(variant)})
 local now = clock_now(ARGV[8])
+if past_deadline(ARGV[8], now) then return redis.error_reply('LATE ' .. now) end
 local cost = tonumber(ARGV[9])
 ${lease ? lease.start : ''}
 local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc', 'bu', 'rc', 're')

@@ -29,10 +29,16 @@ import type { ConsumerRedisNames, KeyRedisNames } from './redis-names';
  */
 export const LUA_FUNCTIONS = `
 -- Epoch ms: \`arg\` when a test clock passed one, else Redis TIME (every instance decides on one clock).
+-- A consume's \`arg\` may be '<' and a deadline instead (command-deadline.ts): Redis TIME too.
 local function clock_now(arg)
-  if arg and arg ~= '' then return tonumber(arg) end
+  if arg and arg ~= '' and string.sub(arg, 1, 1) ~= '<' then return tonumber(arg) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Whether the caller gave up on this command before Redis ran it (\`arg\` '<' and its deadline).
+local function past_deadline(arg, now)
+  return arg and string.sub(arg, 1, 1) == '<' and now > tonumber(string.sub(arg, 2))
 end
 
 -- Windows of nothing counted (a ban's reply, a holder not in the script).

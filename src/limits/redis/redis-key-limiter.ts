@@ -16,6 +16,7 @@ import type {
   WindowName,
   WindowsHeld,
 } from '../types';
+import { CommandDeadline } from './command-deadline';
 import { consumerWindows, withConsumer } from '../consumers/consumer-decision';
 import { RedisNames, type ConsumerRedisNames, type KeyRedisNames } from './redis-names';
 import { scriptKeys, type KeySlot } from './lua-model';
@@ -122,6 +123,11 @@ export interface RedisKeyLimiterOptions {
   clock?: Clock;
   /** The batch period of lease releases no consume carried (each sent within two); default RELEASE_FLUSH_MS. */
   releaseFlushMs?: number;
+  /**
+   * Config `redis.commandTimeoutMs`: a consume Redis runs later than this after it was sent counts
+   * nothing (command-deadline.ts). Absent: no deadline. Ignored with a test clock.
+   */
+  commandTimeoutMs?: number;
 }
 
 /**
@@ -143,6 +149,8 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
   };
   private readonly names: RedisNames;
   private readonly clock: Clock | undefined;
+  /** Null with a test clock or no command timeout. */
+  private readonly deadline: CommandDeadline | null;
   private readonly sliding: boolean;
   // The ban part of ARGV never changes; converted to strings once.
   private readonly threshold: string;
@@ -168,6 +176,10 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
     this.retainMs = String(ban.retainMs);
     this.names = new RedisNames(options.namespace);
     this.clock = options.clock;
+    this.deadline =
+      options.clock === undefined && options.commandTimeoutMs !== undefined
+        ? new CommandDeadline(options.commandTimeoutMs)
+        : null;
     this.sliding = options.minuteWindow === 'sliding';
     const [alone, withItsConsumer] = CONSUME_SCRIPTS[this.sliding ? 'sliding' : 'fixed'];
     this.scripts = {
@@ -245,6 +257,7 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
   ): Promise<KeyDecision> {
     const cost = options?.cost ?? 1;
     const share = options?.consumer;
+    const sentAt = Date.now();
     const argv = [
       String(limits.perMinute),
       String(limits.perDay),
@@ -253,7 +266,7 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
       this.banDurationMs,
       this.retainMs,
       options?.shadow === true ? '1' : '0',
-      this.now(),
+      this.deadline === null ? this.now() : this.deadline.argument(sentAt),
       cost === 1 ? '1' : String(cost),
       ...inFlightArgv(options?.inFlight),
     ];
@@ -266,9 +279,10 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
     const script = (lease === undefined ? this.scripts.consume : this.scripts.leaseConsume)[
       share === undefined ? 0 : 1
     ];
-    const raw = await run(script, key, argv, consumer);
+    const raw = await this.timed(sentAt, run(script, key, argv, consumer));
     if (lease !== undefined) lease.tail = leaseTail(raw);
     const reply = decodeDecisionReply(raw);
+    this.deadline?.observe(sentAt, reply.now);
     const decision = this.decisionOf(reply, limits, cost, share);
     if (decision.outcome === 'limited' && decision.bannedNow) this.rememberBan(key, reply.bannedUntil);
     this.noteLease(options?.inFlight, decision, reply.held);
@@ -307,6 +321,17 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
   }
 
   /** `now` for a script: the test clock's, or '' (Redis TIME). */
+  /** A consume's reply; a late refusal (nothing counted) still tells Redis's clock to the deadlines. */
+  private async timed<Reply>(sentAt: number, reply: Promise<Reply>): Promise<Reply> {
+    try {
+      return await reply;
+    } catch (err) {
+      const lateAt = CommandDeadline.lateAt(err);
+      if (lateAt !== null) this.deadline?.observe(sentAt, lateAt);
+      throw err;
+    }
+  }
+
   private now(): string {
     return this.clock === undefined ? '' : String(this.clock.now());
   }

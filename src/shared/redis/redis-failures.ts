@@ -13,8 +13,12 @@ const UNREACHABLE_MESSAGES = [
   'None of startup nodes is available',
 ];
 
-/** Errors Redis answers while it cannot take the command now: during a failover, a load, or a replica's promotion. */
-const UNAVAILABLE_REPLIES = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN) /;
+/**
+ * Errors Redis answers while it cannot take the command now: during a failover, a load, or a
+ * replica's promotion; and LATE, a consume Redis ran past the deadline its caller set, as a timeout
+ * (src/limits/redis/command-deadline.ts).
+ */
+const UNAVAILABLE_REPLIES = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|LATE) /;
 
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTCONN']);
 
