@@ -4,24 +4,34 @@
  * client was already answered 503 or decided on the fallback, and units counted then would be
  * refused to the key for the rest of its window.
  *
- * The script reads Redis TIME, so the deadline must be in Redis's clock. Each reply (and each late
- * refusal) carries Redis's `now`; `now - sentAt` bounds the offset between the two clocks from above
- * (Redis ran the command after it was sent). The largest bound of the last two periods is used: a
- * command delayed in a queue only makes a deadline later, never earlier, and a local clock stepped
- * back shows in the very next reply (or late refusal), so a deadline is never tighter than the
- * client's own timeout for long. Before any reply there is no deadline.
+ * The script reads Redis TIME, so the deadline must be in Redis's clock. Each reply carries Redis's
+ * `now`, and `now - sentAt` bounds the offset between the two clocks from above (Redis ran the
+ * command after it was sent); the smallest bound of the last two periods is the tightest, the one a
+ * reply that waited in no queue gives. A deadline too tight shows as a late refusal that reaches a
+ * client still waiting (one the client gave up on is never read): its `now - sentAt` is a bound
+ * too, and the largest of those in the last two periods is a floor the estimate never goes under.
+ * So a local clock stepped back (or a Cluster master whose clock is ahead of the others') costs one
+ * late refusal, and the next deadline is right. Before any reply there is no deadline.
  */
 
-/** What a deadline adds beyond the timeout: the time between reading the clock and ioredis starting its timer. */
+/** What a deadline adds beyond the timeout: the time between reading the clock and ioredis starting its timer, and clock drift within two periods. */
 export const DEADLINE_MARGIN_MS = 50;
-/** Bounds older than two of these are forgotten (a local clock stepped forward tightens deadlines again). */
+/** Bounds older than two of these are forgotten. */
 const PERIOD_MS = 5_000;
 /** The error a consume script answers past its deadline: `LATE <Redis now>`, nothing counted. */
 export const LATE_REPLY = /^LATE (\d+)/;
 
+/** The smallest reply bound and the largest late bound of one period. */
+interface Bounds {
+  reply: number;
+  late: number;
+}
+
+const NONE: Readonly<Bounds> = { reply: Number.POSITIVE_INFINITY, late: Number.NEGATIVE_INFINITY };
+
 export class CommandDeadline {
-  private current = Number.NEGATIVE_INFINITY;
-  private previous = Number.NEGATIVE_INFINITY;
+  private current: Bounds = { ...NONE };
+  private previous: Bounds = { ...NONE };
   private periodEnds = 0;
 
   constructor(
@@ -32,15 +42,23 @@ export class CommandDeadline {
   /** The consume's `now` argument: `<` and the deadline in Redis time, or '' (Redis TIME, no deadline) before any reply. */
   argument(sentAt: number): string {
     this.turn(sentAt);
-    const bound = Math.max(this.current, this.previous);
-    if (bound === Number.NEGATIVE_INFINITY) return '';
-    return `<${sentAt + this.timeoutMs + bound + DEADLINE_MARGIN_MS}`;
+    const reply = Math.min(this.current.reply, this.previous.reply);
+    const late = Math.max(this.current.late, this.previous.late);
+    const offset = Math.max(reply === Number.POSITIVE_INFINITY ? Number.NEGATIVE_INFINITY : reply, late);
+    if (offset === Number.NEGATIVE_INFINITY) return '';
+    return `<${sentAt + this.timeoutMs + offset + DEADLINE_MARGIN_MS}`;
   }
 
-  /** A reply (or a late refusal) of a command sent at `sentAt`, run at `redisNow` in Redis's clock. */
+  /** A reply to a command sent at `sentAt`, run at `redisNow` in Redis's clock. */
   observe(sentAt: number, redisNow: number): void {
     this.turn(this.now());
-    this.current = Math.max(this.current, redisNow - sentAt);
+    this.current.reply = Math.min(this.current.reply, redisNow - sentAt);
+  }
+
+  /** A late refusal a client still waited for: the deadline sent at `sentAt` was too tight. */
+  observeLate(sentAt: number, redisNow: number): void {
+    this.turn(this.now());
+    this.current.late = Math.max(this.current.late, redisNow - sentAt);
   }
 
   /** Redis's `now` in a late refusal's message, or null for any other error. */
@@ -51,9 +69,9 @@ export class CommandDeadline {
 
   private turn(at: number): void {
     if (at < this.periodEnds) return;
-    // A gap of two periods or more forgets both bounds.
-    this.previous = at < this.periodEnds + PERIOD_MS ? this.current : Number.NEGATIVE_INFINITY;
-    this.current = Number.NEGATIVE_INFINITY;
+    // A gap of two periods or more forgets both.
+    this.previous = at < this.periodEnds + PERIOD_MS ? this.current : { ...NONE };
+    this.current = { ...NONE };
     this.periodEnds = at + PERIOD_MS;
   }
 }

@@ -327,7 +327,7 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
       return await reply;
     } catch (err) {
       const lateAt = CommandDeadline.lateAt(err);
-      if (lateAt !== null) this.deadline?.observe(sentAt, lateAt);
+      if (lateAt !== null) this.deadline?.observeLate(sentAt, lateAt);
       throw err;
     }
   }

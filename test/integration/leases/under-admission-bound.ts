@@ -14,14 +14,19 @@ import type { UnansweredRequest, WindowCount, WindowTally } from './window-tally
  * + maxLease × processes serving                              one lease per process and key out at t
  * + maxLease × processes SIGKILLed in the window              their leases (or the take under way) never come back
  * + maxLease × processes serving × store outages in it        each process's lease whose return failed
- * + maxLease × processes serving × takes per outage           takes the store ran after the gateway's
- *                                                             command timeout had answered 503: a lease no one holds
+ * + maxLease × processes serving × takes per outage           takes the store ran within their deadline
+ *                                                             but after the gateway's command timeout had
+ *                                                             answered 503: a lease no one holds
  * + the units of every unanswered request in the window       counted, maybe, and seen by no client.
  * maxLease is what the product sizes a lease at for the most one process may see of a client's key
  * (a consumer's: summed over its keys), from the constants the product sizes leases with. A process
  * has one take of a key under way at a time (leasing-key-limiter.ts `taking`), and a take the store
- * holds ends at the command timeout: an outage of D ms swallows at most ⌈D ÷ timeout⌉ + 1 takes
- * per process and key (a disconnected store runs none: ioredis's offline queue is off).
+ * holds ends at the command timeout: an outage of D ms holds at most ⌈D ÷ timeout⌉ + 1 takes per
+ * process and key (a disconnected store runs none: ioredis's offline queue is off). Of those, the
+ * store counts only the ones it runs before their deadline (src/limits/redis/command-deadline.ts:
+ * sent + timeout + 50 ms + the clock offset, bounded by the tightest reply): a take sent less than
+ * the timeout plus 50 ms before the outage ended, so one per process and key; two are allowed, for
+ * a gateway whose event loop read the reply late.
  */
 
 /** A fault as the run inflicted it: when, and what it cost in leases. */
@@ -67,9 +72,10 @@ export function planMaxLease(plan: ClientPlan, instances: number): number {
   return wantedLeaseUnits(peakPerSecond, plan.units, HARNESS_BUSY_REQUESTS_PER_SECOND);
 }
 
-/** Takes an outage may swallow per process and key: one under way when it began, and one per command timeout. */
+/** Takes an outage may swallow per process and key: those held, but the store runs only the last one or two by their deadline. */
+const TAKES_RUN_PAST_TIMEOUT = 2;
 function takesPerOutage(fault: FaultRecord): number {
-  return Math.ceil((fault.struckAt - fault.startedAt) / COMMAND_TIMEOUT_MS) + 1;
+  return Math.min(Math.ceil((fault.struckAt - fault.startedAt) / COMMAND_TIMEOUT_MS) + 1, TAKES_RUN_PAST_TIMEOUT);
 }
 
 /** The minutes (as X-RateLimit-Reset names them, epoch seconds) that overlap [fromMs, toMs]. */
