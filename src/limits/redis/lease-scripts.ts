@@ -88,16 +88,23 @@ local function reset_without(rs, taken_at)
   return ledger_bucket(taken_at) < math.floor(rs / ${LEASE_LEDGER_BUCKET_MS})
 end
 
+-- Whether a hash began counting (bt, lua-model.ts admit_windows and add_to_month) after a lease was
+-- taken at taken_at: none of the lease's units are in it (Redis lost its data since, say).
+local function born_after(bt, taken_at)
+  bt = tonumber(bt)
+  return bt ~= nil and bt > taken_at
+end
+
 -- Gives a lease's unused units back to a holder's fixed minute, day and month, each named by the
--- start it counted them in ('' for none): only to a window still that one, holding them, and not
--- reset since the lease was taken (taken_at; a reset writes rs, its time) without counting the
--- lease's units again (reset_without); the lease's granted units leave the ledger. Answers the
--- windows named that did not take them.
+-- start it counted them in ('' for none): only to a window still that one, holding them, not begun
+-- after the lease was taken (born_after), and not reset since the lease was taken (taken_at; a reset
+-- writes rs, its time) without counting the lease's units again (reset_without); the lease's granted
+-- units leave the ledger. Answers the windows named that did not take them.
 local function give_back(hash, mkey, units, minute_start, day_start, month_start, taken_at, granted)
   local missed = 0
   ledger_remove(hash, taken_at, granted)
-  local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc', 'rs')
-  local reset = reset_without(f[5], taken_at)
+  local f = redis.call('HMGET', hash, 'mw', 'mc', 'dw', 'dc', 'rs', 'bt')
+  local reset = reset_without(f[5], taken_at) or born_after(f[6], taken_at)
   for i, start in ipairs({minute_start, day_start}) do
     if start ~= '' then
       local index, count, length = tonumber(f[2 * i - 1]), tonumber(f[2 * i]) or 0, i == 1 and 60000 or 86400000
@@ -109,8 +116,8 @@ local function give_back(hash, mkey, units, minute_start, day_start, month_start
     end
   end
   if month_start ~= '' then
-    local g = redis.call('HMGET', mkey, 'w', 'c', 'rs')
-    local month_reset = reset_without(g[3], taken_at)
+    local g = redis.call('HMGET', mkey, 'w', 'c', 'rs', 'bt')
+    local month_reset = reset_without(g[3], taken_at) or born_after(g[4], taken_at)
     if not month_reset and tonumber(g[1]) == tonumber(month_start) and (tonumber(g[2]) or 0) >= units then
       redis.call('HINCRBY', mkey, 'c', -units)
     else

@@ -18,8 +18,9 @@ import type { ConsumerRedisNames, KeyRedisNames } from './redis-names';
  *            nil without a month window)
  *
  * A hash of windows holds mw, mc (minute index floor(now / 60000) and its count, fixed minute only),
- * dw, dc (day index and count), and for a key bu (banned until), rc, re (refusals toward a ban and
- * the end of their window); a month hash w, c, k (start, count, credits); a sliding log one member
+ * dw, dc (day index and count), bt (when a fixed one began counting: a new hash or a new day), and
+ * for a key bu (banned until), rc, re (refusals toward a ban and the end of their window); a month
+ * hash w, c, k, bt (start, count, credits, when it began counting); a sliding log one member
  * `<now>-<day count>` per admitted unit, scored by its time; a key's leases one member per lease,
  * scored by its expiry. Windows roll over by index, not by key expiry, so a script that takes `now`
  * from an injected clock (tests) behaves exactly like one that reads Redis TIME.
@@ -111,7 +112,8 @@ end
 -- expires at its end (plus a second's slack), so credits end with their month.
 local function add_to_month(mkey, m, now, count, credits)
   if m.count == 0 and m.credits == 0 then
-    redis.call('HSET', mkey, 'w', m.start, 'c', count, 'k', credits)
+    -- bt: when this month's count began here (give_back: a lease taken before gives nothing back to it).
+    redis.call('HSET', mkey, 'w', m.start, 'c', count, 'k', credits, 'bt', now)
     redis.call('PEXPIRE', mkey, m.stop - now + ${EXPIRY_SLACK_MS})
   else
     if count ~= 0 then redis.call('HINCRBY', mkey, 'c', count) end
@@ -129,13 +131,18 @@ end
 
 -- Takes cost units of a holder's minute and day: a fixed minute in its hash, a sliding one in its log
 -- (nil: a consumer without perMinute, whose minute counts nothing). A hash entering a new day expires
--- ttl ms from now.
+-- ttl ms from now, and a fixed one notes when (bt): a new hash (as after Redis lost its data) or a
+-- new day holds no unit counted before, so a lease taken before gives nothing back to it (give_back).
 local function admit_windows(hash, sliding, log, w, now, cost, ttl)
   local day = math.floor(now / 86400000)
   if not sliding then
     w.mc = w.mc + cost
     w.dc = w.dc + cost
-    redis.call('HSET', hash, 'mw', math.floor(now / 60000), 'mc', w.mc, 'dw', day, 'dc', w.dc)
+    if w.same_day then
+      redis.call('HSET', hash, 'mw', math.floor(now / 60000), 'mc', w.mc, 'dw', day, 'dc', w.dc)
+    else
+      redis.call('HSET', hash, 'mw', math.floor(now / 60000), 'mc', w.mc, 'dw', day, 'dc', w.dc, 'bt', now)
+    end
   else
     if log then
       for i = 1, cost do

@@ -5,12 +5,13 @@ import type { KeyRedisNames } from './redis-names';
 /**
  * Moves a key's windows into another place (redis-names.ts), adding to what is there. KEYS: 1 the
  * target hash, 2 its month hash, 3 its log. ARGV: 1 the source hash as flat field/value pairs
- * joined by ',', 2 the source month's w, c, k, pttl, rs joined by ',' ('' for none; rs '0' for
- * none), then the log's score, member pairs. Windows of the same index add up; a later one wins;
+ * joined by ',', 2 the source month's w, c, k, pttl, rs, bt joined by ',' ('' for none; rs '0' and
+ * bt '' for none), then the log's score, member pairs. Windows of the same index add up; a later one wins;
  * the later ban end wins. The ledger of units out in leases (lease-scripts.ts: lb0, lu0, lb1, lu1)
  * merges as the windows do, slot by slot: the same bucket adds up, a later bucket wins (an older
  * one has ended). The later reset mark (rs) wins, the hash's and the month's: a reset at the new
- * place then counts the leases other instances took of the key at the old one.
+ * place then counts the leases other instances took of the key at the old one. The earlier mark of
+ * when counting began (bt) wins, and a place without one leaves none (began).
  */
 const MOVE_WINDOWS_LUA = `
 local function split(s)
@@ -18,6 +19,8 @@ local function split(s)
   for part in string.gmatch(s, '[^,]+') do table.insert(out, part) end
   return out
 end
+local fresh_hash = redis.call('EXISTS', KEYS[1]) == 0
+local fresh_month = redis.call('EXISTS', KEYS[2]) == 0
 local src = {}
 local parts = split(ARGV[1])
 for i = 1, #parts, 2 do src[parts[i]] = tonumber(parts[i + 1]) end
@@ -31,6 +34,18 @@ local function merge(wf, cf)
     redis.call('HSET', KEYS[1], wf, src[wf], cf, src[cf] or 0)
   end
 end
+-- bt, when a hash began counting (lua-model.ts): units moved in began where they came from, so the
+-- earlier mark stands; a hash the move made takes the source's, and none where either had none.
+local function began(key, fresh, value)
+  local here = tonumber(redis.call('HGET', key, 'bt'))
+  if fresh and value then
+    redis.call('HSET', key, 'bt', value)
+  elseif not value or not here then
+    redis.call('HDEL', key, 'bt')
+  elseif value < here then
+    redis.call('HSET', key, 'bt', value)
+  end
+end
 local function later(key, field, value)
   if not value or value <= 0 then return end
   if value > (tonumber(redis.call('HGET', key, field)) or 0) then redis.call('HSET', key, field, value) end
@@ -41,6 +56,7 @@ merge('lb0', 'lu0')
 merge('lb1', 'lu1')
 later(KEYS[1], 'bu', src['bu'])
 later(KEYS[1], 'rs', src['rs'])
+if next(src) ~= nil then began(KEYS[1], fresh_hash, src['bt']) end
 if src['rc'] and src['re'] then redis.call('HSET', KEYS[1], 'rc', src['rc'], 're', src['re']) end
 if src['pttl'] and src['pttl'] > 0 then
   local t = redis.call('PTTL', KEYS[1])
@@ -56,6 +72,7 @@ if ARGV[2] ~= '' then
     redis.call('HSET', KEYS[2], 'w', m[1], 'c', m[2], 'k', m[3])
   end
   later(KEYS[2], 'rs', tonumber(m[5]))
+  began(KEYS[2], fresh_month, tonumber(m[6]))
   if tonumber(m[4]) > 0 then redis.call('PEXPIRE', KEYS[2], tonumber(m[4])) end
 end
 for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[3], ARGV[i], ARGV[i + 1]) end
@@ -97,7 +114,14 @@ export class RedisWindowsMove {
     const monthArg =
       month.w === undefined
         ? ''
-        : [month.w, month.c ?? '0', month.k ?? '0', String(Math.max(monthTtl, 0)), month.rs ?? '0'].join(',');
+        : [
+            month.w,
+            month.c ?? '0',
+            month.k ?? '0',
+            String(Math.max(monthTtl, 0)),
+            month.rs ?? '0',
+            month.bt ?? '',
+          ].join(',');
     const logPairs: string[] = [];
     for (let i = 0; i < log.length; i += 2) logPairs.push(log[i + 1]!, 'moved-' + log[i]!);
     if (fields.length === 0 && monthArg === '' && logPairs.length === 0) return;

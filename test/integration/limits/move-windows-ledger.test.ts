@@ -149,4 +149,32 @@ describe("the move's merge of the ledger and the reset marks", () => {
     expect([hash.lb0, hash.lu0, hash.lb1, hash.lu1, hash.rs]).toEqual([LB(10), '5', LB(11), '7', RS(2000)]);
     expect([month.w, month.c, month.rs]).toEqual([MONTH, '4', RS(2500)]);
   });
+
+  // bt, when a hash began counting (lua-model.ts): a lease taken before it gives nothing back to it.
+  it('an empty target takes the source’s bt, hash and month', async () => {
+    const { hash, month } = await moved(
+      { mw: '1', mc: '2', bt: RS(100) },
+      {},
+      { source: { w: MONTH, c: '4', k: '0', bt: RS(50) }, target: {} },
+    );
+    expect([hash.bt, month.bt]).toEqual([RS(100), RS(50)]);
+  });
+
+  it('the earlier bt wins, so units moved in from before the target began still go back', async () => {
+    const { hash, month } = await moved(
+      { mw: '1', mc: '2', bt: RS(100) },
+      { mw: '1', mc: '3', bt: RS(900) },
+      { source: { w: MONTH, c: '4', k: '0', bt: RS(800) }, target: { w: MONTH, c: '1', bt: RS(70) } },
+    );
+    expect([hash.bt, month.bt]).toEqual([RS(100), RS(70)]);
+  });
+
+  it('a target with a bt and a source without one (written before bt existed) leaves none', async () => {
+    const { hash, month } = await moved(
+      { mw: '1', mc: '2' },
+      { mw: '1', mc: '3', bt: RS(900) },
+      { source: { w: MONTH, c: '4', k: '0' }, target: { w: MONTH, c: '1', bt: RS(70) } },
+    );
+    expect([hash.bt, month.bt]).toEqual([undefined, undefined]);
+  });
 });
