@@ -171,7 +171,29 @@ export async function duplicateForSubscribe(client: RedisClient, connectTimeoutM
   // Its connection errors are the command connection's too, which the caller logs; without a
   // listener ioredis would print each one with a stack.
   subscriber.on('error', () => {});
+  markSubscribeRejectionsHandled(subscriber);
   return subscriber;
+}
+
+/**
+ * ioredis subscribes a subscriber's channels again by itself when it reconnects (autoResubscribe)
+ * and drops the promise: when the connection closes again at that moment ("Stream isn't writeable"
+ * with the offline queue off), that rejection is unhandled, which ends a Node process (a CI run on
+ * bac5e0b met it behind Sentinel while a primary was killed). Each subscribe's promise is marked
+ * handled here; a caller that awaits it still gets the rejection, and the close that made the
+ * resubscribe fail brings a reconnect and another resubscribe (or, behind Sentinel, the connection's
+ * replacement: sentinel-client.ts).
+ */
+function markSubscribeRejectionsHandled(subscriber: RedisClient): void {
+  const methods = subscriber as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  for (const name of ['subscribe', 'psubscribe', 'ssubscribe']) {
+    const original = methods[name]!.bind(subscriber);
+    methods[name] = (...args: unknown[]) => {
+      const subscribed = original(...args);
+      subscribed.catch(() => {});
+      return subscribed;
+    };
+  }
 }
 
 function subscriberOnClusterNode(cluster: Cluster): Redis {
