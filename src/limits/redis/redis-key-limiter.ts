@@ -279,7 +279,13 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
     const script = (lease === undefined ? this.scripts.consume : this.scripts.leaseConsume)[
       share === undefined ? 0 : 1
     ];
-    const raw = await this.timed(sentAt, run(script, key, argv, consumer));
+    let raw: number[];
+    try {
+      raw = await run(script, key, argv, consumer);
+    } catch (err) {
+      this.noteLate(sentAt, err);
+      throw err;
+    }
     if (lease !== undefined) lease.tail = leaseTail(raw);
     const reply = decodeDecisionReply(raw);
     this.deadline?.observe(sentAt, reply.now);
@@ -320,18 +326,13 @@ export class RedisKeyLimiter implements KeyLimiter, LeaseStore {
     return decision;
   }
 
-  /** `now` for a script: the test clock's, or '' (Redis TIME). */
-  /** A consume's reply; a late refusal (nothing counted) still tells Redis's clock to the deadlines. */
-  private async timed<Reply>(sentAt: number, reply: Promise<Reply>): Promise<Reply> {
-    try {
-      return await reply;
-    } catch (err) {
-      const lateAt = CommandDeadline.lateAt(err);
-      if (lateAt !== null) this.deadline?.observeLate(sentAt, lateAt);
-      throw err;
-    }
+  /** A late refusal of a consume (nothing counted) still tells the deadlines Redis's clock. */
+  private noteLate(sentAt: number, err: unknown): void {
+    const lateAt = CommandDeadline.lateAt(err);
+    if (lateAt !== null) this.deadline?.observeLate(sentAt, lateAt);
   }
 
+  /** `now` for a script: the test clock's, or '' (Redis TIME). */
   private now(): string {
     return this.clock === undefined ? '' : String(this.clock.now());
   }
