@@ -134,3 +134,30 @@ describe('a window reset while another instance holds a lease', () => {
     await leasing.close();
   });
 });
+
+test('a reset on the instance that leases: requests sent while it runs count once, before it or after it, none on both sides', async () => {
+  const clock = new ManualClock(START);
+  const namespace = uniqueNamespace('lrs');
+  const a = await instance(namespace, clock);
+  const key: KeyRef = { keyId: 'key_reset_here' };
+  const limits = { perMinute: 100_000, perDay: 100_000 };
+  let sent = 0;
+  for (let i = 0; i < 100 && a.leasing.admissions.lease === 0; i++, sent++) {
+    await a.leasing.consume(key, limits);
+    clock.advance(1);
+  }
+  expect(a.leasing.admissions.lease).toBeGreaterThan(0);
+  // The reset ends A's lease and sends its return; 40 requests come in while that round trip is
+  // under way, the key still busy: before, the first took a lease that Redis counted before the
+  // reset ran, so the reset restarted the windows from its units and the requests it admitted
+  // counted on both sides.
+  const reset = a.leasing.resetWindows(key, ['minute', 'day']);
+  const during = await Promise.all(Array.from({ length: 40 }, () => a.leasing.consume(key, limits)));
+  sent += during.length;
+  expect(during.every((d) => d.outcome === 'allowed')).toBe(true);
+  const held = await reset;
+  await a.leasing.close();
+  const after = await a.store.usage(key, limits);
+  const countedDay = held.day! + limits.perDay - after.day.remaining;
+  expect(countedDay).toBe(sent);
+});
