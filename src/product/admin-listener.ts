@@ -17,7 +17,7 @@ import { writeReplicationReport } from '../admin/write-replication-report';
 import { createAdminApp, type MetricsSource, type ReadinessCheck } from '../admin/app';
 import type { RunningInventory } from '../inventory';
 import type { GuardedForwarder } from '../gateway/upstream/forward-contract';
-import type { Stores } from './stores';
+import type { Stores, WritableDatabase } from './stores';
 import type { Closers } from './closers';
 import type { ConfigAdministration } from '../admin/config-routes';
 import { listen, localUrl } from './listen';
@@ -25,7 +25,6 @@ import type { UsageExport } from '../admin/usage-export-routes';
 import type { TopKeysDependencies } from '../admin/stats/top-keys-route';
 import { verifyingKeysOf } from '../shared/config/secret-scanning';
 import type { KeyRevocations } from './key-revocations';
-import type { WritableDatabase } from './usage-events';
 
 export interface AdminListenerDependencies {
   adminToken: string;

@@ -50,7 +50,13 @@ export interface Stores {
    * the keys and consumers), for /readyz: a probe write that fails while the disk is full, the file
    * system read-only or a lock held, and passes again by itself.
    */
-  writableDatabases: Array<{ name: string; checkWrites(): void }>;
+  writableDatabases: WritableDatabase[];
+}
+
+/** A SQLite file this instance writes, and its /readyz check's name (docs/storage.md). */
+export interface WritableDatabase {
+  name: string;
+  checkWrites(): void;
 }
 
 export interface StoreOptions {

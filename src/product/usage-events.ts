@@ -10,17 +10,11 @@ import { PeriodCloser } from '../usage/events/period-closer';
 import { RedisSentStateStore } from '../usage/events/redis-sent-state';
 import { SqliteSentStateStore } from '../usage/events/sqlite-sent-state';
 import { UsageEvents } from '../usage/events/usage-events-service';
-import type { Stores } from './stores';
+import type { Stores, WritableDatabase } from './stores';
 import type { Closers } from './closers';
 
 /** Where usage events wait in process: beside the webhooks' files, in a folder of their own. */
 export const USAGE_EVENTS_DIR = 'usage-events';
-
-/** A SQLite file this instance writes, and its /readyz check's name (docs/storage.md). */
-export interface WritableDatabase {
-  name: string;
-  checkWrites(): void;
-}
 
 /**
  * Usage events (CONTRACT §5) over the stores: a second outbox of the webhooks' kind, of its own
