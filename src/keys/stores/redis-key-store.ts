@@ -526,12 +526,10 @@ export class RedisKeyStore implements KeyStore {
     if (!isKeyChange(change)) return;
     const mark = markOfMessage(change as { epoch?: unknown; seq?: unknown });
     const flags = change as { removed?: unknown; restored?: unknown };
-    const removed = flags.removed === true ? { removed: true as const } : {};
-    const restored = flags.restored === true ? { restored: true as const } : {};
-    this.changeListeners.emit(
-      mark
-        ? { id: change.id, hash: change.hash, mark, ...removed, ...restored }
-        : { id: change.id, hash: change.hash, ...removed, ...restored },
-    );
+    const heard: KeyChange = { id: change.id, hash: change.hash };
+    if (mark) heard.mark = mark;
+    if (flags.removed === true) heard.removed = true;
+    if (flags.restored === true) heard.restored = true;
+    this.changeListeners.emit(heard);
   }
 }
