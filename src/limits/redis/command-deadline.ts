@@ -34,10 +34,8 @@ export class CommandDeadline {
   private previous: Bounds = { ...NONE };
   private periodEnds = 0;
 
-  constructor(
-    private readonly timeoutMs: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  /** Periods turn on the send times the caller gives (its clock): no clock read of its own. */
+  constructor(private readonly timeoutMs: number) {}
 
   /** The consume's `now` argument: `<` and the deadline in Redis time, or '' (Redis TIME, no deadline) before any reply. */
   argument(sentAt: number): string {
@@ -51,13 +49,13 @@ export class CommandDeadline {
 
   /** A reply to a command sent at `sentAt`, run at `redisNow` in Redis's clock. */
   observe(sentAt: number, redisNow: number): void {
-    this.turn(this.now());
+    this.turn(sentAt);
     this.current.reply = Math.min(this.current.reply, redisNow - sentAt);
   }
 
   /** A late refusal a client still waited for: the deadline sent at `sentAt` was too tight. */
   observeLate(sentAt: number, redisNow: number): void {
-    this.turn(this.now());
+    this.turn(sentAt);
     this.current.late = Math.max(this.current.late, redisNow - sentAt);
   }
 

@@ -10,13 +10,13 @@ function deadlineAt(argument: string): number {
 
 test('no deadline before any reply: Redis TIME alone', () => {
   const local = 1_000_000;
-  const deadline = new CommandDeadline(TIMEOUT_MS, () => local);
+  const deadline = new CommandDeadline(TIMEOUT_MS);
   expect(deadline.argument(local)).toBe('');
 });
 
 test('Redis 2 s ahead: the deadline is the timeout, plus the offset, plus the margin', () => {
   let local = 1_000_000;
-  const deadline = new CommandDeadline(TIMEOUT_MS, () => local);
+  const deadline = new CommandDeadline(TIMEOUT_MS);
   deadline.observe(local, local + 2_000 + 1); // run 1 ms after it was sent
   local += 10;
   expect(deadlineAt(deadline.argument(local))).toBe(local + TIMEOUT_MS + 2_001 + DEADLINE_MARGIN_MS);
@@ -24,7 +24,7 @@ test('Redis 2 s ahead: the deadline is the timeout, plus the offset, plus the ma
 
 test('a reply delayed in a queue does not loosen deadlines: the smallest bound of the last two periods counts', () => {
   let local = 1_000_000;
-  const deadline = new CommandDeadline(TIMEOUT_MS, () => local);
+  const deadline = new CommandDeadline(TIMEOUT_MS);
   deadline.observe(local, local + 5);
   deadline.observe(local, local + 250); // waited 245 ms more somewhere
   deadline.observe(local, local + 3);
@@ -39,7 +39,7 @@ test('a reply delayed in a queue does not loosen deadlines: the smallest bound o
 
 test('a local clock stepped back 10 s: one late refusal a client waited for sets the floor, and the next deadline is right', () => {
   let local = 1_000_000;
-  const deadline = new CommandDeadline(TIMEOUT_MS, () => local);
+  const deadline = new CommandDeadline(TIMEOUT_MS);
   deadline.observe(local, local + 5);
   local -= 10_000; // Redis is now 10 s ahead of this clock
   const sentAt = local;
@@ -54,7 +54,7 @@ test('a local clock stepped back 10 s: one late refusal a client waited for sets
 
 test('a local clock stepped forward 10 s: the next reply tightens deadlines at once', () => {
   let local = 1_000_000;
-  const deadline = new CommandDeadline(TIMEOUT_MS, () => local);
+  const deadline = new CommandDeadline(TIMEOUT_MS);
   deadline.observe(local, local + 5);
   local += 10_000; // this clock is now 10 s ahead of Redis (also ends both periods)
   deadline.observe(local, local - 9_995);
@@ -63,7 +63,7 @@ test('a local clock stepped forward 10 s: the next reply tightens deadlines at o
 
 test('forgets every bound after two idle periods: the next command goes without a deadline', () => {
   let local = 1_000_000;
-  const deadline = new CommandDeadline(TIMEOUT_MS, () => local);
+  const deadline = new CommandDeadline(TIMEOUT_MS);
   deadline.observe(local, local + 5);
   local += 10_001;
   expect(deadline.argument(local)).toBe('');
