@@ -4,6 +4,7 @@ import { connectRedis, type RedisClient } from '../../../src/shared/redis/redis'
 import { RedisKeyLimiter } from '../../../src/limits/redis/redis-key-limiter';
 import { LeasingKeyLimiter } from '../../../src/limits/leases/leasing-key-limiter';
 import { LEASE_LIFE_MS } from '../../../src/limits/leases/lease-settings';
+import type { LeaseGrant, LeaseReturn } from '../../../src/limits/leases/lease';
 import type { ConsumeOptions, ConsumerShare, KeyDecision, KeyRef, WindowLimits } from '../../../src/limits/types';
 import { uniqueNamespace } from '../../support/test-redis';
 import { useRedisPerFile } from '../../support/redis-per-file';
@@ -62,6 +63,19 @@ async function send(
     clock.advance(everyMs);
   }
   return decisions;
+}
+
+/** The return of a whole unused lease of a key of no consumer, every window still open. */
+function wholeReturn(holder: KeyRef, grant: LeaseGrant): LeaseReturn {
+  return {
+    holder,
+    units: grant.units,
+    windows: grant.windows,
+    complete: true,
+    takenAt: grant.storeNow,
+    granted: grant.units,
+    inConsumerWindows: false,
+  };
 }
 
 const admitted = (decisions: KeyDecision[]) => decisions.filter((d) => d.outcome === 'allowed').length;
@@ -201,15 +215,8 @@ describe('leases on a real Redis', () => {
     // The lease may still admit its 100 units anywhere: the restarted windows count them.
     expect(await used()).toEqual([100, 100, 100]);
     for (let i = 0; i < 150; i++) await store.consume(key, limits);
-    const back = {
-      holder: key,
-      units: 100,
-      windows: grant!.windows,
-      complete: true,
-      takenAt: grant!.storeNow,
-      inConsumerWindows: false,
-    };
-    expect(await store.returnUnits([{ ...back, granted: 100 }])).toEqual([true]);
+    const back = wholeReturn(key, grant!);
+    expect(await store.returnUnits([back])).toEqual([true]);
     expect(await used()).toEqual([150, 150, 150]);
   });
 
@@ -222,16 +229,9 @@ describe('leases on a real Redis', () => {
     clock.advance(1_500); // past the lease's life and its ledger bucket
     await store.resetWindows(key, ['minute', 'day', 'month']);
     for (let i = 0; i < 150; i++) await store.consume(key, limits);
-    const back = {
-      holder: key,
-      units: 100,
-      windows: grant!.windows,
-      complete: true,
-      takenAt: grant!.storeNow,
-      inConsumerWindows: false,
-    };
+    const back = wholeReturn(key, grant!);
     // Without the reset's mark (rs), the return took 100 off the 150 the reset windows had counted since.
-    expect(await store.returnUnits([{ ...back, granted: 100 }])).toEqual([false]);
+    expect(await store.returnUnits([back])).toEqual([false]);
     const usage = await store.usage(key, limits);
     expect([usage.minute, usage.day, usage.month!].map((w) => w.limit - w.remaining)).toEqual([150, 150, 150]);
   });
