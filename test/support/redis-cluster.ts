@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, startRedisServer, type RedisProcess } from './redis-server';
+import { freePort, RedisPortTakenError, startRedisServer, type RedisProcess } from './redis-server';
 import { redisTlsArgs, type TestCertificates } from './tls-certs';
 import { eventually } from './eventually';
 
@@ -90,20 +90,36 @@ function redisCliClusterCreate(nodes: string[], timeoutMs: number, tls?: TestCer
  * required of clients), and the bus and replication speak TLS too; the plain ports stay for looking
  * inside. Never touches the machine's shared Redis.
  */
-export async function startRedisCluster(
-  options: {
-    masters?: number;
-    timeoutMs?: number;
-    /** More redis-server arguments for every node. */
-    extraArgs?: string[];
-    /** Certificates for a TLS port per node, tls-cluster and tls-replication. */
-    tls?: TestCertificates;
-  } = {},
-): Promise<RedisCluster> {
-  const masters = options.masters ?? 3;
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
   // A hang guard (docs/testing.md): 20 s before, which a Cluster start at load 20 could outlast.
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);
   const started = Date.now();
+  // Six ports drawn at once, each free when drawn: another worker may take one before its node
+  // listens. The node then exits saying so, and the whole set is drawn again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisClusterOn(options, deadline, started);
+    } catch (err) {
+      if (!(err instanceof RedisPortTakenError) || attempt === 3) throw err;
+    }
+  }
+}
+
+interface RedisClusterOptions {
+  masters?: number;
+  timeoutMs?: number;
+  /** More redis-server arguments for every node. */
+  extraArgs?: string[];
+  /** Certificates for a TLS port per node, tls-cluster and tls-replication. */
+  tls?: TestCertificates;
+}
+
+async function startRedisClusterOn(
+  options: RedisClusterOptions,
+  deadline: number,
+  started: number,
+): Promise<RedisCluster> {
+  const masters = options.masters ?? 3;
   const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-cluster-'));
   // Client and bus ports drawn together; the bus would otherwise sit on port + 10000, inside the
   // ephemeral range where client sockets could take it. With `tls`, a third range for the TLS ports.

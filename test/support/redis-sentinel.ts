@@ -38,42 +38,9 @@ export async function startSentinelSetup(
   const primary = await startRedisServer(primaryTls);
   const primaryPort = options.tls ? Number(primaryTls[1]) : primary.port;
   const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(primaryPort), ...(await tlsArgs())]);
-  const children: ChildProcess[] = [];
-  const sentinels: string[] = [];
-  const plainSentinels: string[] = [];
-  for (let i = 0; i < 3; i++) {
-    const port = await freePort();
-    const tlsPort = options.tls ? await freePort() : null;
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-sentinel-'));
-    const conf = path.join(dir, 'sentinel.conf');
-    const tls = options.tls;
-    fs.writeFileSync(
-      conf,
-      [
-        `port ${port}`,
-        'bind 127.0.0.1',
-        `dir ${dir}`,
-        ...(tls
-          ? [
-              `tls-port ${tlsPort}`,
-              `tls-cert-file ${tls.serverCert}`,
-              `tls-key-file ${tls.serverKey}`,
-              `tls-ca-cert-file ${tls.caCert}`,
-              'tls-auth-clients no',
-              'tls-replication yes',
-            ]
-          : []),
-        `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
-        `sentinel down-after-milliseconds ${name} 1000`,
-        `sentinel failover-timeout ${name} 5000`,
-        `sentinel parallel-syncs ${name} 1`,
-        '',
-      ].join('\n'),
-    );
-    children.push(spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' }));
-    plainSentinels.push(`127.0.0.1:${port}`);
-    sentinels.push(`127.0.0.1:${tlsPort ?? port}`);
-  }
+  const launch = () => launchSentinel(name, primaryPort, options.tls);
+  const sentinelProcesses = await Promise.all([launch(), launch(), launch()]);
+  const plainSentinels = () => sentinelProcesses.map((sentinel) => `127.0.0.1:${sentinel.port}`);
   const ask = async (sentinel: string): Promise<string | null> => {
     const [host, port] = sentinel.split(':');
     const client = new Redis(Number(port), host!, {
@@ -96,9 +63,18 @@ export async function startSentinelSetup(
   // Redis's own timing: a hang guard (docs/testing.md), 15 s before, which a crowded machine can outlast.
   let answers: Array<string | null> = [];
   let replicaInfo = false;
+  let portRedraws = 0;
   await eventually(
     async () => {
-      answers = await Promise.all(plainSentinels.map(ask));
+      // A sentinel whose port another worker took between draw and listen has exited: draw again.
+      for (const [i, sentinel] of sentinelProcesses.entries()) {
+        if (sentinel.child.exitCode === null && sentinel.child.signalCode === null) continue;
+        const said = fs.readFileSync(sentinel.logPath, 'utf8').slice(-2000);
+        if (!/Address already in use/.test(said) || ++portRedraws > 3)
+          throw new Error(`a sentinel on port ${sentinel.port} exited at start:\n${said}`);
+        sentinelProcesses[i] = await launch();
+      }
+      answers = await Promise.all(plainSentinels().map(ask));
       replicaInfo = await replicaLinkUp(replica.port);
       return answers.every((a) => a === `127.0.0.1:${primaryPort}`) && replicaInfo;
     },
@@ -111,20 +87,68 @@ export async function startSentinelSetup(
   return {
     primary,
     replica,
-    sentinels,
+    sentinels: sentinelProcesses.map((sentinel) => `127.0.0.1:${sentinel.tlsPort ?? sentinel.port}`),
     name,
     async currentPrimary() {
-      for (const sentinel of plainSentinels) {
+      for (const sentinel of plainSentinels()) {
         const answer = await ask(sentinel);
         if (answer) return answer;
       }
       throw new Error('no sentinel answered');
     },
     async stop() {
-      for (const child of children) child.kill('SIGKILL');
+      for (const sentinel of sentinelProcesses) sentinel.child.kill('SIGKILL');
       await Promise.all([primary.stop(), replica.stop()]);
     },
   };
+}
+
+interface SentinelProcess {
+  child: ChildProcess;
+  port: number;
+  tlsPort: number | null;
+  /** Where it logs: why it exited, when it did. */
+  logPath: string;
+}
+
+/** One `redis-server --sentinel` on drawn ports, monitoring the primary under `name`. */
+async function launchSentinel(
+  name: string,
+  primaryPort: number,
+  tls: TestCertificates | undefined,
+): Promise<SentinelProcess> {
+  const port = await freePort();
+  const tlsPort = tls ? await freePort() : null;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-sentinel-'));
+  const conf = path.join(dir, 'sentinel.conf');
+  fs.writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      ...(tls
+        ? [
+            `tls-port ${tlsPort}`,
+            `tls-cert-file ${tls.serverCert}`,
+            `tls-key-file ${tls.serverKey}`,
+            `tls-ca-cert-file ${tls.caCert}`,
+            'tls-auth-clients no',
+            'tls-replication yes',
+          ]
+        : []),
+      `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
+      `sentinel down-after-milliseconds ${name} 1000`,
+      `sentinel failover-timeout ${name} 5000`,
+      `sentinel parallel-syncs ${name} 1`,
+      '',
+    ].join('\n'),
+  );
+  const logPath = path.join(dir, 'sentinel.log');
+  const logFd = fs.openSync(logPath, 'a');
+  const child = spawn('redis-server', [conf, '--sentinel'], { stdio: ['ignore', logFd, logFd] });
+  fs.closeSync(logFd);
+  return { child, port, tlsPort, logPath };
 }
 
 async function replicaLinkUp(port: number): Promise<boolean> {

@@ -58,11 +58,36 @@ function answersPing(port: number): Promise<boolean> {
 /** How long a redis-server may take to answer its first PING: a hang guard, not a speed claim. */
 const REDIS_START_HANG_GUARD_MS = 60_000;
 
-/** Starts a private redis-server on a free loopback port. Never touches the machine's shared Redis. */
+/** What redis-server logs once it listens on every port it was given and has loaded its data. */
+const READY_LINE = 'Ready to accept connections';
+
+/**
+ * A redis-server that exited at start because a port it was given was taken: freePort's check and
+ * the server's own listen are two steps, and another jest worker may take the port between them.
+ */
+export class RedisPortTakenError extends Error {}
+
+/**
+ * Starts a private redis-server on a free loopback port. Never touches the machine's shared Redis.
+ * With `port` given, a taken port fails with RedisPortTakenError; with a drawn one, another is drawn.
+ */
 export async function startRedisServer(extraArgs: string[] = [], port?: number): Promise<RedisProcess> {
   assertRedisServerAvailable();
-  const chosenPort = port ?? (await freePort());
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnRedisServer(extraArgs, port ?? (await freePort()));
+    } catch (err) {
+      if (port !== undefined || !(err instanceof RedisPortTakenError) || attempt === 3) throw err;
+    }
+  }
+}
+
+async function spawnRedisServer(extraArgs: string[], chosenPort: number): Promise<RedisProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-redis-'));
+  // Its log goes to a file of its own: a server that exits at start says why there, and its
+  // "ready" line tells it apart from another process that answers PING on the same port.
+  const logPath = path.join(dir, 'redis-server.log');
+  const logFd = fs.openSync(logPath, 'a');
   const child: ChildProcess = spawn(
     'redis-server',
     [
@@ -78,15 +103,28 @@ export async function startRedisServer(extraArgs: string[] = [], port?: number):
       dir,
       ...extraArgs,
     ],
-    { stdio: 'ignore', detached: false },
+    { stdio: ['ignore', logFd, logFd], detached: false },
   );
+  fs.closeSync(logFd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const log = () => fs.readFileSync(logPath, 'utf8');
   // A hang guard (docs/testing.md): a crowded machine starts a process slowly, and it costs nothing when all is well.
-  await eventually(() => answersPing(chosenPort), {
-    timeoutMs: REDIS_START_HANG_GUARD_MS,
-    pollMs: 25,
-    what: `redis-server on port ${chosenPort} answering PING`,
-  });
+  await eventually(
+    async () => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const said = log();
+        const message = `redis-server on port ${chosenPort} exited at start (${child.exitCode ?? child.signalCode}):\n${said.slice(-2000)}`;
+        if (/Address already in use/.test(said)) throw new RedisPortTakenError(message);
+        throw new Error(message);
+      }
+      return log().includes(READY_LINE) && (await answersPing(chosenPort));
+    },
+    {
+      timeoutMs: REDIS_START_HANG_GUARD_MS,
+      pollMs: 25,
+      what: () => `redis-server on port ${chosenPort} ready and answering PING; its log:\n${log().slice(-2000)}`,
+    },
+  );
   return {
     url: `redis://127.0.0.1:${chosenPort}`,
     port: chosenPort,

@@ -24,7 +24,8 @@ beforeAll(async () => {
     clients.single.push(await connectRedis({ url: redis.url, clusterNodes: [], commandTimeoutMs: 5000 }));
     clients.cluster.push(await connectRedis({ url: null, clusterNodes: cluster.nodes, commandTimeoutMs: 5000 }));
   }
-}, 60_000);
+  // A hang guard above the Cluster's own (120 s), so that a slow start fails with the kit's message.
+}, 150_000);
 
 afterAll(async () => {
   for (const client of [...clients.single, ...clients.cluster]) await client.quit();
