@@ -123,7 +123,8 @@ describe('three-master Cluster', () => {
     const namespace = uniqueNamespace('loss-cluster');
     const [a, b] = await startPair(namespace, { url: null, clusterNodes: cluster.nodes });
     s = { a, b, data: () => client, layout: redisKeyLayout(namespace) };
-  }, 60_000);
+    // A hang guard above the Cluster's own (120 s).
+  }, 150_000);
 
   afterAll(async () => {
     await Promise.all([s?.a.close(), s?.b.close()]);
@@ -167,7 +168,8 @@ describe('behind Sentinel', () => {
       replicationWaitMs: 1000,
     });
     s = { a, b, data: () => primary as unknown as RedisClient, layout: redisKeyLayout(namespace) };
-  }, 60_000);
+    // A hang guard above the setup's own (120 s for the sentinels, besides each Redis's start).
+  }, 180_000);
 
   afterAll(async () => {
     await Promise.all([s?.a.close(), s?.b.close()]);

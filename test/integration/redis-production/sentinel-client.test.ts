@@ -33,7 +33,8 @@ function nextAttempt(client: Redis): Promise<void> {
 
 beforeAll(async () => {
   setup = await startSentinelSetup();
-}, 60_000);
+  // A hang guard above the setup's own (120 s for the sentinels, besides each Redis's start).
+}, 180_000);
 
 afterAll(async () => {
   for (const client of opened) client.disconnect();

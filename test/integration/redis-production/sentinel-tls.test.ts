@@ -18,7 +18,8 @@ let setup: SentinelSetup;
 beforeAll(async () => {
   certs = makeTestCertificates();
   setup = await startSentinelSetup('mymaster', { tls: certs });
-}, 30_000);
+  // A hang guard above the setup's own (120 s for the sentinels, besides each Redis's start).
+}, 180_000);
 
 afterAll(async () => {
   await setup?.stop();
