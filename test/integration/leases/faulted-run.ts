@@ -1,4 +1,5 @@
 import { eventually } from '../../support/eventually';
+import { awayFromMinuteEnd } from '../../support/minute-end';
 import { LONG_ADMIN_TOKEN } from '../startup/startup-kit';
 import { GatewayInstance, harnessConfigYaml } from './fleet-kit';
 import { LoadClients, readAnswer, type ClientPlan } from './load-clients';
@@ -32,6 +33,8 @@ export const LIMITS = {
 const PER_DAY = 1_000_000;
 /** Traffic between two faults, and after the last. */
 const GAP_MS = 2_500;
+/** Traffic the run gives one minute window at the least: the clients fill it at a third of their rates. */
+const RUN_WINDOW_MS = 40_000;
 /** How long the store is paused (CLIENT PAUSE), against the gateways' 500 ms command timeout. */
 const STORE_PAUSE_MS = 1_500;
 
@@ -211,6 +214,10 @@ export async function runFaulted(fleet: Fleet): Promise<FaultedRun> {
   let leased: number;
   // A fault that throws (an instance that does not come back) still stops the clients and the watch's connections.
   try {
+    // The clients must fill a window for the run to show anything, and a busy machine slows them
+    // (at most MAX_IN_FLIGHT each): a CI run that straddled a minute turn split 25 s of traffic in
+    // two and filled neither. Starting with 40 s of the minute left gives one window 40 s of it.
+    await awayFromMinuteEnd(RUN_WINDOW_MS);
     clients.start(plans);
     for (const fault of shuffled(FAULTS, random)) {
       await new Promise((resolve) => setTimeout(resolve, GAP_MS));
