@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../support/redis-server';
+import { freePort, RedisPortTakenError } from '../../support/redis-server';
 import { eventually } from '../../support/eventually';
 
 /**
@@ -52,9 +52,17 @@ export class PersistentRedis implements FaultedStore {
 
   /** `extraArgs`: more redis-server arguments (a Cluster node's). */
   static async start(extraArgs: readonly string[] = [], port?: number): Promise<PersistentRedis> {
-    const redis = new PersistentRedis(port ?? (await freePort()), extraArgs);
-    await redis.spawn();
-    return redis;
+    // A drawn port another worker took before the server listened: drawn again (as startRedisServer does).
+    for (let attempt = 1; ; attempt++) {
+      const redis = new PersistentRedis(port ?? (await freePort()), extraArgs);
+      try {
+        await redis.spawn();
+        return redis;
+      } catch (err) {
+        fs.rmSync(redis.dir, { recursive: true, force: true });
+        if (port !== undefined || !(err instanceof RedisPortTakenError) || attempt === 3) throw err;
+      }
+    }
   }
 
   get env(): Record<string, string> {
@@ -88,13 +96,33 @@ export class PersistentRedis implements FaultedStore {
   private async spawn(): Promise<void> {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir];
     const persistence = ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
-    const child = spawn('redis-server', [...args, ...persistence, ...this.extraArgs], { stdio: 'ignore' });
+    // A log of this start only: its ready line (not another process answering on the port), or why it exited.
+    const logPath = path.join(this.dir, 'redis-server.log');
+    const logFd = fs.openSync(logPath, 'w');
+    const child = spawn('redis-server', [...args, ...persistence, ...this.extraArgs], {
+      stdio: ['ignore', logFd, logFd],
+    });
+    fs.closeSync(logFd);
     this.child = child;
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    await eventually(async () => (await this.command('PING').catch(() => '')).startsWith('+PONG'), {
-      timeoutMs: 10_000,
-      what: `redis-server on port ${this.port} answering PING`,
-    });
+    const log = () => fs.readFileSync(logPath, 'utf8');
+    await eventually(
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          const said = log().slice(-2000);
+          const message = `redis-server on port ${this.port} exited at start:\n${said}`;
+          throw /Address already in use/.test(said) ? new RedisPortTakenError(message) : new Error(message);
+        }
+        return (
+          log().includes('Ready to accept connections') &&
+          (await this.command('PING').catch(() => '')).startsWith('+PONG')
+        );
+      },
+      {
+        timeoutMs: 10_000,
+        what: () => `redis-server on port ${this.port} ready and answering PING; its log:\n${log().slice(-2000)}`,
+      },
+    );
   }
 }
 
@@ -109,22 +137,34 @@ export class PersistentCluster implements FaultedStore {
   private constructor(private readonly nodes: PersistentRedis[]) {}
 
   static async start(): Promise<PersistentCluster> {
-    const ports = new Set<number>();
-    while (ports.size < 6) ports.add(await freePort());
-    const [a, b, c, busA, busB, busC] = [...ports];
-    const nodeArgs = (bus: number) => [
-      ...['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(bus)],
-      ...['--cluster-announce-ip', '127.0.0.1', '--cluster-node-timeout', '5000'],
-    ];
-    const nodes = await Promise.all([
-      PersistentRedis.start(nodeArgs(busA!), a),
-      PersistentRedis.start(nodeArgs(busB!), b),
-      PersistentRedis.start(nodeArgs(busC!), c),
-    ]);
+    const nodes = await PersistentCluster.startNodes();
     const cluster = new PersistentCluster(nodes);
     await clusterCreate(nodes.map((node) => `127.0.0.1:${node.port}`));
     await cluster.untilOk();
     return cluster;
+  }
+
+  /** Three cluster-enabled nodes on six drawn ports; all six drawn again when another worker took one first. */
+  private static async startNodes(): Promise<PersistentRedis[]> {
+    for (let attempt = 1; ; attempt++) {
+      const ports = new Set<number>();
+      while (ports.size < 6) ports.add(await freePort());
+      const [a, b, c, busA, busB, busC] = [...ports];
+      const nodeArgs = (bus: number) => [
+        ...['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(bus)],
+        ...['--cluster-announce-ip', '127.0.0.1', '--cluster-node-timeout', '5000'],
+      ];
+      const started = await Promise.allSettled([
+        PersistentRedis.start(nodeArgs(busA!), a),
+        PersistentRedis.start(nodeArgs(busB!), b),
+        PersistentRedis.start(nodeArgs(busC!), c),
+      ]);
+      const nodes = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+      const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+      if (!failed) return nodes;
+      await Promise.all(nodes.map((node) => node.stop()));
+      if (!(failed.reason instanceof RedisPortTakenError) || attempt === 3) throw failed.reason;
+    }
   }
 
   get env(): Record<string, string> {

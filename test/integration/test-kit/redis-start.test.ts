@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { freePort, RedisPortTakenError, startRedisServer } from '../../support/redis-server';
+import { PersistentRedis } from '../leases/persistent-redis';
 
 // The kit's redis-server start: ready means this process listens, and a server that cannot start
 // says why at once. A CI run lost a minute-long hook to a node that had exited at start while the
@@ -49,6 +50,18 @@ describe('startRedisServer', () => {
       expect(reply).toContain(`process_id:${redis.pid}\r\n`);
     } finally {
       await redis.stop();
+    }
+  });
+});
+
+describe('PersistentRedis (the leases harness store)', () => {
+  it('on a port another process holds: fails with RedisPortTakenError, not a store that is not ours', async () => {
+    const port = await freePort();
+    const other = await pongServer(port);
+    try {
+      await expect(PersistentRedis.start([], port)).rejects.toBeInstanceOf(RedisPortTakenError);
+    } finally {
+      other.close();
     }
   });
 });
