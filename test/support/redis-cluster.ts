@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, RedisPortTakenError, startRedisServer, type RedisProcess } from './redis-server';
+import { drawingPortsAgain, freePort, startRedisServer, type RedisProcess } from './redis-server';
 import { redisTlsArgs, type TestCertificates } from './tls-certs';
 import { eventually } from './eventually';
 
@@ -96,13 +96,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const started = Date.now();
   // Six ports drawn at once, each free when drawn: another worker may take one before its node
   // listens. The node then exits saying so, and the whole set is drawn again.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startRedisClusterOn(options, deadline, started);
-    } catch (err) {
-      if (!(err instanceof RedisPortTakenError) || attempt === 3) throw err;
-    }
-  }
+  return drawingPortsAgain(() => startRedisClusterOn(options, deadline, started));
 }
 
 interface RedisClusterOptions {

@@ -1,9 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Redis from 'ioredis';
-import { assertRedisServerAvailable, freePort, startRedisServer, type RedisProcess } from './redis-server';
+import {
+  assertRedisServerAvailable,
+  exitedAtStart,
+  freePort,
+  RedisPortTakenError,
+  spawnLoggedRedis,
+  startRedisServer,
+  type RedisProcess,
+} from './redis-server';
 import { redisTlsArgs, type TestCertificates } from './tls-certs';
 import { eventually } from './eventually';
 
@@ -68,10 +76,9 @@ export async function startSentinelSetup(
     async () => {
       // A sentinel whose port another worker took between draw and listen has exited: draw again.
       for (const [i, sentinel] of sentinelProcesses.entries()) {
-        if (sentinel.child.exitCode === null && sentinel.child.signalCode === null) continue;
-        const said = fs.readFileSync(sentinel.logPath, 'utf8').slice(-2000);
-        if (!/Address already in use/.test(said) || ++portRedraws > 3)
-          throw new Error(`a sentinel on port ${sentinel.port} exited at start:\n${said}`);
+        const failure = exitedAtStart(sentinel.child, sentinel.logPath, `a sentinel on port ${sentinel.port}`);
+        if (!failure) continue;
+        if (!(failure instanceof RedisPortTakenError) || ++portRedraws > 3) throw failure;
         sentinelProcesses[i] = await launch();
       }
       answers = await Promise.all(plainSentinels().map(ask));
@@ -145,10 +152,7 @@ async function launchSentinel(
     ].join('\n'),
   );
   const logPath = path.join(dir, 'sentinel.log');
-  const logFd = fs.openSync(logPath, 'a');
-  const child = spawn('redis-server', [conf, '--sentinel'], { stdio: ['ignore', logFd, logFd] });
-  fs.closeSync(logFd);
-  return { child, port, tlsPort, logPath };
+  return { child: spawnLoggedRedis([conf, '--sentinel'], logPath), port, tlsPort, logPath };
 }
 
 async function replicaLinkUp(port: number): Promise<boolean> {

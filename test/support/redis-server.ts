@@ -59,7 +59,7 @@ function answersPing(port: number): Promise<boolean> {
 const REDIS_START_HANG_GUARD_MS = 60_000;
 
 /** What redis-server logs once it listens on every port it was given and has loaded its data. */
-const READY_LINE = 'Ready to accept connections';
+export const READY_LINE = 'Ready to accept connections';
 
 /**
  * A redis-server that exited at start because a port it was given was taken: freePort's check and
@@ -68,28 +68,55 @@ const READY_LINE = 'Ready to accept connections';
 export class RedisPortTakenError extends Error {}
 
 /**
+ * `start` again, on ports it draws anew each time, while it fails with RedisPortTakenError (three
+ * tries in all): the kit's one answer to a port taken between its draw and the server's listen.
+ */
+export async function drawingPortsAgain<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!(err instanceof RedisPortTakenError) || attempt === 3) throw err;
+    }
+  }
+}
+
+/**
+ * redis-server (a server or a sentinel) with its output in `logPath`, a file of this start only:
+ * why it exited at start (exitedAtStart), or its ready line, which tells it apart from another
+ * process answering PING on the same port.
+ */
+export function spawnLoggedRedis(args: string[], logPath: string): ChildProcess {
+  const logFd = fs.openSync(logPath, 'w');
+  try {
+    return spawn('redis-server', args, { stdio: ['ignore', logFd, logFd] });
+  } finally {
+    fs.closeSync(logFd);
+  }
+}
+
+/** The failure of a spawnLoggedRedis process that has exited, with its log (RedisPortTakenError for a taken port); null while it runs. */
+export function exitedAtStart(child: ChildProcess, logPath: string, what: string): Error | null {
+  if (child.exitCode === null && child.signalCode === null) return null;
+  const said = fs.readFileSync(logPath, 'utf8').slice(-2000);
+  const message = `${what} exited at start (${child.exitCode ?? child.signalCode}):\n${said}`;
+  return /Address already in use/.test(said) ? new RedisPortTakenError(message) : new Error(message);
+}
+
+/**
  * Starts a private redis-server on a free loopback port. Never touches the machine's shared Redis.
  * With `port` given, a taken port fails with RedisPortTakenError; with a drawn one, another is drawn.
  */
 export async function startRedisServer(extraArgs: string[] = [], port?: number): Promise<RedisProcess> {
   assertRedisServerAvailable();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await spawnRedisServer(extraArgs, port ?? (await freePort()));
-    } catch (err) {
-      if (port !== undefined || !(err instanceof RedisPortTakenError) || attempt === 3) throw err;
-    }
-  }
+  if (port !== undefined) return spawnRedisServer(extraArgs, port);
+  return drawingPortsAgain(async () => spawnRedisServer(extraArgs, await freePort()));
 }
 
 async function spawnRedisServer(extraArgs: string[], chosenPort: number): Promise<RedisProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asg-redis-'));
-  // Its log goes to a file of its own: a server that exits at start says why there, and its
-  // "ready" line tells it apart from another process that answers PING on the same port.
   const logPath = path.join(dir, 'redis-server.log');
-  const logFd = fs.openSync(logPath, 'a');
-  const child: ChildProcess = spawn(
-    'redis-server',
+  const child = spawnLoggedRedis(
     [
       '--port',
       String(chosenPort),
@@ -103,26 +130,22 @@ async function spawnRedisServer(extraArgs: string[], chosenPort: number): Promis
       dir,
       ...extraArgs,
     ],
-    { stdio: ['ignore', logFd, logFd], detached: false },
+    logPath,
   );
-  fs.closeSync(logFd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const log = () => fs.readFileSync(logPath, 'utf8');
+  const what = `redis-server on port ${chosenPort}`;
   // A hang guard (docs/testing.md): a crowded machine starts a process slowly, and it costs nothing when all is well.
   await eventually(
     async () => {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        const said = log();
-        const message = `redis-server on port ${chosenPort} exited at start (${child.exitCode ?? child.signalCode}):\n${said.slice(-2000)}`;
-        if (/Address already in use/.test(said)) throw new RedisPortTakenError(message);
-        throw new Error(message);
-      }
+      const failure = exitedAtStart(child, logPath, what);
+      if (failure) throw failure;
       return log().includes(READY_LINE) && (await answersPing(chosenPort));
     },
     {
       timeoutMs: REDIS_START_HANG_GUARD_MS,
       pollMs: 25,
-      what: () => `redis-server on port ${chosenPort} ready and answering PING; its log:\n${log().slice(-2000)}`,
+      what: () => `${what} ready and answering PING; its log:\n${log().slice(-2000)}`,
     },
   );
   return {

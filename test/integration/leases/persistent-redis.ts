@@ -1,9 +1,9 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, RedisPortTakenError } from '../../support/redis-server';
+import { drawingPortsAgain, exitedAtStart, freePort, READY_LINE, spawnLoggedRedis } from '../../support/redis-server';
 import { eventually } from '../../support/eventually';
 
 /**
@@ -52,17 +52,18 @@ export class PersistentRedis implements FaultedStore {
 
   /** `extraArgs`: more redis-server arguments (a Cluster node's). */
   static async start(extraArgs: readonly string[] = [], port?: number): Promise<PersistentRedis> {
-    // A drawn port another worker took before the server listened: drawn again (as startRedisServer does).
-    for (let attempt = 1; ; attempt++) {
-      const redis = new PersistentRedis(port ?? (await freePort()), extraArgs);
+    const startOn = async (chosenPort: number) => {
+      const redis = new PersistentRedis(chosenPort, extraArgs);
       try {
         await redis.spawn();
         return redis;
       } catch (err) {
         fs.rmSync(redis.dir, { recursive: true, force: true });
-        if (port !== undefined || !(err instanceof RedisPortTakenError) || attempt === 3) throw err;
+        throw err;
       }
-    }
+    };
+    // A drawn port another worker took before the server listened: drawn again (as startRedisServer does).
+    return port === undefined ? drawingPortsAgain(async () => startOn(await freePort())) : startOn(port);
   }
 
   get env(): Record<string, string> {
@@ -98,30 +99,18 @@ export class PersistentRedis implements FaultedStore {
     const persistence = ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
     // A log of this start only: its ready line (not another process answering on the port), or why it exited.
     const logPath = path.join(this.dir, 'redis-server.log');
-    const logFd = fs.openSync(logPath, 'w');
-    const child = spawn('redis-server', [...args, ...persistence, ...this.extraArgs], {
-      stdio: ['ignore', logFd, logFd],
-    });
-    fs.closeSync(logFd);
+    const child = spawnLoggedRedis([...args, ...persistence, ...this.extraArgs], logPath);
     this.child = child;
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     const log = () => fs.readFileSync(logPath, 'utf8');
+    const what = `redis-server on port ${this.port}`;
     await eventually(
       async () => {
-        if (child.exitCode !== null || child.signalCode !== null) {
-          const said = log().slice(-2000);
-          const message = `redis-server on port ${this.port} exited at start:\n${said}`;
-          throw /Address already in use/.test(said) ? new RedisPortTakenError(message) : new Error(message);
-        }
-        return (
-          log().includes('Ready to accept connections') &&
-          (await this.command('PING').catch(() => '')).startsWith('+PONG')
-        );
+        const failure = exitedAtStart(child, logPath, what);
+        if (failure) throw failure;
+        return log().includes(READY_LINE) && (await this.command('PING').catch(() => '')).startsWith('+PONG');
       },
-      {
-        timeoutMs: 10_000,
-        what: () => `redis-server on port ${this.port} ready and answering PING; its log:\n${log().slice(-2000)}`,
-      },
+      { timeoutMs: 10_000, what: () => `${what} ready and answering PING; its log:\n${log().slice(-2000)}` },
     );
   }
 }
@@ -145,8 +134,8 @@ export class PersistentCluster implements FaultedStore {
   }
 
   /** Three cluster-enabled nodes on six drawn ports; all six drawn again when another worker took one first. */
-  private static async startNodes(): Promise<PersistentRedis[]> {
-    for (let attempt = 1; ; attempt++) {
+  private static startNodes(): Promise<PersistentRedis[]> {
+    return drawingPortsAgain(async () => {
       const ports = new Set<number>();
       while (ports.size < 6) ports.add(await freePort());
       const [a, b, c, busA, busB, busC] = [...ports];
@@ -163,8 +152,8 @@ export class PersistentCluster implements FaultedStore {
       const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
       if (!failed) return nodes;
       await Promise.all(nodes.map((node) => node.stop()));
-      if (!(failed.reason instanceof RedisPortTakenError) || attempt === 3) throw failed.reason;
-    }
+      throw failed.reason;
+    });
   }
 
   get env(): Record<string, string> {
